@@ -1,0 +1,73 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// System libraries come from Debian's -dev packages (see README: "Fresh machine").
+// Header paths are never hard-coded: each module map includes a shim.h and pkg-config
+// supplies the flags (Debian keeps curl.h in a multiarch directory).
+func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
+    .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
+}
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "hound-speaker",
+    products: [
+        .executable(name: "hound-speaker", targets: ["hound-speaker"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+    ],
+    targets: [
+        systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
+        systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
+        systemLibrary("CSpeex", pkgConfig: "speex", apt: "libspeex-dev"),
+        systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        systemLibrary("CSndfile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+        systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
+        systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
+        systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
+        // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic.
+        .target(name: "CShims", dependencies: ["CCurl"]),
+
+        .target(name: "SpeakerConfig",
+                dependencies: ["Houndify", .product(name: "TOMLKit", package: "TOMLKit")],
+                swiftSettings: strict),
+        .target(name: "Audio",
+                dependencies: ["CSoxr", "CSndfile", "CALSA"],
+                swiftSettings: strict),
+        .target(name: "Houndify",
+                dependencies: ["CCurl", "CShims", "CCrypto", "CSpeex",
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+        .target(name: "LocalHoundify",
+                dependencies: ["Houndify", "CSpeex", "Audio",
+                               .product(name: "NIOCore", package: "swift-nio"),
+                               .product(name: "NIOPosix", package: "swift-nio"),
+                               .product(name: "NIOHTTP1", package: "swift-nio"),
+                               .product(name: "CompressNIO", package: "compress-nio"),
+                               .product(name: "Logging", package: "swift-log")],
+                resources: [.copy("Fixtures")],
+                swiftSettings: strict),
+        .executableTarget(name: "hound-speaker",
+                dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio",
+                               "CGPIOD", "CEspeakNG", "CALSA", "CCurl",
+                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+
+        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "LocalHoundify", "Audio"],
+                    resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig"], swiftSettings: strict),
+        .testTarget(name: "AudioTests", dependencies: ["Audio"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
+    ],
+    swiftLanguageModes: [.v6]
+)

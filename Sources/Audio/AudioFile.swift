@@ -1,0 +1,121 @@
+import Foundation
+import CSndfile
+import CSoxr
+
+/// Audio read from a file and converted to what the speaker works in: 16 kHz, mono, 16-bit.
+public struct MonoAudio: Sendable, Equatable {
+    public var samples: [Int16]
+    public var sampleRate: Int
+
+    public init(samples: [Int16], sampleRate: Int) {
+        self.samples = samples
+        self.sampleRate = sampleRate
+    }
+
+    public var duration: Double { Double(samples.count) / Double(sampleRate) }
+}
+
+public enum AudioFileError: Error, CustomStringConvertible, Equatable {
+    case cannotOpen(path: String, reason: String)
+    case notPCM(path: String, format: String)
+    case empty(path: String)
+    case resampler(String)
+    case cannotWrite(path: String, reason: String)
+
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let reason): "\(path): cannot read audio: \(reason)"
+        case .notPCM(let path, let format): "\(path): not a PCM WAV (\(format)); convert it, e.g. sox in.wav -b 16 out.wav"
+        case .empty(let path): "\(path): holds no audio"
+        case .resampler(let message): "resampler (libsoxr): \(message)"
+        case .cannotWrite(let path, let reason): "\(path): cannot write audio: \(reason)"
+        }
+    }
+}
+
+public enum AudioFile {
+    /// Reads a WAV (or any file libsndfile knows) holding linear PCM or float samples, of any rate and channel
+    /// count, mixes it to mono and resamples it to `targetRate` with libsoxr.
+    public static func readMono(path: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+        var info = SF_INFO()
+        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
+            throw .cannotOpen(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        defer { sf_close(file) }
+        let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
+        let linear: Set<Int32> = [Int32(SF_FORMAT_PCM_S8), Int32(SF_FORMAT_PCM_U8), Int32(SF_FORMAT_PCM_16),
+                                  Int32(SF_FORMAT_PCM_24), Int32(SF_FORMAT_PCM_32), Int32(SF_FORMAT_FLOAT),
+                                  Int32(SF_FORMAT_DOUBLE)]
+        guard linear.contains(subtype) else { throw .notPCM(path: path, format: formatName(subtype)) }
+        guard info.frames > 0, info.channels > 0 else { throw .empty(path: path) }
+        let channels = Int(info.channels)
+        var interleaved = [Float](repeating: 0, count: Int(info.frames) * channels)
+        let read = interleaved.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, info.frames) }
+        guard read > 0 else { throw .empty(path: path) }
+        var mono = [Float](repeating: 0, count: Int(read))
+        for frame in 0..<Int(read) {
+            var sum: Float = 0
+            for channel in 0..<channels { sum += interleaved[frame * channels + channel] }
+            mono[frame] = sum / Float(channels)
+        }
+        let resampled = try resample(mono, from: Int(info.samplerate), to: targetRate)
+        return MonoAudio(samples: resampled.map(floatToInt16), sampleRate: targetRate)
+    }
+
+    /// Resamples a whole buffer with libsoxr (high quality).
+    public static func resample(_ input: [Float], from inputRate: Int, to outputRate: Int) throws(AudioFileError) -> [Float] {
+        guard inputRate != outputRate else { return input }
+        guard inputRate > 0 else { throw .resampler("input rate \(inputRate) Hz") }
+        let capacity = Int((Double(input.count) * Double(outputRate) / Double(inputRate)).rounded(.up)) + 16
+        var output = [Float](repeating: 0, count: capacity)
+        var produced = 0
+        let message = input.withUnsafeBufferPointer { inBuf in
+            output.withUnsafeMutableBufferPointer { outBuf in
+                soxr_oneshot(Double(inputRate), Double(outputRate), 1, inBuf.baseAddress, inBuf.count, nil,
+                             outBuf.baseAddress, outBuf.count, &produced, nil, nil, nil)
+            }
+        }
+        if let message { throw .resampler(String(cString: message)) }
+        return Array(output.prefix(produced))
+    }
+
+    /// Writes 16-bit mono PCM as a WAV file.
+    public static func writeWAV(_ audio: MonoAudio, to path: String) throws(AudioFileError) {
+        var info = SF_INFO()
+        info.samplerate = Int32(audio.sampleRate)
+        info.channels = 1
+        info.format = Int32(SF_FORMAT_WAV) | Int32(SF_FORMAT_PCM_16)
+        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
+            throw .cannotWrite(path: path, reason: String(cString: sf_strerror(nil)))
+        }
+        let written = audio.samples.withUnsafeBufferPointer { sf_write_short(file, $0.baseAddress, sf_count_t($0.count)) }
+        sf_close(file)
+        guard written == audio.samples.count else { throw .cannotWrite(path: path, reason: "short write") }
+    }
+
+    static func floatToInt16(_ x: Float) -> Int16 {
+        Int16((max(-1, min(1, x)) * 32767).rounded())
+    }
+
+    static func formatName(_ subtype: Int32) -> String {
+        switch subtype {
+        case Int32(SF_FORMAT_ULAW): "u-law"
+        case Int32(SF_FORMAT_ALAW): "A-law"
+        case Int32(SF_FORMAT_IMA_ADPCM), Int32(SF_FORMAT_MS_ADPCM): "ADPCM"
+        case Int32(SF_FORMAT_GSM610): "GSM 6.10"
+        case Int32(SF_FORMAT_MPEG_LAYER_III): "MP3"
+        default: "encoding 0x\(String(subtype, radix: 16))"
+        }
+    }
+}
+
+/// Level of a block of 16-bit samples in dBFS: 0 is full scale, -90 stands for silence.
+public enum AudioLevel {
+    public static func dBFS<C: Collection>(_ samples: C) -> Double where C.Element == Int16 {
+        guard !samples.isEmpty else { return -90 }
+        var sum = 0.0
+        for s in samples { let x = Double(s) / 32768; sum += x * x }
+        let rms = (sum / Double(samples.count)).squareRoot()
+        return rms > 0 ? max(-90, 20 * log10(rms)) : -90
+    }
+}

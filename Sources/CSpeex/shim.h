@@ -1,0 +1,3 @@
+#pragma once
+#include <speex/speex.h>
+#include <speex/speex_header.h>

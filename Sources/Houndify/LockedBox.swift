@@ -1,0 +1,16 @@
+import Foundation
+
+/// A value behind an NSLock, for state that non-Sendable arguments (unsafe buffers) must reach; `Mutex`'s
+/// `sending` rules reject those.
+final class LockedBox<Value>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) { self.value = value }
+
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

@@ -1,0 +1,115 @@
+public import Foundation
+public import Houndify
+
+/// The local service's small domain: the time and date in the request's TimeZone, a weather answer from a real
+/// response fixture, a two-turn timer conversation (to exercise ConversationState and AutoListen), and
+/// NoResultCommand for everything else. Answers have the shapes of real HoundServer responses.
+public struct AnswerBook: Sendable {
+    let weatherFixture: JSONValue?
+    let now: @Sendable () -> Date
+
+    public init(now: @escaping @Sendable () -> Date = Date.init) {
+        self.now = now
+        if let url = Bundle.module.url(forResource: "result-weather", withExtension: "json", subdirectory: "Fixtures"),
+           let data = try? Data(contentsOf: url) {
+            weatherFixture = try? JSONValue(parsing: data)
+        } else {
+            weatherFixture = nil
+        }
+    }
+
+    /// The HoundServer object answering `transcript`, given the request's RequestInfo.
+    public func answer(transcript: String, requestInfo: [String: JSONValue], voice: Bool, audioSeconds: Double = 0) -> JSONValue {
+        let query = transcript.lowercased()
+        let previous = requestInfo["ConversationState"]
+        let turn = (previous?["LocalServiceTurn"]?.int64Value ?? 0) + 1
+        let stamp = Int64(now().timeIntervalSince1970)
+        var state: [String: JSONValue] = ["ConversationStateTime": .int(stamp), "LocalServiceTurn": .int(turn)]
+
+        var result: [String: JSONValue]
+        if transcript.trimmingCharacters(in: .whitespaces).isEmpty {
+            result = noResult()
+        } else if previous?["LocalServicePending"]?.stringValue == "TimerDuration", let minutes = Self.number(in: query) {
+            let text = "OK, a timer for \(minutes) minute\(minutes == 1 ? "" : "s"), starting now."
+            result = command("TimerCommand", spoken: text, written: text)
+        } else if query.contains("timer") {
+            if let minutes = Self.number(in: query) {
+                let text = "OK, a timer for \(minutes) minute\(minutes == 1 ? "" : "s"), starting now."
+                result = command("TimerCommand", spoken: text, written: text)
+            } else {
+                result = command("TimerCommand", spoken: "For how long?", written: "For how long?")
+                result["AutoListen"] = true
+                state["LocalServicePending"] = "TimerDuration"
+            }
+        } else if query.contains("weather"), let fixture = weatherFixture?["AllResults"]?[0]?.objectValue {
+            result = fixture
+        } else if query.contains("time") {
+            let text = "It is \(format(now(), pattern: "h:mm a", requestInfo: requestInfo))."
+            result = command("InformationCommand", spoken: text, written: text)
+            result["InformationNuggets"] = [["NuggetKind": "DateAndTime", "SpokenResponse": .string(text)]]
+        } else if query.contains("date") || query.contains("day is it") || query.contains("what day") {
+            let text = "Today is \(format(now(), pattern: "EEEE, MMMM d, yyyy", requestInfo: requestInfo))."
+            result = command("InformationCommand", spoken: text, written: text)
+            result["InformationNuggets"] = [["NuggetKind": "DateAndTime", "SpokenResponse": .string(text)]]
+        } else {
+            result = noResult()
+        }
+        result["ConversationState"] = .object(state)
+
+        let queryID = UUID().uuidString.lowercased()
+        var server: [String: JSONValue] = [
+            "Format": .string(HoundFormat.resultLegacy), "FormatVersion": "1.0", "Status": "OK",
+            "NumToReturn": 1, "AllResults": [.object(result)], "ResultsAreFinal": [true],
+            "DomainUsage": [["Domain": "Local Service", "DomainUniqueID": "local", "CreditsUsed": 0]],
+            "QueryID": .string(queryID), "ServerGeneratedId": .string(queryID), "RealTime": 0.01, "CpuTime": 0.01,
+        ]
+        server["Disambiguation"] = [
+            "NumToShow": 1,
+            "ChoiceData": transcript.isEmpty ? [] : [[
+                "Transcription": .string(transcript), "ConfidenceScore": 0.9,
+                "FormattedTranscription": .string(transcript), "FixedTranscription": "",
+            ]],
+        ]
+        if voice {
+            server["AudioLength"] = .double(audioSeconds)
+            server["RealSpeechTime"] = .double(audioSeconds)
+            server["CpuSpeechTime"] = .double(audioSeconds / 10)
+        }
+        return .object(server)
+    }
+
+    public static func error(_ message: String) -> JSONValue {
+        ["Format": .string(HoundFormat.resultLegacy), "FormatVersion": "1.0", "Status": "Error",
+         "ErrorMessage": .string(message), "DomainUsage": [], "QueryID": .string(UUID().uuidString.lowercased())]
+    }
+
+    private func command(_ kind: String, spoken: String, written: String) -> [String: JSONValue] {
+        ["CommandKind": .string(kind), "SpokenResponse": .string(spoken), "SpokenResponseLong": .string(spoken),
+         "WrittenResponse": .string(written), "WrittenResponseLong": .string(written), "AutoListen": false,
+         "ViewType": ["Native", "None"]]
+    }
+
+    private func noResult() -> [String: JSONValue] {
+        var r = command("NoResultCommand", spoken: "", written: "Didn't get that!")
+        r["SpokenResponseLong"] = "Didn't get that!"
+        return r
+    }
+
+    private func format(_ date: Date, pattern: String, requestInfo: [String: JSONValue]) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = requestInfo["TimeZone"]?.stringValue.flatMap(TimeZone.init(identifier:)) ?? .current
+        formatter.dateFormat = pattern
+        return formatter.string(from: date)
+    }
+
+    static func number(in query: String) -> Int? {
+        let words = ["one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                     "ten": 10, "fifteen": 15, "twenty": 20, "thirty": 30]
+        for token in query.split(whereSeparator: { !$0.isLetter && !$0.isNumber }) {
+            if let n = Int(token) { return n }
+            if let n = words[String(token)] { return n }
+        }
+        return nil
+    }
+}

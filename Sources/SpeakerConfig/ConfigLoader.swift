@@ -1,0 +1,274 @@
+public import Foundation
+import Houndify
+import TOMLKit
+
+/// Reads and validates the TOML config. Every key is known: a misspelt key is an error with a suggestion,
+/// a wrong type or value names the file, line and key.
+public enum ConfigLoader {
+    public static let systemPath = "/etc/hound-speaker/speaker.toml"
+    public static let repositoryPath = "config/speaker.toml"
+
+    /// `--config`, else /etc/hound-speaker/speaker.toml, else config/speaker.toml (the working copy).
+    public static func resolvePath(explicit: String?, fileExists: (String) -> Bool = { FileManager.default.fileExists(atPath: $0) }) -> String? {
+        if let explicit { return explicit }
+        if fileExists(systemPath) { return systemPath }
+        if fileExists(repositoryPath) { return repositoryPath }
+        return nil
+    }
+
+    /// Loads `path` (or the defaults when nil) and applies the environment's credential overrides.
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> SpeakerConfiguration {
+        var config = SpeakerConfiguration()
+        if let path {
+            let text: String
+            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+                let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (check its owner and mode)" : "no such file"
+                throw ConfigError(file: path, line: nil, key: nil, problem: reason)
+            }
+            config = try parse(text: text, file: path)
+            config.path = path
+            try checkPermissions(path: path, config: &config)
+        }
+        if let id = environment["HOUNDIFY_CLIENT_ID"], !id.isEmpty {
+            config.houndify.clientID = id
+            config.clientIDSource = "HOUNDIFY_CLIENT_ID"
+        }
+        if let key = environment["HOUNDIFY_CLIENT_KEY"], !key.isEmpty {
+            config.houndify.clientKey = key
+            config.clientKeySource = "HOUNDIFY_CLIENT_KEY"
+        }
+        if config.houndify.clientID.contains(";") {
+            throw ConfigError(file: path ?? "environment", line: nil, key: "[houndify] client_id", problem: "must not contain ';'")
+        }
+        if !config.houndify.clientKey.isEmpty, Base64URL.decode(config.houndify.clientKey) == nil {
+            throw ConfigError(file: config.clientKeySource == "HOUNDIFY_CLIENT_KEY" ? "HOUNDIFY_CLIENT_KEY" : (path ?? "config"),
+                              line: nil, key: "[houndify] client_key",
+                              problem: "is not base64url text (the dashboard's Client Key: 88 characters ending in ==)")
+        }
+        return config
+    }
+
+    /// A file holding the client key must not be readable by everyone: refuse, with the fix.
+    static func checkPermissions(path: String, config: inout SpeakerConfiguration) throws(ConfigError) {
+        guard !config.houndify.clientKey.isEmpty,
+              let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+              let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue else { return }
+        if mode & 0o007 != 0 {
+            throw ConfigError(file: path, line: nil, key: nil, problem: String(format:
+                "holds [houndify] client_key but is readable by other users (mode %03o); run: chmod 600 %@", mode, path))
+        }
+        if mode & 0o040 != 0 {
+            config.warnings.append(String(format: "%@ holds the client key and is group-readable (mode %03o); chmod 600 is safer", path, mode))
+        }
+    }
+
+    public static func parse(text: String, file: String) throws(ConfigError) -> SpeakerConfiguration {
+        let table: TOMLTable
+        do { table = try TOMLTable(string: text) } catch let error as TOMLParseError {
+            throw ConfigError(file: file, line: error.source.begin.line, key: nil, problem: "not valid TOML: \(error.description)")
+        } catch {
+            throw ConfigError(file: file, line: nil, key: nil, problem: "not valid TOML: \(error)")
+        }
+        var reader = Reader(file: file, lines: KeyLines(text: text))
+        return try reader.read(table)
+    }
+}
+
+/// Finds the line of `[table] key` for error messages. TOMLKit keeps no source positions for values, so the
+/// text is scanned for table headers and `key =` lines; only messages depend on it, never values.
+struct KeyLines {
+    private var lines: [String: Int] = [:]
+
+    init(text: String) {
+        var table = ""
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.hasPrefix("[") {
+                let name = line.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).split(separator: "]").first.map(String.init) ?? ""
+                table = name.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
+                lines[table] = lines[table] ?? index + 1
+            } else if let eq = line.firstIndex(of: "="), !line.hasPrefix("#") {
+                let key = line[..<eq].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+                let path = table.isEmpty ? key : "\(table).\(key)"
+                lines[path] = lines[path] ?? index + 1
+            }
+        }
+    }
+
+    func line(table: String, key: String?) -> Int? {
+        if let key { return lines[table.isEmpty ? key : "\(table).\(key)"] ?? lines[table] }
+        return lines[table]
+    }
+}
+
+private struct Reader {
+    let file: String
+    let lines: KeyLines
+
+    static let schema: [String: [String]] = [
+        "houndify": ["client_id", "client_key", "endpoint", "user_id", "device_id", "connect_timeout", "response_timeout",
+                     "audio_format", "unit_preference", "conversation_state_file", "request_info"],
+        "location": ["latitude", "longitude", "accuracy", "timezone"],
+        "audio": ["input", "output"],
+        "serve": ["port", "transcript"],
+        "logging": ["level"],
+    ]
+
+    func error(_ table: String, _ key: String?, _ problem: String) -> ConfigError {
+        let name = key.map { "[\(table)] \($0)" } ?? "[\(table)]"
+        return ConfigError(file: file, line: lines.line(table: table, key: key), key: table.isEmpty ? key : name, problem: problem)
+    }
+
+    static func suggestion(for key: String, among candidates: [String]) -> String? {
+        func distance(_ a: String, _ b: String) -> Int {
+            let a = Array(a), b = Array(b)
+            var previous = Array(0...b.count)
+            for i in 1...max(a.count, 1) where !a.isEmpty {
+                var current = [i] + Array(repeating: 0, count: b.count)
+                for j in 1...max(b.count, 1) where !b.isEmpty {
+                    current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                }
+                previous = current
+            }
+            return previous[b.count]
+        }
+        let scored = candidates.map { ($0, distance(key.lowercased(), $0)) }.sorted { $0.1 < $1.1 }
+        guard let best = scored.first, best.1 <= max(2, key.count / 3) else { return nil }
+        return best.0
+    }
+
+    func unknown(_ table: String, _ key: String, _ allowed: [String]) -> ConfigError {
+        var problem = "unknown key"
+        if let s = Self.suggestion(for: key, among: allowed) { problem += "; did you mean '\(s)'?" } else {
+            problem += "; known keys: \(allowed.joined(separator: ", "))"
+        }
+        return error(table, key, problem)
+    }
+
+    mutating func read(_ root: TOMLTable) throws(ConfigError) -> SpeakerConfiguration {
+        var config = SpeakerConfiguration()
+        for key in root.keys {
+            guard let allowed = Self.schema[key] else {
+                var problem = "unknown table"
+                if let s = Self.suggestion(for: key, among: Array(Self.schema.keys)) { problem += "; did you mean [\(s)]?" } else {
+                    problem += "; known tables: " + Self.schema.keys.sorted().map { "[\($0)]" }.joined(separator: ", ")
+                }
+                throw ConfigError(file: file, line: lines.line(table: key, key: nil), key: "[\(key)]", problem: problem)
+            }
+            guard let table = root[key]?.table else { throw error("", key, "must be a table ([\(key)])") }
+            for inner in table.keys where !allowed.contains(inner) { throw unknown(key, inner, allowed) }
+        }
+        if let t = root["houndify"]?.table {
+            let h = "houndify"
+            if let v = try string(t, h, "client_id") { config.houndify.clientID = v; config.clientIDSource = file }
+            if let v = try string(t, h, "client_key") { config.houndify.clientKey = v; config.clientKeySource = file }
+            if let v = try string(t, h, "endpoint") {
+                guard v.hasPrefix("http://") || v.hasPrefix("https://"), URL(string: v)?.host != nil else {
+                    throw error(h, "endpoint", "must be an http:// or https:// URL, not \"\(v)\"")
+                }
+                config.houndify.endpoint = v
+            }
+            if let v = try string(t, h, "user_id") {
+                guard !v.isEmpty, !v.contains(";") else { throw error(h, "user_id", "must be non-empty and must not contain ';'") }
+                config.houndify.userID = v
+            }
+            if let v = try string(t, h, "device_id") { config.houndify.deviceID = v }
+            if let v = try positive(t, h, "connect_timeout") { config.houndify.connectTimeout = v }
+            if let v = try positive(t, h, "response_timeout") { config.houndify.responseTimeout = v }
+            if let v = try string(t, h, "audio_format") {
+                guard let format = AudioUploadFormat(rawValue: v) else { throw error(h, "audio_format", "must be \"pcm\" or \"speex\", not \"\(v)\"") }
+                config.houndify.audioFormat = format
+            }
+            if let v = try string(t, h, "unit_preference") {
+                guard v == "US" || v == "METRIC" else { throw error(h, "unit_preference", "must be \"US\" or \"METRIC\", not \"\(v)\"") }
+                config.houndify.unitPreference = v
+            }
+            if let v = try string(t, h, "conversation_state_file") { config.houndify.conversationStateFile = v }
+            if let value = t["request_info"] {
+                guard let extra = value.table else { throw error(h, "request_info", "must be a table ([houndify.request_info])") }
+                for key in extra.keys { config.houndify.requestInfo[key] = try json(extra[key]!, "houndify.request_info", key) }
+            }
+        }
+        if let t = root["location"]?.table {
+            let l = "location"
+            config.location.latitude = try number(t, l, "latitude", range: -90...90)
+            config.location.longitude = try number(t, l, "longitude", range: -180...180)
+            config.location.accuracy = try number(t, l, "accuracy", range: 0...40_000_000)
+            if (config.location.latitude == nil) != (config.location.longitude == nil) {
+                throw error(l, config.location.latitude == nil ? "longitude" : "latitude", "latitude and longitude go together: set both or neither")
+            }
+            if let v = try string(t, l, "timezone") {
+                guard v.isEmpty || TimeZone(identifier: v) != nil else {
+                    throw error(l, "timezone", "unknown time zone \"\(v)\" (use an IANA name such as \"Europe/Paris\")")
+                }
+                config.location.timezone = v
+            }
+        }
+        if let t = root["audio"]?.table {
+            for key in ["input", "output"] {
+                if let v = try string(t, "audio", key) {
+                    guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw error("audio", key, "must name an ALSA PCM, e.g. \"default\"") }
+                    if key == "input" { config.audio.input = v } else { config.audio.output = v }
+                }
+            }
+        }
+        if let t = root["serve"]?.table {
+            if let v = try integer(t, "serve", "port") {
+                guard (0...65535).contains(v) else { throw error("serve", "port", "must be 0 to 65535, not \(v)") }
+                config.serve.port = v
+            }
+            if let v = try string(t, "serve", "transcript") { config.serve.transcript = v }
+        }
+        if let t = root["logging"]?.table, let v = try string(t, "logging", "level") {
+            guard SpeakerConfiguration.logLevels.contains(v) else {
+                throw error("logging", "level", "must be one of \(SpeakerConfiguration.logLevels.joined(separator: ", ")), not \"\(v)\"")
+            }
+            config.logging.level = v
+        }
+        return config
+    }
+
+    func string(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> String? {
+        guard let value = t[key] else { return nil }
+        guard let s = value.string else { throw error(table, key, "must be a string, not \(value.type)") }
+        return s
+    }
+
+    func integer(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Int? {
+        guard let value = t[key] else { return nil }
+        guard let i = value.int else { throw error(table, key, "must be an integer, not \(value.type)") }
+        return i
+    }
+
+    func number(_ t: TOMLTable, _ table: String, _ key: String, range: ClosedRange<Double>) throws(ConfigError) -> Double? {
+        guard let value = t[key] else { return nil }
+        guard let d = value.double ?? value.int.map(Double.init) else { throw error(table, key, "must be a number, not \(value.type)") }
+        guard range.contains(d) else { throw error(table, key, "must be between \(range.lowerBound) and \(range.upperBound), not \(d)") }
+        return d
+    }
+
+    func positive(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Double? {
+        guard let d = try number(t, table, key, range: -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) else { return nil }
+        guard d > 0 else { throw error(table, key, "must be greater than 0 seconds, not \(d)") }
+        return d
+    }
+
+    func json(_ value: any TOMLValueConvertible, _ table: String, _ key: String) throws(ConfigError) -> JSONValue {
+        switch value.type {
+        case .string: return .string(value.string ?? "")
+        case .int: return .int(Int64(value.int ?? 0))
+        case .double: return .double(value.double ?? 0)
+        case .bool: return .bool(value.bool ?? false)
+        case .array:
+            var items: [JSONValue] = []
+            for item in value.array ?? TOMLArray() { items.append(try json(item, table, key)) }
+            return .array(items)
+        case .table:
+            var members: [String: JSONValue] = [:]
+            if let t = value.table { for k in t.keys { members[k] = try json(t[k]!, table, "\(key).\(k)") } }
+            return .object(members)
+        default:
+            throw error(table, key, "\(value.type) values cannot be sent in RequestInfo")
+        }
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+public import Houndify
+
+/// The speaker's settings, read from TOML (config/speaker.toml documents every key).
+public struct SpeakerConfiguration: Sendable {
+    public struct HoundifySection: Sendable, Equatable {
+        public var clientID = ""
+        public var clientKey = ""
+        public var endpoint = "https://api.houndify.com"
+        public var userID = "hound-speaker"
+        /// Empty: derived from /etc/machine-id.
+        public var deviceID = ""
+        public var connectTimeout = 5.0
+        public var responseTimeout = 10.0
+        public var audioFormat = AudioUploadFormat.pcm
+        public var unitPreference = "US"
+        /// Empty: the conversation is kept in memory only.
+        public var conversationStateFile = ""
+        public var requestInfo: [String: JSONValue] = [:]
+    }
+
+    public struct LocationSection: Sendable, Equatable {
+        public var latitude: Double?
+        public var longitude: Double?
+        public var accuracy: Double?
+        /// Empty: the system's time zone.
+        public var timezone = ""
+    }
+
+    public struct AudioSection: Sendable, Equatable {
+        public var input = "default"
+        public var output = "default"
+    }
+
+    public struct ServeSection: Sendable, Equatable {
+        public var port = 8080
+        public var transcript = "what time is it"
+    }
+
+    public struct LoggingSection: Sendable, Equatable {
+        public var level = "info"
+    }
+
+    /// The file this was read from (nil for built-in defaults).
+    public var path: String?
+    public var houndify = HoundifySection()
+    public var location = LocationSection()
+    public var audio = AudioSection()
+    public var serve = ServeSection()
+    public var logging = LoggingSection()
+    /// Things worth telling the owner that do not stop the program.
+    public var warnings: [String] = []
+    /// Where the credentials came from, for `doctor` (never the key itself).
+    public var clientIDSource = "none"
+    public var clientKeySource = "none"
+
+    public init() {}
+
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+}
+
+/// A configuration problem, located in the file where possible (`file:line: [table] key: problem`).
+public struct ConfigError: Error, CustomStringConvertible, Equatable {
+    public var file: String
+    public var line: Int?
+    public var key: String?
+    public var problem: String
+
+    public init(file: String, line: Int?, key: String?, problem: String) {
+        self.file = file
+        self.line = line
+        self.key = key
+        self.problem = problem
+    }
+
+    public var description: String {
+        var out = file
+        if let line { out += ":\(line)" }
+        out += ": "
+        if let key { out += "\(key): " }
+        return out + problem
+    }
+}
+
+extension SpeakerConfiguration {
+    /// The Houndify client settings; fails if a credential is missing.
+    public func houndifyClientConfiguration() throws(ConfigError) -> HoundifyClientConfiguration {
+        let file = path ?? "(built-in defaults)"
+        guard !houndify.clientID.isEmpty else {
+            throw ConfigError(file: file, line: nil, key: "[houndify] client_id",
+                              problem: "no Houndify client ID: set it in the file or in HOUNDIFY_CLIENT_ID")
+        }
+        guard !houndify.clientKey.isEmpty else {
+            throw ConfigError(file: file, line: nil, key: "[houndify] client_key",
+                              problem: "no Houndify client key: set it in the file or in HOUNDIFY_CLIENT_KEY")
+        }
+        let profile = ClientProfile(
+            clientID: houndify.clientID, userID: houndify.userID,
+            deviceID: houndify.deviceID.isEmpty ? Self.machineDeviceID() : houndify.deviceID,
+            latitude: location.latitude, longitude: location.longitude,
+            positionHorizontalAccuracy: location.accuracy,
+            timeZone: location.timezone.isEmpty ? TimeZone.current.identifier : location.timezone,
+            unitPreference: houndify.unitPreference, extra: houndify.requestInfo)
+        return HoundifyClientConfiguration(
+            endpoint: houndify.endpoint, clientKey: houndify.clientKey, profile: profile,
+            connectTimeoutMS: Int(houndify.connectTimeout * 1000), responseTimeoutMS: Int(houndify.responseTimeout * 1000),
+            audioFormat: houndify.audioFormat)
+    }
+
+    /// A stable per-device ID that does not reveal /etc/machine-id itself (systemd asks that it not be exposed).
+    public static func machineDeviceID() -> String {
+        guard let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) else { return "hound-speaker" }
+        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !id.isEmpty else { return "hound-speaker" }
+        let digest = HMACSHA256.mac(key: Array("hound-speaker-device-id".utf8), message: Array(id.utf8))
+        return "hs-" + digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import Houndify
+import Logging
+import SpeakerConfig
+
+/// Loads the config and sets up logging; the subcommands share this.
+struct AppContext {
+    let config: SpeakerConfiguration
+    let logger: Logger
+
+    init(configPath: String?) throws {
+        let path = ConfigLoader.resolvePath(explicit: configPath)
+        do { config = try ConfigLoader.load(path: path) } catch {
+            throw CommandFailure(message: error.description, exitCode: 78)  // EX_CONFIG
+        }
+        let level = Logger.Level(rawValue: config.logging.level) ?? .info
+        LoggingBootstrap.once(level: level)
+        var logger = Logger(label: "hound-speaker")
+        logger.logLevel = level
+        self.logger = logger
+        for warning in config.warnings { logger.warning("\(warning)") }
+    }
+
+    /// The Houndify client, with the conversation kept in the configured state file.
+    func houndifyClient() throws -> HoundifyClient {
+        let settings: HoundifyClientConfiguration
+        do { settings = try config.houndifyClientConfiguration() } catch {
+            throw CommandFailure(message: error.description, exitCode: 78)
+        }
+        let file = config.houndify.conversationStateFile
+        let store = ConversationStore(fileURL: file.isEmpty ? nil : URL(fileURLWithPath: file))
+        if let problem = store.loadProblem { logger.warning("conversation state: \(problem)") }
+        do {
+            return try HoundifyClient(configuration: settings, conversation: store, logger: logger)
+        } catch {
+            throw CommandFailure(message: "\(config.path ?? "config"): [houndify] client_key: \(error)", exitCode: 78)
+        }
+    }
+}
+
+enum LoggingBootstrap {
+    nonisolated(unsafe) private static var done = false
+    private static let lock = NSLock()
+
+    /// swift-log allows one bootstrap per process: log lines go to stderr (the journal, under systemd).
+    static func once(level: Logger.Level) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !done else { return }
+        done = true
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+func printLine(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
+
+func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

@@ -1,0 +1,82 @@
+import ArgumentParser
+import Foundation
+import Logging
+
+@main
+struct HoundSpeaker: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hound-speaker",
+        abstract: "Open firmware for a Raspberry Pi smart speaker that talks to SoundHound's Houndify.",
+        version: "0.1.0",
+        subcommands: [Run.self, Demo.self, Text.self, Voice.self, Say.self, HotPhraseCommand.self, Serve.self, Doctor.self])
+}
+
+struct ConfigOption: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("TOML config file.", discussion:
+        "Default: /etc/hound-speaker/speaker.toml, else config/speaker.toml.", valueName: "FILE"))
+    var config: String?
+}
+
+/// A failure to report as one line and a non-zero exit, without ArgumentParser's usage text.
+struct CommandFailure: Error, CustomStringConvertible {
+    var message: String
+    var exitCode: Int32 = 1
+    var description: String { message }
+}
+
+extension AsyncParsableCommand {
+    /// Runs `body`, turning errors into one line on stderr (`hound-speaker: error: …`) and an exit code.
+    func reporting(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch let failure as CommandFailure {
+            FileHandle.standardError.write(Data("hound-speaker: error: \(failure.message)\n".utf8))
+            throw ExitCode(failure.exitCode)
+        } catch let error as ExitCode {
+            throw error
+        } catch {
+            FileHandle.standardError.write(Data("hound-speaker: error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// Subcommands of the command-line contract that later work will fill in.
+protocol NotBuiltYet: AsyncParsableCommand {
+    static var issue: Int { get }
+}
+
+extension NotBuiltYet {
+    func run() async throws {
+        FileHandle.standardError.write(Data("hound-speaker \(Self.configuration.commandName ?? ""): not built yet (issue #\(Self.issue)); nothing was done\n".utf8))
+        throw ExitCode(3)
+    }
+}
+
+struct Run: NotBuiltYet {
+    static let configuration = CommandConfiguration(abstract: "Run the speaker (button, microphone, hot phrase, Houndify, speech).")
+    static let issue = 6
+    @OptionGroup var options: ConfigOption
+}
+
+struct Demo: NotBuiltYet {
+    static let configuration = CommandConfiguration(abstract: "One whole interaction with no hardware and no credentials.")
+    static let issue = 6
+    @Option(help: ArgumentHelp("Write the spoken answer to this WAV file.", valueName: "WAV")) var output: String?
+}
+
+struct Say: NotBuiltYet {
+    static let configuration = CommandConfiguration(abstract: "Speak TEXT with espeak-ng through the configured output.")
+    static let issue = 3
+    @Argument(help: "What to say.") var text: String
+    @OptionGroup var options: ConfigOption
+    @Option(help: ArgumentHelp("Write the speech to this WAV file instead.", valueName: "WAV")) var output: String?
+}
+
+struct HotPhraseCommand: NotBuiltYet {
+    static let configuration = CommandConfiguration(commandName: "hotphrase", abstract: "Run the \"OK Hound\" detector over a WAV file.")
+    static let issue = 5
+    @Argument(help: "The WAV file.") var wav: String
+    @Option(help: "Detection threshold, 0 to 1.") var threshold: Double?
+    @Flag(help: "One JSON line per detection.") var json = false
+}

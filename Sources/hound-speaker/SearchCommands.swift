@@ -1,0 +1,101 @@
+import ArgumentParser
+import Audio
+import Foundation
+import Houndify
+
+struct Text: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Ask Houndify a text query and print the spoken answer.")
+
+    @Argument(help: "The query, e.g. \"what time is it\".") var query: String
+    @OptionGroup var options: ConfigOption
+    @Flag(help: "Print Houndify's raw HoundServer JSON instead.") var json = false
+
+    func run() async throws {
+        try await reporting {
+            let context = try AppContext(configPath: options.config)
+            let client = try context.houndifyClient()
+            let response: HoundServerResponse
+            do throws(HoundifyError) { response = try await client.textSearch(query) } catch {
+                throw CommandFailure(message: "\(error) [\(error.code)]")
+            }
+            if json {
+                printLine(String(decoding: response.raw, as: UTF8.self))
+            } else {
+                printLine(response.best?.textToSpeak ?? "")
+            }
+        }
+    }
+}
+
+struct Voice: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Stream a WAV file to Houndify as a voice query, printing partial transcripts and the answer.",
+        discussion: "The WAV may have any rate and channel count; it is converted to 16 kHz mono. It is sent in real time unless --fast is given.")
+
+    @Argument(help: "The recording.") var wav: String
+    @OptionGroup var options: ConfigOption
+    @Flag(help: "Print each message Houndify sends as one JSON line.") var json = false
+    @Flag(help: "Send the audio as fast as possible instead of in real time.") var fast = false
+
+    func run() async throws {
+        try await reporting {
+            let context = try AppContext(configPath: options.config)
+            let audio: MonoAudio
+            do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav, targetRate: 16_000) } catch {
+                throw CommandFailure(message: error.description)
+            }
+            let client = try context.houndifyClient()
+            let search: VoiceSearch
+            do throws(HoundifyError) { search = try client.startVoiceSearch(sampleRate: 16_000) } catch {
+                throw CommandFailure(message: "\(error) [\(error.code)]")
+            }
+            let feeder = Task { await Self.feed(audio, to: search, realTime: !fast) }
+            var lastPartial = ""
+            for await event in search.events {
+                switch event {
+                case .partialTranscript(let partial):
+                    if json {
+                        printLine(partial.json.asciiJSON())
+                    } else if partial.partialTranscript != lastPartial {
+                        lastPartial = partial.partialTranscript
+                        printError("… \(partial.partialTranscript)")
+                    }
+                case .audioEnded(let reason):
+                    context.logger.debug("audio ended: \(reason.rawValue)")
+                case .result(let response):
+                    if json {
+                        printLine(String(decoding: response.raw, as: UTF8.self))
+                    } else {
+                        if let transcript = response.transcript { printError("heard: \(transcript)") }
+                        printLine(response.best?.textToSpeak ?? "")
+                    }
+                case .failed:
+                    break
+                }
+            }
+            feeder.cancel()
+            do throws(HoundifyError) { _ = try await search.response() } catch {
+                throw CommandFailure(message: "\(error) [\(error.code)]")
+            }
+        }
+    }
+
+    /// Sends 20 ms frames, paced by the clock unless `realTime` is false; stops when the search wants no more.
+    static func feed(_ audio: MonoAudio, to search: VoiceSearch, realTime: Bool) async {
+        let frame = audio.sampleRate / 50
+        let clock = ContinuousClock()
+        let start = clock.now
+        var index = 0
+        while index < audio.samples.count {
+            if Task.isCancelled { return }
+            let end = min(index + frame, audio.samples.count)
+            let accepted = audio.samples[index..<end].withUnsafeBufferPointer { search.write($0) }
+            if !accepted { return }
+            index = end
+            if realTime {
+                try? await clock.sleep(until: start + .milliseconds(index * 1000 / audio.sampleRate))
+            }
+        }
+        search.finish()
+    }
+}
