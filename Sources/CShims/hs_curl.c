@@ -18,6 +18,9 @@ CURLcode hs_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist
 CURLcode hs_curl_setopt_callback(CURL *handle, CURLoption option, hs_curl_data_callback callback) {
     return curl_easy_setopt(handle, option, callback);
 }
+CURLcode hs_curl_setopt_seek(CURL *handle, hs_curl_seek_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_SEEKFUNCTION, callback);
+}
 CURLcode hs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);
 }

@@ -35,6 +35,13 @@ struct UploadQueue: ~Copyable {
     var ended = false
     var cancelled = false
     var bytesQueued = 0
+    /// Chunks already handed to libcurl, kept until the response starts so that a request sent on a cached
+    /// connection the server had closed meanwhile can be replayed on a new one (libcurl rewinds through the
+    /// seek callback). Dropped once the first response byte arrives, or past `replayLimit`.
+    var sent: [[UInt8]] = []
+    var sentBytes = 0
+    var replayable = true
+    static let replayLimit = 1 << 20
 }
 
 /// A transfer: thread-confined state lives in fields touched only by the worker thread; the upload queue is
@@ -237,6 +244,8 @@ final class CurlWorker: @unchecked Sendable {
         hs_curl_setopt_callback(easy, CURLOPT_WRITEFUNCTION, curlWrite)
         hs_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, me)
         hs_curl_setopt_pointer(easy, CURLOPT_PRIVATE, me)
+        hs_curl_setopt_seek(easy, curlSeek)
+        hs_curl_setopt_pointer(easy, CURLOPT_SEEKDATA, me)
         active.append(transfer)
         curl_multi_add_handle(multi, easy)
     }
@@ -289,6 +298,14 @@ final class CurlWorker: @unchecked Sendable {
             if q.cancelled { return .abort }
             guard !q.chunks.isEmpty else { return q.ended ? .end : .pause }
             let chunk = q.chunks[0]
+            if q.offsetInFirst == 0 && q.replayable {
+                q.sent.append(chunk)
+                q.sentBytes += chunk.count
+                if q.sentBytes > UploadQueue.replayLimit {
+                    q.replayable = false
+                    q.sent = []
+                }
+            }
             let n = min(buffer.count, chunk.count - q.offsetInFirst)
             chunk.withUnsafeBytes { src in
                 buffer.baseAddress!.copyMemory(from: src.baseAddress! + q.offsetInFirst, byteCount: n)
@@ -315,7 +332,27 @@ final class CurlWorker: @unchecked Sendable {
         }
     }
 
+    /// libcurl's seek callback: only a rewind to the start is ever asked for (a retry on a fresh connection).
+    fileprivate static func seek(_ transfer: HTTPTransfer, offset: Int64, origin: Int32) -> Int32 {
+        guard offset == 0, origin == SEEK_SET else { return CURL_SEEKFUNC_CANTSEEK }
+        return transfer.upload.withLock { q -> Int32 in
+            guard q.replayable else { return CURL_SEEKFUNC_CANTSEEK }
+            if q.offsetInFirst > 0 { q.chunks.removeFirst(); q.offsetInFirst = 0 }
+            q.chunks.insert(contentsOf: q.sent, at: 0)
+            q.sent = []
+            q.sentBytes = 0
+            return CURL_SEEKFUNC_OK
+        }
+    }
+
     fileprivate static func write(_ transfer: HTTPTransfer, _ bytes: UnsafeRawBufferPointer) -> Int {
+        if transfer.lastReceivedAt == nil {
+            // The server has answered: no replay will be needed.
+            transfer.upload.withLock { q in
+                q.replayable = false
+                q.sent = []
+            }
+        }
         transfer.lastReceivedAt = .now
         if transfer.status == 0, let easy = transfer.easy {
             var code = 0
@@ -338,6 +375,11 @@ final class CurlWorker: @unchecked Sendable {
 private let curlRead: hs_curl_data_callback = { buffer, size, count, user in
     let transfer = Unmanaged<HTTPTransfer>.fromOpaque(user!).takeUnretainedValue()
     return CurlWorker.read(transfer, into: UnsafeMutableRawBufferPointer(start: buffer, count: size * count))
+}
+
+private let curlSeek: hs_curl_seek_callback = { user, offset, origin in
+    let transfer = Unmanaged<HTTPTransfer>.fromOpaque(user!).takeUnretainedValue()
+    return CurlWorker.seek(transfer, offset: Int64(offset), origin: origin)
 }
 
 private let curlWrite: hs_curl_data_callback = { buffer, size, count, user in

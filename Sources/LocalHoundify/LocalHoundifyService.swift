@@ -23,6 +23,9 @@ public struct LocalServiceConfiguration: Sendable {
         case closeMidStream = "close-mid-stream"
         /// Read the request and never answer.
         case stall
+        /// Close each connection right after its response without announcing it (`Connection: close`), as a
+        /// server dropping idle keep-alive connections does: the client's next request may meet a dead socket.
+        case closeAfterResponse = "close-after-response"
     }
 
     public init(clientID: String, clientKey: String, defaultTranscript: String = "what time is it") {
@@ -124,7 +127,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         else {
             // As the JS SDK expects of the real service: 403 with a body that is not JSON.
             service.logger.notice("refused \(path): missing or wrong client authentication")
-            respondPlain(context: context, status: .forbidden, text: "Authentication failed: invalid client ID or signature\n")
+            respondPlain(context: context, status: .forbidden, text: "Authentication failed: invalid client ID or signature\n", close: true)
             // Read the rest of the body before closing, so the client sees the 403 and not a reset.
             mode = .discard(closeAtEnd: true)
             return
@@ -213,7 +216,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             mode = .idle
-            if !keepAlive { context.close(promise: nil) }
+            if !keepAlive || service.configuration.fault == .closeAfterResponse { context.close(promise: nil) }
         case .voice(let stream, let info):
             if stream.failed { mode = .idle; return }
             sendMessage(context: context, stream.finalPartial.json)
@@ -223,7 +226,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             sendMessage(context: context, answer)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
             mode = .idle
-            if !keepAlive { context.close(promise: nil) }
+            if !keepAlive || service.configuration.fault == .closeAfterResponse { context.close(promise: nil) }
         case .idle, .done:
             break
         }
@@ -236,8 +239,10 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: bytes)))), promise: nil)
     }
 
-    private func respondPlain(context: ChannelHandlerContext, status: HTTPResponseStatus, text: String) {
+    private func respondPlain(context: ChannelHandlerContext, status: HTTPResponseStatus, text: String, close: Bool = false) {
         var headers = HTTPHeaders()
+        // Say so when the connection will close, or a client may send its next request on it.
+        if close { headers.add(name: "Connection", value: "close") }
         headers.add(name: "Content-Type", value: "text/plain")
         headers.add(name: "Content-Length", value: String(text.utf8.count))
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)

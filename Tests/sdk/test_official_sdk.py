@@ -22,6 +22,18 @@ What the 2.1.4 SDK does, read from its source (houndify/houndify.py), and what t
   finish() sends the terminating chunk, joins the reader and returns the final HoundServer dict,
   or raises `HoundifySDKError` chained (__cause__) to whatever killed the reader: for a body that
   is not JSON that is a plain `Exception(<body text>)`.
+
+So the server has to (the streaming reader is a hand-written HTTP parser):
+* answer /v1/audio with `Transfer-Encoding: chunked` written exactly so (the reader matches the
+  whole header line, lower-cased), start answering while the body is still uploading, and put
+  one whole JSON message, gzipped on its own if asked, in each chunk, with a bare hex size line
+  (no chunk extensions); never send two messages in one chunk or split one over two;
+* give every partial a "PartialTranscript" string (a missing key kills the reader);
+* send a Content-Length header, if any, as exactly `Content-Length: N` (the reader takes
+  `split(" ")[1]`) and close the connection after such a body: the reader waits for N + 2 bytes
+  or EOF;
+* after refusing a request (403), read the request body to its end before closing; closing
+  earlier makes the SDK's fill() raise a raw ConnectionResetError/BrokenPipeError.
 """
 
 import base64

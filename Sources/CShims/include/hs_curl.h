@@ -11,6 +11,8 @@ CURLcode hs_curl_setopt_string(CURL *handle, CURLoption option, const char *valu
 CURLcode hs_curl_setopt_slist(CURL *handle, CURLoption option, struct curl_slist *value);
 /// option is CURLOPT_WRITEFUNCTION, CURLOPT_READFUNCTION or CURLOPT_HEADERFUNCTION.
 CURLcode hs_curl_setopt_callback(CURL *handle, CURLoption option, hs_curl_data_callback callback);
+typedef int (*hs_curl_seek_callback)(void *userdata, curl_off_t offset, int origin);
+CURLcode hs_curl_setopt_seek(CURL *handle, hs_curl_seek_callback callback);
 CURLcode hs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode hs_curl_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
 CURLMcode hs_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
