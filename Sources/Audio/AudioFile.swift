@@ -93,8 +93,9 @@ public enum AudioFile {
         guard written == audio.samples.count else { throw .cannotWrite(path: path, reason: "short write") }
     }
 
+    /// libsndfile scales 16-bit samples by 1/32768 when reading floats; the inverse keeps them exact.
     static func floatToInt16(_ x: Float) -> Int16 {
-        Int16((max(-1, min(1, x)) * 32767).rounded())
+        Int16(clamping: Int((x * 32768).rounded()))
     }
 
     static func formatName(_ subtype: Int32) -> String {

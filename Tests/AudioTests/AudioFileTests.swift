@@ -1,0 +1,65 @@
+import Foundation
+import Testing
+@testable import Audio
+
+/// Runs sox to make fixtures (sox is installed with the project's test dependencies).
+func sox(_ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+    process.arguments = arguments
+    try process.run()
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 0, "sox \(arguments.joined(separator: " "))")
+}
+
+func temporaryPath(_ name: String) -> String {
+    FileManager.default.temporaryDirectory.appendingPathComponent("hs-audio-\(UUID().uuidString)-\(name)").path
+}
+
+@Suite struct AudioFileTests {
+    @Test(arguments: [(44100, 2), (48000, 1), (8000, 1), (16000, 1)])
+    func anyRateAndChannelCountBecomes16kMono(rate: Int, channels: Int) throws {
+        let path = temporaryPath("tone.wav")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // One second of a 440 Hz tone at half scale.
+        try sox(["-n", "-r", String(rate), "-c", String(channels), "-b", "16", path, "synth", "1.0", "sine", "440", "vol", "0.5"])
+        let audio = try AudioFile.readMono(path: path)
+        #expect(audio.sampleRate == 16000)
+        #expect(abs(audio.samples.count - 16000) <= 16)
+        // A sine of amplitude 0.5 has an RMS of 0.354, -9 dBFS; the resampler must keep it.
+        let level = AudioLevel.dBFS(audio.samples[2000..<14000])
+        #expect(abs(level - -9.03) < 0.3)
+    }
+
+    @Test func compressedWAVIsRefusedByName() throws {
+        let path = temporaryPath("ulaw.wav")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try sox(["-n", "-r", "8000", "-e", "u-law", path, "synth", "0.2", "sine", "440"])
+        #expect(throws: AudioFileError.notPCM(path: path, format: "u-law")) { try AudioFile.readMono(path: path) }
+    }
+
+    @Test func unreadableFilesAreNamed() throws {
+        #expect(throws: AudioFileError.self) { try AudioFile.readMono(path: "/nonexistent.wav") }
+        do { _ = try AudioFile.readMono(path: "/nonexistent.wav") } catch {
+            #expect(error.description.hasPrefix("/nonexistent.wav: cannot read audio"))
+        }
+        let text = temporaryPath("notaudio.wav")
+        defer { try? FileManager.default.removeItem(atPath: text) }
+        try Data("this is not a WAV file".utf8).write(to: URL(fileURLWithPath: text))
+        #expect(throws: AudioFileError.self) { try AudioFile.readMono(path: text) }
+    }
+
+    @Test func writeThenReadRoundTrips() throws {
+        let path = temporaryPath("out.wav")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let samples = (0..<1600).map { Int16(truncatingIfNeeded: $0 * 37) }
+        try AudioFile.writeWAV(MonoAudio(samples: samples, sampleRate: 16000), to: path)
+        #expect(try AudioFile.readMono(path: path).samples == samples)
+    }
+
+    @Test func levels() {
+        #expect(AudioLevel.dBFS([Int16](repeating: 0, count: 160)) == -90)
+        #expect(AudioLevel.dBFS([Int16](repeating: -32768, count: 160)) == 0)
+        #expect(abs(AudioLevel.dBFS([Int16](repeating: 3277, count: 160)) - -20) < 0.01)
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+
+/// Runs the built `hound-speaker` binary as a person or a script would.
+struct CLI {
+    /// `swift test` builds the executable next to the test bundle.
+    static let binary: URL = {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for candidate in [bundle, bundle.deletingLastPathComponent()] {
+            let url = candidate.appendingPathComponent("hound-speaker")
+            if FileManager.default.isExecutableFile(atPath: url.path) { return url }
+        }
+        return bundle.appendingPathComponent("hound-speaker")
+    }()
+
+    struct Result { var status: Int32; var stdout: String; var stderr: String }
+
+    static let id = "AAECAwQFBgcICQoLDA0ODw=="
+    static let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> Result {
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        env["HOUNDIFY_CLIENT_ID"] = nil
+        env["HOUNDIFY_CLIENT_KEY"] = nil
+        for (k, v) in environment { env[k] = v }
+        process.environment = env
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return Result(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                      stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// Starts `serve --port 0` and returns it with its port, read from its first line.
+    static func startService(extra: [String] = []) throws -> (Process, Int, String) {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[houndify]\nclient_id = \"\(id)\"\nclient_key = \"\(key)\"\n".utf8).write(to: URL(fileURLWithPath: config))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["serve", "--port", "0", "--config", config] + extra
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        // The first line is "listening on http://127.0.0.1:PORT"; reading blocks until it is written.
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let byte = out.fileHandleForReading.readData(ofLength: 1)
+            if byte.isEmpty { break }
+            line += byte
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let port = text.split(separator: ":").last.flatMap({ Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }) else {
+            process.terminate()
+            throw CLIError.noPort(text)
+        }
+        return (process, port, config)
+    }
+
+    enum CLIError: Error { case noPort(String) }
+
+    static func clientConfig(port: Int, key: String = key) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("""
+            [houndify]
+            client_id = "\(id)"
+            client_key = "\(key)"
+            endpoint = "http://127.0.0.1:\(port)"
+            response_timeout = 5.0
+            [location]
+            latitude = 40.0
+            longitude = -74.0
+            """.utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return path
+    }
+}
+
+@Suite(.serialized) struct CLITests {
+    @Test func textAndVoiceAgainstTheLocalService() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let config = try CLI.clientConfig(port: port)
+
+        let text = try CLI.run(["text", "what time is it", "--config", config])
+        #expect(text.status == 0)
+        #expect(text.stdout.hasPrefix("It is "))
+        let json = try CLI.run(["text", "what is the weather", "--config", config, "--json"])
+        #expect(json.status == 0)
+        #expect(json.stdout.contains("\"Format\"") && json.stdout.contains("\"Status\""))
+
+        // A real spoken recording at 22.05 kHz, converted and streamed as fast as possible.
+        let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let espeak = Process()
+        espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+        espeak.arguments = ["-w", wav, "what time is it"]
+        try espeak.run()
+        espeak.waitUntilExit()
+        let voice = try CLI.run(["voice", wav, "--config", config, "--fast"])
+        #expect(voice.status == 0)
+        #expect(voice.stderr.contains("… what"))
+        #expect(voice.stderr.contains("heard: what time is it"))
+        #expect(voice.stdout.hasPrefix("It is "))
+        #expect(!voice.stdout.contains(CLI.key) && !voice.stderr.contains(CLI.key))
+    }
+
+    @Test func wrongKeyIsOneLineAndNonZero() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let wrong = "-yBFao-02f4jSG2St9wBJktwlbrfBClOc5i94gcsUXabwOUKL1R5nsPoDTJXfKHG6xA1Wn-kye4TOF2Cp8zxFg=="
+        let result = try CLI.run(["text", "what time is it", "--config", CLI.clientConfig(port: port, key: wrong)])
+        #expect(result.status == 1)
+        #expect(result.stderr == "hound-speaker: error: Houndify refused the client ID or key (HTTP 403: Authentication failed: invalid client ID or signature) [AuthenticationFailed]\n")
+        #expect(!result.stderr.contains(wrong))
+    }
+
+    @Test func badInputsGiveOneLineErrors() throws {
+        let config = try CLI.clientConfig(port: 1)
+        let missing = try CLI.run(["voice", "/nonexistent/query.wav", "--config", config])
+        #expect(missing.status == 1)
+        #expect(missing.stderr.hasPrefix("hound-speaker: error: /nonexistent/query.wav: cannot read audio"))
+        #expect(missing.stderr.split(separator: "\n").count == 1)
+
+        let refused = try CLI.run(["text", "hello", "--config", config])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("hound-speaker: error: cannot connect to Houndify"))
+        #expect(refused.stderr.hasSuffix("[ConnectionFailure]\n"))
+
+        let noCredentials = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[location]\nlatitude = 1.0\nlongitude = 2.0\n".utf8).write(to: URL(fileURLWithPath: noCredentials))
+        let nocred = try CLI.run(["text", "hello", "--config", noCredentials])
+        #expect(nocred.status == 78)
+        #expect(nocred.stderr.contains("[houndify] client_id: no Houndify client ID"))
+
+        let badConfig = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[houndify]\nendpoint = 5\n".utf8).write(to: URL(fileURLWithPath: badConfig))
+        let bad = try CLI.run(["text", "hello", "--config", badConfig])
+        #expect(bad.status == 78)
+        #expect(bad.stderr == "hound-speaker: error: \(badConfig):2: [houndify] endpoint: must be a string, not integer\n")
+    }
+
+    @Test func environmentCredentialsOverrideAndKeyStaysSecret() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[houndify]\nendpoint = \"http://127.0.0.1:\(port)\"\n".utf8).write(to: URL(fileURLWithPath: path))
+        let env = ["HOUNDIFY_CLIENT_ID": CLI.id, "HOUNDIFY_CLIENT_KEY": CLI.key]
+        let text = try CLI.run(["text", "what day is it", "--config", path], environment: env)
+        #expect(text.status == 0 && text.stdout.hasPrefix("Today is "))
+        let doctor = try CLI.run(["doctor", "--config", path], environment: env)
+        #expect(doctor.stdout.contains("ok   Houndify client key (from HOUNDIFY_CLIENT_KEY)"))
+        #expect(!doctor.stdout.contains(CLI.key) && !doctor.stderr.contains(CLI.key))
+    }
+
+    @Test(arguments: [["run"], ["demo"], ["say", "hello"], ["hotphrase", "x.wav"]])
+    func unbuiltSubcommandsSaySoAndFail(arguments: [String]) throws {
+        let result = try CLI.run(arguments)
+        #expect(result.status == 3)
+        #expect(result.stderr.contains("not built yet"))
+    }
+}

@@ -1,0 +1,164 @@
+import Foundation
+import Testing
+import Houndify
+@testable import SpeakerConfig
+
+let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+/// Writes `text` to a temporary file with `mode` and returns its path.
+func configFile(_ text: String, mode: Int = 0o600) throws -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-config-\(UUID().uuidString).toml").path
+    try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+    try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+    return path
+}
+
+func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] = [:]) throws -> ConfigError? {
+    let path = try configFile(text, mode: mode)
+    defer { try? FileManager.default.removeItem(atPath: path) }
+    do { _ = try ConfigLoader.load(path: path, environment: environment); return nil } catch { return error }
+}
+
+@Suite struct ConfigTests {
+    @Test func theShippedConfigIsValidAndHasTheDefaults() throws {
+        // #filePath: Tests/SpeakerConfigTests/ConfigTests.swift -> the package root.
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let config = try ConfigLoader.load(path: root.appendingPathComponent("config/speaker.toml").path, environment: [:])
+        let defaults = SpeakerConfiguration()
+        #expect(config.houndify == defaults.houndify)
+        #expect(config.location == defaults.location)
+        #expect(config.audio == defaults.audio)
+        #expect(config.serve == defaults.serve)
+        #expect(config.logging == defaults.logging)
+    }
+
+    @Test func readsEveryKey() throws {
+        let path = try configFile("""
+            [houndify]
+            client_id = "AAECAwQFBgcICQoLDA0ODw=="
+            client_key = "\(key)"
+            endpoint = "http://127.0.0.1:9000"
+            user_id = "kitchen"
+            device_id = "pi-1"
+            connect_timeout = 2
+            response_timeout = 7.5
+            audio_format = "speex"
+            unit_preference = "METRIC"
+            conversation_state_file = "/tmp/conv.json"
+            [houndify.request_info]
+            InputLanguageIETFTag = "fr-FR"
+            Domains = { Only = { DomainNames = ["Weather"] } }
+            [location]
+            latitude = 48.85
+            longitude = 2
+            accuracy = 30.0
+            timezone = "Europe/Paris"
+            [audio]
+            input = "plughw:CARD=seeed2micvoicec,DEV=0"
+            output = "hw:0"
+            [serve]
+            port = 9000
+            transcript = "hello"
+            [logging]
+            level = "debug"
+            """)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let c = try ConfigLoader.load(path: path, environment: [:])
+        #expect(c.houndify.clientID == "AAECAwQFBgcICQoLDA0ODw==" && c.houndify.clientKey == key)
+        #expect(c.houndify.endpoint == "http://127.0.0.1:9000" && c.houndify.userID == "kitchen" && c.houndify.deviceID == "pi-1")
+        #expect(c.houndify.connectTimeout == 2 && c.houndify.responseTimeout == 7.5)
+        #expect(c.houndify.audioFormat == .speex && c.houndify.unitPreference == "METRIC")
+        #expect(c.houndify.conversationStateFile == "/tmp/conv.json")
+        #expect(c.houndify.requestInfo == ["InputLanguageIETFTag": "fr-FR", "Domains": ["Only": ["DomainNames": ["Weather"]]]])
+        #expect(c.location == .init(latitude: 48.85, longitude: 2, accuracy: 30, timezone: "Europe/Paris"))
+        #expect(c.audio.input == "plughw:CARD=seeed2micvoicec,DEV=0" && c.audio.output == "hw:0")
+        #expect(c.serve.port == 9000 && c.serve.transcript == "hello" && c.logging.level == "debug")
+        let client = try c.houndifyClientConfiguration()
+        #expect(client.profile.latitude == 48.85 && client.profile.timeZone == "Europe/Paris")
+        #expect(client.connectTimeoutMS == 2000 && client.responseTimeoutMS == 7500 && client.audioFormat == .speex)
+        #expect(client.profile.extra["InputLanguageIETFTag"] == "fr-FR")
+    }
+
+    @Test func unknownKeyNamesLineAndSuggests() throws {
+        let error = try loadError("[houndify]\nendpoint = \"https://api.houndify.com\"\nclient_kye = \"x\"\n")
+        #expect(error?.line == 3)
+        #expect(error?.key == "[houndify] client_kye")
+        #expect(error?.problem == "unknown key; did you mean 'client_key'?")
+        #expect(error?.description.hasSuffix(".toml:3: [houndify] client_kye: unknown key; did you mean 'client_key'?") == true)
+    }
+
+    @Test func unknownTableIsRejected() throws {
+        let error = try loadError("[audio]\ninput = \"default\"\n\n[locaton]\nlatitude = 1.0\n")
+        #expect(error?.line == 4)
+        #expect(error?.problem == "unknown table; did you mean [location]?")
+    }
+
+    @Test func wrongTypesAndValuesNameTheKeyAndLine() throws {
+        #expect(try loadError("[houndify]\nconnect_timeout = \"5\"\n")?.description.contains(":2: [houndify] connect_timeout: must be a number, not string") == true)
+        #expect(try loadError("[houndify]\n\nresponse_timeout = 0\n")?.description.contains(":3: [houndify] response_timeout: must be greater than 0 seconds") == true)
+        #expect(try loadError("[location]\nlatitude = 91.0\nlongitude = 0.0\n")?.description.contains(":2: [location] latitude: must be between -90.0 and 90.0, not 91.0") == true)
+        #expect(try loadError("[location]\nlatitude = 10.0\n")?.problem == "latitude and longitude go together: set both or neither")
+        #expect(try loadError("[location]\ntimezone = \"Mars/Olympus\"\n")?.problem.contains("unknown time zone \"Mars/Olympus\"") == true)
+        #expect(try loadError("[houndify]\naudio_format = \"opus\"\n")?.problem == "must be \"pcm\" or \"speex\", not \"opus\"")
+        #expect(try loadError("[houndify]\nendpoint = \"api.houndify.com\"\n")?.problem.contains("must be an http:// or https:// URL") == true)
+        #expect(try loadError("[audio]\ninput = \"\"\n")?.description.contains(":2: [audio] input: must name an ALSA PCM") == true)
+        #expect(try loadError("[serve]\nport = 70000\n")?.problem == "must be 0 to 65535, not 70000")
+        #expect(try loadError("[logging]\nlevel = \"loud\"\n")?.problem.hasPrefix("must be one of trace, debug") == true)
+        #expect(try loadError("[houndify]\nclient_key = \"not base64!\"\n")?.problem.contains("is not base64url text") == true)
+    }
+
+    @Test func invalidTOMLGivesItsLine() throws {
+        let error = try loadError("[houndify]\nendpoint = \"http://x\"\nuser_id = \n")
+        #expect(error?.line == 3)
+        #expect(error?.problem.hasPrefix("not valid TOML") == true)
+    }
+
+    @Test func missingFileIsNamed() {
+        #expect(throws: ConfigError(file: "/nonexistent/speaker.toml", line: nil, key: nil, problem: "no such file")) {
+            try ConfigLoader.load(path: "/nonexistent/speaker.toml", environment: [:])
+        }
+    }
+
+    @Test func environmentOverridesCredentials() throws {
+        let path = try configFile("[houndify]\nclient_id = \"file-id\"\nclient_key = \"\(key)\"\n")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let c = try ConfigLoader.load(path: path, environment: ["HOUNDIFY_CLIENT_ID": "env-id", "HOUNDIFY_CLIENT_KEY": "AAAA"])
+        #expect(c.houndify.clientID == "env-id" && c.houndify.clientKey == "AAAA")
+        #expect(c.clientIDSource == "HOUNDIFY_CLIENT_ID" && c.clientKeySource == "HOUNDIFY_CLIENT_KEY")
+    }
+
+    @Test func worldReadableKeyFileIsRefusedWithTheFix() throws {
+        let error = try loadError("[houndify]\nclient_key = \"\(key)\"\n", mode: 0o644)
+        #expect(error?.problem.contains("readable by other users (mode 644); run: chmod 600") == true)
+        // Without a key in it, the same mode is fine (the shipped config is 0644).
+        #expect(try loadError("[houndify]\nclient_id = \"x\"\n", mode: 0o644) == nil)
+        // Group-readable: a warning, not a refusal.
+        let path = try configFile("[houndify]\nclient_key = \"\(key)\"\n", mode: 0o640)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(try ConfigLoader.load(path: path, environment: [:]).warnings.first?.contains("group-readable") == true)
+    }
+
+    @Test func missingCredentialsAreNamed() throws {
+        let config = try ConfigLoader.load(path: nil, environment: [:])
+        #expect(throws: ConfigError.self) { try config.houndifyClientConfiguration() }
+        do { _ = try config.houndifyClientConfiguration() } catch {
+            #expect(error.description.contains("[houndify] client_id: no Houndify client ID: set it in the file or in HOUNDIFY_CLIENT_ID"))
+        }
+    }
+
+    @Test func configPathOrder() {
+        #expect(ConfigLoader.resolvePath(explicit: "/x.toml", fileExists: { _ in true }) == "/x.toml")
+        #expect(ConfigLoader.resolvePath(explicit: nil, fileExists: { _ in true }) == "/etc/hound-speaker/speaker.toml")
+        #expect(ConfigLoader.resolvePath(explicit: nil, fileExists: { $0 == "config/speaker.toml" }) == "config/speaker.toml")
+        #expect(ConfigLoader.resolvePath(explicit: nil, fileExists: { _ in false }) == nil)
+    }
+
+    @Test func deviceIDDoesNotExposeTheMachineID() {
+        let id = SpeakerConfiguration.machineDeviceID()
+        #expect(id.hasPrefix("hs-") || id == "hound-speaker")
+        if let machine = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) {
+            #expect(!id.contains(machine.trimmingCharacters(in: .whitespacesAndNewlines)))
+        }
+        #expect(SpeakerConfiguration.machineDeviceID() == id)  // stable
+    }
+}
