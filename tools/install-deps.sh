@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages hound-speaker needs to build, test and run (idempotent).
+#   tools/install-deps.sh          build + run + test packages
+# The Swift 6 toolchain itself is not a Debian package: it must be on PATH (see README, "Fresh machine").
+set -euo pipefail
+
+build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsndfile1-dev
+       libasound2-dev libgpiod-dev libespeak-ng-dev zlib1g-dev)
+# Tools the tests and the demo use: real espeak-ng and sox for fixtures, alsa-utils and gpiod for
+# `doctor` advice, and what the official Python SDK's C extension needs to build.
+test=(espeak-ng sox alsa-utils gpiod ca-certificates python3 python3-venv python3-dev gcc libc6-dev)
+
+missing=()
+for p in "${build[@]}" "${test[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all Debian packages present"
+else
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    echo "install-deps: installing ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+    [ -x /opt/swift/usr/bin/swift ] && echo "install-deps: add /opt/swift/usr/bin to PATH" >&2
+    echo "install-deps: no Swift toolchain on PATH: install Swift 6.x for Debian 12 from swift.org (see README)" >&2
+    exit 1
+fi
