@@ -26,6 +26,8 @@ public struct LocalServiceConfiguration: Sendable {
         /// Close each connection right after its response without announcing it (`Connection: close`), as a
         /// server dropping idle keep-alive connections does: the client's next request may meet a dead socket.
         case closeAfterResponse = "close-after-response"
+        /// Answer every query with an in-band `"Status": "Error"` HoundServer object.
+        case statusError = "status-error"
     }
 
     public init(clientID: String, clientKey: String, defaultTranscript: String = "what time is it") {
@@ -97,6 +99,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     private var gzip = false
     private var keepAlive = true
     private var partialsSent = 0
+    private var safeToStopSentAt: NIODeadline?
 
     init(service: LocalHoundifyService) { self.service = service }
 
@@ -114,6 +117,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         keepAlive = head.isKeepAlive
         gzip = head.headers.first(name: "Hound-Response-Accept-Encoding")?.lowercased() == "gzip"
         partialsSent = 0
+        safeToStopSentAt = nil
         let parts = head.uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
         let path = String(parts[0])
         guard path == "/v1/text" || path == "/v1/audio" else {
@@ -161,6 +165,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 case .requestInfo(let parsed): info = parsed
                 case .partial(let partial):
                     sendMessage(context: context, partial.json)
+                    if partial.safeToStopAudio { safeToStopSentAt = .now() }
                     partialsSent += 1
                     if service.configuration.fault == .closeMidStream {
                         mode = .done
@@ -196,7 +201,9 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 info = parsed
             }
             if service.configuration.fault == .stall { mode = .done; return }
-            let answer = service.answers.answer(transcript: query, requestInfo: info, voice: false)
+            let answer = service.configuration.fault == .statusError
+                ? AnswerBook.error("Simulated failure of the local service")
+                : service.answers.answer(transcript: query, requestInfo: info, voice: false)
             service.logger.info("text query \"\(query)\" -> \(answer["AllResults"]?[0]?["CommandKind"]?.stringValue ?? "?")")
             var bytes = LocalHoundifyService.encode(answer)
             var headers = HTTPHeaders()
@@ -220,8 +227,15 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         case .voice(let stream, let info):
             if stream.failed { mode = .idle; return }
             sendMessage(context: context, stream.finalPartial.json)
-            let answer = service.answers.answer(transcript: stream.heardTranscript, requestInfo: info, voice: true,
-                                                audioSeconds: Double(stream.audioMS) / 1000)
+            if let said = safeToStopSentAt {
+                // How quickly the client ended its upload once told it could (a client should take < 50 ms).
+                let ms = Double((NIODeadline.now() - said).nanoseconds) / 1e6
+                service.logger.info("body ended \(String(format: "%.1f", ms)) ms after SafeToStopAudio")
+            }
+            let answer = service.configuration.fault == .statusError
+                ? AnswerBook.error("Simulated failure of the local service")
+                : service.answers.answer(transcript: stream.heardTranscript, requestInfo: info, voice: true,
+                                         audioSeconds: Double(stream.audioMS) / 1000)
             service.logger.info("voice query \"\(stream.heardTranscript)\" (\(stream.audioMS) ms of audio) -> \(answer["AllResults"]?[0]?["CommandKind"]?.stringValue ?? "?")")
             sendMessage(context: context, answer)
             context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)

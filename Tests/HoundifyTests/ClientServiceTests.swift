@@ -203,6 +203,17 @@ func nextEvent(_ iterator: inout AsyncStream<VoiceSearchEvent>.Iterator, seconds
         }
     }
 
+    @Test func inBandErrorStatusIsAServerStatusError() async throws {
+        let fixture = try await ServiceFixture.start(fault: .statusError)
+        defer { Task { await fixture.service.stop() } }
+        let expected = HoundifyError.serverStatusError(message: "Simulated failure of the local service")
+        await #expect(throws: expected) { try await fixture.client().textSearch("what time is it") }
+        let search = try fixture.client().startVoiceSearch()
+        search.write(TestAudio.voiced(ms: 300))
+        search.finish()
+        await #expect(throws: expected) { try await search.response() }
+    }
+
     @Test func noSpeechGivesNoResult() async throws {
         let fixture = try await ServiceFixture.start()
         defer { Task { await fixture.service.stop() } }
