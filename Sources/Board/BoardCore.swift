@@ -1,0 +1,127 @@
+import Foundation
+
+/// What the board tells the speaker.
+public enum BoardEvent: Sendable, Equatable {
+    case button(ButtonGestures.Event)
+    case intent(TalkIntent)
+}
+
+/// The board's logic without threads or devices: button gestures, the talk-mode mapping and the LED
+/// animation, all on times passed in. `BoardRunner` drives it with the real clock; tests with a manual one.
+public struct BoardCore: Sendable {
+    private var gestures: ButtonGestures
+    private var mapper: TalkIntentMapper
+    private var animator: LEDAnimator
+    private var shown: [LEDRole: Bool] = [:]
+
+    public init(gestures settings: ButtonGestures.Settings, talkMode: TalkMode, roles: [LEDRole], now: ContinuousClock.Instant) {
+        gestures = ButtonGestures(settings: settings)
+        mapper = TalkIntentMapper(mode: talkMode)
+        animator = LEDAnimator(roles: roles, now: now)
+    }
+
+    public var ledState: LEDState { animator.state }
+    public var isPressed: Bool { gestures.isPressed }
+
+    public mutating func edge(pressed: Bool, at now: ContinuousClock.Instant) -> [BoardEvent] {
+        expand(gestures.edge(pressed: pressed, at: now))
+    }
+
+    /// Timers: gesture deadlines. Returns the events due by `now`.
+    public mutating func tick(at now: ContinuousClock.Instant) -> [BoardEvent] {
+        expand(gestures.tick(at: now))
+    }
+
+    public mutating func show(_ state: LEDState, at now: ContinuousClock.Instant) {
+        animator.set(state: state, at: now)
+    }
+
+    /// The LED levels that differ from what was last applied (empty when nothing changed).
+    public mutating func ledChanges(at now: ContinuousClock.Instant) -> [LEDRole: Bool] {
+        let levels = animator.levels(at: now).levels
+        let changed = levels.filter { shown[$0.key] != $0.value }
+        for (role, on) in changed { shown[role] = on }
+        return changed
+    }
+
+    public func ledLevels(at now: ContinuousClock.Instant) -> [LEDRole: Bool] { animator.levels(at: now).levels }
+
+    /// When the core next needs time to pass: a gesture timer or an LED change.
+    public func nextDeadline(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        [gestures.nextDeadline, animator.levels(at: now).nextChange].compactMap { $0 }.min()
+    }
+
+    private mutating func expand(_ events: [ButtonGestures.Event]) -> [BoardEvent] {
+        var out: [BoardEvent] = []
+        for event in events {
+            out.append(.button(event))
+            out += mapper.intents(for: event).map(BoardEvent.intent)
+        }
+        return out
+    }
+}
+
+/// Reads the simulated button from a keyboard or from lines of text.
+///
+/// On a terminal (raw mode), Space or Enter is a click (press, then release after `clickLength`) and `h` holds
+/// the button down until the next `h`, since a terminal reports no key releases. Without a terminal, each line is
+/// a command: `press`, `release`, `click`, or `long` (held past the long-press time).
+public struct SimulatedButtonParser: Sendable {
+    public enum Action: Sendable, Equatable {
+        case press
+        case release
+        /// Press now, release after the given time.
+        case pressFor(Duration)
+    }
+
+    public let terminal: Bool
+    public let clickLength: Duration
+    public let longLength: Duration
+    private var line: [UInt8] = []
+    private var holding = false
+
+    public init(terminal: Bool, clickLength: Duration = .milliseconds(120), longLength: Duration = .milliseconds(1500)) {
+        self.terminal = terminal
+        self.clickLength = clickLength
+        self.longLength = longLength
+    }
+
+    /// Bytes read from the input; returns the actions they complete and any lines it did not understand.
+    public mutating func feed(_ bytes: [UInt8]) -> (actions: [Action], unknown: [String]) {
+        var actions: [Action] = []
+        var unknown: [String] = []
+        for byte in bytes {
+            if terminal {
+                switch byte {
+                case UInt8(ascii: " "), UInt8(ascii: "\r"), UInt8(ascii: "\n"): actions.append(.pressFor(clickLength))
+                case UInt8(ascii: "h"), UInt8(ascii: "H"):
+                    holding.toggle()
+                    actions.append(holding ? .press : .release)
+                case UInt8(ascii: "l"), UInt8(ascii: "L"): actions.append(.pressFor(longLength))
+                default: break
+                }
+                continue
+            }
+            guard byte == UInt8(ascii: "\n") else { line.append(byte); continue }
+            let command = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+            line.removeAll()
+            switch command {
+            case "": break
+            case "press", "down": actions.append(.press)
+            case "release", "up": actions.append(.release)
+            case "click", "tap": actions.append(.pressFor(clickLength))
+            case "long": actions.append(.pressFor(longLength))
+            default: unknown.append(command)
+            }
+        }
+        return (actions, unknown)
+    }
+}
+
+/// The simulated LEDs as one status line, e.g. `[listening ● ○ ○]` or `[searching ◉]`.
+public enum SimulatedLEDs {
+    public static func render(state: LEDState, levels: [LEDRole: Bool], roles: [LEDRole]) -> String {
+        let dots = roles.map { levels[$0] == true ? "●" : "○" }.joined(separator: " ")
+        return "[\(state.rawValue) \(dots)]"
+    }
+}

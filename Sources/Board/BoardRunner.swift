@@ -1,0 +1,140 @@
+import Foundation
+import Synchronization
+
+/// Where the button comes from and where the LEDs go.
+public enum BoardHardware: Sendable {
+    /// GPIO lines through libgpiod.
+    case gpio(GPIODBoard)
+    /// The keyboard (or lines of text) as the button, the LEDs drawn as a status line (or logged).
+    case simulated(input: Int32, terminal: Bool, draw: @Sendable (String) -> Void)
+}
+
+/// Runs the board on a thread the app owns: waits in poll(2) on the button's descriptor and a wake-up pipe,
+/// with a timeout only until the next gesture timer or LED change, so an idle speaker costs no CPU. Events go
+/// out through `events`; `show(_:)` may be called from any thread.
+public final class BoardRunner: Sendable {
+    public let events: AsyncStream<BoardEvent>
+    private let continuation: AsyncStream<BoardEvent>.Continuation
+    private let hardware: BoardHardware
+    private let roles: [LEDRole]
+    private let requests = Mutex<(state: LEDState?, stop: Bool)>((nil, false))
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let core: Mutex<BoardCore>
+
+    public init(hardware: BoardHardware, gestures: ButtonGestures.Settings, talkMode: TalkMode, roles: [LEDRole]) throws(BoardError) {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw BoardError("cannot create the board's wake-up pipe: \(String(cString: strerror(errno)))") }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
+        self.hardware = hardware
+        self.roles = roles
+        core = Mutex(BoardCore(gestures: gestures, talkMode: talkMode, roles: roles, now: .now))
+        (events, continuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .bufferingNewest(64))
+    }
+
+    public func start() {
+        let thread = Thread { [self] in self.run() }
+        thread.name = "hound-speaker.board"
+        thread.start()
+    }
+
+    public func show(_ state: LEDState) {
+        requests.withLock { $0.state = state }
+        wake()
+    }
+
+    /// LEDs off and lines released; the events stream ends once that is done.
+    public func stop() {
+        requests.withLock { $0.stop = true }
+        wake()
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    private func run() {
+        let terminal: Bool
+        var inputFD: Int32?
+        switch hardware {
+        case .gpio(let board): inputFD = board.buttonFileDescriptor; terminal = false
+        case .simulated(let fd, let isTerminal, _): inputFD = fd; terminal = isTerminal
+        }
+        var parser = SimulatedButtonParser(terminal: terminal)
+        var pendingRelease: ContinuousClock.Instant? = nil
+        var lastDrawn = ""
+        var buffer = [UInt8](repeating: 0, count: 256)
+
+        func emit(_ events: [BoardEvent]) { for e in events { continuation.yield(e) } }
+        func applyLEDs(force: Bool = false) {
+            let now = ContinuousClock.now
+            let (changes, state, levels) = core.withLock { c in (c.ledChanges(at: now), c.ledState, c.ledLevels(at: now)) }
+            guard !changes.isEmpty || force else { return }
+            switch hardware {
+            case .gpio(let board): board.setLEDs(changes)
+            case .simulated(_, _, let draw):
+                let line = SimulatedLEDs.render(state: state, levels: levels, roles: roles)
+                if line != lastDrawn { lastDrawn = line; draw(line) }
+            }
+        }
+
+        applyLEDs(force: true)
+        while true {
+            let request = requests.withLock { r -> (LEDState?, Bool) in defer { r.state = nil }; return (r.state, r.stop) }
+            if request.1 { break }
+            if let state = request.0 { core.withLock { $0.show(state, at: .now) } }
+
+            let now = ContinuousClock.now
+            if let due = pendingRelease, now >= due {
+                pendingRelease = nil
+                emit(core.withLock { $0.edge(pressed: false, at: now) })
+            }
+            emit(core.withLock { $0.tick(at: now) })
+            applyLEDs()
+
+            var deadline = core.withLock { $0.nextDeadline(after: .now) }
+            if let due = pendingRelease { deadline = min(deadline ?? due, due) }
+            var timeoutMS: Int32 = -1
+            if let deadline {
+                let left = ContinuousClock.now.duration(to: deadline)
+                timeoutMS = max(0, Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
+            }
+            var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            if let fd = inputFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            let ready = poll(&fds, nfds_t(fds.count), timeoutMS)
+            if ready < 0 && errno != EINTR { break }
+            if fds[0].revents & Int16(POLLIN) != 0 { while read(wakeRead, &buffer, buffer.count) > 0 {} }
+            guard fds.count > 1, fds[1].revents & Int16(POLLIN | POLLHUP) != 0 else { continue }
+            switch hardware {
+            case .gpio(let board):
+                for pressed in board.readButtonEdges() { emit(core.withLock { $0.edge(pressed: pressed, at: .now) }) }
+            case .simulated(let fd, _, _):
+                let n = read(fd, &buffer, buffer.count)
+                if n == 0 { inputFD = nil }  // end of input: the LEDs go on without a button
+                if n <= 0 { continue }
+                let (actions, _) = parser.feed(Array(buffer[0..<n]))
+                for action in actions {
+                    let at = ContinuousClock.now
+                    switch action {
+                    case .press: emit(core.withLock { $0.edge(pressed: true, at: at) })
+                    case .release: emit(core.withLock { $0.edge(pressed: false, at: at) })
+                    case .pressFor(let length):
+                        emit(core.withLock { $0.edge(pressed: true, at: at) })
+                        pendingRelease = at + length
+                    }
+                }
+            }
+        }
+        // Shutdown: nothing may stay lit (a stuck "listening" LED is the peers' classic bug).
+        switch hardware {
+        case .gpio(let board): board.close()
+        case .simulated(_, _, let draw): draw(SimulatedLEDs.render(state: .off, levels: [:], roles: roles))
+        }
+        close(wakeRead)
+        close(wakeWrite)
+        continuation.finish()
+    }
+}

@@ -1,0 +1,128 @@
+import CGPIOD
+import Foundation
+
+/// Where a GPIO line is: a chip (name such as `gpiochip0`, a path, a label or a number, as libgpiod's
+/// lookup takes) and a line (a name such as `GPIO17`, or an offset).
+public struct GPIOLineSpec: Sendable, Equatable, CustomStringConvertible {
+    public var chip: String
+    public var line: String
+    public var activeLow: Bool
+
+    public init(chip: String, line: String, activeLow: Bool) {
+        self.chip = chip
+        self.line = line
+        self.activeLow = activeLow
+    }
+
+    public var description: String { "line \(line) on \(chip)" }
+}
+
+public struct BoardError: Error, CustomStringConvertible, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+
+    static let howToCheck = "check with `gpiodetect` (chips) and `gpioinfo` (lines and who holds them)"
+}
+
+/// The real board through libgpiod 1.6 (Raspberry Pi OS bookworm, Debian 12). The button is requested for
+/// both edges and read from the line's event file descriptor (no polling); LEDs are output lines. Everything
+/// libgpiod-specific lives in this file, so a libgpiod 2.x backend (Pi OS trixie) can sit beside it.
+public final class GPIODBoard: @unchecked Sendable {
+    private var chips: [String: OpaquePointer] = [:]
+    private var button: OpaquePointer?
+    private var leds: [LEDRole: OpaquePointer] = [:]
+    private static let consumer = "hound-speaker"
+
+    /// Requests the lines; every failure names the chip and line and says how to check.
+    public init(button buttonSpec: GPIOLineSpec?, leds ledSpecs: [LEDRole: GPIOLineSpec]) throws(BoardError) {
+        do throws(BoardError) {
+            if let spec = buttonSpec {
+                let line = try lookup(spec)
+                var flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
+                if !spec.activeLow { flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN) }
+                if spec.activeLow { flags |= Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) }
+                guard gpiod_line_request_both_edges_events_flags(line, Self.consumer, flags) == 0 else {
+                    throw Self.requestError(spec, role: "button")
+                }
+                button = line
+            }
+            for (role, spec) in ledSpecs.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
+                let line = try lookup(spec)
+                let flags = spec.activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
+                guard gpiod_line_request_output_flags(line, Self.consumer, flags, 0) == 0 else {
+                    throw Self.requestError(spec, role: "\(role.rawValue) LED")
+                }
+                leds[role] = line
+            }
+        } catch {
+            close()
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    private func lookup(_ spec: GPIOLineSpec) throws(BoardError) -> OpaquePointer {
+        let chip: OpaquePointer
+        if let open = chips[spec.chip] {
+            chip = open
+        } else {
+            guard let opened = gpiod_chip_open_lookup(spec.chip) else {
+                let reason = String(cString: strerror(errno))
+                let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") }.sorted() ?? []
+                throw BoardError("GPIO chip \"\(spec.chip)\" (for \(spec)) cannot be opened: \(reason); "
+                    + (devices.isEmpty ? "this machine has no /dev/gpiochip*" : "chips here: \(devices.joined(separator: ", "))")
+                    + "; \(BoardError.howToCheck)")
+            }
+            chips[spec.chip] = opened
+            chip = opened
+        }
+        if let offset = UInt32(spec.line) {
+            guard let line = gpiod_chip_get_line(chip, offset) else {
+                throw BoardError("GPIO chip \"\(spec.chip)\" has no line \(offset) (it has \(gpiod_chip_num_lines(chip))); \(BoardError.howToCheck)")
+            }
+            return line
+        }
+        guard let line = gpiod_chip_find_line(chip, spec.line) else {
+            throw BoardError("GPIO chip \"\(spec.chip)\" has no line named \"\(spec.line)\"; \(BoardError.howToCheck)")
+        }
+        return line
+    }
+
+    private static func requestError(_ spec: GPIOLineSpec, role: String) -> BoardError {
+        let code = errno
+        let hint = code == EBUSY ? " (another program holds it: see the consumer in `gpioinfo`)" :
+            code == EACCES || code == EPERM ? " (permission: add the user to the gpio group)" : ""
+        return BoardError("cannot request \(spec) for the \(role): \(String(cString: strerror(code)))\(hint); \(BoardError.howToCheck)")
+    }
+
+    /// The button's event descriptor, readable when an edge is waiting.
+    public var buttonFileDescriptor: Int32? { button.map { gpiod_line_event_get_fd($0) } }
+
+    /// Reads the waiting edges: (pressed, when). Active-low is already applied by the kernel.
+    public func readButtonEdges() -> [Bool] {
+        guard let line = button else { return [] }
+        var edges: [Bool] = []
+        var event = gpiod_line_event()
+        var pending = pollfd(fd: gpiod_line_event_get_fd(line), events: Int16(POLLIN), revents: 0)
+        while poll(&pending, 1, 0) > 0, gpiod_line_event_read(line, &event) == 0 {
+            edges.append(event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE))
+        }
+        return edges
+    }
+
+    public func setLEDs(_ levels: [LEDRole: Bool]) {
+        for (role, on) in levels { if let line = leds[role] { gpiod_line_set_value(line, on ? 1 : 0) } }
+    }
+
+    /// LEDs off, lines released, chips closed. Safe to call twice.
+    public func close() {
+        for line in leds.values { gpiod_line_set_value(line, 0); gpiod_line_release(line) }
+        leds.removeAll()
+        if let line = button { gpiod_line_release(line) }
+        button = nil
+        for chip in chips.values { gpiod_chip_close(chip) }
+        chips.removeAll()
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import Testing
+@testable import Board
+
+/// A manual clock: instants are a fixed origin plus what the test says.
+struct ManualTime {
+    let origin = ContinuousClock.now
+    func at(_ ms: Int) -> ContinuousClock.Instant { origin + .milliseconds(ms) }
+}
+
+@Suite struct ButtonGestureTests {
+    let t = ManualTime()
+
+    @Test func bouncesWithinTheDebounceTimeAreIgnored() {
+        var g = ButtonGestures()
+        #expect(g.edge(pressed: true, at: t.at(0)) == [.pressed])
+        #expect(g.edge(pressed: false, at: t.at(3)).isEmpty)
+        #expect(g.edge(pressed: true, at: t.at(7)).isEmpty)
+        #expect(g.tick(at: t.at(30)).isEmpty)  // still pressed when the lockout ends: nothing new
+        #expect(g.edge(pressed: false, at: t.at(200)) == [.released(held: .milliseconds(200))])
+    }
+
+    @Test func aReleaseThatBouncedIsNotLost() {
+        var g = ButtonGestures()
+        _ = g.edge(pressed: true, at: t.at(0))
+        // Released during the lockout and stays released: taken when the lockout ends.
+        #expect(g.edge(pressed: false, at: t.at(20)).isEmpty)
+        #expect(g.nextDeadline == t.at(30))
+        #expect(g.tick(at: t.at(30)) == [.released(held: .milliseconds(30))])
+        #expect(!g.isPressed)
+    }
+
+    @Test func longPressFiresOnceWhileHeld() {
+        var g = ButtonGestures(settings: .init(longPress: .milliseconds(1000)))
+        _ = g.edge(pressed: true, at: t.at(0))
+        _ = g.tick(at: t.at(30))
+        #expect(g.nextDeadline == t.at(1000))
+        #expect(g.tick(at: t.at(999)).isEmpty)
+        #expect(g.tick(at: t.at(1000)) == [.longPress])
+        #expect(g.tick(at: t.at(5000)).isEmpty)
+        #expect(g.edge(pressed: false, at: t.at(5000)) == [.released(held: .seconds(5))])
+    }
+
+    @Test func doublePressWithinTheGap() {
+        var g = ButtonGestures(settings: .init(doublePressGap: .milliseconds(400)))
+        _ = g.edge(pressed: true, at: t.at(0))
+        _ = g.edge(pressed: false, at: t.at(100))
+        #expect(g.edge(pressed: true, at: t.at(450)) == [.pressed, .doublePress])
+        _ = g.edge(pressed: false, at: t.at(550))
+        // A third quick press is not another double press; a press after the gap is a plain press.
+        #expect(g.edge(pressed: true, at: t.at(700)) == [.pressed])
+        _ = g.edge(pressed: false, at: t.at(800))
+        #expect(g.edge(pressed: true, at: t.at(1300)) == [.pressed])
+    }
+
+    @Test func aLongPressIsNotTheFirstHalfOfADoublePress() {
+        var g = ButtonGestures()
+        _ = g.edge(pressed: true, at: t.at(0))
+        _ = g.tick(at: t.at(1000))
+        _ = g.edge(pressed: false, at: t.at(1100))
+        #expect(g.edge(pressed: true, at: t.at(1200)) == [.pressed])
+    }
+}
+
+@Suite struct TalkModeTests {
+    let t = ManualTime()
+
+    func run(_ mode: TalkMode, _ edges: [(Bool, Int)], tickAt: [Int] = []) -> [TalkIntent] {
+        var core = BoardCore(gestures: .init(), talkMode: mode, roles: [.status], now: t.at(0))
+        var events: [BoardEvent] = []
+        var ticks = tickAt
+        for (pressed, ms) in edges {
+            while let first = ticks.first, first <= ms { events += core.tick(at: t.at(first)); ticks.removeFirst() }
+            events += core.edge(pressed: pressed, at: t.at(ms))
+        }
+        for ms in ticks { events += core.tick(at: t.at(ms)) }
+        return events.compactMap { if case .intent(let i) = $0 { return i }; return nil }
+    }
+
+    @Test func tapToTalk() {
+        // Tap starts, a second tap (well after the double-press gap) stops: both are "talk".
+        #expect(run(.tap, [(true, 0), (false, 100), (true, 3000), (false, 3100)]) == [.talk, .talk])
+        // A long press cancels, and its release adds nothing.
+        #expect(run(.tap, [(true, 0), (false, 1500)], tickAt: [1000]) == [.talk, .cancel])
+    }
+
+    @Test func holdToTalk() {
+        // Listening while held: the release ends the query, however long the question was.
+        #expect(run(.hold, [(true, 0), (false, 2500)], tickAt: [1000]) == [.talk, .endTalk])
+        #expect(run(.hold, [(true, 0), (false, 300)]) == [.talk, .endTalk])
+    }
+
+    @Test func doublePressIsReported() {
+        #expect(run(.tap, [(true, 0), (false, 100), (true, 300), (false, 400)]) == [.talk, .talk, .doublePress])
+    }
+}
+
+@Suite struct LEDTests {
+    let t = ManualTime()
+
+    @Test func everyPairOfSingleLEDPatternsCanBeToldApart() {
+        let states = LEDState.allCases.filter { $0 != .off && $0 != .ready }
+        for (i, a) in states.enumerated() {
+            for b in states[(i + 1)...] {
+                let pa = LEDScheme.singleLED(a), pb = LEDScheme.singleLED(b)
+                // Apart by rhythm (flashes per period), by a clearly different duty cycle, or steady vs blinking.
+                let apart = pa.flashesPerPeriod != pb.flashesPerPeriod || abs(pa.dutyCycle - pb.dutyCycle) >= 0.25
+                    || (pa.steps.isEmpty != pb.steps.isEmpty)
+                #expect(apart, "\(a) and \(b) look alike")
+            }
+        }
+        #expect(LEDScheme.singleLED(.ready) == .off)
+    }
+
+    @Test func singleLEDErrorSequenceOnTheClock() {
+        var animator = LEDAnimator(roles: [.status], now: t.at(0))
+        animator.set(state: .error, at: t.at(0))
+        var seen: [(Int, Bool)] = []
+        var now = t.at(0)
+        // Follow the animator's own next-change times over one period: three flashes, then the pause.
+        for _ in 0..<7 {
+            let (levels, next) = animator.levels(at: now)
+            seen.append((Int((now - t.at(0)) / .milliseconds(1)), levels[.status]!))
+            now = next!
+        }
+        #expect(seen.map(\.0) == [0, 120, 240, 360, 480, 600, 1600])
+        #expect(seen.map(\.1) == [true, false, true, false, true, false, true])
+    }
+
+    @Test func threeLEDBoardGivesEachStateItsLED() {
+        var animator = LEDAnimator(roles: [.listening, .searching, .speaking], now: t.at(0))
+        animator.set(state: .listening, at: t.at(0))
+        #expect(animator.levels(at: t.at(10)).levels == [.listening: true, .searching: false, .speaking: false])
+        #expect(animator.levels(at: t.at(10)).nextChange == nil)  // steady: no wake-ups needed
+        animator.set(state: .searching, at: t.at(100))
+        #expect(animator.levels(at: t.at(150)).levels == [.listening: false, .searching: true, .speaking: false])
+        #expect(animator.levels(at: t.at(250)).levels[.searching] == false)
+        animator.set(state: .speaking, at: t.at(1000))
+        #expect(animator.levels(at: t.at(1000)).levels == [.listening: false, .searching: false, .speaking: true])
+        animator.set(state: .ready, at: t.at(2000))
+        #expect(animator.levels(at: t.at(2000)).levels.values.allSatisfy { !$0 })
+    }
+
+    @Test func coreReportsOnlyChangedLEDs() {
+        var core = BoardCore(gestures: .init(), talkMode: .tap, roles: [.status], now: t.at(0))
+        core.show(.searching, at: t.at(0))
+        #expect(core.ledChanges(at: t.at(0)) == [.status: true])
+        #expect(core.ledChanges(at: t.at(50)).isEmpty)
+        #expect(core.ledChanges(at: t.at(100)) == [.status: false])
+        #expect(core.nextDeadline(after: t.at(100)) == t.at(200))
+    }
+}
+
+@Suite struct SimulatedBoardTests {
+    @Test func linesAreButtonCommands() {
+        var parser = SimulatedButtonParser(terminal: false)
+        let (actions, unknown) = parser.feed(Array("press\nrel".utf8))
+        #expect(actions == [.press] && unknown.isEmpty)
+        let more = parser.feed(Array("ease\nclick\nlong\nbogus\n".utf8))
+        #expect(more.actions == [.release, .pressFor(.milliseconds(120)), .pressFor(.milliseconds(1500))])
+        #expect(more.unknown == ["bogus"])
+    }
+
+    @Test func keysOnATerminal() {
+        var parser = SimulatedButtonParser(terminal: true)
+        #expect(parser.feed([UInt8(ascii: " "), UInt8(ascii: "h"), UInt8(ascii: "x"), UInt8(ascii: "h")]).actions
+            == [.pressFor(.milliseconds(120)), .press, .release])
+    }
+
+    @Test func runnerTurnsInputIntoEventsAndSwitchesLEDsOffAtStop() async throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let drawn = DrawLog()
+        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($0) }),
+                                     gestures: .init(), talkMode: .hold, roles: [.status])
+        runner.start()
+        var events = runner.events.makeAsyncIterator()
+        _ = "press\n".withCString { write(fds[1], $0, 6) }
+        #expect(await events.next() == .button(.pressed))
+        #expect(await events.next() == .intent(.talk))
+        runner.show(.listening)
+        _ = "release\n".withCString { write(fds[1], $0, 8) }
+        guard case .button(.released)? = await events.next() else { Issue.record("no release"); return }
+        #expect(await events.next() == .intent(.endTalk))
+        runner.stop()
+        while await events.next() != nil {}  // the stream ends once the board has shut down
+        #expect(drawn.lines.contains("[listening ●]"))
+        #expect(drawn.lines.last == "[off ○]")
+        close(fds[0]); close(fds[1])
+    }
+}
+
+final class DrawLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func add(_ line: String) { lock.lock(); stored.append(line); lock.unlock() }
+    var lines: [String] { lock.lock(); defer { lock.unlock() }; return stored }
+}
+
+@Suite struct GPIODriverTests {
+    @Test func missingChipIsNamedWithHowToCheck() throws {
+        guard !FileManager.default.fileExists(atPath: "/dev/gpiochip0") else {
+            // On a machine with a real chip, ask for one that cannot exist instead.
+            let error = #expect(throws: BoardError.self) {
+                try GPIODBoard(button: GPIOLineSpec(chip: "gpiochip99", line: "GPIO17", activeLow: true), leds: [:])
+            }
+            #expect(error?.message.contains("\"gpiochip99\"") == true)
+            return
+        }
+        let error = #expect(throws: BoardError.self) {
+            try GPIODBoard(button: GPIOLineSpec(chip: "gpiochip0", line: "GPIO17", activeLow: true), leds: [:])
+        }
+        let message = error?.message ?? ""
+        #expect(message.contains("GPIO chip \"gpiochip0\" (for line GPIO17 on gpiochip0) cannot be opened"))
+        #expect(message.contains("gpiodetect") && message.contains("gpioinfo"))
+        #expect(message.contains("no /dev/gpiochip*"))
+    }
+
+    @Test func ledLinesAreCheckedToo() {
+        let error = #expect(throws: BoardError.self) {
+            try GPIODBoard(button: nil, leds: [.listening: GPIOLineSpec(chip: "/dev/gpiochip7", line: "22", activeLow: false)])
+        }
+        #expect(error?.message.contains("\"/dev/gpiochip7\" (for line 22 on /dev/gpiochip7)") == true)
+    }
+}
