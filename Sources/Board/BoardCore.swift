@@ -1,9 +1,23 @@
 import Foundation
+import Synchronization
 
 /// What the board tells the speaker.
-public enum BoardEvent: Sendable, Equatable {
+public enum BoardEvent: Sendable, Equatable, CustomStringConvertible {
     case button(ButtonGestures.Event)
     case intent(TalkIntent)
+    /// The simulated button's input ended (stdin closed); the LEDs go on.
+    case inputEnded
+
+    public var description: String {
+        switch self {
+        case .button(.pressed): "button pressed"
+        case .button(.released(let held)): "button released after \(Int(held / .milliseconds(1))) ms"
+        case .button(.longPress): "button long press"
+        case .button(.doublePress): "button double press"
+        case .intent(let intent): "intent \(intent)"
+        case .inputEnded: "button input ended"
+        }
+    }
 }
 
 /// The board's logic without threads or devices: button gestures, the talk-mode mapping and the LED
@@ -118,8 +132,25 @@ public struct SimulatedButtonParser: Sendable {
     }
 }
 
-/// The simulated LEDs as one status line, e.g. `[listening ● ○ ○]` or `[searching ◉]`.
+/// The simulated LEDs as one status line, e.g. `[listening ● ○ ○]` or `[searching ●]`.
 public enum SimulatedLEDs {
+    /// Draws on a terminal by rewriting one line in place; elsewhere (a pipe, the journal) prints a line per
+    /// change.
+    /// Elsewhere only state changes are written, not every blink.
+    public static func drawer(terminal: Bool, write: @escaping @Sendable (String) -> Void) -> @Sendable (LEDState, String) -> Void {
+        if terminal {
+            return { _, line in write("\r\u{1B}[2K" + line) }
+        }
+        let last = Mutex<LEDState?>(nil)
+        return { state, line in
+            let changed = last.withLock { previous -> Bool in
+                defer { previous = state }
+                return previous != state
+            }
+            if changed { write(line + "\n") }
+        }
+    }
+
     public static func render(state: LEDState, levels: [LEDRole: Bool], roles: [LEDRole]) -> String {
         let dots = roles.map { levels[$0] == true ? "●" : "○" }.joined(separator: " ")
         return "[\(state.rawValue) \(dots)]"

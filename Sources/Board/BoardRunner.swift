@@ -6,7 +6,7 @@ public enum BoardHardware: Sendable {
     /// GPIO lines through libgpiod.
     case gpio(GPIODBoard)
     /// The keyboard (or lines of text) as the button, the LEDs drawn as a status line (or logged).
-    case simulated(input: Int32, terminal: Bool, draw: @Sendable (String) -> Void)
+    case simulated(input: Int32, terminal: Bool, draw: @Sendable (LEDState, String) -> Void)
 }
 
 /// Runs the board on a thread the app owns: waits in poll(2) on the button's descriptor and a wake-up pipe,
@@ -64,6 +64,14 @@ public final class BoardRunner: Sendable {
         case .simulated(let fd, let isTerminal, _): inputFD = fd; terminal = isTerminal
         }
         var parser = SimulatedButtonParser(terminal: terminal)
+        // A terminal delivers keys only after Enter unless canonical mode is off; restore it on the way out.
+        var savedTerminal = termios()
+        let rawTerminal = terminal && inputFD.map { tcgetattr($0, &savedTerminal) == 0 } == true
+        if rawTerminal, let fd = inputFD {
+            var raw = savedTerminal
+            raw.c_lflag &= ~tcflag_t(ICANON | ECHO)
+            tcsetattr(fd, TCSANOW, &raw)
+        }
         var pendingRelease: ContinuousClock.Instant? = nil
         var lastDrawn = ""
         var buffer = [UInt8](repeating: 0, count: 256)
@@ -77,11 +85,11 @@ public final class BoardRunner: Sendable {
             case .gpio(let board): board.setLEDs(changes)
             case .simulated(_, _, let draw):
                 let line = SimulatedLEDs.render(state: state, levels: levels, roles: roles)
-                if line != lastDrawn { lastDrawn = line; draw(line) }
+                if line != lastDrawn { lastDrawn = line; draw(state, line) }
             }
         }
 
-        applyLEDs(force: true)
+        var firstDraw = true
         while true {
             let request = requests.withLock { r -> (LEDState?, Bool) in defer { r.state = nil }; return (r.state, r.stop) }
             if request.1 { break }
@@ -93,7 +101,8 @@ public final class BoardRunner: Sendable {
                 emit(core.withLock { $0.edge(pressed: false, at: now) })
             }
             emit(core.withLock { $0.tick(at: now) })
-            applyLEDs()
+            applyLEDs(force: firstDraw)
+            firstDraw = false
 
             var deadline = core.withLock { $0.nextDeadline(after: .now) }
             if let due = pendingRelease { deadline = min(deadline ?? due, due) }
@@ -113,7 +122,10 @@ public final class BoardRunner: Sendable {
                 for pressed in board.readButtonEdges() { emit(core.withLock { $0.edge(pressed: pressed, at: .now) }) }
             case .simulated(let fd, _, _):
                 let n = read(fd, &buffer, buffer.count)
-                if n == 0 { inputFD = nil }  // end of input: the LEDs go on without a button
+                if n == 0 {  // end of input: the LEDs go on without a button
+                    inputFD = nil
+                    emit([.inputEnded])
+                }
                 if n <= 0 { continue }
                 let (actions, _) = parser.feed(Array(buffer[0..<n]))
                 for action in actions {
@@ -128,10 +140,11 @@ public final class BoardRunner: Sendable {
                 }
             }
         }
+        if rawTerminal, case .simulated(let fd, _, _) = hardware { tcsetattr(fd, TCSANOW, &savedTerminal) }
         // Shutdown: nothing may stay lit (a stuck "listening" LED is the peers' classic bug).
         switch hardware {
         case .gpio(let board): board.close()
-        case .simulated(_, _, let draw): draw(SimulatedLEDs.render(state: .off, levels: [:], roles: roles))
+        case .simulated(_, _, let draw): draw(.off, SimulatedLEDs.render(state: .off, levels: [:], roles: roles))
         }
         close(wakeRead)
         close(wakeWrite)

@@ -69,8 +69,63 @@ public enum ConfigLoader {
         } catch {
             throw ConfigError(file: file, line: nil, key: nil, problem: "not valid TOML: \(error)")
         }
+        var base = SpeakerConfiguration()
+        if let profile = table["board"]?.table?["profile"] {
+            guard let name = profile.string else {
+                throw ConfigError(file: file, line: KeyLines(text: text).line(table: "board", key: "profile"),
+                                  key: "[board] profile", problem: "must be a string, not \(profile.type)")
+            }
+            if !name.isEmpty {
+                base = try loadProfile(name, from: file, line: KeyLines(text: text).line(table: "board", key: "profile"))
+            }
+        }
         var reader = Reader(file: file, lines: KeyLines(text: text))
-        return try reader.read(table)
+        return try reader.read(table, base: base)
+    }
+
+    /// Where board profiles are looked for, first match wins: `HOUND_SPEAKER_BOARD_PATH` (colon-separated), then
+    /// /etc/hound-speaker/board (the owner's own), /usr/share/hound-speaker/board (installed), ./board (the
+    /// working copy).
+    public static var profileDirectories: [String] {
+        let extra = ProcessInfo.processInfo.environment["HOUND_SPEAKER_BOARD_PATH"]?.split(separator: ":").map(String.init) ?? []
+        return extra + ["/etc/hound-speaker/board", "/usr/share/hound-speaker/board", "board"]
+    }
+
+    public static func availableProfiles() -> [String] {
+        var names = Set<String>()
+        for dir in profileDirectories {
+            for file in (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? [] where file.hasSuffix(".toml") {
+                names.insert(String(file.dropLast(5)))
+            }
+        }
+        return names.sorted()
+    }
+
+    static func loadProfile(_ name: String, from file: String, line: Int?) throws(ConfigError) -> SpeakerConfiguration {
+        guard !name.contains("/"), let path = profileDirectories.map({ "\($0)/\(name).toml" }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            let known = availableProfiles()
+            throw ConfigError(file: file, line: line, key: "[board] profile",
+                              problem: "no board profile \"\(name)\" in \(profileDirectories.joined(separator: ", "))"
+                                  + (known.isEmpty ? "" : "; known: \(known.joined(separator: ", "))"))
+        }
+        let text: String
+        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
+            throw ConfigError(file: path, line: nil, key: nil, problem: "cannot be read")
+        }
+        let table: TOMLTable
+        do { table = try TOMLTable(string: text) } catch let error as TOMLParseError {
+            throw ConfigError(file: path, line: error.source.begin.line, key: nil, problem: "not valid TOML: \(error.description)")
+        } catch {
+            throw ConfigError(file: path, line: nil, key: nil, problem: "not valid TOML: \(error)")
+        }
+        if table["board"]?.table?["profile"] != nil {
+            throw ConfigError(file: path, line: KeyLines(text: text).line(table: "board", key: "profile"), key: "[board] profile",
+                              problem: "a profile cannot name another profile")
+        }
+        var reader = Reader(file: path, lines: KeyLines(text: text))
+        var config = try reader.read(table, onlyTables: Reader.profileTables)
+        config.board.profile = name
+        return config
     }
 }
 
@@ -112,7 +167,11 @@ private struct Reader {
         "audio": ["input", "output"],
         "serve": ["port", "transcript"],
         "logging": ["level"],
+        "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low",
+                  "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
     ]
+    /// What a board profile may set.
+    static let profileTables: Set<String> = ["board", "audio"]
 
     func error(_ table: String, _ key: String?, _ problem: String) -> ConfigError {
         let name = key.map { "[\(table)] \($0)" } ?? "[\(table)]"
@@ -145,9 +204,14 @@ private struct Reader {
         return error(table, key, problem)
     }
 
-    mutating func read(_ root: TOMLTable) throws(ConfigError) -> SpeakerConfiguration {
-        var config = SpeakerConfiguration()
+    mutating func read(_ root: TOMLTable, base: SpeakerConfiguration = SpeakerConfiguration(),
+                       onlyTables: Set<String>? = nil) throws(ConfigError) -> SpeakerConfiguration {
+        var config = base
         for key in root.keys {
+            if let only = onlyTables, !only.contains(key) {
+                throw ConfigError(file: file, line: lines.line(table: key, key: nil), key: "[\(key)]",
+                                  problem: "a board profile may only set \(only.sorted().map { "[\($0)]" }.joined(separator: " and "))")
+            }
             guard let allowed = Self.schema[key] else {
                 var problem = "unknown table"
                 if let s = Self.suggestion(for: key, among: Array(Self.schema.keys)) { problem += "; did you mean [\(s)]?" } else {
@@ -219,6 +283,7 @@ private struct Reader {
             }
             if let v = try string(t, "serve", "transcript") { config.serve.transcript = v }
         }
+        if let t = root["board"]?.table { try readBoard(t, into: &config.board) }
         if let t = root["logging"]?.table, let v = try string(t, "logging", "level") {
             guard SpeakerConfiguration.logLevels.contains(v) else {
                 throw error("logging", "level", "must be one of \(SpeakerConfiguration.logLevels.joined(separator: ", ")), not \"\(v)\"")
@@ -226,6 +291,54 @@ private struct Reader {
             config.logging.level = v
         }
         return config
+    }
+
+    func readBoard(_ t: TOMLTable, into board: inout SpeakerConfiguration.BoardSection) throws(ConfigError) {
+        let b = "board"
+        if let v = try string(t, b, "driver") {
+            guard v == "gpiod" || v == "simulated" else { throw error(b, "driver", "must be \"gpiod\" or \"simulated\", not \"\(v)\"") }
+            board.driver = v
+        }
+        if let v = try string(t, b, "chip") {
+            guard !v.isEmpty else { throw error(b, "chip", "must name a GPIO chip, e.g. \"gpiochip0\"") }
+            board.chip = v
+        }
+        if let v = try string(t, b, "button") { board.button = v }
+        if let v = try bool(t, b, "button_active_low") { board.buttonActiveLow = v }
+        if let v = try string(t, b, "led") { board.led = v }
+        if let value = t["leds"] {
+            guard let leds = value.table else { throw error(b, "leds", "must be a table, e.g. { listening = \"GPIO22\", searching = \"GPIO23\", speaking = \"GPIO24\" }") }
+            var lines: [String: String] = [:]
+            for role in leds.keys {
+                guard ["listening", "searching", "speaking"].contains(role) else {
+                    throw error(b, "leds", "unknown LED \"\(role)\"; the roles are listening, searching, speaking")
+                }
+                guard let line = leds[role]?.string else { throw error(b, "leds", "\(role) must be a line name or offset in quotes") }
+                if !line.isEmpty { lines[role] = line }
+            }
+            board.leds = lines
+        }
+        if let v = try bool(t, b, "leds_active_low") { board.ledsActiveLow = v }
+        for (key, range) in [("debounce_ms", 0...500), ("long_press_ms", 200...10_000), ("double_press_ms", 0...2_000)] {
+            guard let v = try integer(t, b, key) else { continue }
+            guard range.contains(v) else { throw error(b, key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
+            switch key {
+            case "debounce_ms": board.debounceMS = v
+            case "long_press_ms": board.longPressMS = v
+            default: board.doublePressMS = v
+            }
+        }
+        if let v = try string(t, b, "talk_mode") {
+            guard v == "tap" || v == "hold" else { throw error(b, "talk_mode", "must be \"tap\" or \"hold\", not \"\(v)\"") }
+            board.talkMode = v
+        }
+        if !board.led.isEmpty && t["leds"] == nil && t["led"] != nil { board.leds = [:] }
+    }
+
+    func bool(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Bool? {
+        guard let value = t[key] else { return nil }
+        guard let v = value.bool else { throw error(table, key, "must be true or false, not \(value.type)") }
+        return v
     }
 
     func string(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> String? {

@@ -37,6 +37,28 @@ public struct SpeakerConfiguration: Sendable {
         public var transcript = "what time is it"
     }
 
+    /// The button and LEDs (`[board]`), from a board profile (`board/NAME.toml`) with any key overridden here.
+    public struct BoardSection: Sendable, Equatable {
+        /// Name of the profile the values came from ("" when none).
+        public var profile = ""
+        /// "gpiod" (the real lines) or "simulated" (keyboard button, LEDs drawn on the terminal).
+        public var driver = "gpiod"
+        /// GPIO chip: a name (`gpiochip0`), a path, a label or a number.
+        public var chip = "gpiochip0"
+        /// Button line: a name such as `GPIO17`, or an offset. Empty: no button.
+        public var button = "GPIO17"
+        public var buttonActiveLow = true
+        /// One status LED line (boards with a single LED show states as patterns on it). Empty: none.
+        public var led = ""
+        /// Listening, searching and speaking LED lines, for boards with three.
+        public var leds: [String: String] = ["listening": "GPIO22", "searching": "GPIO23", "speaking": "GPIO24"]
+        public var ledsActiveLow = false
+        public var debounceMS = 30
+        public var longPressMS = 1000
+        public var doublePressMS = 400
+        public var talkMode = "tap"
+    }
+
     public struct LoggingSection: Sendable, Equatable {
         public var level = "info"
     }
@@ -48,6 +70,7 @@ public struct SpeakerConfiguration: Sendable {
     public var audio = AudioSection()
     public var serve = ServeSection()
     public var logging = LoggingSection()
+    public var board = BoardSection()
     /// Things worth telling the owner that do not stop the program.
     public var warnings: [String] = []
     /// Where the credentials came from, for `doctor` (never the key itself).

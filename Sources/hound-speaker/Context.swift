@@ -1,4 +1,5 @@
 import Foundation
+import Board
 import Houndify
 import Logging
 import SpeakerConfig
@@ -62,4 +63,25 @@ func printLine(_ text: String) {
 
 func printError(_ text: String) {
     FileHandle.standardError.write(Data((text + "\n").utf8))
+}
+
+/// The board from config: which lines, which LEDs, the gesture settings.
+enum BoardSetup {
+    static func specs(_ board: SpeakerConfiguration.BoardSection) -> (button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec]) {
+        let button = board.button.isEmpty ? nil : GPIOLineSpec(chip: board.chip, line: board.button, activeLow: board.buttonActiveLow)
+        var leds: [LEDRole: GPIOLineSpec] = [:]
+        if !board.led.isEmpty {
+            leds[.status] = GPIOLineSpec(chip: board.chip, line: board.led, activeLow: board.ledsActiveLow)
+        } else {
+            for (name, line) in board.leds {
+                if let role = LEDRole(rawValue: name) { leds[role] = GPIOLineSpec(chip: board.chip, line: line, activeLow: board.ledsActiveLow) }
+            }
+        }
+        return (button, leds)
+    }
+
+    static func gestures(_ board: SpeakerConfiguration.BoardSection) -> ButtonGestures.Settings {
+        ButtonGestures.Settings(debounce: .milliseconds(board.debounceMS), longPress: .milliseconds(board.longPressMS),
+                                doublePressGap: .milliseconds(board.doublePressMS))
+    }
 }

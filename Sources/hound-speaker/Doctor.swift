@@ -1,4 +1,5 @@
 import ArgumentParser
+import Board
 import CALSA
 import CEspeakNG
 import CGPIOD
@@ -13,6 +14,9 @@ struct Doctor: AsyncParsableCommand {
     func run() async throws {
         var failures = 0
         func check(_ ok: Bool, _ what: String, advice: String = "") {
+            report(ok, what, advice)
+        }
+        func report(_ ok: Bool, _ what: String, _ advice: String) {
             printLine("\(ok ? "ok  " : "FAIL") \(what)\(ok || advice.isEmpty ? "" : "\n     -> \(advice)")")
             if !ok { failures += 1 }
         }
@@ -34,11 +38,33 @@ struct Doctor: AsyncParsableCommand {
             check(config.location.latitude != nil, "location set",
                   advice: "set [location] latitude and longitude so Houndify can answer local questions")
             printLine("info endpoint \(config.houndify.endpoint)")
+            checkBoard(config.board, check: report)
         }
         printLine("info libcurl \(HoundifyClient.transportVersion)")
         printLine("info libasound \(String(cString: snd_asoundlib_version()))")
         printLine("info libgpiod \(String(cString: gpiod_version_string()))")
         printLine("info espeak-ng \(String(cString: espeak_Info(nil)))")
         if failures > 0 { throw ExitCode(1) }
+    }
+}
+
+extension Doctor {
+    /// Reports the configured lines and whether they can be requested now (they are released at once).
+    func checkBoard(_ board: SpeakerConfiguration.BoardSection, check: (Bool, String, String) -> Void) {
+        let origin = board.profile.isEmpty ? "" : " (profile \(board.profile))"
+        guard board.driver == "gpiod" else {
+            printLine("info board: simulated\(origin): keyboard button, LEDs drawn on the terminal")
+            return
+        }
+        let (button, leds) = BoardSetup.specs(board)
+        printLine("info board\(origin): button \(button.map { "\($0.line)\($0.activeLow ? " (active low)" : "")" } ?? "none"), "
+            + "LEDs \(leds.isEmpty ? "none" : leds.sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key.rawValue)=\($0.value.line)" }.joined(separator: " ")) on \(board.chip)")
+        do {
+            let gpio = try GPIODBoard(button: button, leds: leds)
+            gpio.close()
+            check(true, "GPIO lines can be requested", "")
+        } catch {
+            check(false, "GPIO: \(error.message)", "set [board] chip/button/led(s) to match the board, or driver = \"simulated\"")
+        }
     }
 }

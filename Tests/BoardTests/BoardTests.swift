@@ -171,7 +171,7 @@ struct ManualTime {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)
         let drawn = DrawLog()
-        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($0) }),
+        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
                                      gestures: .init(), talkMode: .hold, roles: [.status])
         runner.start()
         var events = runner.events.makeAsyncIterator()

@@ -161,6 +161,49 @@ struct CLI {
         #expect(!doctor.stdout.contains(CLI.key) && !doctor.stderr.contains(CLI.key))
     }
 
+    @Test func boardCheckWithTheSimulatedBoard() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["board", "--config", root.appendingPathComponent("config/desktop.toml").path]
+        process.environment = ["HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var seen = ""
+        func waitFor(_ text: String) {
+            while !seen.contains(text) {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { return }
+                seen += String(decoding: data, as: UTF8.self)
+            }
+        }
+        waitFor("[ready")
+        input.fileHandleForWriting.write(Data("press\n".utf8))
+        waitFor("intent talk")
+        input.fileHandleForWriting.write(Data("release\n".utf8))
+        waitFor("button released after")
+        try input.fileHandleForWriting.close()  // end of input: the check ends, LEDs off
+        seen += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(seen.contains("[listening ● ○ ○]"))
+        #expect(seen.hasSuffix("[off ○ ○ ○]\n"))
+    }
+
+    @Test func doctorNamesTheMissingGPIOChip() throws {
+        guard !FileManager.default.fileExists(atPath: "/dev/gpiochip0") else { return }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[board]\nbutton = \"GPIO27\"\n".utf8).write(to: URL(fileURLWithPath: path))
+        let doctor = try CLI.run(["doctor", "--config", path])
+        #expect(doctor.status == 1)
+        #expect(doctor.stdout.contains("info board: button GPIO27 (active low), LEDs listening=GPIO22 searching=GPIO23 speaking=GPIO24 on gpiochip0"))
+        #expect(doctor.stdout.contains("FAIL GPIO: GPIO chip \"gpiochip0\" (for line GPIO27 on gpiochip0) cannot be opened"))
+        #expect(doctor.stdout.contains("gpiodetect"))
+    }
+
     @Test(arguments: [["run"], ["demo"], ["say", "hello"], ["hotphrase", "x.wav"]])
     func unbuiltSubcommandsSaySoAndFail(arguments: [String]) throws {
         let result = try CLI.run(arguments)
