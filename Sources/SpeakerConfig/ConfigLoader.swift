@@ -167,6 +167,7 @@ private struct Reader {
         "audio": ["input", "output"],
         "serve": ["port", "transcript"],
         "logging": ["level"],
+        "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
         "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low",
                   "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
     ]
@@ -284,6 +285,22 @@ private struct Reader {
             if let v = try string(t, "serve", "transcript") { config.serve.transcript = v }
         }
         if let t = root["board"]?.table { try readBoard(t, into: &config.board) }
+        if let t = root["speech"]?.table {
+            if let v = try string(t, "speech", "voice") {
+                guard !v.isEmpty else { throw error("speech", "voice", "must name an espeak-ng voice, e.g. \"en-us\"") }
+                config.speech.voice = v
+            }
+            for (key, range) in [("rate", 80...450), ("pitch", 0...100), ("volume", 0...200), ("lead_in_ms", 0...1000)] {
+                guard let v = try integer(t, "speech", key) else { continue }
+                guard range.contains(v) else { throw error("speech", key, "must be \(range.lowerBound) to \(range.upperBound), not \(v)") }
+                switch key {
+                case "rate": config.speech.rate = v
+                case "pitch": config.speech.pitch = v
+                case "volume": config.speech.volume = v
+                default: config.speech.leadInMS = v
+                }
+            }
+        }
         if let t = root["logging"]?.table, let v = try string(t, "logging", "level") {
             guard SpeakerConfiguration.logLevels.contains(v) else {
                 throw error("logging", "level", "must be one of \(SpeakerConfiguration.logLevels.joined(separator: ", ")), not \"\(v)\"")

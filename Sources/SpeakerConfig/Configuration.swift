@@ -59,6 +59,15 @@ public struct SpeakerConfiguration: Sendable {
         public var talkMode = "tap"
     }
 
+    /// espeak-ng's voice (`[speech]`).
+    public struct SpeechSection: Sendable, Equatable {
+        public var voice = "en-us"
+        public var rate = 175
+        public var pitch = 50
+        public var volume = 100
+        public var leadInMS = 150
+    }
+
     public struct LoggingSection: Sendable, Equatable {
         public var level = "info"
     }
@@ -71,6 +80,7 @@ public struct SpeakerConfiguration: Sendable {
     public var serve = ServeSection()
     public var logging = LoggingSection()
     public var board = BoardSection()
+    public var speech = SpeechSection()
     /// Things worth telling the owner that do not stop the program.
     public var warnings: [String] = []
     /// Where the credentials came from, for `doctor` (never the key itself).

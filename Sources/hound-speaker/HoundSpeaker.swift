@@ -65,13 +65,6 @@ struct Demo: NotBuiltYet {
     @Option(help: ArgumentHelp("Write the spoken answer to this WAV file.", valueName: "WAV")) var output: String?
 }
 
-struct Say: NotBuiltYet {
-    static let configuration = CommandConfiguration(abstract: "Speak TEXT with espeak-ng through the configured output.")
-    static let issue = 3
-    @Argument(help: "What to say.") var text: String
-    @OptionGroup var options: ConfigOption
-    @Option(help: ArgumentHelp("Write the speech to this WAV file instead.", valueName: "WAV")) var output: String?
-}
 
 struct HotPhraseCommand: NotBuiltYet {
     static let configuration = CommandConfiguration(commandName: "hotphrase", abstract: "Run the \"OK Hound\" detector over a WAV file.")

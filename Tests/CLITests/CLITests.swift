@@ -204,7 +204,26 @@ struct CLI {
         #expect(doctor.stdout.contains("gpiodetect"))
     }
 
-    @Test(arguments: [["run"], ["demo"], ["say", "hello"], ["hotphrase", "x.wav"]])
+    @Test func sayWritesSpeechOrNamesTheDevice() throws {
+        let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let said = try CLI.run(["say", "the answer is forty two", "--output", wav, "--config", CLI.clientConfig(port: 1)])
+        #expect(said.status == 0)
+        let size = (try FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int) ?? 0
+        #expect(size > 22050)  // over half a second of 16-bit audio at 22.05 kHz
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[audio]\noutput = \"no_such_pcm\"\n".utf8).write(to: URL(fileURLWithPath: config))
+        let failed = try CLI.run(["say", "hello", "--config", config])
+        #expect(failed.status == 1)
+        #expect(failed.stderr.hasPrefix("hound-speaker: error: ALSA device \"no_such_pcm\": cannot open for playback"))
+        #expect(failed.stderr.split(separator: "\n").count == 1)  // libasound's own lines are silenced
+        let badVoice = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data("[speech]\nrate = 1000\n".utf8).write(to: URL(fileURLWithPath: badVoice))
+        let rate = try CLI.run(["say", "hello", "--config", badVoice])
+        #expect(rate.status == 78 && rate.stderr.contains(":2: [speech] rate: must be 80 to 450, not 1000"))
+    }
+
+    @Test(arguments: [["run"], ["demo"], ["hotphrase", "x.wav"]])
     func unbuiltSubcommandsSaySoAndFail(arguments: [String]) throws {
         let result = try CLI.run(arguments)
         #expect(result.status == 3)

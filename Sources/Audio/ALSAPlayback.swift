@@ -1,0 +1,81 @@
+import CALSA
+import CShims
+import Foundation
+
+/// Called before any ALSA use: the library's own stderr lines go (our errors name the device and the cause).
+let quietALSA: Void = hs_alsa_quiet()
+
+public struct AudioDeviceError: Error, CustomStringConvertible, Equatable {
+    public var device: String
+    public var message: String
+    public init(device: String, message: String) { self.device = device; self.message = message }
+    public var description: String { "ALSA device \"\(device)\": \(message)" }
+
+    /// A libasound error code as a sentence, with advice for the common ones.
+    static func from(device: String, operation: String, code: Int32) -> AudioDeviceError {
+        var message = "\(operation): \(String(cString: snd_strerror(code)))"
+        switch -code {
+        case ENOENT, ENODEV: message += " (no such device: `aplay -L` / `arecord -L` list the names)"
+        case EBUSY: message += " (another program has it open: `fuser -v /dev/snd/*` shows which; PulseAudio or PipeWire often do)"
+        case EACCES, EPERM: message += " (permission: add the user to the audio group)"
+        default: break
+        }
+        return AudioDeviceError(device: device, message: message)
+    }
+}
+
+/// 16-bit mono output to an ALSA PCM with a short buffer: writes block for at most about one period, so a
+/// stop takes effect quickly, and `stop()` drops what is queued instead of playing it out. Not thread-safe:
+/// the thread that writes also stops (the speech thread owns it).
+public final class ALSAPlayback {
+    public let device: String
+    public let sampleRate: Int
+    private var pcm: OpaquePointer?
+
+    /// Opens `device` for `sampleRate` Hz mono with about `latencyMS` of buffer (periods of a quarter of it);
+    /// ALSA's plug layer converts to what the card supports.
+    public init(device: String, sampleRate: Int, latencyMS: Int = 80) throws(AudioDeviceError) {
+        self.device = device
+        self.sampleRate = sampleRate
+        _ = quietALSA
+        var handle: OpaquePointer?
+        var rc = snd_pcm_open(&handle, device, SND_PCM_STREAM_PLAYBACK, 0)
+        guard rc >= 0, let handle else { throw .from(device: device, operation: "cannot open for playback", code: rc) }
+        rc = snd_pcm_set_params(handle, SND_PCM_FORMAT_S16_LE, SND_PCM_ACCESS_RW_INTERLEAVED, 1, UInt32(sampleRate), 1,
+                                UInt32(latencyMS * 1000))
+        guard rc >= 0 else {
+            snd_pcm_close(handle)
+            throw .from(device: device, operation: "cannot play 16-bit mono at \(sampleRate) Hz", code: rc)
+        }
+        pcm = handle
+    }
+
+    deinit { close() }
+
+    /// Writes samples, recovering from an underrun (the speech thread may fall behind for a moment).
+    public func write(_ samples: UnsafeBufferPointer<Int16>) throws(AudioDeviceError) {
+        guard let pcm, var base = samples.baseAddress else { return }
+        var left = samples.count
+        while left > 0 {
+            let written = snd_pcm_writei(pcm, base, snd_pcm_uframes_t(left))
+            if written < 0 {
+                let rc = snd_pcm_recover(pcm, Int32(written), 1)
+                if rc < 0 { throw .from(device: device, operation: "playback failed", code: rc) }
+                continue
+            }
+            left -= Int(written)
+            base += Int(written)
+        }
+    }
+
+    /// Plays out what is queued, then returns.
+    public func drain() { if let pcm { snd_pcm_drain(pcm); snd_pcm_prepare(pcm) } }
+
+    /// Drops what is queued at once (stopSpeaking): nothing more is heard.
+    public func stop() { if let pcm { snd_pcm_drop(pcm); snd_pcm_prepare(pcm) } }
+
+    public func close() {
+        if let pcm { snd_pcm_close(pcm) }
+        pcm = nil
+    }
+}

@@ -1,0 +1,3 @@
+#pragma once
+#include "hs_curl.h"
+#include "hs_alsa.h"

@@ -1,0 +1,365 @@
+import Audio
+import CEspeakNG
+import Foundation
+import Synchronization
+
+/// espeak-ng's voice settings (`[speech]` in config).
+public struct VoiceSettings: Sendable, Equatable {
+    /// An espeak-ng voice name (`espeak-ng --voices`), e.g. "en-us", "en-gb", "en-us+f3".
+    public var voice = "en-us"
+    /// Words per minute, 80 to 450.
+    public var rate = 175
+    /// 0 to 100.
+    public var pitch = 50
+    /// 0 to 200 (100 is normal).
+    public var volume = 100
+    /// Silence played before the first word, so a device waking from idle does not clip it.
+    public var leadInMS = 150
+    public init() {}
+}
+
+public enum SpeechOutcome: Sendable, Equatable {
+    /// The whole text was spoken.
+    case finished
+    /// stopSpeaking cut it short.
+    case interrupted
+}
+
+public struct SpeechError: Error, CustomStringConvertible, Equatable {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Where speech goes.
+public enum SpeechOutput: Sendable {
+    /// An ALSA PCM, e.g. "default".
+    case device(String)
+    /// A 16-bit mono WAV file.
+    case file(String)
+    /// Kept in memory (tests, or further processing): the samples come back in the result.
+    case memory
+}
+
+public struct SpeechResult: Sendable, Equatable {
+    public var outcome: SpeechOutcome
+    public var sampleRate: Int
+    /// For `.memory` output: the speech, lead-in included.
+    public var samples: [Int16]
+    /// Samples produced in all (lead-in included).
+    public var sampleCount: Int
+}
+
+/// A running utterance.
+public final class SpeechTask: Sendable {
+    fileprivate let text: String
+    fileprivate let output: SpeechOutput
+    fileprivate let stopRequested = Mutex(false)
+    private let state = Mutex<(result: Result<SpeechResult, SpeechError>?, waiters: [CheckedContinuation<Result<SpeechResult, SpeechError>, Never>])>((nil, []))
+    private let firstAudio = Mutex<(at: ContinuousClock.Instant?, waiters: [CheckedContinuation<Void, Never>])>((nil, []))
+    /// When the request to speak was made.
+    public let requestedAt = ContinuousClock.now
+
+    fileprivate let settings: VoiceSettings
+
+    fileprivate let onFirstSample: (@Sendable () -> Void)?
+
+    fileprivate init(text: String, output: SpeechOutput, settings: VoiceSettings, onFirstSample: (@Sendable () -> Void)?) {
+        self.text = text
+        self.output = output
+        self.settings = settings
+        self.onFirstSample = onFirstSample
+    }
+
+    /// stopSpeaking: synthesis stops and queued audio is dropped, not played out.
+    public func stop() { stopRequested.withLock { $0 = true } }
+
+    /// Waits for the end of the utterance.
+    public func result() async -> Result<SpeechResult, SpeechError> {
+        await withCheckedContinuation { waiter in
+            let ready = state.withLock { s -> Result<SpeechResult, SpeechError>? in
+                if let r = s.result { return r }
+                s.waiters.append(waiter)
+                return nil
+            }
+            if let ready { waiter.resume(returning: ready) }
+        }
+    }
+
+    /// Waits until the first sample of speech (after the lead-in) has been handed to the output.
+    public func firstSpeechSample() async -> ContinuousClock.Instant? {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let ready = firstAudio.withLock { f -> Bool in
+                if f.at != nil { return true }
+                f.waiters.append(waiter)
+                return false
+            }
+            if ready { waiter.resume() }
+        }
+        return firstAudio.withLock { $0.at }
+    }
+
+    fileprivate func markFirstAudio() {
+        let waiters = firstAudio.withLock { f -> [CheckedContinuation<Void, Never>] in
+            guard f.at == nil else { return [] }
+            f.at = .now
+            defer { f.waiters.removeAll() }
+            return f.waiters
+        }
+        for w in waiters { w.resume() }
+    }
+
+    fileprivate func complete(_ result: Result<SpeechResult, SpeechError>) {
+        // Whoever waits for a first sample that never came is released too.
+        let audioWaiters = firstAudio.withLock { f -> [CheckedContinuation<Void, Never>] in defer { f.waiters.removeAll() }; return f.waiters }
+        for w in audioWaiters { w.resume() }
+        let waiters = state.withLock { s -> [CheckedContinuation<Result<SpeechResult, SpeechError>, Never>] in
+            s.result = result
+            defer { s.waiters.removeAll() }
+            return s.waiters
+        }
+        for w in waiters { w.resume(returning: result) }
+    }
+}
+
+/// espeak-ng on one thread the app owns (espeak-ng is a process-wide singleton and not thread-safe), speaking
+/// one utterance at a time, streaming each 20 ms block to the output as it is synthesised. Every engine in the
+/// process shares that one thread; each utterance carries its engine's voice settings.
+public final class SpeechEngine: Sendable {
+    public let settings: VoiceSettings
+    public let sampleRate: Int
+
+    /// Starts the speech thread if needed and checks the voice; fails with the reason if espeak-ng or the voice
+    /// is missing.
+    public init(settings: VoiceSettings) throws(SpeechError) {
+        self.settings = settings
+        sampleRate = try SpeechCore.shared.check(settings)
+    }
+
+    /// Queues `text`; it is spoken after what is already queued. `onFirstSample` runs on the speech thread as the
+    /// first block of speech goes out, before synthesis continues (for timing, and for tests that must act at a
+    /// known point of the utterance).
+    public func speak(_ text: String, to output: SpeechOutput, onFirstSample: (@Sendable () -> Void)? = nil) -> SpeechTask {
+        let task = SpeechTask(text: text, output: output, settings: settings, onFirstSample: onFirstSample)
+        SpeechCore.shared.enqueue(.speak(task))
+        return task
+    }
+
+    /// Stops the current utterance at once and drops what is queued.
+    public func stopSpeaking() { SpeechCore.shared.stopAll() }
+}
+
+/// The speech thread. The queue and the current task are guarded by `condition`; everything espeak-ng touches
+/// runs on the thread.
+private final class SpeechCore: @unchecked Sendable {
+    static let shared = SpeechCore()
+
+    enum Job {
+        case speak(SpeechTask)
+        case check(VoiceSettings, reply: Reply)
+    }
+
+    final class Reply: @unchecked Sendable {
+        var value: Result<Int, SpeechError>?
+    }
+
+    private let condition = NSCondition()
+    private var queue: [Job] = []
+    private var current: SpeechTask?
+    private var started = false
+    private var sampleRate = 0
+
+    func enqueue(_ job: Job) {
+        condition.lock()
+        if !started {
+            started = true
+            let thread = Thread { [self] in threadMain() }
+            thread.name = "hound-speaker.speech"
+            thread.start()
+        }
+        queue.append(job)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Runs a voice check on the speech thread and waits for it (a few milliseconds, at start-up).
+    func check(_ settings: VoiceSettings) throws(SpeechError) -> Int {
+        let reply = Reply()
+        enqueue(.check(settings, reply: reply))
+        condition.lock()
+        while reply.value == nil { condition.wait() }
+        let value = reply.value!
+        condition.unlock()
+        return try value.get()
+    }
+
+    func stopAll() {
+        condition.lock()
+        var dropped: [SpeechTask] = []
+        queue.removeAll { job in
+            if case .speak(let task) = job { dropped.append(task); return true }
+            return false
+        }
+        let running = current
+        let rate = sampleRate
+        condition.unlock()
+        for task in dropped { task.complete(.success(SpeechResult(outcome: .interrupted, sampleRate: rate, samples: [], sampleCount: 0))) }
+        running?.stop()
+    }
+
+    private func threadMain() {
+        let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 20, nil, Int32(espeakINITIALIZE_DONT_EXIT))
+        if rate > 0 { espeak_SetSynthCallback(synthCallback) }
+        condition.lock()
+        sampleRate = Int(rate)
+        condition.unlock()
+        var applied: VoiceSettings? = nil
+
+        func apply(_ settings: VoiceSettings) -> SpeechError? {
+            guard rate > 0 else { return SpeechError("espeak-ng could not start (is its data installed? apt install espeak-ng-data)") }
+            if applied == settings { return nil }
+            guard espeak_SetVoiceByName(settings.voice) == EE_OK else {
+                applied = nil
+                return SpeechError("espeak-ng has no voice \"\(settings.voice)\" (`espeak-ng --voices` lists them)")
+            }
+            espeak_SetParameter(espeakRATE, Int32(settings.rate), 0)
+            espeak_SetParameter(espeakPITCH, Int32(settings.pitch), 0)
+            espeak_SetParameter(espeakVOLUME, Int32(settings.volume), 0)
+            applied = settings
+            return nil
+        }
+
+        while true {
+            condition.lock()
+            while queue.isEmpty { condition.wait() }
+            let job = queue.removeFirst()
+            if case .speak(let task) = job { current = task }
+            condition.unlock()
+            switch job {
+            case .check(let settings, let reply):
+                let problem = apply(settings)
+                condition.lock()
+                reply.value = problem.map { .failure($0) } ?? .success(Int(rate))
+                condition.broadcast()
+                condition.unlock()
+            case .speak(let task):
+                if let problem = apply(task.settings) {
+                    task.complete(.failure(problem))
+                } else {
+                    run(task, sampleRate: Int(rate))
+                }
+                condition.lock()
+                current = nil
+                condition.unlock()
+            }
+        }
+    }
+
+    private func run(_ task: SpeechTask, sampleRate: Int) {
+        let job = SynthJob(task: task, sampleRate: sampleRate)
+        do throws(SpeechError) {
+            try job.open()
+            job.writeSilence(ms: task.settings.leadInMS)
+            let unmanaged = Unmanaged.passRetained(job)
+            defer { unmanaged.release() }
+            let text = Array(task.text.utf8CString)
+            let rc = text.withUnsafeBufferPointer { buf in
+                espeak_Synth(buf.baseAddress, buf.count, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, unmanaged.toOpaque())
+            }
+            if rc != EE_OK && !job.stopped { throw SpeechError("espeak-ng could not synthesise the text (error \(rc.rawValue))") }
+            if let failure = job.failure { throw failure }
+            let result = job.finish()
+            if let failure = job.failure { throw failure }
+            task.complete(.success(result))
+        } catch {
+            job.abandon()
+            task.complete(.failure(error))
+        }
+    }
+}
+
+/// One utterance on the speech thread: where its samples go.
+private final class SynthJob {
+    let task: SpeechTask
+    let sampleRate: Int
+    var playback: ALSAPlayback?
+    var fileSamples: [Int16] = []
+    var count = 0
+    var stopped = false
+    var failure: SpeechError?
+    var sawSpeech = false
+
+    init(task: SpeechTask, sampleRate: Int) {
+        self.task = task
+        self.sampleRate = sampleRate
+    }
+
+    func open() throws(SpeechError) {
+        if case .device(let name) = task.output {
+            do { playback = try ALSAPlayback(device: name, sampleRate: sampleRate) } catch {
+                throw SpeechError(error.description)
+            }
+        }
+    }
+
+    func writeSilence(ms: Int) {
+        let silence = [Int16](repeating: 0, count: sampleRate * ms / 1000)
+        silence.withUnsafeBufferPointer { _ = write($0) }
+    }
+
+    /// Returns false when synthesis must stop.
+    func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
+        if task.stopRequested.withLock({ $0 }) { stopped = true; return false }
+        switch task.output {
+        case .device:
+            do throws(AudioDeviceError) { try playback?.write(samples) } catch {
+                failure = SpeechError(error.description)
+                return false
+            }
+        case .file, .memory:
+            fileSamples.append(contentsOf: samples)
+        }
+        count += samples.count
+        return !task.stopRequested.withLock { $0 }
+    }
+
+    func speech(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
+        let go = write(samples)
+        if !sawSpeech && go {
+            sawSpeech = true
+            task.markFirstAudio()
+            task.onFirstSample?()
+        }
+        return go && !task.stopRequested.withLock { $0 }
+    }
+
+    func finish() -> SpeechResult {
+        let outcome: SpeechOutcome = stopped || task.stopRequested.withLock({ $0 }) ? .interrupted : .finished
+        if let playback {
+            // Interrupted: drop what is queued; finished: let the last words play out.
+            if outcome == .interrupted { playback.stop() } else { playback.drain() }
+            playback.close()
+        }
+        if case .file(let path) = task.output {
+            do throws(AudioFileError) { try AudioFile.writeWAV(MonoAudio(samples: fileSamples, sampleRate: sampleRate), to: path) } catch {
+                failure = SpeechError(error.description)
+            }
+        }
+        let memory: [Int16]
+        if case .memory = task.output { memory = fileSamples } else { memory = [] }
+        return SpeechResult(outcome: outcome, sampleRate: sampleRate, samples: memory, sampleCount: count)
+    }
+
+    func abandon() {
+        playback?.stop()
+        playback?.close()
+    }
+}
+
+/// espeak-ng's synthesis callback (a C function: it reaches its job through the event's user data).
+private let synthCallback: @convention(c) (UnsafeMutablePointer<Int16>?, Int32, UnsafeMutablePointer<espeak_EVENT>?) -> Int32 = { wav, count, events in
+    guard let events, let user = events.pointee.user_data else { return 0 }
+    let job = Unmanaged<SynthJob>.fromOpaque(user).takeUnretainedValue()
+    guard let wav, count > 0 else { return job.task.stopRequested.withLock { $0 } ? 1 : 0 }
+    return job.speech(UnsafeBufferPointer(start: wav, count: Int(count))) ? 0 : 1
+}

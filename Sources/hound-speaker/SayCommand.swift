@@ -1,0 +1,46 @@
+import ArgumentParser
+import Foundation
+import SpeakerConfig
+import Speech
+
+struct Say: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Speak TEXT with espeak-ng through [audio] output, or into a WAV file.")
+    @Argument(help: "What to say.") var text: String
+    @OptionGroup var options: ConfigOption
+    @Option(help: ArgumentHelp("Write the speech to this WAV file instead.", valueName: "WAV")) var output: String?
+
+    func run() async throws {
+        try await reporting {
+            let context = try AppContext(configPath: options.config)
+            let engine: SpeechEngine
+            do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech.voiceSettings) } catch {
+                throw CommandFailure(message: error.message)
+            }
+            let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))
+            // Ctrl-C stops the speech at once rather than killing the process mid-buffer.
+            let stopper = Task { await Signals.waitForTermination(); engine.stopSpeaking() }
+            defer { stopper.cancel() }
+            switch await task.result() {
+            case .success(let result):
+                let first = await task.firstSpeechSample()
+                let latency = first.map { Int((task.requestedAt.duration(to: $0)) / .milliseconds(1)) }
+                context.logger.debug("spoke \(result.sampleCount) samples at \(result.sampleRate) Hz, first speech after \(latency.map(String.init) ?? "?") ms")
+                if result.outcome == .interrupted { throw CommandFailure(message: "speech interrupted", exitCode: 130) }
+            case .failure(let error):
+                throw CommandFailure(message: error.message)
+            }
+        }
+    }
+}
+
+extension SpeakerConfiguration.SpeechSection {
+    var voiceSettings: VoiceSettings {
+        var v = VoiceSettings()
+        v.voice = voice
+        v.rate = rate
+        v.pitch = pitch
+        v.volume = volume
+        v.leadInMS = leadInMS
+        return v
+    }
+}
