@@ -69,12 +69,14 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
 
+        // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "LocalHoundify", "Audio"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig"], swiftSettings: strict),
-        .testTarget(name: "AudioTests", dependencies: ["Audio"], swiftSettings: strict),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
-        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio"], swiftSettings: strict),
+        .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -2,27 +2,7 @@ import Foundation
 import Testing
 @testable import Audio
 @testable import Speech
-
-/// A test ALSA configuration: the system's, plus a `file` PCM that writes what is played to a raw file (the
-/// null PCM underneath, so no sound card is needed). Set once per test process, before any ALSA use.
-enum TestALSA {
-    static let directory: String = {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alsa-\(getpid())").path
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        let conf = """
-            pcm.test_speaker {
-                type file
-                slave.pcm "null"
-                file "\(dir)/speaker.raw"
-                format "raw"
-            }
-            """
-        try? Data(conf.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
-        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(dir)/asoundrc", 1)
-        return dir
-    }()
-    static var speakerFile: String { "\(directory)/speaker.raw" }
-}
+import TestSupport
 
 func rms(_ samples: ArraySlice<Int16>) -> Double {
     guard !samples.isEmpty else { return 0 }
@@ -67,7 +47,6 @@ let sentence = "The weather today is sunny with a high of twenty four degrees, a
     }
 
     @Test func playsThroughALSAAndStopDropsTheRest() async throws {
-        _ = TestALSA.directory
         try? FileManager.default.removeItem(atPath: TestALSA.speakerFile)
         let engine = try SpeechEngine(settings: VoiceSettings())
         let result = try await engine.speak("hello from the speaker", to: .device("test_speaker")).result().get()

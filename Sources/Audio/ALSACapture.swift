@@ -1,0 +1,270 @@
+import CALSA
+import CSoxr
+import Foundation
+import Synchronization
+
+/// Capture settings (`[audio]` in config).
+public struct CaptureSettings: Sendable, Equatable {
+    /// ALSA PCM name, e.g. "default" or "plughw:CARD=seeed2micvoicec,DEV=0".
+    public var device = "default"
+    /// Rate asked of the device. The device may give its own nearest rate (ALSA's resampling is turned off);
+    /// whatever it gives is resampled to 16 kHz with libsoxr.
+    public var rate = 16_000
+    /// Channels asked of the device (a multi-microphone card may need 2).
+    public var channels = 1
+    /// The channel used, 0-based.
+    public var channel = 0
+    /// Length of the frames delivered, 10 or 20 ms.
+    public var frameMS = 20
+    /// How often a lost device is looked for again.
+    public var retryInterval: Duration = .seconds(1)
+
+    public init(device: String = "default") { self.device = device }
+
+    /// What the rest of the app works in.
+    public static let outputRate = 16_000
+}
+
+/// What the capture thread reports besides audio (one event per change of state, so a missing microphone logs
+/// once, not every second).
+public enum CaptureEvent: Sendable, Equatable {
+    case opened(device: String, rate: Int, channels: Int)
+    /// An overrun: the app fell behind; recovered with snd_pcm_recover.
+    case overrun
+    /// The device went away (a USB microphone unplugged); it is looked for every `retryInterval`.
+    case lost(AudioDeviceError)
+    /// It is back.
+    case recovered
+    case stopped
+}
+
+/// The microphone: reads an ALSA PCM on a thread the app owns, at the device's own rate and channel count, picks
+/// one channel, resamples to 16 kHz with libsoxr and hands over frames of `frameMS` with their level in dBFS.
+/// The frame buffer is reused: the handler must copy what it keeps. Nothing is allocated per frame.
+public final class ALSACapture: Sendable {
+    public typealias FrameHandler = @Sendable (UnsafeBufferPointer<Int16>, Double) -> Void
+    public typealias EventHandler = @Sendable (CaptureEvent) -> Void
+    /// Reads up to `frames` interleaved frames; the default is snd_pcm_readi. Tests wrap it to inject the
+    /// errors a real device gives (an overrun, a device that goes away) around the real call.
+    public typealias Reader = @Sendable (OpaquePointer, UnsafeMutablePointer<Int16>, Int) -> Int
+
+    public let settings: CaptureSettings
+    private let onFrame: FrameHandler
+    private let onEvent: EventHandler
+    private let reader: Reader
+    private let control = NSCondition()
+    private let flags = Mutex<(stop: Bool, done: Bool)>((false, false))
+    private let first: Mutex<DeviceSession?>
+
+    public init(settings: CaptureSettings, reader: Reader? = nil, onEvent: @escaping EventHandler = { _ in },
+                onFrame: @escaping FrameHandler) throws(AudioDeviceError) {
+        self.settings = settings
+        self.onFrame = onFrame
+        self.onEvent = onEvent
+        self.reader = reader ?? ALSACapture.readInterleaved
+        guard [10, 20].contains(settings.frameMS) else {
+            throw AudioDeviceError(device: settings.device, message: "frames must be 10 or 20 ms, not \(settings.frameMS)")
+        }
+        guard settings.rate > 0 else { throw AudioDeviceError(device: settings.device, message: "capture rate must be positive, not \(settings.rate)") }
+        guard settings.channels > 0, (0..<settings.channels).contains(settings.channel) else {
+            throw AudioDeviceError(device: settings.device, message: "input channel \(settings.channel) is not one of the \(settings.channels) channels asked for")
+        }
+        // Opened here, so that a bad device is an error at start-up rather than a log line later.
+        first = Mutex(try DeviceSession(settings: settings))
+    }
+
+    public func start() {
+        let thread = Thread { [self] in run() }
+        thread.name = "hound-speaker.capture"
+        thread.start()
+    }
+
+    /// Stops reading and closes the device; returns once the thread has let go of it.
+    public func stop() {
+        flags.withLock { $0.stop = true }
+        control.lock()
+        control.broadcast()
+        while !flags.withLock({ $0.done }) { control.wait() }
+        control.unlock()
+    }
+
+    private var stopping: Bool { flags.withLock { $0.stop } }
+
+    private func run() {
+        var session = first.withLock { s -> DeviceSession? in defer { s = nil }; return s }
+        if let s = session { onEvent(.opened(device: settings.device, rate: s.rate, channels: s.channels)) }
+        var lostReported = false
+        while !stopping {
+            guard let current = session else {
+                // Lost: look again after the retry interval (woken early by stop()).
+                control.lock()
+                _ = control.wait(until: Date(timeIntervalSinceNow: Double(settings.retryInterval.components.seconds)
+                    + Double(settings.retryInterval.components.attoseconds) / 1e18))
+                control.unlock()
+                if stopping { break }
+                do throws(AudioDeviceError) {
+                    session = try DeviceSession(settings: settings)
+                    lostReported = false
+                    onEvent(.recovered)
+                } catch {
+                    if !lostReported { lostReported = true; onEvent(.lost(error)) }
+                }
+                continue
+            }
+            let n = current.readPeriod(using: reader)
+            if n >= 0 {
+                current.deliver(frames: n, to: onFrame)
+                continue
+            }
+            let code = Int32(n)
+            if code == -EAGAIN || code == -EINTR { continue }
+            if code == -EPIPE || code == -ESTRPIPE {
+                onEvent(.overrun)
+                if current.recover(code) { continue }
+            }
+            let error = AudioDeviceError.from(device: settings.device, operation: "capture failed", code: code)
+            current.close()
+            session = nil
+            lostReported = true
+            onEvent(.lost(error))
+        }
+        session?.close()
+        onEvent(.stopped)
+        flags.withLock { $0.done = true }
+        control.lock()
+        control.broadcast()
+        control.unlock()
+    }
+}
+
+/// One open capture device with its buffers and resampler (capture thread only).
+private final class DeviceSession: @unchecked Sendable {
+    let settings: CaptureSettings
+    private var pcm: OpaquePointer?
+    let rate: Int
+    let channels: Int
+    private let periodFrames: Int
+    private var interleaved: [Int16]
+    private var mono: [Int16]
+    private var resampled: [Int16]
+    private var resampler: soxr_t?
+    private var frame: [Int16]
+    private var filled = 0
+
+    init(settings: CaptureSettings) throws(AudioDeviceError) {
+        self.settings = settings
+        _ = quietALSA
+        var handle: OpaquePointer?
+        var rc = snd_pcm_open(&handle, settings.device, SND_PCM_STREAM_CAPTURE, 0)
+        guard rc >= 0, let handle else { throw .from(device: settings.device, operation: "cannot open for capture", code: rc) }
+        var params: OpaquePointer?
+        snd_pcm_hw_params_malloc(&params)
+        defer { snd_pcm_hw_params_free(params) }
+        var rate = UInt32(settings.rate)
+        var period = snd_pcm_uframes_t(max(1, settings.rate / 100))
+        var buffer = period * 8
+        func fail(_ what: String, _ code: Int32) -> AudioDeviceError {
+            snd_pcm_close(handle)
+            return .from(device: settings.device, operation: what, code: code)
+        }
+        rc = snd_pcm_hw_params_any(handle, params)
+        if rc < 0 { throw fail("cannot read its capabilities", rc) }
+        rc = snd_pcm_hw_params_set_access(handle, params, SND_PCM_ACCESS_RW_INTERLEAVED)
+        if rc < 0 { throw fail("no interleaved access", rc) }
+        rc = snd_pcm_hw_params_set_format(handle, params, SND_PCM_FORMAT_S16_LE)
+        if rc < 0 { throw fail("cannot capture 16-bit samples (use a plughw: device)", rc) }
+        rc = snd_pcm_hw_params_set_channels(handle, params, UInt32(settings.channels))
+        if rc < 0 { throw fail("cannot capture \(settings.channels) channel(s)", rc) }
+        // The device's own rate: ALSA must not resample (libsoxr does it better, once).
+        snd_pcm_hw_params_set_rate_resample(handle, params, 0)
+        rc = snd_pcm_hw_params_set_rate_near(handle, params, &rate, nil)
+        if rc < 0 || rate == 0 { throw fail("cannot capture near \(settings.rate) Hz", rc < 0 ? rc : -EINVAL) }
+        period = snd_pcm_uframes_t(max(1, Int(rate) / 100))  // 10 ms periods at the rate given
+        buffer = period * 8
+        snd_pcm_hw_params_set_period_size_near(handle, params, &period, nil)
+        snd_pcm_hw_params_set_buffer_size_near(handle, params, &buffer)
+        rc = snd_pcm_hw_params(handle, params)
+        if rc < 0 { throw fail("cannot be set up for \(settings.channels) channel(s) at \(rate) Hz", rc) }
+        rc = snd_pcm_prepare(handle)
+        if rc < 0 { throw fail("cannot be prepared", rc) }
+        pcm = handle
+        self.rate = Int(rate)
+        channels = settings.channels
+        periodFrames = Int(period)
+        interleaved = [Int16](repeating: 0, count: periodFrames * channels)
+        mono = [Int16](repeating: 0, count: periodFrames)
+        let outCapacity = periodFrames * CaptureSettings.outputRate / self.rate + 64
+        resampled = [Int16](repeating: 0, count: outCapacity)
+        frame = [Int16](repeating: 0, count: CaptureSettings.outputRate * settings.frameMS / 1000)
+        if self.rate != CaptureSettings.outputRate {
+            var error: soxr_error_t?
+            var io = soxr_io_spec(SOXR_INT16_I, SOXR_INT16_I)
+            var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)
+            resampler = soxr_create(Double(self.rate), Double(CaptureSettings.outputRate), 1, &error, &io, &quality, nil)
+            if let error {
+                snd_pcm_close(handle)
+                pcm = nil
+                throw AudioDeviceError(device: settings.device, message: "libsoxr: \(String(cString: error))")
+            }
+        }
+    }
+
+    deinit { close() }
+
+    func readPeriod(using reader: ALSACapture.Reader) -> Int {
+        guard let pcm else { return -Int(EBADFD) }
+        return interleaved.withUnsafeMutableBufferPointer { reader(pcm, $0.baseAddress!, periodFrames) }
+    }
+
+    func recover(_ code: Int32) -> Bool {
+        guard let pcm else { return false }
+        return snd_pcm_recover(pcm, code, 1) >= 0
+    }
+
+    /// Picks the channel, resamples, and hands over every completed frame.
+    func deliver(frames n: Int, to handler: ALSACapture.FrameHandler) {
+        guard n > 0 else { return }
+        let step = channels, pick = settings.channel
+        for i in 0..<n { mono[i] = interleaved[i * step + pick] }
+        if let resampler {
+            var used = 0, made = 0
+            mono.withUnsafeBufferPointer { input in
+                resampled.withUnsafeMutableBufferPointer { output in
+                    _ = soxr_process(resampler, input.baseAddress, n, &used, output.baseAddress, output.count, &made)
+                }
+            }
+            append(resampled, count: made, to: handler)
+        } else {
+            append(mono, count: n, to: handler)
+        }
+    }
+
+    private func append(_ samples: [Int16], count: Int, to handler: ALSACapture.FrameHandler) {
+        var index = 0
+        while index < count {
+            let take = min(count - index, frame.count - filled)
+            for i in 0..<take { frame[filled + i] = samples[index + i] }
+            filled += take
+            index += take
+            if filled == frame.count {
+                filled = 0
+                let level = AudioLevel.dBFS(frame)
+                frame.withUnsafeBufferPointer { handler($0, level) }
+            }
+        }
+    }
+
+    func close() {
+        if let resampler { soxr_delete(resampler) }
+        resampler = nil
+        if let pcm { snd_pcm_close(pcm) }
+        pcm = nil
+    }
+}
+
+extension ALSACapture {
+    /// The default reader: snd_pcm_readi (a test's reader wraps this real call).
+    public static let readInterleaved: Reader = { pcm, buffer, frames in
+        Int(snd_pcm_readi(pcm, buffer, snd_pcm_uframes_t(frames)))
+    }
+}

@@ -1,0 +1,66 @@
+import Foundation
+
+/// One ALSA configuration for the whole test process (every test target runs in it, and libasound reads its
+/// configuration per process): the system's, plus `file` PCMs over the null PCM, so no sound card is needed.
+/// Playback PCMs write what is played to a raw file; capture PCMs read a raw fixture the test writes first.
+public enum TestALSA {
+    public static let directory: String = {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alsa-\(getpid())").path
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        var conf = """
+            pcm.test_speaker {
+                type file
+                slave.pcm "null"
+                file "\(dir)/speaker.raw"
+                format "raw"
+            }
+
+            """
+        for name in captureDevices {
+            conf += """
+                pcm.\(name) {
+                    type file
+                    slave.pcm "null"
+                    file "/dev/null"
+                    infile "\(dir)/\(name).raw"
+                    format "raw"
+                }
+
+                """
+        }
+        try? Data(conf.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
+        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(dir)/asoundrc", 1)
+        return dir
+    }()
+
+    /// Capture PCMs, each reading `<directory>/<name>.raw`.
+    public static let captureDevices = ["test_mic_a", "test_mic_b", "test_mic_c", "test_mic_d", "test_mic_e"]
+
+    /// Where the playback PCM `test_speaker` writes.
+    public static var speakerFile: String { _ = directory; return "\(directory)/speaker.raw" }
+
+    /// The fixture file a capture PCM reads.
+    public static func inputFile(_ device: String) -> String { _ = directory; return "\(directory)/\(device).raw" }
+}
+
+/// Runs sox (a test dependency) and fails loudly if it fails.
+public func runSox(_ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+    process.arguments = arguments
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else { throw SoxError(arguments: arguments) }
+}
+
+public struct SoxError: Error, CustomStringConvertible {
+    public var arguments: [String]
+    public var description: String { "sox \(arguments.joined(separator: " ")) failed" }
+}
+
+/// Reads a raw file of 16-bit little-endian samples.
+public func readRawInt16(_ path: String) throws -> [Int16] {
+    let data = try Data(contentsOf: URL(fileURLWithPath: path))
+    return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
+}
