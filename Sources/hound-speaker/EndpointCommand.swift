@@ -1,0 +1,48 @@
+import ArgumentParser
+import Audio
+import Foundation
+
+/// Runs the end-of-speech detector over a recording, as the speaker would while listening: for checking a
+/// microphone's recordings and for the measurements in BENCHMARKS.md (tools/bench/endpoint.py).
+struct EndpointCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "endpoint",
+        abstract: "Run the end-of-speech detector over a WAV and print when it would end the query.")
+    @Argument(help: "The recording (any rate and channel count).") var wav: String
+    @Option(help: "short (0.5 s of silence), long (1.2 s) or none.") var mode: String = "short"
+    @Flag(help: "One JSON object: {\"decision\":…,\"time\":s,\"lastSpeech\":s}.") var json = false
+
+    func run() async throws {
+        try await reporting {
+            guard let endpointMode = Endpointer.Mode(rawValue: mode) else {
+                throw CommandFailure(message: "--mode must be short, long or none, not \(mode)", exitCode: 64)
+            }
+            let audio: MonoAudio
+            do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch {
+                throw CommandFailure(message: error.description)
+            }
+            var settings = Endpointer.Settings()
+            settings.mode = endpointMode
+            var endpointer = Endpointer(settings: settings, frameMS: 20)
+            var decision: Endpointer.Decision? = nil
+            var speechAt: Int? = nil
+            var index = 0
+            while index + 320 <= audio.samples.count, decision == nil || decision == .speechStarted {
+                let d = audio.samples[index..<index + 320].withUnsafeBufferPointer { endpointer.process($0) }
+                if d == .speechStarted { speechAt = endpointer.elapsedMS }
+                if let d { decision = d }
+                index += 320
+            }
+            let ended = decision.flatMap { $0 == .speechStarted ? nil : $0 }
+            let time = Double(endpointer.elapsedMS) / 1000
+            if json {
+                let name = ended.map { "\"\($0)\"" } ?? "null"
+                printLine("{\"decision\":\(name),\"time\":\(time),\"speechStarted\":\(speechAt.map { String(Double($0) / 1000) } ?? "null"),\"lastSpeech\":\(Double(endpointer.lastSpeechEndMS) / 1000)}")
+            } else if let ended {
+                printLine("\(ended) at \(String(format: "%.2f", time)) s (speech last heard at \(String(format: "%.2f", Double(endpointer.lastSpeechEndMS) / 1000)) s)")
+            } else {
+                printLine("no decision before the end of the recording (\(String(format: "%.2f", audio.duration)) s)")
+            }
+        }
+    }
+}
