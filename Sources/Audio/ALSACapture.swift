@@ -73,6 +73,12 @@ public final class ALSACapture: Sendable {
         first = Mutex(try DeviceSession(settings: settings))
     }
 
+    /// The rate the device gave (before resampling to 16 kHz); 0 once started or closed.
+    public var deviceRate: Int { first.withLock { $0?.rate ?? 0 } }
+
+    /// Closes a capture that was opened but never started.
+    public func close() { first.withLock { $0?.close(); $0 = nil } }
+
     public func start() {
         let thread = Thread { [self] in run() }
         thread.name = "hound-speaker.capture"

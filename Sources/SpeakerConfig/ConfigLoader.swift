@@ -164,7 +164,8 @@ private struct Reader {
         "houndify": ["client_id", "client_key", "endpoint", "user_id", "device_id", "connect_timeout", "response_timeout",
                      "audio_format", "unit_preference", "conversation_state_file", "request_info"],
         "location": ["latitude", "longitude", "accuracy", "timezone"],
-        "audio": ["input", "output"],
+        "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "volume", "mixer_control", "earcons"],
+        "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
         "logging": ["level"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
@@ -274,6 +275,53 @@ private struct Reader {
                 if let v = try string(t, "audio", key) {
                     guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw error("audio", key, "must name an ALSA PCM, e.g. \"default\"") }
                     if key == "input" { config.audio.input = v } else { config.audio.output = v }
+                }
+            }
+            if let v = try integer(t, "audio", "input_rate") {
+                guard (8000...192_000).contains(v) else { throw error("audio", "input_rate", "must be 8000 to 192000 Hz, not \(v)") }
+                config.audio.inputRate = v
+            }
+            if let v = try integer(t, "audio", "input_channels") {
+                guard (1...16).contains(v) else { throw error("audio", "input_channels", "must be 1 to 16, not \(v)") }
+                config.audio.inputChannels = v
+            }
+            if let v = try integer(t, "audio", "input_channel") {
+                guard v >= 0 else { throw error("audio", "input_channel", "must be 0 or more, not \(v)") }
+                config.audio.inputChannel = v
+            }
+            if config.audio.inputChannel >= config.audio.inputChannels {
+                throw error("audio", "input_channel", "is \(config.audio.inputChannel) but only \(config.audio.inputChannels) channel(s) are captured (channels count from 0)")
+            }
+            if let v = try integer(t, "audio", "volume") {
+                guard (0...100).contains(v) else { throw error("audio", "volume", "must be 0 to 100, not \(v)") }
+                config.audio.volume = v
+            }
+            if let v = try string(t, "audio", "mixer_control") { config.audio.mixerControl = v }
+            if let value = t["earcons"] {
+                guard let table = value.table else { throw error("audio", "earcons", "must be a table, e.g. { start_listening = \"/path/start.wav\" }") }
+                for name in table.keys {
+                    guard SpeakerConfiguration.earconNames.contains(name) else {
+                        throw error("audio", "earcons", "unknown earcon \"\(name)\"; they are \(SpeakerConfiguration.earconNames.joined(separator: ", "))")
+                    }
+                    guard let path = table[name]?.string else { throw error("audio", "earcons", "\(name) must be a file path in quotes") }
+                    if !path.isEmpty { config.audio.earcons[name] = path }
+                }
+            }
+        }
+        if let t = root["listening"]?.table {
+            if let v = try string(t, "listening", "end_of_speech") {
+                guard ["short", "long", "none"].contains(v) else { throw error("listening", "end_of_speech", "must be \"short\", \"long\" or \"none\", not \"\(v)\"") }
+                config.listening.endOfSpeech = v
+            }
+            for (key, range) in [("short_silence_ms", 200...3000), ("long_silence_ms", 200...5000),
+                                 ("no_speech_timeout_ms", 1000...30_000), ("max_length_ms", 2000...60_000)] {
+                guard let v = try integer(t, "listening", key) else { continue }
+                guard range.contains(v) else { throw error("listening", key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
+                switch key {
+                case "short_silence_ms": config.listening.shortSilenceMS = v
+                case "long_silence_ms": config.listening.longSilenceMS = v
+                case "no_speech_timeout_ms": config.listening.noSpeechTimeoutMS = v
+                default: config.listening.maxLengthMS = v
                 }
             }
         }

@@ -30,6 +30,27 @@ public struct SpeakerConfiguration: Sendable {
     public struct AudioSection: Sendable, Equatable {
         public var input = "default"
         public var output = "default"
+        /// Rate asked of the microphone; the device may give its own, which is resampled to 16 kHz.
+        public var inputRate = 16_000
+        public var inputChannels = 1
+        /// The channel used (0-based), for multi-microphone cards.
+        public var inputChannel = 0
+        /// Output volume, 0-100.
+        public var volume = 80
+        /// ALSA mixer control for the volume (e.g. "Master", "Speaker", "PCM"); "" scales the samples instead.
+        public var mixerControl = ""
+        /// Earcon WAVs replacing the built-in ones; "" keeps the built-in sound.
+        public var earcons: [String: String] = [:]
+    }
+
+    /// When a query ends (`[listening]`).
+    public struct ListeningSection: Sendable, Equatable {
+        /// "short" (about 0.5 s of silence ends a query), "long" (about 1.2 s) or "none".
+        public var endOfSpeech = "short"
+        public var shortSilenceMS = 500
+        public var longSilenceMS = 1200
+        public var noSpeechTimeoutMS = 5000
+        public var maxLengthMS = 12_000
     }
 
     public struct ServeSection: Sendable, Equatable {
@@ -81,6 +102,7 @@ public struct SpeakerConfiguration: Sendable {
     public var logging = LoggingSection()
     public var board = BoardSection()
     public var speech = SpeechSection()
+    public var listening = ListeningSection()
     /// Things worth telling the owner that do not stop the program.
     public var warnings: [String] = []
     /// Where the credentials came from, for `doctor` (never the key itself).
@@ -88,6 +110,9 @@ public struct SpeakerConfiguration: Sendable {
     public var clientKeySource = "none"
 
     public init() {}
+
+    /// The earcons (seed 001's types), each a short WAV shipped in share/earcons/.
+    public static let earconNames = ["start_listening", "stop_listening", "cancel", "error"]
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 }

@@ -1,4 +1,4 @@
-import Audio
+public import Audio
 import CEspeakNG
 import Foundation
 import Synchronization
@@ -52,8 +52,15 @@ public struct SpeechResult: Sendable, Equatable {
 
 /// A running utterance.
 public final class SpeechTask: Sendable {
-    fileprivate let text: String
+    fileprivate let content: Content
     fileprivate let output: SpeechOutput
+    fileprivate let volume: OutputVolume?
+
+    enum Content: Sendable {
+        case text(String)
+        /// A recorded sound (an earcon), played as it is.
+        case audio(MonoAudio)
+    }
     fileprivate let stopRequested = Mutex(false)
     private let state = Mutex<(result: Result<SpeechResult, SpeechError>?, waiters: [CheckedContinuation<Result<SpeechResult, SpeechError>, Never>])>((nil, []))
     private let firstAudio = Mutex<(at: ContinuousClock.Instant?, waiters: [CheckedContinuation<Void, Never>])>((nil, []))
@@ -64,9 +71,11 @@ public final class SpeechTask: Sendable {
 
     fileprivate let onFirstSample: (@Sendable () -> Void)?
 
-    fileprivate init(text: String, output: SpeechOutput, settings: VoiceSettings, onFirstSample: (@Sendable () -> Void)?) {
-        self.text = text
+    fileprivate init(content: Content, output: SpeechOutput, settings: VoiceSettings, volume: OutputVolume?,
+                     onFirstSample: (@Sendable () -> Void)?) {
+        self.content = content
         self.output = output
+        self.volume = volume
         self.settings = settings
         self.onFirstSample = onFirstSample
     }
@@ -128,19 +137,29 @@ public final class SpeechTask: Sendable {
 public final class SpeechEngine: Sendable {
     public let settings: VoiceSettings
     public let sampleRate: Int
+    /// Applied to what goes to a device (not to files or memory).
+    public let volume: OutputVolume?
 
     /// Starts the speech thread if needed and checks the voice; fails with the reason if espeak-ng or the voice
     /// is missing.
-    public init(settings: VoiceSettings) throws(SpeechError) {
+    public init(settings: VoiceSettings, volume: OutputVolume? = nil) throws(SpeechError) {
         self.settings = settings
+        self.volume = volume
         sampleRate = try SpeechCore.shared.check(settings)
+    }
+
+    /// Plays a recorded sound (an earcon) through the same queue and output as speech.
+    public func play(_ audio: MonoAudio, to output: SpeechOutput) -> SpeechTask {
+        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, onFirstSample: nil)
+        SpeechCore.shared.enqueue(.speak(task))
+        return task
     }
 
     /// Queues `text`; it is spoken after what is already queued. `onFirstSample` runs on the speech thread as the
     /// first block of speech goes out, before synthesis continues (for timing, and for tests that must act at a
     /// known point of the utterance).
     public func speak(_ text: String, to output: SpeechOutput, onFirstSample: (@Sendable () -> Void)? = nil) -> SpeechTask {
-        let task = SpeechTask(text: text, output: output, settings: settings, onFirstSample: onFirstSample)
+        let task = SpeechTask(content: .text(text), output: output, settings: settings, volume: volume, onFirstSample: onFirstSample)
         SpeechCore.shared.enqueue(.speak(task))
         return task
     }
@@ -256,17 +275,47 @@ private final class SpeechCore: @unchecked Sendable {
     }
 
     private func run(_ task: SpeechTask, sampleRate: Int) {
+        if case .audio(let audio) = task.content {
+            play(task, audio)
+            return
+        }
+        guard case .text(let text) = task.content else { return }
         let job = SynthJob(task: task, sampleRate: sampleRate)
         do throws(SpeechError) {
             try job.open()
             job.writeSilence(ms: task.settings.leadInMS)
             let unmanaged = Unmanaged.passRetained(job)
             defer { unmanaged.release() }
-            let text = Array(task.text.utf8CString)
-            let rc = text.withUnsafeBufferPointer { buf in
+            let utf8 = Array(text.utf8CString)
+            let rc = utf8.withUnsafeBufferPointer { buf in
                 espeak_Synth(buf.baseAddress, buf.count, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, unmanaged.toOpaque())
             }
             if rc != EE_OK && !job.stopped { throw SpeechError("espeak-ng could not synthesise the text (error \(rc.rawValue))") }
+            if let failure = job.failure { throw failure }
+            let result = job.finish()
+            if let failure = job.failure { throw failure }
+            task.complete(.success(result))
+        } catch {
+            job.abandon()
+            task.complete(.failure(error))
+        }
+    }
+}
+
+extension SpeechCore {
+    /// An earcon: written in 20 ms blocks so a stop takes effect between them.
+    func play(_ task: SpeechTask, _ audio: MonoAudio) {
+        let job = SynthJob(task: task, sampleRate: audio.sampleRate)
+        do throws(SpeechError) {
+            try job.open()
+            let block = max(1, audio.sampleRate / 50)
+            var index = 0
+            while index < audio.samples.count {
+                let end = min(index + block, audio.samples.count)
+                let go = audio.samples[index..<end].withUnsafeBufferPointer { job.speech($0) }
+                if !go { break }
+                index = end
+            }
             if let failure = job.failure { throw failure }
             let result = job.finish()
             if let failure = job.failure { throw failure }
@@ -288,6 +337,8 @@ private final class SynthJob {
     var stopped = false
     var failure: SpeechError?
     var sawSpeech = false
+    /// Reused for software volume, so a block allocates nothing.
+    var scaled: [Int16] = []
 
     init(task: SpeechTask, sampleRate: Int) {
         self.task = task
@@ -312,7 +363,21 @@ private final class SynthJob {
         if task.stopRequested.withLock({ $0 }) { stopped = true; return false }
         switch task.output {
         case .device:
-            do throws(AudioDeviceError) { try playback?.write(samples) } catch {
+            let gain = task.volume?.softwareGain ?? 1
+            do throws(AudioDeviceError) {
+                if gain == 1 {
+                    try playback?.write(samples)
+                } else {
+                    if scaled.count < samples.count { scaled = [Int16](repeating: 0, count: samples.count) }
+                    for i in 0..<samples.count { scaled[i] = Int16(Float(samples[i]) * gain) }
+                    let count = samples.count
+                    var failed: AudioDeviceError? = nil
+                    scaled.withUnsafeBufferPointer { buffer in
+                        do throws(AudioDeviceError) { try playback?.write(UnsafeBufferPointer(rebasing: buffer[0..<count])) } catch { failed = error }
+                    }
+                    if let failed { throw failed }
+                }
+            } catch {
                 failure = SpeechError(error.description)
                 return false
             }

@@ -5,6 +5,8 @@ import CEspeakNG
 import CGPIOD
 import Foundation
 import Houndify
+import Audio
+import Speech
 import SpeakerConfig
 
 struct Doctor: AsyncParsableCommand {
@@ -39,6 +41,7 @@ struct Doctor: AsyncParsableCommand {
                   advice: "set [location] latitude and longitude so Houndify can answer local questions")
             printLine("info endpoint \(config.houndify.endpoint)")
             checkBoard(config.board, check: report)
+            checkAudio(config, check: report)
         }
         printLine("info libcurl \(HoundifyClient.transportVersion)")
         printLine("info libasound \(String(cString: snd_asoundlib_version()))")
@@ -65,6 +68,45 @@ extension Doctor {
             check(true, "GPIO lines can be requested", "")
         } catch {
             check(false, "GPIO: \(error.message)", "set [board] chip/button/led(s) to match the board, or driver = \"simulated\"")
+        }
+    }
+}
+
+extension Doctor {
+    /// Lists the ALSA devices, opens the configured ones as the speaker will, and checks the voice and earcons.
+    func checkAudio(_ config: SpeakerConfiguration, check: (Bool, String, String) -> Void) {
+        let devices = ALSADevices.list()
+        printLine("info capture devices: \(devices.capture.isEmpty ? "none" : devices.capture.joined(separator: ", "))")
+        printLine("info playback devices: \(devices.playback.isEmpty ? "none" : devices.playback.joined(separator: ", "))")
+        var capture = CaptureSettings(device: config.audio.input)
+        capture.rate = config.audio.inputRate
+        capture.channels = config.audio.inputChannels
+        capture.channel = config.audio.inputChannel
+        do throws(AudioDeviceError) {
+            let opened = try ALSACapture(settings: capture, onFrame: { _, _ in })
+            check(true, "microphone \"\(config.audio.input)\" opens (\(opened.deviceRate) Hz, \(capture.channels) channel(s), converted to 16 kHz mono)", "")
+            opened.close()
+        } catch {
+            check(false, "microphone: \(error.description)", "set [audio] input to one of the capture devices above")
+        }
+        do throws(AudioDeviceError) {
+            let playback = try ALSAPlayback(device: config.audio.output, sampleRate: 22050)
+            playback.close()
+            check(true, "speaker \"\(config.audio.output)\" opens", "")
+        } catch {
+            check(false, "speaker: \(error.description)", "set [audio] output to one of the playback devices above")
+        }
+        do throws(SpeechError) {
+            _ = try SpeechEngine(settings: config.speech.voiceSettings)
+            check(true, "espeak-ng voice \"\(config.speech.voice)\"", "")
+        } catch {
+            check(false, error.message, "apt install espeak-ng-data, or choose a voice from `espeak-ng --voices`")
+        }
+        do throws(SpeechError) {
+            _ = try Earcons.load(overrides: config.audio.earcons)
+            check(true, "earcons", "")
+        } catch {
+            check(false, error.message, "")
         }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Audio
 import Foundation
 import SpeakerConfig
 import Speech
@@ -12,8 +13,13 @@ struct Say: AsyncParsableCommand {
     func run() async throws {
         try await reporting {
             let context = try AppContext(configPath: options.config)
+            let audio = context.config.audio
+            let volume: OutputVolume
+            do throws(AudioDeviceError) {
+                volume = try OutputVolume(percent: audio.volume, device: audio.output, mixerControl: audio.mixerControl)
+            } catch { throw CommandFailure(message: error.description) }
             let engine: SpeechEngine
-            do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech.voiceSettings) } catch {
+            do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech.voiceSettings, volume: volume) } catch {
                 throw CommandFailure(message: error.message)
             }
             let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))

@@ -223,6 +223,50 @@ struct CLI {
         #expect(rate.status == 78 && rate.stderr.contains(":2: [speech] rate: must be 80 to 450, not 1000"))
     }
 
+    @Test func doctorOpensTheConfiguredAudioDevices() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-alsa-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data("""
+            pcm.cli_speaker { type file
+             slave.pcm "null"
+             file "\(dir)/out.raw"
+             format "raw" }
+            pcm.cli_mic { type file
+             slave.pcm "null"
+             file "/dev/null"
+             infile "\(dir)/in.raw"
+             format "raw" }
+            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
+        _ = FileManager.default.createFile(atPath: "\(dir)/in.raw", contents: Data())
+        let config = "\(dir)/speaker.toml"
+        try Data("[audio]\ninput = \"cli_mic\"\noutput = \"cli_speaker\"\ninput_rate = 44100\n".utf8).write(to: URL(fileURLWithPath: config))
+        let env = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc"]
+        let doctor = try CLI.run(["doctor", "--config", config], environment: env)
+        #expect(doctor.stdout.contains("info capture devices: ") && doctor.stdout.contains("cli_mic"))
+        #expect(doctor.stdout.contains("ok   microphone \"cli_mic\" opens (44100 Hz, 1 channel(s), converted to 16 kHz mono)"))
+        #expect(doctor.stdout.contains("ok   speaker \"cli_speaker\" opens"))
+        try Data("[audio]\ninput = \"nope_mic\"\n".utf8).write(to: URL(fileURLWithPath: config))
+        let bad = try CLI.run(["doctor", "--config", config], environment: env)
+        #expect(bad.status == 1)
+        #expect(bad.stdout.contains("FAIL microphone: ALSA device \"nope_mic\": cannot open for capture"))
+    }
+
+    @Test func badAudioValuesAreNamed() throws {
+        for (text, expected) in [("[audio]\ninput_rate = 0\n", ":2: [audio] input_rate: must be 8000 to 192000 Hz, not 0"),
+                                 ("[audio]\nvolume = -5\n", ":2: [audio] volume: must be 0 to 100, not -5"),
+                                 ("[audio]\ninput_channels = 2\ninput_channel = 2\n", "[audio] input_channel: is 2 but only 2 channel(s) are captured"),
+                                 ("[listening]\nend_of_speech = \"soon\"\n", ":2: [listening] end_of_speech: must be \"short\", \"long\" or \"none\""),
+                                 ("[audio]\nearcons = { beep = \"/x.wav\" }\n", "unknown earcon \"beep\"")] {
+            let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+            defer { try? FileManager.default.removeItem(atPath: path) }
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let result = try CLI.run(["say", "hi", "--config", path])
+            #expect(result.status == 78)
+            #expect(result.stderr.contains(expected), "\(result.stderr)")
+        }
+    }
+
     @Test(arguments: [["run"], ["demo"], ["hotphrase", "x.wav"]])
     func unbuiltSubcommandsSaySoAndFail(arguments: [String]) throws {
         let result = try CLI.run(arguments)
