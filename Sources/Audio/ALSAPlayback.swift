@@ -16,7 +16,11 @@ public struct AudioDeviceError: Error, CustomStringConvertible, Equatable {
         var message = "\(operation): \(String(cString: snd_strerror(code)))"
         switch -code {
         case ENOENT, ENODEV: message += " (no such device: `aplay -L` / `arecord -L` list the names)"
-        case EBUSY: message += " (another program has it open: `fuser -v /dev/snd/*` shows which; PulseAudio or PipeWire often do)"
+        case EBUSY:
+            let holders = soundDeviceHolders()
+            message += holders.isEmpty
+                ? " (another program has it open: `fuser -v /dev/snd/*` shows which; PulseAudio or PipeWire often do)"
+                : " (held by \(holders.joined(separator: ", ")); stop it, or use a device that shares, such as \"default\" through PipeWire)"
         case EACCES, EPERM: message += " (permission: add the user to the audio group)"
         default: break
         }
@@ -78,4 +82,29 @@ public final class ALSAPlayback {
         if let pcm { snd_pcm_close(pcm) }
         pcm = nil
     }
+
+    /// The period the device was set up with, in frames (how long a write may block).
+    public var periodFrames: Int {
+        guard let pcm else { return 0 }
+        var buffer: snd_pcm_uframes_t = 0, period: snd_pcm_uframes_t = 0
+        snd_pcm_get_params(pcm, &buffer, &period)
+        return Int(period)
+    }
+}
+
+/// Processes that have an ALSA PCM device open, as "name (pid N)": who to suspect when a device is busy.
+func soundDeviceHolders() -> [String] {
+    let fm = FileManager.default
+    var holders: [String] = []
+    for pid in (try? fm.contentsOfDirectory(atPath: "/proc")) ?? [] where Int(pid) != nil && Int32(pid) != getpid() {
+        let fds = (try? fm.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+        let holds = fds.contains { fd in
+            (try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))?.hasPrefix("/dev/snd/pcm") == true
+        }
+        if holds {
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            holders.append("\(name) (pid \(pid))")
+        }
+    }
+    return holders
 }

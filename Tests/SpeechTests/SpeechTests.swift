@@ -64,6 +64,19 @@ let sentence = "The weather today is sunny with a high of twenty four degrees, a
         #expect(cutBytes / 2 < 22050 * 3)  // far less than the ~7 s sentence
     }
 
+    @Test func playbackPeriodsAreTwentyMillisecondsOrLess() throws {
+        _ = TestALSA.directory
+        let playback = try ALSAPlayback(device: "test_speaker", sampleRate: 22050)
+        defer { playback.close() }
+        #expect(playback.periodFrames > 0 && playback.periodFrames <= 441, "period of \(playback.periodFrames) frames")
+    }
+
+    @Test func busyDeviceNamesWhoHoldsIt() {
+        let error = AudioDeviceError.from(device: "hw:0", operation: "cannot open for playback", code: -EBUSY)
+        #expect(error.description.contains("Device or resource busy"))
+        #expect(error.description.contains("fuser") || error.description.contains("held by"))
+    }
+
     @Test func unknownDeviceAndVoiceAreNamed() async throws {
         _ = TestALSA.directory
         let engine = try SpeechEngine(settings: VoiceSettings())

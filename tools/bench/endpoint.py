@@ -3,7 +3,7 @@
 
 Speech with known end times: espeak-ng says sentences that have pauses in them (commas, "and then"), in
 several voices, padded with 0.5 s of silence before and 3 s after. The real end of speech is the last 10 ms
-window of the clean recording above -40 dBFS. Noise (pink, brown, and white, seeded) is mixed in at 20, 10 and
+window of the clean recording above -40 dBFS. Noise (pink, brown and white from sox, a new draw each run) is mixed in at 20, 10 and
 5 dB SNR (speech RMS over its active windows against the noise RMS). `hound-speaker endpoint --json` runs the
 detector exactly as the speaker does (20 ms frames), and reports when it ended the query.
 
@@ -49,7 +49,6 @@ def main():
     args = ap.parse_args()
     binary = args.bin or os.path.join(subprocess.check_output(
         ["swift", "build", "-c", "release", "--show-bin-path"], text=True).strip(), "hound-speaker")
-    rng = np.random.default_rng(7)
     results = {}  # (snr, mode) -> list of (delay, early, decision)
     with tempfile.TemporaryDirectory() as tmp:
         clean_files = []

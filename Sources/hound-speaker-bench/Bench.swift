@@ -1,0 +1,109 @@
+import Audio
+import Foundation
+import Speech
+import Synchronization
+
+/// Benchmarks for BENCHMARKS.md, apart from the tests (which never assert time). Uses real ALSA through `file`
+/// PCMs over the null PCM (no sound card here), real libsoxr and real espeak-ng.
+///
+///   swift run -c release hound-speaker-bench capture [minutes]
+///   swift run -c release hound-speaker-bench speech [runs]
+@main
+struct Bench {
+    static func main() async throws {
+        let args = CommandLine.arguments.dropFirst()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hs-bench-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Data("""
+            pcm.bench_out { type file
+             slave.pcm "null"
+             file "/dev/null"
+             format "raw" }
+            pcm.bench_in { type file
+             slave.pcm "null"
+             file "/dev/null"
+             infile "\(directory)/in.raw"
+             format "raw" }
+            """.utf8).write(to: URL(fileURLWithPath: "\(directory)/asoundrc"))
+        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(directory)/asoundrc", 1)
+        switch args.first {
+        case "capture": try capture(minutes: Double(args.dropFirst().first ?? "") ?? 5, directory: directory)
+        case "speech": try await speech(runs: Int(args.dropFirst().first ?? "") ?? 20)
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs]")
+        }
+    }
+
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+            + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    }
+
+    /// CPU per minute of captured audio: the capture thread reading, picking a channel, resampling and framing.
+    static func capture(minutes: Double, directory: String) throws {
+        print("| capture | CPU s per minute of audio | share of one core in real time |")
+        print("|---|---|---|")
+        for (rate, channels) in [(48000, 2), (44100, 1), (16000, 1)] {
+            // A minute of noise in the fixture; the file PCM then repeats nothing, so the rest reads as silence
+            // (the cost of a silent frame and a loud one is the same here: no branch depends on the level).
+            let seconds = 60
+            var fixture = [Int16](repeating: 0, count: rate * channels * seconds)
+            var state: UInt32 = 1
+            for i in fixture.indices { state = state &* 1664525 &+ 1013904223; fixture[i] = Int16(truncatingIfNeeded: state >> 16) / 4 }
+            try fixture.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: "\(directory)/in.raw")) }
+            var settings = CaptureSettings(device: "bench_in")
+            settings.rate = rate
+            settings.channels = channels
+            settings.channel = channels - 1
+            let wanted = Int(minutes * 60 * 16000)
+            let received = Mutex(0)
+            let done = NSCondition()
+            let capture = try ALSACapture(settings: settings, onFrame: { frame, _ in
+                let total = received.withLock { $0 += frame.count; return $0 }
+                if total >= wanted { done.lock(); done.signal(); done.unlock() }
+            })
+            let before = cpuSeconds()
+            capture.start()
+            done.lock()
+            while received.withLock({ $0 }) < wanted { done.wait() }
+            done.unlock()
+            let cpu = cpuSeconds() - before
+            capture.stop()
+            let perMinute = cpu / minutes
+            print("| \(rate) Hz \(channels) ch -> 16 kHz mono | \(String(format: "%.3f", perMinute)) | \(String(format: "%.2f", perMinute / 60 * 100)) % |")
+        }
+    }
+
+    /// Time from the request to speak to the first sample of speech reaching ALSA, and from stopSpeaking to the
+    /// output being stopped (synthesis ended, queued audio dropped).
+    static func speech(runs: Int) async throws {
+        let answer = "It is seventy two degrees and sunny in Mountain View, with a light breeze from the west. Tonight, expect clear skies and a low of fifty four."
+        let engine = try SpeechEngine(settings: VoiceSettings())
+        _ = await engine.speak("warm up", to: .device("bench_out")).result()
+        var first: [Double] = [], stops: [Double] = []
+        for _ in 0..<runs {
+            let task = engine.speak(answer, to: .device("bench_out"))
+            if let at = await task.firstSpeechSample() { first.append(Double((task.requestedAt.duration(to: at)) / .microseconds(1)) / 1000) }
+            _ = await task.result()
+            // Stop: at the first block of speech, from the speech thread itself, so the request lands mid-sentence.
+            let stopAt = Mutex<ContinuousClock.Instant?>(nil)
+            let cut = engine.speak(answer, to: .device("bench_out"), onFirstSample: {
+                stopAt.withLock { $0 = .now }
+                engine.stopSpeaking()
+            })
+            _ = await cut.result()
+            let end = ContinuousClock.now
+            if let at = stopAt.withLock({ $0 }) { stops.append(Double(at.duration(to: end) / .microseconds(1)) / 1000) }
+        }
+        func row(_ name: String, _ values: [Double]) {
+            let s = values.sorted()
+            print("| \(name) | \(String(format: "%.1f", s[s.count / 2])) ms | \(String(format: "%.1f", s[min(s.count - 1, s.count * 9 / 10)])) ms | \(String(format: "%.1f", s.last!)) ms |")
+        }
+        print("| \(runs) runs | median | 90th pct | max |")
+        print("|---|---|---|---|")
+        row("request to first speech sample at ALSA (device opened per answer, 150 ms lead-in excluded)", first)
+        row("stopSpeaking to output stopped", stops)
+    }
+}
