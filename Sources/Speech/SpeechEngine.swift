@@ -280,9 +280,7 @@ private final class SpeechCore: @unchecked Sendable {
             return
         }
         guard case .text(let text) = task.content else { return }
-        let job = SynthJob(task: task, sampleRate: sampleRate)
-        do throws(SpeechError) {
-            try job.open()
+        perform(SynthJob(task: task, sampleRate: sampleRate)) { job throws(SpeechError) in
             job.writeSilence(ms: task.settings.leadInMS)
             let unmanaged = Unmanaged.passRetained(job)
             defer { unmanaged.release() }
@@ -291,13 +289,6 @@ private final class SpeechCore: @unchecked Sendable {
                 espeak_Synth(buf.baseAddress, buf.count, 0, POS_CHARACTER, 0, UInt32(espeakCHARS_UTF8), nil, unmanaged.toOpaque())
             }
             if rc != EE_OK && !job.stopped { throw SpeechError("espeak-ng could not synthesise the text (error \(rc.rawValue))") }
-            if let failure = job.failure { throw failure }
-            let result = job.finish()
-            if let failure = job.failure { throw failure }
-            task.complete(.success(result))
-        } catch {
-            job.abandon()
-            task.complete(.failure(error))
         }
     }
 }
@@ -305,30 +296,36 @@ private final class SpeechCore: @unchecked Sendable {
 extension SpeechCore {
     /// An earcon: written in 20 ms blocks so a stop takes effect between them.
     func play(_ task: SpeechTask, _ audio: MonoAudio) {
-        let job = SynthJob(task: task, sampleRate: audio.sampleRate)
-        do throws(SpeechError) {
-            try job.open()
+        perform(SynthJob(task: task, sampleRate: audio.sampleRate)) { job throws(SpeechError) in
             let block = max(1, audio.sampleRate / 50)
             var index = 0
             while index < audio.samples.count {
                 let end = min(index + block, audio.samples.count)
-                let go = audio.samples[index..<end].withUnsafeBufferPointer { job.speech($0) }
-                if !go { break }
+                guard audio.samples[index..<end].withUnsafeBufferPointer({ job.speech($0) }) else { break }
                 index = end
             }
+        }
+    }
+
+    /// Opens the job's output, produces the audio, closes the output and completes the task with the outcome or
+    /// the first failure (the output's included).
+    func perform(_ job: SynthJob, produce: (SynthJob) throws(SpeechError) -> Void) {
+        do throws(SpeechError) {
+            try job.open()
+            try produce(job)
             if let failure = job.failure { throw failure }
             let result = job.finish()
             if let failure = job.failure { throw failure }
-            task.complete(.success(result))
+            job.task.complete(.success(result))
         } catch {
             job.abandon()
-            task.complete(.failure(error))
+            job.task.complete(.failure(error))
         }
     }
 }
 
 /// One utterance on the speech thread: where its samples go.
-private final class SynthJob {
+fileprivate final class SynthJob {
     let task: SpeechTask
     let sampleRate: Int
     var playback: ALSAPlayback?
