@@ -49,6 +49,7 @@ let package = Package(
         .target(name: "Speech",
                 dependencies: ["CEspeakNG", "Audio"],
                 swiftSettings: strict),
+        .target(name: "Speaker", swiftSettings: strict),
         .target(name: "Houndify",
                 dependencies: ["CCurl", "CShims", "CCrypto", "CSpeex",
                                .product(name: "Logging", package: "swift-log")],
@@ -79,6 +80,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SpeakerTests", dependencies: ["Speaker"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

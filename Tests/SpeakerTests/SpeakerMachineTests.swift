@@ -1,0 +1,218 @@
+import Testing
+@testable import Speaker
+
+/// Puts a machine in `state` the way the speaker gets there.
+func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()) -> SpeakerMachine {
+    var m = SpeakerMachine(settings: settings)
+    if state == .none { return m }
+    _ = m.handle(.started)
+    switch state {
+    case .ready: break
+    case .recording: _ = m.handle(.talk)
+    case .searching: _ = m.handle(.talk); _ = m.handle(.endOfSpeech)
+    case .speaking: _ = m.handle(.talk); _ = m.handle(.endOfSpeech); _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+    case .none: break
+    }
+    #expect(m.state == state)
+    return m
+}
+
+let allEvents: [SpeakerEvent] = [
+    .started, .talk, .endTalk, .cancel, .hotPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
+    .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
+    .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
+    .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
+    .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .watchdog(generation: -1), .shutdown,
+]
+
+/// The state each (state, event) leads to. A current-generation watchdog is tested separately.
+func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState {
+    if event == .shutdown { return .none }
+    switch state {
+    case .none: return event == .started ? .ready : .none
+    case .ready:
+        switch event {
+        case .talk, .hotPhrase: return .recording
+        default: return .ready
+        }
+    case .recording:
+        switch event {
+        case .talk, .endTalk, .endOfSpeech: return .searching
+        case .cancel: return .ready
+        case .noSpeech, .answer, .searchFailed: return .speaking
+        default: return .recording
+        }
+    case .searching:
+        switch event {
+        case .talk, .cancel: return .ready
+        case .answer, .searchFailed: return .speaking
+        default: return .searching
+        }
+    case .speaking:
+        switch event {
+        case .talk, .cancel: return .ready
+        case .speechEnded: return .ready  // this answer did not ask for a follow-up
+        default: return .speaking
+        }
+    }
+}
+
+@Suite struct SpeakerMachineTests {
+    @Test(arguments: SpeakerState.allCases)
+    func everyEventInEveryState(state: SpeakerState) {
+        for event in allEvents {
+            var m = machine(in: state)
+            let before = m.state
+            let effects = m.handle(event)
+            #expect(m.state == expectedNext(before, event), "\(before) + \(event) -> \(m.state)")
+            let changes = effects.compactMap { if case .stateChanged(let from, let to) = $0 { return (from, to) }; return nil }
+            if m.state != before {
+                // Every change is announced once, and LEDs follow it.
+                #expect(changes.count >= 1 && changes.first?.0 == before && changes.last?.1 == m.state, "\(before) + \(event)")
+                #expect(effects.contains { if case .leds = $0 { return true }; return false }, "\(before) + \(event): no LEDs")
+                // Busy states are always guarded; ready and none never are.
+                let armed = effects.contains { if case .armWatchdog = $0 { return true }; return false }
+                let disarmed = effects.contains(.disarmWatchdog)
+                if [.recording, .searching, .speaking].contains(m.state) { #expect(armed, "\(before) + \(event)") } else { #expect(disarmed, "\(before) + \(event)") }
+            } else {
+                #expect(changes.isEmpty, "\(before) + \(event) announced a change it did not make")
+            }
+        }
+    }
+
+    @Test(arguments: [SpeakerState.recording, .searching, .speaking])
+    func theWatchdogEndsEveryBusyStateInReady(state: SpeakerState) {
+        var m = machine(in: state)
+        let effects = m.handle(.watchdog(generation: m.watchdogGeneration))
+        #expect(m.state == .ready)
+        #expect(effects.contains(.playEarcon(.error)))
+        #expect(effects.contains(state == .speaking ? .stopSpeaking : .cancelSearch))
+    }
+
+    @Test func buttonQueryFromStartToAnswer() {
+        var m = machine(in: .ready)
+        var e = m.handle(.talk)
+        #expect(e.contains(.playEarcon(.startListening)) && e.contains(.leds(.listening)) && e.contains(.startSearch(preRoll: false)))
+        e = m.handle(.endOfSpeech)
+        #expect(e.contains(.endAudio) && e.contains(.leds(.searching)))
+        e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(e.contains(.speak(.text("It is noon."))) && e.contains(.leds(.speaking)))
+        e = m.handle(.speechEnded(interrupted: false))
+        #expect(m.state == .ready && e.contains(.leds(.ready)))
+    }
+
+    @Test func holdToTalkReleaseEndsTheQuestion() {
+        var m = machine(in: .recording)
+        #expect(m.handle(.endTalk).contains(.endAudio))
+        #expect(m.state == .searching)
+    }
+
+    @Test func pressWhileSpeakingStopsAtOnce() {
+        var m = machine(in: .speaking)
+        let e = m.handle(.talk)
+        #expect(e.first == .stopSpeaking)
+        #expect(m.state == .ready)
+        // The interruption that follows changes nothing.
+        #expect(m.handle(.speechEnded(interrupted: true)).isEmpty)
+        #expect(m.state == .ready)
+    }
+
+    @Test func hotPhraseKeepsPreRollAndIsIgnoredWhileOurOwnSoundPlays() {
+        var m = machine(in: .ready)
+        #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
+        _ = m.handle(.cancel)  // plays the cancel earcon, back in ready
+        #expect(m.state == .ready && m.soundPlaying)
+        #expect(m.handle(.hotPhrase) == [.log("hot phrase ignored: the speaker's own sound is playing")])
+        #expect(m.state == .ready)
+        // The button still works while the earcon plays.
+        #expect(m.handle(.talk).contains(.startSearch(preRoll: false)))
+        _ = m.handle(.cancel)
+        _ = m.handle(.soundEnded)
+        #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
+    }
+
+    @Test func autoListenAsksAgainAfterSpeaking() {
+        var m = machine(in: .searching)
+        _ = m.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
+        let e = m.handle(.speechEnded(interrupted: false))
+        #expect(m.state == .recording)
+        #expect(e.contains(.startSearch(preRoll: false)))
+        // Interrupting the question cancels the follow-up.
+        var n = machine(in: .searching)
+        _ = n.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
+        _ = n.handle(.talk)
+        _ = n.handle(.speechEnded(interrupted: true))
+        #expect(n.state == .ready)
+    }
+
+    @Test(arguments: SearchFailure.allCases)
+    func failuresAreSpokenWithTheErrorLEDs(failure: SearchFailure) {
+        var m = machine(in: .searching)
+        let e = m.handle(.searchFailed(failure))
+        #expect(e.contains(.speak(.text(failure.sentence))) && e.contains(.leds(.error)) && e.contains(.playEarcon(.error)))
+        let after = m.handle(.speechEnded(interrupted: false))
+        #expect(m.state == .ready)
+        #expect(after.contains(.leds(failure == .offline ? .offline : .ready)))
+    }
+
+    @Test func offlineShowsUntilARequestWorks() {
+        var m = machine(in: .searching)
+        _ = m.handle(.searchFailed(.offline))
+        _ = m.handle(.speechEnded(interrupted: false))
+        #expect(m.offline)
+        _ = m.handle(.talk)
+        _ = m.handle(.endOfSpeech)
+        _ = m.handle(.answer(SpeakerAnswer(transcript: "hi", text: "Hello.")))
+        #expect(!m.offline)
+        #expect(m.handle(.speechEnded(interrupted: false)).contains(.leds(.ready)))
+    }
+
+    @Test func nothingHeardIsSaid() {
+        var m = machine(in: .recording)
+        let e = m.handle(.noSpeech)
+        #expect(e.first == .cancelSearch)
+        #expect(e.contains(.speak(.text("Sorry, I didn't hear anything."))))
+    }
+
+    @Test func localCommandsComeBeforeTheServersAnswer() {
+        var m = machine(in: .searching)
+        var e = m.handle(.answer(SpeakerAnswer(transcript: "Volume up", text: "server text")))
+        #expect(e.contains(.changeVolume(up: true)) && e.contains(.speak(.volume)))
+        m = machine(in: .searching)
+        e = m.handle(.answer(SpeakerAnswer(transcript: "what's your IP address", text: "server text")))
+        #expect(e.contains(.speak(.ipAddress)))
+        m = machine(in: .searching)
+        e = m.handle(.answer(SpeakerAnswer(transcript: "stop", text: "server text")))
+        #expect(m.state == .ready && !e.contains { if case .speak = $0 { return true }; return false })
+        #expect(LocalCommand.match("turn the volume down please") == .volumeDown)
+        #expect(LocalCommand.match("what time is it") == nil)
+        #expect(LocalCommand.match("don't stop believing") == nil)
+    }
+
+    @Test func speechOffShowsTheAnswerInstead() {
+        var settings = SpeakerMachine.Settings()
+        settings.enableSpeech = false
+        var m = machine(in: .searching, settings: settings)
+        let e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(e.contains(.show("It is noon.")))
+        #expect(!e.contains { if case .speak = $0 { return true }; return false })
+        #expect(m.state == .ready)
+    }
+
+    @Test func staleWatchdogsAreIgnored() {
+        var m = machine(in: .recording)
+        let old = m.watchdogGeneration
+        _ = m.handle(.endOfSpeech)
+        #expect(m.handle(.watchdog(generation: old)).isEmpty)
+        #expect(m.state == .searching)
+    }
+
+    @Test func shutdownFromAnywhereTurnsTheLEDsOff() {
+        for state in SpeakerState.allCases {
+            var m = machine(in: state)
+            let e = m.handle(.shutdown)
+            #expect(e.contains(.leds(.off)) && e.last == .stopped)
+            if state == .recording || state == .searching { #expect(e.contains(.cancelSearch)) }
+        }
+    }
+}
