@@ -18,6 +18,9 @@ public struct CaptureSettings: Sendable, Equatable {
     public var frameMS = 20
     /// How often a lost device is looked for again.
     public var retryInterval: Duration = .seconds(1)
+    /// Deliver no faster than real time. A sound card paces itself; a `file` PCM (tests, the demo) reads as fast
+    /// as it can, and this makes it behave like a microphone.
+    public var realTime = false
 
     public init(device: String = "default") { self.device = device }
 
@@ -100,6 +103,9 @@ public final class ALSACapture: Sendable {
         var session = first.withLock { s -> DeviceSession? in defer { s = nil }; return s }
         if let s = session { onEvent(.opened(device: settings.device, rate: s.rate, channels: s.channels)) }
         var lostReported = false
+        let clock = ContinuousClock()
+        var paceStart = clock.now
+        var framesRead = 0
         while !stopping {
             guard let current = session else {
                 // Lost: look again after the retry interval (woken early by stop()).
@@ -120,6 +126,15 @@ public final class ALSACapture: Sendable {
             let n = current.readPeriod(using: reader)
             if n >= 0 {
                 current.deliver(frames: n, to: onFrame)
+                if settings.realTime && n > 0 {
+                    framesRead += n
+                    let due = paceStart + .microseconds(Int64(framesRead) * 1_000_000 / Int64(current.rate))
+                    let wait = clock.now.duration(to: due)
+                    if wait > .zero { usleep(UInt32(wait / .microseconds(1))) } else if wait < .seconds(-1) {
+                        paceStart = clock.now  // fell far behind (a stop in the debugger): start pacing afresh
+                        framesRead = 0
+                    }
+                }
                 continue
             }
             let code = Int32(n)

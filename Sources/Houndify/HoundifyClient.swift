@@ -164,6 +164,8 @@ public enum AudioEndReason: String, Sendable {
 /// Stage times of one search, for the per-interaction timing log line.
 public struct SearchTimings: Sendable {
     public var started: ContinuousClock.Instant
+    /// When the first audio was handed to the upload.
+    public var firstAudio: ContinuousClock.Instant?
     public var audioEnded: ContinuousClock.Instant?
     public var firstPartial: ContinuousClock.Instant?
     public var result: ContinuousClock.Instant?
@@ -189,6 +191,7 @@ public final class VoiceSearch: Sendable {
     @discardableResult
     public func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
         guard !transfer.isUploadEnded else { return false }
+        session.markFirstAudio()
         let chunks = encoder.withLock { $0.encode(samples) }
         return chunks.isEmpty ? !transfer.isUploadEnded : transfer.append(chunks)
     }
@@ -239,6 +242,10 @@ final class SearchSession: HTTPTransferDelegate, @unchecked Sendable {
     func attach(_ transfer: HTTPTransfer) { transferRef.withLock { $0 = transfer } }
 
     var timings: SearchTimings { state.withLock { $0.timings } }
+
+    func markFirstAudio() {
+        state.withLock { if $0.timings.firstAudio == nil { $0.timings.firstAudio = .now } }
+    }
 
     func response() async -> Result<HoundServerResponse, HoundifyError> {
         await withCheckedContinuation { waiter in

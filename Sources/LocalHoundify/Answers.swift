@@ -41,6 +41,10 @@ public struct AnswerBook: Sendable {
                 result["AutoListen"] = true
                 state["LocalServicePending"] = "TimerDuration"
             }
+        } else if query.contains("story") {
+            // A long answer: long enough that a person may want to stop it.
+            let text = Self.story
+            result = command("InformationCommand", spoken: text, written: text)
         } else if query.contains("weather"), let fixture = weatherFixture?["AllResults"]?[0]?.objectValue {
             result = fixture
         } else if query.contains("time") {
@@ -77,6 +81,11 @@ public struct AnswerBook: Sendable {
         }
         return .object(server)
     }
+
+    static let story = "Once upon a time, a small speaker lived on a kitchen shelf. Every morning it told the family the "
+        + "weather, the time, and how long to boil the eggs. One day the power went out, and the speaker was quiet "
+        + "for a whole afternoon. When the lights came back, it said: I missed you. The family laughed, and from then "
+        + "on they said good morning to it every day. And the speaker, in its small way, was happy."
 
     public static func error(_ message: String) -> JSONValue {
         ["Format": .string(HoundFormat.resultLegacy), "FormatVersion": "1.0", "Status": "Error",

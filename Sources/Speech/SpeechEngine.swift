@@ -71,8 +71,12 @@ public final class SpeechTask: Sendable {
 
     fileprivate let onFirstSample: (@Sendable () -> Void)?
 
+    /// The engine that queued it (stopSpeaking stops only its own engine's speech).
+    fileprivate let owner: Int
+
     fileprivate init(content: Content, output: SpeechOutput, settings: VoiceSettings, volume: OutputVolume?,
-                     onFirstSample: (@Sendable () -> Void)?) {
+                     owner: Int, onFirstSample: (@Sendable () -> Void)?) {
+        self.owner = owner
         self.content = content
         self.output = output
         self.volume = volume
@@ -150,7 +154,7 @@ public final class SpeechEngine: Sendable {
 
     /// Plays a recorded sound (an earcon) through the same queue and output as speech.
     public func play(_ audio: MonoAudio, to output: SpeechOutput) -> SpeechTask {
-        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, onFirstSample: nil)
+        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, owner: id, onFirstSample: nil)
         SpeechCore.shared.enqueue(.speak(task))
         return task
     }
@@ -159,13 +163,17 @@ public final class SpeechEngine: Sendable {
     /// first block of speech goes out, before synthesis continues (for timing, and for tests that must act at a
     /// known point of the utterance).
     public func speak(_ text: String, to output: SpeechOutput, onFirstSample: (@Sendable () -> Void)? = nil) -> SpeechTask {
-        let task = SpeechTask(content: .text(text), output: output, settings: settings, volume: volume, onFirstSample: onFirstSample)
+        let task = SpeechTask(content: .text(text), output: output, settings: settings, volume: volume, owner: id, onFirstSample: onFirstSample)
         SpeechCore.shared.enqueue(.speak(task))
         return task
     }
 
-    /// Stops the current utterance at once and drops what is queued.
-    public func stopSpeaking() { SpeechCore.shared.stopAll() }
+    /// Stops this engine's current utterance at once and drops what it has queued (other engines in the process,
+    /// which share the speech thread, are left alone).
+    public func stopSpeaking() { SpeechCore.shared.stopAll(owner: id) }
+
+    private let id: Int = SpeechEngine.nextID.withLock { $0 += 1; return $0 }
+    private static let nextID = Mutex(0)
 }
 
 /// The speech thread. The queue and the current task are guarded by `condition`; everything espeak-ng touches
@@ -212,14 +220,14 @@ private final class SpeechCore: @unchecked Sendable {
         return try value.get()
     }
 
-    func stopAll() {
+    func stopAll(owner: Int) {
         condition.lock()
         var dropped: [SpeechTask] = []
         queue.removeAll { job in
-            if case .speak(let task) = job { dropped.append(task); return true }
+            if case .speak(let task) = job, task.owner == owner { dropped.append(task); return true }
             return false
         }
-        let running = current
+        let running = current?.owner == owner ? current : nil
         let rate = sampleRate
         condition.unlock()
         for task in dropped { task.complete(.success(SpeechResult(outcome: .interrupted, sampleRate: rate, samples: [], sampleCount: 0))) }

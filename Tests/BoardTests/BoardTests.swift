@@ -172,7 +172,8 @@ struct ManualTime {
         #expect(pipe(&fds) == 0)
         let drawn = DrawLog()
         let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
-                                     gestures: .init(), talkMode: .hold, roles: [.status])
+                                     // A long press needs a minute here, so a loaded machine cannot turn this press into one.
+                                     gestures: .init(longPress: .seconds(60)), talkMode: .hold, roles: [.status])
         runner.start()
         var events = runner.events.makeAsyncIterator()
         _ = "press\n".withCString { write(fds[1], $0, 6) }

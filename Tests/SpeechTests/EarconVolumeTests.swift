@@ -34,11 +34,13 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     @Test func earconPlaysThroughTheSpeechOutputAtTheSetVolume() async throws {
         let sound = try #require(try Earcons.load()[.startListening])
         func played(volume: Int) async throws -> [Int16] {
-            try? FileManager.default.removeItem(atPath: TestALSA.speakerFile)
-            let engine = try SpeechEngine(settings: VoiceSettings(), volume: OutputVolume(percent: volume, device: "test_speaker", mixerControl: ""))
-            let result = try await engine.play(sound, to: .device("test_speaker")).result().get()
+            // Its own playback device: other suites run at the same time.
+            let file = TestALSA.outputFile("test_earcon_speaker")
+            try? FileManager.default.removeItem(atPath: file)
+            let engine = try SpeechEngine(settings: VoiceSettings(), volume: OutputVolume(percent: volume, device: "test_earcon_speaker", mixerControl: ""))
+            let result = try await engine.play(sound, to: .device("test_earcon_speaker")).result().get()
             #expect(result.outcome == .finished)
-            return try readRawInt16(TestALSA.speakerFile)
+            return try readRawInt16(file)
         }
         let loud = try await played(volume: 100)
         let soft = try await played(volume: 50)

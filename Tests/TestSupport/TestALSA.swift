@@ -7,15 +7,18 @@ public enum TestALSA {
     public static let directory: String = {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alsa-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        var conf = """
-            pcm.test_speaker {
-                type file
-                slave.pcm "null"
-                file "\(dir)/speaker.raw"
-                format "raw"
-            }
+        var conf = ""
+        for name in playbackDevices {
+            conf += """
+                pcm.\(name) {
+                    type file
+                    slave.pcm "null"
+                    file "\(dir)/\(name).raw"
+                    format "raw"
+                }
 
-            """
+                """
+        }
         for name in captureDevices {
             conf += """
                 pcm.\(name) {
@@ -34,10 +37,16 @@ public enum TestALSA {
     }()
 
     /// Capture PCMs, each reading `<directory>/<name>.raw`.
-    public static let captureDevices = ["test_mic_a", "test_mic_b", "test_mic_c", "test_mic_d", "test_mic_e"]
+    public static let captureDevices = ["test_mic_a", "test_mic_b", "test_mic_c", "test_mic_d", "test_mic_e", "test_loop_mic"]
+
+    /// Playback PCMs, each writing `<directory>/<name>.raw`.
+    public static let playbackDevices = ["test_speaker", "test_loop_speaker", "test_earcon_speaker"]
 
     /// Where the playback PCM `test_speaker` writes.
-    public static var speakerFile: String { _ = directory; return "\(directory)/speaker.raw" }
+    public static var speakerFile: String { outputFile("test_speaker") }
+
+    /// The file a playback PCM writes.
+    public static func outputFile(_ device: String) -> String { _ = directory; return "\(directory)/\(device).raw" }
 
     /// The fixture file a capture PCM reads.
     public static func inputFile(_ device: String) -> String { _ = directory; return "\(directory)/\(device).raw" }

@@ -1,0 +1,194 @@
+import Foundation
+import Logging
+import Synchronization
+import Testing
+@testable import Audio
+@testable import Houndify
+@testable import LocalHoundify
+@testable import Speaker
+@testable import SpeakerRuntime
+@testable import Speech
+import TestSupport
+
+let clientID = "AAECAwQFBgcICQoLDA0ODw=="
+let clientKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+let earconDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    .appendingPathComponent("share/earcons").path
+
+/// Collects the loop's events (its JSON event lines) and lets a test wait for one, with a deadline.
+final class EventLog: Sendable {
+    private let lines = Mutex<[String]>([])
+    private let condition = NSCondition()
+    /// Runs on the loop, synchronously, for each line: lets a test act at an exact point of the interaction.
+    let react = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    func add(_ line: String) {
+        lines.withLock { $0.append(line) }
+        react.withLock { $0 }?(line)
+        condition.lock(); condition.broadcast(); condition.unlock()
+    }
+
+    var all: [String] { lines.withLock { $0 } }
+
+    /// Waits until a line containing `text` has arrived (after the first `skip` lines), or `seconds` pass.
+    func wait(for text: String, after skip: Int = 0, seconds: Double = 20) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !lines.withLock({ $0.dropFirst(skip).contains { $0.contains(text) } }) {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
+    }
+
+    var states: [String] {
+        all.compactMap { line in
+            guard line.contains("\"event\":\"state\""), let r = line.range(of: "\"to\":\"") else { return nil }
+            return String(line[r.upperBound...].prefix { $0 != "\"" })
+        }
+    }
+}
+
+/// One speaker, whole: the local Houndify service on 127.0.0.1, real libcurl, real ALSA (file PCMs), real espeak-ng.
+struct Rig {
+    let service: LocalHoundifyService?
+    let loop: SpeakerLoop
+    let events: EventLog
+    let task: Task<Void, Never>
+
+    /// `question` is spoken by espeak-ng into the microphone fixture, between silences.
+    static func start(question: String = "what time is it", transcript: String = "what time is it",
+                      fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
+                      responseTimeoutMS: Int = 10_000) async throws -> Rig {
+        _ = TestALSA.directory
+        setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
+        // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
+        let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-loop-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let espeak = Process()
+        espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+        espeak.arguments = ["-w", wav, question]
+        try espeak.run()
+        espeak.waitUntilExit()
+        try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0.3", "2"])
+        try? FileManager.default.removeItem(atPath: TestALSA.outputFile("test_loop_speaker"))
+
+        var service: LocalHoundifyService? = nil
+        var port = 9
+        if serviceUp {
+            var settings = LocalServiceConfiguration(clientID: clientID, clientKey: clientKey, defaultTranscript: transcript)
+            settings.fault = fault
+            let s = try LocalHoundifyService(configuration: settings)
+            port = try await s.start(port: 0)
+            service = s
+        } else {
+            // A port nothing listens on: bound once, then released.
+            let s = try LocalHoundifyService(configuration: LocalServiceConfiguration(clientID: clientID, clientKey: clientKey))
+            port = try await s.start(port: 0)
+            await s.stop()
+        }
+        let profile = ClientProfile(clientID: clientID, userID: "test", deviceID: "rig", timeZone: "UTC")
+        let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
+            endpoint: "http://127.0.0.1:\(port)", clientKey: key, profile: profile, connectTimeoutMS: 2000,
+            responseTimeoutMS: responseTimeoutMS))
+        var capture = CaptureSettings(device: "test_loop_mic")
+        capture.rate = 16000
+        let events = EventLog()
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .device("test_loop_speaker"),
+                                 earcons: try Earcons.load(), volume: try OutputVolume(percent: 100, device: "test_loop_speaker", mixerControl: ""),
+                                 capture: capture, logger: logger)
+        parts.eventSink = { events.add($0) }
+        let loop = SpeakerLoop(parts: parts)
+        let task = Task { await loop.run() }
+        #expect(events.wait(for: "\"to\":\"ready\""))
+        return Rig(service: service, loop: loop, events: events, task: task)
+    }
+
+    func stop() async {
+        loop.send(.shutdown)
+        await task.value
+        await service?.stop()
+    }
+
+    /// What the speaker played (speech and earcons), as 16-bit samples.
+    var played: [Int16] { (try? readRawInt16(TestALSA.outputFile("test_loop_speaker"))) ?? [] }
+}
+
+@Suite(.serialized) struct SpeakerLoopTests {
+    @Test func buttonQueryIsAnsweredAndSpoken() async throws {
+        let rig = try await Rig.start()
+        rig.loop.send(.talk)
+        #expect(rig.events.wait(for: "\"event\":\"final\""))
+        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        #expect(rig.events.states == ["ready", "recording", "searching", "speaking", "ready", "none"])
+        #expect(rig.events.all.contains { $0.contains("\"transcript\":\"what time is it\"") && $0.contains("\"answer\":\"It is ") })
+        // Speech reached the speaker: well over a second of audible audio (earcons are a fraction of that).
+        let played = rig.played
+        #expect(played.count > 22050)
+        #expect(AudioLevel.dBFS(played) > -40)
+        let timings = try #require(rig.loop.interactions.first)
+        for stage: KeyPath<InteractionTimings, ContinuousClock.Instant?> in [\.firstAudioSent, \.endOfSpeech, \.finalResult, \.firstTTSSample, \.speechEnd] {
+            #expect(timings.milliseconds(stage) != nil, "missing stage \(stage)")
+        }
+        #expect(timings.milliseconds(\.finalResult)! <= timings.milliseconds(\.firstTTSSample)!)
+    }
+
+    @Test func pressWhileSpeakingStopsTheAnswerShort() async throws {
+        let rig = try await Rig.start(question: "tell me a story", transcript: "tell me a story")
+        // The press comes as the speaker starts to speak.
+        let loop = rig.loop
+        rig.events.react.withLock { $0 = { line in if line.contains("\"to\":\"speaking\"") { loop.send(.talk) } } }
+        rig.loop.send(.talk)
+        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        // The whole story is about 25 s of speech; what was played is a small part of it.
+        let engine = try SpeechEngine(settings: VoiceSettings())
+        let full = try await engine.speak(AnswerBook.story, to: .memory).result().get().sampleCount
+        #expect(rig.played.count < full / 4, "played \(rig.played.count) of \(full) samples")
+    }
+
+    @Test func serverDownIsSpokenAsNoInternet() async throws {
+        let rig = try await Rig.start(serviceUp: false)
+        rig.loop.send(.talk)
+        #expect(rig.events.wait(for: "\"kind\":\"offline\""))
+        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        #expect(rig.events.states.prefix(5) == ["ready", "recording", "speaking", "ready", "none"] || rig.events.states.prefix(5) == ["ready", "recording", "searching", "speaking", "ready"])
+        #expect(AudioLevel.dBFS(rig.played) > -40)  // "I can't reach the internet." was said
+    }
+
+    @Test func refusedKeyIsSpoken() async throws {
+        let rig = try await Rig.start(key: "-yBFao-02f4jSG2St9wBJktwlbrfBClOc5i94gcsUXabwOUKL1R5nsPoDTJXfKHG6xA1Wn-kye4TOF2Cp8zxFg==")
+        rig.loop.send(.talk)
+        #expect(rig.events.wait(for: "\"kind\":\"authentication\""))
+        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+    }
+
+    @Test func stalledServerTimesOutToReady() async throws {
+        let rig = try await Rig.start(fault: .stall, responseTimeoutMS: 300)
+        rig.loop.send(.talk)
+        #expect(rig.events.wait(for: "\"kind\":\"serviceFailing\""))
+        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        #expect(rig.loop.currentState == .none)
+    }
+
+    @Test func autoListenAsksTheFollowUp() async throws {
+        let rig = try await Rig.start(question: "set a timer", transcript: "set a timer")
+        // The follow-up question: the microphone fixture is read again, and this time heard as "five minutes".
+        let loop = rig.loop
+        rig.events.react.withLock { $0 = { line in
+            if line.contains("For how long?") { loop.setVoiceRequestInfo(["LocalServiceTranscript": "five minutes"]) }
+        } }
+        rig.loop.send(.talk)
+        #expect(rig.events.wait(for: "\"answer\":\"For how long?\""))
+        #expect(rig.events.wait(for: "\"answer\":\"OK, a timer for 5 minutes, starting now.\""))
+        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: rig.events.all.firstIndex { $0.contains("5 minutes") } ?? 0))
+        await rig.stop()
+        #expect(Array(rig.events.states.prefix(7)) == ["ready", "recording", "searching", "speaking", "recording", "searching", "speaking"])
+    }
+}
