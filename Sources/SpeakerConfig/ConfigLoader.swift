@@ -168,6 +168,7 @@ private struct Reader {
         "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
         "logging": ["level"],
+        "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
         "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low",
                   "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
@@ -305,6 +306,19 @@ private struct Reader {
                     }
                     guard let path = table[name]?.string else { throw error("audio", "earcons", "\(name) must be a file path in quotes") }
                     if !path.isEmpty { config.audio.earcons[name] = path }
+                }
+            }
+        }
+        if let t = root["speaker"]?.table {
+            if let v = try bool(t, "speaker", "speech") { config.speaker.speech = v }
+            if let v = try string(t, "speaker", "state_hook") { config.speaker.stateHook = v }
+            for (key, range) in [("recording_limit_ms", 2000...120_000), ("searching_limit_ms", 2000...120_000), ("speaking_limit_ms", 2000...600_000)] {
+                guard let v = try integer(t, "speaker", key) else { continue }
+                guard range.contains(v) else { throw error("speaker", key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
+                switch key {
+                case "recording_limit_ms": config.speaker.recordingLimitMS = v
+                case "searching_limit_ms": config.speaker.searchingLimitMS = v
+                default: config.speaker.speakingLimitMS = v
                 }
             }
         }

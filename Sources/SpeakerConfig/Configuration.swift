@@ -89,6 +89,17 @@ public struct SpeakerConfiguration: Sendable {
         public var leadInMS = 150
     }
 
+    /// The speaker loop (`[speaker]`).
+    public struct SpeakerSection: Sendable, Equatable {
+        /// Seed 000's enableSpeech: false shows answers in the log instead of speaking them.
+        public var speech = true
+        /// A command run on every state change, with HOUND_SPEAKER_STATE set.
+        public var stateHook = ""
+        public var recordingLimitMS = 15_000
+        public var searchingLimitMS = 20_000
+        public var speakingLimitMS = 60_000
+    }
+
     public struct LoggingSection: Sendable, Equatable {
         public var level = "info"
     }
@@ -103,6 +114,7 @@ public struct SpeakerConfiguration: Sendable {
     public var board = BoardSection()
     public var speech = SpeechSection()
     public var listening = ListeningSection()
+    public var speaker = SpeakerSection()
     /// Things worth telling the owner that do not stop the program.
     public var warnings: [String] = []
     /// Where the credentials came from, for `doctor` (never the key itself).

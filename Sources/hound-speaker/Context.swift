@@ -9,6 +9,11 @@ struct AppContext {
     let config: SpeakerConfiguration
     let logger: Logger
 
+    init(config: SpeakerConfiguration, logger: Logger) {
+        self.config = config
+        self.logger = logger
+    }
+
     init(configPath: String?) throws {
         let path = ConfigLoader.resolvePath(explicit: configPath)
         do { config = try ConfigLoader.load(path: path) } catch {

@@ -53,19 +53,6 @@ extension NotBuiltYet {
     }
 }
 
-struct Run: NotBuiltYet {
-    static let configuration = CommandConfiguration(abstract: "Run the speaker (button, microphone, hot phrase, Houndify, speech).")
-    static let issue = 6
-    @OptionGroup var options: ConfigOption
-}
-
-struct Demo: NotBuiltYet {
-    static let configuration = CommandConfiguration(abstract: "One whole interaction with no hardware and no credentials.")
-    static let issue = 6
-    @Option(help: ArgumentHelp("Write the spoken answer to this WAV file.", valueName: "WAV")) var output: String?
-}
-
-
 struct HotPhraseCommand: NotBuiltYet {
     static let configuration = CommandConfiguration(commandName: "hotphrase", abstract: "Run the \"OK Hound\" detector over a WAV file.")
     static let issue = 5

@@ -267,7 +267,103 @@ struct CLI {
         }
     }
 
-    @Test(arguments: [["run"], ["demo"], ["hotphrase", "x.wav"]])
+    @Test func demoIsAWholeInteraction() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-demo-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["demo", "--output", wav]
+        process.currentDirectoryURL = root
+        let out = Pipe()
+        process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(text)")
+        for line in ["[state] ready -> recording", "[state] recording -> searching", "[transcript] what time is it",
+                     "[answer] It is ", "[state] speaking -> ready", "[timings (ms from trigger): first audio sent"] {
+            #expect(text.contains(line), "missing \(line)")
+        }
+        let size = (try? FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int) ?? 0
+        #expect(size > 22050)
+    }
+
+    @Test func runWithTheSimulatedBoardAnswersAndStopsOnSIGTERM() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        // The microphone plays the demo's question; the speaker writes to a file.
+        let sox = Process()
+        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        sox.arguments = [root.appendingPathComponent("share/demo/what-time-is-it.wav").path, "-t", "raw", "\(dir)/mic.raw"]
+        try sox.run()
+        sox.waitUntilExit()
+        try Data("""
+            pcm.run_mic { type file
+             slave.pcm "null"
+             file "/dev/null"
+             infile "\(dir)/mic.raw"
+             format "raw" }
+            pcm.run_speaker { type file
+             slave.pcm "null"
+             file "\(dir)/speaker.raw"
+             format "raw" }
+            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
+        let config = "\(dir)/speaker.toml"
+        try Data("""
+            [houndify]
+            client_id = "\(CLI.id)"
+            client_key = "\(CLI.key)"
+            endpoint = "http://127.0.0.1:\(port)"
+            [houndify.request_info]
+            LocalServiceTranscript = "what day is it"
+            [audio]
+            input = "run_mic"
+            output = "run_speaker"
+            [board]
+            profile = "simulated"
+            """.utf8).write(to: URL(fileURLWithPath: config))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", config, "--events", "json"]
+        process.currentDirectoryURL = root
+        process.environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
+                               "HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var seen = ""
+        func waitFor(_ text: String) -> Bool {
+            while !seen.contains(text) {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { return false }
+                seen += String(decoding: data, as: UTF8.self)
+            }
+            return true
+        }
+        #expect(waitFor("\"to\":\"ready\""))
+        input.fileHandleForWriting.write(Data("click\n".utf8))  // the simulated button
+        #expect(waitFor("\"event\":\"final\""))
+        #expect(waitFor("\"from\":\"speaking\",\"to\":\"ready\""))
+        process.terminate()  // SIGTERM: a clean stop
+        seen += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(seen.contains("\"transcript\":\"what day is it\"") && seen.contains("Today is "))
+        #expect(seen.contains("\"to\":\"none\""))
+        let spoken = (try? FileManager.default.attributesOfItem(atPath: "\(dir)/speaker.raw")[.size] as? Int) ?? 0
+        #expect(spoken > 22050)
+    }
+
+    @Test(arguments: [["hotphrase", "x.wav"]])
     func unbuiltSubcommandsSaySoAndFail(arguments: [String]) throws {
         let result = try CLI.run(arguments)
         #expect(result.status == 3)

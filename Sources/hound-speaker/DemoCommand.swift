@@ -1,0 +1,135 @@
+import ArgumentParser
+import Audio
+import Foundation
+import Houndify
+import LocalHoundify
+import Logging
+import Speaker
+import SpeakerConfig
+import SpeakerRuntime
+import Speech
+
+/// One whole interaction with no hardware and no credentials: the local Houndify service in-process, the
+/// microphone played from a recording through a real ALSA `file` PCM in real time, a simulated button press,
+/// the real libcurl client, end-of-speech detection, espeak-ng speaking the answer.
+struct Demo: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "One whole interaction with no hardware and no credentials.")
+    @Option(help: ArgumentHelp("Write the spoken answer to this WAV file (default: the sound card, else hound-speaker-demo.wav).", valueName: "WAV"))
+    var output: String?
+
+    static let id = "AAECAwQFBgcICQoLDA0ODw=="
+    static let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+    func run() async throws {
+        try await reporting {
+            // The recording, as raw 16 kHz samples for the capture PCM.
+            guard let recording = Self.find("demo/what-time-is-it.wav") else {
+                throw CommandFailure(message: "the demo recording share/demo/what-time-is-it.wav is missing (run from the repository, or install share/)")
+            }
+            let audio: MonoAudio
+            do throws(AudioFileError) { audio = try AudioFile.readMono(path: recording) } catch { throw CommandFailure(message: error.description) }
+            let work = FileManager.default.temporaryDirectory.appendingPathComponent("hound-speaker-demo-\(getpid())").path
+            try FileManager.default.createDirectory(atPath: work, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: work) }
+            try audio.samples.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: "\(work)/mic.raw")) }
+            // The system's ALSA configuration plus a microphone that plays the recording.
+            try Data("""
+                pcm.demo_microphone { type file
+                 slave.pcm "null"
+                 file "/dev/null"
+                 infile "\(work)/mic.raw"
+                 format "raw" }
+                """.utf8).write(to: URL(fileURLWithPath: "\(work)/asoundrc"))
+            let system = ProcessInfo.processInfo.environment["ALSA_CONFIG_PATH"] ?? "/usr/share/alsa/alsa.conf"
+            setenv("ALSA_CONFIG_PATH", "\(system):\(work)/asoundrc", 1)
+
+            LoggingBootstrap.once(level: .warning)
+            var logger = Logger(label: "demo")
+            logger.logLevel = .warning
+
+            let service = try LocalHoundifyService(configuration: LocalServiceConfiguration(clientID: Self.id, clientKey: Self.key), logger: logger)
+            let port = try await service.start(port: 0)
+            printLine("local Houndify service on http://127.0.0.1:\(port) (no account needed)")
+            let profile = ClientProfile(clientID: Self.id, userID: "demo", deviceID: "demo", latitude: 37.3875, longitude: -122.0575,
+                                        timeZone: TimeZone.current.identifier)
+            let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
+                endpoint: "http://127.0.0.1:\(port)", clientKey: Self.key, profile: profile))
+
+            let speechOutput = Self.chooseOutput(output)
+            var config = SpeakerConfiguration()
+            config.audio.input = "demo_microphone"
+            let context = AppContext(config: config, logger: logger)
+            var parts = try SpeakerAssembly.parts(context: context, client: client, output: speechOutput)
+            parts.capture.realTime = true
+            parts.voiceRequestInfo = ["LocalServiceTranscript": "what time is it"]
+            let printer = DemoPrinter()
+            parts.eventSink = { printer.show($0) }
+            let loop = SpeakerLoop(parts: parts)
+            let runner = Task { await loop.run() }
+            printer.waitFor("\"to\":\"ready\"")
+            printLine("[button] pressed (simulated board); the microphone plays \(URL(fileURLWithPath: recording).lastPathComponent)")
+            loop.send(.talk)
+            let done = printer.waitFor("\"from\":\"speaking\",\"to\":\"ready\"", seconds: 60)
+            loop.send(.shutdown)
+            await runner.value
+            await service.stop()
+            if case .file(let path) = speechOutput { printLine("the answer was spoken into \(path)") }
+            if !done { throw CommandFailure(message: "the interaction did not complete within 60 s") }
+        }
+    }
+
+    static func chooseOutput(_ requested: String?) -> SpeechOutput {
+        if let requested { return .file(requested) }
+        do throws(AudioDeviceError) {
+            let probe = try ALSAPlayback(device: "default", sampleRate: 22050)
+            probe.close()
+            return .device("default")
+        } catch {
+            return .file("hound-speaker-demo.wav")
+        }
+    }
+
+    /// A shipped file: next to the binary's share/, the installed share, or the working copy.
+    static func find(_ relative: String) -> String? {
+        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        let candidates = ["/usr/share/hound-speaker/\(relative)", "share/\(relative)",
+                          binary.appendingPathComponent("../share/hound-speaker/\(relative)").path]
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+}
+
+/// Turns the loop's JSON events into lines a person reads, and lets the demo wait for one.
+final class DemoPrinter: @unchecked Sendable {
+    private let condition = NSCondition()
+    private var seen: [String] = []
+
+    func show(_ line: String) {
+        condition.lock()
+        seen.append(line)
+        condition.broadcast()
+        condition.unlock()
+        guard let json = try? JSONValue(parsing: Data(line.utf8)) else { return }
+        switch json["event"]?.stringValue {
+        case "state": printLine("[state] \(json["from"]?.stringValue ?? "?") -> \(json["to"]?.stringValue ?? "?")")
+        case "partial":
+            if let text = json["text"]?.stringValue, !text.isEmpty { printLine("[heard so far] \(text)") }
+        case "final":
+            printLine("[transcript] \(json["transcript"]?.stringValue ?? "")")
+            printLine("[answer] \(json["answer"]?.stringValue ?? "")")
+        case "error": printLine("[error] \(json["kind"]?.stringValue ?? "")")
+        case "timings": printLine("[\(json["line"]?.stringValue ?? "")]")
+        default: break
+        }
+    }
+
+    @discardableResult
+    func waitFor(_ text: String, seconds: Double = 10) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while !seen.contains(where: { $0.contains(text) }) {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Audio
+import Board
+import Foundation
+import Houndify
+import Logging
+import Speaker
+import SpeakerConfig
+import SpeakerRuntime
+import Speech
+
+struct Run: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Run the speaker: the button (or keyboard), microphone, Houndify, speech and LEDs.")
+    @OptionGroup var options: ConfigOption
+    @Option(help: ArgumentHelp("\"json\": one JSON object per event on stdout (states, transcripts, answers, timings).", valueName: "FORMAT"))
+    var events: String?
+
+    func run() async throws {
+        try await reporting {
+            let context = try AppContext(configPath: options.config)
+            if let events, events != "json" { throw CommandFailure(message: "--events takes \"json\", not \(events)", exitCode: 64) }
+            var parts = try SpeakerAssembly.parts(context: context, client: try context.houndifyClient(),
+                                                  output: .device(context.config.audio.output))
+            parts.board = try SpeakerAssembly.board(context.config.board)
+            if events == "json" { parts.eventSink = { printLine($0) } }
+            let loop = SpeakerLoop(parts: parts)
+            parts.board?.start()
+            let stopper = Task {
+                await Signals.waitForTermination()
+                context.logger.notice("stopping (signal)")
+                loop.send(.shutdown)
+            }
+            context.logger.notice("hound-speaker running: \(context.config.board.driver == "simulated" ? "press Space or Enter to talk" : "press the button to talk")")
+            await loop.run()
+            stopper.cancel()
+        }
+    }
+}
+
+/// Builds the speaker's parts from the config (wiring only; every behaviour lives in its module).
+enum SpeakerAssembly {
+    static func parts(context: AppContext, client: HoundifyClient, output: SpeechOutput) throws -> SpeakerParts {
+        let config = context.config
+        let volume: OutputVolume
+        do throws(AudioDeviceError) {
+            volume = try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
+        } catch { throw CommandFailure(message: error.description) }
+        let speech: SpeechEngine
+        let earcons: [Earcon: MonoAudio]
+        do throws(SpeechError) {
+            speech = try SpeechEngine(settings: config.speech.voiceSettings, volume: volume)
+            earcons = try Earcons.load(overrides: config.audio.earcons)
+        } catch { throw CommandFailure(message: error.message) }
+        var capture = CaptureSettings(device: config.audio.input)
+        capture.rate = config.audio.inputRate
+        capture.channels = config.audio.inputChannels
+        capture.channel = config.audio.inputChannel
+        var endpointer = Endpointer.Settings()
+        endpointer.mode = Endpointer.Mode(rawValue: config.listening.endOfSpeech) ?? .short
+        endpointer.shortSilenceMS = config.listening.shortSilenceMS
+        endpointer.longSilenceMS = config.listening.longSilenceMS
+        endpointer.noSpeechTimeoutMS = config.listening.noSpeechTimeoutMS
+        endpointer.maxLengthMS = config.listening.maxLengthMS
+        var machine = SpeakerMachine.Settings()
+        machine.enableSpeech = config.speaker.speech
+        machine.recordingLimitMS = config.speaker.recordingLimitMS
+        machine.searchingLimitMS = config.speaker.searchingLimitMS
+        machine.speakingLimitMS = config.speaker.speakingLimitMS
+        var parts = SpeakerParts(client: client, speech: speech, output: output, earcons: earcons, volume: volume,
+                                 capture: capture, endpointer: endpointer, machine: machine, logger: context.logger)
+        parts.stateHook = config.speaker.stateHook
+        return parts
+    }
+
+    static func board(_ board: SpeakerConfiguration.BoardSection) throws -> BoardRunner {
+        let hardware: BoardHardware
+        let roles: [LEDRole]
+        if board.driver == "simulated" {
+            let draw = SimulatedLEDs.drawer(terminal: isatty(STDERR_FILENO) == 1) { FileHandle.standardError.write(Data($0.utf8)) }
+            hardware = .simulated(input: STDIN_FILENO, terminal: isatty(STDIN_FILENO) == 1, draw: draw)
+            roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0.rawValue] != nil } : [.status]
+        } else {
+            let (button, leds) = BoardSetup.specs(board)
+            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds)) } catch {
+                throw CommandFailure(message: error.message)
+            }
+            roles = Array(leds.keys)
+        }
+        do throws(BoardError) {
+            return try BoardRunner(hardware: hardware, gestures: BoardSetup.gestures(board),
+                                   talkMode: TalkMode(rawValue: board.talkMode) ?? .tap, roles: roles.isEmpty ? [.status] : roles)
+        } catch { throw CommandFailure(message: error.message) }
+    }
+}
