@@ -77,7 +77,10 @@ let package = Package(
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
-        .executableTarget(name: "hound-speaker-bench", dependencies: ["Audio", "Speech"], swiftSettings: strict),
+        .executableTarget(name: "hound-speaker-bench",
+                         dependencies: ["Audio", "Speech", "Speaker", "SpeakerRuntime", "Houndify", "LocalHoundify",
+                                        .product(name: "Logging", package: "swift-log")],
+                         swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "LocalHoundify", "Audio"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig"], swiftSettings: strict),

@@ -82,7 +82,10 @@ public final class SpeakerLoop: Sendable {
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
 
-    /// Completed interactions' timings, oldest first (for the benchmark and tests).
+    /// How many interactions and states are remembered.
+    public static let historyLimit = 1000
+
+    /// The last completed interactions' timings, oldest first (for the benchmark and tests).
     public var interactions: [InteractionTimings] { history.withLock { $0 } }
     /// Every state entered, in order (for tests and `demo`).
     public var statesEntered: [SpeakerState] { stateLog.withLock { $0 } }
@@ -345,7 +348,10 @@ public final class SpeakerLoop: Sendable {
 
     private func stateChanged(from: SpeakerState, to: SpeakerState) {
         parts.logger.info("state \(from.rawValue) -> \(to.rawValue)")
-        stateLog.withLock { $0.append(to) }
+        stateLog.withLock { log in
+            log.append(to)
+            if log.count > SpeakerLoop.historyLimit { log.removeFirst(log.count - SpeakerLoop.historyLimit) }
+        }
         parts.eventSink?("{\"event\":\"state\",\"from\":\"\(from.rawValue)\",\"to\":\"\(to.rawValue)\"}")
         if to == .ready || to == .none {
             if from == .speaking { state.withLock { s in if s.timings?.speechEnd == nil { s.timings?.speechEnd = .now } } }
@@ -370,7 +376,11 @@ public final class SpeakerLoop: Sendable {
             return t
         }
         guard let finished else { return }
-        history.withLock { $0.append(finished) }
+        // Only the recent past is kept: a speaker runs for months.
+        history.withLock { h in
+            h.append(finished)
+            if h.count > SpeakerLoop.historyLimit { h.removeFirst(h.count - SpeakerLoop.historyLimit) }
+        }
         parts.logger.notice("\(finished.line)")
         parts.eventSink?("{\"event\":\"timings\",\"line\":\(jsonString(finished.line))}")
     }

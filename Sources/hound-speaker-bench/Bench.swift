@@ -20,6 +20,11 @@ struct Bench {
              slave.pcm "null"
              file "/dev/null"
              format "raw" }
+            pcm.bench_mic { type file
+             slave.pcm "null"
+             file "/dev/null"
+             infile "\(directory)/mic.raw"
+             format "raw" }
             pcm.bench_in { type file
              slave.pcm "null"
              file "/dev/null"
@@ -30,7 +35,8 @@ struct Bench {
         switch args.first {
         case "capture": try capture(minutes: Double(args.dropFirst().first ?? "") ?? 5, directory: directory)
         case "speech": try await speech(runs: Int(args.dropFirst().first ?? "") ?? 20)
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs]")
+        case "loop": try await LoopBench.run(queries: Int(args.dropFirst().first ?? "") ?? 1000, directory: directory)
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries]")
         }
     }
 

@@ -65,11 +65,11 @@ struct Demo: AsyncParsableCommand {
             let printer = DemoPrinter()
             parts.eventSink = { printer.show($0) }
             let loop = SpeakerLoop(parts: parts)
-            let runner = Task { await loop.run() }
-            printer.waitFor("\"to\":\"ready\"")
+            let runner = Task.detached { await loop.run() }
+            await printer.waitFor("\"to\":\"ready\"")
             printLine("[button] pressed (simulated board); the microphone plays \(URL(fileURLWithPath: recording).lastPathComponent)")
             loop.send(.talk)
-            let done = printer.waitFor("\"from\":\"speaking\",\"to\":\"ready\"", seconds: 60)
+            let done = await printer.waitFor("\"from\":\"speaking\",\"to\":\"ready\"", seconds: 60)
             loop.send(.shutdown)
             await runner.value
             await service.stop()
@@ -98,16 +98,20 @@ struct Demo: AsyncParsableCommand {
     }
 }
 
-/// Turns the loop's JSON events into lines a person reads, and lets the demo wait for one.
+/// Turns the loop's JSON events into lines a person reads, and lets the demo wait for one (suspending, never
+/// blocking a thread of the concurrency pool that the loop itself runs on).
 final class DemoPrinter: @unchecked Sendable {
-    private let condition = NSCondition()
+    private let lock = NSLock()
     private var seen: [String] = []
+    private var waiters: [(text: String, waiter: CheckedContinuation<Bool, Never>)] = []
 
     func show(_ line: String) {
-        condition.lock()
+        lock.lock()
         seen.append(line)
-        condition.broadcast()
-        condition.unlock()
+        let due = waiters.filter { line.contains($0.text) }
+        waiters.removeAll { line.contains($0.text) }
+        lock.unlock()
+        for w in due { w.waiter.resume(returning: true) }
         guard let json = try? JSONValue(parsing: Data(line.utf8)) else { return }
         switch json["event"]?.stringValue {
         case "state": printLine("[state] \(json["from"]?.stringValue ?? "?") -> \(json["to"]?.stringValue ?? "?")")
@@ -122,14 +126,32 @@ final class DemoPrinter: @unchecked Sendable {
         }
     }
 
+    /// True once a line containing `text` has been seen; false after `seconds`.
     @discardableResult
-    func waitFor(_ text: String, seconds: Double = 10) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while !seen.contains(where: { $0.contains(text) }) {
-            if !condition.wait(until: deadline) { return false }
+    func waitFor(_ text: String, seconds: Double = 10) async -> Bool {
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: .seconds(seconds))
+            self?.expire(text)
         }
-        return true
+        defer { timeout.cancel() }
+        return await withCheckedContinuation { waiter in
+            lock.lock()
+            if seen.contains(where: { $0.contains(text) }) {
+                lock.unlock()
+                waiter.resume(returning: true)
+                return
+            }
+            waiters.append((text, waiter))
+            lock.unlock()
+        }
     }
+
+    private func expire(_ text: String) {
+        lock.lock()
+        let due = waiters.filter { $0.text == text }
+        waiters.removeAll { $0.text == text }
+        lock.unlock()
+        for w in due { w.waiter.resume(returning: false) }
+    }
+
 }

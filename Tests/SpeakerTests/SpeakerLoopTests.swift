@@ -15,30 +15,51 @@ let clientKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4
 let earconDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     .appendingPathComponent("share/earcons").path
 
-/// Collects the loop's events (its JSON event lines) and lets a test wait for one, with a deadline.
+/// Collects the loop's events (its JSON event lines) and lets a test wait for one, with a deadline. Waiting
+/// suspends: it must not block a thread of the concurrency pool, on which the loop itself runs.
 final class EventLog: Sendable {
-    private let lines = Mutex<[String]>([])
-    private let condition = NSCondition()
+    private let state = Mutex<(lines: [String], waiters: [(text: String, skip: Int, waiter: CheckedContinuation<Bool, Never>)])>(([], []))
     /// Runs on the loop, synchronously, for each line: lets a test act at an exact point of the interaction.
     let react = Mutex<(@Sendable (String) -> Void)?>(nil)
 
     func add(_ line: String) {
-        lines.withLock { $0.append(line) }
+        let due = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
+            s.lines.append(line)
+            let count = s.lines.count
+            let ready = s.waiters.filter { w in s.lines.dropFirst(w.skip).contains { $0.contains(w.text) } && count > w.skip }
+            s.waiters.removeAll { w in s.lines.dropFirst(w.skip).contains { $0.contains(w.text) } }
+            return ready.map(\.waiter)
+        }
         react.withLock { $0 }?(line)
-        condition.lock(); condition.broadcast(); condition.unlock()
+        for w in due { w.resume(returning: true) }
     }
 
-    var all: [String] { lines.withLock { $0 } }
+    var all: [String] { state.withLock { $0.lines } }
 
     /// Waits until a line containing `text` has arrived (after the first `skip` lines), or `seconds` pass.
-    func wait(for text: String, after skip: Int = 0, seconds: Double = 20) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while !lines.withLock({ $0.dropFirst(skip).contains { $0.contains(text) } }) {
-            if !condition.wait(until: deadline) { return false }
+    func wait(for text: String, after skip: Int = 0, seconds: Double = 20) async -> Bool {
+        let timeout = Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            self.expire(text)
         }
-        return true
+        defer { timeout.cancel() }
+        return await withCheckedContinuation { waiter in
+            let now = state.withLock { s -> Bool in
+                if s.lines.dropFirst(skip).contains(where: { $0.contains(text) }) { return true }
+                s.waiters.append((text, skip, waiter))
+                return false
+            }
+            if now { waiter.resume(returning: true) }
+        }
+    }
+
+    private func expire(_ text: String) {
+        let due = state.withLock { s -> [CheckedContinuation<Bool, Never>] in
+            let matching = s.waiters.filter { $0.text == text }.map(\.waiter)
+            s.waiters.removeAll { $0.text == text }
+            return matching
+        }
+        for w in due { w.resume(returning: false) }
     }
 
     var states: [String] {
@@ -101,8 +122,8 @@ struct Rig {
                                  capture: capture, logger: logger)
         parts.eventSink = { events.add($0) }
         let loop = SpeakerLoop(parts: parts)
-        let task = Task { await loop.run() }
-        #expect(events.wait(for: "\"to\":\"ready\""))
+        let task = Task.detached { await loop.run() }
+        #expect(await events.wait(for: "\"to\":\"ready\""))
         return Rig(service: service, loop: loop, events: events, task: task)
     }
 
@@ -120,8 +141,8 @@ struct Rig {
     @Test func buttonQueryIsAnsweredAndSpoken() async throws {
         let rig = try await Rig.start()
         rig.loop.send(.talk)
-        #expect(rig.events.wait(for: "\"event\":\"final\""))
-        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"event\":\"final\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
         #expect(rig.events.states == ["ready", "recording", "searching", "speaking", "ready", "none"])
         #expect(rig.events.all.contains { $0.contains("\"transcript\":\"what time is it\"") && $0.contains("\"answer\":\"It is ") })
@@ -142,7 +163,7 @@ struct Rig {
         let loop = rig.loop
         rig.events.react.withLock { $0 = { line in if line.contains("\"to\":\"speaking\"") { loop.send(.talk) } } }
         rig.loop.send(.talk)
-        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
         // The whole story is about 25 s of speech; what was played is a small part of it.
         let engine = try SpeechEngine(settings: VoiceSettings())
@@ -153,8 +174,8 @@ struct Rig {
     @Test func serverDownIsSpokenAsNoInternet() async throws {
         let rig = try await Rig.start(serviceUp: false)
         rig.loop.send(.talk)
-        #expect(rig.events.wait(for: "\"kind\":\"offline\""))
-        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"kind\":\"offline\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
         #expect(rig.events.states.prefix(5) == ["ready", "recording", "speaking", "ready", "none"] || rig.events.states.prefix(5) == ["ready", "recording", "searching", "speaking", "ready"])
         #expect(AudioLevel.dBFS(rig.played) > -40)  // "I can't reach the internet." was said
@@ -163,16 +184,16 @@ struct Rig {
     @Test func refusedKeyIsSpoken() async throws {
         let rig = try await Rig.start(key: "-yBFao-02f4jSG2St9wBJktwlbrfBClOc5i94gcsUXabwOUKL1R5nsPoDTJXfKHG6xA1Wn-kye4TOF2Cp8zxFg==")
         rig.loop.send(.talk)
-        #expect(rig.events.wait(for: "\"kind\":\"authentication\""))
-        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"kind\":\"authentication\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
     }
 
     @Test func stalledServerTimesOutToReady() async throws {
         let rig = try await Rig.start(fault: .stall, responseTimeoutMS: 300)
         rig.loop.send(.talk)
-        #expect(rig.events.wait(for: "\"kind\":\"serviceFailing\""))
-        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"kind\":\"serviceFailing\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
         #expect(rig.loop.currentState == .none)
     }
@@ -185,9 +206,9 @@ struct Rig {
             if line.contains("For how long?") { loop.setVoiceRequestInfo(["LocalServiceTranscript": "five minutes"]) }
         } }
         rig.loop.send(.talk)
-        #expect(rig.events.wait(for: "\"answer\":\"For how long?\""))
-        #expect(rig.events.wait(for: "\"answer\":\"OK, a timer for 5 minutes, starting now.\""))
-        #expect(rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: rig.events.all.firstIndex { $0.contains("5 minutes") } ?? 0))
+        #expect(await rig.events.wait(for: "\"answer\":\"For how long?\""))
+        #expect(await rig.events.wait(for: "\"answer\":\"OK, a timer for 5 minutes, starting now.\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: rig.events.all.firstIndex { $0.contains("5 minutes") } ?? 0))
         await rig.stop()
         #expect(Array(rig.events.states.prefix(7)) == ["ready", "recording", "searching", "speaking", "recording", "searching", "speaking"])
     }

@@ -1,0 +1,130 @@
+import Audio
+import Foundation
+import Houndify
+import LocalHoundify
+import Logging
+import Speaker
+import SpeakerRuntime
+import Speech
+
+/// 1,000 whole button queries through the speaker loop in one process: the question played into an ALSA file PCM
+/// (not paced: as fast as the machine goes), the local Houndify service in-process over loopback with libcurl,
+/// the answer spoken by espeak-ng into the null PCM. Reports the growth of the resident set and the medians of
+/// the stage timings.
+enum LoopBench {
+    static let id = "AAECAwQFBgcICQoLDA0ODw=="
+    static let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+    static func residentKB() -> Int {
+        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }) else { return 0 }
+        return Int(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+    }
+
+    static func run(queries: Int, directory: String) async throws {
+        // The question: 0.3 s of silence, espeak-ng's "what time is it", then the null PCM's silence.
+        let wav = "\(directory)/q.wav"
+        let espeak = Process()
+        espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+        espeak.arguments = ["-w", wav, "what time is it"]
+        try espeak.run()
+        espeak.waitUntilExit()
+        let question = try AudioFile.readMono(path: wav)
+        let mic = [Int16](repeating: 0, count: 4800) + question.samples
+        try mic.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: "\(directory)/mic.raw")) }
+
+        var logger = Logger(label: "bench")
+        logger.logLevel = ProcessInfo.processInfo.environment["BENCH_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .critical
+        let service = try LocalHoundifyService(configuration: LocalServiceConfiguration(clientID: id, clientKey: key), logger: logger)
+        let port = try await service.start(port: 0)
+        let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
+            endpoint: "http://127.0.0.1:\(port)", clientKey: key,
+            profile: ClientProfile(clientID: id, deviceID: "bench", timeZone: "UTC")))
+        var capture = CaptureSettings(device: "bench_mic")
+        capture.rate = 16000
+        let volume = try OutputVolume(percent: 100, device: "bench_out", mixerControl: "")
+        let earconPaths = ["share/earcons", "/usr/share/hound-speaker/earcons"]
+        setenv("HOUND_SPEAKER_EARCON_PATH", earconPaths.joined(separator: ":"), 1)
+        let parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings(), volume: volume),
+                                 output: .device("bench_out"), earcons: try Earcons.load(), volume: volume,
+                                 capture: capture, logger: logger)
+        let ready = ReadyCounter()
+        var withSink = parts
+        withSink.eventSink = { line in if line.contains("\"from\":\"speaking\",\"to\":\"ready\"") { ready.increment() } }
+        let loop = SpeakerLoop(parts: withSink)
+        let task = Task.detached { await loop.run() }
+
+        func ask(_ n: Int) async {
+            for _ in 0..<n {
+                let before = ready.value
+                loop.send(.talk)
+                await ready.wait(above: before)
+            }
+        }
+        await ask(20)  // warm-up: caches, connection, espeak-ng's voice data
+        let rssStart = residentKB()
+        let started = ContinuousClock.now
+        var checkpoints: [(Int, Int)] = []
+        var done = 0
+        while done < queries {
+            let step = min(500, queries - done)
+            await ask(step)
+            done += step
+            checkpoints.append((done, residentKB()))
+        }
+        let elapsed = started.duration(to: .now)
+        let rssEnd = residentKB()
+        loop.send(.shutdown)
+        await task.value
+        await service.stop()
+
+        let timings = loop.interactions.suffix(queries)
+        func median(_ keyPath: KeyPath<InteractionTimings, ContinuousClock.Instant?>) -> String {
+            let values = timings.compactMap { $0.milliseconds(keyPath) }.sorted()
+            return values.isEmpty ? "-" : "\(values[values.count / 2]) ms"
+        }
+        print("\(queries) queries after 20 warm-up ones, in \(String(format: "%.1f", Double(elapsed / .milliseconds(1)) / 1000)) s")
+        print("| measure | value |")
+        print("|---|---|")
+        print("| resident set before | \(rssStart) kB |")
+        print("| resident set after | \(rssEnd) kB |")
+        print("| growth over \(queries) queries | \(rssEnd - rssStart) kB |")
+        print("| resident set every 500 queries | \(checkpoints.map { "\($0.1 - rssStart)" }.joined(separator: ", ")) kB over the start |")
+        for (name, path) in [("first audio sent", \InteractionTimings.firstAudioSent), ("end of speech", \.endOfSpeech),
+                             ("first partial", \.firstPartial), ("final result", \.finalResult),
+                             ("first TTS sample", \.firstTTSSample), ("speech end", \.speechEnd)] as [(String, KeyPath<InteractionTimings, ContinuousClock.Instant?>)] {
+            print("| median trigger -> \(name) | \(median(path)) |")
+        }
+    }
+}
+
+/// Counts completed answers; waiting suspends (it never blocks a thread of the concurrency pool).
+final class ReadyCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+
+    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+
+    func increment() {
+        lock.lock()
+        count += 1
+        let due = waiters.filter { $0.0 < count }
+        waiters.removeAll { $0.0 < count }
+        lock.unlock()
+        for (_, waiter) in due { waiter.resume() }
+    }
+
+    func wait(above n: Int) async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            lock.lock()
+            if count > n {
+                lock.unlock()
+                waiter.resume()
+                return
+            }
+            waiters.append((n, waiter))
+            lock.unlock()
+        }
+    }
+}
