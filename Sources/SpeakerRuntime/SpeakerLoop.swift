@@ -107,6 +107,9 @@ public final class SpeakerLoop: Sendable {
         let continuation = self.continuation
         router = CaptureRouter(preRollMS: parts.preRollMS, detector: parts.hotPhrase, post: { continuation.yield($0) })
         state = Mutex(LoopState(machine: SpeakerMachine(settings: parts.machine)))
+        // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
+        // not be dropped in state none.
+        continuation.yield(.event(.started))
     }
 
     /// Feeds an event from outside (a test, the demo's script, a signal handler's shutdown).
@@ -137,7 +140,6 @@ public final class SpeakerLoop: Sendable {
             }
         }
         if parts.hotPhrase != nil { startContinuousCapture() }
-        send(.started)
         loop: for await input in inputs {
             let event: SpeakerEvent
             switch input {

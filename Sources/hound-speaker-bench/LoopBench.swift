@@ -71,6 +71,7 @@ enum LoopBench {
             await ask(step)
             done += step
             checkpoints.append((done, residentKB()))
+            FileHandle.standardError.write(Data("\(done) queries, resident \(residentKB()) kB\n".utf8))
         }
         let elapsed = started.duration(to: .now)
         let rssEnd = residentKB()

@@ -213,3 +213,28 @@ struct Rig {
         #expect(Array(rig.events.states.prefix(7)) == ["ready", "recording", "searching", "speaking", "recording", "searching", "speaking"])
     }
 }
+
+@Suite struct SpeakerLoopStartTests {
+    @Test func aPressSentBeforeTheLoopRunsIsNotLost() async throws {
+        _ = TestALSA.directory
+        setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
+        let profile = ClientProfile(clientID: clientID, userID: "test", deviceID: "rig", timeZone: "UTC")
+        // Nothing listens on port 9: the press must lead to a search (which fails), not vanish.
+        let client = try HoundifyClient(configuration: HoundifyClientConfiguration(endpoint: "http://127.0.0.1:9", clientKey: clientKey, profile: profile))
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        var capture = CaptureSettings(device: "test_mic_e")
+        capture.rate = 16000
+        var parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .memory,
+                                 earcons: [:], volume: try OutputVolume(percent: 100, device: "default", mixerControl: ""),
+                                 capture: capture, logger: logger)
+        let events = EventLog()
+        parts.eventSink = { events.add($0) }
+        let loop = SpeakerLoop(parts: parts)
+        loop.send(.talk)  // before run()
+        let task = Task.detached { await loop.run() }
+        #expect(await events.wait(for: "\"to\":\"recording\""))
+        loop.send(.shutdown)
+        await task.value
+    }
+}
