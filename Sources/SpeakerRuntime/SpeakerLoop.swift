@@ -78,6 +78,7 @@ public final class SpeakerLoop: Sendable {
     private let inputs: AsyncStream<LoopInput>
     private let continuation: AsyncStream<LoopInput>.Continuation
     private let router: CaptureRouter
+    private let watchdog: Watchdog
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
@@ -95,7 +96,6 @@ public final class SpeakerLoop: Sendable {
         var search: VoiceSearch?
         var searchID = 0
         var capture: ALSACapture?
-        var watchdog: Task<Void, Never>?
         var speech: SpeechTask?
         var timings: InteractionTimings?
         var continuousCapture: ALSACapture?
@@ -106,6 +106,7 @@ public final class SpeakerLoop: Sendable {
         (inputs, continuation) = AsyncStream.makeStream(of: LoopInput.self, bufferingPolicy: .unbounded)
         let continuation = self.continuation
         router = CaptureRouter(preRollMS: parts.preRollMS, detector: parts.hotPhrase, post: { continuation.yield($0) })
+        watchdog = Watchdog { generation in continuation.yield(.event(.watchdog(generation: generation))) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: parts.machine)))
         // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
         // not be dropped in state none.
@@ -227,13 +228,9 @@ public final class SpeakerLoop: Sendable {
                 parts.logger.error("volume: \(error)")
             }
         case .armWatchdog(let generation, let ms):
-            let task = Task { [continuation] in
-                try? await Task.sleep(for: .milliseconds(ms))
-                if !Task.isCancelled { continuation.yield(.event(.watchdog(generation: generation))) }
-            }
-            state.withLock { s in s.watchdog?.cancel(); s.watchdog = task }
+            watchdog.arm(generation: generation, milliseconds: ms)
         case .disarmWatchdog:
-            state.withLock { s in s.watchdog?.cancel(); s.watchdog = nil }
+            watchdog.disarm()
         case .stateChanged(let from, let to):
             stateChanged(from: from, to: to)
         case .show(let text):
@@ -402,10 +399,10 @@ public final class SpeakerLoop: Sendable {
     private func shutdownDevices() {
         router.detach()
         let (capture, continuous, search) = state.withLock { s -> (ALSACapture?, ALSACapture?, VoiceSearch?) in
-            s.watchdog?.cancel()
             defer { s.capture = nil; s.continuousCapture = nil; s.search = nil }
             return (s.capture, s.continuousCapture, s.search)
         }
+        watchdog.disarm()
         search?.cancel()
         capture?.stop()
         continuous?.stop()

@@ -40,13 +40,44 @@ enum LoopBench {
         let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
             endpoint: "http://127.0.0.1:\(port)", clientKey: key,
             profile: ClientProfile(clientID: id, deviceID: "bench", timeZone: "UTC")))
+        if let mode = ProcessInfo.processInfo.environment["BENCH_PROBE"] {
+            // Diagnostics: the growth of one part alone.
+            let base = residentKB()
+            var marks: [Int] = []
+            for i in 1...queries {
+                switch mode {
+                case "text": _ = try? await client.textSearch("what time is it")
+                case "voice":
+                    let search = try client.startVoiceSearch(extra: ["LocalServiceTranscript": "what time is it"])
+                    mic.withUnsafeBufferPointer { _ = search.write($0) }
+                    search.finish()
+                    _ = try? await search.response()
+                case "capture":
+                    var c = CaptureSettings(device: "bench_mic")
+                    c.rate = 16000
+                    let got = ReadyCounter()
+                    let capture = try ALSACapture(settings: c, onFrame: { _, _ in got.increment() })
+                    capture.start()
+                    await got.wait(above: 10)
+                    capture.stop()
+                default:
+                    let engine = try SpeechEngine(settings: VoiceSettings())
+                    _ = await engine.speak("It is twelve o'clock.", to: .memory).result()
+                }
+                if i % 500 == 0 { marks.append(residentKB() - base) }
+            }
+            print("probe \(mode): resident set every 500: \(marks.map(String.init).joined(separator: ", ")) kB over the start")
+            await service.stop()
+            return
+        }
         var capture = CaptureSettings(device: "bench_mic")
         capture.rate = 16000
         let volume = try OutputVolume(percent: 100, device: "bench_out", mixerControl: "")
         let earconPaths = ["share/earcons", "/usr/share/hound-speaker/earcons"]
         setenv("HOUND_SPEAKER_EARCON_PATH", earconPaths.joined(separator: ":"), 1)
         let parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings(), volume: volume),
-                                 output: .device("bench_out"), earcons: try Earcons.load(), volume: volume,
+                                 output: ProcessInfo.processInfo.environment["BENCH_OUTPUT"] == "memory" ? .memory : .device("bench_out"),
+                                 earcons: try Earcons.load(), volume: volume,
                                  capture: capture, logger: logger)
         let ready = ReadyCounter()
         var withSink = parts

@@ -80,7 +80,7 @@ struct Rig {
     /// `question` is spoken by espeak-ng into the microphone fixture, between silences.
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
-                      responseTimeoutMS: Int = 10_000) async throws -> Rig {
+                      responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -121,6 +121,7 @@ struct Rig {
                                  earcons: try Earcons.load(), volume: try OutputVolume(percent: 100, device: "test_loop_speaker", mixerControl: ""),
                                  capture: capture, logger: logger)
         parts.eventSink = { events.add($0) }
+        parts.machine.searchingLimitMS = searchingLimitMS
         let loop = SpeakerLoop(parts: parts)
         let task = Task.detached { await loop.run() }
         #expect(await events.wait(for: "\"to\":\"ready\""))
@@ -196,6 +197,15 @@ struct Rig {
         #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
         #expect(rig.loop.currentState == .none)
+    }
+
+    @Test func theWatchdogEndsASearchThatNeverAnswers() async throws {
+        // The service stalls and the client would wait 60 s: the speaker's own watchdog (300 ms here) ends it.
+        let rig = try await Rig.start(fault: .stall, responseTimeoutMS: 60_000, searchingLimitMS: 300)
+        rig.loop.send(.talk)
+        #expect(await rig.events.wait(for: "\"from\":\"searching\",\"to\":\"ready\""))
+        await rig.stop()
+        #expect(Array(rig.events.states.prefix(4)) == ["ready", "recording", "searching", "ready"])
     }
 
     @Test func autoListenAsksTheFollowUp() async throws {
