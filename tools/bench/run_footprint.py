@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Peak memory of `hound-speaker run` and its CPU while idle (waiting for the button).
+
+Starts `hound-speaker serve` and `hound-speaker run --events json` (release build) with the simulated board on a
+pipe, an ALSA `file` microphone playing espeak-ng's "what time is it" and a `file` speaker; asks QUERIES
+questions by "clicking" the simulated button, then leaves it idle for IDLE seconds and reads its CPU time from
+/proc. Peak memory is VmHWM from /proc/PID/status.
+
+  python3 tools/bench/run_footprint.py [--queries 20] [--idle 30]
+"""
+import argparse, json, os, subprocess, tempfile, time
+
+ID = "AAECAwQFBgcICQoLDA0ODw=="
+KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+
+def cpu_seconds(pid):
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def status_kb(pid, key):
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith(key + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--queries", type=int, default=20)
+    ap.add_argument("--idle", type=float, default=30)
+    args = ap.parse_args()
+    binary = os.path.join(subprocess.check_output(["swift", "build", "-c", "release", "--show-bin-path"], text=True).strip(), "hound-speaker")
+    root = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["espeak-ng", "-w", f"{tmp}/q.wav", "what time is it"], check=True)
+        subprocess.run(["sox", f"{tmp}/q.wav", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", f"{tmp}/mic.raw", "pad", "0.3", "1"], check=True)
+        open(f"{tmp}/asoundrc", "w").write(
+            f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
+            f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
+        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY,
+                   ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board")
+        serve = subprocess.Popen([binary, "serve", "--port", "0", "--config", "config/speaker.toml"], env=env,
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        url = serve.stdout.readline().strip().removeprefix("listening on ")
+        open(f"{tmp}/speaker.toml", "w").write(
+            f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n[board]\nprofile = "simulated"\n'
+            f'[logging]\nlevel = "warning"\n')
+        run = subprocess.Popen([binary, "run", "--config", f"{tmp}/speaker.toml", "--events", "json"], env=env,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+        try:
+            def wait_for(text):
+                for line in run.stdout:
+                    if os.environ.get("FP_DEBUG"):
+                        print(line.rstrip(), flush=True)
+                    if text in line:
+                        return True
+                return False
+            wait_for('"to":"ready"')
+            answered = 0
+            for _ in range(args.queries):
+                # A simulated click holds the button 120 ms; the next one must come after it is released.
+                time.sleep(0.3)
+                run.stdin.write("click\n"); run.stdin.flush()
+                if wait_for('"from":"speaking","to":"ready"'):
+                    answered += 1
+            peak = status_kb(run.pid, "VmHWM")
+            rss = status_kb(run.pid, "VmRSS")
+            before = cpu_seconds(run.pid)
+            time.sleep(args.idle)
+            idle = cpu_seconds(run.pid) - before
+            print(f"binary: {binary} ({os.path.getsize(binary) // 1024} kB)")
+            print("| measure | value |")
+            print("|---|---|")
+            print(f"| queries answered | {answered} of {args.queries} |")
+            print(f"| peak resident set (VmHWM) | {peak} kB |")
+            print(f"| resident set after the queries | {rss} kB |")
+            print(f"| CPU while idle, waiting for the button ({args.idle:g} s) | {idle:.2f} s ({idle / args.idle * 100:.2f} % of a core) |")
+        finally:
+            run.terminate(); run.wait()
+            serve.terminate(); serve.wait()
+
+
+if __name__ == "__main__":
+    main()
