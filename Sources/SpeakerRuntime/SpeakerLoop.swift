@@ -266,12 +266,8 @@ public final class SpeakerLoop: Sendable {
         guard parts.hotPhrase == nil else { return }  // continuous capture is already feeding the router
         // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
         do throws(AudioDeviceError) {
-            let router = self.router
-            let capture = try ALSACapture(settings: parts.capture, onEvent: { [logger = parts.logger] event in
-                Self.logCapture(event, logger: logger)
-            }, onFrame: { frame, level in router.frame(frame, level: level) })
+            let capture = try openMicrophone()
             state.withLock { $0.capture = capture }
-            capture.start()
         } catch {
             parts.logger.error("microphone: \(error)")
             search.cancel()
@@ -281,15 +277,21 @@ public final class SpeakerLoop: Sendable {
 
     private func startContinuousCapture() {
         do throws(AudioDeviceError) {
-            let router = self.router
-            let capture = try ALSACapture(settings: parts.capture, onEvent: { [logger = parts.logger] event in
-                Self.logCapture(event, logger: logger)
-            }, onFrame: { frame, level in router.frame(frame, level: level) })
+            let capture = try openMicrophone()
             state.withLock { $0.continuousCapture = capture }
-            capture.start()
         } catch {
             parts.logger.error("microphone: \(error); the hot phrase cannot be heard, the button still works")
         }
+    }
+
+    /// Opens and starts the microphone, every frame going to the router.
+    private func openMicrophone() throws(AudioDeviceError) -> ALSACapture {
+        let router = self.router
+        let capture = try ALSACapture(settings: parts.capture, onEvent: { [logger = parts.logger] event in
+            Self.logCapture(event, logger: logger)
+        }, onFrame: { frame, level in router.frame(frame, level: level) })
+        capture.start()
+        return capture
     }
 
     static func logCapture(_ event: CaptureEvent, logger: Logger) {
