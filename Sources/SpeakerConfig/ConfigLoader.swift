@@ -312,32 +312,18 @@ private struct Reader {
         if let t = root["speaker"]?.table {
             if let v = try bool(t, "speaker", "speech") { config.speaker.speech = v }
             if let v = try string(t, "speaker", "state_hook") { config.speaker.stateHook = v }
-            for (key, range) in [("recording_limit_ms", 2000...120_000), ("searching_limit_ms", 2000...120_000), ("speaking_limit_ms", 2000...600_000)] {
-                guard let v = try integer(t, "speaker", key) else { continue }
-                guard range.contains(v) else { throw error("speaker", key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
-                switch key {
-                case "recording_limit_ms": config.speaker.recordingLimitMS = v
-                case "searching_limit_ms": config.speaker.searchingLimitMS = v
-                default: config.speaker.speakingLimitMS = v
-                }
-            }
+            try readIntegers(t, "speaker", into: &config.speaker, unit: " ms", [
+                ("recording_limit_ms", 2000...120_000, \.recordingLimitMS), ("searching_limit_ms", 2000...120_000, \.searchingLimitMS),
+                ("speaking_limit_ms", 2000...600_000, \.speakingLimitMS)])
         }
         if let t = root["listening"]?.table {
             if let v = try string(t, "listening", "end_of_speech") {
                 guard ["short", "long", "none"].contains(v) else { throw error("listening", "end_of_speech", "must be \"short\", \"long\" or \"none\", not \"\(v)\"") }
                 config.listening.endOfSpeech = v
             }
-            for (key, range) in [("short_silence_ms", 200...3000), ("long_silence_ms", 200...5000),
-                                 ("no_speech_timeout_ms", 1000...30_000), ("max_length_ms", 2000...60_000)] {
-                guard let v = try integer(t, "listening", key) else { continue }
-                guard range.contains(v) else { throw error("listening", key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
-                switch key {
-                case "short_silence_ms": config.listening.shortSilenceMS = v
-                case "long_silence_ms": config.listening.longSilenceMS = v
-                case "no_speech_timeout_ms": config.listening.noSpeechTimeoutMS = v
-                default: config.listening.maxLengthMS = v
-                }
-            }
+            try readIntegers(t, "listening", into: &config.listening, unit: " ms", [
+                ("short_silence_ms", 200...3000, \.shortSilenceMS), ("long_silence_ms", 200...5000, \.longSilenceMS),
+                ("no_speech_timeout_ms", 1000...30_000, \.noSpeechTimeoutMS), ("max_length_ms", 2000...60_000, \.maxLengthMS)])
         }
         if let t = root["serve"]?.table {
             if let v = try integer(t, "serve", "port") {
@@ -352,16 +338,8 @@ private struct Reader {
                 guard !v.isEmpty else { throw error("speech", "voice", "must name an espeak-ng voice, e.g. \"en-us\"") }
                 config.speech.voice = v
             }
-            for (key, range) in [("rate", 80...450), ("pitch", 0...100), ("volume", 0...200), ("lead_in_ms", 0...1000)] {
-                guard let v = try integer(t, "speech", key) else { continue }
-                guard range.contains(v) else { throw error("speech", key, "must be \(range.lowerBound) to \(range.upperBound), not \(v)") }
-                switch key {
-                case "rate": config.speech.rate = v
-                case "pitch": config.speech.pitch = v
-                case "volume": config.speech.volume = v
-                default: config.speech.leadInMS = v
-                }
-            }
+            try readIntegers(t, "speech", into: &config.speech, unit: "", [
+                ("rate", 80...450, \.rate), ("pitch", 0...100, \.pitch), ("volume", 0...200, \.volume), ("lead_in_ms", 0...1000, \.leadInMS)])
         }
         if let t = root["logging"]?.table, let v = try string(t, "logging", "level") {
             guard SpeakerConfiguration.logLevels.contains(v) else {
@@ -398,20 +376,23 @@ private struct Reader {
             board.leds = lines
         }
         if let v = try bool(t, b, "leds_active_low") { board.ledsActiveLow = v }
-        for (key, range) in [("debounce_ms", 0...500), ("long_press_ms", 200...10_000), ("double_press_ms", 0...2_000)] {
-            guard let v = try integer(t, b, key) else { continue }
-            guard range.contains(v) else { throw error(b, key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
-            switch key {
-            case "debounce_ms": board.debounceMS = v
-            case "long_press_ms": board.longPressMS = v
-            default: board.doublePressMS = v
-            }
-        }
+        try readIntegers(t, b, into: &board, unit: " ms", [
+            ("debounce_ms", 0...500, \.debounceMS), ("long_press_ms", 200...10_000, \.longPressMS), ("double_press_ms", 0...2_000, \.doublePressMS)])
         if let v = try string(t, b, "talk_mode") {
             guard v == "tap" || v == "hold" else { throw error(b, "talk_mode", "must be \"tap\" or \"hold\", not \"\(v)\"") }
             board.talkMode = v
         }
         if !board.led.isEmpty && t["leds"] == nil && t["led"] != nil { board.leds = [:] }
+    }
+
+    /// Reads bounded integer keys of one table into a section: each key, its allowed range, where it goes.
+    func readIntegers<Section>(_ t: TOMLTable, _ table: String, into section: inout Section, unit: String,
+                               _ keys: [(String, ClosedRange<Int>, WritableKeyPath<Section, Int>)]) throws(ConfigError) {
+        for (key, range, path) in keys {
+            guard let v = try integer(t, table, key) else { continue }
+            guard range.contains(v) else { throw error(table, key, "must be \(range.lowerBound) to \(range.upperBound)\(unit), not \(v)") }
+            section[keyPath: path] = v
+        }
     }
 
     func bool(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Bool? {
