@@ -7,11 +7,7 @@ import TestSupport
 func spoken(_ text: String) throws -> [Int16] {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-eos-\(UUID().uuidString).wav").path
     defer { try? FileManager.default.removeItem(atPath: path) }
-    let espeak = Process()
-    espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-    espeak.arguments = ["-w", path, text]
-    try espeak.run()
-    espeak.waitUntilExit()
+    try espeakWAV(text, to: path)
     return try AudioFile.readMono(path: path).samples
 }
 

@@ -86,11 +86,7 @@ struct Rig {
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
         let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-loop-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: wav) }
-        let espeak = Process()
-        espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-        espeak.arguments = ["-w", wav, question]
-        try espeak.run()
-        espeak.waitUntilExit()
+        try espeakWAV(question, to: wav)
         try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0.3", "2"])
         try? FileManager.default.removeItem(atPath: TestALSA.outputFile("test_loop_speaker"))
 

@@ -73,3 +73,14 @@ public func readRawInt16(_ path: String) throws -> [Int16] {
     let data = try Data(contentsOf: URL(fileURLWithPath: path))
     return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
 }
+
+/// Has espeak-ng (a test dependency) say `text` into the WAV at `path`, and fails loudly if it fails.
+public func espeakWAV(_ text: String, to path: String) throws {
+    let espeak = Process()
+    espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+    espeak.arguments = ["-w", path, text]
+    espeak.standardError = FileHandle.nullDevice
+    try espeak.run()
+    espeak.waitUntilExit()
+    guard espeak.terminationStatus == 0 else { throw SoxError(arguments: ["(espeak-ng)", "-w", path, text]) }
+}
