@@ -1,0 +1,114 @@
+"""Augmentation into feature sets: positives with known phrase ends, and long negative feature streams."""
+import glob
+import hashlib
+import os
+import sys
+
+import numpy as np
+from scipy.io import wavfile
+
+from . import augment as A
+from . import frontend
+
+SR = 16000
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+REAL = os.environ.get("HOTPHRASE_REAL_KEYWORDS",
+                      os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data", "real-keywords")))
+
+
+def load_clips(path):
+    z = np.load(path)
+    a, o = z["audio"].astype(np.float32) / 32768.0, z["offsets"]
+    return [a[o[i]:o[i + 1]] for i in range(len(o) - 1)], [str(m) for m in z["meta"]]
+
+
+def real_clips(word, half):
+    """The real recordings of `word` in half 'train' or 'eval' (split by file name hash), or all (half=None)."""
+    files = sorted(glob.glob(os.path.join(REAL, word, "*.wav")))
+    if not files:
+        sys.exit(f"no real keyword recordings in {os.path.join(REAL, word)} (set HOTPHRASE_REAL_KEYWORDS)")
+    out = []
+    for f in files:
+        h = int(hashlib.sha1(os.path.basename(f).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+        if half is None or (h < 0.5) == (half == "train"):
+            sr, x = wavfile.read(f)
+            assert sr == SR, f
+            x = x.astype(np.float32) / 32768.0
+            out.append(x if x.ndim == 1 else x.mean(axis=1))
+    return out
+
+
+def end_frame(end_sample):
+    """First frame whose window reaches end_sample: the earliest moment the detector has heard the whole clip."""
+    return max(0, -(-(end_sample - frontend.WINDOW) // frontend.HOP))
+
+
+class Banks:
+    """Long noise recordings to crop from."""
+
+    def __init__(self, rng, kinds, seconds, utterances):
+        self.kinds = kinds
+        self.b = {k: A.make_bank(rng, k, seconds, utterances) for k in kinds}
+
+    def noise(self, rng, n):
+        return A.crop(rng, self.b[self.kinds[rng.integers(len(self.kinds))]], n)
+
+
+def positive(rng, clip, banks, fillers, snr_range=(-5, 20), snr=None, reverb_p=0.5):
+    """One augmented positive: context before (so the network's 1.95 s sees only real audio), the phrase, then
+    silence-with-noise or more speech after. Returns (audio, phrase start sample, phrase end sample)."""
+    x = A.speed(clip, rng.uniform(0.88, 1.12))
+    if rng.random() < reverb_p:
+        x = A.reverb(x, A.room_ir(rng))
+    before = int(max(rng.uniform(0.3, 1.2), 2.6 - len(x) / SR) * SR)
+    after = int(rng.uniform(0.5, 1.0) * SR)
+    pre = np.zeros(before, np.float32)
+    post = np.zeros(after, np.float32)
+    if fillers and rng.random() < 0.3:  # someone was talking just before
+        f = fillers[rng.integers(len(fillers))]
+        k = min(len(f), before - int(0.15 * SR))
+        pre[before - int(0.15 * SR) - k: before - int(0.15 * SR)] = f[-k:] * rng.uniform(0.3, 1.0)
+    if fillers and rng.random() < 0.4:  # the question follows the phrase
+        f = fillers[rng.integers(len(fillers))]
+        gap = int(rng.uniform(0.05, 0.3) * SR)
+        k = min(len(f), after - gap)
+        post[gap:gap + k] = f[:k] * rng.uniform(0.5, 1.0)
+    speech = np.concatenate([pre, x, post])
+    level = np.sqrt(A.active_power(x))
+    speech = speech / (level + 1e-9) * 0.1
+    s = snr if snr is not None else (rng.uniform(*snr_range) if rng.random() < 0.9 else rng.uniform(35, 50))
+    noise = banks.noise(rng, len(speech))
+    ps = A.active_power(speech[before:before + len(x)])
+    mixed = speech + noise * np.sqrt(ps / (np.mean(noise ** 2) + 1e-12) / 10 ** (s / 10))
+    mixed = A.set_level(rng, mixed)
+    return mixed, before, before + len(x)
+
+
+def negative_piece(rng, clip, banks, snr_range=(-5, 25), reverb_p=0.4):
+    x = A.speed(clip, rng.uniform(0.9, 1.1)) if rng.random() < 0.5 else clip
+    if rng.random() < reverb_p:
+        x = A.reverb(x, A.room_ir(rng))
+    gap = np.zeros(int(rng.uniform(0.2, 1.0) * SR), np.float32)
+    trail = gap[: len(gap) // 2]
+    x = np.concatenate([gap, x, trail])
+    s = rng.uniform(*snr_range) if rng.random() < 0.85 else rng.uniform(35, 50)
+    return A.set_level(rng, A.mix(x, banks.noise(rng, len(x)), s)), len(trail)
+
+
+def stream(rng, pieces, banks, noise_seconds, mark=None):
+    """Concatenates augmented pieces (shuffled) and stretches of pure noise into one recording. Returns
+    (audio, sample ends of the pieces whose index is in `mark`)."""
+    order = rng.permutation(len(pieces))
+    chunks, ends, pos = [], [], 0
+    for i in order:
+        a, trail = negative_piece(rng, pieces[i], banks)
+        chunks.append(a)
+        pos += len(a)
+        if mark is not None and i in mark:
+            ends.append(pos - trail)
+    left = int(noise_seconds * SR)
+    while left > 0:
+        n = min(left, int(rng.uniform(5, 30) * SR))
+        chunks.append(A.set_level(rng, banks.noise(rng, n), -45, -10))
+        left -= n
+    return np.concatenate(chunks), ends

@@ -1,0 +1,36 @@
+"""The phrases the recipe can train: how to write them for the synthesizers, and what sounds like them."""
+
+PHRASES = {
+    "ok-hound": {
+        "display": "OK Hound",
+        "texts": ["OK Hound", "Okay Hound", "okay, hound", "OK, Hound!", "Okay Hound.", "ok hound?",
+                  "O.K. Hound", "Okay hound,"],
+        "words": ["hound"],  # sentences with these words are not used as negatives
+        "confusables": ["OK Google", "Okay Google", "okay sound", "okay found", "okay now", "hey hound",
+                        "hound dog", "greyhound", "OK", "hound", "okay", "okay round", "OK hand", "okay pound",
+                        "okay town", "okay, how", "OK house", "okay mound", "Houston", "okay Houston",
+                        "a hound", "the hound", "OK, how are you", "okay, hold on", "OK, that sounds good",
+                        "I found it", "hey Siri", "hey Jarvis", "Alexa", "OK then", "okay cool", "bound",
+                        "wound", "sounds good", "ground", "okay, now what", "OK, down", "okay bound",
+                        "a hound dog", "hounded", "OK Hal", "OK Hanna", "OK honey"],
+        "real_positive": None,
+    },
+    "computer": {
+        "display": "computer",
+        "texts": ["computer", "Computer.", "computer!", "Computer?", "computer,"],
+        "words": ["computer"],
+        "confusables": ["commuter", "compute", "computing", "competition", "company", "come here", "composer",
+                        "computation", "come pewter", "commuter train", "compost", "competitor", "commentary",
+                        "community", "Jupiter", "tuner", "come to her", "computed", "compete", "commuters",
+                        "recruiter", "scooter", "computable", "compulsory", "cucumber"],
+        "real_positive": "computer",
+    },
+    "jarvis": {
+        "display": "Jarvis",
+        "texts": ["Jarvis", "Jarvis.", "Jarvis!", "Jarvis?", "jarvis,"],
+        "words": ["jarvis"],
+        "confusables": ["service", "jars", "Travis", "nervous", "chassis", "Marvin", "jar of this", "harvest",
+                        "Davis", "Jervis", "Garvey", "carcass", "chorus", "Jarred", "jarring"],
+        "real_positive": "jarvis",
+    },
+}

@@ -1,0 +1,169 @@
+"""Every synthetic English voice Debian offers, split into training and held-out voices, and synthesis.
+
+espeak-ng: every English accent x every voice variant (100-odd), with speed and pitch; flite: its built-in
+voices with duration stretch and pitch; festival: the diphone and HTS voices Debian packages. The held-out
+voices (a whole espeak-ng accent, a fifth of the variants, one flite and one festival voice) are never used for
+training, only for evaluation.
+"""
+import hashlib
+import os
+import random
+import subprocess
+import tempfile
+
+import numpy as np
+from scipy.io import wavfile
+from scipy.signal import resample_poly
+
+ESPEAK_ACCENTS = ["en-us", "en-gb", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-029",
+                  "en-gb-x-gbcwmd"]
+HELD_OUT_ACCENTS = {"en-gb-x-gbcwmd"}
+# Variants that are effects rather than voices.
+SKIP_VARIANTS = {"Demonic", "Half-LifeAnnouncementSystem", "fast_test", "UniversalRobot"}
+FLITE_VOICES = ["kal", "kal16", "awb", "rms", "slt"]
+HELD_OUT_FLITE = {"rms"}
+FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]
+HELD_OUT_FESTIVAL = {"ked_diphone"}
+
+
+def stable_fraction(name):
+    return int(hashlib.sha1(name.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+def espeak_variants():
+    out = subprocess.run(["espeak-ng", "--voices=variant"], capture_output=True, text=True, check=True).stdout
+    names = []
+    for line in out.splitlines()[1:]:
+        parts = line.split()
+        if len(parts) >= 5 and parts[4].startswith("!v/"):
+            v = parts[4][3:]
+            if v not in SKIP_VARIANTS and parts[3] not in SKIP_VARIANTS:
+                names.append(v)
+    return sorted(set(names))
+
+
+def voices(split):
+    """List of (engine, name) for split 'train' or 'eval'."""
+    assert split in ("train", "eval")
+    held = split == "eval"
+    vs = []
+    variants = espeak_variants() + [""]
+    for acc in ESPEAK_ACCENTS:
+        for var in variants:
+            out = acc in HELD_OUT_ACCENTS or stable_fraction(var) < 0.2
+            if out == held:
+                vs.append(("espeak", acc + ("+" + var if var else "")))
+    for v in FLITE_VOICES:
+        if (v in HELD_OUT_FLITE) == held:
+            vs.append(("flite", v))
+    for v in FESTIVAL_VOICES:
+        if (v in HELD_OUT_FESTIVAL) == held:
+            vs.append(("festival", v))
+    return vs
+
+
+def pick_voice(rng, vlist):
+    """espeak-ng has hundreds of voice x variant pairs, flite and festival a handful: weight the engines so the
+    more natural-sounding ones are not drowned out."""
+    engine = rng.choices(["espeak", "flite", "festival"], weights=[0.55, 0.25, 0.2])[0]
+    pool = [v for v in vlist if v[0] == engine] or vlist
+    return rng.choice(pool)
+
+
+def job(rng, voice, text):
+    """A synthesis job with random prosody: (engine, voice, text, rate, pitch)."""
+    return (voice[0], voice[1], text, rng.uniform(0.75, 1.3), rng.uniform(0.0, 1.0))
+
+
+def _read(path):
+    sr, x = wavfile.read(path)
+    x = x.astype(np.float32) / 32768.0 if x.dtype == np.int16 else x.astype(np.float32)
+    if x.ndim > 1:
+        x = x.mean(axis=1)
+    if sr != 16000:
+        g = np.gcd(sr, 16000)
+        x = resample_poly(x, 16000 // g, sr // g).astype(np.float32)
+    return x
+
+
+def synth_batch(jobs):
+    """Runs a list of jobs; returns float32 16 kHz arrays (empty array for a failed job). Festival jobs run in
+    one festival process per call because its start-up costs half a second."""
+    out = [None] * len(jobs)
+    with tempfile.TemporaryDirectory() as d:
+        fest = []
+        for i, (engine, voice, text, rate, pitch) in enumerate(jobs):
+            path = os.path.join(d, f"{i}.wav")
+            if engine == "espeak":
+                wpm = int(175 / rate)
+                cmd = ["espeak-ng", "-v", voice, "-s", str(wpm), "-p", str(int(20 + 60 * pitch)), "-w", path, text]
+                r = subprocess.run(cmd, capture_output=True)
+            elif engine == "flite":
+                f0 = 80 + 120 * pitch
+                cmd = ["flite", "-voice", voice, "--setf", f"duration_stretch={rate:.3f}",
+                       "--setf", f"int_f0_target_mean={f0:.0f}", "-t", text, "-o", path]
+                r = subprocess.run(cmd, capture_output=True)
+            else:
+                fest.append((i, voice, text, rate, path))
+                continue
+            out[i] = _read(path) if r.returncode == 0 and os.path.exists(path) else np.zeros(0, np.float32)
+        if fest:
+            scm = os.path.join(d, "batch.scm")
+            with open(scm, "w") as f:
+                for i, voice, text, rate, path in fest:
+                    t = text.replace("\\", " ").replace('"', " ")
+                    f.write(f"(voice_{voice})\n(Parameter.set 'Duration_Stretch {rate:.3f})\n"
+                            f"(utt.save.wave (SynthText \"{t}\") \"{path}\" 'riff)\n")
+            subprocess.run(["festival", "-b", scm], capture_output=True)
+            for i, voice, text, rate, path in fest:
+                out[i] = _read(path) if os.path.exists(path) else np.zeros(0, np.float32)
+    return out
+
+
+def trim(x, rel_db=-40.0):
+    """Cuts leading and trailing silence (below rel_db of the loudest 10 ms)."""
+    if len(x) < 160:
+        return x
+    n = len(x) // 160
+    e = (x[: n * 160].reshape(n, 160) ** 2).mean(axis=1) + 1e-12
+    db = 10 * np.log10(e)
+    on = np.nonzero(db > db.max() + rel_db)[0]
+    if len(on) == 0:
+        return x[:0]
+    return x[on[0] * 160: (on[-1] + 1) * 160]
+
+
+def sentences(min_words=4, max_words=22):
+    """Ordinary English sentences from the text files any Debian system carries (licences, package docs)."""
+    import glob
+    import gzip
+    import re
+    files = sorted(glob.glob("/usr/share/common-licenses/*")) + sorted(glob.glob("/usr/share/doc/*/copyright"))
+    files += sorted(glob.glob("/usr/share/doc/*/README*")) + sorted(glob.glob("/usr/share/doc/*/changelog.Debian.gz"))
+    seen, out = set(), []
+    for p in files:
+        try:
+            if p.endswith(".gz"):
+                txt = gzip.open(p, "rt", errors="ignore").read(200000)
+            elif os.path.isfile(p):
+                txt = open(p, errors="ignore").read(200000)
+            else:
+                continue
+        except OSError:
+            continue
+        txt = re.sub(r"\s+", " ", txt)
+        for s in re.split(r"(?<=[.!?])\s+", txt):
+            s = re.sub(r"[^A-Za-z ,.'?!-]", "", s).strip()
+            w = s.split()
+            # Prose only: a capitalised sentence without changelog or address debris.
+            if not (min_words <= len(w) <= max_words and s[0].isupper() and s[-1] in ".?!"):
+                continue
+            if "--" in s or ".." in s or "urgency" in s or any(len(x) > 18 for x in w):
+                continue
+            if sum(c.isalpha() for c in s) > 0.8 * len(s.replace(" ", "")):
+                k = s.lower()
+                if k not in seen:
+                    seen.add(k)
+                    out.append(s)
+    random.Random(7).shuffle(out)
+    return out

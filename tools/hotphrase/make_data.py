@@ -1,0 +1,100 @@
+"""Step 1: synthesize the base clips (no augmentation yet).
+
+  make_data.py PHRASE WORKDIR [--positives N] [--confusables N] [--sentences N]
+
+Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and WORKDIR/cache/sent_{train,eval}.npz (sentences are
+shared by every phrase; ones containing the phrase's words are dropped when used). Training clips come from the
+training voices only, evaluation clips from the held-out voices only.
+"""
+import argparse
+import os
+import random
+import sys
+import time
+from multiprocessing import Pool
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hp import synth  # noqa: E402
+from hp.phrases import PHRASES  # noqa: E402
+
+
+def save(path, clips, meta):
+    lens = np.array([len(c) for c in clips], np.int64)
+    audio = np.concatenate(clips) if clips else np.zeros(0, np.float32)
+    np.savez(path, audio=(np.clip(audio, -1, 1) * 32767).astype(np.int16), offsets=np.concatenate([[0], np.cumsum(lens)]),
+             meta=np.array(meta))
+
+
+def load(path):
+    z = np.load(path)
+    a, o = z["audio"].astype(np.float32) / 32768.0, z["offsets"]
+    return [a[o[i]:o[i + 1]] for i in range(len(o) - 1)], list(z["meta"])
+
+
+def run_jobs(jobs, procs):
+    chunks = [jobs[i:i + 40] for i in range(0, len(jobs), 40)]
+    with Pool(procs) as p:
+        res = p.map(synth.synth_batch, chunks)
+    clips, meta = [], []
+    for chunk, out in zip(chunks, res):
+        for j, x in zip(chunk, out):
+            x = synth.trim(x)
+            if len(x) >= 1600:  # a failed or empty synthesis is dropped, not kept as silence
+                clips.append(x)
+                meta.append(f"{j[0]}:{j[1]}|{j[2]}|{j[3]:.2f}|{j[4]:.2f}")
+    return clips, meta
+
+
+def make(kind, texts, n, split, seed, procs):
+    rng = random.Random(seed)
+    vs = synth.voices(split)
+    jobs = [synth.job(rng, synth.pick_voice(rng, vs), rng.choice(texts)) for _ in range(n)]
+    t = time.time()
+    clips, meta = run_jobs(jobs, procs)
+    print(f"  {kind} {split}: {len(clips)}/{n} clips from {len(set(m.split('|')[0] for m in meta))} voices "
+          f"in {time.time() - t:.0f} s", flush=True)
+    return clips, meta
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("phrase", choices=sorted(PHRASES))
+    ap.add_argument("workdir")
+    ap.add_argument("--positives", type=int, default=4000)
+    ap.add_argument("--confusables", type=int, default=3000)
+    ap.add_argument("--eval-positives", type=int, default=600)
+    ap.add_argument("--eval-confusables", type=int, default=1000)
+    ap.add_argument("--sentences", type=int, default=2500)
+    ap.add_argument("--eval-sentences", type=int, default=3500)
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
+    a = ap.parse_args()
+    ph = PHRASES[a.phrase]
+    out = os.path.join(a.workdir, a.phrase)
+    cache = os.path.join(a.workdir, "cache")
+    os.makedirs(out, exist_ok=True)
+    os.makedirs(cache, exist_ok=True)
+    print(f"voices: {len(synth.voices('train'))} training, {len(synth.voices('eval'))} held out", flush=True)
+    for split, npos, nconf, seed in (("train", a.positives, a.confusables, 1), ("eval", a.eval_positives,
+                                                                                 a.eval_confusables, 2)):
+        for kind, texts, n, s in (("pos", ph["texts"], npos, seed * 10 + 1), ("conf", ph["confusables"], nconf,
+                                                                                seed * 10 + 2)):
+            path = os.path.join(out, f"{kind}_{split}.npz")
+            if os.path.exists(path):
+                print(f"  {path} exists, kept", flush=True)
+                continue
+            save(path, *make(kind, texts, n, split, s, a.procs))
+    sents = synth.sentences()
+    half = len(sents) // 2  # training and evaluation sentences are different texts, too
+    for split, texts, n, seed in (("train", sents[:half], a.sentences, 31), ("eval", sents[half:],
+                                                                              a.eval_sentences, 32)):
+        path = os.path.join(cache, f"sent_{split}.npz")
+        if os.path.exists(path):
+            print(f"  {path} exists, kept", flush=True)
+            continue
+        save(path, *make("sentences", texts, n, split, seed, a.procs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Fixture clips and reference scores for the Swift detector's tests (Tests/HotPhraseTests/Fixtures).
+
+  make_fixtures.py MODEL FIXTURE_DIR
+
+Positives are "OK Hound" followed by a question, spoken by held-out voices (never used in training), in light
+noise; negatives are confusable phrases and ordinary speech. reference.json holds the reference inference's
+scores and detections for each clip, which the Swift detector must reproduce.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+from scipy.io import wavfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from hp import augment as A  # noqa: E402
+from hp import synth  # noqa: E402
+
+CLIPS = [
+    ("pos-gbcwmd", ("espeak", "en-gb-x-gbcwmd+m3"), "OK Hound, what time is it?"),
+    ("pos-rms", ("flite", "rms"), "Okay Hound. What's the weather like?"),
+    ("pos-ked", ("festival", "ked_diphone"), "OK Hound, set a timer for five minutes."),
+    ("neg-google", ("espeak", "en-gb-x-gbcwmd+f2"), "OK Google, what time is it?"),
+    ("neg-hounddog", ("flite", "rms"), "The old hound dog found a greyhound in the sound."),
+    ("neg-sentence", ("festival", "ked_diphone"), "Please turn the kitchen lights off before you go to bed tonight."),
+]
+
+
+def main():
+    model, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    rng = np.random.default_rng(5)
+    noise = A.make_bank(rng, "fan", 20)
+    jobs = [(v[0], v[1], text, 1.0, 0.5) for _, v, text in CLIPS]
+    audio = synth.synth_batch(jobs)
+    paths = []
+    for (name, _, _), x in zip(CLIPS, audio):
+        x = synth.trim(x)
+        x = np.concatenate([np.zeros(int(1.5 * 16000), np.float32), x, np.zeros(int(0.8 * 16000), np.float32)])
+        x = A.mix(x, A.crop(rng, noise, len(x)), 20)
+        x = x / np.max(np.abs(x)) * 0.5
+        p = os.path.join(out, name + ".wav")
+        wavfile.write(p, 16000, (x * 32767).astype(np.int16))
+        paths.append(p)
+    ref = os.path.join(out, "reference.json")
+    subprocess.run([sys.executable, os.path.join(HERE, "reference.py"), model, ref] + paths, check=True)
+    # FLAC (lossless, half the size in the repository); the detector reads it through libsndfile.
+    for p in paths:
+        subprocess.run(["sox", p, p[:-4] + ".flac"], check=True)
+        os.remove(p)
+    with open(ref) as f:
+        text = f.read().replace('.wav"', '.flac"')
+    with open(ref, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()

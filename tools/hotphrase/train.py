@@ -1,0 +1,204 @@
+"""Step 2: augment the training clips into features, train the network, export the model file.
+
+  train.py PHRASE WORKDIR [--channels 96] [--steps 12000] [--out WORKDIR/PHRASE/model.hpm]
+
+Only training voices, training noise families and the training half of the real keyword recordings (never the
+phrase's own word) are used here.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+from multiprocessing import Pool
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hp import augment as A  # noqa: E402
+from hp import dataset as D  # noqa: E402
+from hp import frontend, model  # noqa: E402
+from hp.phrases import PHRASES  # noqa: E402
+
+W = model.WINDOW_FRAMES
+
+
+def _pos_worker(args):
+    seed, clips, fillers, copies = args
+    rng = np.random.default_rng(seed)
+    banks = D.Banks(rng, [k for k in A.TRAIN_NOISES], 120, fillers)
+    feats, marks = [], []
+    for c in clips:
+        for _ in range(copies):
+            audio, start, end = D.positive(rng, c, banks, fillers)
+            f = frontend.features(audio).astype(np.float16)
+            feats.append(f)
+            marks.append((D.end_frame(start + frontend.WINDOW), D.end_frame(end), len(f)))
+    return feats, marks
+
+
+def _neg_worker(args):
+    seed, pieces, marked, fillers, noise_seconds = args
+    rng = np.random.default_rng(seed)
+    banks = D.Banks(rng, [k for k in A.TRAIN_NOISES], 120, fillers)
+    audio, ends = D.stream(rng, pieces, banks, noise_seconds, mark=marked)
+    return frontend.features(audio).astype(np.float16), [D.end_frame(e) for e in ends]
+
+
+def build(phrase, workdir, procs, copies):
+    ph = PHRASES[phrase]
+    pos, _ = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))
+    conf, _ = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))
+    sents, meta = D.load_clips(os.path.join(workdir, "cache", "sent_train.npz"))
+    sents = [s for s, m in zip(sents, meta) if not any(w in m.lower() for w in ph["words"])]
+    real = []
+    for word in ("computer", "jarvis"):
+        if word not in ph["words"]:
+            real += D.real_clips(word, "train")
+    print(f"train clips: {len(pos)} positive, {len(conf)} confusable, {len(sents)} sentences, "
+          f"{len(real)} real keyword recordings (other words)", flush=True)
+    fillers = sents[:400]
+    t = time.time()
+    n = 8
+    with Pool(procs) as p:
+        res = p.map(_pos_worker, [(100 + i, pos[i::n], fillers, copies) for i in range(n)])
+    pfeats = [f for r in res for f in r[0]]
+    pmarks = [m for r in res for m in r[1]]
+    print(f"positives: {len(pfeats)} augmented clips in {time.time() - t:.0f} s", flush=True)
+    t = time.time()
+    pieces = sents + conf + conf + real + real
+    marked = set(range(len(sents), len(sents) + 2 * len(conf) + 2 * len(real)))
+    chunks = []
+    for i in range(n):
+        idx = list(range(i, len(pieces), n))
+        chunks.append((200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
+                       fillers, 1800 / n))
+    with Pool(procs) as p:
+        res = p.map(_neg_worker, chunks)
+    nfeats, hard, off = [], [], 0
+    for f, ends in res:
+        nfeats.append(f)
+        hard += [off + e for e in ends]
+        off += len(f)
+    neg = np.concatenate(nfeats)
+    print(f"negatives: {len(neg) / 360000:.2f} h of features, {len(hard)} confusable/real ends, "
+          f"in {time.time() - t:.0f} s", flush=True)
+    return pfeats, pmarks, neg, np.array(hard)
+
+
+class Sampler:
+    def __init__(self, pfeats, pmarks, neg, hard, seed=0):
+        self.rng = np.random.default_rng(seed)
+        lens = np.array([len(f) for f in pfeats])
+        self.pos = np.concatenate(pfeats)
+        self.pstart = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        self.pm = np.array(pmarks)
+        self.neg = neg
+        self.hard = hard[(hard >= W) & (hard < len(neg) - 30)]
+        self.mined = np.zeros(0, np.int64)
+
+    def windows(self, arr, ends):
+        idx = ends[:, None] + np.arange(-W + 1, 1)[None, :]
+        return arr[idx].astype(np.float32)
+
+    def batch(self, size):
+        r = self.rng
+        n_pos, n_part, n_hard = size * 30 // 100, size * 10 // 100, size * 20 // 100
+        n_mined = size * 10 // 100 if len(self.mined) else 0
+        n_rand = size - n_pos - n_part - n_hard - n_mined
+        i = r.integers(0, len(self.pm), n_pos)
+        e = np.minimum(self.pm[i, 1] + r.integers(0, 13, n_pos), self.pm[i, 2] - 1)
+        xp = self.windows(self.pos, self.pstart[i] + e)
+        # the first part of the phrase ("okay hou"): the network must wait for the end
+        i = r.integers(0, len(self.pm), n_part)
+        e = np.maximum(self.pm[i, 1] - r.integers(35, 70, n_part), W - 1)
+        xq = self.windows(self.pos, self.pstart[i] + e)
+        e = self.hard[r.integers(0, len(self.hard), n_hard)] + r.integers(0, 30, n_hard)
+        xh = self.windows(self.neg, e)
+        xm = self.windows(self.neg, self.mined[r.integers(0, len(self.mined), n_mined)]) if n_mined else \
+            np.zeros((0, W, frontend.NMEL), np.float32)
+        xr = self.windows(self.neg, r.integers(W - 1, len(self.neg), n_rand))
+        x = np.concatenate([xp, xq, xh, xm, xr])
+        y = np.concatenate([np.ones(n_pos), np.zeros(size - n_pos)]).astype(np.float32)
+        return x, y
+
+
+def keras_tensors(m, mean, std):
+    """The network's float weights in the reference inference's layout (for mining hard negatives mid-training)."""
+    ts = {"norm.mean": mean, "norm.inv_std": 1.0 / std}
+    w, b = m.get_layer("in").get_weights()
+    ts["in.weight"], ts["in.bias"] = w[0].T, b
+    for i in range(len(model.DILATIONS)):
+        w, b = m.get_layer(f"dw{i}").get_weights()
+        ts[f"dw{i}.weight"], ts[f"dw{i}.bias"] = w[:, :, 0].T, b
+        w, b = m.get_layer(f"pw{i}").get_weights()
+        ts[f"pw{i}.weight"], ts[f"pw{i}.bias"] = w[0].T, b
+    w, b = m.get_layer("out").get_weights()
+    ts["out.weight"], ts["out.bias"] = w.T, b
+    return ts
+
+
+def mine(m, mean, std, neg, count):
+    """Ends of the negative windows the network currently likes most."""
+    header = {"stack": model.STACK, "kernel": model.KERNEL, "dilations": model.DILATIONS}
+    ts = keras_tensors(m, mean, std)
+    ps, ends = [], []
+    chunk = 400000
+    for start in range(0, len(neg) - W, chunk - W):
+        p = model.probabilities(header, ts, neg[start:start + chunk].astype(np.float32))
+        ps.append(p)
+        # element i belongs to step i+64 of this chunk, whose last frame is chunk frame 3(i+65)-1
+        ends.append(start + (np.arange(len(p)) + model.RECEPTIVE_STEPS) * model.STACK - 1)
+    p, ends = np.concatenate(ps), np.concatenate(ends)
+    top = np.argsort(p)[-count:]
+    worst = float(p[top[0]])
+    ends = ends[top]
+    return ends[(ends >= W) & (ends < len(neg))], worst
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("phrase", choices=sorted(PHRASES))
+    ap.add_argument("workdir")
+    ap.add_argument("--channels", type=int, default=96)
+    ap.add_argument("--steps", type=int, default=12000)
+    ap.add_argument("--batch", type=int, default=256)
+    ap.add_argument("--copies", type=int, default=5, help="augmented copies of each positive clip")
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    out = a.out or os.path.join(a.workdir, a.phrase, "model.hpm")
+    t0 = time.time()
+    pfeats, pmarks, neg, hard = build(a.phrase, a.workdir, a.procs, a.copies)
+    sample = np.concatenate([np.concatenate(pfeats[:2000]), neg[::7]]).astype(np.float32)
+    mean, std = sample.mean(axis=0), sample.std(axis=0) + 1e-3
+    s = Sampler(pfeats, pmarks, neg, hard)
+
+    import keras
+    keras.utils.set_random_seed(1)
+    m = model.build_keras(a.channels, mean, std)
+    sched = keras.optimizers.schedules.CosineDecay(2e-3, a.steps, alpha=0.01)
+    m.compile(optimizer=keras.optimizers.Adam(sched), loss="binary_crossentropy")
+    print(f"network: {m.count_params()} parameters; training {a.steps} steps of {a.batch}", flush=True)
+    t = time.time()
+    losses = []
+    for step in range(1, a.steps + 1):
+        x, y = s.batch(a.batch)
+        losses.append(float(m.train_on_batch(x, y)))
+        if step % 500 == 0:
+            print(f"  step {step}: loss {np.mean(losses[-500:]):.4f} ({(time.time() - t) / step * 1000:.0f} ms/step)",
+                  flush=True)
+        if step in (a.steps // 3, 2 * a.steps // 3):
+            s.mined, worst = mine(m, mean, std, neg, 20000)
+            print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
+    meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": 0.5,
+            "refractory_seconds": 2.0,
+            "training": {"steps": a.steps, "batch": a.batch, "channels": a.channels, "copies": a.copies,
+                         "positives": len(pfeats), "negative_hours": round(len(neg) / 360000, 2),
+                         "seconds": round(time.time() - t0)}}
+    model.export(m, mean, std, out, meta)
+    print(f"wrote {out} ({os.path.getsize(out)} bytes) after {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
