@@ -167,6 +167,7 @@ private struct Reader {
         "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "volume", "mixer_control", "earcons"],
         "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
+        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
@@ -324,6 +325,12 @@ private struct Reader {
             try readIntegers(t, "listening", into: &config.listening, unit: " ms", [
                 ("short_silence_ms", 200...3000, \.shortSilenceMS), ("long_silence_ms", 200...5000, \.longSilenceMS),
                 ("no_speech_timeout_ms", 1000...30_000, \.noSpeechTimeoutMS), ("max_length_ms", 2000...60_000, \.maxLengthMS)])
+        }
+        if let t = root["hotphrase"]?.table {
+            if let v = try bool(t, "hotphrase", "enabled") { config.hotphrase.enabled = v }
+            if let v = try string(t, "hotphrase", "model") { config.hotphrase.model = v }
+            if let v = try number(t, "hotphrase", "sensitivity", range: 0...1) { config.hotphrase.sensitivity = v }
+            try readIntegers(t, "hotphrase", into: &config.hotphrase, unit: " ms", [("refractory_ms", 0...10_000, \.refractoryMS)])
         }
         if let t = root["serve"]?.table {
             if let v = try integer(t, "serve", "port") {

@@ -100,6 +100,19 @@ public struct SpeakerConfiguration: Sendable {
         public var speakingLimitMS = 60_000
     }
 
+    /// The "OK Hound" detector (`[hotphrase]`).
+    public struct HotPhraseSection: Sendable, Equatable {
+        /// Listen for the hot phrase at all (false: the button only, and the microphone is opened per query).
+        public var enabled = true
+        /// Model file; "" looks for ok-hound.hpm in /etc/hound-speaker/hotphrase, /usr/share/hound-speaker/hotphrase,
+        /// ./share/hotphrase.
+        public var model = ""
+        /// 0 to 1: 0.5 is the model's own threshold (chosen at 0.1 false accepts per hour); higher hears more.
+        public var sensitivity = 0.5
+        /// Deaf time after a detection.
+        public var refractoryMS = 2000
+    }
+
     public struct LoggingSection: Sendable, Equatable {
         public var level = "info"
     }
@@ -114,6 +127,7 @@ public struct SpeakerConfiguration: Sendable {
     public var board = BoardSection()
     public var speech = SpeechSection()
     public var listening = ListeningSection()
+    public var hotphrase = HotPhraseSection()
     public var speaker = SpeakerSection()
     /// Things worth telling the owner that do not stop the program.
     public var warnings: [String] = []

@@ -1,5 +1,6 @@
 import Audio
 import Foundation
+import HotPhrase
 import Speech
 import Synchronization
 
@@ -36,8 +37,38 @@ struct Bench {
         case "capture": try capture(minutes: Double(args.dropFirst().first ?? "") ?? 5, directory: directory)
         case "speech": try await speech(runs: Int(args.dropFirst().first ?? "") ?? 20)
         case "loop": try await LoopBench.run(queries: Int(args.dropFirst().first ?? "") ?? 1000, directory: directory)
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries]")
+        case "hotphrase": try hotPhrase(minutes: Double(args.dropFirst().first ?? "") ?? 10, wav: args.dropFirst(2).first)
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV]")
         }
+    }
+
+    /// CPU of the hot-phrase detector alone, fed 20 ms frames as the capture thread feeds it: thread CPU time
+    /// around `process` only (the file is decoded beforehand). The audio is WAV's (repeated to `minutes`) or,
+    /// without one, share/demo's "OK Hound" recording repeated (speech and room tone).
+    static func hotPhrase(minutes: Double, wav: String?) throws {
+        let model = try HotPhraseModel.locate(nil)
+        let source = try AudioFile.readMono(path: wav ?? "share/demo/ok-hound-what-time-is-it.wav").samples
+        let total = Int(minutes * 60 * 16000)
+        var audio = [Int16](repeating: 0, count: total)
+        for i in 0..<total { audio[i] = source[i % source.count] }
+        let detector = HotPhraseDetector(model: model)
+        var detections = 0
+        var cpu = 0.0
+        audio.withUnsafeBufferPointer { all in
+            var t0 = timespec(), t1 = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0)
+            var i = 0
+            while i < all.count {
+                let end = min(i + 320, all.count)
+                detector.process(UnsafeBufferPointer(rebasing: all[i..<end])) { _ in detections += 1 }
+                i = end
+            }
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1)
+            cpu = Double(t1.tv_sec - t0.tv_sec) + Double(t1.tv_nsec - t0.tv_nsec) / 1e9
+        }
+        let seconds = Double(total) / 16000
+        print(String(format: "hot phrase: %.0f s of audio in %.3f s CPU: %.3f %% of one core, %.1f us per 20 ms frame, %d detections",
+                     seconds, cpu, 100 * cpu / seconds, cpu / (seconds / 0.02) * 1e6, detections))
     }
 
     static func cpuSeconds() -> Double {

@@ -41,22 +41,4 @@ extension AsyncParsableCommand {
     }
 }
 
-/// Subcommands of the command-line contract that later work will fill in.
-protocol NotBuiltYet: AsyncParsableCommand {
-    static var issue: Int { get }
-}
 
-extension NotBuiltYet {
-    func run() async throws {
-        FileHandle.standardError.write(Data("hound-speaker \(Self.configuration.commandName ?? ""): not built yet (issue #\(Self.issue)); nothing was done\n".utf8))
-        throw ExitCode(3)
-    }
-}
-
-struct HotPhraseCommand: NotBuiltYet {
-    static let configuration = CommandConfiguration(commandName: "hotphrase", abstract: "Run the \"OK Hound\" detector over a WAV file.")
-    static let issue = 5
-    @Argument(help: "The WAV file.") var wav: String
-    @Option(help: "Detection threshold, 0 to 1.") var threshold: Double?
-    @Flag(help: "One JSON line per detection.") var json = false
-}

@@ -1,0 +1,99 @@
+/// A detection: where in the stream (seconds of audio consumed when it fired) and the smoothed score.
+public struct HotPhraseDetection: Sendable, Equatable {
+    public let time: Double
+    public let score: Double
+}
+
+/// The streaming "OK Hound" detector: 16 kHz mono samples in, detections out. Front end, network, smoothing
+/// over `smoothing` steps, threshold, and a refractory period after each detection. One instance belongs to one
+/// audio stream and is driven by one thread at a time (the capture thread); nothing is allocated per call.
+public final class HotPhraseDetector {
+    public let model: HotPhraseModel
+    public let threshold: Double
+    private let frontEnd: MelFrontEnd
+    private let network: StreamingNetwork
+    private var recent: [Float]
+    private var recentNext = 0
+    private var recentCount = 0
+    private let refractorySteps: Int
+    private var deafSteps = 0
+    /// Sample position of the front end's first frame (0, or where the last reset happened).
+    private var origin = 0
+    private var framesSinceOrigin = 0
+    private var samplesSeen = 0
+    /// Called with every new smoothed score (one per 30 ms step once the network's history is full); for
+    /// tests and score dumps.
+    public var stepObserver: ((Double) -> Void)?
+    /// The latest smoothed score (0 until the network's history is full).
+    public private(set) var score: Double = 0
+
+    /// `threshold` in 0...1; nil uses the model's own (chosen at 0.1 false accepts per hour in evaluation).
+    /// `refractorySeconds` nil uses the model's (2 s).
+    public init(model: HotPhraseModel, threshold: Double? = nil, refractorySeconds: Double? = nil) {
+        self.model = model
+        self.threshold = threshold ?? model.defaultThreshold
+        frontEnd = MelFrontEnd(model: model)
+        network = StreamingNetwork(model: model)
+        recent = [Float](repeating: 0, count: model.smoothing)
+        refractorySteps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
+    }
+
+    /// The threshold for a sensitivity in 0...1: 0.5 is the model's own threshold, higher hears more (and falsely
+    /// more often), lower hears less. Monotonic; spaced evenly in log-odds, +-4 at the ends.
+    public static func threshold(sensitivity: Double, model: HotPhraseModel) -> Double {
+        let s = min(1, max(0, sensitivity))
+        let t = min(0.999, max(0.001, model.defaultThreshold))
+        let logit = log(t / (1 - t)) + (0.5 - s) * 8
+        return 1 / (1 + exp(-logit))
+    }
+
+    /// Forgets everything heard (after the speaker's own voice, say): the next detection needs a fresh
+    /// receptive field of audio.
+    public func reset() {
+        frontEnd.reset()
+        network.reset()
+        recentCount = 0
+        recentNext = 0
+        deafSteps = 0
+        score = 0
+        origin = samplesSeen
+        framesSinceOrigin = 0
+    }
+
+    /// Feeds samples; calls `onDetection` for each detection they complete.
+    public func process(_ samples: UnsafeBufferPointer<Int16>, onDetection: (HotPhraseDetection) -> Void) {
+        frontEnd.process(samples) { frame in
+            framesSinceOrigin += 1
+            guard let p = network.push(frame: frame) else { return }
+            recent[recentNext] = p
+            recentNext = (recentNext + 1) % recent.count
+            recentCount = min(recentCount + 1, recent.count)
+            var sum: Float = 0
+            for i in 0..<recentCount { sum += recent[i] }
+            score = Double(sum / Float(recentCount))
+            stepObserver?(score)
+            if deafSteps > 0 {
+                deafSteps -= 1
+            } else if score >= threshold {
+                deafSteps = refractorySteps - 1
+                // the moment the newest frame's window ended
+                let consumed = origin + (framesSinceOrigin - 1) * model.hop + model.window
+                onDetection(HotPhraseDetection(time: Double(consumed) / Double(model.sampleRate), score: score))
+            }
+        }
+        samplesSeen += samples.count
+    }
+
+    /// Feeds samples; true when they complete the phrase (for the speaker loop).
+    public func detect(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
+        var hit = false
+        process(samples) { _ in hit = true }
+        return hit
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif

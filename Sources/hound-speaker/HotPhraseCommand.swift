@@ -1,0 +1,63 @@
+import ArgumentParser
+import Audio
+import Foundation
+import HotPhrase
+import SpeakerConfig
+
+/// `hound-speaker hotphrase WAV`: the speaker's own detector over a file, fed in 20 ms frames as the microphone
+/// would feed it.
+struct HotPhraseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "hotphrase",
+        abstract: "Run the \"OK Hound\" detector over a WAV file.",
+        discussion: "Any sample rate or channel count (converted to 16 kHz mono). One line per detection; with --json, {\"time\":seconds,\"score\":0..1}.")
+
+    @Argument(help: "The WAV file.") var wav: String
+    @Option(help: "Detection threshold, 0 to 1 (default: from [hotphrase] sensitivity).") var threshold: Double?
+    @Flag(help: "One JSON line per detection.") var json = false
+    @Option(help: ArgumentHelp("Model file (default: [hotphrase] model, else the installed ok-hound.hpm).", valueName: "FILE"))
+    var model: String?
+    @OptionGroup var options: ConfigOption
+
+    func validate() throws {
+        if let threshold, !(0...1).contains(threshold) { throw ValidationError("--threshold must be between 0 and 1, not \(threshold)") }
+    }
+
+    func run() async throws {
+        try await reporting {
+            let config: SpeakerConfiguration
+            do { config = try ConfigLoader.load(path: ConfigLoader.resolvePath(explicit: options.config)) } catch {
+                throw CommandFailure(message: "\(error)", exitCode: 78)
+            }
+            let loaded: HotPhraseModel
+            do { loaded = try HotPhraseModel.locate(model ?? config.hotphrase.model) } catch {
+                throw CommandFailure(message: "\(error)", exitCode: 66)
+            }
+            let audio: MonoAudio
+            do { audio = try AudioFile.readMono(path: wav) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+            let chosen = threshold ?? HotPhraseDetector.threshold(sensitivity: config.hotphrase.sensitivity, model: loaded)
+            let detector = HotPhraseDetector(model: loaded, threshold: chosen,
+                                             refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
+            var count = 0
+            audio.samples.withUnsafeBufferPointer { all in
+                var start = 0
+                while start < all.count {
+                    let end = min(start + 320, all.count)
+                    detector.process(UnsafeBufferPointer(rebasing: all[start..<end])) { d in
+                        count += 1
+                        if json {
+                            printLine(String(format: "{\"time\":%.3f,\"score\":%.4f}", d.time, d.score))
+                        } else {
+                            printLine(String(format: "%8.2f s  \"%@\"  score %.3f", d.time, loaded.phrase, d.score))
+                        }
+                    }
+                    start = end
+                }
+            }
+            if !json {
+                printError(String(format: "%d detection%@ in %.1f s of audio (threshold %.3f, model %@)",
+                                  count, count == 1 ? "" : "s", audio.duration, chosen, loaded.path))
+            }
+        }
+    }
+}
