@@ -247,7 +247,11 @@ public final class SpeakerLoop: Sendable {
 
     private func startSearch(preRoll: Bool) {
         let search: VoiceSearch
-        let extra = parts.voiceRequestInfo.merging(extraRequestInfo.withLock { $0 }) { _, new in new }
+        var extra = parts.voiceRequestInfo.merging(extraRequestInfo.withLock { $0 }) { _, new in new }
+        if preRoll && extra["WakeUpPattern"] == nil {
+            // The pre-roll carries the end of "OK Hound": say so, so Houndify drops the phrase from the query.
+            extra["WakeUpPattern"] = .string("[[\"OK\" | \"Okay\"] . \"Hound\"]")
+        }
         do throws(HoundifyError) { search = try parts.client.startVoiceSearch(extra: extra) } catch {
             parts.logger.error("cannot start a voice search: \(error)")
             continuation.yield(.event(.searchFailed(FailureMapping.failure(for: error) ?? .serviceFailing)))

@@ -10,8 +10,9 @@ import SpeakerRuntime
 import Speech
 
 /// One whole interaction with no hardware and no credentials: the local Houndify service in-process, the
-/// microphone played from a recording through a real ALSA `file` PCM in real time, a simulated button press,
-/// the real libcurl client, end-of-speech detection, espeak-ng speaking the answer.
+/// microphone played from a recording ("OK Hound ... what time is it") through a real ALSA `file` PCM in real
+/// time, the hot-phrase detector waking the speaker, the real libcurl client, end-of-speech detection, espeak-ng
+/// speaking the answer.
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "One whole interaction with no hardware and no credentials.")
     @Option(help: ArgumentHelp("Write the spoken answer to this WAV file (default: the sound card, else hound-speaker-demo.wav).", valueName: "WAV"))
@@ -23,8 +24,8 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         try await reporting {
             // The recording, as raw 16 kHz samples for the capture PCM.
-            guard let recording = Self.find("demo/what-time-is-it.wav") else {
-                throw CommandFailure(message: "the demo recording share/demo/what-time-is-it.wav is missing (run from the repository, or install share/)")
+            guard let recording = Self.find("demo/ok-hound-what-time-is-it.wav") else {
+                throw CommandFailure(message: "the demo recording share/demo/ok-hound-what-time-is-it.wav is missing (run from the repository, or install share/)")
             }
             let audio: MonoAudio
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: recording) } catch { throw CommandFailure(message: error.description) }
@@ -58,6 +59,7 @@ struct Demo: AsyncParsableCommand {
             let speechOutput = Self.chooseOutput(output)
             var config = SpeakerConfiguration()
             config.audio.input = "demo_microphone"
+            config.hotphrase.model = Self.find("hotphrase/ok-hound.hpm") ?? ""
             let context = AppContext(config: config, logger: logger)
             var parts = try SpeakerAssembly.parts(context: context, client: client, output: speechOutput)
             parts.capture.realTime = true
@@ -66,9 +68,13 @@ struct Demo: AsyncParsableCommand {
             parts.eventSink = { printer.show($0) }
             let loop = SpeakerLoop(parts: parts)
             let runner = Task.detached { await loop.run() }
-            await printer.waitFor("\"to\":\"ready\"")
-            printLine("[button] pressed (simulated board); the microphone plays \(URL(fileURLWithPath: recording).lastPathComponent)")
-            loop.send(.talk)
+            printLine("[microphone] plays \(URL(fileURLWithPath: recording).lastPathComponent) in real time; the speaker listens for \"OK Hound\"")
+            guard await printer.waitFor("\"event\":\"hotphrase\"", seconds: audio.duration + 5) else {
+                loop.send(.shutdown)
+                await runner.value
+                await service.stop()
+                throw CommandFailure(message: "the hot phrase was not heard in \(recording)")
+            }
             let done = await printer.waitFor("\"from\":\"speaking\",\"to\":\"ready\"", seconds: 60)
             loop.send(.shutdown)
             await runner.value
@@ -114,6 +120,7 @@ final class DemoPrinter: @unchecked Sendable {
         for w in due { w.waiter.resume(returning: true) }
         guard let json = try? JSONValue(parsing: Data(line.utf8)) else { return }
         switch json["event"]?.stringValue {
+        case "hotphrase": printLine("[hot phrase] \"OK Hound\" heard")
         case "state": printLine("[state] \(json["from"]?.stringValue ?? "?") -> \(json["to"]?.stringValue ?? "?")")
         case "partial":
             if let text = json["text"]?.stringValue, !text.isEmpty { printLine("[heard so far] \(text)") }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Audio
 import Board
 import Foundation
+import HotPhrase
 import Houndify
 import Logging
 import Speaker
@@ -56,6 +57,9 @@ enum SpeakerAssembly {
         capture.rate = config.audio.inputRate
         capture.channels = config.audio.inputChannels
         capture.channel = config.audio.inputChannel
+        // For tests and benchmarks with ALSA `file` PCMs, which (unlike a sound card) never make a reader wait:
+        // read them at the pace a microphone would deliver.
+        if ProcessInfo.processInfo.environment["HOUND_SPEAKER_PACE_CAPTURE"] == "1" { capture.realTime = true }
         var endpointer = Endpointer.Settings()
         endpointer.mode = Endpointer.Mode(rawValue: config.listening.endOfSpeech) ?? .short
         endpointer.shortSilenceMS = config.listening.shortSilenceMS
@@ -70,6 +74,16 @@ enum SpeakerAssembly {
         var parts = SpeakerParts(client: client, speech: speech, output: output, earcons: earcons, volume: volume,
                                  capture: capture, endpointer: endpointer, machine: machine, logger: context.logger)
         parts.stateHook = config.speaker.stateHook
+        if config.hotphrase.enabled {
+            let model: HotPhraseModel
+            do { model = try HotPhraseModel.locate(config.hotphrase.model) } catch {
+                throw CommandFailure(message: "\(error) ([hotphrase] enabled = false turns the hot phrase off)", exitCode: 66)
+            }
+            let listener = HotPhraseListener(model: model, sensitivity: config.hotphrase.sensitivity,
+                                             refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
+            parts.hotPhrase = listener
+            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(format: "%.3f", listener.threshold)))")
+        }
         return parts
     }
 

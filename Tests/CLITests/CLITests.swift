@@ -290,7 +290,9 @@ struct CLI {
         #expect(size > 22050)
     }
 
-    @Test func runWithTheSimulatedBoardAnswersAndStopsOnSIGTERM() throws {
+    /// The speaker binary, whole: woken by the simulated button (hot phrase off, the microphone opened per
+    /// query) or by "OK Hound" in the recording (the microphone always on, paced as a sound card would be).
+    @Test(arguments: [false, true]) func runWithTheSimulatedBoardAnswersAndStopsOnSIGTERM(hotPhrase: Bool) throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -300,7 +302,8 @@ struct CLI {
         // The microphone plays the demo's question; the speaker writes to a file.
         let sox = Process()
         sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
-        sox.arguments = [root.appendingPathComponent("share/demo/what-time-is-it.wav").path, "-t", "raw", "\(dir)/mic.raw"]
+        let recording = hotPhrase ? "share/demo/ok-hound-what-time-is-it.wav" : "share/demo/what-time-is-it.wav"
+        sox.arguments = [root.appendingPathComponent(recording).path, "-t", "raw", "\(dir)/mic.raw"]
         try sox.run()
         sox.waitUntilExit()
         try Data("""
@@ -327,6 +330,8 @@ struct CLI {
             output = "run_speaker"
             [board]
             profile = "simulated"
+            [hotphrase]
+            enabled = \(hotPhrase)
             """.utf8).write(to: URL(fileURLWithPath: config))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
         let process = Process()
@@ -334,7 +339,8 @@ struct CLI {
         process.arguments = ["run", "--config", config, "--events", "json"]
         process.currentDirectoryURL = root
         process.environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
-                               "HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path]
+                               "HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path,
+                               "HOUND_SPEAKER_PACE_CAPTURE": hotPhrase ? "1" : "0"]
         let input = Pipe(), output = Pipe()
         process.standardInput = input
         process.standardOutput = output
@@ -350,7 +356,11 @@ struct CLI {
             return true
         }
         #expect(waitFor("\"to\":\"ready\""))
-        input.fileHandleForWriting.write(Data("click\n".utf8))  // the simulated button
+        if hotPhrase {
+            #expect(waitFor("\"event\":\"hotphrase\""))
+        } else {
+            input.fileHandleForWriting.write(Data("click\n".utf8))  // the simulated button
+        }
         #expect(waitFor("\"event\":\"final\""))
         #expect(waitFor("\"from\":\"speaking\",\"to\":\"ready\""))
         process.terminate()  // SIGTERM: a clean stop
@@ -363,10 +373,44 @@ struct CLI {
         #expect(spoken > 22050)
     }
 
-    @Test(arguments: [["hotphrase", "x.wav"]])
-    func unbuiltSubcommandsSaySoAndFail(arguments: [String]) throws {
-        let result = try CLI.run(arguments)
-        #expect(result.status == 3)
-        #expect(result.stderr.contains("not built yet"))
+    /// The detector over files: the demo's "OK Hound" once, at the end of the phrase; the question alone never;
+    /// the same recording at 44.1 kHz stereo the same (converted); bad models and thresholds named.
+    @Test func hotphraseFindsThePhraseInAFile() throws {
+        let found = try CLI.run(["hotphrase", "share/demo/ok-hound-what-time-is-it.wav", "--json"])
+        #expect(found.status == 0, "\(found.stderr)")
+        let lines = found.stdout.split(separator: "\n")
+        #expect(lines.count == 1)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Double])
+        #expect(Set(json.keys) == ["time", "score"])
+        // 2.5 s of room tone, then "OK Hound" (about 0.6 s): heard within 300 ms of its end
+        #expect((2.9...3.6).contains(json["time"] ?? 0), "\(json)")
+        #expect((0...1).contains(json["score"] ?? -1))
+
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-hp-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sox = Process()
+        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        sox.arguments = ["share/demo/ok-hound-what-time-is-it.wav", "-r", "44100", "-c", "2", "\(dir)/stereo.wav"]
+        try sox.run()
+        sox.waitUntilExit()
+        let stereo = try CLI.run(["hotphrase", "\(dir)/stereo.wav", "--json"])
+        #expect(stereo.stdout.split(separator: "\n").count == 1)
+
+        let none = try CLI.run(["hotphrase", "share/demo/what-time-is-it.wav"])
+        #expect(none.status == 0)
+        #expect(none.stdout.isEmpty)
+        #expect(none.stderr.contains("0 detections"))
+
+        let missing = try CLI.run(["hotphrase", "share/demo/what-time-is-it.wav", "--model", "\(dir)/none.hpm"])
+        #expect(missing.status == 66)
+        #expect(missing.stderr.contains("hot-phrase model \(dir)/none.hpm: no such file"))
+        try Data("not a model".utf8).write(to: URL(fileURLWithPath: "\(dir)/bad.hpm"))
+        let corrupt = try CLI.run(["hotphrase", "share/demo/what-time-is-it.wav", "--model", "\(dir)/bad.hpm"])
+        #expect(corrupt.status == 66)
+        #expect(corrupt.stderr.contains("not a hot-phrase model file"))
+        let threshold = try CLI.run(["hotphrase", "share/demo/what-time-is-it.wav", "--threshold", "2"])
+        #expect(threshold.status == 64)
+        #expect(threshold.stderr.contains("--threshold must be between 0 and 1"))
     }
 }

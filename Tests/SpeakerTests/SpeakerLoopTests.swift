@@ -4,6 +4,7 @@ import Synchronization
 import Testing
 @testable import Audio
 @testable import Houndify
+import HotPhrase
 @testable import LocalHoundify
 @testable import Speaker
 @testable import SpeakerRuntime
@@ -12,8 +13,8 @@ import TestSupport
 
 let clientID = "AAECAwQFBgcICQoLDA0ODw=="
 let clientKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
-let earconDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    .appendingPathComponent("share/earcons").path
+let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+let earconDirectory = repositoryRoot + "/share/earcons"
 
 /// Collects the loop's events (its JSON event lines) and lets a test wait for one, with a deadline. Waiting
 /// suspends: it must not block a thread of the concurrency pool, on which the loop itself runs.
@@ -80,14 +81,19 @@ struct Rig {
     /// `question` is spoken by espeak-ng into the microphone fixture, between silences.
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
-                      responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000) async throws -> Rig {
+                      responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
         let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-loop-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: wav) }
-        try espeakWAV(question, to: wav)
-        try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0.3", "2"])
+        if hotPhrase {
+            // Room tone, "OK Hound", the question: the microphone plays it in real time from the start.
+            try runSox([repositoryRoot + "/share/demo/ok-hound-what-time-is-it.wav", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0", "2"])
+        } else {
+            try espeakWAV(question, to: wav)
+            try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0.3", "2"])
+        }
         try? FileManager.default.removeItem(atPath: TestALSA.outputFile("test_loop_speaker"))
 
         var service: LocalHoundifyService? = nil
@@ -118,6 +124,10 @@ struct Rig {
                                  capture: capture, logger: logger)
         parts.eventSink = { events.add($0) }
         parts.machine.searchingLimitMS = searchingLimitMS
+        if hotPhrase {
+            parts.hotPhrase = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.5)
+            parts.capture.realTime = true
+        }
         let loop = SpeakerLoop(parts: parts)
         let task = Task.detached { await loop.run() }
         #expect(await events.wait(for: "\"to\":\"ready\""))
@@ -152,6 +162,20 @@ struct Rig {
             #expect(timings.milliseconds(stage) != nil, "missing stage \(stage)")
         }
         #expect(timings.milliseconds(\.finalResult)! <= timings.milliseconds(\.firstTTSSample)!)
+    }
+
+    /// "OK Hound, what time is it": the detector wakes the speaker with no button, the question (recorded after
+    /// the phrase, with the pre-roll) is answered and spoken, and the speaker is ready again.
+    @Test func hotPhraseQueryIsAnsweredAndSpoken() async throws {
+        let rig = try await Rig.start(hotPhrase: true)
+        #expect(await rig.events.wait(for: "\"event\":\"hotphrase\"", seconds: 15))
+        #expect(await rig.events.wait(for: "\"event\":\"final\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        #expect(rig.events.states == ["ready", "recording", "searching", "speaking", "ready", "none"])
+        #expect(rig.events.all.filter { $0.contains("\"event\":\"hotphrase\"") }.count == 1)
+        #expect(rig.events.all.contains { $0.contains("\"answer\":\"It is ") })
+        #expect(AudioLevel.dBFS(rig.played) > -40)
     }
 
     @Test func pressWhileSpeakingStopsTheAnswerShort() async throws {

@@ -7,6 +7,11 @@ questions by "clicking" the simulated button, then leaves it idle for IDLE secon
 /proc. Peak memory is VmHWM from /proc/PID/status.
 
   python3 tools/bench/run_footprint.py [--queries 20] [--idle 30]
+  python3 tools/bench/run_footprint.py --hotphrase [--idle 60]
+
+With --hotphrase the speaker listens for "OK Hound" all the time: the microphone (paced in real time, as a
+sound card would deliver it) plays the demo's "OK Hound, what time is it" once, then room tone; one query is
+woken by the phrase, then the CPU is read while the detector listens to the room for IDLE seconds.
 """
 import argparse, json, os, subprocess, tempfile, time
 
@@ -30,23 +35,29 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--idle", type=float, default=30)
+    ap.add_argument("--hotphrase", action="store_true")
     args = ap.parse_args()
     binary = os.path.join(subprocess.check_output(["swift", "build", "-c", "release", "--show-bin-path"], text=True).strip(), "hound-speaker")
     root = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["espeak-ng", "-w", f"{tmp}/q.wav", "what time is it"], check=True)
-        subprocess.run(["sox", f"{tmp}/q.wav", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", f"{tmp}/mic.raw", "pad", "0.3", "1"], check=True)
+        if args.hotphrase:
+            room = args.idle + 60
+            subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", f"{tmp}/room.wav", "synth", str(room), "pinknoise", "vol", "0.004"], check=True)
+            subprocess.run(["sox", "share/demo/ok-hound-what-time-is-it.wav", f"{tmp}/room.wav", "-b", "16", "-e", "signed", "-t", "raw", f"{tmp}/mic.raw"], check=True)
+        else:
+            subprocess.run(["sox", f"{tmp}/q.wav", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", f"{tmp}/mic.raw", "pad", "0.3", "1"], check=True)
         open(f"{tmp}/asoundrc", "w").write(
             f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
             f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
-        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY,
+        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, HOUND_SPEAKER_PACE_CAPTURE="1" if args.hotphrase else "0",
                    ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board")
         serve = subprocess.Popen([binary, "serve", "--port", "0", "--config", "config/speaker.toml"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = serve.stdout.readline().strip().removeprefix("listening on ")
         open(f"{tmp}/speaker.toml", "w").write(
             f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n[board]\nprofile = "simulated"\n'
-            f'[logging]\nlevel = "warning"\n')
+            f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n')
         run = subprocess.Popen([binary, "run", "--config", f"{tmp}/speaker.toml", "--events", "json"], env=env,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         try:
@@ -59,7 +70,10 @@ def main():
                 return False
             wait_for('"to":"ready"')
             answered = 0
-            for _ in range(args.queries):
+            if args.hotphrase:
+                answered = int(wait_for('"event":"hotphrase"') and wait_for('"from":"speaking","to":"ready"'))
+                args.queries = 1
+            for _ in range(0 if args.hotphrase else args.queries):
                 # A simulated click holds the button 120 ms; the next one must come after it is released.
                 time.sleep(0.3)
                 run.stdin.write("click\n"); run.stdin.flush()
@@ -76,7 +90,8 @@ def main():
             print(f"| queries answered | {answered} of {args.queries} |")
             print(f"| peak resident set (VmHWM) | {peak} kB |")
             print(f"| resident set after the queries | {rss} kB |")
-            print(f"| CPU while idle, waiting for the button ({args.idle:g} s) | {idle:.2f} s ({idle / args.idle * 100:.2f} % of a core) |")
+            waiting = "listening for the hot phrase in room tone" if args.hotphrase else "waiting for the button"
+            print(f"| CPU while idle, {waiting} ({args.idle:g} s) | {idle:.2f} s ({idle / args.idle * 100:.2f} % of a core) |")
         finally:
             run.terminate(); run.wait()
             serve.terminate(); serve.wait()
