@@ -34,6 +34,7 @@ let package = Package(
         systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
+        systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
         // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too.
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
 
@@ -50,6 +51,10 @@ let package = Package(
                 dependencies: ["CEspeakNG", "Audio"],
                 swiftSettings: strict),
         .target(name: "Speaker", swiftSettings: strict),
+        // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
+        .target(name: "Systemd",
+                dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         .target(name: "SpeakerRuntime",
                 dependencies: ["Speaker", "Houndify", "Audio", "Speech", "Board",
                                .product(name: "Logging", package: "swift-log")],
@@ -69,7 +74,7 @@ let package = Package(
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
                 dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime",
-                               "Board", "CGPIOD", "CEspeakNG", "CALSA", "CCurl",
+                               "Board", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
@@ -89,6 +94,7 @@ let package = Package(
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "SpeakerRuntime", "LocalHoundify", "Houndify", "Audio",
                                                         "Speech", "Board", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -5,7 +5,7 @@
 set -euo pipefail
 
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsndfile1-dev
-       libasound2-dev libgpiod-dev libespeak-ng-dev zlib1g-dev)
+       libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
 # Tools the tests and the demo use: real espeak-ng and sox for fixtures, alsa-utils and gpiod for
 # `doctor` advice, and what the official Python SDK's C extension needs to build.
 test=(espeak-ng sox alsa-utils gpiod ca-certificates python3 python3-venv python3-dev gcc libc6-dev)
