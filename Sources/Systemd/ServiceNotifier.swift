@@ -1,10 +1,13 @@
 import CSystemd
 import Glibc
+import Synchronization
 
 /// Talks to systemd when the speaker runs as a `Type=notify` service (deploy/hound-speaker.service): READY=1 once
 /// the event loop runs, WATCHDOG=1 from that loop, STOPPING=1 on the way out. Outside systemd (no
 /// NOTIFY_SOCKET) every call does nothing, as sd_notify does.
-public struct ServiceNotifier: Sendable {
+public final class ServiceNotifier: Sendable {
+    private let readySent = Atomic<Bool>(false)
+
     public init() {}
 
     /// Whether a service manager is listening (NOTIFY_SOCKET is set, as systemd does for Type=notify units).
@@ -25,7 +28,15 @@ public struct ServiceNotifier: Sendable {
         sd_notify(0, state) >= 0
     }
 
-    public func ready(status: String) { notify("READY=1\nSTATUS=\(status)") }
-    public func watchdog() { notify("WATCHDOG=1") }
+    /// A beat from the running event loop: the first says READY=1 (with `status` for `systemctl status`), the
+    /// others WATCHDOG=1.
+    public func loopAlive(status: String) {
+        if readySent.exchange(true, ordering: .acquiringAndReleasing) {
+            notify("WATCHDOG=1")
+        } else {
+            notify("READY=1\nSTATUS=\(status)")
+        }
+    }
+
     public func stopping() { notify("STOPPING=1\nSTATUS=stopping") }
 }
