@@ -35,7 +35,8 @@ let package = Package(
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
-        // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too.
+        // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too, and
+        // sys/timex.h is not in the Glibc module.
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
 
         .target(name: "SpeakerConfig",
@@ -74,7 +75,7 @@ let package = Package(
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
                 dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime",
-                               "Board", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl",
+                               "Board", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
