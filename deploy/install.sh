@@ -84,13 +84,16 @@ if [ -z "$BINARY" ]; then
     if [ -n "$ROOT" ]; then
         say "would install the build packages (tools/install-deps.sh --build)"
     else
-        bash "$SRC/tools/install-deps.sh" --build
+        env "PATH=$(dirname "$swift"):$PATH" bash "$SRC/tools/install-deps.sh" --build
     fi
     say "building in $SRC: swift build -c release --static-swift-stdlib"
     build=(env "PATH=$(dirname "$swift"):$PATH" swift build -c release --static-swift-stdlib)
-    # Under sudo, build as the person who asked, so their source tree does not fill with root-owned files.
+    # Under sudo, build as the person who asked (with their home for SwiftPM's caches), so their source tree does
+    # not fill with root-owned files.
     if [ -z "$ROOT" ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
-        build=(runuser -u "$SUDO_USER" -- "${build[@]}")
+        home="$(getent passwd "$SUDO_USER" | cut -d: -f6)"
+        build=(runuser -u "$SUDO_USER" -- env "HOME=$home" "PATH=$(dirname "$swift"):$PATH"
+               swift build -c release --static-swift-stdlib)
     fi
     (cd "$SRC" && "${build[@]}") || die "the build failed (above)"
     BINARY="$SRC/.build/release/hound-speaker"

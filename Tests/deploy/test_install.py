@@ -106,6 +106,28 @@ class InstallTests(unittest.TestCase):
         self.assertEqual(read_bytes(binary), read_bytes(BINARY))
         self.assertIn("installed /usr/local/bin/hound-speaker", out)
 
+    def test_without_a_binary_it_builds_with_swift(self):
+        # A copy of the source tree, so the stand-in swift (Tests/deploy/standins) "builds" there, not here.
+        src = os.path.join(self.dir, "src")
+        for part in ("deploy", "board", "share/earcons", "config", "tools"):
+            shutil.copytree(os.path.join(REPO, part), os.path.join(src, part))
+        shutil.copy(os.path.join(REPO, "Package.swift"), src)
+        state = os.path.join(self.dir, "state")
+        os.makedirs(state)
+        env = dict(os.environ, PATH=os.path.join(os.path.dirname(__file__), "standins") + ":" + os.environ["PATH"],
+                   STANDIN_DIR=state, STANDIN_BINARY=BINARY)
+        result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=env)
+        self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib"])
+        self.assertIn("would install the build packages (tools/install-deps.sh --build)", result.stdout)
+        self.assertEqual(read_bytes(f"{self.root}/usr/local/bin/hound-speaker"), read_bytes(BINARY))
+        # No toolchain anywhere: the way out is named.
+        bare = dict(env, PATH="/usr/bin:/bin")
+        if not os.path.exists("/opt/swift/usr/bin/swift") and not shutil.which("swift", path=bare["PATH"]):
+            result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=bare)
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("no --binary and no Swift toolchain", result.stderr)
+
     def test_destdir_works_like_root(self):
         env = dict(os.environ, DESTDIR=self.root)
         result = run(["bash", INSTALL, "--binary", BINARY], env=env)
