@@ -34,7 +34,9 @@ let package = Package(
         systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
-        // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too.
+        systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
+        // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too, and
+        // sys/timex.h is not in the Glibc module.
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
 
         .target(name: "SpeakerConfig",
@@ -52,6 +54,10 @@ let package = Package(
         .target(name: "Speaker", swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         .target(name: "HotPhrase", swiftSettings: strict),
+        // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
+        .target(name: "Systemd",
+                dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         .target(name: "SpeakerRuntime",
                 dependencies: ["Speaker", "Houndify", "Audio", "Speech", "Board", "HotPhrase",
                                .product(name: "Logging", package: "swift-log")],
@@ -71,7 +77,7 @@ let package = Package(
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
                 dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime",
-                               "Board", "HotPhrase", "CGPIOD", "CEspeakNG", "CALSA", "CCurl",
+                               "Board", "HotPhrase", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
@@ -93,6 +99,7 @@ let package = Package(
                                                         "Speech", "Board", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
+        .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

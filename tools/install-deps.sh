@@ -1,17 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages hound-speaker needs to build, test and run (idempotent).
 #   tools/install-deps.sh          build + run + test packages
+#   tools/install-deps.sh --build  only what building needs (deploy/install.sh uses it on the Pi)
 # The Swift 6 toolchain itself is not a Debian package: it must be on PATH (see README, "Fresh machine").
 set -euo pipefail
 
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsndfile1-dev
-       libasound2-dev libgpiod-dev libespeak-ng-dev zlib1g-dev)
+       libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
 # Tools the tests and the demo use: real espeak-ng and sox for fixtures, alsa-utils and gpiod for
-# `doctor` advice, and what the official Python SDK's C extension needs to build.
-test=(espeak-ng sox alsa-utils gpiod ca-certificates python3 python3-venv python3-dev gcc libc6-dev)
+# `doctor` advice, what the official Python SDK's C extension needs to build, and for Tests/deploy:
+# systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils).
+test=(espeak-ng sox alsa-utils gpiod ca-certificates python3 python3-venv python3-dev gcc libc6-dev
+      systemd openssh-server openssh-client binutils)
 
+wanted=("${build[@]}" "${test[@]}")
+if [ "${1:-}" = "--build" ]; then
+    wanted=("${build[@]}")
+elif [ $# -gt 0 ]; then
+    echo "install-deps: unknown argument \"$1\" (only --build)" >&2
+    exit 2
+fi
 missing=()
-for p in "${build[@]}" "${test[@]}"; do
+for p in "${wanted[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test command (README, and what CI's .ci/run calls): installs what it needs, builds with no warnings,
-# runs the Swift tests (real libcurl, libspeex, libsndfile, libsoxr against the local Houndify service)
-# and the official Python Houndify SDK against `hound-speaker serve`.
+# runs the Swift tests (real libcurl, libspeex, libsndfile, libsoxr against the local Houndify service),
+# the official Python Houndify SDK against `hound-speaker serve`, and the deploy tests (Tests/deploy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
@@ -22,3 +22,6 @@ swift test --skip-build
 
 echo "== official Python Houndify SDK against hound-speaker serve"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/sdk/run.sh
+
+echo "== deploy: systemd unit, install.sh, push and logs over SSH"
+HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/deploy/run.sh

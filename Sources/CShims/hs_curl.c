@@ -27,6 +27,9 @@ CURLcode hs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
 CURLcode hs_curl_getinfo_pointer(CURL *handle, CURLINFO info, void **value) {
     return curl_easy_getinfo(handle, info, value);
 }
+CURLcode hs_curl_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value) {
+    return curl_easy_getinfo(handle, info, value);
+}
 CURLMcode hs_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value) {
     return curl_multi_setopt(multi, option, value);
 }

@@ -90,6 +90,8 @@ public enum SpeakerEvent: Sendable, Equatable {
     case soundEnded
     /// The watchdog of the given generation expired.
     case watchdog(generation: Int)
+    /// The service manager's liveness check passing through the loop (systemd's watchdog); it changes nothing.
+    case heartbeat
     case shutdown
 }
 

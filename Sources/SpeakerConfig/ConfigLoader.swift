@@ -37,6 +37,9 @@ public enum ConfigLoader {
             config.houndify.clientKey = key
             config.clientKeySource = "HOUNDIFY_CLIENT_KEY"
         }
+        if config.houndify.conversationStateFile == nil, let directory = stateDirectory(environment) {
+            config.houndify.conversationStateFile = "\(directory)/conversation.json"
+        }
         if config.houndify.clientID.contains(";") {
             throw ConfigError(file: path ?? "environment", line: nil, key: "[houndify] client_id", problem: "must not contain ';'")
         }
@@ -46,6 +49,13 @@ public enum ConfigLoader {
                               problem: "is not base64url text (the dashboard's Client Key: 88 characters ending in ==)")
         }
         return config
+    }
+
+    /// The service's state directory: systemd sets STATE_DIRECTORY from the unit's StateDirectory= (a colon-separated
+    /// list when there are several; the first is ours).
+    static func stateDirectory(_ environment: [String: String]) -> String? {
+        guard let value = environment["STATE_DIRECTORY"], let first = value.split(separator: ":").first, first.hasPrefix("/") else { return nil }
+        return String(first)
     }
 
     /// A file holding the client key must not be readable by everyone: refuse, with the fix.

@@ -14,8 +14,9 @@ public struct SpeakerConfiguration: Sendable {
         public var responseTimeout = 10.0
         public var audioFormat = AudioUploadFormat.pcm
         public var unitPreference = "US"
-        /// Empty: the conversation is kept in memory only.
-        public var conversationStateFile = ""
+        /// Empty: the conversation is kept in memory only. Not set (nil): $STATE_DIRECTORY/conversation.json when
+        /// systemd gives the service a state directory (the unit's StateDirectory=), else in memory only.
+        public var conversationStateFile: String?
         public var requestInfo: [String: JSONValue] = [:]
     }
 

@@ -27,6 +27,8 @@ public struct SpeakerParts: Sendable {
     public var stateHook = ""
     /// Each event as one JSON object (`run --events json`).
     public var eventSink: (@Sendable (String) -> Void)?
+    /// Beats from inside the loop for a service manager's watchdog (nil: none).
+    public var heartbeat: LoopHeartbeat?
     public var logger: Logger
 
     public init(client: HoundifyClient, speech: SpeechEngine, output: SpeechOutput, earcons: [Earcon: MonoAudio],
@@ -141,6 +143,10 @@ public final class SpeakerLoop: Sendable {
             }
         }
         if parts.hotPhrase != nil { startContinuousCapture() }
+        let pulse = parts.heartbeat.map { beat in
+            HeartbeatTimer(interval: beat.interval) { [continuation] in continuation.yield(.event(.heartbeat)) }
+        }
+        defer { pulse?.cancel() }
         loop: for await input in inputs {
             let event: SpeakerEvent
             switch input {
@@ -156,6 +162,11 @@ public final class SpeakerLoop: Sendable {
                 guard id == state.withLock({ $0.searchID }) else { continue }
                 guard let mapped = translate(searchEvent) else { continue }
                 event = mapped
+            }
+            if event == .heartbeat {
+                pulse?.taken()
+                parts.heartbeat?.beat()
+                continue
             }
             emitEvent(event)
             let effects = state.withLock { $0.machine.handle(event) }

@@ -3,6 +3,7 @@ import Board
 import Houndify
 import Logging
 import SpeakerConfig
+import Systemd
 
 /// Loads the config and sets up logging; the subcommands share this.
 struct AppContext {
@@ -20,7 +21,7 @@ struct AppContext {
             throw CommandFailure(message: error.description, exitCode: 78)  // EX_CONFIG
         }
         let level = Logger.Level(rawValue: config.logging.level) ?? .info
-        LoggingBootstrap.once(level: level)
+        LoggingBootstrap.once(level: level, secrets: [config.houndify.clientKey])
         var logger = Logger(label: "hound-speaker")
         logger.logLevel = level
         self.logger = logger
@@ -33,7 +34,7 @@ struct AppContext {
         do { settings = try config.houndifyClientConfiguration() } catch {
             throw CommandFailure(message: error.description, exitCode: 78)
         }
-        let file = config.houndify.conversationStateFile
+        let file = config.houndify.conversationStateFile ?? ""
         let store = ConversationStore(fileURL: file.isEmpty ? nil : URL(fileURLWithPath: file))
         if let problem = store.loadProblem { logger.warning("conversation state: \(problem)") }
         do {
@@ -48,13 +49,20 @@ enum LoggingBootstrap {
     nonisolated(unsafe) private static var done = false
     private static let lock = NSLock()
 
-    /// swift-log allows one bootstrap per process: log lines go to stderr (the journal, under systemd).
-    static func once(level: Logger.Level) {
+    /// swift-log allows one bootstrap per process: log lines go to stderr. When stderr is the journal (under
+    /// systemd) they are journald's lines: `<N>` priority, no timestamp, one line per event, `secrets` redacted.
+    static func once(level: Logger.Level, secrets: [String] = []) {
         lock.lock()
         defer { lock.unlock() }
         guard !done else { return }
         done = true
+        let journal = JournalStream.isStandardError()
         LoggingSystem.bootstrap { label in
+            if journal {
+                var handler = JournalLogHandler(secrets: secrets)
+                handler.logLevel = level
+                return handler
+            }
             var handler = StreamLogHandler.standardError(label: label)
             handler.logLevel = level
             return handler

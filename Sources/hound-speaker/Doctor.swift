@@ -3,14 +3,16 @@ import Board
 import CALSA
 import CEspeakNG
 import CGPIOD
+import CShims
 import Foundation
+import HotPhrase
 import Houndify
 import Audio
 import Speech
 import SpeakerConfig
 
 struct Doctor: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Check the config, the credentials and the libraries, with advice.")
+    static let configuration = CommandConfiguration(abstract: "Check the config, credentials, clock, network, devices and libraries, with advice.")
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
@@ -26,7 +28,11 @@ struct Doctor: AsyncParsableCommand {
         var config: SpeakerConfiguration? = nil
         do {
             config = try ConfigLoader.load(path: path)
-            check(true, "config \(path ?? "(none found: built-in defaults)") is valid")
+            if let path {
+                check(true, "config \(path) is valid")
+            } else {
+                printLine("warn no config file (looked for \(ConfigLoader.systemPath) and \(ConfigLoader.repositoryPath)): built-in defaults")
+            }
         } catch {
             check(false, "config: \(error)", advice: "fix the line named above; config/speaker.toml documents every key")
         }
@@ -37,11 +43,17 @@ struct Doctor: AsyncParsableCommand {
             // The key is never shown: only where it came from.
             check(!config.houndify.clientKey.isEmpty, "Houndify client key (from \(config.clientKeySource))",
                   advice: "set [houndify] client_key or HOUNDIFY_CLIENT_KEY, in a file of mode 0600")
+            checkCredentialsFile(config, check: report)
             check(config.location.latitude != nil, "location set",
                   advice: "set [location] latitude and longitude so Houndify can answer local questions")
-            printLine("info endpoint \(config.houndify.endpoint)")
+            printLine("info conversation state: \(config.houndify.conversationStateFile.map { $0.isEmpty ? "in memory only" : $0 } ?? "in memory only")")
+        }
+        checkClock(check: report)
+        if let config {
+            await checkEndpoint(config, check: report)
             checkBoard(config.board, check: report)
             checkAudio(config, check: report)
+            checkHotPhrase(config.hotphrase, check: report)
         }
         printLine("info libcurl \(HoundifyClient.transportVersion)")
         printLine("info libasound \(String(cString: snd_asoundlib_version()))")
@@ -52,6 +64,22 @@ struct Doctor: AsyncParsableCommand {
 }
 
 extension Doctor {
+    /// The model must load (what `run` does at start-up), and its threshold is shown for the sensitivity.
+    func checkHotPhrase(_ settings: SpeakerConfiguration.HotPhraseSection, check: (Bool, String, String) -> Void) {
+        guard settings.enabled else {
+            printLine("info hot phrase off ([hotphrase] enabled = false): the button only")
+            return
+        }
+        do {
+            let model = try HotPhraseModel.locate(settings.model)
+            let threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
+            check(true, String(format: "hot-phrase model %@ loads (\"%@\", %d bytes; sensitivity %.2f -> threshold %.3f)",
+                               model.path, model.phrase, model.fileBytes, settings.sensitivity, threshold), "")
+        } catch {
+            check(false, "\(error)", "install share/hotphrase/ok-hound.hpm to /usr/share/hound-speaker/hotphrase (deploy/install.sh does), set [hotphrase] model, or [hotphrase] enabled = false")
+        }
+    }
+
     /// Reports the configured lines and whether they can be requested now (they are released at once).
     func checkBoard(_ board: SpeakerConfiguration.BoardSection, check: (Bool, String, String) -> Void) {
         let origin = board.profile.isEmpty ? "" : " (profile \(board.profile))"
@@ -109,4 +137,72 @@ extension Doctor {
             check(false, error.message, "")
         }
     }
+}
+
+extension Doctor {
+    /// The service runs as the `hound-speaker` user (deploy/hound-speaker.service): a config holding the key must
+    /// be private (load() already refuses one readable by everyone) and readable by that user.
+    func checkCredentialsFile(_ config: SpeakerConfiguration, check: (Bool, String, String) -> Void) {
+        guard let path = config.path, config.clientKeySource == path else {
+            if config.clientKeySource != "none" { printLine("info the client key comes from \(config.clientKeySource), not a file") }
+            return
+        }
+        var info = stat()
+        guard stat(path, &info) == 0 else { return }
+        let mode = Int(info.st_mode) & 0o777
+        check(mode & 0o077 == 0, String(format: "credentials file %@ is private (mode %03o)", path, mode),
+              "chmod 600 \(path): it holds the client key")
+        if let user = getpwnam(Service.user) {
+            let uid = user.pointee.pw_uid, gid = user.pointee.pw_gid
+            let readable = uid == info.st_uid ? (mode & 0o400 != 0) : (gid == info.st_gid && mode & 0o040 != 0)
+            let owner = getpwuid(info.st_uid).map { String(cString: $0.pointee.pw_name) } ?? "uid \(info.st_uid)"
+            check(readable, "the service user \(Service.user) can read \(path) (owner \(owner))",
+                  "sudo chown \(Service.user): \(path)   (keep mode 600)")
+        }
+    }
+
+    /// Houndify signs each request with the time, and TLS certificates have validity dates: a clock that was never
+    /// set (a Pi has no battery clock) breaks both. The kernel's NTP state (adjtimex(2), what timedatectl's
+    /// NTPSynchronized reports) works with or without systemd.
+    func checkClock(check: (Bool, String, String) -> Void) {
+        var esterror = 0
+        let state = hs_clock_synchronized(&esterror)
+        let synchronized = state == 1
+        check(synchronized, synchronized ? "clock synchronized (estimated error \(esterror / 1000) ms)"
+                                         : state < 0 ? "clock: adjtimex failed (\(String(cString: strerror(errno))))" : "clock not synchronized (kernel NTP state: unsynchronized)",
+              "enable NTP: sudo timedatectl set-ntp true (systemd-timesyncd), and check the network; `timedatectl` shows the state")
+    }
+
+    /// DNS, TCP, TLS, then any HTTP answer from the endpoint, each step named when it is the one that fails.
+    func checkEndpoint(_ config: SpeakerConfiguration, check: (Bool, String, String) -> Void) async {
+        let endpoint = config.houndify.endpoint
+        let host = URL(string: endpoint)?.host ?? endpoint
+        let probe = await EndpointProbe.run(endpoint: endpoint, timeoutMS: max(1000, Int(config.houndify.connectTimeout * 1000)))
+        let steps = [("DNS", probe.dnsMS), ("connect", probe.connectMS), ("TLS", probe.tlsMS)]
+            .compactMap { name, ms in ms.map { "\(name) \($0) ms" } }.joined(separator: ", ")
+        switch probe.outcome {
+        case .reached:
+            check(true, "Houndify endpoint \(endpoint) reached: HTTP \(probe.httpStatus)\(steps.isEmpty ? "" : " (\(steps))")", "")
+        case .dnsFailed:
+            check(false, "Houndify endpoint \(endpoint): DNS cannot resolve \(host) (\(probe.detail))",
+                  "check the network and the DNS server (/etc/resolv.conf); `getent hosts \(host)` must print an address")
+        case .connectFailed:
+            check(false, "Houndify endpoint \(endpoint): TCP connection failed (\(probe.detail))",
+                  "\(host) resolved but nothing accepted the connection: no route, a firewall, or a wrong port in [houndify] endpoint")
+        case .tlsFailed:
+            check(false, "Houndify endpoint \(endpoint): TLS failed (\(probe.detail))",
+                  "a clock far off makes certificates look invalid (see the clock check); apt install ca-certificates; a proxy may be intercepting")
+        case .noHTTPAnswer:
+            check(false, "Houndify endpoint \(endpoint): connected but no HTTP answer (\(probe.detail))",
+                  "something between the speaker and \(host) (a proxy or captive portal?) is in the way: try `curl -I \(endpoint)`")
+        case .badURL:
+            check(false, "Houndify endpoint \(endpoint): not a URL libcurl can use (\(probe.detail))", "set [houndify] endpoint to an https:// URL")
+        }
+    }
+}
+
+/// The system user deploy/install.sh creates and deploy/hound-speaker.service runs as; HOUND_SPEAKER_SERVICE_USER
+/// names another (a unit edited to run as someone else).
+enum Service {
+    static var user: String { ProcessInfo.processInfo.environment["HOUND_SPEAKER_SERVICE_USER"] ?? "hound-speaker" }
 }

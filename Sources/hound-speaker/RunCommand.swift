@@ -9,6 +9,7 @@ import Speaker
 import SpeakerConfig
 import SpeakerRuntime
 import Speech
+import Systemd
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -25,14 +26,23 @@ struct Run: AsyncParsableCommand {
                                                   output: .device(context.config.audio.output))
             parts.board = try SpeakerAssembly.board(context.config.board)
             if events == "json" { parts.eventSink = { printLine($0) } }
+            let prompt = context.config.board.driver == "simulated" ? "press Space or Enter to talk" : "press the button to talk"
+            // Under systemd (Type=notify): READY=1 and then WATCHDOG=1 come from inside the loop (deploy/hound-speaker.service).
+            let notifier = ServiceNotifier()
+            if notifier.isActive {
+                let interval = notifier.watchdogInterval.map { $0 / 2 }
+                if let interval { context.logger.info("systemd watchdog: the loop reports every \(interval)") }
+                parts.heartbeat = LoopHeartbeat(interval: interval) { notifier.loopAlive(status: "ready: \(prompt)") }
+            }
             let loop = SpeakerLoop(parts: parts)
             parts.board?.start()
             let stopper = Task {
                 await Signals.waitForTermination()
                 context.logger.notice("stopping (signal)")
+                notifier.stopping()
                 loop.send(.shutdown)
             }
-            context.logger.notice("hound-speaker running: \(context.config.board.driver == "simulated" ? "press Space or Enter to talk" : "press the button to talk")")
+            context.logger.notice("hound-speaker running: \(prompt)")
             await loop.run()
             stopper.cancel()
         }

@@ -22,7 +22,7 @@ let allEvents: [SpeakerEvent] = [
     .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
-    .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .watchdog(generation: -1), .shutdown,
+    .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .watchdog(generation: -1), .heartbeat, .shutdown,
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.

@@ -1,3 +1,4 @@
 #pragma once
 #include "hs_curl.h"
 #include "hs_alsa.h"
+#include "hs_clock.h"

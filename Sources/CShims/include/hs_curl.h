@@ -15,6 +15,7 @@ typedef int (*hs_curl_seek_callback)(void *userdata, curl_off_t offset, int orig
 CURLcode hs_curl_setopt_seek(CURL *handle, hs_curl_seek_callback callback);
 CURLcode hs_curl_getinfo_long(CURL *handle, CURLINFO info, long *value);
 CURLcode hs_curl_getinfo_pointer(CURL *handle, CURLINFO info, void **value);
+CURLcode hs_curl_getinfo_off(CURL *handle, CURLINFO info, curl_off_t *value);
 CURLMcode hs_curl_multi_setopt_long(CURLM *multi, CURLMoption option, long value);
 
 /// CURL_READFUNC_PAUSE / CURL_READFUNC_ABORT / CURL_WRITEFUNC_PAUSE as plain values.

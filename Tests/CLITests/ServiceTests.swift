@@ -1,0 +1,213 @@
+import Foundation
+import Testing
+
+/// A Unix datagram socket standing in for systemd's NOTIFY_SOCKET: what the speaker tells its service manager.
+final class NotifySocket {
+    let path: String
+    private let fd: Int32
+
+    init(path: String) throws {
+        self.path = path
+        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { buffer in
+            for (i, byte) in path.utf8.prefix(buffer.count - 1).enumerated() { buffer[i] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard fd >= 0, bound == 0 else { throw CLI.CLIError.noPort("cannot bind \(path)") }
+        var timeout = timeval(tv_sec: 0, tv_usec: 200_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+    }
+
+    deinit { close(fd) }
+
+    /// The next message, or nil when none came within `seconds`.
+    func receive(seconds: Double) -> String? {
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while Date() < deadline {
+            let n = recv(fd, &buffer, buffer.count, 0)
+            if n > 0 { return String(decoding: buffer.prefix(n), as: UTF8.self) }
+        }
+        return nil
+    }
+
+    /// Messages until one contains `text` (returned last), or what came before the deadline.
+    func receive(until text: String, seconds: Double = 15) -> [String] {
+        var got: [String] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline, let message = receive(seconds: deadline.timeIntervalSinceNow) {
+            got.append(message)
+            if message.contains(text) { break }
+        }
+        return got
+    }
+}
+
+@Suite(.serialized) struct ServiceTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func temporaryDirectory() throws -> String {
+        let dir = "/tmp/hs-svc-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// "DEVICE:INODE" of an open file, as systemd puts it in JOURNAL_STREAM.
+    func journalStream(of handle: FileHandle) -> String {
+        var info = stat()
+        fstat(handle.fileDescriptor, &info)
+        return "\(info.st_dev):\(info.st_ino)"
+    }
+
+    /// `run` as deploy/hound-speaker.service starts it: NOTIFY_SOCKET, WatchdogSec, StateDirectory= and stderr
+    /// connected to the journal.
+    @Test func runTellsSystemdAndLogsForTheJournal() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let sox = Process()
+        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        sox.arguments = [Self.root.appendingPathComponent("share/demo/what-time-is-it.wav").path, "-t", "raw", "\(dir)/mic.raw"]
+        try sox.run()
+        sox.waitUntilExit()
+        try Data("""
+            pcm.svc_mic { type file
+             slave.pcm "null"
+             file "/dev/null"
+             infile "\(dir)/mic.raw"
+             format "raw" }
+            pcm.svc_speaker { type file
+             slave.pcm "null"
+             file "\(dir)/speaker.raw"
+             format "raw" }
+            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
+        // No conversation_state_file: under the unit it goes to the state directory.
+        let config = "\(dir)/speaker.toml"
+        try Data("""
+            [houndify]
+            client_id = "\(CLI.id)"
+            client_key = "\(CLI.key)"
+            endpoint = "http://127.0.0.1:\(port)"
+            [houndify.request_info]
+            LocalServiceTranscript = "what day is it"
+            [audio]
+            input = "svc_mic"
+            output = "svc_speaker"
+            [board]
+            profile = "simulated"
+            """.utf8).write(to: URL(fileURLWithPath: config))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
+        let state = "\(dir)/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        let notify = try NotifySocket(path: "\(dir)/notify")
+        _ = FileManager.default.createFile(atPath: "\(dir)/stderr", contents: nil)
+        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(dir)/stderr"))
+
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", config, "--events", "json"]
+        process.currentDirectoryURL = Self.root
+        process.environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
+                               "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path,
+                               "NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000",
+                               "STATE_DIRECTORY": state, "JOURNAL_STREAM": journalStream(of: stderr)]
+        let input = Pipe(), output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = stderr
+        try process.run()
+
+        // READY=1 once the loop runs, then WATCHDOG=1 at half of WATCHDOG_USEC.
+        let first = notify.receive(until: "READY=1")
+        #expect(first.last?.hasPrefix("READY=1\nSTATUS=ready: press Space or Enter to talk") == true, "\(first)")
+        #expect(!first.dropLast().contains { $0.contains("WATCHDOG=1") }, "a watchdog ping before READY=1: \(first)")
+        let start = Date()
+        var pings = 0
+        while pings < 3, let message = notify.receive(seconds: 5) {
+            if message == "WATCHDOG=1" { pings += 1 }
+        }
+        #expect(pings == 3)
+        #expect(Date().timeIntervalSince(start) > 0.3, "three pings 200 ms apart")
+
+        var seen = ""
+        func waitFor(_ text: String) -> Bool {
+            while !seen.contains(text) {
+                let data = output.fileHandleForReading.availableData
+                if data.isEmpty { return false }
+                seen += String(decoding: data, as: UTF8.self)
+            }
+            return true
+        }
+        #expect(waitFor("\"to\":\"ready\""))
+        input.fileHandleForWriting.write(Data("click\n".utf8))
+        #expect(waitFor("\"event\":\"final\""))
+        #expect(waitFor("\"from\":\"speaking\",\"to\":\"ready\""))
+        process.terminate()
+        #expect(notify.receive(until: "STOPPING=1").last?.hasPrefix("STOPPING=1") == true)
+        seen += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+
+        // The conversation was kept in the state directory, private to the service.
+        let saved = "\(state)/conversation.json"
+        let attributes = try FileManager.default.attributesOfItem(atPath: saved)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+        #expect(try String(contentsOfFile: saved, encoding: .utf8).contains("LocalServiceTurn"))
+
+        // journald's lines: a priority prefix, no timestamp, one line per event, never the key.
+        let log = try String(contentsOfFile: "\(dir)/stderr", encoding: .utf8)
+        // Lines in brackets are the simulated board's LEDs drawn for a person, not log lines.
+        let lines = log.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("[") }
+        #expect(lines.count > 10)
+        for line in lines {
+            #expect(line.range(of: #"^<[0-7]>"#, options: .regularExpression) != nil, "no priority: \(line)")
+            #expect(line.range(of: #"\d{4}-\d\d-\d\d|\d\d:\d\d:\d\d"#, options: .regularExpression) == nil, "a timestamp: \(line)")
+        }
+        #expect(lines.contains("<5>hound-speaker running: press Space or Enter to talk"))
+        #expect(lines.contains("<6>state ready -> recording"))
+        #expect(lines.contains("<6>final transcript: \"what day is it\""))
+        #expect(lines.contains { $0.hasPrefix("<5>timings (ms from trigger): first audio sent ") })
+        #expect(lines.contains("<5>stopping (signal)"))
+        #expect(!log.contains(CLI.key))
+    }
+
+    /// The same warning, as journald lines when stderr is the journal and as plain timestamped lines when not.
+    @Test func logLinesFollowWhereStandardErrorGoes() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let config = try CLI.clientConfig(port: 1)
+        try FileManager.default.setAttributes([.posixPermissions: 0o640], ofItemAtPath: config)  // warned about
+        func stderrLines(journal: Bool) throws -> [String] {
+            let path = "\(dir)/stderr-\(journal)"
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["text", "hello", "--config", config]
+            // A JOURNAL_STREAM for another stream (a redirect) must not count.
+            var stream = journalStream(of: handle)
+            if !journal { stream += "1" }
+            process.environment = ["JOURNAL_STREAM": stream]
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = handle
+            try process.run()
+            process.waitUntilExit()
+            #expect(process.terminationStatus == 1)  // nothing listens on port 1
+            return try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        }
+        let warning = "\(config) holds the client key and is group-readable (mode 640); chmod 600 is safer"
+        let journal = try stderrLines(journal: true)
+        #expect(journal.first == "<4>\(warning)", "\(journal)")
+        let plain = try stderrLines(journal: false)
+        #expect(plain.first?.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d.* warning hound-speaker:"#, options: .regularExpression) != nil, "\(plain)")
+        #expect(plain.first?.hasSuffix(warning) == true)
+        // The command's own error is for a person, not a log line: the same either way.
+        #expect(journal.last?.hasPrefix("hound-speaker: error: cannot connect to Houndify") == true)
+        #expect(plain.last == journal.last)
+    }
+}

@@ -1,0 +1,74 @@
+"""deploy/hound-speaker.service: valid for systemd, and sandboxed (systemd-analyze security exposure <= 2.0)."""
+import os
+import re
+import shutil
+import tempfile
+import unittest
+
+from support import BINARY, DEPLOY, read, run
+
+UNIT = os.path.join(DEPLOY, "hound-speaker.service")
+
+
+class UnitTests(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="hs-unit-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+
+    def verify(self, text):
+        path = os.path.join(self.dir, "hound-speaker.service")
+        with open(path, "w") as f:
+            f.write(text)
+        return run(["systemd-analyze", "verify", path])
+
+    def test_verify_is_clean(self):
+        # verify insists that ExecStart's program exists: a copy points at the built binary, all else unchanged.
+        text = read(UNIT)
+        self.assertIn("ExecStart=/usr/local/bin/hound-speaker run --config /etc/hound-speaker/speaker.toml\n", text)
+        result = self.verify(text.replace("/usr/local/bin/hound-speaker", os.path.abspath(BINARY)))
+        self.assertEqual(result.returncode, 0, result.stderr)
+        # Unknown keys and bad values are only warnings for systemd-analyze: any output is a failure here.
+        self.assertEqual(result.stderr.strip(), "")
+        self.assertEqual(result.stdout.strip(), "")
+
+    def test_verify_catches_a_mistake(self):
+        # The check above can fail: a misspelt key is reported.
+        text = read(UNIT).replace("/usr/local/bin/hound-speaker", os.path.abspath(BINARY))
+        result = self.verify(text.replace("Type=notify", "Tyep=notify"))
+        self.assertIn("Unknown key 'Tyep'", result.stderr)
+
+    def test_security_exposure_at_most_2(self):
+        result = run(["systemd-analyze", "security", "--offline=yes", UNIT])
+        found = re.search(r"Overall exposure level for hound-speaker.service: (\d+\.\d+)", result.stdout)
+        self.assertIsNotNone(found, result.stdout + result.stderr)
+        exposure = float(found.group(1))
+        print(f"  systemd-analyze security: exposure {exposure}", flush=True)
+        self.assertLessEqual(exposure, 2.0)
+
+    def test_what_the_app_relies_on(self):
+        text = read(UNIT)
+        settings = {}
+        for line in text.splitlines():
+            if "=" in line and not line.startswith("#"):
+                key, value = line.split("=", 1)
+                settings.setdefault(key, []).append(value)
+        # sd_notify READY=1 / WATCHDOG=1 from the loop (Sources/hound-speaker/RunCommand.swift).
+        self.assertEqual(settings["Type"], ["notify"])
+        self.assertTrue(int(settings["WatchdogSec"][0]) >= 10)
+        self.assertEqual(settings["Restart"], ["always"])
+        # Houndify signs requests with the time.
+        self.assertIn("time-sync.target", settings["After"][0])
+        self.assertIn("network-online.target", settings["After"][0])
+        self.assertIn("network-online.target", settings["Wants"][0])
+        self.assertEqual(settings["User"], ["hound-speaker"])
+        # $STATE_DIRECTORY: where the conversation state goes (ConfigLoader).
+        self.assertEqual(settings["StateDirectory"], ["hound-speaker"])
+        self.assertEqual(settings["DevicePolicy"], ["closed"])
+        self.assertEqual(sorted(settings["DeviceAllow"]), ["char-alsa rw", "char-gpiochip rw"])
+        self.assertEqual(settings["CapabilityBoundingSet"], [""])
+        # The exit status the app uses for a configuration error (EX_CONFIG) is not restarted in a loop.
+        self.assertEqual(settings["RestartPreventExitStatus"], ["78"])
+
+
+if __name__ == "__main__":
+    unittest.main()
