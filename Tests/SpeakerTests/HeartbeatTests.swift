@@ -35,21 +35,23 @@ import Testing
 
     @Test func beatsComeOutOfTheLoopAndStopWhileItIsStuck() async throws {
         let log = Mutex<[String]>([])
-        let release = DispatchSemaphore(value: 0)
+        let beatsWhileStuck = Mutex<Int?>(nil)
         var parts = try parts()
         parts.heartbeat = LoopHeartbeat(interval: .milliseconds(20)) { log.withLock { $0.append("beat") } }
         parts.eventSink = { line in
             log.withLock { $0.append(line) }
-            // The loop gets stuck in an effect, as a hung device call would leave it.
-            if line.contains("\"to\":\"ready\"") { _ = release.wait(timeout: .now() + 10) }
+            // The loop gets stuck in an effect, as a hung device call would leave it: fifteen intervals pass with
+            // the timer firing. Counted here, on the stuck loop itself, so the count cannot depend on when the
+            // test's own task gets a thread.
+            if line.contains("\"to\":\"ready\"") {
+                Thread.sleep(forTimeInterval: 0.3)
+                beatsWhileStuck.withLock { $0 = log.withLock { $0.filter { $0 == "beat" }.count } }
+            }
         }
         let loop = SpeakerLoop(parts: parts)
         let task = Task.detached { await loop.run() }
-        #expect(await eventually { log.withLock { $0.contains { $0.contains("\"to\":\"ready\"") } } })
-        // Fifteen intervals pass with the timer firing and the loop stuck: not one beat may get out.
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(log.withLock { $0.filter { $0 == "beat" }.count } == 0)
-        release.signal()
+        #expect(await eventually(seconds: 20) { beatsWhileStuck.withLock { $0 } != nil })
+        #expect(beatsWhileStuck.withLock { $0 } == 0, "no beat may get out of a stuck loop")
         #expect(await eventually { log.withLock { $0.filter { $0 == "beat" }.count } >= 3 })
         // The first beat (what READY=1 is sent on) follows the loop's handling of `started`.
         let entries = log.withLock { $0 }
