@@ -100,6 +100,9 @@ final class NotifySocket {
             output = "svc_speaker"
             [board]
             profile = "simulated"
+            [hotphrase]
+            # the button-only speaker: a file PCM never blocks, so an always-open microphone would spin
+            enabled = false
             """.utf8).write(to: URL(fileURLWithPath: config))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
         let state = "\(dir)/state"

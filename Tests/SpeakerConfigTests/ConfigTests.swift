@@ -105,6 +105,18 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         #expect(try loadError("[serve]\nport = 70000\n")?.problem == "must be 0 to 65535, not 70000")
         #expect(try loadError("[logging]\nlevel = \"loud\"\n")?.problem.hasPrefix("must be one of trace, debug") == true)
         #expect(try loadError("[houndify]\nclient_key = \"not base64!\"\n")?.problem.contains("is not base64url text") == true)
+        #expect(try loadError("[hotphrase]\nenabled = true\nsensitivity = 1.5\n")?.description.contains(":3: [hotphrase] sensitivity: must be between 0.0 and 1.0, not 1.5") == true)
+        #expect(try loadError("[hotphrase]\nenabled = \"yes\"\n")?.description.contains(":2: [hotphrase] enabled:") == true)
+        #expect(try loadError("[hotphrase]\nrefractory_ms = 60000\n")?.key == "[hotphrase] refractory_ms")
+        #expect(try loadError("[hotphrase]\nsensitivty = 0.5\n")?.problem == "unknown key; did you mean 'sensitivity'?")
+    }
+
+    @Test func hotPhraseSettingsAreRead() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-hp-\(UUID().uuidString).toml").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try Data("[hotphrase]\nenabled = false\nmodel = \"/opt/m.hpm\"\nsensitivity = 0.7\nrefractory_ms = 1500\n".utf8).write(to: URL(fileURLWithPath: dir))
+        let config = try ConfigLoader.load(path: dir, environment: [:])
+        #expect(config.hotphrase == SpeakerConfiguration.HotPhraseSection(enabled: false, model: "/opt/m.hpm", sensitivity: 0.7, refractoryMS: 1500))
     }
 
     @Test func invalidTOMLGivesItsLine() throws {

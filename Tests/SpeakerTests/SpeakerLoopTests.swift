@@ -172,7 +172,7 @@ struct Rig {
         #expect(await rig.events.wait(for: "\"event\":\"final\""))
         #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
-        #expect(rig.events.states == ["ready", "recording", "searching", "speaking", "ready", "none"])
+        #expect(rig.events.states == ["ready", "recording", "searching", "speaking", "ready", "none"], "\(rig.events.all)")
         #expect(rig.events.all.filter { $0.contains("\"event\":\"hotphrase\"") }.count == 1)
         #expect(rig.events.all.contains { $0.contains("\"answer\":\"It is ") })
         #expect(AudioLevel.dBFS(rig.played) > -40)
