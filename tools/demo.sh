@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The main job: `hound-speaker demo`, one whole interaction with no hardware and no Houndify account (a simulated
-# button press, the microphone played from a recording in real time through ALSA, the local Houndify service,
+# The main job: `hound-speaker demo`, one whole interaction with no hardware and no Houndify account (the
+# microphone played from "OK Hound ... what time is it" in real time through ALSA, the hot-phrase detector
+# waking the speaker, the local Houndify service,
 # the answer spoken by espeak-ng into hound-speaker-demo.wav or DEMO_OUTPUT); then a few text queries by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
