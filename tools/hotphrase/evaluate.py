@@ -117,7 +117,7 @@ def main():
         if word not in ph["words"]:
             real_neg += D.real_clips(word, "eval")
     pieces = sents[700:] + real_neg
-    speech, _ = D.stream(rng, pieces, banks, 0)
+    speech, _, _ = D.stream(rng, pieces, banks, 0)
     left = a.negative_hours * 3600 - len(speech) / SR
     extra = []
     for kind in A.EVAL_NOISES:  # the rest of the hours: noise, music and babble alone
@@ -128,7 +128,8 @@ def main():
     hours = len(neg) / SR / 3600
     t = time.time()
     nscores, _ = scores_of(header, ts, neg)
-    grid = np.round(np.linspace(0.05, 0.995, 190), 3)
+    # thresholds up to 1 - 1e-6: a confident network's operating points sit close to 1
+    grid = np.unique(np.concatenate([np.round(np.linspace(0.05, 0.99, 95), 3), 1 - np.logspace(-2, -6, 41)]))
     curve = fa_curve(nscores, hours, refr, grid)
     thr01, thr05 = threshold_for(curve, 0.1), threshold_for(curve, 0.5)
     report["negatives"] = {"hours": round(hours, 2), "speech_hours": round(len(speech) / SR / 3600, 2),

@@ -41,8 +41,8 @@ def _neg_worker(args):
     seed, pieces, marked, fillers, noise_seconds = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, [k for k in A.TRAIN_NOISES], 120, fillers)
-    audio, ends = D.stream(rng, pieces, banks, noise_seconds, mark=marked)
-    return frontend.features(audio).astype(np.float16), [D.end_frame(e) for e in ends]
+    audio, ends, noise_start = D.stream(rng, pieces, banks, noise_seconds, mark=marked)
+    return frontend.features(audio).astype(np.float16), [D.end_frame(e) for e in ends], D.end_frame(noise_start)
 
 
 def build(phrase, workdir, procs, copies):
@@ -72,22 +72,23 @@ def build(phrase, workdir, procs, copies):
     for i in range(n):
         idx = list(range(i, len(pieces), n))
         chunks.append((200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
-                       fillers, 1800 / n))
+                       fillers, 3600 / n))
     with Pool(procs) as p:
         res = p.map(_neg_worker, chunks)
-    nfeats, hard, off = [], [], 0
-    for f, ends in res:
+    nfeats, hard, noise, off = [], [], [], 0
+    for f, ends, ns in res:
         nfeats.append(f)
         hard += [off + e for e in ends]
+        noise.append((off + ns + W, off + len(f)))
         off += len(f)
     neg = np.concatenate(nfeats)
     print(f"negatives: {len(neg) / 360000:.2f} h of features, {len(hard)} confusable/real ends, "
           f"in {time.time() - t:.0f} s", flush=True)
-    return pfeats, pmarks, neg, np.array(hard)
+    return pfeats, pmarks, neg, np.array(hard), noise
 
 
 class Sampler:
-    def __init__(self, pfeats, pmarks, neg, hard, seed=0):
+    def __init__(self, pfeats, pmarks, neg, hard, noise, seed=0):
         self.rng = np.random.default_rng(seed)
         lens = np.array([len(f) for f in pfeats])
         self.pos = np.concatenate(pfeats)
@@ -96,6 +97,8 @@ class Sampler:
         self.neg = neg
         self.hard = hard[(hard >= W) & (hard < len(neg) - 30)]
         self.mined = np.zeros(0, np.int64)
+        # every frame index inside the pure-noise stretches (noise, music, babble alone)
+        self.noise = np.concatenate([np.arange(a, b) for a, b in noise if b > a])
 
     def windows(self, arr, ends):
         idx = ends[:, None] + np.arange(-W + 1, 1)[None, :]
@@ -103,9 +106,9 @@ class Sampler:
 
     def batch(self, size):
         r = self.rng
-        n_pos, n_part, n_hard = size * 30 // 100, size * 10 // 100, size * 20 // 100
-        n_mined = size * 10 // 100 if len(self.mined) else 0
-        n_rand = size - n_pos - n_part - n_hard - n_mined
+        n_pos, n_part, n_hard, n_noise = size * 30 // 100, size * 10 // 100, size * 15 // 100, size * 10 // 100
+        n_mined = size * 15 // 100 if len(self.mined) else 0
+        n_rand = size - n_pos - n_part - n_hard - n_mined - n_noise
         i = r.integers(0, len(self.pm), n_pos)
         e = np.minimum(self.pm[i, 1] + r.integers(0, 13, n_pos), self.pm[i, 2] - 1)
         xp = self.windows(self.pos, self.pstart[i] + e)
@@ -118,7 +121,8 @@ class Sampler:
         xm = self.windows(self.neg, self.mined[r.integers(0, len(self.mined), n_mined)]) if n_mined else \
             np.zeros((0, W, frontend.NMEL), np.float32)
         xr = self.windows(self.neg, r.integers(W - 1, len(self.neg), n_rand))
-        x = np.concatenate([xp, xq, xh, xm, xr])
+        xn = self.windows(self.neg, self.noise[r.integers(0, len(self.noise), n_noise)])
+        x = np.concatenate([xp, xq, xh, xm, xr, xn])
         y = np.concatenate([np.ones(n_pos), np.zeros(size - n_pos)]).astype(np.float32)
         return x, y
 
@@ -161,7 +165,7 @@ def main():
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--channels", type=int, default=96)
-    ap.add_argument("--steps", type=int, default=12000)
+    ap.add_argument("--steps", type=int, default=10000)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--copies", type=int, default=5, help="augmented copies of each positive clip")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
@@ -169,10 +173,10 @@ def main():
     a = ap.parse_args()
     out = a.out or os.path.join(a.workdir, a.phrase, "model.hpm")
     t0 = time.time()
-    pfeats, pmarks, neg, hard = build(a.phrase, a.workdir, a.procs, a.copies)
+    pfeats, pmarks, neg, hard, noise = build(a.phrase, a.workdir, a.procs, a.copies)
     sample = np.concatenate([np.concatenate(pfeats[:2000]), neg[::7]]).astype(np.float32)
     mean, std = sample.mean(axis=0), sample.std(axis=0) + 1e-3
-    s = Sampler(pfeats, pmarks, neg, hard)
+    s = Sampler(pfeats, pmarks, neg, hard, noise)
 
     import keras
     keras.utils.set_random_seed(1)
@@ -188,8 +192,8 @@ def main():
         if step % 500 == 0:
             print(f"  step {step}: loss {np.mean(losses[-500:]):.4f} ({(time.time() - t) / step * 1000:.0f} ms/step)",
                   flush=True)
-        if step in (a.steps // 3, 2 * a.steps // 3):
-            s.mined, worst = mine(m, mean, std, neg, 20000)
+        if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
+            s.mined, worst = mine(m, mean, std, neg, 30000)
             print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
     meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": 0.5,
             "refractory_seconds": 2.0,

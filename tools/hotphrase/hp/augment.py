@@ -74,6 +74,22 @@ def music_chords(rng, n):
     return _norm(out)
 
 
+def music_bells(rng, n):
+    """Training music with attacks: notes of decaying inharmonic partials (bells, piano-ish), arpeggiated."""
+    out = np.zeros(n)
+    pos = 0
+    beat = int(rng.uniform(0.12, 0.5) * SR)
+    while pos < n:
+        f = _note(rng.integers(45, 90))
+        length = min(int(SR * 1.5), n - pos)
+        t = np.arange(length) / SR
+        note = sum(np.exp(-t * rng.uniform(2, 8) * k) * np.sin(2 * np.pi * f * k * rng.uniform(0.995, 1.01) * t) / k
+                   for k in (1, 2, 3, 4.2))
+        out[pos:pos + length] += note * rng.uniform(0.3, 1.0)
+        pos += beat if rng.random() < 0.8 else 2 * beat
+    return _norm(out)
+
+
 def music_plucks(rng, n):
     """Evaluation music: Karplus-Strong plucked arpeggios over a square-wave bass."""
     out = np.zeros(n)
@@ -165,9 +181,11 @@ def make_bank(rng, kind, seconds, utterances=None):
         return colored(rng, n, kind)
     if kind == "babble":
         return babble(rng, n, utterances)
-    return {"hum": hum, "fan": fan, "street": street, "music_chords": music_chords,
+    if kind == "babble_few":  # two or three talkers: speech-like enough to fool a detector trained without it
+        return babble(rng, n, utterances, talkers=(1, 4))
+    return {"hum": hum, "fan": fan, "street": street, "music_chords": music_chords, "music_bells": music_bells,
             "music_plucks": music_plucks}[kind](rng, n)
 
 
-TRAIN_NOISES = ["white", "pink", "brown", "hum", "music_chords", "babble"]
+TRAIN_NOISES = ["white", "pink", "brown", "hum", "music_chords", "music_bells", "babble", "babble_few"]
 EVAL_NOISES = ["fan", "street", "music_plucks", "babble"]

@@ -54,7 +54,7 @@ class Banks:
         return A.crop(rng, self.b[self.kinds[rng.integers(len(self.kinds))]], n)
 
 
-def positive(rng, clip, banks, fillers, snr_range=(-5, 20), snr=None, reverb_p=0.5):
+def positive(rng, clip, banks, fillers, snr_range=(0, 20), snr=None, reverb_p=0.5):
     """One augmented positive: context before (so the network's 1.95 s sees only real audio), the phrase, then
     silence-with-noise or more speech after. Returns (audio, phrase start sample, phrase end sample)."""
     x = A.speed(clip, rng.uniform(0.88, 1.12))
@@ -96,8 +96,8 @@ def negative_piece(rng, clip, banks, snr_range=(-5, 25), reverb_p=0.4):
 
 
 def stream(rng, pieces, banks, noise_seconds, mark=None):
-    """Concatenates augmented pieces (shuffled) and stretches of pure noise into one recording. Returns
-    (audio, sample ends of the pieces whose index is in `mark`)."""
+    """Concatenates augmented pieces (shuffled) and stretches of pure noise (after them) into one recording.
+    Returns (audio, sample ends of the pieces whose index is in `mark`, sample where the noise starts)."""
     order = rng.permutation(len(pieces))
     chunks, ends, pos = [], [], 0
     for i in order:
@@ -106,9 +106,10 @@ def stream(rng, pieces, banks, noise_seconds, mark=None):
         pos += len(a)
         if mark is not None and i in mark:
             ends.append(pos - trail)
+    noise_start = pos
     left = int(noise_seconds * SR)
     while left > 0:
         n = min(left, int(rng.uniform(5, 30) * SR))
         chunks.append(A.set_level(rng, banks.noise(rng, n), -45, -10))
         left -= n
-    return np.concatenate(chunks), ends
+    return np.concatenate(chunks), ends, noise_start

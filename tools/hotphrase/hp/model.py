@@ -144,6 +144,7 @@ def probabilities(header, ts, feats):
         y = relu(relu(y) @ ts[f"pw{i}.weight"].T + ts[f"pw{i}.bias"])
         x = x[span:] + y
     z = x @ ts["out.weight"][0] + ts["out.bias"][0]
+    z = np.clip(z, -80.0, 80.0)  # exp overflows beyond; the logistic is exactly 0 or 1 there in float32 anyway
     return (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
 
 
