@@ -42,7 +42,8 @@ public final class HotPhraseDetector {
     /// more often), lower hears less. Monotonic; spaced evenly in log-odds, +-4 at the ends.
     public static func threshold(sensitivity: Double, model: HotPhraseModel) -> Double {
         let s = min(1, max(0, sensitivity))
-        let t = min(0.999, max(0.001, model.defaultThreshold))
+        // Trained thresholds can sit very close to 1 (a confident network): clamp only to keep the logit finite.
+        let t = min(1 - 1e-9, max(1e-9, model.defaultThreshold))
         let logit = log(t / (1 - t)) + (0.5 - s) * 8
         return 1 / (1 + exp(-logit))
     }

@@ -73,7 +73,7 @@ extension Doctor {
         do {
             let model = try HotPhraseModel.locate(settings.model)
             let threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
-            check(true, String(format: "hot-phrase model %@ loads (\"%@\", %d bytes; sensitivity %.2f -> threshold %.3f)",
+            check(true, String(format: "hot-phrase model %@ loads (\"%@\", %d bytes; sensitivity %.2f -> threshold %.6f)",
                                model.path, model.phrase, model.fileBytes, settings.sensitivity, threshold), "")
         } catch {
             check(false, "\(error)", "install share/hotphrase/ok-hound.hpm to /usr/share/hound-speaker/hotphrase (deploy/install.sh does), set [hotphrase] model, or [hotphrase] enabled = false")

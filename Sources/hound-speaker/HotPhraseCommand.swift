@@ -46,16 +46,16 @@ struct HotPhraseCommand: AsyncParsableCommand {
                     detector.process(UnsafeBufferPointer(rebasing: all[start..<end])) { d in
                         count += 1
                         if json {
-                            printLine(String(format: "{\"time\":%.3f,\"score\":%.4f}", d.time, d.score))
+                            printLine(String(format: "{\"time\":%.3f,\"score\":%.6f}", d.time, d.score))
                         } else {
-                            printLine(String(format: "%8.2f s  \"%@\"  score %.3f", d.time, loaded.phrase, d.score))
+                            printLine(String(format: "%8.2f s  \"%@\"  score %.5f", d.time, loaded.phrase, d.score))
                         }
                     }
                     start = end
                 }
             }
             if !json {
-                printError(String(format: "%d detection%@ in %.1f s of audio (threshold %.3f, model %@)",
+                printError(String(format: "%d detection%@ in %.1f s of audio (threshold %.6f, model %@)",
                                   count, count == 1 ? "" : "s", audio.duration, chosen, loaded.path))
             }
         }

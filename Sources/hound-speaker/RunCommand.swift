@@ -92,7 +92,7 @@ enum SpeakerAssembly {
             let listener = HotPhraseListener(model: model, sensitivity: config.hotphrase.sensitivity,
                                              refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
             parts.hotPhrase = listener
-            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(format: "%.3f", listener.threshold)))")
+            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(format: "%.6f", listener.threshold)))")
         }
         return parts
     }

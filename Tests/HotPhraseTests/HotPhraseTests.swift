@@ -141,12 +141,36 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
         #expect(steps.allSatisfy { $0 > 0 && $0 < 1 })
     }
 
+    /// A confident network's threshold can sit at 0.99999: sensitivity 0.5 must still give exactly it (a clamp at
+    /// 0.999 once turned such a model's threshold down a hundredfold in false accepts).
+    @Test func thresholdsNearOneAreKept() throws {
+        let model = try withHeader(try Fixtures.model(), replacing: "\"default_threshold\": ", upTo: ",", with: "0.9999874")
+        #expect(model.defaultThreshold == 0.9999874)
+        #expect(abs(HotPhraseDetector.threshold(sensitivity: 0.5, model: model) - 0.9999874) < 1e-12)
+        #expect(HotPhraseDetector.threshold(sensitivity: 0.6, model: model) < 0.9999874)
+        #expect(HotPhraseDetector.threshold(sensitivity: 0.4, model: model) > 0.9999874)
+    }
+
     @Test func silenceNeverFires() throws {
         let model = try Fixtures.model()
         let (scores, detections) = run(HotPhraseDetector(model: model, threshold: 0.5), [Int16](repeating: 0, count: 16000 * 10))
         #expect(detections.isEmpty)
         #expect(scores.count == ((16000 * 10 - 480) / 160 + 1) / 3 - model.warmUpSteps)
     }
+}
+
+/// The model file with one header value replaced (the header length field rewritten to match).
+func withHeader(_ model: HotPhraseModel, replacing key: String, upTo end: String, with value: String) throws -> HotPhraseModel {
+    let full = [UInt8](try Data(contentsOf: URL(fileURLWithPath: model.path)))
+    let length = Int(full[4]) | Int(full[5]) << 8 | Int(full[6]) << 16 | Int(full[7]) << 24
+    var header = String(decoding: full[8..<(8 + length)], as: UTF8.self)
+    let start = try #require(header.range(of: key))
+    let stop = try #require(header.range(of: end, range: start.upperBound..<header.endIndex))
+    header.replaceSubrange(start.upperBound..<stop.lowerBound, with: value)
+    let h = Array(header.utf8)
+    let n = UInt32(h.count)
+    let bytes = Array("HPM1".utf8) + [UInt8(n & 0xff), UInt8(n >> 8 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 24)] + h + full[(8 + length)...]
+    return try HotPhraseModel(bytes: bytes, path: model.path)
 }
 
 @Suite struct FrontEndTests {
