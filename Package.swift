@@ -97,8 +97,9 @@ let package = Package(
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "SpeakerRuntime", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
                                                         "Speech", "Board", "TestSupport"], swiftSettings: strict),
+        // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
-                    resources: [.copy("Fixtures")], swiftSettings: strict),
+                    exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
     ],

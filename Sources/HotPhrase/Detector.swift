@@ -39,12 +39,13 @@ public final class HotPhraseDetector {
     }
 
     /// The threshold for a sensitivity in 0...1: 0.5 is the model's own threshold, higher hears more (and falsely
-    /// more often), lower hears less. Monotonic; spaced evenly in log-odds, +-4 at the ends.
+    /// more often), lower hears less. Monotonic; spaced evenly in log-odds, +-8 at the ends (a trained threshold
+    /// of 0.99998 spans 0.96 to 1 - 4e-9).
     public static func threshold(sensitivity: Double, model: HotPhraseModel) -> Double {
         let s = min(1, max(0, sensitivity))
         // Trained thresholds can sit very close to 1 (a confident network): clamp only to keep the logit finite.
         let t = min(1 - 1e-9, max(1e-9, model.defaultThreshold))
-        let logit = log(t / (1 - t)) + (0.5 - s) * 8
+        let logit = log(t / (1 - t)) + (0.5 - s) * 16
         return 1 / (1 + exp(-logit))
     }
 

@@ -125,7 +125,7 @@ struct Rig {
         parts.eventSink = { events.add($0) }
         parts.machine.searchingLimitMS = searchingLimitMS
         if hotPhrase {
-            parts.hotPhrase = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.5)
+            parts.hotPhrase = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.85)
             parts.capture.realTime = true
         }
         let loop = SpeakerLoop(parts: parts)

@@ -36,8 +36,10 @@ def main():
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--idle", type=float, default=30)
     ap.add_argument("--hotphrase", action="store_true")
+    ap.add_argument("--smaps", action="store_true", help="also list the mappings holding the most resident memory")
+    ap.add_argument("--binary", help="the hound-speaker to measure (default: swift build -c release's)")
     args = ap.parse_args()
-    binary = os.path.join(subprocess.check_output(["swift", "build", "-c", "release", "--show-bin-path"], text=True).strip(), "hound-speaker")
+    binary = args.binary or os.path.join(subprocess.check_output(["swift", "build", "-c", "release", "--show-bin-path"], text=True).strip(), "hound-speaker")
     root = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["espeak-ng", "-w", f"{tmp}/q.wav", "what time is it"], check=True)
@@ -92,6 +94,16 @@ def main():
             print(f"| resident set after the queries | {rss} kB |")
             waiting = "listening for the hot phrase in room tone" if args.hotphrase else "waiting for the button"
             print(f"| CPU while idle, {waiting} ({args.idle:g} s) | {idle:.2f} s ({idle / args.idle * 100:.2f} % of a core) |")
+            if args.smaps:
+                top, cur = {}, None
+                for line in open(f"/proc/{run.pid}/smaps"):
+                    parts = line.split()
+                    if "-" in parts[0] and len(parts) >= 5:
+                        cur = parts[5] if len(parts) > 5 else "[anonymous]"
+                    elif parts[0] == "Rss:":
+                        top[cur] = top.get(cur, 0) + int(parts[1])
+                for name, kb in sorted(top.items(), key=lambda kv: -kv[1])[:15]:
+                    print(f"| {name} | {kb} kB |")
         finally:
             run.terminate(); run.wait()
             serve.terminate(); serve.wait()

@@ -117,7 +117,9 @@ def main():
         if word not in ph["words"]:
             real_neg += D.real_clips(word, "eval")
     pieces = sents[700:] + real_neg
-    speech, _, _ = D.stream(rng, pieces, banks, 0)
+    # Fixed augmentation (15 % quiet pieces at 35-50 dB, the rest -5 to 25 dB): the evaluation's audio must not
+    # move when the training recipe does (it did once, between two models compared on it).
+    speech, _, _ = D.stream(rng, pieces, banks, 0, quiet=(0.15, (35, 50)))
     left = a.negative_hours * 3600 - len(speech) / SR
     extra = []
     for kind in A.EVAL_NOISES:  # the rest of the hours: noise, music and babble alone

@@ -18,9 +18,12 @@ sys.path.insert(0, HERE)
 from hp import augment as A  # noqa: E402
 from hp import synth  # noqa: E402
 
+DEMO_SENSITIVITY = 0.85  # Sources/hound-speaker/DemoCommand.swift
+
 CLIPS = [
-    ("pos-gbcwmd", ("espeak", "en-gb-x-gbcwmd+m3"), "OK Hound, what time is it?"),
-    ("pos-rms", ("flite", "rms"), "Okay Hound. What's the weather like?"),
+    # held-out voices the shipped model misses (BENCHMARKS.md): kept for the reference comparison
+    ("hard-gbcwmd", ("espeak", "en-gb-x-gbcwmd+m3"), "OK Hound, what time is it?"),
+    ("hard-rms", ("flite", "rms"), "Okay Hound. What's the weather like?"),
     ("pos-ked", ("festival", "ked_diphone"), "OK Hound, set a timer for five minutes."),
     ("neg-google", ("espeak", "en-gb-x-gbcwmd+f2"), "OK Google, what time is it?"),
     ("neg-hounddog", ("flite", "rms"), "The old hound dog found a greyhound in the sound."),
@@ -45,7 +48,13 @@ def main():
         wavfile.write(p, 16000, (x * 32767).astype(np.int16))
         paths.append(p)
     ref = os.path.join(out, "reference.json")
-    subprocess.run([sys.executable, os.path.join(HERE, "reference.py"), model, ref] + paths, check=True)
+    # Detections at the demo's sensitivity (0.85), mapped as HotPhraseDetector.threshold(sensitivity:) does.
+    from hp import model as M
+    t = M.load(model)[0]["default_threshold"]
+    logit = np.log(t / (1 - t)) + (0.5 - DEMO_SENSITIVITY) * 16
+    threshold = float(1 / (1 + np.exp(-logit)))
+    subprocess.run([sys.executable, os.path.join(HERE, "reference.py"), model, ref] + paths
+                   + ["--threshold", repr(threshold)], check=True)
     # FLAC (lossless, half the size in the repository); the detector reads it through libsndfile.
     for p in paths:
         subprocess.run(["sox", p, p[:-4] + ".flac"], check=True)
