@@ -66,7 +66,7 @@ def main():
     ap.add_argument("--confusables", type=int, default=3000)
     ap.add_argument("--eval-positives", type=int, default=600)
     ap.add_argument("--eval-confusables", type=int, default=1000)
-    ap.add_argument("--sentences", type=int, default=2500)
+    ap.add_argument("--sentences", type=int, default=7000)
     ap.add_argument("--eval-sentences", type=int, default=3500)
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
