@@ -85,13 +85,6 @@ public final class HotPhraseDetector {
         }
         samplesSeen += samples.count
     }
-
-    /// Feeds samples; true when they complete the phrase (for the speaker loop).
-    public func detect(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
-        var hit = false
-        process(samples) { _ in hit = true }
-        return hit
-    }
 }
 
 #if canImport(Glibc)

@@ -92,7 +92,11 @@ public struct HotPhraseModel: Sendable {
         guard bytes.count >= 8, bytes[0..<4].elementsEqual(Array("HPM1".utf8)) else {
             throw fail("not a hot-phrase model file (it must start with HPM1; was it made by tools/hotphrase?)")
         }
-        let headerLength = Int(bytes[4]) | Int(bytes[5]) << 8 | Int(bytes[6]) << 16 | Int(bytes[7]) << 24
+        // Little-endian u32 at `o` (the header length, float32 bit patterns).
+        func u32(_ o: Int) -> UInt32 {
+            UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
+        }
+        let headerLength = Int(u32(4))
         guard headerLength > 0, 8 + headerLength <= bytes.count else {
             throw fail("truncated: the header says \(headerLength) bytes, the file has \(bytes.count)")
         }
@@ -125,22 +129,15 @@ public struct HotPhraseModel: Sendable {
             }
             let base = payload + t.offset
             if t.dtype == "float32" {
-                return (0..<count).map { i in
-                    let o = base + 4 * i
-                    let bits = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
-                    return Float(bitPattern: bits)
-                }
+                return (0..<count).map { Float(bitPattern: u32(base + 4 * $0)) }
             }
             let rows = shape[0]
             guard let so = t.scale_offset, so >= 0, payload + so + 4 * rows <= bytes.count else {
                 throw fail("tensor \(name) has no scales")
             }
             let perRow = count / rows
-            return (0..<count).map { i in
-                let o = payload + so + 4 * (i / perRow)
-                let bits = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
-                return Float(Int8(bitPattern: bytes[base + i])) * Float(bitPattern: bits)
-            }
+            let scales = (0..<rows).map { Float(bitPattern: u32(payload + so + 4 * $0)) }
+            return (0..<count).map { Float(Int8(bitPattern: bytes[base + $0])) * scales[$0 / perRow] }
         }
         let c = header.channels, k = header.kernel
         self.path = path

@@ -27,12 +27,6 @@ def save(path, clips, meta):
              meta=np.array(meta))
 
 
-def load(path):
-    z = np.load(path)
-    a, o = z["audio"].astype(np.float32) / 32768.0, z["offsets"]
-    return [a[o[i]:o[i + 1]] for i in range(len(o) - 1)], list(z["meta"])
-
-
 def run_jobs(jobs, procs):
     chunks = [jobs[i:i + 40] for i in range(0, len(jobs), 40)]
     with Pool(procs) as p:
