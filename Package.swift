@@ -11,6 +11,9 @@ func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("InternalImportsByDefault"),
+    // Members of a module are visible only where it is imported: with FoundationEssentials imported, a `contains`
+    // must not quietly resolve to full Foundation's (which TOMLKit loads), or CoreFoundation and ICU come back.
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(
@@ -40,17 +43,18 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
 
         .target(name: "SpeakerConfig",
-                dependencies: ["Houndify", .product(name: "TOMLKit", package: "TOMLKit")],
+                dependencies: ["Houndify", "Platform", .product(name: "TOMLKit", package: "TOMLKit")],
                 swiftSettings: strict),
         .target(name: "Audio",
-                dependencies: ["CSoxr", "CSndfile", "CALSA", "CShims"],
+                dependencies: ["CSoxr", "CSndfile", "CALSA", "CShims", "Platform"],
                 swiftSettings: strict),
         .target(name: "Board",
-                dependencies: ["CGPIOD"],
+                dependencies: ["CGPIOD", "Platform"],
                 swiftSettings: strict),
         .target(name: "Speech",
-                dependencies: ["CEspeakNG", "Audio"],
+                dependencies: ["CEspeakNG", "Audio", "Platform"],
                 swiftSettings: strict),
+        .target(name: "Platform", swiftSettings: strict),
         .target(name: "Speaker", swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         .target(name: "HotPhrase", swiftSettings: strict),
@@ -59,24 +63,23 @@ let package = Package(
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "SpeakerRuntime",
-                dependencies: ["Speaker", "Houndify", "Audio", "Speech", "Board", "HotPhrase",
+                dependencies: ["Speaker", "Houndify", "Audio", "Speech", "Board", "HotPhrase", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "Houndify",
-                dependencies: ["CCurl", "CShims", "CCrypto", "CSpeex",
+                dependencies: ["CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "LocalHoundify",
-                dependencies: ["Houndify", "CSpeex", "Audio",
+                dependencies: ["Houndify", "CSpeex", "Audio", "Platform",
                                .product(name: "NIOCore", package: "swift-nio"),
                                .product(name: "NIOPosix", package: "swift-nio"),
                                .product(name: "NIOHTTP1", package: "swift-nio"),
                                .product(name: "CompressNIO", package: "compress-nio"),
                                .product(name: "Logging", package: "swift-log")],
-                resources: [.copy("Fixtures")],
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
-                dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime",
+                dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime", "Platform",
                                "Board", "HotPhrase", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
@@ -86,7 +89,7 @@ let package = Package(
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
-                         dependencies: ["Audio", "Speech", "Speaker", "SpeakerRuntime", "Houndify", "LocalHoundify", "HotPhrase",
+                         dependencies: ["Audio", "Speech", "Speaker", "SpeakerRuntime", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "LocalHoundify", "Audio"],
@@ -101,6 +104,7 @@ let package = Package(
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
+        .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -1,6 +1,8 @@
 import CALSA
 import CSoxr
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Synchronization
 
 /// Capture settings (`[audio]` in config).
@@ -55,7 +57,7 @@ public final class ALSACapture: Sendable {
     private let onFrame: FrameHandler
     private let onEvent: EventHandler
     private let reader: Reader
-    private let control = NSCondition()
+    private let control = Condition()
     private let flags = Mutex<(stop: Bool, done: Bool)>((false, false))
     private let first: Mutex<DeviceSession?>
 
@@ -83,9 +85,7 @@ public final class ALSACapture: Sendable {
     public func close() { first.withLock { $0?.close(); $0 = nil } }
 
     public func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = "hound-speaker.capture"
-        thread.start()
+        OwnedThread.start(name: "hs-capture") { [self] in run() }
     }
 
     /// Stops reading and closes the device; returns once the thread has let go of it.
@@ -110,8 +110,8 @@ public final class ALSACapture: Sendable {
             guard let current = session else {
                 // Lost: look again after the retry interval (woken early by stop()).
                 control.lock()
-                _ = control.wait(until: Date(timeIntervalSinceNow: Double(settings.retryInterval.components.seconds)
-                    + Double(settings.retryInterval.components.attoseconds) / 1e18))
+                control.wait(seconds: Double(settings.retryInterval.components.seconds)
+                    + Double(settings.retryInterval.components.attoseconds) / 1e18)
                 control.unlock()
                 if stopping { break }
                 do throws(AudioDeviceError) {

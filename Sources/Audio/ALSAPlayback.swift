@@ -1,6 +1,8 @@
 import CALSA
 import CShims
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 
 /// Called before any ALSA use: the library's own stderr lines go (our errors name the device and the cause).
 let quietALSA: Void = hs_alsa_quiet()
@@ -102,7 +104,7 @@ func soundDeviceHolders() -> [String] {
             (try? fm.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\(fd)"))?.hasPrefix("/dev/snd/pcm") == true
         }
         if holds {
-            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) ?? "?"
+            let name = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmed(.whitespacesAndNewlines) ?? "?"
             holders.append("\(name) (pid \(pid))")
         }
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Voice activity on 16 kHz frames: the energy of the speech band against an adaptive noise floor, with
 /// hysteresis.

@@ -1,5 +1,7 @@
 import CALSA
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Synchronization
 
 /// The speaker's output volume, 0-100, applied either by an ALSA mixer control or by scaling the samples.
@@ -47,7 +49,7 @@ public final class OutputVolume: Sendable {
 final class ALSAMixer: @unchecked Sendable {
     private var mixer: OpaquePointer?
     private var element: OpaquePointer?
-    private let lock = NSLock()
+    private let lock = Lock()
     let device: String
     let control: String
 
@@ -90,7 +92,7 @@ final class ALSAMixer: @unchecked Sendable {
     deinit { if let mixer { snd_mixer_close(mixer) } }
 
     static func cardName(for device: String) -> String {
-        if let range = device.range(of: "CARD=") {
+        if let range = device.firstRange(of: "CARD=") {
             let name = device[range.upperBound...].prefix { $0 != "," }
             return "hw:CARD=\(name)"
         }

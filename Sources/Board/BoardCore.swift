@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 import Synchronization
 
 /// What the board tells the speaker.
@@ -117,7 +119,7 @@ public struct SimulatedButtonParser: Sendable {
                 continue
             }
             guard byte == UInt8(ascii: "\n") else { line.append(byte); continue }
-            let command = String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased()
+            let command = String(decoding: line, as: UTF8.self).trimmed(.whitespaces).lowercased()
             line.removeAll()
             switch command {
             case "": break

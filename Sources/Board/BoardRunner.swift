@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Synchronization
 
 /// Where the button comes from and where the LEDs go.
@@ -35,9 +37,7 @@ public final class BoardRunner: Sendable {
     }
 
     public func start() {
-        let thread = Thread { [self] in self.run() }
-        thread.name = "hound-speaker.board"
-        thread.start()
+        OwnedThread.start(name: "hs-board") { [self] in self.run() }
     }
 
     public func show(_ state: LEDState) {

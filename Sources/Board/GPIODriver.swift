@@ -1,5 +1,6 @@
 import CGPIOD
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where a GPIO line is: a chip (name such as `gpiochip0`, a path, a label or a number, as libgpiod's
 /// lookup takes) and a line (a name such as `GPIO17`, or an offset).

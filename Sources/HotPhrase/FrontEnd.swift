@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A real FFT of a power-of-two size n, as one complex FFT of n/2 points on the even/odd samples and a final
 /// split (half the work of a complex FFT on zero imaginary parts). Tables are built once; `powerSpectrum` does

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Why a model file cannot be used. Each names the file, so a speaker with a missing or damaged model says so at
 /// start-up instead of silently never hearing its name.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import CSpeex
 
 /// How the voice query's audio is put on the wire (protocol.md §6, §11).

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import CCrypto
 
 /// Houndify's request signing (protocol.md §2): HMAC-SHA256 keyed with the base64url-decoded client key over
@@ -74,12 +75,12 @@ public enum HMACSHA256 {
 public enum Base64URL {
     public static func encode(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
+            .replacing("+", with: "-")
+            .replacing("/", with: "_")
     }
 
     public static func decode(_ text: String) -> [UInt8]? {
-        var s = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var s = text.replacing("-", with: "+").replacing("_", with: "/")
         while s.count % 4 != 0 { s += "=" }
         return Data(base64Encoded: s).map { [UInt8]($0) }
     }

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Keeps the conversation state between queries (protocol.md §9), optionally in a file so a restarted speaker
@@ -57,10 +58,17 @@ public final class ConversationStore: Sendable {
         let bytes = Data(value.asciiJSON().utf8)
         guard FileManager.default.createFile(atPath: temporary.path, contents: bytes,
                                              attributes: [.posixPermissions: 0o600]) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
+            throw ConversationStoreError(path: temporary.path, reason: String(cString: strerror(errno)))
         }
         if rename(temporary.path, url.path) != 0 {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+            throw ConversationStoreError(path: url.path, reason: String(cString: strerror(errno)))
         }
     }
+}
+
+/// The conversation state could not be saved; names the file and the system's reason.
+public struct ConversationStoreError: Error, CustomStringConvertible {
+    public let path: String
+    public let reason: String
+    public var description: String { "cannot write the conversation state \(path): \(reason)" }
 }

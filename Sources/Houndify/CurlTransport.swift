@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import CCurl
 import CShims
 import Synchronization
@@ -139,9 +141,7 @@ final class CurlWorker: @unchecked Sendable {
         _ = CurlWorker.globalInit
         guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: libcurl is unusable") }
         multi = m
-        let thread = Thread { [unowned self] in self.run() }
-        thread.name = "hound-speaker.curl"
-        thread.start()
+        OwnedThread.start(name: "hs-curl") { [unowned self] in self.run() }
     }
 
     private static let globalInit: Void = {

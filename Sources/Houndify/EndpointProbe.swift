@@ -1,6 +1,8 @@
 import CCurl
 import CShims
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 
 /// Can the speaker reach the Houndify endpoint? One HEAD request over libcurl, told apart by where it stopped: the
 /// name did not resolve (DNS), nothing accepted the TCP connection, the TLS handshake failed (often a clock far
@@ -24,9 +26,7 @@ public struct EndpointProbe: Sendable, Equatable {
     /// Probes on a thread of its own: the blocking transfer must not hold a thread of Swift's cooperative pool.
     public static func run(endpoint: String, timeoutMS: Int) async -> EndpointProbe {
         await withCheckedContinuation { continuation in
-            let thread = Thread { continuation.resume(returning: runBlocking(endpoint: endpoint, timeoutMS: timeoutMS)) }
-            thread.name = "hound-speaker.probe"
-            thread.start()
+            OwnedThread.start(name: "hs-probe") { continuation.resume(returning: runBlocking(endpoint: endpoint, timeoutMS: timeoutMS)) }
         }
     }
 

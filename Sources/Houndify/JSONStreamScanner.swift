@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 
 /// Splits a byte stream into consecutive top-level JSON objects, however the bytes are cut into reads.
 ///

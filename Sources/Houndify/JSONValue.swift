@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 
 /// An arbitrary JSON value: what Houndify treats as opaque (ConversationState, extra RequestInfo keys,
 /// the raw result) is kept as this so it can be sent back unchanged.

@@ -1,9 +1,11 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 
 /// A value behind an NSLock, for state that non-Sendable arguments (unsafe buffers) must reach; `Mutex`'s
 /// `sending` rules reject those.
 final class LockedBox<Value>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var value: Value
 
     init(_ value: Value) { self.value = value }

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 
 /// `Format` values the service uses; clients must accept both spellings (protocol.md §7.2, §7.3).
 public enum HoundFormat {

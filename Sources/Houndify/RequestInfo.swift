@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The client's identity and preferences, from which each request's RequestInfo is built.
 public struct ClientProfile: Sendable, Equatable {

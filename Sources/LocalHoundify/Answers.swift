@@ -1,4 +1,7 @@
-public import Foundation
+public import FoundationEssentials
+import FoundationInternationalization
+import Platform
+import Glibc
 public import Houndify
 
 /// The local service's small domain: the time and date in the request's TimeZone, a weather answer from a real
@@ -10,12 +13,7 @@ public struct AnswerBook: Sendable {
 
     public init(now: @escaping @Sendable () -> Date = Date.init) {
         self.now = now
-        if let url = Bundle.module.url(forResource: "result-weather", withExtension: "json", subdirectory: "Fixtures"),
-           let data = try? Data(contentsOf: url) {
-            weatherFixture = try? JSONValue(parsing: data)
-        } else {
-            weatherFixture = nil
-        }
+        weatherFixture = try? JSONValue(parsing: Data(weatherFixtureJSON.utf8))
     }
 
     /// The HoundServer object answering `transcript`, given the request's RequestInfo.
@@ -27,7 +25,7 @@ public struct AnswerBook: Sendable {
         var state: [String: JSONValue] = ["ConversationStateTime": .int(stamp), "LocalServiceTurn": .int(turn)]
 
         var result: [String: JSONValue]
-        if transcript.trimmingCharacters(in: .whitespaces).isEmpty {
+        if transcript.trimmed(.whitespaces).isEmpty {
             result = noResult()
         } else if previous?["LocalServicePending"]?.stringValue == "TimerDuration", let minutes = Self.number(in: query) {
             let text = "OK, a timer for \(minutes) minute\(minutes == 1 ? "" : "s"), starting now."
@@ -48,11 +46,11 @@ public struct AnswerBook: Sendable {
         } else if query.contains("weather"), let fixture = weatherFixture?["AllResults"]?[0]?.objectValue {
             result = fixture
         } else if query.contains("time") {
-            let text = "It is \(format(now(), pattern: "h:mm a", requestInfo: requestInfo))."
+            let text = "It is \(Self.clockTime(now(), in: zone(requestInfo)))."
             result = command("InformationCommand", spoken: text, written: text)
             result["InformationNuggets"] = [["NuggetKind": "DateAndTime", "SpokenResponse": .string(text)]]
         } else if query.contains("date") || query.contains("day is it") || query.contains("what day") {
-            let text = "Today is \(format(now(), pattern: "EEEE, MMMM d, yyyy", requestInfo: requestInfo))."
+            let text = "Today is \(Self.longDate(now(), in: zone(requestInfo)))."
             result = command("InformationCommand", spoken: text, written: text)
             result["InformationNuggets"] = [["NuggetKind": "DateAndTime", "SpokenResponse": .string(text)]]
         } else {
@@ -104,12 +102,24 @@ public struct AnswerBook: Sendable {
         return r
     }
 
-    private func format(_ date: Date, pattern: String, requestInfo: [String: JSONValue]) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = requestInfo["TimeZone"]?.stringValue.flatMap(TimeZone.init(identifier:)) ?? .current
-        formatter.dateFormat = pattern
-        return formatter.string(from: date)
+    /// The request's TimeZone (ICU's tz database, via FoundationInternationalization), else the system's.
+    private func zone(_ requestInfo: [String: JSONValue]) -> TimeZone {
+        requestInfo["TimeZone"]?.stringValue.flatMap(TimeZone.init(identifier:))
+            ?? TimeZone(identifier: SystemTimeZone.identifier()) ?? .gmt
+    }
+
+    /// "11:05 AM", as Houndify says it (the pattern "h:mm a" in en_US_POSIX, through ICU).
+    static func clockTime(_ date: Date, in zone: TimeZone) -> String {
+        date.formatted(Date.VerbatimFormatStyle(
+            format: "\(hour: .defaultDigits(clock: .twelveHour, hourCycle: .oneBased)):\(minute: .twoDigits) \(dayPeriod: .standard(.abbreviated))",
+            locale: Locale(identifier: "en_US_POSIX"), timeZone: zone, calendar: Calendar(identifier: .gregorian)))
+    }
+
+    /// "Sunday, November 22, 2026" ("EEEE, MMMM d, yyyy").
+    static func longDate(_ date: Date, in zone: TimeZone) -> String {
+        date.formatted(Date.VerbatimFormatStyle(
+            format: "\(weekday: .wide), \(month: .wide) \(day: .defaultDigits), \(year: .defaultDigits)",
+            locale: Locale(identifier: "en_US_POSIX"), timeZone: zone, calendar: Calendar(identifier: .gregorian)))
     }
 
     static func number(in query: String) -> Int? {

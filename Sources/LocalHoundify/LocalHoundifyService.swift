@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 import Houndify
 import NIOCore
 import NIOPosix
@@ -230,7 +232,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
             if let said = safeToStopSentAt {
                 // How quickly the client ended its upload once told it could (a client should take < 50 ms).
                 let ms = Double((NIODeadline.now() - said).nanoseconds) / 1e6
-                service.logger.info("body ended \(String(format: "%.1f", ms)) ms after SafeToStopAudio")
+                service.logger.info("body ended \(String(cFormat: "%.1f", ms)) ms after SafeToStopAudio")
             }
             let answer = service.configuration.fault == .statusError
                 ? AnswerBook.error("Simulated failure of the local service")
@@ -280,7 +282,11 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     static func queryParameter(_ name: String, in query: String) -> String? {
         for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            if kv[0] == name { return kv.count > 1 ? String(kv[1]).removingPercentEncoding ?? String(kv[1]) : "" }
+            guard kv[0] == name else { continue }
+            guard kv.count > 1 else { return "" }
+            // URLComponents decodes %XX (and leaves `+` alone); a malformed escape keeps the raw text.
+            let decoded = URLComponents(string: "http://localhost/?v=" + kv[1])?.queryItems?.first?.value
+            return decoded ?? String(kv[1])
         }
         return nil
     }

@@ -1,4 +1,6 @@
-public import Foundation
+public import FoundationEssentials
+import Platform
+import Glibc
 import Houndify
 import TOMLKit
 
@@ -40,7 +42,7 @@ public enum ConfigLoader {
         if config.houndify.conversationStateFile == nil, let directory = stateDirectory(environment) {
             config.houndify.conversationStateFile = "\(directory)/conversation.json"
         }
-        if config.houndify.clientID.contains(";") {
+        if config.houndify.clientID.contains(Character(";")) {
             throw ConfigError(file: path ?? "environment", line: nil, key: "[houndify] client_id", problem: "must not contain ';'")
         }
         if !config.houndify.clientKey.isEmpty, Base64URL.decode(config.houndify.clientKey) == nil {
@@ -58,17 +60,23 @@ public enum ConfigLoader {
         return String(first)
     }
 
+    /// The permission bits of `path` (stat(2)), nil if it cannot be read.
+    static func permissions(of path: String) -> Int? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Int(info.st_mode & 0o7777)
+    }
+
     /// A file holding the client key must not be readable by everyone: refuse, with the fix.
     static func checkPermissions(path: String, config: inout SpeakerConfiguration) throws(ConfigError) {
         guard !config.houndify.clientKey.isEmpty,
-              let attributes = try? FileManager.default.attributesOfItem(atPath: path),
-              let mode = (attributes[.posixPermissions] as? NSNumber)?.intValue else { return }
+              let mode = permissions(of: path) else { return }
         if mode & 0o007 != 0 {
-            throw ConfigError(file: path, line: nil, key: nil, problem: String(format:
-                "holds [houndify] client_key but is readable by other users (mode %03o); run: chmod 600 %@", mode, path))
+            throw ConfigError(file: path, line: nil, key: nil, problem: "holds [houndify] client_key but is readable by other users (mode "
+                + String(cFormat: "%03o", mode) + "); run: chmod 600 \(path)")
         }
         if mode & 0o040 != 0 {
-            config.warnings.append(String(format: "%@ holds the client key and is group-readable (mode %03o); chmod 600 is safer", path, mode))
+            config.warnings.append("\(path) holds the client key and is group-readable (mode \(String(cFormat: "%03o", mode))); chmod 600 is safer")
         }
     }
 
@@ -112,7 +120,7 @@ public enum ConfigLoader {
     }
 
     static func loadProfile(_ name: String, from file: String, line: Int?) throws(ConfigError) -> SpeakerConfiguration {
-        guard !name.contains("/"), let path = profileDirectories.map({ "\($0)/\(name).toml" }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+        guard !name.contains(Character("/")), let path = profileDirectories.map({ "\($0)/\(name).toml" }).first(where: { FileManager.default.fileExists(atPath: $0) }) else {
             let known = availableProfiles()
             throw ConfigError(file: file, line: line, key: "[board] profile",
                               problem: "no board profile \"\(name)\" in \(profileDirectories.joined(separator: ", "))"
@@ -147,13 +155,13 @@ struct KeyLines {
     init(text: String) {
         var table = ""
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
-            let line = raw.trimmingCharacters(in: .whitespaces)
+            let line = raw.trimmed(.whitespaces)
             if line.hasPrefix("[") {
-                let name = line.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).split(separator: "]").first.map(String.init) ?? ""
-                table = name.trimmingCharacters(in: CharacterSet(charactersIn: "[] "))
+                let name = line.trimmed(TrimmedCharacters(charactersIn: "[]")).split(separator: "]").first.map(String.init) ?? ""
+                table = name.trimmed(TrimmedCharacters(charactersIn: "[] "))
                 lines[table] = lines[table] ?? index + 1
             } else if let eq = line.firstIndex(of: "="), !line.hasPrefix("#") {
-                let key = line[..<eq].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"'"))
+                let key = line[..<eq].trimmed(.whitespaces).trimmed(TrimmedCharacters(charactersIn: "\"'"))
                 let path = table.isEmpty ? key : "\(table).\(key)"
                 lines[path] = lines[path] ?? index + 1
             }
@@ -247,7 +255,7 @@ private struct Reader {
                 config.houndify.endpoint = v
             }
             if let v = try string(t, h, "user_id") {
-                guard !v.isEmpty, !v.contains(";") else { throw error(h, "user_id", "must be non-empty and must not contain ';'") }
+                guard !v.isEmpty, !v.contains(Character(";")) else { throw error(h, "user_id", "must be non-empty and must not contain ';'") }
                 config.houndify.userID = v
             }
             if let v = try string(t, h, "device_id") { config.houndify.deviceID = v }
@@ -276,7 +284,7 @@ private struct Reader {
                 throw error(l, config.location.latitude == nil ? "longitude" : "latitude", "latitude and longitude go together: set both or neither")
             }
             if let v = try string(t, l, "timezone") {
-                guard v.isEmpty || TimeZone(identifier: v) != nil else {
+                guard v.isEmpty || SystemTimeZone.isKnown(v) else {
                     throw error(l, "timezone", "unknown time zone \"\(v)\" (use an IANA name such as \"Europe/Paris\")")
                 }
                 config.location.timezone = v
@@ -285,7 +293,7 @@ private struct Reader {
         if let t = root["audio"]?.table {
             for key in ["input", "output"] {
                 if let v = try string(t, "audio", key) {
-                    guard !v.trimmingCharacters(in: .whitespaces).isEmpty else { throw error("audio", key, "must name an ALSA PCM, e.g. \"default\"") }
+                    guard !v.trimmed(.whitespaces).isEmpty else { throw error("audio", key, "must name an ALSA PCM, e.g. \"default\"") }
                     if key == "input" { config.audio.input = v } else { config.audio.output = v }
                 }
             }

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 public import Houndify
 
 /// The speaker's settings, read from TOML (config/speaker.toml documents every key).
@@ -184,7 +186,7 @@ extension SpeakerConfiguration {
             deviceID: houndify.deviceID.isEmpty ? Self.machineDeviceID() : houndify.deviceID,
             latitude: location.latitude, longitude: location.longitude,
             positionHorizontalAccuracy: location.accuracy,
-            timeZone: location.timezone.isEmpty ? TimeZone.current.identifier : location.timezone,
+            timeZone: location.timezone.isEmpty ? SystemTimeZone.identifier() : location.timezone,
             unitPreference: houndify.unitPreference, extra: houndify.requestInfo)
         return HoundifyClientConfiguration(
             endpoint: houndify.endpoint, clientKey: houndify.clientKey, profile: profile,
@@ -195,9 +197,9 @@ extension SpeakerConfiguration {
     /// A stable per-device ID that does not reveal /etc/machine-id itself (systemd asks that it not be exposed).
     public static func machineDeviceID() -> String {
         guard let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) else { return "hound-speaker" }
-        let id = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        let id = text.trimmed(.whitespacesAndNewlines)
         guard !id.isEmpty else { return "hound-speaker" }
         let digest = HMACSHA256.mac(key: Array("hound-speaker-device-id".utf8), message: Array(id.utf8))
-        return "hs-" + digest.prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "hs-" + digest.prefix(8).map { String(cFormat: "%02x", $0) }.joined()
     }
 }

@@ -1,5 +1,7 @@
 import Audio
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 public import Houndify
 public import Speaker
 
@@ -14,7 +16,7 @@ public protocol HotPhraseDetecting: AnyObject, Sendable {
 /// is not making sounds of its own), into a short pre-roll ring, and, while a query is recorded, to the voice
 /// search and the endpointer. Decisions go to the loop through `post`. Nothing is allocated per frame.
 final class CaptureRouter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var search: VoiceSearch?
     private var endpointer: Endpointer?
     private var searchID = 0

@@ -1,11 +1,13 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 public import HotPhrase
 
 /// The "OK Hound" detector as the capture router uses it. The router calls `process` from the capture thread
 /// and `reset` from the loop; the lock here makes "one thread at a time" a property of this type rather than of
 /// its caller (hence @unchecked: the detector is only touched under `lock`).
 public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private let detector: HotPhraseDetector
     private var score = 0.0
     public let threshold: Double

@@ -1,6 +1,8 @@
 public import Audio
 public import Board
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 public import Houndify
 public import Logging
 public import Speaker
@@ -431,18 +433,29 @@ public final class SpeakerLoop: Sendable {
 
 func jsonString(_ text: String) -> String { JSONValue.string(text).asciiJSON() }
 
-/// The optional command run on each state change (as wyoming-satellite's hooks): not waited for, so a slow hook
-/// cannot stall the speaker.
+/// The optional command run on each state change (as wyoming-satellite's hooks): `/bin/sh -c COMMAND` with the
+/// states in its environment, not waited for by the loop, so a slow hook cannot stall the speaker; an owned
+/// thread reaps it so no zombie is left.
 enum StateHook {
     static func run(_ command: String, state: String, previous: String, logger: Logger) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        var env = ProcessInfo.processInfo.environment
-        env["HOUND_SPEAKER_STATE"] = state
-        env["HOUND_SPEAKER_PREVIOUS_STATE"] = previous
-        process.environment = env
-        do { try process.run() } catch { logger.warning("state hook \"\(command)\": \(error)") }
+        var environment = ProcessInfo.processInfo.environment
+        environment["HOUND_SPEAKER_STATE"] = state
+        environment["HOUND_SPEAKER_PREVIOUS_STATE"] = previous
+        let shell: [String] = ["/bin/sh", "-c", command]
+        let arguments: [UnsafeMutablePointer<CChar>?] = shell.map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (arguments + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let status = posix_spawn(&pid, "/bin/sh", nil, nil, arguments, envp)
+        guard status == 0 else {
+            logger.warning("state hook \"\(command)\": cannot start /bin/sh: \(String(cString: strerror(status)))")
+            return
+        }
+        let child = pid
+        OwnedThread.start(name: "hs-hook") {
+            var result: Int32 = 0
+            while waitpid(child, &result, 0) < 0 && errno == EINTR {}
+        }
     }
 }
 
@@ -451,7 +464,7 @@ enum IPAddress {
     static func sentence() -> String {
         let addresses = current()
         guard !addresses.isEmpty else { return "I don't have a network address." }
-        let spoken = addresses.prefix(2).map { $0.replacingOccurrences(of: ".", with: " dot ") }
+        let spoken = addresses.prefix(2).map { $0.replacing(".", with: " dot ") }
         return "My IP address is \(spoken.joined(separator: ", and "))."
     }
 

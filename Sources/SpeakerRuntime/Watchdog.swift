@@ -1,5 +1,7 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 
 /// One timer for the loop's lifetime, re-armed on every state change. A Task sleeping per state would do the same,
 /// but a cancelled Task.sleep keeps its timer (and memory) until the deadline it was given, up to a minute: at a
@@ -7,7 +9,7 @@ import Foundation
 final class Watchdog: @unchecked Sendable {
     private let queue = DispatchQueue(label: "hound-speaker.watchdog")
     private let timer: any DispatchSourceTimer
-    private let lock = NSLock()
+    private let lock = Lock()
     private var generation = 0
 
     init(fire: @escaping @Sendable (Int) -> Void) {

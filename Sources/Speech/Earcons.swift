@@ -1,5 +1,6 @@
 public import Audio
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The short sounds of seed 001's earcon types, shipped as WAVs in share/earcons (made by tools/make-earcons.sh)
 /// and replaceable in config (`[audio] earcons`).

@@ -1,6 +1,8 @@
 public import Audio
 import CEspeakNG
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Synchronization
 
 /// espeak-ng's voice settings (`[speech]` in config).
@@ -190,7 +192,7 @@ private final class SpeechCore: @unchecked Sendable {
         var value: Result<Int, SpeechError>?
     }
 
-    private let condition = NSCondition()
+    private let condition = Condition()
     private var queue: [Job] = []
     private var current: SpeechTask?
     private var started = false
@@ -200,9 +202,7 @@ private final class SpeechCore: @unchecked Sendable {
         condition.lock()
         if !started {
             started = true
-            let thread = Thread { [self] in threadMain() }
-            thread.name = "hound-speaker.speech"
-            thread.start()
+            OwnedThread.start(name: "hs-speech") { [self] in threadMain() }
         }
         queue.append(job)
         condition.broadcast()

@@ -1,5 +1,5 @@
 import CSystemd
-public import Foundation
+public import FoundationEssentials
 import Glibc
 public import Logging
 
@@ -45,9 +45,9 @@ public struct JournalLogHandler: LogHandler {
         var text = message
         for key in metadata.keys.sorted() { text += " \(key)=\(metadata[key]!)" }
         if let error { text += " error=\(error)" }
-        for secret in secrets { text = text.replacingOccurrences(of: secret, with: "[redacted]") }
-        text = text.replacingOccurrences(of: "\r\n", with: "\\n").replacingOccurrences(of: "\n", with: "\\n")
-            .replacingOccurrences(of: "\r", with: "\\r")
+        for secret in secrets where !secret.isEmpty { text = text.replacing(secret, with: "[redacted]") }
+        text = text.replacing("\r\n", with: "\\n").replacing("\n", with: "\\n")
+            .replacing("\r", with: "\\r")
         return priority(level) + text
     }
 

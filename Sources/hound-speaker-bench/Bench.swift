@@ -1,5 +1,7 @@
 import Audio
 import Foundation
+import Glibc
+import Platform
 import HotPhrase
 import Speech
 import Synchronization
@@ -67,7 +69,7 @@ struct Bench {
             cpu = Double(t1.tv_sec - t0.tv_sec) + Double(t1.tv_nsec - t0.tv_nsec) / 1e9
         }
         let seconds = Double(total) / 16000
-        print(String(format: "hot phrase: %.0f s of audio in %.3f s CPU: %.3f %% of one core, %.1f us per 20 ms frame, %d detections",
+        print(String(cFormat: "hot phrase: %.0f s of audio in %.3f s CPU: %.3f %% of one core, %.1f us per 20 ms frame, %d detections",
                      seconds, cpu, 100 * cpu / seconds, cpu / (seconds / 0.02) * 1e6, detections))
     }
 
@@ -96,7 +98,7 @@ struct Bench {
             settings.channel = channels - 1
             let wanted = Int(minutes * 60 * 16000)
             let received = Mutex(0)
-            let done = NSCondition()
+            let done = Condition()
             let capture = try ALSACapture(settings: settings, onFrame: { frame, _ in
                 let total = received.withLock { $0 += frame.count; return $0 }
                 if total >= wanted { done.lock(); done.signal(); done.unlock() }
@@ -109,7 +111,7 @@ struct Bench {
             let cpu = cpuSeconds() - before
             capture.stop()
             let perMinute = cpu / minutes
-            print("| \(rate) Hz \(channels) ch -> 16 kHz mono | \(String(format: "%.3f", perMinute)) | \(String(format: "%.2f", perMinute / 60 * 100)) % |")
+            print("| \(rate) Hz \(channels) ch -> 16 kHz mono | \(String(cFormat: "%.3f", perMinute)) | \(String(cFormat: "%.2f", perMinute / 60 * 100)) % |")
         }
     }
 
@@ -136,7 +138,7 @@ struct Bench {
         }
         func row(_ name: String, _ values: [Double]) {
             let s = values.sorted()
-            print("| \(name) | \(String(format: "%.1f", s[s.count / 2])) ms | \(String(format: "%.1f", s[min(s.count - 1, s.count * 9 / 10)])) ms | \(String(format: "%.1f", s.last!)) ms |")
+            print("| \(name) | \(String(cFormat: "%.1f", s[s.count / 2])) ms | \(String(cFormat: "%.1f", s[min(s.count - 1, s.count * 9 / 10)])) ms | \(String(cFormat: "%.1f", s.last!)) ms |")
         }
         print("| \(runs) runs | median | 90th pct | max |")
         print("|---|---|---|---|")

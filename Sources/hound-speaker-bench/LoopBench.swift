@@ -1,5 +1,7 @@
 import Audio
 import Foundation
+import Glibc
+import Platform
 import Houndify
 import LocalHoundify
 import Logging
@@ -115,7 +117,7 @@ enum LoopBench {
             let values = timings.compactMap { $0.milliseconds(keyPath) }.sorted()
             return values.isEmpty ? "-" : "\(values[values.count / 2]) ms"
         }
-        print("\(queries) queries after 20 warm-up ones, in \(String(format: "%.1f", Double(elapsed / .milliseconds(1)) / 1000)) s")
+        print("\(queries) queries after 20 warm-up ones, in \(String(cFormat: "%.1f", Double(elapsed / .milliseconds(1)) / 1000)) s")
         print("| measure | value |")
         print("|---|---|")
         print("| resident set before | \(rssStart) kB |")
@@ -132,7 +134,7 @@ enum LoopBench {
 
 /// Counts completed answers; waiting suspends (it never blocks a thread of the concurrency pool).
 final class ReadyCounter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var count = 0
     private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
 

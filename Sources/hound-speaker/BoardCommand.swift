@@ -1,6 +1,7 @@
 import ArgumentParser
 import Board
-import Foundation
+import FoundationEssentials
+import Glibc
 import SpeakerConfig
 
 /// Tries the board: prints each button event and steps the LEDs through every state on each press, so a person
@@ -20,7 +21,7 @@ struct BoardCheck: AsyncParsableCommand {
             let roles: [LEDRole]
             let terminal = isatty(STDIN_FILENO) == 1
             if board.driver == "simulated" {
-                let draw = SimulatedLEDs.drawer(terminal: isatty(STDOUT_FILENO) == 1) { FileHandle.standardOutput.write(Data($0.utf8)) }
+                let draw = SimulatedLEDs.drawer(terminal: isatty(STDOUT_FILENO) == 1) { writeAll(STDOUT_FILENO, $0) }
                 hardware = .simulated(input: STDIN_FILENO, terminal: terminal, draw: draw)
                 roles = board.led.isEmpty ? [.listening, .searching, .speaking].filter { board.leds[$0.rawValue] != nil } : [.status]
             } else {

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Board
 import Houndify
 import Logging
@@ -47,7 +49,7 @@ struct AppContext {
 
 enum LoggingBootstrap {
     nonisolated(unsafe) private static var done = false
-    private static let lock = NSLock()
+    private static let lock = Lock()
 
     /// swift-log allows one bootstrap per process: log lines go to stderr. When stderr is the journal (under
     /// systemd) they are journald's lines: `<N>` priority, no timestamp, one line per event, `secrets` redacted.
@@ -70,12 +72,22 @@ enum LoggingBootstrap {
     }
 }
 
-func printLine(_ text: String) {
-    FileHandle.standardOutput.write(Data((text + "\n").utf8))
-}
+func printLine(_ text: String) { writeAll(STDOUT_FILENO, text + "\n") }
 
-func printError(_ text: String) {
-    FileHandle.standardError.write(Data((text + "\n").utf8))
+func printError(_ text: String) { writeAll(STDERR_FILENO, text + "\n") }
+
+/// write(2) until all of `text` is out (a pipe may take part of it); unbuffered, so lines from the loop and
+/// from the owned threads never sit in a buffer when the process is killed.
+func writeAll(_ fd: Int32, _ text: String) {
+    var bytes = Array(text.utf8)[...]
+    while !bytes.isEmpty {
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        if written < 0 {
+            if errno == EINTR { continue }
+            return  // a closed stdout (a reader that quit): nothing useful to do with the line
+        }
+        bytes = bytes.dropFirst(written)
+    }
 }
 
 /// The board from config: which lines, which LEDs, the gesture settings.

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Audio
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Houndify
 import LocalHoundify
 import Logging
@@ -53,7 +55,7 @@ struct Demo: AsyncParsableCommand {
             let port = try await service.start(port: 0)
             printLine("local Houndify service on http://127.0.0.1:\(port) (no account needed)")
             let profile = ClientProfile(clientID: Self.id, userID: "demo", deviceID: "demo", latitude: 37.3875, longitude: -122.0575,
-                                        timeZone: TimeZone.current.identifier)
+                                        timeZone: SystemTimeZone.identifier())
             let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
                 endpoint: "http://127.0.0.1:\(port)", clientKey: Self.key, profile: profile))
 
@@ -112,7 +114,7 @@ struct Demo: AsyncParsableCommand {
 /// Turns the loop's JSON events into lines a person reads, and lets the demo wait for one (suspending, never
 /// blocking a thread of the concurrency pool that the loop itself runs on).
 final class DemoPrinter: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var seen: [String] = []
     private var waiters: [(text: String, waiter: CheckedContinuation<Bool, Never>)] = []
 

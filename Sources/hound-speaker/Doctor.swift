@@ -4,7 +4,9 @@ import CALSA
 import CEspeakNG
 import CGPIOD
 import CShims
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 import HotPhrase
 import Houndify
 import Audio
@@ -73,8 +75,8 @@ extension Doctor {
         do {
             let model = try HotPhraseModel.locate(settings.model)
             let threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
-            check(true, String(format: "hot-phrase model %@ loads (\"%@\", %d bytes; sensitivity %.2f -> threshold %.6f)",
-                               model.path, model.phrase, model.fileBytes, settings.sensitivity, threshold), "")
+            check(true, "hot-phrase model \(model.path) loads (\"\(model.phrase)\", \(model.fileBytes) bytes; "
+                               + String(cFormat: "sensitivity %.2f -> threshold %.6f)", settings.sensitivity, threshold), "")
         } catch {
             check(false, "\(error)", "install share/hotphrase/ok-hound.hpm to /usr/share/hound-speaker/hotphrase (deploy/install.sh does), set [hotphrase] model, or [hotphrase] enabled = false")
         }
@@ -150,7 +152,7 @@ extension Doctor {
         var info = stat()
         guard stat(path, &info) == 0 else { return }
         let mode = Int(info.st_mode) & 0o777
-        check(mode & 0o077 == 0, String(format: "credentials file %@ is private (mode %03o)", path, mode),
+        check(mode & 0o077 == 0, "credentials file \(path) is private (mode \(String(cFormat: "%03o", mode)))",
               "chmod 600 \(path): it holds the client key")
         if let user = getpwnam(Service.user) {
             let uid = user.pointee.pw_uid, gid = user.pointee.pw_gid

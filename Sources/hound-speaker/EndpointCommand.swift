@@ -1,6 +1,8 @@
 import ArgumentParser
 import Audio
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 
 /// Runs the end-of-speech detector over a recording, as the speaker would while listening: for checking a
 /// microphone's recordings and for the measurements in BENCHMARKS.md (tools/bench/endpoint.py).
@@ -39,9 +41,9 @@ struct EndpointCommand: AsyncParsableCommand {
                 let name = ended.map { "\"\($0)\"" } ?? "null"
                 printLine("{\"decision\":\(name),\"time\":\(time),\"speechStarted\":\(speechAt.map { String(Double($0) / 1000) } ?? "null"),\"lastSpeech\":\(Double(endpointer.lastSpeechEndMS) / 1000)}")
             } else if let ended {
-                printLine("\(ended) at \(String(format: "%.2f", time)) s (speech last heard at \(String(format: "%.2f", Double(endpointer.lastSpeechEndMS) / 1000)) s)")
+                printLine("\(ended) at \(String(cFormat: "%.2f", time)) s (speech last heard at \(String(cFormat: "%.2f", Double(endpointer.lastSpeechEndMS) / 1000)) s)")
             } else {
-                printLine("no decision before the end of the recording (\(String(format: "%.2f", audio.duration)) s)")
+                printLine("no decision before the end of the recording (\(String(cFormat: "%.2f", audio.duration)) s)")
             }
         }
     }

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Audio
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 import HotPhrase
 import SpeakerConfig
 
@@ -46,17 +48,17 @@ struct HotPhraseCommand: AsyncParsableCommand {
                     detector.process(UnsafeBufferPointer(rebasing: all[start..<end])) { d in
                         count += 1
                         if json {
-                            printLine(String(format: "{\"time\":%.3f,\"score\":%.6f}", d.time, d.score))
+                            printLine(String(cFormat: "{\"time\":%.3f,\"score\":%.6f}", d.time, d.score))
                         } else {
-                            printLine(String(format: "%8.2f s  \"%@\"  score %.5f", d.time, loaded.phrase, d.score))
+                            printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(loaded.phrase)\"" + String(cFormat: "  score %.5f", d.score))
                         }
                     }
                     start = end
                 }
             }
             if !json {
-                printError(String(format: "%d detection%@ in %.1f s of audio (threshold %.6f, model %@)",
-                                  count, count == 1 ? "" : "s", audio.duration, chosen, loaded.path))
+                printError("\(count) detection\(count == 1 ? "" : "s") in "
+                           + String(cFormat: "%.1f s of audio (threshold %.6f, ", audio.duration, chosen) + "model \(loaded.path))")
             }
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import Foundation
+import FoundationEssentials
+import Glibc
 import Logging
 
 @main
@@ -30,12 +31,12 @@ extension AsyncParsableCommand {
         do {
             try await body()
         } catch let failure as CommandFailure {
-            FileHandle.standardError.write(Data("hound-speaker: error: \(failure.message)\n".utf8))
+            writeAll(STDERR_FILENO, "hound-speaker: error: \(failure.message)\n")
             throw ExitCode(failure.exitCode)
         } catch let error as ExitCode {
             throw error
         } catch {
-            FileHandle.standardError.write(Data("hound-speaker: error: \(error)\n".utf8))
+            writeAll(STDERR_FILENO, "hound-speaker: error: \(error)\n")
             throw ExitCode(1)
         }
     }

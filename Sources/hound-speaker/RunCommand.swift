@@ -1,7 +1,9 @@
 import ArgumentParser
 import Audio
 import Board
-import Foundation
+import FoundationEssentials
+import Platform
+import Glibc
 import HotPhrase
 import Houndify
 import Logging
@@ -92,7 +94,7 @@ enum SpeakerAssembly {
             let listener = HotPhraseListener(model: model, sensitivity: config.hotphrase.sensitivity,
                                              refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
             parts.hotPhrase = listener
-            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(format: "%.6f", listener.threshold)))")
+            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold)))")
         }
         return parts
     }
@@ -101,7 +103,7 @@ enum SpeakerAssembly {
         let hardware: BoardHardware
         let roles: [LEDRole]
         if board.driver == "simulated" {
-            let draw = SimulatedLEDs.drawer(terminal: isatty(STDERR_FILENO) == 1) { FileHandle.standardError.write(Data($0.utf8)) }
+            let draw = SimulatedLEDs.drawer(terminal: isatty(STDERR_FILENO) == 1) { writeAll(STDERR_FILENO, $0) }
             hardware = .simulated(input: STDIN_FILENO, terminal: isatty(STDIN_FILENO) == 1, draw: draw)
             roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0.rawValue] != nil } : [.status]
         } else {

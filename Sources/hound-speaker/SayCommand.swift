@@ -1,6 +1,8 @@
+import Logging
 import ArgumentParser
 import Audio
-import Foundation
+import FoundationEssentials
+import Glibc
 import SpeakerConfig
 import Speech
 

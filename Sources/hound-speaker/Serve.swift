@@ -1,6 +1,10 @@
+import SpeakerConfig
+import Logging
 import ArgumentParser
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
+import Platform
 import Houndify
 import LocalHoundify
 
@@ -72,7 +76,7 @@ enum Signals {
 /// Signal sources must outlive the wait; they are kept for the life of the process.
 enum SignalSources {
     nonisolated(unsafe) private static var kept: [any DispatchSourceSignal] = []
-    private static let lock = NSLock()
+    private static let lock = Lock()
     static func keep(_ sources: [any DispatchSourceSignal]) {
         lock.lock(); defer { lock.unlock() }
         kept += sources
@@ -80,7 +84,7 @@ enum SignalSources {
 }
 
 final class OnceFlag: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = Lock()
     private var fired = false
     func fire() -> Bool {
         lock.lock(); defer { lock.unlock() }

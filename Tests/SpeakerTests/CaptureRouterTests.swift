@@ -1,3 +1,4 @@
+import Speaker
 import Foundation
 import Synchronization
 import Testing
