@@ -81,7 +81,8 @@ struct Rig {
     /// `question` is spoken by espeak-ng into the microphone fixture, between silences.
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
-                      responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false) async throws -> Rig {
+                      responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
+                      stateHook: String = "") async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -124,6 +125,7 @@ struct Rig {
                                  capture: capture, logger: logger)
         parts.eventSink = { events.add($0) }
         parts.machine.searchingLimitMS = searchingLimitMS
+        parts.stateHook = stateHook
         if hotPhrase {
             parts.hotPhrase = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.85)
             parts.capture.realTime = true
@@ -162,6 +164,25 @@ struct Rig {
             #expect(timings.milliseconds(stage) != nil, "missing stage \(stage)")
         }
         #expect(timings.milliseconds(\.finalResult)! <= timings.milliseconds(\.firstTTSSample)!)
+    }
+
+    /// The state hook (`[speaker] state_hook`) runs through /bin/sh on every state change with the new and the
+    /// previous state in its environment.
+    @Test func theStateHookSeesEveryStateChange() async throws {
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("hs-hook-\(UUID().uuidString).log").path
+        defer { try? FileManager.default.removeItem(atPath: log) }
+        let rig = try await Rig.start(stateHook: "echo \"$HOUND_SPEAKER_PREVIOUS_STATE>$HOUND_SPEAKER_STATE\" >> '\(log)'")
+        rig.loop.send(.talk)
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        // The hooks are not waited for by the loop: give the last ones a moment to finish.
+        let wanted: Set = ["none>ready", "ready>recording", "recording>searching", "searching>speaking", "speaking>ready", "ready>none"]
+        var seen: Set<String> = []
+        for _ in 0..<100 where !wanted.isSubset(of: seen) {
+            seen = Set(((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(seen == wanted)
     }
 
     /// "OK Hound, what time is it": the detector wakes the speaker with no button, the question (recorded after
