@@ -7,10 +7,10 @@ set -euo pipefail
 
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsndfile1-dev
        libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
-# Tools the tests and the demo use: real espeak-ng and sox for fixtures, alsa-utils and gpiod for
+# Tools the tests and the demo use: real espeak-ng and sox for fixtures, the time zone database, alsa-utils and gpiod for
 # `doctor` advice, what the official Python SDK's C extension needs to build, and for Tests/deploy:
 # systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils).
-test=(espeak-ng sox alsa-utils gpiod ca-certificates python3 python3-venv python3-dev gcc libc6-dev
+test=(espeak-ng sox alsa-utils gpiod ca-certificates tzdata python3 python3-venv python3-dev gcc libc6-dev
       systemd openssh-server openssh-client binutils)
 
 wanted=("${build[@]}" "${test[@]}")
