@@ -88,14 +88,14 @@ if [ -z "$BINARY" ]; then
     else
         env "PATH=$(dirname "$swift"):$PATH" bash "$SRC/tools/install-deps.sh" --build
     fi
-    say "building in $SRC: swift build -c release --static-swift-stdlib"
-    build=(env "PATH=$(dirname "$swift"):$PATH" swift build -c release --static-swift-stdlib)
+    say "building in $SRC: deploy/build-release (swift build -c release --static-swift-stdlib ...)"
+    build=(env "PATH=$(dirname "$swift"):$PATH" "SWIFT=$swift" bash deploy/build-release)
     # Under sudo, build as the person who asked (with their home for SwiftPM's caches), so their source tree does
     # not fill with root-owned files.
     if [ -z "$ROOT" ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
         home="$(getent passwd "$SUDO_USER" | cut -d: -f6)"
         build=(runuser -u "$SUDO_USER" -- env "HOME=$home" "PATH=$(dirname "$swift"):$PATH"
-               swift build -c release --static-swift-stdlib)
+               "SWIFT=$swift" bash deploy/build-release)
     fi
     (cd "$SRC" && "${build[@]}") || die "the build failed (above)"
     BINARY="$SRC/.build/release/hound-speaker"

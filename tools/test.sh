@@ -25,3 +25,19 @@ HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/sdk/
 
 echo "== deploy: systemd unit, install.sh, push and logs over SSH"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/deploy/run.sh
+
+echo "== the Pi's release build (deploy/build-release): links without full Foundation, and runs the demo"
+# The build itself is the check that nothing uses full Foundation (it would not link); the demo checks that the
+# static binary works: config, the local service and its time answer, capture, the hot phrase, speech.
+if ! bash deploy/build-release --scratch-path .build-release > /tmp/hound-speaker-release.log 2>&1; then
+    grep -E "error|undefined" /tmp/hound-speaker-release.log | head -20 >&2
+    echo "test.sh: the release build failed (above; all of it in /tmp/hound-speaker-release.log)" >&2
+    exit 1
+fi
+release_bin="$(swift build -c release --scratch-path .build-release --show-bin-path)/hound-speaker"
+demo_wav="$(mktemp --suffix=.wav)"
+"$release_bin" demo --output "$demo_wav" | tee /tmp/hound-speaker-release-demo.log | grep -E "^\[state\]|answer" | head -3
+grep -q "the answer was spoken into $demo_wav" /tmp/hound-speaker-release-demo.log && [ -s "$demo_wav" ] \
+    || { echo "test.sh: the release binary's demo did not answer (/tmp/hound-speaker-release-demo.log)" >&2; exit 1; }
+rm -f "$demo_wav"
+echo "release binary: $release_bin ($(du -h "$release_bin" | cut -f1)) answered the demo"

@@ -118,7 +118,7 @@ class InstallTests(unittest.TestCase):
                    STANDIN_DIR=state, STANDIN_BINARY=BINARY)
         result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=env)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib"])
+        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation"])
         self.assertIn("would install the build packages (tools/install-deps.sh --build)", result.stdout)
         self.assertEqual(read_bytes(f"{self.root}/usr/local/bin/hound-speaker"), read_bytes(BINARY))
         # No toolchain anywhere: the way out is named.
