@@ -4,37 +4,29 @@ import Synchronization
 import Testing
 
 @Suite struct ThreadTests {
-    @Test func ownedThreadRunsItsBodyUnderItsName() async {
-        let seen = Mutex<String?>(nil)
+    /// What `ps -L` / `top -H` show for a thread started with `name`, read from inside it.
+    func nameSeenInside(_ name: String) -> String? {
+        let seen = Mutex<String??>(nil)
         let done = Condition()
-        OwnedThread.start(name: "hs-test-thread") {
-            // What `ps -L` / `top -H` show for the thread.
+        OwnedThread.start(name: name) {
             let comm = (try? readText("/proc/thread-self/comm"))?.trimmed()
             done.lock()
-            seen.withLock { $0 = comm }
+            seen.withLock { $0 = .some(comm) }
             done.signal()
             done.unlock()
         }
         done.lock()
         while seen.withLock({ $0 }) == nil { done.wait() }
         done.unlock()
-        #expect(seen.withLock { $0 } == "hs-test-thread")
+        return seen.withLock { $0 } ?? nil
+    }
+
+    @Test func ownedThreadRunsItsBodyUnderItsName() {
+        #expect(nameSeenInside("hs-test-thread") == "hs-test-thread")
     }
 
     @Test func longNamesKeepTheirFirst15Bytes() {
-        let seen = Mutex<String?>(nil)
-        let done = Condition()
-        OwnedThread.start(name: "hs-a-very-long-thread-name") {
-            let comm = (try? readText("/proc/thread-self/comm"))?.trimmed()
-            done.lock()
-            seen.withLock { $0 = comm }
-            done.signal()
-            done.unlock()
-        }
-        done.lock()
-        while seen.withLock({ $0 }) == nil { done.wait() }
-        done.unlock()
-        #expect(seen.withLock { $0 } == "hs-a-very-long-")
+        #expect(nameSeenInside("hs-a-very-long-thread-name") == "hs-a-very-long-")
     }
 
     @Test func lockKeepsCountsExactAcrossThreads() {
