@@ -167,30 +167,22 @@ struct CLI {
         process.executableURL = CLI.binary
         process.arguments = ["board", "--config", root.appendingPathComponent("config/desktop.toml").path]
         process.environment = ["HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path]
-        let input = Pipe(), output = Pipe()
+        let input = Pipe(), output = OutputWatcher()
         process.standardInput = input
-        process.standardOutput = output
+        process.standardOutput = output.pipe
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var seen = ""
-        func waitFor(_ text: String) {
-            while !seen.contains(text) {
-                let data = output.fileHandleForReading.availableData
-                if data.isEmpty { return }
-                seen += String(decoding: data, as: UTF8.self)
-            }
-        }
-        waitFor("[ready")
+        output.wait(for: "[ready")
         input.fileHandleForWriting.write(Data("press\n".utf8))
-        waitFor("intent talk")
+        output.wait(for: "intent talk")
         input.fileHandleForWriting.write(Data("release\n".utf8))
-        waitFor("button released after")
+        output.wait(for: "button released after")
         try input.fileHandleForWriting.close()  // end of input: the check ends, LEDs off
-        seen += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        output.readToEnd()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        #expect(seen.contains("[listening ● ○ ○]"))
-        #expect(seen.hasSuffix("[off ○ ○ ○]\n"))
+        #expect(output.seen.contains("[listening ● ○ ○]"))
+        #expect(output.seen.hasSuffix("[off ○ ○ ○]\n"))
     }
 
     @Test func doctorNamesTheMissingGPIOChip() throws {
@@ -227,17 +219,8 @@ struct CLI {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-alsa-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        try Data("""
-            pcm.cli_speaker { type file
-             slave.pcm "null"
-             file "\(dir)/out.raw"
-             format "raw" }
-            pcm.cli_mic { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(dir)/in.raw"
-             format "raw" }
-            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
+        try writeFileDevices(to: "\(dir)/asoundrc", mic: "cli_mic", input: "\(dir)/in.raw",
+                             speaker: "cli_speaker", output: "\(dir)/out.raw")
         _ = FileManager.default.createFile(atPath: "\(dir)/in.raw", contents: Data())
         let config = "\(dir)/speaker.toml"
         try Data("[audio]\ninput = \"cli_mic\"\noutput = \"cli_speaker\"\ninput_rate = 44100\n".utf8).write(to: URL(fileURLWithPath: config))
@@ -295,83 +278,35 @@ struct CLI {
     @Test(arguments: [false, true]) func runWithTheSimulatedBoardAnswersAndStopsOnSIGTERM(hotPhrase: Bool) throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
         // The microphone plays the demo's question; the speaker writes to a file.
-        let sox = Process()
-        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
         let recording = hotPhrase ? "share/demo/ok-hound-what-time-is-it.wav" : "share/demo/what-time-is-it.wav"
-        sox.arguments = [root.appendingPathComponent(recording).path, "-t", "raw", "\(dir)/mic.raw"]
-        try sox.run()
-        sox.waitUntilExit()
-        try Data("""
-            pcm.run_mic { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(dir)/mic.raw"
-             format "raw" }
-            pcm.run_speaker { type file
-             slave.pcm "null"
-             file "\(dir)/speaker.raw"
-             format "raw" }
-            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
-        let config = "\(dir)/speaker.toml"
-        try Data("""
-            [houndify]
-            client_id = "\(CLI.id)"
-            client_key = "\(CLI.key)"
-            endpoint = "http://127.0.0.1:\(port)"
-            [houndify.request_info]
-            LocalServiceTranscript = "what day is it"
-            [audio]
-            input = "run_mic"
-            output = "run_speaker"
-            [board]
-            profile = "simulated"
-            [hotphrase]
-            enabled = \(hotPhrase)
-            sensitivity = 0.85
-            """.utf8).write(to: URL(fileURLWithPath: config))
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
+        let fixture = try RunFixture(recording: recording, port: port, hotPhrase: hotPhrase)
+        defer { fixture.remove() }
         let process = Process()
         process.executableURL = CLI.binary
-        process.arguments = ["run", "--config", config, "--events", "json"]
-        process.currentDirectoryURL = root
-        process.environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
-                               "HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path,
-                               "HOUND_SPEAKER_PACE_CAPTURE": hotPhrase ? "1" : "0"]
-        let input = Pipe(), output = Pipe()
+        process.arguments = ["run", "--config", fixture.config, "--events", "json"]
+        process.currentDirectoryURL = RunFixture.root
+        process.environment = fixture.environment(hotPhrase: hotPhrase)
+        let input = Pipe(), output = OutputWatcher()
         process.standardInput = input
-        process.standardOutput = output
+        process.standardOutput = output.pipe
         process.standardError = FileHandle.nullDevice
         try process.run()
-        var seen = ""
-        func waitFor(_ text: String) -> Bool {
-            while !seen.contains(text) {
-                let data = output.fileHandleForReading.availableData
-                if data.isEmpty { return false }
-                seen += String(decoding: data, as: UTF8.self)
-            }
-            return true
-        }
-        #expect(waitFor("\"to\":\"ready\""))
+        #expect(output.wait(for: "\"to\":\"ready\""))
         if hotPhrase {
-            #expect(waitFor("\"event\":\"hotphrase\""))
+            #expect(output.wait(for: "\"event\":\"hotphrase\""))
         } else {
             input.fileHandleForWriting.write(Data("click\n".utf8))  // the simulated button
         }
-        #expect(waitFor("\"event\":\"final\""))
-        #expect(waitFor("\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(output.wait(for: "\"event\":\"final\""))
+        #expect(output.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         process.terminate()  // SIGTERM: a clean stop
-        seen += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        output.readToEnd()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
-        #expect(seen.contains("\"transcript\":\"what day is it\"") && seen.contains("Today is "))
-        #expect(seen.contains("\"to\":\"none\""))
-        let spoken = (try? FileManager.default.attributesOfItem(atPath: "\(dir)/speaker.raw")[.size] as? Int) ?? 0
-        #expect(spoken > 22050)
+        #expect(output.seen.contains("\"transcript\":\"what day is it\"") && output.seen.contains("Today is "))
+        #expect(output.seen.contains("\"to\":\"none\""))
+        #expect(fixture.spokenBytes > 22050)
     }
 
     /// The detector over files: the demo's "OK Hound" once, at the end of the phrase; the question alone never;

@@ -29,17 +29,8 @@ import Testing
     func setup(endpoint: String, extra: String = "", mode: Int = 0o600, credentials: Bool = true) throws -> Setup {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-doctor-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        try Data("""
-            pcm.doctor_speaker { type file
-             slave.pcm "null"
-             file "\(dir)/out.raw"
-             format "raw" }
-            pcm.doctor_mic { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(dir)/in.raw"
-             format "raw" }
-            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
+        try writeFileDevices(to: "\(dir)/asoundrc", mic: "doctor_mic", input: "\(dir)/in.raw",
+                             speaker: "doctor_speaker", output: "\(dir)/out.raw")
         _ = FileManager.default.createFile(atPath: "\(dir)/in.raw", contents: Data())
         let config = "\(dir)/speaker.toml"
         try Data("""

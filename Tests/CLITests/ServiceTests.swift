@@ -68,43 +68,11 @@ final class NotifySocket {
     @Test func runTellsSystemdAndLogsForTheJournal() throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
-        let dir = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let sox = Process()
-        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
-        sox.arguments = [Self.root.appendingPathComponent("share/demo/what-time-is-it.wav").path, "-t", "raw", "\(dir)/mic.raw"]
-        try sox.run()
-        sox.waitUntilExit()
-        try Data("""
-            pcm.svc_mic { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(dir)/mic.raw"
-             format "raw" }
-            pcm.svc_speaker { type file
-             slave.pcm "null"
-             file "\(dir)/speaker.raw"
-             format "raw" }
-            """.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
-        // No conversation_state_file: under the unit it goes to the state directory.
-        let config = "\(dir)/speaker.toml"
-        try Data("""
-            [houndify]
-            client_id = "\(CLI.id)"
-            client_key = "\(CLI.key)"
-            endpoint = "http://127.0.0.1:\(port)"
-            [houndify.request_info]
-            LocalServiceTranscript = "what day is it"
-            [audio]
-            input = "svc_mic"
-            output = "svc_speaker"
-            [board]
-            profile = "simulated"
-            [hotphrase]
-            # the button-only speaker: a file PCM never blocks, so an always-open microphone would spin
-            enabled = false
-            """.utf8).write(to: URL(fileURLWithPath: config))
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
+        // No conversation_state_file: under the unit it goes to the state directory. The button-only speaker:
+        // a file PCM never blocks, so an always-open microphone would spin.
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false)
+        defer { fixture.remove() }
+        let dir = fixture.dir, config = fixture.config
         let state = "\(dir)/state"
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         let notify = try NotifySocket(path: "\(dir)/notify")
@@ -115,13 +83,12 @@ final class NotifySocket {
         process.executableURL = CLI.binary
         process.arguments = ["run", "--config", config, "--events", "json"]
         process.currentDirectoryURL = Self.root
-        process.environment = ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
-                               "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path,
-                               "NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000",
-                               "STATE_DIRECTORY": state, "JOURNAL_STREAM": journalStream(of: stderr)]
-        let input = Pipe(), output = Pipe()
+        process.environment = fixture.environment(hotPhrase: false).merging(
+            ["NOTIFY_SOCKET": notify.path, "WATCHDOG_USEC": "400000", "STATE_DIRECTORY": state,
+             "JOURNAL_STREAM": journalStream(of: stderr)]) { $1 }
+        let input = Pipe(), output = OutputWatcher()
         process.standardInput = input
-        process.standardOutput = output
+        process.standardOutput = output.pipe
         process.standardError = stderr
         try process.run()
 
@@ -137,22 +104,13 @@ final class NotifySocket {
         #expect(pings == 3)
         #expect(Date().timeIntervalSince(start) > 0.3, "three pings 200 ms apart")
 
-        var seen = ""
-        func waitFor(_ text: String) -> Bool {
-            while !seen.contains(text) {
-                let data = output.fileHandleForReading.availableData
-                if data.isEmpty { return false }
-                seen += String(decoding: data, as: UTF8.self)
-            }
-            return true
-        }
-        #expect(waitFor("\"to\":\"ready\""))
+        #expect(output.wait(for: "\"to\":\"ready\""))
         input.fileHandleForWriting.write(Data("click\n".utf8))
-        #expect(waitFor("\"event\":\"final\""))
-        #expect(waitFor("\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(output.wait(for: "\"event\":\"final\""))
+        #expect(output.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         process.terminate()
         #expect(notify.receive(until: "STOPPING=1").last?.hasPrefix("STOPPING=1") == true)
-        seen += String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        output.readToEnd()
         process.waitUntilExit()
         #expect(process.terminationStatus == 0)
 

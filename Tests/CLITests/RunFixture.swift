@@ -1,0 +1,92 @@
+import Foundation
+
+/// What `hound-speaker run` needs to run whole without hardware: a directory with a recording played by an ALSA
+/// `file` microphone (`mic`), a `file` speaker writing speaker.raw, and a private config naming them, the local
+/// service and the simulated board. Shared by the `run` tests so that they differ only in what they check.
+struct RunFixture {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    let dir: String
+    let config: String
+    var spokenBytes: Int { (try? FileManager.default.attributesOfItem(atPath: "\(dir)/speaker.raw")[.size] as? Int) ?? 0 }
+
+    /// `recording` is relative to the repository; `extraConfig` is appended to the config (TOML).
+    init(recording: String, port: Int, hotPhrase: Bool, extraConfig: String = "") throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        let sox = Process()
+        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        sox.arguments = [Self.root.appendingPathComponent(recording).path, "-t", "raw", "\(dir)/mic.raw"]
+        try sox.run()
+        sox.waitUntilExit()
+        try writeFileDevices(to: "\(dir)/asoundrc", mic: "run_mic", input: "\(dir)/mic.raw",
+                             speaker: "run_speaker", output: "\(dir)/speaker.raw")
+        config = "\(dir)/speaker.toml"
+        try Data("""
+            [houndify]
+            client_id = "\(CLI.id)"
+            client_key = "\(CLI.key)"
+            endpoint = "http://127.0.0.1:\(port)"
+            [houndify.request_info]
+            LocalServiceTranscript = "what day is it"
+            [audio]
+            input = "run_mic"
+            output = "run_speaker"
+            [board]
+            profile = "simulated"
+            [hotphrase]
+            enabled = \(hotPhrase)
+            sensitivity = 0.85
+            \(extraConfig)
+            """.utf8).write(to: URL(fileURLWithPath: config))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
+    }
+
+    /// The environment that makes `run` use these devices and the repository's board profiles; a file PCM never
+    /// blocks, so with the microphone always open (`hotPhrase`) it is paced in real time as a sound card is.
+    func environment(hotPhrase: Bool) -> [String: String] {
+        ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
+         "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path,
+         "HOUND_SPEAKER_PACE_CAPTURE": hotPhrase ? "1" : "0"]
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: dir) }
+}
+
+/// A child's standard output, read as it comes until a text shows up (the `run` and `board` tests follow the
+/// speaker's lines this way).
+final class OutputWatcher {
+    let pipe = Pipe()
+    private(set) var seen = ""
+
+    /// Reads until `text` has been seen; false if the output ended first.
+    @discardableResult
+    func wait(for text: String) -> Bool {
+        while !seen.contains(text) {
+            let data = pipe.fileHandleForReading.availableData
+            if data.isEmpty { return false }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+        return true
+    }
+
+    /// Reads the rest, to the end of the output.
+    func readToEnd() {
+        seen += String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+}
+
+/// An asoundrc defining `mic` (an ALSA `file` PCM playing `input`, raw 16-bit) and `speaker` (writing `output`).
+func writeFileDevices(to asoundrc: String, mic: String, input: String, speaker: String, output: String) throws {
+    try Data("""
+        pcm.\(mic) { type file
+         slave.pcm "null"
+         file "/dev/null"
+         infile "\(input)"
+         format "raw" }
+        pcm.\(speaker) { type file
+         slave.pcm "null"
+         file "\(output)"
+         format "raw" }
+        """.utf8).write(to: URL(fileURLWithPath: asoundrc))
+}
