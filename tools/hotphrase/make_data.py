@@ -2,8 +2,9 @@
 
   make_data.py PHRASE WORKDIR [--positives N] [--confusables N] [--sentences N]
 
-Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and WORKDIR/cache/sent_{train,eval}.npz (sentences are
-shared by every phrase; ones containing the phrase's words are dropped when used). Training clips come from the
+Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and WORKDIR/cache/sent_{train,eval}.npz and
+sent_train_piper.npz (sentences are shared by every phrase; ones containing the phrase's words are dropped when
+used). Training clips come from the
 training voices only, evaluation clips from the held-out voices only.
 """
 import argparse
@@ -41,9 +42,9 @@ def run_jobs(jobs, procs):
     return clips, meta
 
 
-def make(kind, texts, n, split, seed, procs):
+def make(kind, texts, n, split, seed, procs, engines=None):
     rng = random.Random(seed)
-    vs = synth.voices(split)
+    vs = [v for v in synth.voices(split) if engines is None or v[0] in engines]
     jobs = [synth.job(rng, synth.pick_voice(rng, vs), rng.choice(texts)) for _ in range(n)]
     t = time.time()
     clips, meta = run_jobs(jobs, procs)
@@ -62,6 +63,8 @@ def main():
     ap.add_argument("--eval-confusables", type=int, default=1000)
     ap.add_argument("--sentences", type=int, default=7000)
     ap.add_argument("--eval-sentences", type=int, default=3500)
+    ap.add_argument("--piper-sentences", type=int, default=600,
+                    help="training sentences from the piper voice (a separate cache file: it is 20 times slower)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     ph = PHRASES[a.phrase]
@@ -87,7 +90,15 @@ def main():
         if os.path.exists(path):
             print(f"  {path} exists, kept", flush=True)
             continue
-        save(path, *make("sentences", texts, n, split, seed, a.procs))
+        # without piper: the neural voice takes 1-2 s of CPU per sentence; its sentences are made below
+        save(path, *make("sentences", texts, n, split, seed, a.procs, engines={"espeak", "flite", "festival"}))
+    # The piper voice's own negatives (shorter sentences to save time), so that its voice is no cue for the phrase.
+    path = os.path.join(cache, "sent_train_piper.npz")
+    if os.path.exists(path):
+        print(f"  {path} exists, kept", flush=True)
+    elif a.piper_sentences:
+        short = [s for s in sents[:half] if len(s.split()) <= 12]
+        save(path, *make("piper sentences", short, a.piper_sentences, "train", 33, a.procs, engines={"piper"}))
 
 
 if __name__ == "__main__":

@@ -21,6 +21,12 @@ from hp import frontend, model  # noqa: E402
 from hp.phrases import PHRASES  # noqa: E402
 
 W = model.WINDOW_FRAMES
+# Positives' noise: SNR drawn from POS_SNR dB, or a quiet room (35-50 dB) for a POS_QUIET share: the same
+# shares as the negatives' (D.negative_piece: -5 to 25 dB, 15 % quiet) so that how clean a window is says
+# nothing about whether it holds the phrase. (v4 had 0-20 dB and 10 % quiet, and missed clean held-out voices
+# more often than noisy ones.)
+POS_SNR = (0, 25)
+POS_QUIET = 0.15
 
 
 def _pos_worker(args):
@@ -30,7 +36,7 @@ def _pos_worker(args):
     feats, marks = [], []
     for c in clips:
         for _ in range(copies):
-            audio, start, end = D.positive(rng, c, banks, fillers)
+            audio, start, end = D.positive(rng, c, banks, fillers, snr_range=POS_SNR, quiet=POS_QUIET, speaker=True)
             f = frontend.features(audio).astype(np.float16)
             feats.append(f)
             marks.append((D.end_frame(start + frontend.WINDOW), D.end_frame(end), len(f)))
@@ -41,7 +47,7 @@ def _neg_worker(args):
     seed, pieces, marked, fillers, noise_seconds = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, [k for k in A.TRAIN_NOISES], 120, fillers)
-    audio, ends, noise_start = D.stream(rng, pieces, banks, noise_seconds, mark=marked)
+    audio, ends, noise_start = D.stream(rng, pieces, banks, noise_seconds, mark=marked, speaker=True)
     return frontend.features(audio).astype(np.float16), [D.end_frame(e) for e in ends], D.end_frame(noise_start)
 
 
@@ -50,6 +56,10 @@ def build(phrase, workdir, procs, copies):
     pos, _ = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))
     conf, _ = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))
     sents, meta = D.load_clips(os.path.join(workdir, "cache", "sent_train.npz"))
+    piper = os.path.join(workdir, "cache", "sent_train_piper.npz")
+    if os.path.exists(piper):  # the neural voice's sentences (make_data.py)
+        ps, pm = D.load_clips(piper)
+        sents, meta = sents + ps, meta + pm
     sents = [s for s, m in zip(sents, meta) if not any(w in m.lower() for w in ph["words"])]
     real = []
     for word in ("computer", "jarvis"):

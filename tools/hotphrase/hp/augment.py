@@ -3,6 +3,8 @@
 Training and evaluation use different noise families: the evaluation's fan, street, plucked music and babble
 from held-out voices are never heard in training (white, pink, brown, hum, chord music, training-voice babble).
 """
+import subprocess
+
 import numpy as np
 from scipy.signal import fftconvolve, lfilter, butter, resample_poly
 
@@ -144,6 +146,29 @@ def speed(x, factor):
     """Resamples so the voice is `factor` times faster and higher (a different-sized speaker)."""
     up, down = 100, int(round(100 * factor))
     return resample_poly(x, up, down).astype(np.float32)
+
+
+def sox_tempo(x, factor):
+    """Time-stretch by `factor` (>1 faster) with sox's WSOLA `tempo`: pitch and formants stay where they are."""
+    if abs(factor - 1) < 0.01 or len(x) < 1600:
+        return x.astype(np.float32)
+    fmt = ["-t", "raw", "-r", str(SR), "-e", "floating-point", "-b", "32", "-c", "1"]
+    r = subprocess.run(["sox", "-q", *fmt, "-", *fmt, "-", "tempo", "-s", f"{factor:.4f}"],
+                       input=np.ascontiguousarray(x, np.float32).tobytes(), capture_output=True, check=True)
+    return np.frombuffer(r.stdout, np.float32).copy()
+
+
+def other_speaker(x, size, tempo):
+    """The same utterance from a smaller (size > 1) or bigger speaker at `tempo` times the speed: resampling
+    moves formants and pitch together by `size` (like a shorter or longer vocal tract), the time-stretch then sets
+    the speed independently, so speaker size and speaking rate no longer move together as with speed() alone.
+    With only 7 non-espeak voices (and one neural one) this is how the recipe gets more "speakers" out of them."""
+    return sox_tempo(speed(x, size), tempo / size)
+
+
+def random_speaker(rng, x, size=(0.84, 1.19), tempo=(0.9, 1.1)):
+    """other_speaker with a size factor log-uniform in `size` (about +-3 semitones) and a speed in `tempo`."""
+    return other_speaker(x, float(np.exp(rng.uniform(np.log(size[0]), np.log(size[1])))), rng.uniform(*tempo))
 
 
 def active_power(x):

