@@ -63,10 +63,13 @@ def main():
     ap.add_argument("--eval-confusables", type=int, default=1000)
     ap.add_argument("--sentences", type=int, default=7000)
     ap.add_argument("--eval-sentences", type=int, default=3500)
-    ap.add_argument("--piper-sentences", type=int, default=600,
+    ap.add_argument("--piper-sentences", type=int, default=1500,
                     help="training sentences from the piper voice (a separate cache file: it is 20 times slower)")
+    ap.add_argument("--piper-weight", type=float, default=synth.ENGINE_WEIGHTS["piper"],
+                    help="the piper voice's engine weight for the training clips (hp/synth.py: ENGINE_WEIGHTS)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
+    synth.ENGINE_WEIGHTS["piper"] = a.piper_weight
     ph = PHRASES[a.phrase]
     out = os.path.join(a.workdir, a.phrase)
     cache = os.path.join(a.workdir, "cache")
