@@ -18,8 +18,10 @@ mkdir -p "$work"
 export TF_CPP_MIN_LOG_LEVEL=2
 "$py" "$here/make_data.py" "$phrase" "$work"
 "$py" "$here/train.py" "$phrase" "$work"
-bin="$root/.build/release/hound-speaker"
-[ -x "$bin" ] || (cd "$root" && swift build -c release --product hound-speaker >/dev/null)
+# HOUND_SPEAKER_BIN: a hound-speaker to evaluate with (say, from another --scratch-path), else the release build.
+bin="${HOUND_SPEAKER_BIN:-$root/.build/release/hound-speaker}"
+[ -x "$bin" ] || [ -n "${HOUND_SPEAKER_BIN:-}" ] || (cd "$root" && swift build -c release --product hound-speaker >/dev/null)
+[ -x "$bin" ] || { echo "run.sh: no hound-speaker at $bin" >&2; exit 1; }
 "$py" "$here/evaluate.py" "$phrase" "$work" --swift-bin "$bin" --pocketsphinx --set-threshold
 if $install && [ "$phrase" = ok-hound ]; then
     cp "$work/ok-hound/model.hpm" "$root/share/hotphrase/ok-hound.hpm"
