@@ -80,10 +80,13 @@ public final class BoardRunner: Sendable {
         func applyLEDs(force: Bool = false) {
             let now = ContinuousClock.now
             let (changes, state, levels) = core.withLock { c in (c.ledChanges(at: now), c.ledState, c.ledLevels(at: now)) }
-            guard !changes.isEmpty || force else { return }
             switch hardware {
-            case .gpio(let board): board.setLEDs(changes)
+            case .gpio(let board):
+                guard !changes.isEmpty || force else { return }
+                board.setLEDs(changes)
             case .simulated(_, _, let draw):
+                // The line names the state as well: a new state whose LEDs look the same (ready after off: all
+                // dark) is still drawn, so the line is compared, not the LED levels.
                 let line = SimulatedLEDs.render(state: state, levels: levels, roles: roles)
                 if line != lastDrawn { lastDrawn = line; draw(state, line) }
             }

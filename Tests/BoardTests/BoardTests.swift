@@ -191,6 +191,30 @@ struct ManualTime {
     }
 }
 
+extension SimulatedBoardTests {
+    /// The board thread may draw its first line before the first show() arrives; a state whose LEDs look like the
+    /// off line's (ready: all dark) must still be drawn. (It was not: `board` printed "[off" and never "[ready"
+    /// about one start in thirty.)
+    @Test func aStateWithTheSameLEDsIsStillDrawn() async throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let drawn = DrawLog()
+        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
+                                     gestures: .init(), talkMode: .tap, roles: [.status])
+        runner.start()
+        // The losing order of the race, made certain: the first line is out before show().
+        for _ in 0..<400 where drawn.lines.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(drawn.lines == ["[off ○]"])
+        runner.show(.ready)
+        for _ in 0..<400 where !drawn.lines.contains(where: { $0.hasPrefix("[ready") }) { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(drawn.lines.contains { $0.hasPrefix("[ready") }, "\(drawn.lines)")
+        runner.stop()
+        var events = runner.events.makeAsyncIterator()
+        while await events.next() != nil {}
+    }
+}
+
 final class DrawLog: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [String] = []

@@ -172,11 +172,12 @@ struct CLI {
         process.standardOutput = output.pipe
         process.standardError = FileHandle.nullDevice
         try process.run()
-        output.wait(for: "[ready")
+        defer { if process.isRunning { process.terminate() } }
+        guard output.wait(for: "[ready") else { Issue.record("no [ready line: \(output.seen)"); return }
         input.fileHandleForWriting.write(Data("press\n".utf8))
-        output.wait(for: "intent talk")
+        #expect(output.wait(for: "intent talk"))
         input.fileHandleForWriting.write(Data("release\n".utf8))
-        output.wait(for: "button released after")
+        #expect(output.wait(for: "button released after"))
         try input.fileHandleForWriting.close()  // end of input: the check ends, LEDs off
         output.readToEnd()
         process.waitUntilExit()

@@ -59,10 +59,13 @@ final class OutputWatcher {
     let pipe = Pipe()
     private(set) var seen = ""
 
-    /// Reads until `text` has been seen; false if the output ended first.
+    /// Reads until `text` has been seen; false if the output ended first or nothing came for `seconds` (a test
+    /// that fails must not hang the whole run).
     @discardableResult
-    func wait(for text: String) -> Bool {
+    func wait(for text: String, seconds: Double = 60) -> Bool {
         while !seen.contains(text) {
+            var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(seconds * 1000)) > 0 else { return false }
             let data = pipe.fileHandleForReading.availableData
             if data.isEmpty { return false }
             seen += String(decoding: data, as: UTF8.self)
