@@ -1,8 +1,12 @@
 import Foundation
+import LocalHoundify
 import Testing
 @testable import Houndify
 
+/// A recorded HoundServer message: from Fixtures/NAME.json, or the weather response the local service answers
+/// with (compiled into LocalHoundify, so it is kept once).
 func fixture(_ name: String) throws -> Data {
+    if name == "result-weather" { return Data(weatherFixtureJSON.utf8) }
     let url = try #require(Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"))
     return try Data(contentsOf: url)
 }
