@@ -2,7 +2,7 @@ import FoundationEssentials
 import Glibc
 import Platform
 
-/// A value behind an NSLock, for state that non-Sendable arguments (unsafe buffers) must reach; `Mutex`'s
+/// A value behind a lock, for state that non-Sendable arguments (unsafe buffers) must reach; `Mutex`'s
 /// `sending` rules reject those.
 final class LockedBox<Value>: @unchecked Sendable {
     private let lock = Lock()

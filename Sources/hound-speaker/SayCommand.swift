@@ -1,8 +1,8 @@
-import Logging
 import ArgumentParser
 import Audio
 import FoundationEssentials
 import Glibc
+import Logging
 import SpeakerConfig
 import Speech
 

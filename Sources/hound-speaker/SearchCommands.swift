@@ -1,9 +1,9 @@
-import Logging
 import ArgumentParser
 import Audio
 import FoundationEssentials
 import Glibc
 import Houndify
+import Logging
 
 struct Text: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Ask Houndify a text query and print the spoken answer.")

@@ -1,12 +1,12 @@
-import SpeakerConfig
-import Logging
 import ArgumentParser
 import Dispatch
 import FoundationEssentials
 import Glibc
-import Platform
 import Houndify
 import LocalHoundify
+import Logging
+import Platform
+import SpeakerConfig
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

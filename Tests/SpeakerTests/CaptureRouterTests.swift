@@ -1,9 +1,9 @@
-import Speaker
 import Foundation
 import Synchronization
 import Testing
 @testable import Audio
 import HotPhrase
+import Speaker
 @testable import SpeakerRuntime
 
 /// The router with the real detector and the demo's "OK Hound" recording, fed in 20 ms frames.
