@@ -35,6 +35,12 @@ if ! bash deploy/build-release --scratch-path .build-release > /tmp/hound-speake
     exit 1
 fi
 release_bin="$(swift build -c release --scratch-path .build-release --show-bin-path)/hound-speaker"
+# espeak-ng and libstdc++ are linked in; their shared libraries would bring PulseAudio, D-Bus and X11 along.
+if needed="$(readelf -d "$release_bin" | grep -oE 'lib(espeak-ng|stdc\+\+|pcaudio|pulse)[^]]*')"; then
+    echo "test.sh: the release binary loads $needed (deploy/build-release should link them statically; see its note above)" >&2
+    grep "build-release:" /tmp/hound-speaker-release.log >&2 || true
+    exit 1
+fi
 demo_wav="$(mktemp --suffix=.wav)"
 "$release_bin" demo --output "$demo_wav" | tee /tmp/hound-speaker-release-demo.log | grep -E "^\[state\]|answer" | head -3
 grep -q "the answer was spoken into $demo_wav" /tmp/hound-speaker-release-demo.log && [ -s "$demo_wav" ] \
