@@ -33,7 +33,8 @@ let package = Package(
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CSpeex", pkgConfig: "speex", apt: "libspeex-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
-        systemLibrary("CSndfile", pkgConfig: "sndfile", apt: "libsndfile1-dev"),
+        // sndfile.h only: Audio loads libsndfile with dlopen while it reads or writes a file (Sources/Audio/Sndfile.swift).
+        .systemLibrary(name: "CSndfile", providers: [.apt(["libsndfile1-dev"])]),
         systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),

@@ -22,6 +22,7 @@ public enum AudioFileError: Error, CustomStringConvertible, Equatable {
     case empty(path: String)
     case resampler(String)
     case cannotWrite(path: String, reason: String)
+    case library(name: String, reason: String)
 
     public var description: String {
         switch self {
@@ -30,6 +31,7 @@ public enum AudioFileError: Error, CustomStringConvertible, Equatable {
         case .empty(let path): "\(path): holds no audio"
         case .resampler(let message): "resampler (libsoxr): \(message)"
         case .cannotWrite(let path, let reason): "\(path): cannot write audio: \(reason)"
+        case .library(let name, let reason): "cannot load \(name) to read or write audio files (Debian package libsndfile1): \(reason)"
         }
     }
 }
@@ -38,11 +40,17 @@ public enum AudioFile {
     /// Reads a WAV (or any file libsndfile knows) holding linear PCM or float samples, of any rate and channel
     /// count, mixes it to mono and resamples it to `targetRate` with libsoxr.
     public static func readMono(path: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+        try readMono(path: path, targetRate: targetRate, library: Sndfile.soname)
+    }
+
+    /// `readMono` with libsndfile loaded from `library` (tests name one that is not there).
+    static func readMono(path: String, targetRate: Int, library: String) throws(AudioFileError) -> MonoAudio {
+        let sndfile = try Sndfile(library: library)
         var info = SF_INFO()
-        guard let file = sf_open(path, Int32(SFM_READ), &info) else {
-            throw .cannotOpen(path: path, reason: String(cString: sf_strerror(nil)))
+        guard let file = sndfile.open(path, Int32(SFM_READ), &info) else {
+            throw .cannotOpen(path: path, reason: sndfile.lastError())
         }
-        defer { sf_close(file) }
+        defer { _ = sndfile.close(file) }
         let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
         let linear: Set<Int32> = [Int32(SF_FORMAT_PCM_S8), Int32(SF_FORMAT_PCM_U8), Int32(SF_FORMAT_PCM_16),
                                   Int32(SF_FORMAT_PCM_24), Int32(SF_FORMAT_PCM_32), Int32(SF_FORMAT_FLOAT),
@@ -51,7 +59,7 @@ public enum AudioFile {
         guard info.frames > 0, info.channels > 0 else { throw .empty(path: path) }
         let channels = Int(info.channels)
         var interleaved = [Float](repeating: 0, count: Int(info.frames) * channels)
-        let read = interleaved.withUnsafeMutableBufferPointer { sf_readf_float(file, $0.baseAddress, info.frames) }
+        let read = interleaved.withUnsafeMutableBufferPointer { sndfile.readFloatFrames(file, $0.baseAddress, info.frames) }
         guard read > 0 else { throw .empty(path: path) }
         var mono = [Float](repeating: 0, count: Int(read))
         for frame in 0..<Int(read) {
@@ -86,11 +94,12 @@ public enum AudioFile {
         info.samplerate = Int32(audio.sampleRate)
         info.channels = 1
         info.format = Int32(SF_FORMAT_WAV) | Int32(SF_FORMAT_PCM_16)
-        guard let file = sf_open(path, Int32(SFM_WRITE), &info) else {
-            throw .cannotWrite(path: path, reason: String(cString: sf_strerror(nil)))
+        let sndfile = try Sndfile()
+        guard let file = sndfile.open(path, Int32(SFM_WRITE), &info) else {
+            throw .cannotWrite(path: path, reason: sndfile.lastError())
         }
-        let written = audio.samples.withUnsafeBufferPointer { sf_write_short(file, $0.baseAddress, sf_count_t($0.count)) }
-        sf_close(file)
+        let written = audio.samples.withUnsafeBufferPointer { sndfile.writeShorts(file, $0.baseAddress, sf_count_t($0.count)) }
+        _ = sndfile.close(file)
         guard written == audio.samples.count else { throw .cannotWrite(path: path, reason: "short write") }
     }
 

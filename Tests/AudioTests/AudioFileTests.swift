@@ -38,6 +38,32 @@ func temporaryPath(_ name: String) -> String {
         #expect(throws: AudioFileError.notPCM(path: path, format: "u-law")) { try AudioFile.readMono(path: path) }
     }
 
+    @Test func aMissingLibsndfileIsNamed() throws {
+        let path = temporaryPath("tone.wav")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try sox(["-n", "-r", "16000", "-c", "1", "-b", "16", path, "synth", "0.2", "sine", "440"])
+        // Not installed: the error names the library and the Debian package, and carries the loader's reason.
+        do {
+            _ = try AudioFile.readMono(path: path, targetRate: 16_000, library: "libsndfile-absent.so.1")
+            Issue.record("read without libsndfile")
+        } catch {
+            guard case .library(let name, let reason) = error else { Issue.record("\(error)"); return }
+            #expect(name == "libsndfile-absent.so.1")
+            #expect(reason.contains("libsndfile-absent.so.1"))
+            #expect(error.description.contains("libsndfile1"))
+        }
+        // A library that is there but is not libsndfile: the missing function is named.
+        do {
+            _ = try AudioFile.readMono(path: path, targetRate: 16_000, library: "libm.so.6")
+            Issue.record("read with libm as libsndfile")
+        } catch {
+            guard case .library(_, let reason) = error else { Issue.record("\(error)"); return }
+            #expect(reason.contains("sf_open"))
+        }
+        // And the real one, loaded the same way, reads the file.
+        #expect(try AudioFile.readMono(path: path, targetRate: 16_000, library: Sndfile.soname).samples.count == 3200)
+    }
+
     @Test func unreadableFilesAreNamed() throws {
         #expect(throws: AudioFileError.self) { try AudioFile.readMono(path: "/nonexistent.wav") }
         do { _ = try AudioFile.readMono(path: "/nonexistent.wav") } catch {
