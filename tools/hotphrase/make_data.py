@@ -3,8 +3,8 @@
   make_data.py PHRASE WORKDIR [--positives N] [--confusables N] [--sentences N]
 
 Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and WORKDIR/cache/sent_{train,eval}.npz and
-sent_train_{piper,hibari,pico}.npz (sentences are shared by every phrase; ones containing the phrase's words are
-dropped when used). Training clips come from the
+sent_train_piper.npz (sentences are shared by every phrase; ones containing the phrase's words are dropped when
+used). Training clips come from the
 training voices only, evaluation clips from the held-out voices only.
 """
 import argparse
@@ -65,15 +65,11 @@ def main():
     ap.add_argument("--eval-sentences", type=int, default=3500)
     ap.add_argument("--piper-sentences", type=int, default=1500,
                     help="training sentences from the piper voice (a separate cache file: it is 20 times slower)")
-    ap.add_argument("--hibari-sentences", type=int, default=1500, help="training sentences from the hibari voice")
-    ap.add_argument("--pico-sentences", type=int, default=1000, help="training sentences from the two pico voices")
-    for e in ("piper", "hibari", "pico"):
-        ap.add_argument(f"--{e}-weight", type=float, default=synth.ENGINE_WEIGHTS[e],
-                        help=f"the {e} voices' engine weight for the training clips (hp/synth.py: ENGINE_WEIGHTS)")
+    ap.add_argument("--piper-weight", type=float, default=synth.ENGINE_WEIGHTS["piper"],
+                    help="the piper voice's engine weight for the training clips (hp/synth.py: ENGINE_WEIGHTS)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
-    for e in ("piper", "hibari", "pico"):
-        synth.ENGINE_WEIGHTS[e] = getattr(a, f"{e}_weight")
+    synth.ENGINE_WEIGHTS["piper"] = a.piper_weight
     ph = PHRASES[a.phrase]
     out = os.path.join(a.workdir, a.phrase)
     cache = os.path.join(a.workdir, "cache")
@@ -99,16 +95,13 @@ def main():
             continue
         # without piper: the neural voice takes 1-2 s of CPU per sentence; its sentences are made below
         save(path, *make("sentences", texts, n, split, seed, a.procs, engines={"espeak", "flite", "festival"}))
-    # The training-only voices' own negatives (shorter sentences to save time: piper is slow), so that their
-    # voices are no cue for the phrase. One cache file each, so adding an engine leaves the others' files valid.
-    short = [s for s in sents[:half] if len(s.split()) <= 12]
-    for engine, n, seed in (("piper", a.piper_sentences, 33), ("hibari", a.hibari_sentences, 34),
-                            ("pico", a.pico_sentences, 35)):
-        path = os.path.join(cache, f"sent_train_{engine}.npz")
-        if os.path.exists(path):
-            print(f"  {path} exists, kept", flush=True)
-        elif n:
-            save(path, *make(f"{engine} sentences", short, n, "train", seed, a.procs, engines={engine}))
+    # The piper voice's own negatives (shorter sentences to save time), so that its voice is no cue for the phrase.
+    path = os.path.join(cache, "sent_train_piper.npz")
+    if os.path.exists(path):
+        print(f"  {path} exists, kept", flush=True)
+    elif a.piper_sentences:
+        short = [s for s in sents[:half] if len(s.split()) <= 12]
+        save(path, *make("piper sentences", short, a.piper_sentences, "train", 33, a.procs, engines={"piper"}))
 
 
 if __name__ == "__main__":

@@ -56,11 +56,10 @@ def build(phrase, workdir, procs, copies):
     pos, _ = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))
     conf, _ = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))
     sents, meta = D.load_clips(os.path.join(workdir, "cache", "sent_train.npz"))
-    for engine in ("piper", "hibari", "pico"):  # the training-only voices' sentences (make_data.py)
-        path = os.path.join(workdir, "cache", f"sent_train_{engine}.npz")
-        if os.path.exists(path):
-            ps, pm = D.load_clips(path)
-            sents, meta = sents + ps, meta + pm
+    piper = os.path.join(workdir, "cache", "sent_train_piper.npz")
+    if os.path.exists(piper):  # the neural voice's sentences (make_data.py)
+        ps, pm = D.load_clips(piper)
+        sents, meta = sents + ps, meta + pm
     sents = [s for s, m in zip(sents, meta) if not any(w in m.lower() for w in ph["words"])]
     real = []
     for word in ("computer", "jarvis"):

