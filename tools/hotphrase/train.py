@@ -1,6 +1,6 @@
 """Step 2: augment the training clips into features, train the network, export the model file.
 
-  train.py PHRASE WORKDIR [--channels 96] [--steps 12000] [--out WORKDIR/PHRASE/model.hpm]
+  train.py PHRASE WORKDIR [--channels 96] [--steps 12000] [--seed 1] [--out WORKDIR/PHRASE/model.hpm]
 
 Only training voices, training noise families and the training half of the real keyword recordings (never the
 phrase's own word) are used here.
@@ -51,7 +51,7 @@ def _neg_worker(args):
     return frontend.features(audio).astype(np.float16), [D.end_frame(e) for e in ends], D.end_frame(noise_start)
 
 
-def build(phrase, workdir, procs, copies):
+def build(phrase, workdir, procs, copies, off=0):
     ph = PHRASES[phrase]
     pos, _ = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))
     conf, _ = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))
@@ -71,7 +71,7 @@ def build(phrase, workdir, procs, copies):
     t = time.time()
     n = 8
     with Pool(procs) as p:
-        res = p.map(_pos_worker, [(100 + i, pos[i::n], fillers, copies) for i in range(n)])
+        res = p.map(_pos_worker, [(off + 100 + i, pos[i::n], fillers, copies) for i in range(n)])
     pfeats = [f for r in res for f in r[0]]
     pmarks = [m for r in res for m in r[1]]
     print(f"positives: {len(pfeats)} augmented clips in {time.time() - t:.0f} s", flush=True)
@@ -81,7 +81,7 @@ def build(phrase, workdir, procs, copies):
     chunks = []
     for i in range(n):
         idx = list(range(i, len(pieces), n))
-        chunks.append((200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
+        chunks.append((off + 200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
                        fillers, 3600 / n))
     with Pool(procs) as p:
         res = p.map(_neg_worker, chunks)
@@ -180,16 +180,23 @@ def main():
     ap.add_argument("--copies", type=int, default=5, help="augmented copies of each positive clip")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--out")
+    # The run-to-run spread of a recipe (one seed says nothing about it): --seed moves every random stream of the
+    # run (augmentation workers, batch sampler, keras/TF/numpy/python random); the default 1 gives exactly the
+    # numbers of the runs made before the option existed (workers 100+i/200+i, sampler 0, keras 1).
+    ap.add_argument("--seed", type=int, default=1, help="seed of the whole run (>= 1; default 1, the old fixed one)")
     a = ap.parse_args()
+    if a.seed < 1:
+        ap.error("--seed must be >= 1")
+    off = 1000 * (a.seed - 1)
     out = a.out or os.path.join(a.workdir, a.phrase, "model.hpm")
     t0 = time.time()
-    pfeats, pmarks, neg, hard, noise = build(a.phrase, a.workdir, a.procs, a.copies)
+    pfeats, pmarks, neg, hard, noise = build(a.phrase, a.workdir, a.procs, a.copies, off)
     sample = np.concatenate([np.concatenate(pfeats[:2000]), neg[::7]]).astype(np.float32)
     mean, std = sample.mean(axis=0), sample.std(axis=0) + 1e-3
-    s = Sampler(pfeats, pmarks, neg, hard, noise)
+    s = Sampler(pfeats, pmarks, neg, hard, noise, seed=off)
 
     import keras
-    keras.utils.set_random_seed(1)
+    keras.utils.set_random_seed(a.seed)
     m = model.build_keras(a.channels, mean, std)
     sched = keras.optimizers.schedules.CosineDecay(2e-3, a.steps, alpha=0.01)
     m.compile(optimizer=keras.optimizers.Adam(sched), loss="binary_crossentropy")
