@@ -38,7 +38,7 @@ release_bin="$(swift build -c release --scratch-path .build-release --show-bin-p
 # espeak-ng and libstdc++ are linked in (their shared libraries would bring PulseAudio, D-Bus and X11 along), and
 # libsndfile is loaded only while a file is read or written (Sources/Audio/Sndfile.swift).
 if needed="$(readelf -d "$release_bin" | grep -oE 'lib(espeak-ng|stdc\+\+|pcaudio|pulse|sndfile)[^]]*')"; then
-    echo "test.sh: the release binary loads $needed (deploy/build-release should link them statically; see its note above)" >&2
+    echo "test.sh: the release binary loads $needed (deploy/build-release links espeak-ng and libstdc++ in, and Audio dlopens libsndfile; see any note above)" >&2
     grep "build-release:" /tmp/hound-speaker-release.log >&2 || true
     exit 1
 fi

@@ -3,19 +3,20 @@ import LocalHoundify
 import Testing
 @testable import Houndify
 
-/// A recorded HoundServer message: from Fixtures/NAME.json, or the weather response the local service answers
-/// with (compiled into LocalHoundify, so it is kept once).
+/// A recorded HoundServer message from Fixtures/NAME.json.
 func fixture(_ name: String) throws -> Data {
-    if name == "result-weather" { return Data(weatherFixtureJSON.utf8) }
     let url = try #require(Bundle.module.url(forResource: name, withExtension: "json", subdirectory: "Fixtures"))
     return try Data(contentsOf: url)
 }
 
+/// The recorded weather response: the copy compiled into LocalHoundify, which the local service answers with.
+let weatherResult = Data(weatherFixtureJSON.utf8)
+
 @Suite struct JSONStreamScannerTests {
     @Test func splitsExampleMessagesHoweverTheBytesArrive() throws {
-        let names = ["partial-transcript", "result-time-query", "result-noresult", "error", "result-weather"]
+        let fixtures = try ["partial-transcript", "result-time-query", "result-noresult", "error"].map(fixture) + [weatherResult]
         var stream = Data()
-        for name in names { stream += try fixture(name) + Data("\r\n".utf8) }
+        for message in fixtures { stream += message + Data("\r\n".utf8) }
         // Every cut size, from one byte at a time to everything at once.
         for piece in [1, 7, 100, 4096, stream.count] {
             var scanner = JSONStreamScanner()
@@ -26,10 +27,10 @@ func fixture(_ name: String) throws -> Data {
                 messages += try scanner.feed(stream[offset..<end])
                 offset = end
             }
-            #expect(messages.count == names.count)
+            #expect(messages.count == fixtures.count)
             #expect(!scanner.hasPartialMessage)
-            for (message, name) in zip(messages, names) {
-                #expect(try JSONValue(parsing: message) == JSONValue(parsing: fixture(name)))
+            for (message, expected) in zip(messages, fixtures) {
+                #expect(try JSONValue(parsing: message) == JSONValue(parsing: expected))
             }
         }
     }
@@ -82,7 +83,7 @@ func fixture(_ name: String) throws -> Data {
     }
 
     @Test func weatherAndErrorResults() throws {
-        guard case .result(let w) = try HoundMessage.parse(fixture("result-weather")) else { Issue.record("not a result"); return }
+        guard case .result(let w) = try HoundMessage.parse(weatherResult) else { Issue.record("not a result"); return }
         #expect(!w.isError && !(w.best?.textToSpeak.isEmpty ?? true))
         guard case .result(let e) = try HoundMessage.parse(fixture("error")) else { Issue.record("not a result"); return }
         #expect(e.isError)
