@@ -38,6 +38,13 @@ def real_clips(word, half):
     return out
 
 
+def active_seconds(x):
+    """How long a clip's speech lasts: 10 ms frames whose mean log-mel energy is within 26 dB (6 natural-log units)
+    of the loudest frame's. A rough measure, but the same for real and synthetic clips."""
+    e = frontend.features(x).mean(axis=1)
+    return float((e > e.max() - 6.0).sum()) * frontend.HOP / SR
+
+
 def end_frame(end_sample):
     """First frame whose window reaches end_sample: the earliest moment the detector has heard the whole clip."""
     return max(0, -(-(end_sample - frontend.WINDOW) // frontend.HOP))
