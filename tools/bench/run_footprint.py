@@ -59,7 +59,10 @@ def main():
         url = serve.stdout.readline().strip().removeprefix("listening on ")
         open(f"{tmp}/speaker.toml", "w").write(
             f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n[board]\nprofile = "simulated"\n'
-            f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n')
+            # The demo's sensitivity: this measures what listening costs, not accuracy, and the shipped model (v9)
+            # scores the demo recording's synthetic voice 0.993, under the threshold of the default 0.5 (0.999).
+            f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
+            f'sensitivity = 0.85\n')
         run = subprocess.Popen([binary, "run", "--config", f"{tmp}/speaker.toml", "--events", "json"], env=env,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
         try:

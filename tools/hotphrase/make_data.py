@@ -2,10 +2,10 @@
 
   make_data.py PHRASE WORKDIR [--positives N] [--confusables N] [--sentences N]
 
-Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and WORKDIR/cache/sent_{train,eval}.npz and
-sent_train_piper.npz (sentences are shared by every phrase; ones containing the phrase's words are dropped when
-used). Training clips come from the
-training voices only, evaluation clips from the held-out voices only.
+Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and {pos,conf}_train_l2.npz, and WORKDIR/cache/sent_{train,eval}.npz,
+sent_train_piper.npz and sent_train_l2.npz (sentences are shared by every phrase; ones containing the phrase's
+words are dropped when used). Training clips come from the training voices only (the *_l2 files from the
+accented-English voices, synth.L2_LANGS), evaluation clips from the held-out voices only.
 """
 import argparse
 import os
@@ -42,9 +42,9 @@ def run_jobs(jobs, procs):
     return clips, meta
 
 
-def make(kind, texts, n, split, seed, procs, engines=None):
+def make(kind, texts, n, split, seed, procs, engines=None, vs=None):
     rng = random.Random(seed)
-    vs = [v for v in synth.voices(split) if engines is None or v[0] in engines]
+    vs = vs or [v for v in synth.voices(split) if engines is None or v[0] in engines]
     jobs = [synth.job(rng, synth.pick_voice(rng, vs), rng.choice(texts)) for _ in range(n)]
     t = time.time()
     clips, meta = run_jobs(jobs, procs)
@@ -67,6 +67,9 @@ def main():
                     help="training sentences from the piper voice (a separate cache file: it is 20 times slower)")
     ap.add_argument("--piper-weight", type=float, default=synth.ENGINE_WEIGHTS["piper"],
                     help="the piper voice's engine weight for the training clips (hp/synth.py: ENGINE_WEIGHTS)")
+    ap.add_argument("--l2-positives", type=int, default=1000, help="accented-English training positives (synth.L2_LANGS)")
+    ap.add_argument("--l2-confusables", type=int, default=750)
+    ap.add_argument("--l2-sentences", type=int, default=1000)
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args()
     synth.ENGINE_WEIGHTS["piper"] = a.piper_weight
@@ -102,6 +105,17 @@ def main():
     elif a.piper_sentences:
         short = [s for s in sents[:half] if len(s.split()) <= 12]
         save(path, *make("piper sentences", short, a.piper_sentences, "train", 33, a.procs, engines={"piper"}))
+    # Accented English, training only: positives, confusables and sentences alike, so an accent is no cue.
+    l2 = synth.l2_voices()
+    for path, kind, texts, n, seed in ((os.path.join(out, "pos_train_l2.npz"), "l2 pos", ph["texts"], a.l2_positives, 41),
+                                       (os.path.join(out, "conf_train_l2.npz"), "l2 conf", ph["confusables"],
+                                        a.l2_confusables, 42),
+                                       (os.path.join(cache, "sent_train_l2.npz"), "l2 sentences", sents[:half],
+                                        a.l2_sentences, 43)):
+        if os.path.exists(path):
+            print(f"  {path} exists, kept", flush=True)
+        elif n:
+            save(path, *make(kind, texts, n, "train", seed, a.procs, vs=l2))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Step 2: augment the training clips into features, train the network, export the model file.
 
-  train.py PHRASE WORKDIR [--channels 96] [--steps 10000] [--seed 1] [--v8] [--out WORKDIR/PHRASE/model.hpm]
+  train.py PHRASE WORKDIR [--channels 96] [--steps 10000] [--seed 1] [--no-l2] [--out WORKDIR/PHRASE/model.hpm]
 
 Only training voices, training noise families and the training half of the real keyword recordings (never the
 phrase's own word) are used here.
@@ -27,24 +27,16 @@ W = model.WINDOW_FRAMES
 # more often than noisy ones.)
 POS_SNR = (0, 25)
 POS_QUIET = 0.15
-# Speaking rate of the "other speaker" copies (A.random_speaker's tempo, < 1 slower). The real "computer" clips
-# last 0.61 s (median of the time within 26 dB of the loudest frame; 0.70 s at the upper quartile), the
-# synthetic training clips 0.44 s (piper's 0.40 s), and v6 missed 96 % of the real clips over 0.70 s. v8
-# stretched down to 0.6 times the speed, positives and the negatives' other-speaker half alike (so stretching
-# says nothing about the label); v6 has 0.9-1.1. It did not help: v8 still missed 97 % of the long clips, and
-# the v6 model misses them sped up 1.5 times too, so their length marks the speakers, it is not the cause.
-TEMPO = {"v6": (0.9, 1.1), "v8": (0.6, 1.1)}
 
 
 def _pos_worker(args):
-    seed, clips, fillers, copies, tempo = args
+    seed, clips, fillers, copies = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, [k for k in A.TRAIN_NOISES], 120, fillers)
     feats, marks = [], []
     for c in clips:
         for _ in range(copies):
-            audio, start, end = D.positive(rng, c, banks, fillers, snr_range=POS_SNR, quiet=POS_QUIET, speaker=True,
-                                           tempo=tempo)
+            audio, start, end = D.positive(rng, c, banks, fillers, snr_range=POS_SNR, quiet=POS_QUIET, speaker=True)
             f = frontend.features(audio).astype(np.float16)
             feats.append(f)
             marks.append((D.end_frame(start + frontend.WINDOW), D.end_frame(end), len(f)))
@@ -52,14 +44,14 @@ def _pos_worker(args):
 
 
 def _neg_worker(args):
-    seed, pieces, marked, fillers, noise_seconds, tempo = args
+    seed, pieces, marked, fillers, noise_seconds = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, [k for k in A.TRAIN_NOISES], 120, fillers)
-    audio, ends, noise_start = D.stream(rng, pieces, banks, noise_seconds, mark=marked, speaker=True, tempo=tempo)
+    audio, ends, noise_start = D.stream(rng, pieces, banks, noise_seconds, mark=marked, speaker=True)
     return frontend.features(audio).astype(np.float16), [D.end_frame(e) for e in ends], D.end_frame(noise_start)
 
 
-def build(phrase, workdir, procs, copies, off=0, tempo=TEMPO["v6"]):
+def build(phrase, workdir, procs, copies, off=0, l2=True):
     ph = PHRASES[phrase]
     pos, _ = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))
     conf, _ = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))
@@ -68,6 +60,11 @@ def build(phrase, workdir, procs, copies, off=0, tempo=TEMPO["v6"]):
     if os.path.exists(piper):  # the neural voice's sentences (make_data.py)
         ps, pm = D.load_clips(piper)
         sents, meta = sents + ps, meta + pm
+    if l2:  # accented English (recipe v9, make_data.py): appended, so the clips before them are drawn as before
+        pos += D.load_clips(os.path.join(workdir, phrase, "pos_train_l2.npz"))[0]
+        conf += D.load_clips(os.path.join(workdir, phrase, "conf_train_l2.npz"))[0]
+        ls, lm = D.load_clips(os.path.join(workdir, "cache", "sent_train_l2.npz"))
+        sents, meta = sents + ls, meta + lm
     sents = [s for s, m in zip(sents, meta) if not any(w in m.lower() for w in ph["words"])]
     real = []
     for word in ("computer", "jarvis"):
@@ -79,7 +76,7 @@ def build(phrase, workdir, procs, copies, off=0, tempo=TEMPO["v6"]):
     t = time.time()
     n = 8
     with Pool(procs) as p:
-        res = p.map(_pos_worker, [(off + 100 + i, pos[i::n], fillers, copies, tempo) for i in range(n)])
+        res = p.map(_pos_worker, [(off + 100 + i, pos[i::n], fillers, copies) for i in range(n)])
     pfeats = [f for r in res for f in r[0]]
     pmarks = [m for r in res for m in r[1]]
     print(f"positives: {len(pfeats)} augmented clips in {time.time() - t:.0f} s", flush=True)
@@ -90,7 +87,7 @@ def build(phrase, workdir, procs, copies, off=0, tempo=TEMPO["v6"]):
     for i in range(n):
         idx = list(range(i, len(pieces), n))
         chunks.append((off + 200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
-                       fillers, 3600 / n, tempo))
+                       fillers, 3600 / n))
     with Pool(procs) as p:
         res = p.map(_neg_worker, chunks)
     nfeats, hard, noise, off = [], [], [], 0
@@ -106,13 +103,8 @@ def build(phrase, workdir, procs, copies, off=0, tempo=TEMPO["v6"]):
 
 
 class Sampler:
-    def __init__(self, pfeats, pmarks, neg, hard, noise, seed=0, feature_augment=None, mean=None):
+    def __init__(self, pfeats, pmarks, neg, hard, noise, seed=0):
         self.rng = np.random.default_rng(seed)
-        # Feature-domain augmentation draws from its own stream, so that without it the batches are exactly
-        # those of the runs made before it existed.
-        self.faug = feature_augment
-        self.arng = np.random.default_rng(seed + 7)
-        self.mean = mean
         lens = np.array([len(f) for f in pfeats])
         self.pos = np.concatenate(pfeats)
         self.pstart = np.concatenate([[0], np.cumsum(lens)[:-1]])
@@ -147,32 +139,7 @@ class Sampler:
         xn = self.windows(self.neg, self.noise[r.integers(0, len(self.noise), n_noise)])
         x = np.concatenate([xp, xq, xh, xm, xr, xn])
         y = np.concatenate([np.ones(n_pos), np.zeros(size - n_pos)]).astype(np.float32)
-        if self.faug:
-            self.augment(x)
         return x, y
-
-    def augment(self, x):
-        """In place, on every kind of window alike (so an augmentation says nothing about the label):
-        - microphone and room colouring: a smooth random gain curve over the mel channels (the first three
-          cosines; the features are log energies, so a filter adds), about +-5 dB at two sigma, to 80 % of the
-          windows. Real people's recordings come through microphones whose response the synthesizers never had;
-        - SpecAugment: to half the windows, one band of 1-6 mel channels and two stretches of 1-6 frames set to
-          the channel means (what the network sees as zero after normalisation), so no single band or moment
-          can carry a decision."""
-        r = self.arng
-        b, w, nmel = x.shape
-        if self.faug["eq"] > 0:
-            basis = np.cos(np.outer(np.arange(1, 4), np.linspace(0, np.pi, nmel)))  # (3, nmel)
-            amp = r.normal(0, 1, (b, 3)) * (self.faug["eq"] * np.array([1.0, 0.6, 0.35]))
-            amp[r.random(b) >= 0.8] = 0
-            x += (amp @ basis).astype(np.float32)[:, None, :]
-        if self.faug["masks"]:
-            for i in np.nonzero(r.random(b) < 0.5)[0]:
-                f0, fw = r.integers(0, nmel), r.integers(1, 7)
-                x[i, :, f0:f0 + fw] = self.mean[f0:f0 + fw]
-                for _ in range(2):
-                    t0, tw = r.integers(0, w), r.integers(1, 7)
-                    x[i, t0:t0 + tw, :] = self.mean
 
 
 def keras_tensors(m, mean, std):
@@ -222,34 +189,25 @@ def main():
     # run (augmentation workers, batch sampler, keras/TF/numpy/python random); the default 1 gives exactly the
     # numbers of the runs made before the option existed (workers 100+i/200+i, sampler 0, keras 1).
     ap.add_argument("--seed", type=int, default=1, help="seed of the whole run (>= 1; default 1, the old fixed one)")
-    # Recipe v8 (--v8) against the gap to real people: slower speech (TEMPO), the mel gain curves and masks of
-    # Sampler.augment, averaged weights. Without it, v6.
-    ap.add_argument("--v8", action="store_true", help="recipe v8's additions")
-    ap.add_argument("--eq", type=float, default=0.55, help="v8: std of the mel gain curve's tilt, natural-log units")
-    ap.add_argument("--ema", type=float, default=0.999, help="v8: the exported weights are this moving average")
+    # Recipe v9 is v6 plus the accented-English clips (make_data.py); --no-l2 trains v6. (v8, tried and not kept,
+    # is train.py --v8 at commit e93368f.)
+    ap.add_argument("--no-l2", action="store_true", help="without the accented-English clips (recipe v6)")
     a = ap.parse_args()
     if a.seed < 1:
         ap.error("--seed must be >= 1")
     off = 1000 * (a.seed - 1)
-    v8 = a.v8
     out = a.out or os.path.join(a.workdir, a.phrase, "model.hpm")
     t0 = time.time()
-    pfeats, pmarks, neg, hard, noise = build(a.phrase, a.workdir, a.procs, a.copies, off,
-                                             TEMPO["v8" if v8 else "v6"])
+    pfeats, pmarks, neg, hard, noise = build(a.phrase, a.workdir, a.procs, a.copies, off, l2=not a.no_l2)
     sample = np.concatenate([np.concatenate(pfeats[:2000]), neg[::7]]).astype(np.float32)
     mean, std = sample.mean(axis=0), sample.std(axis=0) + 1e-3
-    s = Sampler(pfeats, pmarks, neg, hard, noise, seed=off, mean=mean.astype(np.float32),
-                feature_augment={"eq": a.eq, "masks": True} if v8 else None)
+    s = Sampler(pfeats, pmarks, neg, hard, noise, seed=off)
 
     import keras
     keras.utils.set_random_seed(a.seed)
     m = model.build_keras(a.channels, mean, std)
     sched = keras.optimizers.schedules.CosineDecay(2e-3, a.steps, alpha=0.01)
-    # A moving average of the weights over the last thousand-odd steps rather than the last step's: one batch
-    # less decides the exported network, so its most confident mistakes (which set the threshold) move less.
-    opt = keras.optimizers.Adam(sched, use_ema=True, ema_momentum=a.ema) if v8 and a.ema > 0 else \
-        keras.optimizers.Adam(sched)
-    m.compile(optimizer=opt, loss="binary_crossentropy")
+    m.compile(optimizer=keras.optimizers.Adam(sched), loss="binary_crossentropy")
     print(f"network: {m.count_params()} parameters; training {a.steps} steps of {a.batch}", flush=True)
     t = time.time()
     losses = []
@@ -262,14 +220,10 @@ def main():
         if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
             s.mined, worst = mine(m, mean, std, neg, 30000)
             print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
-    if v8 and a.ema > 0:
-        m.optimizer.finalize_variable_values(m.trainable_variables)  # the averaged weights, for export
     meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": 0.5,
             "refractory_seconds": 2.0,
             "training": {"steps": a.steps, "batch": a.batch, "channels": a.channels, "copies": a.copies,
-                         "recipe": "v8" if v8 else "v6",
-                         "seed": a.seed, "tempo": TEMPO["v8" if v8 else "v6"],
-                         **({"eq": a.eq, "ema": a.ema} if v8 else {}),
+                         "recipe": "v6" if a.no_l2 else "v9", "seed": a.seed,
                          "positives": len(pfeats), "negative_hours": round(len(neg) / 360000, 2),
                          "seconds": round(time.time() - t0)}}
     model.export(m, mean, std, out, meta)

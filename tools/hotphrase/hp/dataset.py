@@ -61,14 +61,13 @@ class Banks:
         return A.crop(rng, self.b[self.kinds[rng.integers(len(self.kinds))]], n)
 
 
-def positive(rng, clip, banks, fillers, snr_range=(0, 20), snr=None, reverb_p=0.5, quiet=0.1, speaker=False,
-             tempo=(0.9, 1.1)):
+def positive(rng, clip, banks, fillers, snr_range=(0, 20), snr=None, reverb_p=0.5, quiet=0.1, speaker=False):
     """One augmented positive: context before (so the network's 1.95 s sees only real audio), the phrase, then
     silence-with-noise or more speech after. Returns (audio, phrase start sample, phrase end sample).
     The defaults are the evaluation's, frozen (evaluate.py and diagnose.py rely on them drawing the same random
     numbers); training passes its own snr_range, quiet share and speaker=True (A.random_speaker instead of
-    A.speed) with `tempo`, its range of speaking rates."""
-    x = A.random_speaker(rng, clip, tempo=tempo) if speaker else A.speed(clip, rng.uniform(0.88, 1.12))
+    A.speed)."""
+    x = A.random_speaker(rng, clip) if speaker else A.speed(clip, rng.uniform(0.88, 1.12))
     if rng.random() < reverb_p:
         x = A.reverb(x, A.room_ir(rng))
     before = int(max(rng.uniform(0.3, 1.2), 2.6 - len(x) / SR) * SR)
@@ -98,13 +97,12 @@ def positive(rng, clip, banks, fillers, snr_range=(0, 20), snr=None, reverb_p=0.
     return mixed, before, before + len(x)
 
 
-def negative_piece(rng, clip, banks, snr_range=(-5, 25), reverb_p=0.4, quiet=(0.15, (35, 50)), speaker=False,
-                   tempo=(0.9, 1.1)):
+def negative_piece(rng, clip, banks, snr_range=(-5, 25), reverb_p=0.4, quiet=(0.15, (35, 50)), speaker=False):
     """quiet: (share, SNR range) of pieces in a quiet room. The evaluation passes its own, fixed values so that
     changing the training recipe never changes the evaluation's audio. speaker: training's negatives get the
     positives' A.random_speaker too, so its time-stretch artefacts tell the network nothing."""
     if speaker:
-        x = A.random_speaker(rng, clip, tempo=tempo) if rng.random() < 0.5 else clip
+        x = A.random_speaker(rng, clip) if rng.random() < 0.5 else clip
     else:
         x = A.speed(clip, rng.uniform(0.9, 1.1)) if rng.random() < 0.5 else clip
     if rng.random() < reverb_p:
@@ -116,13 +114,13 @@ def negative_piece(rng, clip, banks, snr_range=(-5, 25), reverb_p=0.4, quiet=(0.
     return A.set_level(rng, A.mix(x, banks.noise(rng, len(x)), s)), len(trail)
 
 
-def stream(rng, pieces, banks, noise_seconds, mark=None, quiet=(0.15, (35, 50)), speaker=False, tempo=(0.9, 1.1)):
+def stream(rng, pieces, banks, noise_seconds, mark=None, quiet=(0.15, (35, 50)), speaker=False):
     """Concatenates augmented pieces (shuffled) and stretches of pure noise (after them) into one recording.
     Returns (audio, sample ends of the pieces whose index is in `mark`, sample where the noise starts)."""
     order = rng.permutation(len(pieces))
     chunks, ends, pos = [], [], 0
     for i in order:
-        a, trail = negative_piece(rng, pieces[i], banks, quiet=quiet, speaker=speaker, tempo=tempo)
+        a, trail = negative_piece(rng, pieces[i], banks, quiet=quiet, speaker=speaker)
         chunks.append(a)
         pos += len(a)
         if mark is not None and i in mark:

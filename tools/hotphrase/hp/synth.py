@@ -29,6 +29,13 @@ HELD_OUT_FLITE = {"rms"}
 FESTIVAL_VOICES = ["kal_diphone", "ked_diphone", "cmu_us_slt_arctic_hts"]
 HELD_OUT_FESTIVAL = {"ked_diphone"}
 PIPER_VOICES = ["joe"]  # training only (see above)
+# Accented English (recipe v9): espeak-ng's voices for other languages read the English text by their own
+# language's rules and phonemes ("kompjuter", "okai ound"), roughly how a speaker of that language says a word
+# learnt by ear. Only languages whose voice does that themselves; the others (hi, ru, ...) switch to espeak-ng's
+# English for English words, and some (tr, hu, id) misread the spelling ("dZomputer"). The real "computer" clips
+# the recipe missed most were people a British or American synthetic voice does not sound like (BENCHMARKS.md).
+# Training only, in their own files (make_data.py --l2-*), so the held-out voices and clips stay as they were.
+L2_LANGS = ["es", "de", "it", "pt", "nl", "pl", "ro", "cs", "fi", "sv", "fr"]
 
 
 def stable_fraction(name):
@@ -75,6 +82,12 @@ def voices(split):
 # against 49 %, BENCHMARKS.md). Only the engines present in the list take part (the held-out list has no piper),
 # so the held-out clips are drawn exactly as before piper was added.
 ENGINE_WEIGHTS = {"espeak": 0.55, "flite": 0.25, "festival": 0.2, "piper": 0.75}
+
+
+def l2_voices():
+    """(engine, voice) pairs of accented English: every L2 language x the training half of the variants."""
+    variants = [v for v in espeak_variants() + [""] if stable_fraction(v) >= 0.2]
+    return [("espeak", lang + ("+" + v if v else "")) for lang in L2_LANGS for v in variants]
 
 
 def pick_voice(rng, vlist):
