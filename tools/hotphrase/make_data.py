@@ -12,7 +12,9 @@ import os
 import random
 import sys
 import time
-from multiprocessing import Pool
+# Not multiprocessing.Pool: when the kernel kills one of its workers (out of memory), Pool.map waits forever;
+# the executor raises BrokenProcessPool instead, so a run fails rather than hangs.
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -30,8 +32,8 @@ def save(path, clips, meta):
 
 def run_jobs(jobs, procs):
     chunks = [jobs[i:i + 40] for i in range(0, len(jobs), 40)]
-    with Pool(procs) as p:
-        res = p.map(synth.synth_batch, chunks)
+    with ProcessPoolExecutor(procs) as p:
+        res = list(p.map(synth.synth_batch, chunks))
     clips, meta = [], []
     for chunk, out in zip(chunks, res):
         for j, x in zip(chunk, out):

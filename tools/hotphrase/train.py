@@ -10,7 +10,9 @@ import json
 import os
 import sys
 import time
-from multiprocessing import Pool
+# Not multiprocessing.Pool: when the kernel kills one of its workers (out of memory), Pool.map waits forever;
+# the executor raises BrokenProcessPool instead, so a run fails rather than hangs.
+from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -75,8 +77,8 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
     fillers = sents[:400]
     t = time.time()
     n = 8
-    with Pool(procs) as p:
-        res = p.map(_pos_worker, [(off + 100 + i, pos[i::n], fillers, copies) for i in range(n)])
+    with ProcessPoolExecutor(procs) as p:
+        res = list(p.map(_pos_worker, [(off + 100 + i, pos[i::n], fillers, copies) for i in range(n)]))
     pfeats = [f for r in res for f in r[0]]
     pmarks = [m for r in res for m in r[1]]
     print(f"positives: {len(pfeats)} augmented clips in {time.time() - t:.0f} s", flush=True)
@@ -88,8 +90,8 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
         idx = list(range(i, len(pieces), n))
         chunks.append((off + 200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
                        fillers, 3600 / n))
-    with Pool(procs) as p:
-        res = p.map(_neg_worker, chunks)
+    with ProcessPoolExecutor(procs) as p:
+        res = list(p.map(_neg_worker, chunks))
     nfeats, hard, noise, off = [], [], [], 0
     for f, ends, ns in res:
         nfeats.append(f)
