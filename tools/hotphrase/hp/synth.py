@@ -85,7 +85,7 @@ ENGINE_WEIGHTS = {"espeak": 0.55, "flite": 0.25, "festival": 0.2, "piper": 0.75}
 
 
 def l2_voices():
-    """(engine, voice) pairs of accented English: every L2 language x the training half of the variants."""
+    """(engine, voice) pairs of accented English: every L2 language x the training variants (not the fifth held out)."""
     variants = [v for v in espeak_variants() + [""] if stable_fraction(v) >= 0.2]
     return [("espeak", lang + ("+" + v if v else "")) for lang in L2_LANGS for v in variants]
 
