@@ -55,6 +55,15 @@ def make(kind, texts, n, split, seed, procs, engines=None, vs=None):
     return clips, meta
 
 
+def make_file(path, kind, texts, n, split, seed, procs, **voices):
+    """Writes make(...)'s clips to `path`, unless the file is there already (so a work directory can be completed,
+    and one data set shared by several runs) or no clips are asked for."""
+    if os.path.exists(path):
+        print(f"  {path} exists, kept", flush=True)
+    elif n:
+        save(path, *make(kind, texts, n, split, seed, procs, **voices))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("phrase", choices=sorted(PHRASES))
@@ -83,42 +92,29 @@ def main():
     print(f"voices: {len(synth.voices('train'))} training, {len(synth.voices('eval'))} held out", flush=True)
     for split, npos, nconf, seed in (("train", a.positives, a.confusables, 1), ("eval", a.eval_positives,
                                                                                  a.eval_confusables, 2)):
-        for kind, texts, n, s in (("pos", ph["texts"], npos, seed * 10 + 1), ("conf", ph["confusables"], nconf,
-                                                                                seed * 10 + 2)):
-            path = os.path.join(out, f"{kind}_{split}.npz")
-            if os.path.exists(path):
-                print(f"  {path} exists, kept", flush=True)
-                continue
-            save(path, *make(kind, texts, n, split, s, a.procs))
+        make_file(os.path.join(out, f"pos_{split}.npz"), "pos", ph["texts"], npos, split, seed * 10 + 1, a.procs)
+        make_file(os.path.join(out, f"conf_{split}.npz"), "conf", ph["confusables"], nconf, split, seed * 10 + 2,
+                  a.procs)
     sents = synth.sentences()
     half = len(sents) // 2  # training and evaluation sentences are different texts, too
-    for split, texts, n, seed in (("train", sents[:half], a.sentences, 31), ("eval", sents[half:],
-                                                                              a.eval_sentences, 32)):
-        path = os.path.join(cache, f"sent_{split}.npz")
-        if os.path.exists(path):
-            print(f"  {path} exists, kept", flush=True)
-            continue
-        # without piper: the neural voice takes 1-2 s of CPU per sentence; its sentences are made below
-        save(path, *make("sentences", texts, n, split, seed, a.procs, engines={"espeak", "flite", "festival"}))
+    # without piper: the neural voice takes 1-2 s of CPU per sentence; its sentences are made below
+    debian = {"espeak", "flite", "festival"}
+    make_file(os.path.join(cache, "sent_train.npz"), "sentences", sents[:half], a.sentences, "train", 31, a.procs,
+              engines=debian)
+    make_file(os.path.join(cache, "sent_eval.npz"), "sentences", sents[half:], a.eval_sentences, "eval", 32,
+              a.procs, engines=debian)
     # The piper voice's own negatives (shorter sentences to save time), so that its voice is no cue for the phrase.
-    path = os.path.join(cache, "sent_train_piper.npz")
-    if os.path.exists(path):
-        print(f"  {path} exists, kept", flush=True)
-    elif a.piper_sentences:
-        short = [s for s in sents[:half] if len(s.split()) <= 12]
-        save(path, *make("piper sentences", short, a.piper_sentences, "train", 33, a.procs, engines={"piper"}))
+    short = [s for s in sents[:half] if len(s.split()) <= 12]
+    make_file(os.path.join(cache, "sent_train_piper.npz"), "piper sentences", short, a.piper_sentences, "train", 33,
+              a.procs, engines={"piper"})
     # Accented English, training only: positives, confusables and sentences alike, so an accent is no cue.
     l2 = synth.l2_voices()
-    for path, kind, texts, n, seed in ((os.path.join(out, "pos_train_l2.npz"), "l2 pos", ph["texts"], a.l2_positives, 41),
-                                       (os.path.join(out, "conf_train_l2.npz"), "l2 conf", ph["confusables"],
-                                        a.l2_confusables, 42),
-                                       (os.path.join(cache, "sent_train_l2.npz"), "l2 sentences", sents[:half],
-                                        a.l2_sentences, 43)):
-        if os.path.exists(path):
-            print(f"  {path} exists, kept", flush=True)
-        elif n:
-            save(path, *make(kind, texts, n, "train", seed, a.procs, vs=l2))
-
+    make_file(os.path.join(out, "pos_train_l2.npz"), "l2 pos", ph["texts"], a.l2_positives, "train", 41, a.procs,
+              vs=l2)
+    make_file(os.path.join(out, "conf_train_l2.npz"), "l2 conf", ph["confusables"], a.l2_confusables, "train", 42,
+              a.procs, vs=l2)
+    make_file(os.path.join(cache, "sent_train_l2.npz"), "l2 sentences", sents[:half], a.l2_sentences, "train", 43,
+              a.procs, vs=l2)
 
 if __name__ == "__main__":
     main()

@@ -139,9 +139,11 @@ def _piper_voice(name):
 
 
 def _piper(voice, text, rate, pitch):
-    """One piper utterance. rate -> length_scale; the generator and phoneme-width noises are drawn per utterance
-    (from the job, so a job always gives the same clip); piper has no pitch control, so `pitch` becomes a speaker
-    size shift of -3 to +3 semitones (formants and pitch together, speed kept)."""
+    """One piper utterance. rate -> length_scale; the generator and phoneme-width noise scales are drawn per
+    utterance from the job, but the noise itself is drawn inside the ONNX model, unseeded, so the same job gives a
+    slightly different clip each run (lengths seen to differ by 30 ms; the Debian voices' clips are identical);
+    piper has no pitch control, so `pitch` becomes a speaker size shift of -3 to +3 semitones (formants and pitch
+    together, speed kept)."""
     from piper import SynthesisConfig
     from . import augment
     r = random.Random(f"{voice}|{text}|{rate:.4f}|{pitch:.4f}")
