@@ -60,9 +60,16 @@ public final class ALSACapture: Sendable {
     private let control = Condition()
     private let flags = Mutex<(stop: Bool, done: Bool)>((false, false))
     private let first: Mutex<DeviceSession?>
+    /// Why the device could not be opened at start, when the capture was told to wait for it.
+    private let missingAtStart: AudioDeviceError?
 
-    public init(settings: CaptureSettings, reader: Reader? = nil, onEvent: @escaping EventHandler = { _ in },
-                onFrame: @escaping FrameHandler) throws(AudioDeviceError) {
+    /// Opens the device now: a bad or missing device throws here, so it is an error at start-up rather than a log
+    /// line later. With `waitForDevice`, a device that cannot be opened yet is reported once as `.lost` when the
+    /// capture starts and looked for every `retryInterval` until it appears (`.recovered`): the always-on
+    /// microphone of the hot phrase must not stay deaf because a USB microphone was plugged in after boot.
+    /// Settings that can never work (frame length, rate, channel) throw either way.
+    public init(settings: CaptureSettings, waitForDevice: Bool = false, reader: Reader? = nil,
+                onEvent: @escaping EventHandler = { _ in }, onFrame: @escaping FrameHandler) throws(AudioDeviceError) {
         self.settings = settings
         self.onFrame = onFrame
         self.onEvent = onEvent
@@ -74,8 +81,14 @@ public final class ALSACapture: Sendable {
         guard settings.channels > 0, (0..<settings.channels).contains(settings.channel) else {
             throw AudioDeviceError(device: settings.device, message: "input channel \(settings.channel) is not one of the \(settings.channels) channels asked for")
         }
-        // Opened here, so that a bad device is an error at start-up rather than a log line later.
-        first = Mutex(try DeviceSession(settings: settings))
+        do throws(AudioDeviceError) {
+            first = Mutex(try DeviceSession(settings: settings))
+            missingAtStart = nil
+        } catch {
+            guard waitForDevice else { throw error }
+            first = Mutex(nil)
+            missingAtStart = error
+        }
     }
 
     /// The rate the device gave (before resampling to 16 kHz); 0 once started or closed.
@@ -99,10 +112,21 @@ public final class ALSACapture: Sendable {
 
     private var stopping: Bool { flags.withLock { $0.stop } }
 
+    /// How many capture handles are open on each device in this process. A speaker keeps at most one (the
+    /// always-on microphone, or the one of the question being recorded); the soak and the loop's tests check that
+    /// every path out of a query gives it back.
+    static let openDevices = Mutex<[String: Int]>([:])
+
+    public static func openCount(device: String) -> Int { openDevices.withLock { $0[device] ?? 0 } }
+
     private func run() {
         var session = first.withLock { s -> DeviceSession? in defer { s = nil }; return s }
         if let s = session { onEvent(.opened(device: settings.device, rate: s.rate, channels: s.channels)) }
         var lostReported = false
+        if session == nil, let missingAtStart {
+            lostReported = true
+            onEvent(.lost(missingAtStart))
+        }
         let clock = ContinuousClock()
         var paceStart = clock.now
         var framesRead = 0
@@ -209,6 +233,7 @@ private final class DeviceSession: @unchecked Sendable {
         rc = snd_pcm_prepare(handle)
         if rc < 0 { throw fail("cannot be prepared", rc) }
         pcm = handle
+        ALSACapture.openDevices.withLock { $0[settings.device, default: 0] += 1 }
         self.rate = Int(rate)
         channels = settings.channels
         periodFrames = Int(period)
@@ -278,7 +303,10 @@ private final class DeviceSession: @unchecked Sendable {
     func close() {
         if let resampler { soxr_delete(resampler) }
         resampler = nil
-        if let pcm { snd_pcm_close(pcm) }
+        if let pcm {
+            snd_pcm_close(pcm)
+            ALSACapture.openDevices.withLock { $0[settings.device, default: 1] -= 1 }
+        }
         pcm = nil
     }
 }

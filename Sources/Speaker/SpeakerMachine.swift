@@ -14,6 +14,8 @@ public enum SearchFailure: String, Sendable, CaseIterable {
     case authentication
     /// Nothing was said.
     case nothingHeard
+    /// The microphone cannot be opened, or stopped delivering audio.
+    case microphone
 
     public var sentence: String {
         switch self {
@@ -21,6 +23,7 @@ public enum SearchFailure: String, Sendable, CaseIterable {
         case .serviceFailing: "Houndify isn't answering right now."
         case .authentication: "My Houndify key was refused."
         case .nothingHeard: "Sorry, I didn't hear anything."
+        case .microphone: "I can't hear you: my microphone isn't working."
         }
     }
 }
@@ -30,6 +33,9 @@ public struct SpeakerAnswer: Sendable, Equatable {
     public var transcript: String
     public var text: String
     public var autoListen: Bool
+    /// Said when Houndify's answer carries no text to speak.
+    public static let nothingToSay = "Sorry, Houndify sent me an answer with nothing to say."
+
     public init(transcript: String, text: String, autoListen: Bool = false) {
         self.transcript = transcript
         self.text = text
@@ -139,14 +145,37 @@ public struct SpeakerMachine: Sendable {
     public private(set) var state = SpeakerState.none
     /// Connection failures show the offline pattern in ready until a request works.
     public private(set) var offline = false
-    /// An earcon or our own voice is playing: the hot phrase is not listened for (the "hears itself" bug).
-    public private(set) var soundPlaying = false
+    /// How many of the earcons and utterances asked for (`.playEarcon`, `.speak`) have not reported their end
+    /// (`.soundEnded`, `.speechEnded`) yet. The machine is the one owner of "our own sound is playing": the loop
+    /// mirrors it into the capture router after every event, so the hot phrase stays off until the last of an error
+    /// earcon and the sentence after it has ended, not just the first.
+    public private(set) var soundsPlaying = 0
+    /// Our own sound is playing: the hot phrase is not listened for (the "hears itself" bug).
+    public var soundPlaying: Bool { soundsPlaying > 0 }
     private var pendingAutoListen = false
     private var generation = 0
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
     public mutating func handle(_ event: SpeakerEvent) -> [SpeakerEffect] {
+        let before = state
+        var effects = transition(event)
+        // Every way out of recording closes what recording opened: the microphone and the upload. A path that
+        // forgot it (a search that failed while the person was still speaking) once left the capture running and
+        // every later query uploaded the audio two or three times over.
+        if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch) {
+            effects.insert(.cancelSearch, at: 0)
+        }
+        for effect in effects {
+            switch effect {
+            case .playEarcon, .speak: soundsPlaying += 1
+            default: break
+            }
+        }
+        return effects
+    }
+
+    private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
         switch (state, event) {
         case (let current, .shutdown):
             var effects: [SpeakerEffect] = []
@@ -162,10 +191,10 @@ public struct SpeakerMachine: Sendable {
         case (_, .watchdog(let g)) where g != generation:
             return []  // an old watchdog, from a state already left
         case (_, .soundEnded):
-            soundPlaying = false
+            soundEnded()
             return []
         case (let current, .speechEnded) where current != .speaking:
-            soundPlaying = false  // speech that was stopped on the way to another state has now ended
+            soundEnded()  // speech that was stopped on the way to another state has now ended
             return []
         case (_, .cancel):
             return cancelAll(earcon: true)
@@ -181,17 +210,20 @@ public struct SpeakerMachine: Sendable {
 
         // recording
         case (.recording, .talk), (.recording, .endTalk), (.recording, .endOfSpeech):
-            return [.endAudio, .playEarcon(.stopListening)] + sound() + enter(.searching) + [.leds(.searching)]
-        case (.recording, .partialTranscript(let text)), (.searching, .partialTranscript(let text)):
-            return [.log("heard so far: \(text)")]
+            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching) + [.leds(.searching)]
+        case (.recording, .partialTranscript), (.searching, .partialTranscript):
+            return []  // shown by the loop's event stream; one query can bring hundreds of them
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
+        case (.recording, .searchFailed(let failure)):
+            return [.cancelSearch] + fail(failure)
         case (.recording, .answer(let answer)), (.searching, .answer(let answer)):
             return answered(answer)
-        case (.recording, .searchFailed(let failure)), (.searching, .searchFailed(let failure)):
+        case (.searching, .searchFailed(let failure)):
             return fail(failure)
         case (.recording, .watchdog):
-            return [.log("watchdog: still recording after \(settings.recordingLimitMS) ms"), .cancelSearch] + timedOut()
+            // The endpointer ends every query well before this, so no audio has been arriving: the microphone.
+            return [.log("watchdog: still recording after \(settings.recordingLimitMS) ms"), .cancelSearch] + fail(.microphone)
         case (.recording, _):
             return []
 
@@ -199,7 +231,7 @@ public struct SpeakerMachine: Sendable {
         case (.searching, .talk):
             return cancelAll(earcon: true)
         case (.searching, .watchdog):
-            return [.log("watchdog: no answer after \(settings.searchingLimitMS) ms"), .cancelSearch] + timedOut()
+            return [.log("watchdog: no answer after \(settings.searchingLimitMS) ms"), .cancelSearch] + fail(.serviceFailing)
         case (.searching, _):
             return []
 
@@ -208,15 +240,17 @@ public struct SpeakerMachine: Sendable {
             pendingAutoListen = false
             return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, .speechEnded):
-            soundPlaying = false
+            soundEnded()
             if pendingAutoListen {
                 pendingAutoListen = false
                 return startListening(preRoll: false)
             }
             return leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, .watchdog):
+            // The speech output itself is what hangs, so another sentence would hang too: the earcon says it.
             pendingAutoListen = false
-            return [.log("watchdog: still speaking after \(settings.speakingLimitMS) ms"), .stopSpeaking] + timedOut()
+            return [.log("watchdog: still speaking after \(settings.speakingLimitMS) ms"), .stopSpeaking, .playEarcon(.error)]
+                + leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, _):
             return []
         }
@@ -225,7 +259,7 @@ public struct SpeakerMachine: Sendable {
     private var readyLEDs: SpeakerLEDs { offline ? .offline : .ready }
 
     private mutating func startListening(preRoll: Bool) -> [SpeakerEffect] {
-        [.playEarcon(.startListening)] + sound() + enter(.recording) + [.leds(.listening), .startSearch(preRoll: preRoll)]
+        [.playEarcon(.startListening)] + enter(.recording) + [.leds(.listening), .startSearch(preRoll: preRoll)]
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
@@ -240,7 +274,9 @@ public struct SpeakerMachine: Sendable {
         case .ipAddress?:
             return effects + say(.ipAddress, autoListen: false)
         case nil:
-            return effects + say(.text(answer.text), autoListen: answer.autoListen)
+            // An answer with nothing to say (no results, or responses that are not text) must not be silence.
+            let text = answer.text.allSatisfy(\.isWhitespace) ? SpeakerAnswer.nothingToSay : answer.text
+            return effects + say(.text(text), autoListen: answer.autoListen)
         }
     }
 
@@ -251,7 +287,7 @@ public struct SpeakerMachine: Sendable {
             return [.show(shown)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         pendingAutoListen = autoListen
-        return enter(.speaking) + [.leds(.speaking), .speak(utterance)] + sound()
+        return enter(.speaking) + [.leds(.speaking), .speak(utterance)]
     }
 
     private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
@@ -262,12 +298,8 @@ public struct SpeakerMachine: Sendable {
             return effects + leave(to: .ready) + [.leds(readyLEDs)]
         }
         pendingAutoListen = false
-        effects += enter(.speaking) + [.leds(.error), .speak(.text(failure.sentence))] + sound()
+        effects += enter(.speaking) + [.leds(.error), .speak(.text(failure.sentence))]
         return effects
-    }
-
-    private mutating func timedOut() -> [SpeakerEffect] {
-        [.playEarcon(.error)] + sound() + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
     private mutating func cancelAll(earcon: Bool) -> [SpeakerEffect] {
@@ -278,13 +310,12 @@ public struct SpeakerMachine: Sendable {
         case .speaking: effects.append(.stopSpeaking)
         case .ready, .none: return []
         }
-        if earcon { effects += [.playEarcon(.cancel)] + sound() }
+        if earcon { effects.append(.playEarcon(.cancel)) }
         return effects + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    private mutating func sound() -> [SpeakerEffect] {
-        soundPlaying = true
-        return []
+    private mutating func soundEnded() {
+        soundsPlaying = max(0, soundsPlaying - 1)
     }
 
     /// Enters a busy state, armed with its watchdog.

@@ -85,6 +85,8 @@ public final class SpeakerLoop: Sendable {
     private let watchdog: Watchdog
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
+    /// Whether the always-on microphone (hot phrase) is delivering audio; set from its capture thread's events.
+    private let microphoneUp = Mutex(false)
     private let stateLog = Mutex<[SpeakerState]>([])
 
     /// How many interactions and states are remembered.
@@ -171,7 +173,9 @@ public final class SpeakerLoop: Sendable {
                 continue
             }
             emitEvent(event)
-            let effects = state.withLock { $0.machine.handle(event) }
+            let (effects, soundPlaying) = state.withLock { s in (s.machine.handle(event), s.machine.soundPlaying) }
+            // The machine alone decides whether our own sound is playing; the router only follows it.
+            router.setHotPhraseListening(!soundPlaying)
             for effect in effects {
                 if perform(effect) { break loop }
             }
@@ -280,7 +284,16 @@ public final class SpeakerLoop: Sendable {
             for await event in search.events { continuation.yield(.search(id: id, event)) }
         }
         router.attach(search, id: id, endpointer: Endpointer(settings: parts.endpointer, frameMS: parts.capture.frameMS), preRoll: preRoll)
-        guard parts.hotPhrase == nil else { return }  // continuous capture is already feeding the router
+        if parts.hotPhrase != nil {
+            // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
+            guard microphoneUp.withLock({ $0 }) else {
+                parts.logger.error("microphone \(parts.capture.device) is not available: nothing to record")
+                search.cancel()
+                continuation.yield(.event(.searchFailed(.microphone)))
+                return
+            }
+            return
+        }
         // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
         do throws(AudioDeviceError) {
             let capture = try openMicrophone()
@@ -288,23 +301,30 @@ public final class SpeakerLoop: Sendable {
         } catch {
             parts.logger.error("microphone: \(error)")
             search.cancel()
-            continuation.yield(.event(.searchFailed(.nothingHeard)))
+            continuation.yield(.event(.searchFailed(.microphone)))
         }
     }
 
+    /// The hot phrase's microphone stays open for good; one that is missing at start is looked for every second
+    /// (as a lost one is), so a microphone plugged in after boot is heard without a restart.
     private func startContinuousCapture() {
         do throws(AudioDeviceError) {
-            let capture = try openMicrophone()
+            let capture = try openMicrophone(waitForDevice: true)
             state.withLock { $0.continuousCapture = capture }
         } catch {
-            parts.logger.error("microphone: \(error); the hot phrase cannot be heard, the button still works")
+            parts.logger.error("microphone: \(error); the hot phrase cannot be heard")
         }
     }
 
     /// Opens and starts the microphone, every frame going to the router.
-    private func openMicrophone() throws(AudioDeviceError) -> ALSACapture {
+    private func openMicrophone(waitForDevice: Bool = false) throws(AudioDeviceError) -> ALSACapture {
         let router = self.router
-        let capture = try ALSACapture(settings: parts.capture, onEvent: { [logger = parts.logger] event in
+        let capture = try ALSACapture(settings: parts.capture, waitForDevice: waitForDevice, onEvent: { [weak self, logger = parts.logger] event in
+            switch event {
+            case .opened, .recovered: self?.microphoneUp.withLock { $0 = true }
+            case .lost, .stopped: self?.microphoneUp.withLock { $0 = false }
+            case .overrun: break
+            }
             Self.logCapture(event, logger: logger)
         }, onFrame: { frame, level in router.frame(frame, level: level) })
         capture.start()
@@ -315,7 +335,7 @@ public final class SpeakerLoop: Sendable {
         switch event {
         case .opened(let device, let rate, let channels): logger.debug("microphone \(device) open: \(rate) Hz, \(channels) channel(s)")
         case .overrun: logger.warning("microphone overrun: audio was lost and capture recovered")
-        case .lost(let error): logger.error("microphone lost: \(error); retrying every second")
+        case .lost(let error): logger.error("microphone lost: \(error); looking for it every second (the button says so until it is back)")
         case .recovered: logger.notice("microphone is back")
         case .stopped: break
         }
@@ -330,14 +350,12 @@ public final class SpeakerLoop: Sendable {
     }
 
     private func speak(_ text: String) {
-        router.setHotPhraseListening(false)
         let task = parts.speech.speak(text, to: parts.output, onFirstSample: { [weak self] in
             self?.state.withLock { s in if s.timings?.firstTTSSample == nil { s.timings?.firstTTSSample = .now } }
         })
         state.withLock { $0.speech = task }
-        Task { [continuation, router] in
+        Task { [continuation] in
             let result = await task.result()
-            router.setHotPhraseListening(true)
             let interrupted = (try? result.get().outcome) != .finished
             if case .failure(let error) = result { self.parts.logger.error("speech: \(error)") }
             continuation.yield(.event(.speechEnded(interrupted: interrupted)))
@@ -355,11 +373,9 @@ public final class SpeakerLoop: Sendable {
             continuation.yield(.event(.soundEnded))
             return
         }
-        router.setHotPhraseListening(false)
         let task = parts.speech.play(sound, to: parts.output)
-        Task { [continuation, router] in
+        Task { [continuation] in
             _ = await task.result()
-            router.setHotPhraseListening(true)
             continuation.yield(.event(.soundEnded))
         }
     }
@@ -439,6 +455,8 @@ func jsonString(_ text: String) -> String { JSONValue.string(text).asciiJSON() }
 enum StateHook {
     static func run(_ command: String, state: String, previous: String, logger: Logger) {
         var environment = ProcessInfo.processInfo.environment
+        // The key is the speaker's secret: no hook (a script of anyone's) gets it.
+        environment["HOUNDIFY_CLIENT_KEY"] = nil
         environment["HOUND_SPEAKER_STATE"] = state
         environment["HOUND_SPEAKER_PREVIOUS_STATE"] = previous
         let shell: [String] = ["/bin/sh", "-c", command]

@@ -82,18 +82,20 @@ struct Rig {
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
-                      stateHook: String = "") async throws -> Rig {
+                      stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
         let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-loop-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: wav) }
-        if hotPhrase {
+        if !microphonePresent {
+            try? FileManager.default.removeItem(atPath: TestALSA.inputFile(microphone))  // its file PCM cannot open
+        } else if hotPhrase {
             // Room tone, "OK Hound", the question: the microphone plays it in real time from the start.
-            try runSox([repositoryRoot + "/share/demo/ok-hound-what-time-is-it.wav", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0", "2"])
+            try writeHotPhraseQuestion(to: microphone)
         } else {
             try espeakWAV(question, to: wav)
-            try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile("test_loop_mic"), "pad", "0.3", "2"])
+            try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile(microphone), "pad", "0.3", "2"])
         }
         try? FileManager.default.removeItem(atPath: TestALSA.outputFile("test_loop_speaker"))
 
@@ -115,7 +117,7 @@ struct Rig {
         let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
             endpoint: "http://127.0.0.1:\(port)", clientKey: key, profile: profile, connectTimeoutMS: 2000,
             responseTimeoutMS: responseTimeoutMS))
-        var capture = CaptureSettings(device: "test_loop_mic")
+        var capture = CaptureSettings(device: microphone)
         capture.rate = 16000
         let events = EventLog()
         var logger = Logger(label: "test")
@@ -134,6 +136,11 @@ struct Rig {
         let task = Task.detached { await loop.run() }
         #expect(await events.wait(for: "\"to\":\"ready\""))
         return Rig(service: service, loop: loop, events: events, task: task)
+    }
+
+    /// "OK Hound, what time is it" (the demo's recording) as the raw file a test capture PCM reads.
+    static func writeHotPhraseQuestion(to microphone: String) throws {
+        try runSox([repositoryRoot + "/share/demo/ok-hound-what-time-is-it.wav", "-t", "raw", TestALSA.inputFile(microphone), "pad", "0", "2"])
     }
 
     func stop() async {
@@ -241,12 +248,46 @@ struct Rig {
     }
 
     @Test func theWatchdogEndsASearchThatNeverAnswers() async throws {
-        // The service stalls and the client would wait 60 s: the speaker's own watchdog (300 ms here) ends it.
+        // The service stalls and the client would wait 60 s: the speaker's own watchdog (300 ms here) ends it, and
+        // says why rather than only playing the error earcon.
         let rig = try await Rig.start(fault: .stall, responseTimeoutMS: 60_000, searchingLimitMS: 300)
         rig.loop.send(.talk)
-        #expect(await rig.events.wait(for: "\"from\":\"searching\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
-        #expect(Array(rig.events.states.prefix(4)) == ["ready", "recording", "searching", "ready"])
+        #expect(Array(rig.events.states.prefix(5)) == ["ready", "recording", "searching", "speaking", "ready"])
+        #expect(AudioLevel.dBFS(rig.played) > -40)  // "Houndify isn't answering right now." was said
+    }
+
+    /// A search refused while the person is still speaking (here a key the service refuses at once) must give
+    /// the microphone back: it once stayed open, and every later query was fed two or three streams at once.
+    @Test func aSearchThatFailsWhileRecordingGivesTheMicrophoneBack() async throws {
+        let rig = try await Rig.start(key: "-yBFao-02f4jSG2St9wBJktwlbrfBClOc5i94gcsUXabwOUKL1R5nsPoDTJXfKHG6xA1Wn-kye4TOF2Cp8zxFg==")
+        for round in 0..<3 {
+            let seen = rig.events.all.count
+            rig.loop.send(.talk)
+            #expect(await rig.events.wait(for: "\"kind\":\"authentication\"", after: seen))
+            #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: seen))
+            #expect(ALSACapture.openCount(device: "test_loop_mic") == 0, "round \(round): the microphone is still open")
+        }
+        await rig.stop()
+        #expect(rig.events.states.filter { $0 == "recording" }.count == 3)
+        #expect(!rig.events.states.contains("searching"))  // each failed while recording
+    }
+
+    /// With the hot phrase on, a microphone missing at start is looked for until it appears; meanwhile a press is
+    /// told that the microphone is not working (not fifteen seconds of nothing and an earcon).
+    @Test func aMicrophoneMissingAtStartIsHeardOnceItAppears() async throws {
+        let rig = try await Rig.start(hotPhrase: true, microphone: "test_late_mic", microphonePresent: false)
+        rig.loop.send(.talk)
+        #expect(await rig.events.wait(for: "\"kind\":\"microphone\""))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(ALSACapture.openCount(device: "test_late_mic") == 0)
+        // The microphone appears: "OK Hound, what time is it" wakes the speaker, with no restart.
+        try Rig.writeHotPhraseQuestion(to: "test_late_mic")
+        #expect(await rig.events.wait(for: "\"event\":\"hotphrase\"", seconds: 20))
+        #expect(await rig.events.wait(for: "\"answer\":\"It is "))
+        await rig.stop()
+        #expect(ALSACapture.openCount(device: "test_late_mic") == 0)
     }
 
     @Test func autoListenAsksTheFollowUp() async throws {

@@ -22,6 +22,7 @@ let allEvents: [SpeakerEvent] = [
     .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
+    .searchFailed(.microphone),
     .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .watchdog(generation: -1), .heartbeat, .shutdown,
 ]
 
@@ -80,13 +81,71 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         }
     }
 
+    @Test func everyWayOutOfRecordingClosesTheMicrophoneAndTheUpload() {
+        // A search that failed while the person was still speaking once left the capture running, and every later
+        // query uploaded the audio two or three times over.
+        for event in allEvents {
+            var m = machine(in: .recording)
+            let effects = m.handle(event)
+            guard m.state != .recording else { continue }
+            #expect(effects.contains(.endAudio) || effects.contains(.cancelSearch), "recording + \(event) left the microphone open")
+        }
+        var m = machine(in: .recording)
+        #expect(m.handle(.searchFailed(.authentication)).first == .cancelSearch)
+    }
+
     @Test(arguments: [SpeakerState.recording, .searching, .speaking])
-    func theWatchdogEndsEveryBusyStateInReady(state: SpeakerState) {
+    func theWatchdogEndsEveryBusyStateAndSaysWhy(state: SpeakerState) {
         var m = machine(in: state)
         let effects = m.handle(.watchdog(generation: m.watchdogGeneration))
-        #expect(m.state == .ready)
         #expect(effects.contains(.playEarcon(.error)))
         #expect(effects.contains(state == .speaking ? .stopSpeaking : .cancelSearch))
+        switch state {
+        case .recording:
+            // No end of speech within the limit: no audio has been arriving.
+            #expect(effects.contains(.speak(.text(SearchFailure.microphone.sentence))))
+            #expect(m.state == .speaking)
+        case .searching:
+            #expect(effects.contains(.speak(.text(SearchFailure.serviceFailing.sentence))))
+            #expect(m.state == .speaking)
+        default:
+            // The speech output is what hangs: the earcon says it, and the speaker is ready again.
+            #expect(m.state == .ready)
+        }
+    }
+
+    @Test func ourOwnSoundLastsUntilTheLastEarconAndSentenceHaveEnded() {
+        // An error earcon and then the spoken failure: the earcon's end must not let the hot phrase hear the
+        // sentence that is still being spoken.
+        var m = machine(in: .searching)
+        _ = m.handle(.soundEnded)  // the start-listening earcon
+        _ = m.handle(.soundEnded)  // the stop-listening earcon
+        #expect(!m.soundPlaying)
+        _ = m.handle(.searchFailed(.offline))
+        #expect(m.soundPlaying)
+        _ = m.handle(.soundEnded)  // the error earcon
+        #expect(m.soundPlaying)
+        _ = m.handle(.speechEnded(interrupted: false))
+        #expect(m.state == .ready && !m.soundPlaying)
+        #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
+        // More ends than starts (a stray event) never make the count negative.
+        var n = machine(in: .ready)
+        _ = n.handle(.soundEnded)
+        _ = n.handle(.speechEnded(interrupted: true))
+        #expect(n.soundsPlaying == 0)
+    }
+
+    @Test(arguments: ["", "  ", "\n"])
+    func anAnswerWithNothingToSayIsNotSilence(text: String) {
+        var m = machine(in: .searching)
+        let e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: text)))
+        #expect(e.contains(.speak(.text(SpeakerAnswer.nothingToSay))))
+    }
+
+    @Test func partialTranscriptsLogNothing() {
+        // One query can bring hundreds of partials: the loop shows them at debug level, the machine says nothing.
+        var m = machine(in: .recording)
+        #expect(m.handle(.partialTranscript("what time")).isEmpty)
     }
 
     @Test func buttonQueryFromStartToAnswer() {
@@ -120,6 +179,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     @Test func hotPhraseKeepsPreRollAndIsIgnoredWhileOurOwnSoundPlays() {
         var m = machine(in: .ready)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
+        _ = m.handle(.soundEnded)  // the start-listening earcon
         _ = m.handle(.cancel)  // plays the cancel earcon, back in ready
         #expect(m.state == .ready && m.soundPlaying)
         #expect(m.handle(.hotPhrase) == [.log("hot phrase ignored: the speaker's own sound is playing")])
@@ -127,6 +187,10 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         // The button still works while the earcon plays.
         #expect(m.handle(.talk).contains(.startSearch(preRoll: false)))
         _ = m.handle(.cancel)
+        // Three earcons were asked for (cancel, start listening, cancel): all three end before it listens again.
+        _ = m.handle(.soundEnded)
+        _ = m.handle(.soundEnded)
+        #expect(m.soundPlaying)
         _ = m.handle(.soundEnded)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
     }
