@@ -37,6 +37,9 @@ struct UploadQueue: ~Copyable {
     var ended = false
     var cancelled = false
     var bytesQueued = 0
+    /// When the queue last went from empty to holding audio (a stalled upload is timed from the later of this and
+    /// the last time libcurl took some).
+    var queuedSince: ContinuousClock.Instant = .now
     /// Chunks already handed to libcurl, kept until the response starts so that a request sent on a cached
     /// connection the server had closed meanwhile can be replayed on a new one (libcurl rewinds through the
     /// seek callback). Dropped once the first response byte arrives, or past `replayLimit`.
@@ -69,6 +72,8 @@ final class HTTPTransfer: @unchecked Sendable {
     var paused = false
     var uploadEndedAt: ContinuousClock.Instant?
     var lastReceivedAt: ContinuousClock.Instant?
+    /// When libcurl last took upload bytes (or the transfer started).
+    var lastSentAt: ContinuousClock.Instant = .now
     var done = false
     fileprivate weak var worker: CurlWorker?
 
@@ -89,6 +94,7 @@ final class HTTPTransfer: @unchecked Sendable {
     func append(_ chunks: [[UInt8]], end: Bool = false) -> Bool {
         let accepted = upload.withLock { q -> Bool in
             guard !q.ended && !q.cancelled else { return false }
+            if q.chunks.isEmpty && chunks.contains(where: { !$0.isEmpty }) { q.queuedSince = .now }
             for chunk in chunks where !chunk.isEmpty {
                 q.chunks.append(chunk)
                 q.bytesQueued += chunk.count
@@ -164,7 +170,7 @@ final class CurlWorker: @unchecked Sendable {
             let now = ContinuousClock.now
             var nextDeadline: ContinuousClock.Instant? = nil
             for transfer in active where !transfer.done {
-                let (cancelled, hasData, ended) = transfer.upload.withLock { ($0.cancelled, !$0.chunks.isEmpty, $0.ended) }
+                let (cancelled, hasData, ended, queuedSince) = transfer.upload.withLock { ($0.cancelled, !$0.chunks.isEmpty, $0.ended, $0.queuedSince) }
                 if cancelled {
                     complete(transfer, .failed(.cancelled, status: transfer.status, errorBody: transfer.errorBody))
                     continue
@@ -173,12 +179,26 @@ final class CurlWorker: @unchecked Sendable {
                     transfer.paused = false
                     curl_easy_pause(transfer.easy, CURLPAUSE_CONT)
                 }
+                let limit = Duration.milliseconds(transfer.spec.responseTimeoutMS)
+                let seconds = Double(transfer.spec.responseTimeoutMS) / 1000
+                let url = transfer.spec.url.prefix(while: { $0 != "?" })
                 if let ended = transfer.uploadEndedAt {
-                    let since = max(ended, transfer.lastReceivedAt ?? ended)
-                    let deadline = since + .milliseconds(transfer.spec.responseTimeoutMS)
+                    // A hard deadline from the end of the question: a server that trickles a byte, or a partial
+                    // transcript, every few seconds must not keep the person waiting for ever.
+                    let deadline = ended + limit
                     if now >= deadline {
-                        let seconds = Double(transfer.spec.responseTimeoutMS) / 1000
-                        complete(transfer, .failed(.connectionTimeout(detail: "no answer from \(transfer.spec.url.prefix(while: { $0 != "?" })) for \(seconds) s"),
+                        complete(transfer, .failed(.connectionTimeout(detail: "no answer from \(url) within \(seconds) s"),
+                                                   status: transfer.status, errorBody: transfer.errorBody))
+                        continue
+                    }
+                    nextDeadline = min(nextDeadline ?? deadline, deadline)
+                } else if hasData {
+                    let stalled = max(transfer.lastSentAt, queuedSince)
+                    // Audio is waiting and the server has taken none of it for the whole response timeout: it
+                    // has stopped reading the upload.
+                    let deadline = stalled + limit
+                    if now >= deadline {
+                        complete(transfer, .failed(.connectionTimeout(detail: "no answer from \(url): it stopped reading the audio for \(seconds) s"),
                                                    status: transfer.status, errorBody: transfer.errorBody))
                         continue
                     }
@@ -214,6 +234,7 @@ final class CurlWorker: @unchecked Sendable {
             return
         }
         transfer.easy = easy
+        transfer.lastSentAt = .now
         let me = Unmanaged.passUnretained(transfer).toOpaque()
         let spec = transfer.spec
         hs_curl_setopt_string(easy, CURLOPT_URL, spec.url)
@@ -251,6 +272,13 @@ final class CurlWorker: @unchecked Sendable {
     }
 
     private func finished(_ transfer: HTTPTransfer, code: CURLcode) {
+        if transfer.status == 0, let easy = transfer.easy {
+            // An answer with no body (an empty 401, 503 or redirect) never reaches the write callback, where the
+            // status is otherwise read: without this it was reported as "HTTP 0".
+            var status = 0
+            hs_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+            transfer.status = status
+        }
         if code == CURLE_OK {
             complete(transfer, .finished(status: transfer.status, errorBody: transfer.errorBody))
             return
@@ -319,6 +347,7 @@ final class CurlWorker: @unchecked Sendable {
         }
         switch step {
         case .data(let n, let last):
+            transfer.lastSentAt = .now
             // A fixed-length body is never asked for more once its last byte is out: its end is now.
             if last && transfer.uploadEndedAt == nil { transfer.uploadEndedAt = .now }
             return n

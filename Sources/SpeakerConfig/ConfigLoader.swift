@@ -18,16 +18,39 @@ public enum ConfigLoader {
         return nil
     }
 
+    /// A config file's text. A file that is there but is not UTF-8 is told as such, with the line of the first bad
+    /// byte, not as a file that cannot be read.
+    static func readText(_ path: String) throws(ConfigError) -> String {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (check its owner and mode)" : "no such file"
+            throw ConfigError(file: path, line: nil, key: nil, problem: reason)
+        }
+        let bytes = [UInt8](data)
+        if let text = String(validating: bytes, as: UTF8.self) { return text }
+        // The first byte that does not decode: the longest valid prefix ends just before it.
+        var valid = 0
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        var offset = 0
+        decoding: while true {
+            switch decoder.decode(&iterator) {
+            case .scalarValue(let scalar):
+                offset += UTF8.width(scalar)
+                valid = offset
+            case .emptyInput, .error: break decoding
+            }
+        }
+        let line = bytes[..<valid].reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        let bad = valid < bytes.count ? bytes[valid] : 0
+        throw ConfigError(file: path, line: line, key: nil,
+                          problem: "is not UTF-8 text (byte 0x\(String(bad, radix: 16, uppercase: true)) here); save it as UTF-8")
+    }
+
     /// Loads `path` (or the defaults when nil) and applies the environment's credential overrides.
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> SpeakerConfiguration {
         var config = SpeakerConfiguration()
         if let path {
-            let text: String
-            do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-                let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (check its owner and mode)" : "no such file"
-                throw ConfigError(file: path, line: nil, key: nil, problem: reason)
-            }
-            config = try parse(text: text, file: path)
+            config = try parse(text: try readText(path), file: path)
             config.path = path
             try checkPermissions(path: path, config: &config)
         }
@@ -126,10 +149,7 @@ public enum ConfigLoader {
                               problem: "no board profile \"\(name)\" in \(profileDirectories.joined(separator: ", "))"
                                   + (known.isEmpty ? "" : "; known: \(known.joined(separator: ", "))"))
         }
-        let text: String
-        do { text = try String(contentsOfFile: path, encoding: .utf8) } catch {
-            throw ConfigError(file: path, line: nil, key: nil, problem: "cannot be read")
-        }
+        let text = try readText(path)
         let table: TOMLTable
         do { table = try TOMLTable(string: text) } catch let error as TOMLParseError {
             throw ConfigError(file: path, line: error.source.begin.line, key: nil, problem: "not valid TOML: \(error.description)")
@@ -259,8 +279,10 @@ private struct Reader {
                 config.houndify.userID = v
             }
             if let v = try string(t, h, "device_id") { config.houndify.deviceID = v }
-            if let v = try positive(t, h, "connect_timeout") { config.houndify.connectTimeout = v }
-            if let v = try positive(t, h, "response_timeout") { config.houndify.responseTimeout = v }
+            // Bounded, not just positive: 1e16 s once overflowed the milliseconds and crashed every command, and a
+            // tiny value either rounded to 0 ms (which libcurl reads as its 300 s default) or failed every query.
+            if let v = try seconds(t, h, "connect_timeout", range: HoundifySettingsLimits.connectTimeout) { config.houndify.connectTimeout = v }
+            if let v = try seconds(t, h, "response_timeout", range: HoundifySettingsLimits.responseTimeout) { config.houndify.responseTimeout = v }
             if let v = try string(t, h, "audio_format") {
                 guard let format = AudioUploadFormat(rawValue: v) else { throw error(h, "audio_format", "must be \"pcm\" or \"speex\", not \"\(v)\"") }
                 config.houndify.audioFormat = format
@@ -445,9 +467,12 @@ private struct Reader {
         return d
     }
 
-    func positive(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Double? {
-        guard let d = try number(t, table, key, range: -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) else { return nil }
-        guard d > 0 else { throw error(table, key, "must be greater than 0 seconds, not \(d)") }
+    func seconds(_ t: TOMLTable, _ table: String, _ key: String, range: ClosedRange<Double>) throws(ConfigError) -> Double? {
+        guard let value = t[key] else { return nil }
+        guard let d = value.double ?? value.int.map(Double.init) else { throw error(table, key, "must be a number of seconds, not \(value.type)") }
+        guard range.contains(d) else {
+            throw error(table, key, "must be \(range.lowerBound) to \(range.upperBound) seconds, not \(d)")
+        }
         return d
     }
 
@@ -469,4 +494,10 @@ private struct Reader {
             throw error(table, key, "\(value.type) values cannot be sent in RequestInfo")
         }
     }
+}
+
+/// The allowed range of the `[houndify]` timeouts, in seconds.
+public enum HoundifySettingsLimits {
+    public static let connectTimeout: ClosedRange<Double> = 0.1...120
+    public static let responseTimeout: ClosedRange<Double> = 1...300
 }

@@ -29,7 +29,13 @@ public enum SpeechOutcome: Sendable, Equatable {
 
 public struct SpeechError: Error, CustomStringConvertible, Equatable {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The settings asked for something espeak-ng does not have (a voice): a configuration problem, which a
+    /// restart will not mend.
+    public var isConfiguration: Bool
+    public init(_ message: String, isConfiguration: Bool = false) {
+        self.message = message
+        self.isConfiguration = isConfiguration
+    }
     public var description: String { message }
 }
 
@@ -234,6 +240,34 @@ private final class SpeechCore: @unchecked Sendable {
         running?.stop()
     }
 
+    /// Sets the voice from a voice name or file ("gmw/en-US"), or a language code as `espeak-ng -v` takes it
+    /// ("en-gb", which espeak_SetVoiceByName alone refuses), each with an optional variant ("en-gb+f3").
+    /// Speech thread only.
+    private static func selectVoice(_ wanted: String) -> Bool {
+        if espeak_SetVoiceByName(wanted) == EE_OK { return true }
+        let parts = wanted.split(separator: "+", maxSplits: 1).map(String.init)
+        guard let language = parts.first?.lowercased(), !language.isEmpty else { return false }
+        var best: (priority: UInt8, identifier: String)? = nil
+        if var entry = espeak_ListVoices(nil) {
+            while let voice = entry.pointee {
+                defer { entry += 1 }
+                guard var p = voice.pointee.languages, let identifier = voice.pointee.identifier else { continue }
+                // languages: a priority byte then a NUL-terminated code, repeated, ending in a zero priority.
+                while p.pointee != 0 {
+                    let priority = UInt8(bitPattern: p.pointee)
+                    let code = String(cString: p + 1)
+                    if code.lowercased() == language, priority < (best?.priority ?? .max) {
+                        best = (priority, String(cString: identifier))
+                    }
+                    p += 1 + code.utf8.count + 1
+                }
+            }
+        }
+        guard let best else { return false }
+        let name = parts.count > 1 ? "\(best.identifier)+\(parts[1])" : best.identifier
+        return espeak_SetVoiceByName(name) == EE_OK
+    }
+
     private func threadMain() {
         let rate = espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 20, nil, Int32(espeakINITIALIZE_DONT_EXIT))
         if rate > 0 { espeak_SetSynthCallback(synthCallback) }
@@ -245,9 +279,9 @@ private final class SpeechCore: @unchecked Sendable {
         func apply(_ settings: VoiceSettings) -> SpeechError? {
             guard rate > 0 else { return SpeechError("espeak-ng could not start (is its data installed? apt install espeak-ng-data)") }
             if applied == settings { return nil }
-            guard espeak_SetVoiceByName(settings.voice) == EE_OK else {
+            guard Self.selectVoice(settings.voice) else {
                 applied = nil
-                return SpeechError("espeak-ng has no voice \"\(settings.voice)\" (`espeak-ng --voices` lists them)")
+                return SpeechError("espeak-ng has no voice \"\(settings.voice)\" (`espeak-ng --voices` lists them)", isConfiguration: true)
             }
             espeak_SetParameter(espeakRATE, Int32(settings.rate), 0)
             espeak_SetParameter(espeakPITCH, Int32(settings.pitch), 0)

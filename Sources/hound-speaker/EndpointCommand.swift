@@ -21,7 +21,7 @@ struct EndpointCommand: AsyncParsableCommand {
             }
             let audio: MonoAudio
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch {
-                throw CommandFailure(message: error.description)
+                throw CommandFailure(reading: error)
             }
             var settings = Endpointer.Settings()
             settings.mode = endpointMode

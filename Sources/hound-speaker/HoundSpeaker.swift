@@ -1,7 +1,9 @@
 import ArgumentParser
+import Audio
 import FoundationEssentials
 import Glibc
 import Logging
+import Speech
 
 @main
 struct HoundSpeaker: AsyncParsableCommand {
@@ -23,6 +25,26 @@ struct CommandFailure: Error, CustomStringConvertible {
     var message: String
     var exitCode: Int32 = 1
     var description: String { message }
+}
+
+extension CommandFailure {
+    /// A recording that is missing, unreadable or not audio is bad input: exit 66 (EX_NOINPUT), as README says.
+    init(reading error: AudioFileError) {
+        switch error {
+        case .cannotOpen, .notPCM, .empty: self.init(message: error.description, exitCode: 66)
+        case .resampler, .cannotWrite, .library: self.init(message: error.description)
+        }
+    }
+
+    /// A voice espeak-ng lacks is the config's mistake: exit 78, which the service unit does not restart on
+    /// (restarting cannot mend it).
+    init(speech error: SpeechError, config path: String?) {
+        if error.isConfiguration {
+            self.init(message: "\(path ?? "config"): [speech] voice: \(error.message)", exitCode: 78)
+        } else {
+            self.init(message: error.message)
+        }
+    }
 }
 
 extension AsyncParsableCommand {

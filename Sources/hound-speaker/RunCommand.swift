@@ -64,7 +64,7 @@ enum SpeakerAssembly {
         do throws(SpeechError) {
             speech = try SpeechEngine(settings: config.speech.voiceSettings, volume: volume)
             earcons = try Earcons.load(overrides: config.audio.earcons)
-        } catch { throw CommandFailure(message: error.message) }
+        } catch { throw CommandFailure(speech: error, config: config.path) }
         var capture = CaptureSettings(device: config.audio.input)
         capture.rate = config.audio.inputRate
         capture.channels = config.audio.inputChannels

@@ -22,7 +22,7 @@ struct Say: AsyncParsableCommand {
             } catch { throw CommandFailure(message: error.description) }
             let engine: SpeechEngine
             do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech.voiceSettings, volume: volume) } catch {
-                throw CommandFailure(message: error.message)
+                throw CommandFailure(speech: error, config: context.config.path)
             }
             let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))
             // Ctrl-C stops the speech at once rather than killing the process mid-buffer.

@@ -44,7 +44,7 @@ struct Voice: AsyncParsableCommand {
             let context = try AppContext(configPath: options.config)
             let audio: MonoAudio
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav, targetRate: 16_000) } catch {
-                throw CommandFailure(message: error.description)
+                throw CommandFailure(reading: error)
             }
             let client = try context.houndifyClient()
             let search: VoiceSearch

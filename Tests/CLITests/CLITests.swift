@@ -67,6 +67,14 @@ struct CLI {
 
     enum CLIError: Error { case noPort(String) }
 
+    /// A private config file holding `text`.
+    static func writeConfig(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        return path
+    }
+
     static func clientConfig(port: Int, key: String = key) throws -> String {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
         try Data("""
@@ -125,10 +133,13 @@ struct CLI {
 
     @Test func badInputsGiveOneLineErrors() throws {
         let config = try CLI.clientConfig(port: 1)
-        let missing = try CLI.run(["voice", "/nonexistent/query.wav", "--config", config])
-        #expect(missing.status == 1)
-        #expect(missing.stderr.hasPrefix("hound-speaker: error: /nonexistent/query.wav: cannot read audio"))
-        #expect(missing.stderr.split(separator: "\n").count == 1)
+        // A missing recording is missing input (66, as README says), for every command that reads one.
+        for command in ["voice", "endpoint", "hotphrase"] {
+            let missing = try CLI.run([command, "/nonexistent/query.wav"] + (command == "endpoint" ? [] : ["--config", config]))
+            #expect(missing.status == 66, "\(command): \(missing.status)")
+            #expect(missing.stderr.hasPrefix("hound-speaker: error: /nonexistent/query.wav: cannot read audio"), "\(command): \(missing.stderr)")
+            #expect(missing.stderr.split(separator: "\n").count == 1)
+        }
 
         let refused = try CLI.run(["text", "hello", "--config", config])
         #expect(refused.status == 1)
@@ -195,6 +206,22 @@ struct CLI {
         #expect(doctor.stdout.contains("info board: button GPIO27 (active low), LEDs listening=GPIO22 searching=GPIO23 speaking=GPIO24 on gpiochip0"))
         #expect(doctor.stdout.contains("FAIL GPIO: GPIO chip \"gpiochip0\" (for line GPIO27 on gpiochip0) cannot be opened"))
         #expect(doctor.stdout.contains("gpiodetect"))
+    }
+
+    /// espeak-ng's language codes ("en-gb", as config/speaker.toml suggests) are voices as `espeak-ng -v` takes
+    /// them; a voice it lacks is a configuration problem (78, which the unit does not restart on), naming the key.
+    @Test func voicesByLanguageAndAMissingVoiceIsAConfigError() throws {
+        let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-say-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        for voice in ["en-gb", "en-GB+f3", "en-us", "gmw/en-US"] {
+            let config = try CLI.writeConfig("[speech]\nvoice = \"\(voice)\"\n")
+            let said = try CLI.run(["say", "hello", "--config", config, "--output", wav])
+            #expect(said.status == 0, "\(voice): \(said.stderr)")
+        }
+        let config = try CLI.writeConfig("[speech]\nvoice = \"no-such-voice\"\n")
+        let refused = try CLI.run(["say", "hello", "--config", config, "--output", wav])
+        #expect(refused.status == 78)
+        #expect(refused.stderr == "hound-speaker: error: \(config): [speech] voice: espeak-ng has no voice \"no-such-voice\" (`espeak-ng --voices` lists them)\n")
     }
 
     @Test func sayWritesSpeechOrNamesTheDevice() throws {

@@ -94,8 +94,8 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
     }
 
     @Test func wrongTypesAndValuesNameTheKeyAndLine() throws {
-        #expect(try loadError("[houndify]\nconnect_timeout = \"5\"\n")?.description.contains(":2: [houndify] connect_timeout: must be a number, not string") == true)
-        #expect(try loadError("[houndify]\n\nresponse_timeout = 0\n")?.description.contains(":3: [houndify] response_timeout: must be greater than 0 seconds") == true)
+        #expect(try loadError("[houndify]\nconnect_timeout = \"5\"\n")?.description.contains(":2: [houndify] connect_timeout: must be a number of seconds, not string") == true)
+        #expect(try loadError("[houndify]\n\nresponse_timeout = 0\n")?.description.contains(":3: [houndify] response_timeout: must be 1.0 to 300.0 seconds, not 0.0") == true)
         #expect(try loadError("[location]\nlatitude = 91.0\nlongitude = 0.0\n")?.description.contains(":2: [location] latitude: must be between -90.0 and 90.0, not 91.0") == true)
         #expect(try loadError("[location]\nlatitude = 10.0\n")?.problem == "latitude and longitude go together: set both or neither")
         #expect(try loadError("[location]\ntimezone = \"Mars/Olympus\"\n")?.problem.contains("unknown time zone \"Mars/Olympus\"") == true)
@@ -109,6 +109,30 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         #expect(try loadError("[hotphrase]\nenabled = \"yes\"\n")?.description.contains(":2: [hotphrase] enabled:") == true)
         #expect(try loadError("[hotphrase]\nrefractory_ms = 60000\n")?.key == "[hotphrase] refractory_ms")
         #expect(try loadError("[hotphrase]\nsensitivty = 0.5\n")?.problem == "unknown key; did you mean 'sensitivity'?")
+    }
+
+    /// Timeouts at the extremes: 1e16 s once overflowed the milliseconds and killed every command (SIGILL), and a
+    /// tiny connect timeout rounded to 0 ms, which libcurl reads as its 300 s default.
+    @Test(arguments: ["connect_timeout", "response_timeout"])
+    func timeoutsOutsideTheirRangeAreNamed(key: String) throws {
+        for value in ["1e16", "1e30", "inf", "-inf", "nan", "0", "-1", "0.0004", "0.0001"] {
+            let error = try loadError("[houndify]\n\(key) = \(value)\n")
+            #expect(error?.line == 2 && error?.key == "[houndify] \(key)", "\(key) = \(value): \(String(describing: error))")
+            #expect(error?.problem.contains("seconds") == true, "\(key) = \(value)")
+        }
+        let config = try ConfigLoader.load(path: try configFile("[houndify]\nconnect_timeout = 120\nresponse_timeout = 1\n"), environment: [:])
+        #expect(config.houndify.connectTimeout == 120 && config.houndify.responseTimeout == 1)
+    }
+
+    @Test func aConfigThatIsNotUTF8IsToldSoWithItsLine() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-config-\(UUID().uuidString).toml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        // Latin-1 "Café" on line 3, as an editor set to another encoding writes it.
+        try Data([UInt8]("[location]\n# comment\ntimezone = \"Caf".utf8) + [0xE9] + [UInt8]("\"\n".utf8)).write(to: URL(fileURLWithPath: path))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: path)
+        #expect(throws: ConfigError(file: path, line: 3, key: nil, problem: "is not UTF-8 text (byte 0xE9 here); save it as UTF-8")) {
+            try ConfigLoader.load(path: path, environment: [:])
+        }
     }
 
     @Test func hotPhraseSettingsAreRead() throws {
