@@ -375,7 +375,7 @@ final class SearchSession: HTTPTransferDelegate, @unchecked Sendable {
         let text = String(decoding: body, as: UTF8.self)
         if status == 401 || status == 403 { return .authenticationFailed(httpStatus: status, body: text) }
         if let json = try? JSONValue(parsing: Data(body)), json["Status"]?.stringValue == "Error" {
-            return .serverStatusError(message: json["ErrorMessage"]?.stringValue ?? "HTTP \(status)")
+            return .serverStatusError(message: "HTTP \(status): " + (json["ErrorMessage"]?.stringValue ?? "no ErrorMessage"))
         }
         return .httpError(status: status, body: text)
     }

@@ -23,7 +23,7 @@ struct Text: AsyncParsableCommand {
             if json {
                 printLine(String(decoding: response.raw, as: UTF8.self))
             } else {
-                printLine(response.best?.textToSpeak ?? "")
+                printLine(try spokenAnswer(response))
             }
         }
     }
@@ -69,7 +69,7 @@ struct Voice: AsyncParsableCommand {
                         printLine(String(decoding: response.raw, as: UTF8.self))
                     } else {
                         if let transcript = response.transcript { printError("heard: \(transcript)") }
-                        printLine(response.best?.textToSpeak ?? "")
+                        printLine(try spokenAnswer(response))
                     }
                 case .failed:
                     break
@@ -100,4 +100,14 @@ struct Voice: AsyncParsableCommand {
         }
         search.finish()
     }
+}
+
+/// The answer to print. One with nothing to say (no results, or responses that are not text) is a failure a script
+/// can see, not an empty line and success.
+func spokenAnswer(_ response: HoundServerResponse) throws -> String {
+    let text = response.best?.textToSpeak ?? ""
+    guard text.contains(where: { !$0.isWhitespace }) else {
+        throw CommandFailure(message: "Houndify's answer has nothing to say (\(response.results.isEmpty ? "no results" : "no spoken response in the first result")) [InvalidResponse]")
+    }
+    return text
 }

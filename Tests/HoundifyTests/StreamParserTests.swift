@@ -114,7 +114,7 @@ let weatherResult = Data(weatherFixtureJSON.utf8)
     @Test func httpStatusesMapToSDKErrors() {
         #expect(SearchSession.error(status: 403, body: Array("Invalid ID or Key".utf8)) == .authenticationFailed(httpStatus: 403, body: "Invalid ID or Key"))
         #expect(SearchSession.error(status: 401, body: []) == .authenticationFailed(httpStatus: 401, body: ""))
-        #expect(SearchSession.error(status: 400, body: Array(#"{"Status":"Error","ErrorMessage":"bad RequestInfo"}"#.utf8)) == .serverStatusError(message: "bad RequestInfo"))
+        #expect(SearchSession.error(status: 400, body: Array(#"{"Status":"Error","ErrorMessage":"bad RequestInfo"}"#.utf8)) == .serverStatusError(message: "HTTP 400: bad RequestInfo"))
         #expect(SearchSession.error(status: 502, body: Array("Bad Gateway".utf8)) == .httpError(status: 502, body: "Bad Gateway"))
     }
 }

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The fault-injection suite: `text`, `voice` and `run` against the misbehaving stand-in server (standin.py), and
+# the soak. Uses the official-SDK test venv for pytest (Tests/sdk/setup-venv.sh).
+#   HOUND_SPEAKER_BIN=/path/to/hound-speaker Tests/faults/run.sh [extra pytest args]
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+bash "$REPO/Tests/sdk/setup-venv.sh" || { echo "run.sh: Tests/sdk/setup-venv.sh failed" >&2; exit 2; }
+if [ -n "${HOUND_SPEAKER_BIN:-}" ]; then
+    case "$HOUND_SPEAKER_BIN" in
+        /*) ;;
+        */*) HOUND_SPEAKER_BIN="$(cd "$(dirname "$HOUND_SPEAKER_BIN")" && pwd)/$(basename "$HOUND_SPEAKER_BIN")" ;;
+    esac
+    export HOUND_SPEAKER_BIN
+fi
+cd "$HERE"
+exec "$REPO/.venv-sdk/bin/python" -m pytest "$HERE/test_faults.py" -rs -p no:cacheprovider "$@"

@@ -1,0 +1,245 @@
+"""Fault injection: `text`, `voice` and `run` against a misbehaving stand-in server (standin.py) on 127.0.0.1.
+
+Every fault must end in a clear one-line error (or, for `run`, a spoken sentence and the ready state) and the next
+good query must work. The soak presses the simulated button a few hundred times against a server where every third
+request fails in another way and checks that threads, file descriptors, the microphone and memory come back.
+
+    HOUND_SPEAKER_BIN=.build/debug/hound-speaker Tests/faults/run.sh
+"""
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+
+import pytest
+
+from standin import ANSWER, FAULTS, GOOD, StandIn
+
+BIN = os.environ.get("HOUND_SPEAKER_BIN", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CLIENT_ID = "AAECAwQFBgcICQoLDA0ODw=="
+CLIENT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+# A guard against a hang, far above what any fault takes with the timeouts below; not a speed check.
+HANG_GUARD = 90
+# How many times the soak presses the button (SOAK_PRESSES overrides, e.g. for the benchmark).
+SOAK_PRESSES = int(os.environ.get("SOAK_PRESSES", "150"))
+
+pytestmark = pytest.mark.skipif(not BIN, reason="set HOUND_SPEAKER_BIN to the hound-speaker to test")
+
+
+@pytest.fixture(scope="module")
+def standin():
+    server = StandIn()
+    yield server
+    server.stop()
+
+
+def write_config(tmp_path, port, extra=""):
+    path = tmp_path / "speaker.toml"
+    path.write_text(f"""[houndify]
+client_id = "{CLIENT_ID}"
+client_key = "{CLIENT_KEY}"
+endpoint = "http://127.0.0.1:{port}"
+connect_timeout = 1.0
+response_timeout = 2.0
+[location]
+latitude = 40.0
+longitude = -74.0
+{extra}""")
+    path.chmod(0o600)
+    return str(path)
+
+
+def cli(*args):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=HANG_GUARD, env=env)
+
+
+def check(outcome, expected, what):
+    if expected == "ok":
+        assert outcome.returncode == 0, f"{what}: {outcome.stderr}"
+        assert outcome.stdout.strip() == ANSWER, what
+        return
+    assert outcome.returncode == 1, f"{what}: exit {outcome.returncode}, {outcome.stderr}"
+    # `voice` shows partial transcripts and what was heard on stderr first; the error is one line, the last.
+    lines = outcome.stderr.strip().split("\n")
+    errors = [line for line in lines if line.startswith("hound-speaker: error: ")]
+    assert errors == lines[-1:], f"{what}: {outcome.stderr}"
+    assert expected in lines[-1], f"{what}: expected {expected!r} in {lines[-1]!r}"
+    assert CLIENT_KEY not in outcome.stderr + outcome.stdout
+
+
+@pytest.fixture(scope="module")
+def question_wav(tmp_path_factory):
+    return os.path.join(ROOT, "share/demo/what-time-is-it.wav")
+
+
+@pytest.fixture(scope="module")
+def long_wav(tmp_path_factory):
+    # Five minutes of quiet noise (9.6 MB): more than the socket buffers hold, so a server that stops reading
+    # really stalls the upload.
+    path = str(tmp_path_factory.mktemp("wav") / "long.wav")
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", path, "synth", "300", "whitenoise", "vol", "0.01"],
+                   check=True)
+    return path
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_text_survives(standin, tmp_path, fault):
+    config = write_config(tmp_path, standin.port)
+    standin.set_plan([fault, GOOD])
+    check(cli("text", "what time is it", "--config", config), FAULTS[fault], f"text with {fault}")
+    check(cli("text", "what time is it", "--config", config), "ok", f"text after {fault}")
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_voice_survives(standin, tmp_path, fault, question_wav, long_wav):
+    config = write_config(tmp_path, standin.port)
+    standin.set_plan([fault, GOOD])
+    wav = long_wav if fault == "stop-reading-upload" else question_wav
+    check(cli("voice", wav, "--fast", "--config", config), FAULTS[fault], f"voice with {fault}")
+    check(cli("voice", question_wav, "--fast", "--config", config), "ok", f"voice after {fault}")
+
+
+def test_refused_connection_then_good(standin, tmp_path):
+    # A port nothing listens on: bound, then closed.
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    dead = s.getsockname()[1]
+    s.close()
+    check(cli("text", "hi", "--config", write_config(tmp_path, dead)), "ConnectionFailure", "refused")
+    standin.set_plan([GOOD])
+    check(cli("text", "hi", "--config", write_config(tmp_path, standin.port)), "ok", "after refused")
+
+
+def test_stop_reading_upload_is_named(standin, tmp_path, long_wav):
+    standin.set_plan(["stop-reading-upload"])
+    outcome = cli("voice", long_wav, "--fast", "--config", write_config(tmp_path, standin.port))
+    assert "stopped reading the audio" in outcome.stderr, outcome.stderr
+
+
+# --- run: the speaker itself, with the simulated board -------------------------------------------------------
+
+class Speaker:
+    """`hound-speaker run --events json` with the simulated board on stdin and file PCMs for the devices."""
+
+    def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav"):
+        self.dir = tmp_path
+        self.mic = str(tmp_path / "mic.raw")
+        subprocess.run(["sox", os.path.join(ROOT, recording), "-t", "raw", self.mic], check=True)
+        (tmp_path / "asoundrc").write_text(f"""
+pcm.soak_mic {{ type file slave.pcm "null" file "/dev/null" infile "{self.mic}" format "raw" }}
+pcm.soak_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}
+""")
+        config = write_config(tmp_path, port, extra='''[audio]
+input = "soak_mic"
+output = "soak_speaker"
+[board]
+profile = "simulated"
+[hotphrase]
+enabled = false
+''')
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
+        env.update({"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{tmp_path}/asoundrc",
+                    "HOUND_SPEAKER_BOARD_PATH": os.path.join(ROOT, "board")})
+        self.process = subprocess.Popen([BIN, "run", "--config", config, "--events", "json"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self.events = queue.Queue()
+        threading.Thread(target=self.read, daemon=True).start()
+        self.wait_state("ready")
+
+    def read(self):
+        for line in self.process.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except ValueError:
+                pass
+        self.events.put(None)
+
+    def wait_state(self, state, seen=None):
+        """Waits for the state `state`, collecting the events on the way into `seen`."""
+        deadline = time.monotonic() + HANG_GUARD
+        while time.monotonic() < deadline:
+            event = self.events.get(timeout=HANG_GUARD)
+            assert event is not None, "the speaker exited"
+            if seen is not None:
+                seen.append(event)
+            if event.get("event") == "state" and event.get("to") == state:
+                return
+        raise AssertionError(f"no {state} state")
+
+    def press(self):
+        """One click; returns the events until the speaker is ready again."""
+        seen = []
+        self.process.stdin.write("click\n")
+        self.process.stdin.flush()
+        self.wait_state("recording", seen)
+        self.wait_state("ready", seen)
+        return seen
+
+    def resources(self):
+        pid = self.process.pid
+        fds = os.listdir(f"/proc/{pid}/fd")
+        mic = sum(1 for fd in fds if os.readlink(f"/proc/{pid}/fd/{fd}") == self.mic)
+        with open(f"/proc/{pid}/status") as status:
+            rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+        return {"threads": len(os.listdir(f"/proc/{pid}/task")), "fds": len(fds), "mic": mic, "rss_kb": rss}
+
+    def stop(self):
+        self.process.terminate()
+        return self.process.wait(timeout=HANG_GUARD)
+
+
+def test_run_speaks_every_fault_and_answers_the_next_question(standin, tmp_path):
+    speaker = Speaker(tmp_path, standin.port)
+    try:
+        for fault in sorted(f for f in FAULTS if f != GOOD):
+            standin.set_plan([fault, GOOD])
+            failed = speaker.press()
+            kinds = [e for e in failed if e.get("event") in ("error", "final")]
+            assert kinds, f"{fault}: nothing was said ({failed})"
+            good = speaker.press()
+            answers = [e.get("answer") for e in good if e.get("event") == "final"]
+            assert answers == [ANSWER], f"after {fault}: {good}"
+            assert speaker.resources()["mic"] == 0, f"after {fault}: the microphone is still open"
+    finally:
+        assert speaker.stop() == 0
+
+
+def test_soak(standin, tmp_path):
+    """Every third request fails, each time in another way; every good query must be answered and the speaker
+    must give back everything it took."""
+    faults = sorted(f for f in FAULTS if f != GOOD and not f.startswith(("stall", "trickle", "partials", "stop-reading")))
+    plan = []
+    for fault in faults:
+        plan += [GOOD, GOOD, fault]
+    standin.set_plan(plan)
+    speaker = Speaker(tmp_path, standin.port)
+    try:
+        warm_up = 2 * len(plan) // 3 if SOAK_PRESSES > len(plan) else 10
+        baseline = None
+        expected_good = answered = 0
+        for press in range(SOAK_PRESSES):
+            fault = plan[press % len(plan)]
+            events = speaker.press()
+            if fault == GOOD:
+                expected_good += 1
+                answered += [e.get("answer") for e in events if e.get("event") == "final"] == [ANSWER]
+            if press + 1 == warm_up:
+                baseline = speaker.resources()
+        after = speaker.resources()
+        report = {"presses": SOAK_PRESSES, "good": expected_good, "answered": answered, "baseline": baseline, "after": after}
+        print("soak:", json.dumps(report))
+        with open(os.environ.get("SOAK_REPORT", os.devnull), "w") as out:
+            json.dump(report, out)
+        assert answered == expected_good, report
+        assert after["threads"] <= baseline["threads"], report
+        assert after["fds"] <= baseline["fds"], report
+        assert after["mic"] == 0, report
+        assert after["rss_kb"] - baseline["rss_kb"] < 1024, report
+    finally:
+        assert speaker.stop() == 0
