@@ -23,6 +23,9 @@ swift test --skip-build
 echo "== official Python Houndify SDK against hound-speaker serve"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/sdk/run.sh
 
+echo "== fault injection: text, voice and run against a misbehaving stand-in server, and the soak"
+HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/faults/run.sh
+
 echo "== deploy: systemd unit, install.sh, push and logs over SSH"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/deploy/run.sh
 

@@ -162,7 +162,9 @@ class Handler(socketserver.BaseRequestHandler):
         sock.sendall(b"%x\r\n%s\r\n" % (len(payload), payload))
 
     def start_200(self, sock):
-        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        # One request per connection (the handler ends with it): say so, or libcurl would send the next query on
+        # a connection nobody reads any more.
+        sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
 
     def respond(self, sock, fault, body_done):
         if fault == GOOD:
@@ -207,7 +209,7 @@ class Handler(socketserver.BaseRequestHandler):
                       "503": "Service Unavailable", "302": "Found", "200": "OK"}[code]
             body = b"" if kind == "empty" else b'{"Status":"Error","ErrorMessage":"stand-in says no"}'
             extra = b"Location: http://127.0.0.1:1/elsewhere\r\n" if code == "302" else b""
-            sock.sendall(b"HTTP/1.1 %s %s\r\nContent-Length: %d\r\n%s\r\n%s" % (code.encode(), reason.encode(), len(body), extra, body))
+            sock.sendall(b"HTTP/1.1 %s %s\r\nContent-Length: %d\r\nConnection: close\r\n%s\r\n%s" % (code.encode(), reason.encode(), len(body), extra, body))
             return
         payload = {
             "error-status-json": json.dumps({"Format": "SoundHoundVoiceSearchResult", "Status": "Error",
