@@ -13,7 +13,7 @@ struct HTTPRequestSpec: Sendable {
     /// The body's length, for a fixed upload; nil means chunked (streamed).
     var contentLength: Int?
     var connectTimeoutMS: Int
-    /// How long the server may stay silent once the upload has ended.
+    /// How long the answer may take once the upload has ended, and how long an upload may stall.
     var responseTimeoutMS: Int
 }
 

@@ -10,7 +10,8 @@ public struct HoundifyClientConfiguration: Sendable {
     public var clientKey: String
     public var profile: ClientProfile
     public var connectTimeoutMS: Int
-    /// How long the server may stay silent after the audio (or the text query) has been sent.
+    /// How long after the question has been sent (the text, or the last audio) the final answer may take, and how
+    /// long the server may stop taking audio during an upload.
     public var responseTimeoutMS: Int
     public var audioFormat: AudioUploadFormat
     /// End the upload when the server says `SafeToStopAudio` (the SDK's enableVAD).
