@@ -67,6 +67,32 @@ struct EmbeddingModel: Sendable {
     /// headFrames embeddings.
     var warmUpSteps: Int { (frames + mel.group - 1) / mel.group - 1 + headFrames - 1 }
 
+    /// Multiply-adds per detector step (80 ms): the embedding network over a whole 76-frame window (what
+    /// openWakeWord's pipeline computes every step), the same network streaming (only the frames new at each
+    /// depth), and the head.
+    var multiplyAdds: (window: Int, streaming: Int, head: Int) {
+        var t = frames, f = mel.mels, c = 1, new = step
+        var window = 0, streaming = 0
+        for layer in layers {
+            switch layer {
+            case .conv(let l):
+                t -= l.kt - 1
+                f += 2 * l.padF - l.kf + 1
+                let perFrame = f * l.cout * l.kt * l.kf * c
+                window += t * perFrame
+                streaming += new * perFrame
+                c = l.cout
+            case .pool(let pt, let pf):
+                t /= pt
+                f /= pf
+                new /= pt
+            }
+        }
+        var head = 0
+        for case .dense(_, _, let inputs, let outputs) in self.head { head += inputs * outputs }
+        return (window, streaming, head)
+    }
+
     private struct Header: Decodable {
         struct MelHeader: Decodable {
             let fft: Int

@@ -49,6 +49,13 @@ public struct HotPhraseModel: Sendable {
         }
     }
 
+    /// For a format-2 model, multiply-adds per step (80 ms) of the embedding network over a whole window, of
+    /// the same network streaming, and of the head; nil for format 1.
+    public var embeddingMultiplyAdds: (window: Int, streaming: Int, head: Int)? {
+        if case .embedding(let m) = network { return m.multiplyAdds }
+        return nil
+    }
+
     public static func load(path: String) throws -> HotPhraseModel {
         guard let data = FileManager.default.contents(atPath: path) else {
             let why = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "no such file"
