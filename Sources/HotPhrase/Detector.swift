@@ -4,25 +4,60 @@ public struct HotPhraseDetection: Sendable, Equatable {
     public let score: Double
 }
 
-/// The streaming "OK Hound" detector: 16 kHz mono samples in, detections out. Front end, network, smoothing
+/// What turns audio into one probability per detector step: the format-1 network over its log-mel frames, or the
+/// speech-embedding pipeline (format 2). `onScore` gets the probability and the number of samples since the
+/// last reset at which that step's audio ended.
+protocol StepScorer: AnyObject {
+    func reset()
+    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void)
+}
+
+/// Format 1: the log-mel front end and the small streaming network.
+final class ConvolutionalScorer: StepScorer {
+    private let model: ConvolutionalModel
+    private let frontEnd: MelFrontEnd
+    private let network: StreamingNetwork
+    private var frames = 0
+
+    init(model: ConvolutionalModel) {
+        self.model = model
+        frontEnd = MelFrontEnd(model: model)
+        network = StreamingNetwork(model: model)
+    }
+
+    func reset() {
+        frontEnd.reset()
+        network.reset()
+        frames = 0
+    }
+
+    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void) {
+        frontEnd.process(samples) { frame in
+            frames += 1
+            guard let p = network.push(frame: frame) else { return }
+            // the moment the newest frame's window ended
+            onScore(p, (frames - 1) * model.hop + model.window)
+        }
+    }
+}
+
+/// The streaming hot-phrase detector: 16 kHz mono samples in, detections out. Front end, network, smoothing
 /// over `smoothing` steps, threshold, and a refractory period after each detection. One instance belongs to one
 /// audio stream and is driven by one thread at a time (the capture thread); nothing is allocated per call.
 public final class HotPhraseDetector {
     public let model: HotPhraseModel
     public let threshold: Double
-    private let frontEnd: MelFrontEnd
-    private let network: StreamingNetwork
+    private let scorer: any StepScorer
     private var recent: [Float]
     private var recentNext = 0
     private var recentCount = 0
     private let refractorySteps: Int
     private var deafSteps = 0
-    /// Sample position of the front end's first frame (0, or where the last reset happened).
+    /// Sample position where the scorer started (0, or where the last reset happened).
     private var origin = 0
-    private var framesSinceOrigin = 0
     private var samplesSeen = 0
-    /// Called with every new smoothed score (one per 30 ms step once the network's history is full); for
-    /// tests and score dumps.
+    /// Called with every new smoothed score (one per step once the network's history is full); for tests and
+    /// score dumps.
     public var stepObserver: ((Double) -> Void)?
     /// The latest smoothed score (0 until the network's history is full).
     public private(set) var score: Double = 0
@@ -32,8 +67,10 @@ public final class HotPhraseDetector {
     public init(model: HotPhraseModel, threshold: Double? = nil, refractorySeconds: Double? = nil) {
         self.model = model
         self.threshold = threshold ?? model.defaultThreshold
-        frontEnd = MelFrontEnd(model: model)
-        network = StreamingNetwork(model: model)
+        switch model.network {
+        case .convolutional(let m): scorer = ConvolutionalScorer(model: m)
+        case .embedding(let m): scorer = EmbeddingScorer(model: m)
+        }
         recent = [Float](repeating: 0, count: model.smoothing)
         refractorySteps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
     }
@@ -52,21 +89,17 @@ public final class HotPhraseDetector {
     /// Forgets everything heard (after the speaker's own voice, say): the next detection needs a fresh
     /// receptive field of audio.
     public func reset() {
-        frontEnd.reset()
-        network.reset()
+        scorer.reset()
         recentCount = 0
         recentNext = 0
         deafSteps = 0
         score = 0
         origin = samplesSeen
-        framesSinceOrigin = 0
     }
 
     /// Feeds samples; calls `onDetection` for each detection they complete.
     public func process(_ samples: UnsafeBufferPointer<Int16>, onDetection: (HotPhraseDetection) -> Void) {
-        frontEnd.process(samples) { frame in
-            framesSinceOrigin += 1
-            guard let p = network.push(frame: frame) else { return }
+        scorer.process(samples) { p, end in
             recent[recentNext] = p
             recentNext = (recentNext + 1) % recent.count
             recentCount = min(recentCount + 1, recent.count)
@@ -78,9 +111,7 @@ public final class HotPhraseDetector {
                 deafSteps -= 1
             } else if score >= threshold {
                 deafSteps = refractorySteps - 1
-                // the moment the newest frame's window ended
-                let consumed = origin + (framesSinceOrigin - 1) * model.hop + model.window
-                onDetection(HotPhraseDetection(time: Double(consumed) / Double(model.sampleRate), score: score))
+                onDetection(HotPhraseDetection(time: Double(origin + end) / Double(model.sampleRate), score: score))
             }
         }
         samplesSeen += samples.count

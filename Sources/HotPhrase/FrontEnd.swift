@@ -100,7 +100,7 @@ final class MelFrontEnd {
     private var power: [Float]
     private var frame: [Float]
 
-    init(model: HotPhraseModel) {
+    init(model: ConvolutionalModel) {
         window = model.window
         hop = model.hop
         mels = model.mels

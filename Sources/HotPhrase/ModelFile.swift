@@ -9,29 +9,196 @@ public struct HotPhraseModelError: Error, CustomStringConvertible, Sendable {
     public var description: String { "hot-phrase model \(path): \(problem)" }
 }
 
-/// A trained "OK Hound" network as tools/hotphrase/hp/model.py writes it (.hpm): b"HPM1", a little-endian u32
-/// header length, a JSON header (front-end numbers, layers, tensor table, default threshold), then the tensors
-/// (weights int8 with one float32 scale per output row, everything else float32). Weights are dequantised once
-/// here; the detector then only reads them.
+/// A trained hot-phrase detector's model file (.hpm): b"HPM1", a little-endian u32 header length, a JSON header,
+/// then the tensors. The header's `format` says which detector it holds:
+/// - 1: the small convolutional network tools/hotphrase/hp/model.py trains (log-mel front end, weights int8 with
+///   one float32 scale per output row, everything else float32);
+/// - 2: Google's speech_embedding front end with a classifier head, as tools/hotphrase/hp/export_embedding.py
+///   writes it (weights float16 or float32; see EmbeddingModel.swift).
+/// Weights are widened to Float once here; the detector then only reads them.
 public struct HotPhraseModel: Sendable {
     public let path: String
     public let phrase: String
     public let sampleRate: Int
-    public let window: Int
-    public let hop: Int
-    public let fftSize: Int
-    public let mels: Int
-    public let fmin: Double
-    public let fmax: Double
-    public let logFloor: Float
-    public let stack: Int
-    public let channels: Int
-    public let kernel: Int
-    public let dilations: [Int]
     public let smoothing: Int
     public let defaultThreshold: Double
     public let refractorySeconds: Double
     public let fileBytes: Int
+    /// The header's format number (1 or 2, above).
+    public let format: Int
+    let network: Network
+
+    enum Network: Sendable {
+        case convolutional(ConvolutionalModel)
+        case embedding(EmbeddingModel)
+    }
+
+    /// Seconds of audio one detector step (one score) covers.
+    public var stepSeconds: Double {
+        switch network {
+        case .convolutional(let m): Double(m.stack * m.hop) / Double(sampleRate)
+        case .embedding(let m): Double(m.mel.group * m.mel.hop) / Double(sampleRate)
+        }
+    }
+
+    /// Steps the detector needs before its first score.
+    public var warmUpSteps: Int {
+        switch network {
+        case .convolutional(let m): m.dilations.reduce(0) { $0 + (m.kernel - 1) * $1 }
+        case .embedding(let m): m.warmUpSteps
+        }
+    }
+
+    /// For a format-2 model, multiply-adds per step (80 ms) of the embedding network over a whole window, of
+    /// the same network streaming, and of the head; nil for format 1.
+    public var embeddingMultiplyAdds: (window: Int, streaming: Int, head: Int)? {
+        if case .embedding(let m) = network { return m.multiplyAdds }
+        return nil
+    }
+
+    public static func load(path: String) throws -> HotPhraseModel {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            let why = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "no such file"
+            throw HotPhraseModelError(path: path, problem: why)
+        }
+        return try HotPhraseModel(bytes: [UInt8](data), path: path)
+    }
+
+    /// What every format's header has.
+    private struct Common: Decodable {
+        let format: Int
+        let phrase: String
+        let sample_rate: Int
+        let smoothing: Int
+        let default_threshold: Double
+        let refractory_seconds: Double
+    }
+
+    public init(bytes: [UInt8], path: String) throws {
+        func fail(_ problem: String) -> HotPhraseModelError { HotPhraseModelError(path: path, problem: problem) }
+        guard bytes.count >= 8, bytes[0..<4].elementsEqual(Array("HPM1".utf8)) else {
+            throw fail("not a hot-phrase model file (it must start with HPM1; was it made by tools/hotphrase?)")
+        }
+        let file = TensorFile(bytes: bytes, path: path)
+        let headerLength = Int(file.u32(4))
+        guard headerLength > 0, 8 + headerLength <= bytes.count else {
+            throw fail("truncated: the header says \(headerLength) bytes, the file has \(bytes.count)")
+        }
+        let headerBytes = Data(bytes[8..<(8 + headerLength)])
+        let common: Common
+        do {
+            common = try JSONDecoder().decode(Common.self, from: headerBytes)
+        } catch {
+            throw fail("its header is not valid: \(error)")
+        }
+        guard common.format == 1 || common.format == 2 else {
+            throw fail("format \(common.format) is not supported (this build reads formats 1 and 2)")
+        }
+        guard common.sample_rate == 16_000 else { throw fail("made for \(common.sample_rate) Hz audio; the speaker listens at 16000 Hz") }
+        guard common.smoothing > 0, (0...1).contains(common.default_threshold), common.refractory_seconds >= 0 else {
+            throw fail("its smoothing, threshold or refractory period is out of range")
+        }
+        let payload = 8 + headerLength
+        do {
+            switch common.format {
+            case 1: network = .convolutional(try ConvolutionalModel(header: headerBytes, file: file, payload: payload))
+            default: network = .embedding(try EmbeddingModel(header: headerBytes, file: file, payload: payload))
+            }
+        } catch let error as DecodingError {
+            throw fail("its header is not valid: \(error)")
+        }
+        self.path = path
+        format = common.format
+        phrase = common.phrase
+        sampleRate = common.sample_rate
+        smoothing = common.smoothing
+        defaultThreshold = common.default_threshold
+        refractorySeconds = common.refractory_seconds
+        fileBytes = bytes.count
+    }
+}
+
+/// The bytes of a model file and the reading of its tensor table (shared by both formats).
+struct TensorFile {
+    let bytes: [UInt8]
+    let path: String
+
+    struct Entry: Decodable {
+        let name: String
+        let dtype: String
+        let shape: [Int]
+        let offset: Int
+        let bytes: Int
+        let scale_offset: Int?
+    }
+
+    func fail(_ problem: String) -> HotPhraseModelError { HotPhraseModelError(path: path, problem: problem) }
+
+    /// Little-endian u32 at `o` (the header length, float32 bit patterns).
+    func u32(_ o: Int) -> UInt32 {
+        UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
+    }
+
+    /// IEEE half at `o`, widened (Float16 is not on every platform Swift builds the speaker for).
+    func f16(_ o: Int) -> Float {
+        let h = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8
+        let sign = (h & 0x8000) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff
+        if exponent == 0 {  // zero or subnormal: mantissa * 2^-24
+            let v = Float(mantissa) * 0x1p-24
+            return sign != 0 ? -v : v
+        }
+        if exponent == 31 { return Float(bitPattern: sign | 0x7f80_0000 | mantissa << 13) }
+        return Float(bitPattern: sign | (exponent + 112) << 23 | mantissa << 13)
+    }
+
+    /// The tensor `name` of `table`, checked against `shape` and the file's length, as Floats.
+    func tensor(_ table: [String: Entry], _ name: String, _ shape: [Int], payload: Int) throws -> [Float] {
+        guard let t = table[name] else { throw fail("tensor \(name) is missing") }
+        guard t.shape == shape else { throw fail("tensor \(name) has shape \(t.shape), expected \(shape)") }
+        let count = shape.reduce(1, *)
+        let width: Int
+        switch t.dtype {
+        case "int8": width = 1
+        case "float16": width = 2
+        case "float32": width = 4
+        default: throw fail("tensor \(name) has unknown type \(t.dtype)")
+        }
+        guard t.offset >= 0, t.bytes == count * width, payload + t.offset + t.bytes <= bytes.count else {
+            throw fail("tensor \(name) lies outside the file (truncated?)")
+        }
+        let base = payload + t.offset
+        let values: [Float]
+        switch width {
+        case 4: values = (0..<count).map { Float(bitPattern: u32(base + 4 * $0)) }
+        case 2: values = (0..<count).map { f16(base + 2 * $0) }
+        default:
+            let rows = shape[0]
+            guard let so = t.scale_offset, so >= 0, payload + so + 4 * rows <= bytes.count else {
+                throw fail("tensor \(name) has no scales")
+            }
+            let perRow = count / rows
+            let scales = (0..<rows).map { Float(bitPattern: u32(payload + so + 4 * $0)) }
+            values = (0..<count).map { Float(Int8(bitPattern: bytes[base + $0])) * scales[$0 / perRow] }
+        }
+        guard values.allSatisfy(\.isFinite) else { throw fail("it holds NaN or infinite weights (\(name))") }
+        return values
+    }
+}
+
+/// Format 1: the small convolutional network of tools/hotphrase/hp/model.py and its log-mel front end.
+struct ConvolutionalModel: Sendable {
+    let sampleRate: Int
+    let window: Int
+    let hop: Int
+    let fftSize: Int
+    let mels: Int
+    let fmin: Double
+    let fmax: Double
+    let logFloor: Float
+    let stack: Int
+    let channels: Int
+    let kernel: Int
+    let dilations: [Int]
 
     let normMean: [Float]
     let normInvStd: [Float]
@@ -46,30 +213,7 @@ public struct HotPhraseModel: Sendable {
     let outWeight: [Float]
     let outBias: Float
 
-    /// Seconds of audio one network step covers.
-    public var stepSeconds: Double { Double(stack * hop) / Double(sampleRate) }
-    /// Steps the network needs before its first output (its receptive field minus one).
-    public var warmUpSteps: Int { dilations.reduce(0) { $0 + (kernel - 1) * $1 } }
-
-    public static func load(path: String) throws -> HotPhraseModel {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let why = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "no such file"
-            throw HotPhraseModelError(path: path, problem: why)
-        }
-        return try HotPhraseModel(bytes: [UInt8](data), path: path)
-    }
-
     private struct Header: Decodable {
-        struct Tensor: Decodable {
-            let name: String
-            let dtype: String
-            let shape: [Int]
-            let offset: Int
-            let bytes: Int
-            let scale_offset: Int?
-        }
-        let format: Int
-        let phrase: String
         let sample_rate: Int
         let window: Int
         let hop: Int
@@ -82,67 +226,21 @@ public struct HotPhraseModel: Sendable {
         let channels: Int
         let kernel: Int
         let dilations: [Int]
-        let smoothing: Int
-        let default_threshold: Double
-        let refractory_seconds: Double
-        let tensors: [Tensor]
+        let tensors: [TensorFile.Entry]
     }
 
-    public init(bytes: [UInt8], path: String) throws {
-        func fail(_ problem: String) -> HotPhraseModelError { HotPhraseModelError(path: path, problem: problem) }
-        guard bytes.count >= 8, bytes[0..<4].elementsEqual(Array("HPM1".utf8)) else {
-            throw fail("not a hot-phrase model file (it must start with HPM1; was it made by tools/hotphrase?)")
-        }
-        // Little-endian u32 at `o` (the header length, float32 bit patterns).
-        func u32(_ o: Int) -> UInt32 {
-            UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
-        }
-        let headerLength = Int(u32(4))
-        guard headerLength > 0, 8 + headerLength <= bytes.count else {
-            throw fail("truncated: the header says \(headerLength) bytes, the file has \(bytes.count)")
-        }
-        let header: Header
-        do {
-            header = try JSONDecoder().decode(Header.self, from: Data(bytes[8..<(8 + headerLength)]))
-        } catch {
-            throw fail("its header is not valid: \(error)")
-        }
-        guard header.format == 1 else { throw fail("format \(header.format) is not supported (this build reads format 1)") }
-        guard header.sample_rate == 16_000 else { throw fail("made for \(header.sample_rate) Hz audio; the speaker listens at 16000 Hz") }
+    init(header bytes: Data, file: TensorFile, payload: Int) throws {
+        let header = try JSONDecoder().decode(Header.self, from: bytes)
         guard header.window > 0, header.hop > 0, header.window <= header.fft, header.fft >= 4,
               header.fft & (header.fft - 1) == 0, header.mels > 0, header.stack > 0, header.channels > 0,
-              header.kernel > 0, !header.dilations.isEmpty, header.dilations.allSatisfy({ $0 > 0 }), header.smoothing > 0,
+              header.kernel > 0, !header.dilations.isEmpty, header.dilations.allSatisfy({ $0 > 0 }),
               header.fmin >= 0, header.fmax > header.fmin, header.fmax <= Double(header.sample_rate) / 2,
-              header.log_floor > 0, (0...1).contains(header.default_threshold), header.refractory_seconds >= 0
-        else { throw fail("its front-end or layer numbers are out of range") }
-
-        let payload = 8 + headerLength
-        var table: [String: Header.Tensor] = [:]
+              header.log_floor > 0
+        else { throw file.fail("its front-end or layer numbers are out of range") }
+        var table: [String: TensorFile.Entry] = [:]
         for t in header.tensors { table[t.name] = t }
-        func tensor(_ name: String, _ shape: [Int]) throws -> [Float] {
-            guard let t = table[name] else { throw fail("tensor \(name) is missing") }
-            guard t.shape == shape else { throw fail("tensor \(name) has shape \(t.shape), expected \(shape)") }
-            let count = shape.reduce(1, *)
-            let width = t.dtype == "int8" ? 1 : 4
-            guard t.dtype == "int8" || t.dtype == "float32" else { throw fail("tensor \(name) has unknown type \(t.dtype)") }
-            guard t.offset >= 0, t.bytes == count * width, payload + t.offset + t.bytes <= bytes.count else {
-                throw fail("tensor \(name) lies outside the file (truncated?)")
-            }
-            let base = payload + t.offset
-            if t.dtype == "float32" {
-                return (0..<count).map { Float(bitPattern: u32(base + 4 * $0)) }
-            }
-            let rows = shape[0]
-            guard let so = t.scale_offset, so >= 0, payload + so + 4 * rows <= bytes.count else {
-                throw fail("tensor \(name) has no scales")
-            }
-            let perRow = count / rows
-            let scales = (0..<rows).map { Float(bitPattern: u32(payload + so + 4 * $0)) }
-            return (0..<count).map { Float(Int8(bitPattern: bytes[base + $0])) * scales[$0 / perRow] }
-        }
+        func tensor(_ name: String, _ shape: [Int]) throws -> [Float] { try file.tensor(table, name, shape, payload: payload) }
         let c = header.channels, k = header.kernel
-        self.path = path
-        phrase = header.phrase
         sampleRate = header.sample_rate
         window = header.window
         hop = header.hop
@@ -155,10 +253,6 @@ public struct HotPhraseModel: Sendable {
         channels = c
         kernel = k
         dilations = header.dilations
-        smoothing = header.smoothing
-        defaultThreshold = header.default_threshold
-        refractorySeconds = header.refractory_seconds
-        fileBytes = bytes.count
         normMean = try tensor("norm.mean", [header.mels])
         normInvStd = try tensor("norm.inv_std", [header.mels])
         inWeight = try tensor("in.weight", [c, header.stack * header.mels])
@@ -176,8 +270,6 @@ public struct HotPhraseModel: Sendable {
         pwBias = pwb
         outWeight = try tensor("out.weight", [1, c])
         outBias = try tensor("out.bias", [1])[0]
-        let all = [normMean, normInvStd, inWeight, inBias, outWeight, [outBias]] + dw + dwb + pw + pwb
-        guard all.allSatisfy({ $0.allSatisfy(\.isFinite) }) else { throw fail("it holds NaN or infinite weights") }
     }
 }
 

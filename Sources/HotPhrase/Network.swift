@@ -2,7 +2,7 @@
 /// feeding steps one at a time and keeping each block's recent inputs in a ring gives exactly the numbers the
 /// whole-sequence reference computes. All state lives in buffers allocated at init.
 final class StreamingNetwork {
-    private let model: HotPhraseModel
+    private let model: ConvolutionalModel
     private let c: Int
     private let inputSize: Int
     /// Ring of the last `span + 1` inputs of each block, `c` floats per entry.
@@ -16,7 +16,7 @@ final class StreamingNetwork {
     private var stepInput: UnsafeMutablePointer<Float>
     private var stacked = 0
 
-    init(model: HotPhraseModel) {
+    init(model: ConvolutionalModel) {
         self.model = model
         c = model.channels
         inputSize = model.stack * model.mels

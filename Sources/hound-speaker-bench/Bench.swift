@@ -39,17 +39,19 @@ struct Bench {
         case "capture": try capture(minutes: Double(args.dropFirst().first ?? "") ?? 5, directory: directory)
         case "speech": try await speech(runs: Int(args.dropFirst().first ?? "") ?? 20)
         case "loop": try await LoopBench.run(queries: Int(args.dropFirst().first ?? "") ?? 1000, directory: directory)
-        case "hotphrase": try hotPhrase(minutes: Double(args.dropFirst().first ?? "") ?? 10, wav: args.dropFirst(2).first)
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV]")
+        case "hotphrase": try hotPhrase(minutes: Double(args.dropFirst().first ?? "") ?? 10, wav: args.dropFirst(2).first,
+                                        model: args.dropFirst(3).first)
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL]")
         }
     }
 
     /// CPU of the hot-phrase detector alone, fed 20 ms frames as the capture thread feeds it: thread CPU time
     /// around `process` only (the file is decoded beforehand). The audio is WAV's (repeated to `minutes`) or,
-    /// without one, share/demo's "OK Hound" recording repeated (speech and room tone).
-    static func hotPhrase(minutes: Double, wav: String?) throws {
-        let model = try HotPhraseModel.locate(nil)
-        let source = try AudioFile.readMono(path: wav ?? "share/demo/ok-hound-what-time-is-it.wav").samples
+    /// without one (or "-"), share/demo's "OK Hound" recording repeated (speech and room tone). MODEL is any
+    /// .hpm (default: the installed one); for a speech-embedding model the multiply-adds are printed too.
+    static func hotPhrase(minutes: Double, wav: String?, model path: String?) throws {
+        let model = try HotPhraseModel.locate(path)
+        let source = try AudioFile.readMono(path: wav.flatMap { $0 == "-" ? nil : $0 } ?? "share/demo/ok-hound-what-time-is-it.wav").samples
         let total = Int(minutes * 60 * 16000)
         var audio = [Int16](repeating: 0, count: total)
         for i in 0..<total { audio[i] = source[i % source.count] }
@@ -71,6 +73,11 @@ struct Bench {
         let seconds = Double(total) / 16000
         print(String(cFormat: "hot phrase: %.0f s of audio in %.3f s CPU: %.3f %% of one core, %.1f us per 20 ms frame, %d detections",
                      seconds, cpu, 100 * cpu / seconds, cpu / (seconds / 0.02) * 1e6, detections))
+        if let macs = model.embeddingMultiplyAdds {
+            let steps = 1 / model.stepSeconds
+            print(String(cFormat: "multiply-adds per second of audio: embedding whole window %.1f M, streaming %.1f M; head %.2f M",
+                         Double(macs.window) * steps / 1e6, Double(macs.streaming) * steps / 1e6, Double(macs.head) * steps / 1e6))
+        }
     }
 
     static func cpuSeconds() -> Double {

@@ -1,0 +1,399 @@
+/// Format 2's detector steps: mel front end, streaming speech embedding, classifier head (EmbeddingModel.swift
+/// has the numbers; tools/hotphrase/hp/export_embedding.py has the reference inference these match).
+final class EmbeddingScorer: StepScorer {
+    private let model: EmbeddingModel
+    private let frontEnd: EmbeddingMelFrontEnd
+    private let network: StreamingEmbedding
+    private let head: EmbeddingHead
+    private var groups = 0
+    /// For tests: each mel group (group x mels, already `mel / 10 + 2`), each embedding, each head output.
+    var melObserver: ((UnsafeBufferPointer<Float>) -> Void)?
+    var embeddingObserver: ((UnsafeBufferPointer<Float>) -> Void)?
+
+    init(model: EmbeddingModel) {
+        self.model = model
+        frontEnd = EmbeddingMelFrontEnd(mel: model.mel)
+        network = StreamingEmbedding(model: model)
+        head = EmbeddingHead(model: model)
+    }
+
+    func reset() {
+        frontEnd.reset()
+        network.reset()
+        head.reset()
+        groups = 0
+    }
+
+    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void) {
+        let mel = model.mel
+        frontEnd.process(samples) { group in
+            groups += 1
+            melObserver?(group)
+            var score: Float?
+            network.push(group: group) { embedding in
+                embeddingObserver?(embedding)
+                score = head.push(embedding: embedding)
+            }
+            // the moment the group's newest frame ended
+            if let score { onScore(score, ((groups * mel.group) - 1) * mel.hop + mel.fftSize) }
+        }
+    }
+}
+
+/// The mel spectrogram of openWakeWord's melspectrogram.tflite: frame j is samples hop*j ..< hop*j + fftSize
+/// (int16 scale), windowed, power spectrum, mel filterbank, 10 log10 with a floor; each group of `group` frames
+/// (one call of the graph) is clamped to within topDB of its loudest value, then scaled as openWakeWord does.
+final class EmbeddingMelFrontEnd {
+    private let mel: EmbeddingModel.Mel
+    private let fft: RealFFT
+    private let buffer: UnsafeMutablePointer<Float>
+    private var filled = 0
+    private let windowed: UnsafeMutablePointer<Float>
+    private let power: UnsafeMutablePointer<Float>
+    private let group: UnsafeMutablePointer<Float>
+    private var inGroup = 0
+
+    init(mel: EmbeddingModel.Mel) {
+        self.mel = mel
+        fft = RealFFT(size: mel.fftSize)
+        buffer = .allocate(capacity: mel.fftSize)
+        windowed = .allocate(capacity: mel.fftSize)
+        power = .allocate(capacity: mel.fftSize / 2 + 1)
+        group = .allocate(capacity: mel.group * mel.mels)
+    }
+
+    deinit {
+        buffer.deallocate()
+        windowed.deallocate()
+        power.deallocate()
+        group.deallocate()
+    }
+
+    func reset() {
+        filled = 0
+        inGroup = 0
+    }
+
+    /// Feeds samples; calls `onGroup` with every group of frames they complete.
+    func process(_ samples: UnsafeBufferPointer<Int16>, onGroup: (UnsafeBufferPointer<Float>) -> Void) {
+        let n = mel.fftSize, hop = mel.hop
+        var i = 0
+        while i < samples.count {
+            let take = min(n - filled, samples.count - i)
+            for j in 0..<take { buffer[filled + j] = Float(samples[i + j]) }
+            filled += take
+            i += take
+            guard filled == n else { continue }
+            frame(into: group + inGroup * mel.mels)
+            inGroup += 1
+            // keep the overlap: the next frame starts `hop` samples later
+            buffer.update(from: buffer + hop, count: n - hop)
+            filled = n - hop
+            if inGroup == mel.group {
+                finishGroup()
+                onGroup(UnsafeBufferPointer(start: group, count: mel.group * mel.mels))
+                inGroup = 0
+            }
+        }
+    }
+
+    private func frame(into out: UnsafeMutablePointer<Float>) {
+        let n = mel.fftSize
+        mel.window.withUnsafeBufferPointer { w in
+            for j in 0..<n { windowed[j] = buffer[j] * w[j] }
+        }
+        fft.powerSpectrum(windowed, count: n, into: power)
+        for m in 0..<mel.mels {
+            var sum: Float = 0
+            let first = mel.first[m]
+            mel.weights[m].withUnsafeBufferPointer { w in
+                for j in 0..<w.count { sum += w[j] * power[first + j] }
+            }
+            out[m] = 10 * log10(max(sum, mel.powerFloor))
+        }
+    }
+
+    private func finishGroup() {
+        let count = mel.group * mel.mels
+        var loudest = -Float.infinity
+        for j in 0..<count { loudest = max(loudest, group[j]) }
+        let lowest = loudest - mel.topDB
+        for j in 0..<count { group[j] = max(group[j], lowest) * mel.scale + mel.offset }
+    }
+}
+
+/// Frames of one depth of the network, in time order: frame g (global index since the reset) of `width`
+/// positions x `channels`, stored with `pad` zero positions on both sides (the zero padding in frequency of the
+/// convolution that reads this level), so that one output position's inputs are contiguous.
+private final class Level {
+    let width: Int
+    let channels: Int
+    let pad: Int
+    let frameSize: Int
+    let capacity: Int
+    let storage: UnsafeMutablePointer<Float>
+    /// Global index of the frame in slot 0, and how many slots hold frames.
+    var base = 0
+    var count = 0
+
+    init(width: Int, channels: Int, pad: Int, capacity: Int) {
+        self.width = width
+        self.channels = channels
+        self.pad = pad
+        frameSize = (width + 2 * pad) * channels
+        self.capacity = capacity
+        storage = .allocate(capacity: frameSize * capacity)
+        storage.initialize(repeating: 0, count: frameSize * capacity)
+    }
+
+    deinit { storage.deallocate() }
+
+    /// The padded frame of global index g.
+    func frame(_ g: Int) -> UnsafeMutablePointer<Float> { storage + (g - base) * frameSize }
+
+    /// Where a new frame's values go (after the padding); the caller then counts it.
+    func appendSlot() -> UnsafeMutablePointer<Float> {
+        precondition(count < capacity, "a network level overflowed")
+        return storage + count * frameSize + pad * channels
+    }
+
+    /// Forgets the frames before global index g (the padding moves with them and stays zero).
+    func drop(before g: Int) {
+        let n = min(max(0, g - base), count)
+        guard n > 0 else { return }
+        storage.update(from: storage + n * frameSize, count: (count - n) * frameSize)
+        count -= n
+        base += n
+    }
+
+    func reset() {
+        base = 0
+        count = 0
+    }
+}
+
+/// The embedding network run on a stream. Every convolution is VALID in time and every pooling's time stride
+/// divides the 8-frame step (EmbeddingModel checks both), so the frames of each depth that consecutive 76-frame
+/// windows see are the same frames: each depth keeps only the few frames its next layer still needs, and each
+/// step computes only the frames that are new (8 mel frames in, one embedding out) instead of the whole window.
+/// Global frame g of the last depth is then exactly the embedding of mel frames step*g ..< step*g + frames.
+final class StreamingEmbedding {
+    private let model: EmbeddingModel
+    /// levels[0] holds mel frames; layer i reads levels[i] and writes levels[i + 1].
+    private let levels: [Level]
+    /// The next global frame each layer will write.
+    private var next: [Int]
+
+    init(model: EmbeddingModel) {
+        self.model = model
+        var levels: [Level] = []
+        var width = model.mel.mels, channels = 1
+        // A depth holds the frames kept for its reader (fewer than its time kernel) plus what one step adds
+        // (at most `step` frames).
+        let capacity = model.step + 8
+        for layer in model.layers {
+            switch layer {
+            case .conv(let c):
+                levels.append(Level(width: width, channels: channels, pad: c.padF, capacity: capacity))
+                width += 2 * c.padF - c.kf + 1
+                channels = c.cout
+            case .pool(_, let pf):
+                levels.append(Level(width: width, channels: channels, pad: 0, capacity: capacity))
+                width /= pf
+            }
+        }
+        levels.append(Level(width: width, channels: channels, pad: 0, capacity: capacity))
+        self.levels = levels
+        next = [Int](repeating: 0, count: model.layers.count)
+    }
+
+    func reset() {
+        levels.forEach { $0.reset() }
+        for i in next.indices { next[i] = 0 }
+    }
+
+    /// Appends a group of mel frames (frames x mels); calls `onEmbedding` for every embedding they complete.
+    func push(group: UnsafeBufferPointer<Float>, onEmbedding: (UnsafeBufferPointer<Float>) -> Void) {
+        let first = levels[0], mels = model.mel.mels
+        for f in 0..<(group.count / mels) {
+            (first.appendSlot()).update(from: group.baseAddress! + f * mels, count: mels)
+            first.count += 1
+        }
+        for (i, layer) in model.layers.enumerated() {
+            let input = levels[i], output = levels[i + 1]
+            switch layer {
+            case .conv(let c):
+                while next[i] + c.kt <= input.base + input.count {
+                    convolve(c, input: input, from: next[i], into: output.appendSlot())
+                    output.count += 1
+                    next[i] += 1
+                }
+                input.drop(before: next[i])
+            case .pool(let pt, let pf):
+                while pt * (next[i] + 1) <= input.base + input.count {
+                    pool(pt: pt, pf: pf, input: input, from: pt * next[i], into: output.appendSlot(), width: output.width)
+                    output.count += 1
+                    next[i] += 1
+                }
+                input.drop(before: pt * next[i])
+            }
+        }
+        let last = levels[levels.count - 1]
+        for g in last.base..<(last.base + last.count) {
+            onEmbedding(UnsafeBufferPointer(start: last.frame(g), count: last.frameSize))
+        }
+        last.drop(before: last.base + last.count)
+    }
+
+    /// One output frame of a convolution: input frames g ..< g + kt.
+    private func convolve(_ c: EmbeddingModel.Conv, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>) {
+        let outWidth = input.width + 2 * input.pad - c.kf + 1
+        let span = c.kf * c.cin  // inputs one output position sees in one time tap
+        let cout = c.cout
+        let alpha = SIMD8<Float>(repeating: c.alpha ?? 1)
+        let floor = SIMD8<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
+        c.weight.withUnsafeBufferPointer { weightBuffer in
+            c.bias.withUnsafeBufferPointer { biasBuffer in
+                let weight = UnsafeRawPointer(weightBuffer.baseAddress!)
+                let bias = UnsafeRawPointer(biasBuffer.baseAddress!)
+                for f in 0..<outWidth {
+                    let o = UnsafeMutableRawPointer(out + f * cout)
+                    var ob = 0
+                    // three 8-wide accumulators at a time (24, 48, 72 and 96 outputs), then one
+                    while ob < cout {
+                        let blocks = cout - ob >= 24 ? 3 : 1
+                        var a0 = bias.loadUnaligned(fromByteOffset: 4 * ob, as: SIMD8<Float>.self)
+                        var a1 = SIMD8<Float>(), a2 = SIMD8<Float>()
+                        if blocks == 3 {
+                            a1 = bias.loadUnaligned(fromByteOffset: 4 * (ob + 8), as: SIMD8<Float>.self)
+                            a2 = bias.loadUnaligned(fromByteOffset: 4 * (ob + 16), as: SIMD8<Float>.self)
+                        }
+                        for i in 0..<c.kt {
+                            let row = input.frame(g + i) + f * c.cin
+                            let w = weight + 4 * (i * span * cout + ob)
+                            if blocks == 3 {
+                                for q in 0..<span {
+                                    let x = SIMD8<Float>(repeating: row[q])
+                                    let wq = w + 4 * q * cout
+                                    a0 += x * wq.loadUnaligned(as: SIMD8<Float>.self)
+                                    a1 += x * wq.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self)
+                                    a2 += x * wq.loadUnaligned(fromByteOffset: 64, as: SIMD8<Float>.self)
+                                }
+                            } else {
+                                for q in 0..<span {
+                                    a0 += SIMD8<Float>(repeating: row[q]) * (w + 4 * q * cout).loadUnaligned(as: SIMD8<Float>.self)
+                                }
+                            }
+                        }
+                        // LeakyReLU with alpha < 1 is max(x, alpha x); then the graph's max(x, floor)
+                        a0 = pointwiseMax(pointwiseMax(a0, a0 * alpha), floor)
+                        o.storeBytes(of: a0, toByteOffset: 4 * ob, as: SIMD8<Float>.self)
+                        if blocks == 3 {
+                            a1 = pointwiseMax(pointwiseMax(a1, a1 * alpha), floor)
+                            a2 = pointwiseMax(pointwiseMax(a2, a2 * alpha), floor)
+                            o.storeBytes(of: a1, toByteOffset: 4 * (ob + 8), as: SIMD8<Float>.self)
+                            o.storeBytes(of: a2, toByteOffset: 4 * (ob + 16), as: SIMD8<Float>.self)
+                        }
+                        ob += 8 * blocks
+                    }
+                }
+            }
+        }
+    }
+
+    /// One output frame of a max-pooling: input frames g ..< g + pt, positions pf * p ..< pf * p + pf.
+    private func pool(pt: Int, pf: Int, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>, width: Int) {
+        let c = input.channels
+        for p in 0..<width {
+            for ch in 0..<c {
+                var m = -Float.infinity
+                for i in 0..<pt {
+                    let frame = input.frame(g + i) + input.pad * c
+                    for j in 0..<pf { m = max(m, frame[(pf * p + j) * c + ch]) }
+                }
+                out[p * c + ch] = m
+            }
+        }
+    }
+}
+
+/// The classifier head over the last `headFrames` embeddings, oldest first (time-major, as the head contract in
+/// tools/hotphrase/README.md says).
+final class EmbeddingHead {
+    private let model: EmbeddingModel
+    private let ring: UnsafeMutablePointer<Float>
+    private var ringNext = 0
+    private var ringCount = 0
+    private let x: UnsafeMutablePointer<Float>
+    private let y: UnsafeMutablePointer<Float>
+
+    init(model: EmbeddingModel) {
+        self.model = model
+        ring = .allocate(capacity: model.headFrames * model.dim)
+        var widest = model.headFrames * model.dim
+        for case .dense(_, _, _, let outputs) in model.head { widest = max(widest, outputs) }
+        x = .allocate(capacity: widest)
+        y = .allocate(capacity: widest)
+    }
+
+    deinit {
+        ring.deallocate()
+        x.deallocate()
+        y.deallocate()
+    }
+
+    func reset() {
+        ringNext = 0
+        ringCount = 0
+    }
+
+    /// Adds an embedding; returns the head's output once it has `headFrames` of them.
+    func push(embedding: UnsafeBufferPointer<Float>) -> Float? {
+        let dim = model.dim, n = model.headFrames
+        (ring + ringNext * dim).update(from: embedding.baseAddress!, count: dim)
+        ringNext = (ringNext + 1) % n
+        ringCount = min(ringCount + 1, n)
+        guard ringCount == n else { return nil }
+        // oldest first: the ring's next slot is the oldest
+        for k in 0..<n { (x + k * dim).update(from: ring + ((ringNext + k) % n) * dim, count: dim) }
+        var width = n * dim
+        var out: Float = 0
+        for layer in model.head {
+            switch layer {
+            case .dense(let weight, let bias, let inputs, let outputs):
+                weight.withUnsafeBufferPointer { w in
+                    bias.withUnsafeBufferPointer { b in
+                        for o in 0..<outputs { y[o] = b[o] }
+                        for i in 0..<inputs {
+                            let v = x[i], row = w.baseAddress! + i * outputs
+                            for o in 0..<outputs { y[o] += v * row[o] }
+                        }
+                    }
+                }
+                x.update(from: y, count: outputs)
+                width = outputs
+            case .layerNorm(let gamma, let beta, let eps):
+                var mean: Float = 0
+                for i in 0..<width { mean += x[i] }
+                mean /= Float(width)
+                var variance: Float = 0
+                for i in 0..<width { variance += (x[i] - mean) * (x[i] - mean) }
+                variance /= Float(width)
+                let scale = 1 / (variance + eps).squareRoot()
+                for i in 0..<width { x[i] = (x[i] - mean) * scale * gamma[i] + beta[i] }
+            case .relu:
+                for i in 0..<width { x[i] = max(x[i], 0) }
+            case .sigmoid:
+                for i in 0..<width { x[i] = 1 / (1 + exp(-x[i])) }
+            }
+            out = x[0]
+        }
+        return out
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif

@@ -1,0 +1,67 @@
+"""CPU of openWakeWord's own feature pipeline (pyopen-wakeword 1.1.0: melspectrogram.tflite + embedding_model.tflite
+through the wheel's TFLite C library) on the same audio as `hound-speaker-bench hotphrase`, for BENCHMARKS.md.
+
+  bench_openwakeword.py [MINUTES] [WAV] [--head HEAD_DIR]
+
+The audio is WAV (default share/demo/ok-hound-what-time-is-it.wav) repeated to MINUTES, fed in 1280-sample
+chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY-NC-SA and are not run: with
+--head, a head of the project's contract (head.json + head.npz) is run in numpy on each step's last embeddings
+instead (its cost is a few hundred thousand multiply-adds, small beside the embedding's). Prints process CPU
+seconds and the share of one core.
+"""
+import argparse
+import os
+import sys
+import time
+import wave
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from hp import export_embedding as E  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("minutes", nargs="?", type=float, default=10)
+    ap.add_argument("wav", nargs="?", default=os.path.join(HERE, "../../share/demo/ok-hound-what-time-is-it.wav"))
+    ap.add_argument("--head")
+    a = ap.parse_args()
+    from pyopen_wakeword.openwakeword import OpenWakeWordFeatures
+    with wave.open(a.wav) as w:
+        assert w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2, "need 16 kHz mono 16-bit"
+        source = np.frombuffer(w.readframes(w.getnframes()), np.int16)
+    total = int(a.minutes * 60 * 16000)
+    audio = np.resize(source, total)
+    head = E.read_head(a.head) if a.head else None
+    features = OpenWakeWordFeatures.from_builtin()
+    features.reset()
+    history = np.zeros((16 if head is None else head[0]["frames"], 96), np.float32)
+    steps = 0
+    t0 = time.process_time()
+    for start in range(0, total - 1279, 1280):
+        for emb in features.process_streaming(audio[start:start + 1280].tobytes()):
+            steps += 1
+            if head is not None:
+                history = np.roll(history, -1, axis=0)
+                history[-1] = emb.reshape(96)
+                x = history.reshape(-1)
+                for layer in head[1]:
+                    t = layer["type"]
+                    if t == "dense":
+                        x = x @ layer["w"] + layer["b"]
+                    elif t == "layernorm":
+                        x = (x - x.mean()) / np.sqrt(x.var() + layer["eps"]) * layer["gamma"] + layer["beta"]
+                    elif t == "relu":
+                        x = np.maximum(x, 0)
+                    else:
+                        x = 1 / (1 + np.exp(-x))
+    cpu = time.process_time() - t0
+    seconds = total / 16000
+    print(f"openWakeWord pipeline (TFLite mel + embedding{' + numpy head' if head else ''}): {seconds:.0f} s of audio, "
+          f"{steps} embeddings, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
+
+
+if __name__ == "__main__":
+    main()
