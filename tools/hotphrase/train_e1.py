@@ -34,7 +34,9 @@ from hp.phrases import PHRASES  # noqa: E402
 # Positives' noise as v9 (train.py: POS_SNR, POS_QUIET): the negatives' shares, so cleanliness is no cue.
 POS_SNR = (0, 25)
 POS_QUIET = 0.15
-COPIES = 2  # augmented copies per positive clip (embeddings cost 1.5 s of CPU a minute; 10,000 clips of ~3 s)
+# Augmented copies per positive clip: one (v9 makes five), as the embeddings cost 1.5 s of CPU per minute of audio
+# and a positive clip is about 3 s; the 5,000 base clips are 5,000 different texts x voices x prosodies already.
+COPIES = 1
 VOICE_SHARE_POS = 0.5  # positives moved to a real training speaker's pitch and formants
 VOICE_SHARE_NEG = 0.3  # ... and synthetic negatives, so a changed voice says nothing about the phrase
 NOISE_SECONDS = 3600  # training noise, music and babble alone in the shared negatives
@@ -42,7 +44,11 @@ POS_AFTER_STEPS = 4  # positive windows end 0-320 ms after the phrase's end (the
 PART_STEPS = (5, 10)  # "compu...": windows ending 400-800 ms before the end must not fire
 CONF_STEPS = 5  # windows ending in the 400 ms after a confusable's end
 MINE_CHUNK = 16384  # windows scored at once while mining (100 MB of float32 inputs)
-FILLERS = 400  # sentences spoken before/after a positive (D.positive)
+FILLERS = 400
+PRE_ROLL_SECONDS = 0.6
+# Training sentences embedded for the shared negatives: at most this many Debian-voice ones (all piper and
+# accented ones are kept), about 5 hours, for lack of CPU time: embedding costs 1.5 s of CPU per minute of audio.
+MAX_DEBIAN_SENTENCES = 4000  # sentences spoken before/after a positive (D.positive)
 
 
 def voice_targets(workdir, sents):
@@ -63,6 +69,13 @@ def _pos_worker(args):
         for _ in range(COPIES):
             x = maybe_voice(rng, c, tg, VOICE_SHARE_POS)
             audio, _, end = D.positive(rng, x, banks, fillers, snr_range=POS_SNR, quiet=POS_QUIET, speaker=True)
+            # D.positive starts 2.6 s before the phrase's end; the cut-short phrase needs 2.75 s: more of the room
+            # before it, at the level of its first 100 ms
+            pre = banks.noise(rng, int(PRE_ROLL_SECONDS * D.SR))
+            pre *= np.sqrt(np.mean(audio[:1600] ** 2) / (np.mean(pre ** 2) + 1e-12))
+            audio, end = np.concatenate([pre, audio]).astype(np.float32), end + len(pre)
+            # nothing after the last positive window is used: not embedded
+            audio = audio[:end + E.STEP_SAMPLES * (POS_AFTER_STEPS + 2)]
             embs.append(e1data.embed(audio))
             ends.append(e1data.step_at(end))
     return embs, ends
@@ -88,11 +101,16 @@ def neg_jobs(seed, pieces, marked, fillers, tg, synthetic, noise_seconds):
 
 
 def training_sentences(workdir):
+    """The training sentences: a fixed subset of the Debian voices' (MAX_DEBIAN_SENTENCES), piper's and the
+    accented ones, without any phrase's words."""
     sents, meta = [], []
     for name in ("sent_train.npz", "sent_train_piper.npz", "sent_train_l2.npz"):
         path = os.path.join(workdir, "cache", name)
         if os.path.exists(path):
             s, m = D.load_clips(path)
+            if name == "sent_train.npz":
+                keep = np.sort(np.random.default_rng(7).permutation(len(s))[:MAX_DEBIAN_SENTENCES])
+                s, m = [s[i] for i in keep], [m[i] for i in keep]
             sents, meta = sents + s, meta + m
     return [s for s, ok in zip(sents, e1data.phrase_free(meta)) if ok]
 
@@ -160,7 +178,7 @@ class Sampler:
         # one flat array of every step's embedding: positives, confusable stream, shared negatives
         self.emb = np.concatenate([pe, conf[0], neg])
         clip_start, clip_len = po[:-1], np.diff(po)
-        ok = (pend >= frames - 1) & (pend + POS_AFTER_STEPS < clip_len)
+        ok = (pend >= frames - 1) & (pend + POS_AFTER_STEPS <= clip_len)
         self.pos_end = (clip_start + pend)[ok]
         self.dropped = int((~ok).sum())
         # the cut-short phrase only where the clip reaches back far enough (D.positive starts 2.6 s or more
