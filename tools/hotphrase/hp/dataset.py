@@ -5,7 +5,6 @@ import os
 import sys
 
 import numpy as np
-from scipy.io import wavfile
 
 from . import augment as A
 from . import frontend
@@ -22,19 +21,57 @@ def load_clips(path):
     return [a[o[i]:o[i + 1]] for i in range(len(o) - 1)], [str(m) for m in z["meta"]]
 
 
+def read_audio(path):
+    """A 16 kHz mono recording (WAV or FLAC) as float32 in [-1, 1)."""
+    import soundfile
+    x, sr = soundfile.read(path, dtype="int16", always_2d=True)
+    assert sr == SR, path
+    return x.astype(np.float32).mean(axis=1) / 32768.0
+
+
 def real_clips(word, half):
-    """The real recordings of `word` in half 'train' or 'eval' (split by file name hash), or all (half=None)."""
-    files = sorted(glob.glob(os.path.join(REAL, word, "*.wav")))
+    """The real recordings of `word` in half 'train' or 'eval' (split by file name hash), or all (half=None).
+    The folders name files by a random id, not by speaker, so they cannot be split by speaker: recipe e1 uses
+    none of them in training (train_e1.py)."""
+    files = sorted(glob.glob(os.path.join(REAL, word, "*.wav")) + glob.glob(os.path.join(REAL, word, "*.flac")))
     if not files:
         sys.exit(f"no real keyword recordings in {os.path.join(REAL, word)} (set HOTPHRASE_REAL_KEYWORDS)")
     out = []
     for f in files:
         h = int(hashlib.sha1(os.path.basename(f).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
         if half is None or (h < 0.5) == (half == "train"):
-            sr, x = wavfile.read(f)
-            assert sr == SR, f
-            x = x.astype(np.float32) / 32768.0
-            out.append(x if x.ndim == 1 else x.mean(axis=1))
+            out.append(read_audio(f))
+    return out
+
+
+REAL_SPEECH = os.path.join(os.path.dirname(REAL), "real-speech")
+EVAL_SPEAKER_SHARE = 0.5
+
+
+def real_speech(split):
+    """[(clip, speaker, group)] of ../shared/data/real-speech for split 'train' or 'eval', split by speaker (a
+    speaker's hash decides, so nobody is on both sides). group: 'child' (speechocean762, aged 12 or under),
+    'female' or 'male'."""
+    import csv
+    rows = []
+    so = os.path.join(REAL_SPEECH, "speechocean762")
+    for r in csv.DictReader(open(os.path.join(so, "speakers.tsv")), delimiter="\t"):
+        g = "child" if int(r["age"]) <= 12 else {"f": "female", "m": "male"}[r["gender"].lower()]
+        rows.append((os.path.join(so, r["file"]), "so" + r["speaker"], g))
+    ls = os.path.join(REAL_SPEECH, "librispeech")
+    sex = {}
+    for line in open(os.path.join(ls, "SPEAKERS.TXT"), errors="ignore"):
+        parts = [p.strip() for p in line.split("|")]
+        if len(parts) >= 2 and not line.startswith(";"):
+            sex[parts[0]] = "female" if parts[1] == "F" else "male"
+    for f in sorted(glob.glob(os.path.join(ls, "*.flac"))):
+        spk = os.path.basename(f).split("-")[0]
+        rows.append((f, "ls" + spk, sex.get(spk, "male")))
+    out = []
+    for f, spk, g in rows:
+        h = int(hashlib.sha1(spk.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+        if (h < EVAL_SPEAKER_SHARE) == (split == "eval"):
+            out.append((read_audio(f), spk, g))
     return out
 
 

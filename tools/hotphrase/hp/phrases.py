@@ -33,4 +33,22 @@ PHRASES = {
                         "Davis", "Jervis", "Garvey", "carcass", "chorus", "Jarred", "jarring"],
         "real_positive": "jarvis",
     },
+    "snowboy": {
+        "display": "Snowboy",
+        "texts": ["Snowboy", "snowboy.", "Snowboy!", "snowboy?", "Snow boy,"],
+        "words": ["snowboy", "snow boy"],
+        "confusables": ["snowball", "snow day", "cowboy", "show boy", "snowbird", "snowy", "so boy", "snowboard",
+                        "no boy", "slow boy", "snowplow", "snow buoy", "tomboy", "snowbound", "Snowden",
+                        "oh boy", "newsboy", "snowflake", "know why", "lowboy"],
+        "real_positive": "snowboy",
+    },
+    "view-glass": {
+        "display": "view glass",
+        "texts": ["view glass", "View glass.", "view, glass", "View glass!", "view glass?"],
+        "words": ["view glass"],
+        "confusables": ["new glass", "view class", "few glass", "blue glass", "view grass", "the glass", "viewed",
+                        "fiberglass", "view gloss", "review glass", "you glass", "view", "glass", "hourglass",
+                        "sea glass", "view clash", "q glass", "avenue glass", "beautiful glass", "view grasp"],
+        "real_positive": "view-glass",
+    },
 }

@@ -1,0 +1,44 @@
+"""Recipe e1's reference inference over audio files, for checking the Swift detector (hp/embedding.py: reference).
+
+  reference_e1.py HEAD_DIR OUT.npz FILE... [--threshold X]
+
+For each 16 kHz mono file (WAV or FLAC), keys FILE_INDEX/mel (frames x 32, after mel / 10 + 2), /embeddings
+(steps x 96), /probabilities and /scores (one per 80 ms step from step frames-1 on), /detections (indices into
+scores at the threshold, default the head's, with its refractory period). Mel frame t comes from the mel model
+call on samples [1280 (t // 8), 1280 (t // 8) + 1760); embedding j from mel frames [8 j, 8 j + 76).
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hp import dataset as D  # noqa: E402
+from hp import embedding as E  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("head_dir")
+    ap.add_argument("out")
+    ap.add_argument("files", nargs="+")
+    ap.add_argument("--threshold", type=float)
+    a = ap.parse_args()
+    head, _ = E.load_head(a.head_dir)
+    thr = a.threshold if a.threshold is not None else head["threshold"]
+    refr = int(round(head["refractory_seconds"] * E.SR / E.STEP_SAMPLES))
+    fe = E.Frontend()
+    out = {}
+    for i, f in enumerate(a.files):
+        r = E.reference(D.read_audio(f), a.head_dir, fe)
+        for k, v in r.items():
+            out[f"{i}/{k}"] = v
+        out[f"{i}/detections"] = np.array(E.detections(r["scores"], thr, refr), np.int64)
+        print(f"{f}: {len(r['embeddings'])} embeddings, max score {r['scores'].max() if len(r['scores']) else 0:.4f}, "
+              f"{len(out[f'{i}/detections'])} detections at {thr}")
+    np.savez(a.out, files=np.array(a.files), threshold=thr, **out)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+"""Recipe e1: a small classifier over Google's speech_embedding sequence (hp/embedding.py), trained from synthetic
+voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
+
+  train_e1.py PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 8000] [--seed 1] [--out DIR]
+
+Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once and cached:
+  - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
+    accented English; none holding any phrase's words) with the existing augmentation (another speaker's size
+    and speed, room echo, training noises, quiet rooms), a share of them moved to a real training speaker's pitch
+    and formants (hp/voices.py), the real-speech folders' TRAINING speakers, and an hour of training noise,
+    music and babble alone;
+  - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hp/dataset.py: positive, as v9 trains),
+    half of them moved to a real speaker's voice first;
+  - WORKDIR/PHRASE/e1/feat_conf.npz: the phrase's confusables, twice, as a stream with their ends marked.
+No real keyword recording is used: their files carry no speaker, so they cannot be split by speaker, and they
+all serve the evaluation (evaluate_e1.py).
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from hp import augment as A  # noqa: E402
+from hp import dataset as D  # noqa: E402
+from hp import e1data  # noqa: E402
+from hp import embedding as E  # noqa: E402
+from hp import voices  # noqa: E402
+from hp.phrases import PHRASES  # noqa: E402
+
+# Positives' noise as v9 (train.py: POS_SNR, POS_QUIET): the negatives' shares, so cleanliness is no cue.
+POS_SNR = (0, 25)
+POS_QUIET = 0.15
+# Augmented copies per positive clip: one (v9 makes five), as the embeddings cost 1.5 s of CPU per minute of audio
+# and a positive clip is about 3 s; the 5,000 base clips are 5,000 different texts x voices x prosodies already.
+COPIES = 1
+VOICE_SHARE_POS = 0.5  # positives moved to a real training speaker's pitch and formants
+VOICE_SHARE_NEG = 0.3  # ... and synthetic negatives, so a changed voice says nothing about the phrase
+NOISE_SECONDS = 3600  # training noise, music and babble alone in the shared negatives
+POS_AFTER_STEPS = 4  # positive windows end 0-320 ms after the phrase's end (the score smooths over 3 steps)
+PART_STEPS = (5, 10)  # "compu...": windows ending 400-800 ms before the end must not fire
+CONF_STEPS = 5  # windows ending in the 400 ms after a confusable's end
+MINE_CHUNK = 16384  # windows scored at once while mining (100 MB of float32 inputs)
+FILLERS = 400
+PRE_ROLL_SECONDS = 0.6
+# Training sentences embedded for the shared negatives: at most this many Debian-voice ones (all piper and
+# accented ones are kept), about 5 hours, for lack of CPU time: embedding costs 1.5 s of CPU per minute of audio.
+MAX_DEBIAN_SENTENCES = 4000  # sentences spoken before/after a positive (D.positive)
+
+
+def voice_targets(workdir, sents):
+    path = os.path.join(workdir, "cache", "voice_targets.json")
+    return voices.targets(path, sents[:300])
+
+
+def maybe_voice(rng, clip, tg, share):
+    return voices.change_voice(rng, clip, tg) if rng.random() < share else clip
+
+
+def _pos_worker(args):
+    seed, (clips, fillers, tg) = args
+    rng = np.random.default_rng(seed)
+    banks = D.Banks(rng, A.TRAIN_NOISES, 120, fillers)
+    embs, ends = [], []
+    for c in clips:
+        for _ in range(COPIES):
+            x = maybe_voice(rng, c, tg, VOICE_SHARE_POS)
+            audio, _, end = D.positive(rng, x, banks, fillers, snr_range=POS_SNR, quiet=POS_QUIET, speaker=True)
+            # D.positive starts 2.6 s before the phrase's end; the cut-short phrase needs 2.75 s: more of the room
+            # before it, at the level of its first 100 ms
+            pre = banks.noise(rng, int(PRE_ROLL_SECONDS * D.SR))
+            pre *= np.sqrt(np.mean(audio[:1600] ** 2) / (np.mean(pre ** 2) + 1e-12))
+            audio, end = np.concatenate([pre, audio]).astype(np.float32), end + len(pre)
+            # nothing after the last positive window is used: not embedded
+            audio = audio[:end + E.STEP_SAMPLES * (POS_AFTER_STEPS + 2)]
+            embs.append(e1data.embed(audio))
+            ends.append(e1data.step_at(end))
+    return embs, ends
+
+
+def _neg_worker(args):
+    seed, (pieces, marked, fillers, tg, synthetic, noise_seconds) = args
+    rng = np.random.default_rng(seed)
+    banks = D.Banks(rng, A.TRAIN_NOISES, 120, fillers)
+    pieces = [maybe_voice(rng, p, tg, VOICE_SHARE_NEG) if s else p for p, s in zip(pieces, synthetic)]
+    audio, ends, noise_start = D.stream(rng, pieces, banks, noise_seconds, mark=marked, speaker=True)
+    return e1data.embed(audio), [e1data.step_at(e) for e in ends], e1data.step_at(noise_start)
+
+
+def neg_jobs(seed, pieces, marked, fillers, tg, synthetic, noise_seconds):
+    n = e1data.CHUNKS
+    jobs = []
+    for i in range(n):
+        idx = list(range(i, len(pieces), n))
+        jobs.append((seed + i, ([pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked}, fillers,
+                                tg, [synthetic[j] for j in idx], noise_seconds / n)))
+    return jobs
+
+
+def training_sentences(workdir):
+    """The training sentences: a fixed subset of the Debian voices' (MAX_DEBIAN_SENTENCES), piper's and the
+    accented ones, without any phrase's words."""
+    sents, meta = [], []
+    for name in ("sent_train.npz", "sent_train_piper.npz", "sent_train_l2.npz"):
+        path = os.path.join(workdir, "cache", name)
+        if os.path.exists(path):
+            s, m = D.load_clips(path)
+            if name == "sent_train.npz":
+                keep = np.sort(np.random.default_rng(7).permutation(len(s))[:MAX_DEBIAN_SENTENCES])
+                s, m = [s[i] for i in keep], [m[i] for i in keep]
+            sents, meta = sents + s, meta + m
+    return [s for s, ok in zip(sents, e1data.phrase_free(meta)) if ok]
+
+
+def shared_negatives(workdir, procs, sents, tg):
+    """The phrase-independent training negatives (cached): (embeddings, [(start, end) of noise-only steps])."""
+    path = os.path.join(workdir, "cache", "e1_neg_train.npz")
+    if not os.path.exists(path):
+        real = [x for x, _, _ in D.real_speech("train")]
+        pieces = sents + real
+        synthetic = [True] * len(sents) + [False] * len(real)
+        t = time.time()
+        res = e1data.run(_neg_worker, neg_jobs(200, pieces, set(), sents[:FILLERS], tg, synthetic, NOISE_SECONDS),
+                         procs)
+        embs = [r[0] for r in res]
+        noise = [(r[2], len(r[0])) for r in res]
+        e1data.save_ragged(path, embs, noise=np.array(noise))
+        print(f"shared negatives: {len(sents)} sentences, {len(real)} real training-speaker utterances, "
+              f"{sum(len(e) for e in embs) * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
+    emb, off, extra = e1data.load_ragged(path)
+    noise = [(off[i] + a, off[i] + b) for i, (a, b) in enumerate(extra["noise"])]
+    return emb, noise
+
+
+def phrase_features(phrase, workdir, procs, sents, tg):
+    """(positive embeddings, offsets, phrase-end steps), (confusable stream embeddings, confusable end steps)."""
+    d = os.path.join(workdir, phrase, "e1")
+    os.makedirs(d, exist_ok=True)
+    fillers = sents[:FILLERS]
+    pos_path, conf_path = os.path.join(d, "feat_pos.npz"), os.path.join(d, "feat_conf.npz")
+    if not os.path.exists(pos_path):
+        pos = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))[0]
+        pos += D.load_clips(os.path.join(workdir, phrase, "pos_train_l2.npz"))[0]
+        t = time.time()
+        res = e1data.run(_pos_worker, [(s, (c, fillers, tg)) for s, c in e1data.split_jobs(100, pos)], procs)
+        e1data.save_ragged(pos_path, [e for r in res for e in r[0]], ends=np.array([e for r in res for e in r[1]]))
+        print(f"positives: {len(pos)} clips x {COPIES} in {time.time() - t:.0f} s", flush=True)
+    if not os.path.exists(conf_path):
+        conf = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))[0]
+        conf += D.load_clips(os.path.join(workdir, phrase, "conf_train_l2.npz"))[0]
+        pieces = conf + conf
+        t = time.time()
+        res = e1data.run(_neg_worker, neg_jobs(300, pieces, set(range(len(pieces))), fillers, tg,
+                                               [True] * len(pieces), 0), procs)
+        embs, ends, off = [], [], 0
+        for e, en, _ in res:
+            embs.append(e)
+            ends += [off + x for x in en]
+            off += len(e)
+        e1data.save_ragged(conf_path, embs, ends=np.array(ends))
+        print(f"confusables: {len(conf)} clips x 2, {off * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s",
+              flush=True)
+    pe, po, px = e1data.load_ragged(pos_path)
+    ce, _, cx = e1data.load_ragged(conf_path)
+    return (pe, po, px["ends"]), (ce, cx["ends"])
+
+
+class Sampler:
+    """Batches of head inputs (the last `frames` embeddings, flattened oldest first) and labels."""
+
+    def __init__(self, frames, pos, conf, neg, noise, seed):
+        self.n = frames
+        self.rng = np.random.default_rng(seed)
+        pe, po, pend = pos
+        # one flat array of every step's embedding: positives, confusable stream, shared negatives
+        self.emb = np.concatenate([pe, conf[0], neg])
+        clip_start, clip_len = po[:-1], np.diff(po)
+        ok = (pend >= frames - 1) & (pend + POS_AFTER_STEPS <= clip_len)
+        self.pos_end = (clip_start + pend)[ok]
+        self.dropped = int((~ok).sum())
+        # the cut-short phrase only where the clip reaches back far enough (D.positive starts 2.6 s or more
+        # before the phrase's end; this needs about 2.75 s)
+        self.part_end = (clip_start + pend)[ok & (pend >= frames - 1 + PART_STEPS[1])]
+        c0, n0 = len(pe), len(pe) + len(conf[0])
+        ce = conf[1][(conf[1] >= frames - 1) & (conf[1] + CONF_STEPS < len(conf[0]))]
+        self.conf_end = c0 + ce
+        self.conf_any = np.arange(c0 + frames - 1, n0)
+        self.neg_any = np.arange(n0 + frames - 1, len(self.emb))
+        self.noise = np.concatenate([np.arange(n0 + max(a, frames - 1), n0 + b) for a, b in noise if b > a])
+        self.mined = np.zeros(0, np.int64)
+
+    def x(self, ends):
+        idx = ends[:, None] + np.arange(-self.n + 1, 1)[None, :]
+        return self.emb[idx].reshape(len(ends), -1).astype(np.float32)
+
+    def batch(self, size):
+        r = self.rng
+        k = {"pos": size * 30 // 100, "part": size * 10 // 100, "conf": size * 15 // 100,
+             "mined": size * 15 // 100 if len(self.mined) else 0, "noise": size * 10 // 100}
+        k["rand"] = size - sum(k.values())
+        ends = [self.pos_end[r.integers(0, len(self.pos_end), k["pos"])] + r.integers(0, POS_AFTER_STEPS, k["pos"]),
+                self.part_end[r.integers(0, len(self.part_end), k["part"])] - r.integers(*PART_STEPS, k["part"]),
+                self.conf_end[r.integers(0, len(self.conf_end), k["conf"])] + r.integers(0, CONF_STEPS, k["conf"]),
+                self.mined[r.integers(0, max(1, len(self.mined)), k["mined"])],
+                self.noise[r.integers(0, len(self.noise), k["noise"])],
+                # random negatives: half from the confusable stream (whole words), half from the sentences
+                np.concatenate([self.conf_any[r.integers(0, len(self.conf_any), k["rand"] // 4)],
+                                self.neg_any[r.integers(0, len(self.neg_any), k["rand"] - k["rand"] // 4)]])]
+        y = np.zeros(size, np.float32)
+        y[:k["pos"]] = 1
+        return self.x(np.concatenate(ends)), y
+
+    def mine(self, predict, count):
+        """The negative windows (confusables and sentences) the head likes most."""
+        cand = np.concatenate([self.conf_any, self.neg_any])
+        p = np.concatenate([predict(self.x(cand[s:s + MINE_CHUNK])) for s in range(0, len(cand), MINE_CHUNK)])
+        top = np.argsort(p)[-count:]
+        self.mined = cand[top]
+        return float(p[top[0]])
+
+
+def build_head(frames, hidden, layers):
+    import keras
+    from keras import layers as L
+    inp = keras.Input((frames * E.EMB_DIM,))
+    x = inp
+    for i in range(layers):
+        x = L.Dense(hidden, name=f"dense{i}")(x)
+        x = L.LayerNormalization(epsilon=1e-5, name=f"norm{i}")(x)
+        x = L.ReLU()(x)
+    out = L.Dense(1, activation="sigmoid", name="out")(x)
+    return keras.Model(inp, out)
+
+
+def export(m, layers, out_dir, meta):
+    """head.json + head.npz, the contract with the Swift detector (hp/embedding.py: apply_layers)."""
+    arrays, ops = {}, []
+    for i in range(layers):
+        w, b = m.get_layer(f"dense{i}").get_weights()
+        g, be = m.get_layer(f"norm{i}").get_weights()
+        arrays.update({f"dense{i}.w": w, f"dense{i}.b": b, f"norm{i}.gamma": g, f"norm{i}.beta": be})
+        ops += [{"type": "dense", "w": f"dense{i}.w", "b": f"dense{i}.b"},
+                {"type": "layernorm", "gamma": f"norm{i}.gamma", "beta": f"norm{i}.beta",
+                 "eps": float(m.get_layer(f"norm{i}").epsilon)},
+                {"type": "relu"}]
+    w, b = m.get_layer("out").get_weights()
+    arrays.update({"out.w": w, "out.b": b})
+    ops += [{"type": "dense", "w": "out.w", "b": "out.b"}, {"type": "sigmoid"}]
+    np.savez(os.path.join(out_dir, "head.npz"), **{k: v.astype(np.float32) for k, v in arrays.items()})
+    head = {**meta, "embedding_dim": E.EMB_DIM, "layers": ops}
+    json.dump(head, open(os.path.join(out_dir, "head.json"), "w"), indent=1)
+    return head
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("phrase", choices=sorted(PHRASES))
+    ap.add_argument("workdir")
+    ap.add_argument("--frames", type=int, default=16, help="embeddings in the head's input (16 = 1.28 s)")
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--smoothing", type=int, default=3, help="score = mean of the last k head outputs")
+    ap.add_argument("--steps", type=int, default=8000)
+    ap.add_argument("--batch", type=int, default=512)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
+    ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
+    a = ap.parse_args()
+    t0 = time.time()
+    sents = training_sentences(a.workdir)
+    tg = voice_targets(a.workdir, sents)
+    neg, noise = shared_negatives(a.workdir, a.procs, sents, tg)
+    pos, conf = phrase_features(a.phrase, a.workdir, a.procs, sents, tg)
+    if a.features_only:
+        return
+    s = Sampler(a.frames, pos, conf, neg, noise, a.seed)
+    print(f"training windows: {len(s.pos_end)} positive clips ({s.dropped} too short, {len(s.part_end)} for the "
+          f"cut-short phrase), {len(s.conf_end)} "
+          f"confusable ends, {len(s.neg_any) * 0.08 / 3600:.2f} h of negatives", flush=True)
+
+    import keras
+    keras.utils.set_random_seed(a.seed)
+    m = build_head(a.frames, a.hidden, a.layers)
+    sched = keras.optimizers.schedules.CosineDecay(1e-3, a.steps, alpha=0.01)
+    m.compile(optimizer=keras.optimizers.AdamW(sched, weight_decay=1e-2), loss="binary_crossentropy")
+    print(f"head: {m.count_params()} parameters; {a.steps} steps of {a.batch}", flush=True)
+
+    def predict(x):
+        return m.predict_on_batch(x).reshape(-1)
+
+    losses = []
+    for step in range(1, a.steps + 1):
+        x, y = s.batch(a.batch)
+        losses.append(float(m.train_on_batch(x, y)))
+        if step % 1000 == 0:
+            print(f"  step {step}: loss {np.mean(losses[-1000:]):.4f}", flush=True)
+        if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
+            worst = s.mine(predict, 20000)
+            print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
+    out = a.out or os.path.join(a.workdir, a.phrase, "e1")
+    os.makedirs(out, exist_ok=True)
+    meta = {"phrase": PHRASES[a.phrase]["display"], "frames": a.frames, "smoothing": a.smoothing,
+            "threshold": 0.5, "refractory_seconds": 2.0,
+            "training": {"recipe": "e1", "phrase_id": a.phrase, "steps": a.steps, "batch": a.batch,
+                         "hidden": a.hidden, "layers": a.layers, "seed": a.seed, "copies": COPIES,
+                         "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * 0.08 / 3600, 2),
+                         "seconds": round(time.time() - t0)}}
+    head = export(m, a.layers, out, meta)
+    # the exported ops must give keras's numbers (what Swift reproduces is the export, not keras)
+    x, _ = s.batch(a.batch)
+    _, arrays = E.load_head(out)
+    err = float(np.abs(E.apply_layers(head["layers"], arrays, x).reshape(-1) - predict(x)).max())
+    assert err < 1e-4, f"exported head differs from keras by {err}"
+    print(f"wrote {out}/head.json, head.npz after {time.time() - t0:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
