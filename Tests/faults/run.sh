@@ -6,12 +6,7 @@ set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 bash "$REPO/Tests/sdk/setup-venv.sh" || { echo "run.sh: Tests/sdk/setup-venv.sh failed" >&2; exit 2; }
-if [ -n "${HOUND_SPEAKER_BIN:-}" ]; then
-    case "$HOUND_SPEAKER_BIN" in
-        /*) ;;
-        */*) HOUND_SPEAKER_BIN="$(cd "$(dirname "$HOUND_SPEAKER_BIN")" && pwd)/$(basename "$HOUND_SPEAKER_BIN")" ;;
-    esac
-    export HOUND_SPEAKER_BIN
-fi
+# The tests run from this folder: a relative path to the binary must not depend on it.
+[[ "${HOUND_SPEAKER_BIN:-}" == */* ]] && export HOUND_SPEAKER_BIN="$(realpath "$HOUND_SPEAKER_BIN")"
 cd "$HERE"
 exec "$REPO/.venv-sdk/bin/python" -m pytest "$HERE/test_faults.py" -rs -p no:cacheprovider "$@"
