@@ -85,7 +85,7 @@ let sentence = "The weather today is sunny with a high of twenty four degrees, a
         #expect(error.message.hasPrefix("ALSA device \"no_such_pcm\": cannot open for playback"))
         var bad = VoiceSettings()
         bad.voice = "klingon-xx"
-        #expect(throws: SpeechError("espeak-ng has no voice \"klingon-xx\" (`espeak-ng --voices` lists them)")) { try SpeechEngine(settings: bad) }
+        #expect(throws: SpeechError("espeak-ng has no voice \"klingon-xx\" (`espeak-ng --voices` lists them)", isConfiguration: true)) { try SpeechEngine(settings: bad) }
         // The good engine still works after a bad voice was tried on the shared thread.
         #expect(try await engine.speak("still here", to: .memory).result().get().outcome == .finished)
     }
