@@ -318,7 +318,7 @@ final class StreamingEmbedding {
 }
 
 /// The classifier head over the last `headFrames` embeddings, oldest first (time-major, as the head contract in
-/// tools/hotphrase/README.md says).
+/// tools/hotphrase/EMBEDDING.md says).
 final class EmbeddingHead {
     private let model: EmbeddingModel
     private let ring: UnsafeMutablePointer<Float>
