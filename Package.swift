@@ -58,7 +58,9 @@ let package = Package(
         .target(name: "Platform", swiftSettings: strict),
         .target(name: "Speaker", swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
-        .target(name: "HotPhrase", swiftSettings: strict),
+        // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
+        // it a minute of audio.
+        .target(name: "HotPhrase", swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],

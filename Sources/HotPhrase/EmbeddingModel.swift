@@ -93,6 +93,17 @@ struct EmbeddingModel: Sendable {
         return (window, streaming, head)
     }
 
+    /// TFLite's [out][kt][kf * in] to [kt][kf * in][out] (Conv.weight).
+    private static func reorder(_ w: [Float], cout: Int, kt: Int, span: Int) -> [Float] {
+        var reordered = [Float](repeating: 0, count: w.count)
+        for o in 0..<cout {
+            for i in 0..<kt {
+                for q in 0..<span { reordered[(i * span + q) * cout + o] = w[(o * kt + i) * span + q] }
+            }
+        }
+        return reordered
+    }
+
     private struct Header: Decodable {
         struct MelHeader: Decodable {
             let fft: Int
@@ -179,13 +190,7 @@ struct EmbeddingModel: Sendable {
                 guard let kt = l.kt, let kf = l.kf, let padF = l.pad_f, let cin = l.in, let cout = l.out,
                       kt > 0, kf > 0, padF >= 0, cin == c, cout > 0, cout % 8 == 0
                 else { throw file.fail("a convolution's numbers are out of range") }
-                let w = try tensor(l.weight, [cout, kt, kf, cin])  // TFLite's [out][kt][kf][in]
-                var reordered = [Float](repeating: 0, count: w.count)
-                for o in 0..<cout {
-                    for i in 0..<kt {
-                        for q in 0..<(kf * cin) { reordered[(i * kf * cin + q) * cout + o] = w[(o * kt + i) * kf * cin + q] }
-                    }
-                }
+                let reordered = Self.reorder(try tensor(l.weight, [cout, kt, kf, cin]), cout: cout, kt: kt, span: kf * cin)
                 layers.append(.conv(Conv(kt: kt, kf: kf, padF: padF, cin: cin, cout: cout, alpha: l.alpha.map(Float.init),
                                          floor: Float(l.floor ?? -Double.infinity), weight: reordered,
                                          bias: try tensor(l.bias, [cout]))))

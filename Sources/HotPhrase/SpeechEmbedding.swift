@@ -285,12 +285,10 @@ final class StreamingEmbedding {
                                 }
                             }
                         }
-                        // LeakyReLU with alpha < 1 is max(x, alpha x); then the graph's max(x, floor)
-                        a0 = pointwiseMax(pointwiseMax(a0, a0 * alpha), floor)
-                        o.storeBytes(of: a0, toByteOffset: 4 * ob, as: SIMD8<Float>.self)
+                        o.storeBytes(of: activate(a0, alpha, floor), toByteOffset: 4 * ob, as: SIMD8<Float>.self)
                         if blocks == 3 {
-                            a1 = pointwiseMax(pointwiseMax(a1, a1 * alpha), floor)
-                            a2 = pointwiseMax(pointwiseMax(a2, a2 * alpha), floor)
+                            a1 = activate(a1, alpha, floor)
+                            a2 = activate(a2, alpha, floor)
                             o.storeBytes(of: a1, toByteOffset: 4 * (ob + 8), as: SIMD8<Float>.self)
                             o.storeBytes(of: a2, toByteOffset: 4 * (ob + 16), as: SIMD8<Float>.self)
                         }
@@ -299,6 +297,14 @@ final class StreamingEmbedding {
                 }
             }
         }
+    }
+
+    /// LeakyReLU with alpha < 1 is max(x, alpha x); then the graph's max(x, floor). As selects: the standard
+    /// library's pointwiseMax was a quarter of the detector's time (a call per vector, not inlined).
+    @inline(__always) private func activate(_ v: SIMD8<Float>, _ alpha: SIMD8<Float>, _ floor: SIMD8<Float>) -> SIMD8<Float> {
+        let leaky = v * alpha
+        let m = v.replacing(with: leaky, where: v .< leaky)
+        return m.replacing(with: floor, where: m .< floor)
     }
 
     /// One output frame of a max-pooling: input frames g ..< g + pt, positions pf * p ..< pf * p + pf.
@@ -318,7 +324,7 @@ final class StreamingEmbedding {
 }
 
 /// The classifier head over the last `headFrames` embeddings, oldest first (time-major, as the head contract in
-/// tools/hotphrase/README.md says).
+/// tools/hotphrase/EMBEDDING.md says).
 final class EmbeddingHead {
     private let model: EmbeddingModel
     private let ring: UnsafeMutablePointer<Float>

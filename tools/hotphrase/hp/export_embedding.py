@@ -14,7 +14,7 @@ here), checks that each is the graph this file understands (op by op, options in
 - embedding: 76 mel frames x 32 -> 96. Every convolution is VALID in time (kernel 3 or 1) and zero-padded by one
   in frequency (SAME, or the graph's explicit PAD before the first), followed by LeakyReLU(0.2) and max(x, -0.4);
   max-pools are 2x2 or 1x2 with stride = size. Time is never padded, so the network can run on a stream.
-- head: head.json + head.npz from a head directory (the contract in tools/hotphrase/README.md).
+- head: head.json + head.npz from a head directory (the contract in tools/hotphrase/EMBEDDING.md).
 
 The numpy inference below (mel_frames, embed, head_scores) is the reference the Swift code is tested against,
 and it is itself checked against the TFLite interpreter by make_embedding_fixtures.py.
@@ -167,7 +167,7 @@ def read_embedding(path):
 # --- the classifier head ----------------------------------------------------------------------------------------
 
 def read_head(head_dir):
-    """head.json + head.npz (tools/hotphrase/README.md, "Embedding heads") -> (meta, layers with arrays)."""
+    """head.json + head.npz (tools/hotphrase/EMBEDDING.md, "The head contract") -> (meta, layers with arrays)."""
     meta = json.load(open(os.path.join(head_dir, "head.json")))
     arrays = np.load(os.path.join(head_dir, "head.npz"))
     for key in ("phrase", "frames", "embedding_dim", "layers", "smoothing", "threshold", "refractory_seconds"):
