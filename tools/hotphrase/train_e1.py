@@ -191,6 +191,26 @@ class Sampler:
         self.neg_any = np.arange(n0 + frames - 1, len(self.emb))
         self.noise = np.concatenate([np.arange(n0 + max(a, frames - 1), n0 + b) for a, b in noise if b > a])
         self.mined = np.zeros(0, np.int64)
+        self.nan_steps = self._drop_unfinite(frames)
+
+    def _drop_unfinite(self, frames):
+        """Leaves out every window holding a non-finite embedding. (Praat's "Change gender" once returned
+        silence for clips without voiced frames, which the level normalisation turned into NaN; the sets
+        embedded before hp/voices.py caught it still hold a few such pieces.)"""
+        bad = ~np.isfinite(self.emb).all(axis=1)
+        if not bad.any():
+            return 0
+        cs = np.concatenate([[0], np.cumsum(bad)])
+
+        def clean(ends, after=0):
+            lo, hi = np.maximum(ends - frames + 1, 0), np.minimum(ends + after + 1, len(bad))
+            return ends[cs[hi] - cs[lo] == 0]
+        self.pos_end = clean(self.pos_end, POS_AFTER_STEPS)
+        self.part_end = clean(self.part_end - PART_STEPS[1], PART_STEPS[1]) + PART_STEPS[1]
+        self.conf_end, self.conf_any = clean(self.conf_end, CONF_STEPS), clean(self.conf_any)
+        self.neg_any, self.noise = clean(self.neg_any), clean(self.noise)
+        self.emb[bad] = 0  # never read now; keeps mining's arithmetic finite
+        return int(bad.sum())
 
     def x(self, ends):
         idx = ends[:, None] + np.arange(-self.n + 1, 1)[None, :]
@@ -279,7 +299,7 @@ def main():
         return
     s = Sampler(a.frames, pos, conf, neg, noise, a.seed)
     print(f"training windows: {len(s.pos_end)} positive clips ({s.dropped} too short, {len(s.part_end)} for the "
-          f"cut-short phrase), {len(s.conf_end)} "
+          f"cut-short phrase), {s.nan_steps} non-finite embedding steps left out, {len(s.conf_end)} "
           f"confusable ends, {len(s.neg_any) * 0.08 / 3600:.2f} h of negatives", flush=True)
 
     import keras

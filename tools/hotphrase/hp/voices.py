@@ -85,4 +85,6 @@ def change_voice(rng, x, tg):
     except parselmouth.PraatError:  # no voiced frames
         return x
     y = y.values[0].astype(np.float32)
-    return y if np.all(np.isfinite(y)) else x
+    # Praat returns silence, with a warning rather than an error, when it finds no voiced frame
+    ok = np.all(np.isfinite(y)) and np.sqrt(np.mean(y ** 2)) > 1e-3 * np.sqrt(np.mean(np.square(x)))
+    return y if ok else x
