@@ -306,6 +306,7 @@ def main():
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--real-copies", type=int, default=0,
                     help="extra augmented passes over the real-speech training speakers (negatives)")
+    ap.add_argument("--label-smoothing", type=float, default=0.0)
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
     a = ap.parse_args()
@@ -326,7 +327,10 @@ def main():
     keras.utils.set_random_seed(a.seed)
     m = build_head(a.frames, a.hidden, a.layers)
     sched = keras.optimizers.schedules.CosineDecay(1e-3, a.steps, alpha=0.01)
-    m.compile(optimizer=keras.optimizers.AdamW(sched, weight_decay=1e-2), loss="binary_crossentropy")
+    # Label smoothing keeps the logits finite: without it the head drives them past 17, where float32's sigmoid is
+    # exactly 1.0 for positives and the worst negatives alike, and no threshold can tell them apart.
+    m.compile(optimizer=keras.optimizers.AdamW(sched, weight_decay=1e-2),
+              loss=keras.losses.BinaryCrossentropy(label_smoothing=a.label_smoothing))
     print(f"head: {m.count_params()} parameters; {a.steps} steps of {a.batch}", flush=True)
 
     def predict(x):
@@ -347,7 +351,7 @@ def main():
             "threshold": 0.5, "refractory_seconds": 2.0,
             "training": {"recipe": "e1", "phrase_id": a.phrase, "steps": a.steps, "batch": a.batch,
                          "hidden": a.hidden, "layers": a.layers, "seed": a.seed, "copies": COPIES,
-                         "real_speech_copies": a.real_copies,
+                         "real_speech_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * 0.08 / 3600, 2),
                          "seconds": round(time.time() - t0)}}
     head = export(m, a.layers, out, meta)
