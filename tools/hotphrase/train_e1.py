@@ -300,13 +300,13 @@ def main():
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--smoothing", type=int, default=3, help="score = mean of the last k head outputs")
-    ap.add_argument("--steps", type=int, default=8000)
+    ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--real-copies", type=int, default=0,
+    ap.add_argument("--real-copies", type=int, default=3,
                     help="extra augmented passes over the real-speech training speakers (negatives)")
-    ap.add_argument("--label-smoothing", type=float, default=0.0)
+    ap.add_argument("--label-smoothing", type=float, default=0.05)
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
     a = ap.parse_args()
