@@ -2,7 +2,7 @@
 
   reference_e1.py HEAD_DIR OUT.npz FILE... [--threshold X]
 
-For each 16 kHz mono file (WAV or FLAC), keys FILE_INDEX/mel (frames x 32, after mel / 10 + 2), /embeddings
+For each 16 kHz mono file (WAV or FLAC; with --lead S, after S seconds of zeros), keys FILE_INDEX/mel (frames x 32, after mel / 10 + 2), /embeddings
 (steps x 96), /probabilities and /scores (one per 80 ms step from step frames-1 on), /detections (indices into
 scores at the threshold, default the head's, with its refractory period). Mel frame t comes from the mel model
 call on samples [1280 (t // 8), 1280 (t // 8) + 1760); embedding j from mel frames [8 j, 8 j + 76).
@@ -24,6 +24,9 @@ def main():
     ap.add_argument("out")
     ap.add_argument("files", nargs="+")
     ap.add_argument("--threshold", type=float)
+    ap.add_argument("--lead", type=float, default=0.0,
+                    help="seconds of digital silence before each file (a clip shorter than the head's window, about "
+                         "2 s, gives no score on its own)")
     a = ap.parse_args()
     head, _ = E.load_head(a.head_dir)
     thr = a.threshold if a.threshold is not None else head["threshold"]
@@ -31,7 +34,8 @@ def main():
     fe = E.Frontend()
     out = {}
     for i, f in enumerate(a.files):
-        r = E.reference(D.read_audio(f), a.head_dir, fe)
+        x = np.concatenate([np.zeros(int(a.lead * E.SR), np.float32), D.read_audio(f)])
+        r = E.reference(x, a.head_dir, fe)
         for k, v in r.items():
             out[f"{i}/{k}"] = v
         out[f"{i}/detections"] = np.array(E.detections(r["scores"], thr, refr), np.int64)

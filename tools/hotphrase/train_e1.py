@@ -135,6 +135,23 @@ def shared_negatives(workdir, procs, sents, tg):
     return emb, noise
 
 
+def real_speech_copies(workdir, procs, sents, tg, copies):
+    """More passes over the real training speakers (0.77 h, the only real speech training may use), each
+    augmented anew (another size and speed, room echo, noise) and 30 % moved to another real speaker's pitch and
+    formants; one cached file per pass."""
+    real = [x for x, _, _ in D.real_speech("train")]
+    out = []
+    for c in range(copies):
+        path = os.path.join(workdir, "cache", f"e1_neg_train_real{c + 1}.npz")
+        if not os.path.exists(path):
+            # the real utterances may be voice-changed too (the flag's name says "synthetic")
+            res = e1data.run(_neg_worker, neg_jobs(400 + 10 * c, real, set(), sents[:FILLERS], tg,
+                                                   [True] * len(real), 0), procs)
+            e1data.save_ragged(path, [r[0] for r in res])
+        out.append(e1data.load_ragged(path)[0])
+    return out
+
+
 def phrase_features(phrase, workdir, procs, sents, tg):
     """(positive embeddings, offsets, phrase-end steps), (confusable stream embeddings, confusable end steps)."""
     d = os.path.join(workdir, phrase, "e1")
@@ -283,10 +300,13 @@ def main():
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
     ap.add_argument("--smoothing", type=int, default=3, help="score = mean of the last k head outputs")
-    ap.add_argument("--steps", type=int, default=8000)
+    ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
+    ap.add_argument("--real-copies", type=int, default=3,
+                    help="extra augmented passes over the real-speech training speakers (negatives)")
+    ap.add_argument("--label-smoothing", type=float, default=0.05)
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
     a = ap.parse_args()
@@ -294,6 +314,7 @@ def main():
     sents = training_sentences(a.workdir)
     tg = voice_targets(a.workdir, sents)
     neg, noise = shared_negatives(a.workdir, a.procs, sents, tg)
+    neg = np.concatenate([neg] + real_speech_copies(a.workdir, a.procs, sents, tg, a.real_copies))
     pos, conf = phrase_features(a.phrase, a.workdir, a.procs, sents, tg)
     if a.features_only:
         return
@@ -306,7 +327,10 @@ def main():
     keras.utils.set_random_seed(a.seed)
     m = build_head(a.frames, a.hidden, a.layers)
     sched = keras.optimizers.schedules.CosineDecay(1e-3, a.steps, alpha=0.01)
-    m.compile(optimizer=keras.optimizers.AdamW(sched, weight_decay=1e-2), loss="binary_crossentropy")
+    # Label smoothing keeps the logits finite: without it the head drives them past 17, where float32's sigmoid is
+    # exactly 1.0 for positives and the worst negatives alike, and no threshold can tell them apart.
+    m.compile(optimizer=keras.optimizers.AdamW(sched, weight_decay=1e-2),
+              loss=keras.losses.BinaryCrossentropy(label_smoothing=a.label_smoothing))
     print(f"head: {m.count_params()} parameters; {a.steps} steps of {a.batch}", flush=True)
 
     def predict(x):
@@ -327,6 +351,7 @@ def main():
             "threshold": 0.5, "refractory_seconds": 2.0,
             "training": {"recipe": "e1", "phrase_id": a.phrase, "steps": a.steps, "batch": a.batch,
                          "hidden": a.hidden, "layers": a.layers, "seed": a.seed, "copies": COPIES,
+                         "real_speech_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * 0.08 / 3600, 2),
                          "seconds": round(time.time() - t0)}}
     head = export(m, a.layers, out, meta)

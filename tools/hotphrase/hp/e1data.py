@@ -2,14 +2,12 @@
 processes, cached as .npz in the work directory (the embeddings are what costs: about 1.5 s of CPU per minute of
 audio, so each set is made once and shared by every phrase and every head trained on it).
 """
-import os
 # Not multiprocessing.Pool: when the kernel kills one of its workers (out of memory), Pool.map waits forever;
 # the executor raises BrokenProcessPool instead, so a run fails rather than hangs.
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-from . import dataset as D
 from . import embedding as E
 from .phrases import PHRASES
 

@@ -23,7 +23,7 @@ import numpy as np
 
 SR = 16000
 INT16_SCALE = 32768.0  # the mel model expects samples on the int16 scale
-MEL_FRAME = 512
+MEL_FRAME = 512  # samples per mel frame (documentation: the model frames internally)
 MEL_HOP = 160
 NUM_MELS = 32
 EMB_WINDOW = 76  # mel frames per embedding (775 ms of audio)
