@@ -21,6 +21,8 @@ import os
 
 import numpy as np
 
+from .model import detections  # noqa: F401  (the same detector rule for both formats)
+
 SR = 16000
 INT16_SCALE = 32768.0  # the mel model expects samples on the int16 scale
 MEL_FRAME = 512  # samples per mel frame (documentation: the model frames internally)
@@ -167,16 +169,6 @@ def head_scores(head, arrays, emb, batch=65536):
     p = np.concatenate([apply_layers(head["layers"], arrays, x[s:s + batch]).reshape(-1)
                         for s in range(0, max(len(x), 1), batch)]) if len(x) else np.zeros(0, np.float32)
     return smooth(p, head["smoothing"]), np.arange(len(p)) + head["frames"] - 1
-
-
-def detections(scores, threshold, refractory_steps):
-    """Indices where the detector fires: score >= threshold, then deaf for refractory_steps."""
-    out, nxt = [], 0
-    for i in np.nonzero(scores >= threshold)[0]:
-        if i >= nxt:
-            out.append(int(i))
-            nxt = i + refractory_steps
-    return out
 
 
 def reference(clip, head_dir, frontend=None):

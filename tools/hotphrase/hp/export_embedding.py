@@ -22,9 +22,13 @@ and it is itself checked against the TFLite interpreter by make_embedding_fixtur
 import argparse
 import json
 import os
-import struct
+import sys
 
 import numpy as np
+
+# Run as a script from anywhere, or imported as hp.export_embedding: the shared container lives beside it.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from hp import hpmfile  # noqa: E402
 
 SAMPLE_RATE = 16000
 MEL_CALL_SAMPLES = 1760  # openWakeWord's mel call: 1760 samples -> 8 frames, every 1280 samples
@@ -276,25 +280,14 @@ def export(mel, emb_layers, head_meta, head_layers, path, dtype="float16"):
     for k in ("evaluation",):
         if k in head_meta:
             header[k] = head_meta[k]
-    hj = json.dumps(header, indent=1, sort_keys=True).encode()
-    with open(path, "wb") as f:
-        f.write(b"HPM1" + struct.pack("<I", len(hj)) + hj + b"".join(blobs))
+    hpmfile.write(path, header, b"".join(blobs))
 
 
 def load(path):
     """A format-2 .hpm -> (header, dict of float32 arrays); float16 tensors widened as the Swift loader does."""
-    raw = open(path, "rb").read()
-    assert raw[:4] == b"HPM1", "not a hot-phrase model"
-    (n,) = struct.unpack("<I", raw[4:8])
-    header = json.loads(raw[8:8 + n])
+    header, tensors = hpmfile.read(path)
     assert header["format"] == FORMAT
-    base = 8 + n
-    ts = {}
-    for t in header["tensors"]:
-        dt = "<f2" if t["dtype"] == "float16" else "<f4"
-        ts[t["name"]] = np.frombuffer(raw, dt, int(np.prod(t["shape"])), base + t["offset"]).reshape(
-            t["shape"]).astype(np.float32)
-    return header, ts
+    return header, tensors
 
 
 # --- reference inference (numpy) --------------------------------------------------------------------------------

@@ -10,12 +10,10 @@ table, threshold and evaluation facts), then the tensors: weights int8 with one 
 channel, biases and normalisation float32. The reference inference below runs on the dequantised weights, as the
 Swift detector does, so the numbers measured here are those of the shipped file.
 """
-import json
-import struct
 
 import numpy as np
 
-from . import frontend
+from . import frontend, hpmfile
 
 STACK = 3
 KERNEL = 5
@@ -96,29 +94,12 @@ def export(model, mean, std, path, meta):
         "log_floor": frontend.LOG_FLOOR, "stack": STACK, "channels": channels, "kernel": KERNEL,
         "dilations": DILATIONS, "smoothing": SMOOTHING, "tensors": table, **meta,
     }
-    hj = json.dumps(header, indent=1, sort_keys=True).encode()
-    with open(path, "wb") as f:
-        f.write(b"HPM1" + struct.pack("<I", len(hj)) + hj + b"".join(blobs))
+    hpmfile.write(path, header, b"".join(blobs))
 
 
 def load(path):
     """Reads a .hpm file into (header, dict of dequantised float32 arrays)."""
-    raw = open(path, "rb").read()
-    assert raw[:4] == b"HPM1", "not a hot-phrase model"
-    (n,) = struct.unpack("<I", raw[4:8])
-    header = json.loads(raw[8:8 + n])
-    base = 8 + n
-    ts = {}
-    for t in header["tensors"]:
-        shape = t["shape"]
-        if t["dtype"] == "float32":
-            a = np.frombuffer(raw, "<f4", int(np.prod(shape)), base + t["offset"]).reshape(shape)
-        else:
-            q = np.frombuffer(raw, "i1", int(np.prod(shape)), base + t["offset"]).reshape(shape).astype(np.float32)
-            s = np.frombuffer(raw, "<f4", shape[0], base + t["scale_offset"])
-            a = q * s.reshape((-1,) + (1,) * (len(shape) - 1))
-        ts[t["name"]] = a.astype(np.float32)
-    return header, ts
+    return hpmfile.read(path)
 
 
 def relu(x):
@@ -166,13 +147,4 @@ def detections(scores, threshold, refractory_steps):
     return out
 
 
-def update_header(path, fields):
-    """Rewrites the JSON header with `fields` merged in (tensor offsets are relative to the payload, so the
-    header may change length)."""
-    raw = open(path, "rb").read()
-    (n,) = struct.unpack("<I", raw[4:8])
-    header = json.loads(raw[8:8 + n])
-    header.update(fields)
-    hj = json.dumps(header, indent=1, sort_keys=True).encode()
-    with open(path, "wb") as f:
-        f.write(b"HPM1" + struct.pack("<I", len(hj)) + hj + raw[8 + n:])
+update_header = hpmfile.update_header
