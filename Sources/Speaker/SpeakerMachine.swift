@@ -215,12 +215,10 @@ public struct SpeakerMachine: Sendable {
             return []  // shown by the loop's event stream; one query can bring hundreds of them
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
-        case (.recording, .searchFailed(let failure)):
-            return [.cancelSearch] + fail(failure)
         case (.recording, .answer(let answer)), (.searching, .answer(let answer)):
             return answered(answer)
-        case (.searching, .searchFailed(let failure)):
-            return fail(failure)
+        case (.recording, .searchFailed(let failure)), (.searching, .searchFailed(let failure)):
+            return fail(failure)  // from recording, handle() closes the microphone as on every way out of it
         case (.recording, .watchdog):
             // The endpointer ends every query well before this, so no audio has been arriving: the microphone.
             return [.log("watchdog: still recording after \(settings.recordingLimitMS) ms"), .cancelSearch] + fail(.microphone)

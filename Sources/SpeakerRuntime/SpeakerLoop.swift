@@ -286,11 +286,10 @@ public final class SpeakerLoop: Sendable {
         router.attach(search, id: id, endpointer: Endpointer(settings: parts.endpointer, frameMS: parts.capture.frameMS), preRoll: preRoll)
         if parts.hotPhrase != nil {
             // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
-            guard microphoneUp.withLock({ $0 }) else {
+            if !microphoneUp.withLock({ $0 }) {
                 parts.logger.error("microphone \(parts.capture.device) is not available: nothing to record")
                 search.cancel()
                 continuation.yield(.event(.searchFailed(.microphone)))
-                return
             }
             return
         }

@@ -36,7 +36,7 @@ struct HotPhraseCommand: AsyncParsableCommand {
                 throw CommandFailure(message: "\(error)", exitCode: 66)
             }
             let audio: MonoAudio
-            do { audio = try AudioFile.readMono(path: wav) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+            do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch { throw CommandFailure(reading: error) }
             let chosen = threshold ?? HotPhraseDetector.threshold(sensitivity: config.hotphrase.sensitivity, model: loaded)
             let detector = HotPhraseDetector(model: loaded, threshold: chosen,
                                              refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)

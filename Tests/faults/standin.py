@@ -85,7 +85,6 @@ class Handler(socketserver.BaseRequestHandler):
         fault = server.next_fault()
         sock = self.request
         sock.settimeout(HOLD_SECONDS)
-        server.log.append(fault)
         try:
             head, rest = self.read_head(sock)
             if head is None:
@@ -172,8 +171,6 @@ class Handler(socketserver.BaseRequestHandler):
             self.send_chunk(sock, partial("what time") + b"\r\n")
             self.send_chunk(sock, result() + b"\r\n")
             sock.sendall(b"0\r\n\r\n")
-            self.server.answered += 1
-            # Drain what is left of the upload so the client is not refused mid-send.
             return
         if fault == "close-before-answer":
             return
@@ -242,8 +239,6 @@ class StandIn(socketserver.ThreadingTCPServer):
         self.plan = [GOOD]
         self.index = 0
         self.lock = threading.Lock()
-        self.log = []
-        self.answered = 0
         self.stopping = False
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
         self.thread.start()
