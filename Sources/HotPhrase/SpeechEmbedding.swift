@@ -6,7 +6,7 @@ final class EmbeddingScorer: StepScorer {
     private let network: StreamingEmbedding
     private let head: EmbeddingHead
     private var groups = 0
-    /// For tests: each mel group (group x mels, already `mel / 10 + 2`), each embedding, each head output.
+    /// For tests: each mel group (group x mels, already `mel / 10 + 2`) and each embedding.
     var melObserver: ((UnsafeBufferPointer<Float>) -> Void)?
     var embeddingObserver: ((UnsafeBufferPointer<Float>) -> Void)?
 
