@@ -294,12 +294,12 @@ final class StreamingEmbedding {
                 let wq = w + 4 * q * cout
                 let w0 = wq.loadUnaligned(as: SIMD8<Float>.self)
                 let x = SIMD8<Float>(repeating: row[q])
-                a0 += x * w0
-                if rows == 2 { b0 += SIMD8<Float>(repeating: row[q + cin]) * w0 }
+                a0 = multiplyAdd(a0, x, w0)
+                if rows == 2 { b0 = multiplyAdd(b0, SIMD8<Float>(repeating: row[q + cin]), w0) }
                 if blocks == 2 {
                     let w1 = wq.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self)
-                    a1 += x * w1
-                    if rows == 2 { b1 += SIMD8<Float>(repeating: row[q + cin]) * w1 }
+                    a1 = multiplyAdd(a1, x, w1)
+                    if rows == 2 { b1 = multiplyAdd(b1, SIMD8<Float>(repeating: row[q + cin]), w1) }
                 }
             }
         }
@@ -311,6 +311,16 @@ final class StreamingEmbedding {
             p.storeBytes(of: activate(b0, alpha, floor), as: SIMD8<Float>.self)
             if blocks == 2 { p.storeBytes(of: activate(b1, alpha, floor), toByteOffset: 32, as: SIMD8<Float>.self) }
         }
+    }
+
+    /// acc + x * w: fused on arm64 (one NEON fmla per 4 lanes; the Pi), separate elsewhere (x86-64's baseline has
+    /// no FMA instruction, and the fused form would become a library call per lane).
+    @inline(__always) private func multiplyAdd(_ acc: SIMD8<Float>, _ x: SIMD8<Float>, _ w: SIMD8<Float>) -> SIMD8<Float> {
+        #if arch(arm64)
+        acc.addingProduct(x, w)
+        #else
+        acc + x * w
+        #endif
     }
 
     /// LeakyReLU with alpha < 1 is max(x, alpha x); then the graph's max(x, floor). As selects: the standard
