@@ -179,7 +179,8 @@ struct EmbeddingModel: Sendable {
                   window: try tensor("mel.window", [m.fft]), first: first, weights: weights)
 
         let e = header.embedding
-        guard e.frames > 0, e.step > 0, e.dim > 0 else { throw file.fail("its embedding numbers are out of range") }
+        // One embedding per mel group: the detector scores once per group.
+        guard e.frames > 0, e.step == m.group, e.dim > 0 else { throw file.fail("its embedding numbers are out of range") }
         // Shapes through one window: time must shrink to exactly one frame of dim values, and every stride must
         // divide `step` so that consecutive windows share their intermediate frames (what makes streaming exact).
         var t = e.frames, f = m.mels, c = 1, stride = 1

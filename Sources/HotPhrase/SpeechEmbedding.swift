@@ -6,7 +6,7 @@ final class EmbeddingScorer: StepScorer {
     private let network: StreamingEmbedding
     private let head: EmbeddingHead
     private var groups = 0
-    /// For tests: each mel group (group x mels, already `mel / 10 + 2`), each embedding, each head output.
+    /// For tests: each mel group (group x mels, already `mel / 10 + 2`) and each embedding.
     var melObserver: ((UnsafeBufferPointer<Float>) -> Void)?
     var embeddingObserver: ((UnsafeBufferPointer<Float>) -> Void)?
 
@@ -245,58 +245,82 @@ final class StreamingEmbedding {
         last.drop(before: last.base + last.count)
     }
 
-    /// One output frame of a convolution: input frames g ..< g + kt.
+    /// One output frame of a convolution: input frames g ..< g + kt. Worked in tiles of two output positions x 16
+    /// outputs (fewer at the edges): the two positions share every weight load, and four independent
+    /// accumulators keep the adds from waiting on each other.
     private func convolve(_ c: EmbeddingModel.Conv, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>) {
         let outWidth = input.width + 2 * input.pad - c.kf + 1
-        let span = c.kf * c.cin  // inputs one output position sees in one time tap
-        let cout = c.cout
         let alpha = SIMD8<Float>(repeating: c.alpha ?? 1)
         let floor = SIMD8<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
         c.weight.withUnsafeBufferPointer { weightBuffer in
             c.bias.withUnsafeBufferPointer { biasBuffer in
                 let weight = UnsafeRawPointer(weightBuffer.baseAddress!)
                 let bias = UnsafeRawPointer(biasBuffer.baseAddress!)
-                for f in 0..<outWidth {
-                    let o = UnsafeMutableRawPointer(out + f * cout)
+                var f = 0
+                while f < outWidth {
+                    let rows = min(2, outWidth - f)
                     var ob = 0
-                    // three 8-wide accumulators at a time (24, 48, 72 and 96 outputs), then one
-                    while ob < cout {
-                        let blocks = cout - ob >= 24 ? 3 : 1
-                        var a0 = bias.loadUnaligned(fromByteOffset: 4 * ob, as: SIMD8<Float>.self)
-                        var a1 = SIMD8<Float>(), a2 = SIMD8<Float>()
-                        if blocks == 3 {
-                            a1 = bias.loadUnaligned(fromByteOffset: 4 * (ob + 8), as: SIMD8<Float>.self)
-                            a2 = bias.loadUnaligned(fromByteOffset: 4 * (ob + 16), as: SIMD8<Float>.self)
-                        }
-                        for i in 0..<c.kt {
-                            let row = input.frame(g + i) + f * c.cin
-                            let w = weight + 4 * (i * span * cout + ob)
-                            if blocks == 3 {
-                                for q in 0..<span {
-                                    let x = SIMD8<Float>(repeating: row[q])
-                                    let wq = w + 4 * q * cout
-                                    a0 += x * wq.loadUnaligned(as: SIMD8<Float>.self)
-                                    a1 += x * wq.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self)
-                                    a2 += x * wq.loadUnaligned(fromByteOffset: 64, as: SIMD8<Float>.self)
-                                }
-                            } else {
-                                for q in 0..<span {
-                                    a0 += SIMD8<Float>(repeating: row[q]) * (w + 4 * q * cout).loadUnaligned(as: SIMD8<Float>.self)
-                                }
-                            }
-                        }
-                        o.storeBytes(of: activate(a0, alpha, floor), toByteOffset: 4 * ob, as: SIMD8<Float>.self)
-                        if blocks == 3 {
-                            a1 = activate(a1, alpha, floor)
-                            a2 = activate(a2, alpha, floor)
-                            o.storeBytes(of: a1, toByteOffset: 4 * (ob + 8), as: SIMD8<Float>.self)
-                            o.storeBytes(of: a2, toByteOffset: 4 * (ob + 16), as: SIMD8<Float>.self)
+                    while ob < c.cout {
+                        let blocks = min(2, (c.cout - ob) / 8)
+                        // constant shapes, so that each call is compiled without the branches
+                        switch (rows, blocks) {
+                        case (2, 2): tile(2, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        case (2, _): tile(2, 1, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        case (_, 2): tile(1, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        default: tile(1, 1, c, input, g, f, ob, weight, bias, out, alpha, floor)
                         }
                         ob += 8 * blocks
                     }
+                    f += rows
                 }
             }
         }
+    }
+
+    /// Output positions f ..< f + rows (1 or 2) x outputs ob ..< ob + 8 blocks (1 or 2) of one output frame.
+    @inline(__always) private func tile(_ rows: Int, _ blocks: Int, _ c: EmbeddingModel.Conv, _ input: Level, _ g: Int,
+                                        _ f: Int, _ ob: Int, _ weight: UnsafeRawPointer, _ bias: UnsafeRawPointer,
+                                        _ out: UnsafeMutablePointer<Float>, _ alpha: SIMD8<Float>, _ floor: SIMD8<Float>) {
+        let span = c.kf * c.cin  // inputs one output position sees in one time tap
+        let cout = c.cout, cin = c.cin
+        var a0 = bias.loadUnaligned(fromByteOffset: 4 * ob, as: SIMD8<Float>.self)
+        var a1 = blocks == 2 ? bias.loadUnaligned(fromByteOffset: 4 * ob + 32, as: SIMD8<Float>.self) : SIMD8<Float>()
+        var b0 = a0, b1 = a1
+        for i in 0..<c.kt {
+            // position f's inputs are contiguous in the padded frame; position f + 1's start cin later
+            let row = input.frame(g + i) + f * cin
+            let w = weight + 4 * (i * span * cout + ob)
+            for q in 0..<span {
+                let wq = w + 4 * q * cout
+                let w0 = wq.loadUnaligned(as: SIMD8<Float>.self)
+                let x = SIMD8<Float>(repeating: row[q])
+                a0 = multiplyAdd(a0, x, w0)
+                if rows == 2 { b0 = multiplyAdd(b0, SIMD8<Float>(repeating: row[q + cin]), w0) }
+                if blocks == 2 {
+                    let w1 = wq.loadUnaligned(fromByteOffset: 32, as: SIMD8<Float>.self)
+                    a1 = multiplyAdd(a1, x, w1)
+                    if rows == 2 { b1 = multiplyAdd(b1, SIMD8<Float>(repeating: row[q + cin]), w1) }
+                }
+            }
+        }
+        let o = UnsafeMutableRawPointer(out + f * cout + ob)
+        o.storeBytes(of: activate(a0, alpha, floor), as: SIMD8<Float>.self)
+        if blocks == 2 { o.storeBytes(of: activate(a1, alpha, floor), toByteOffset: 32, as: SIMD8<Float>.self) }
+        if rows == 2 {
+            let p = o + 4 * cout
+            p.storeBytes(of: activate(b0, alpha, floor), as: SIMD8<Float>.self)
+            if blocks == 2 { p.storeBytes(of: activate(b1, alpha, floor), toByteOffset: 32, as: SIMD8<Float>.self) }
+        }
+    }
+
+    /// acc + x * w: fused on arm64 (one NEON fmla per 4 lanes; the Pi), separate elsewhere (x86-64's baseline has
+    /// no FMA instruction, and the fused form would become a library call per lane).
+    @inline(__always) private func multiplyAdd(_ acc: SIMD8<Float>, _ x: SIMD8<Float>, _ w: SIMD8<Float>) -> SIMD8<Float> {
+        #if arch(arm64)
+        acc.addingProduct(x, w)
+        #else
+        acc + x * w
+        #endif
     }
 
     /// LeakyReLU with alpha < 1 is max(x, alpha x); then the graph's max(x, floor). As selects: the standard

@@ -381,4 +381,21 @@ struct CLI {
         #expect(threshold.status == 64)
         #expect(threshold.stderr.contains("--threshold must be between 0 and 1"))
     }
+
+    /// A speech-embedding model (format 2: the test fixture's, with a random head) runs through the same command:
+    /// at threshold 0 its first score fires, once the 76-frame window and the head's 16 embeddings are full
+    /// (25 groups of 8 mel frames: 2.022 s), and the refractory period keeps it to one in a 2.9 s clip.
+    @Test func hotphraseRunsASpeechEmbeddingModel() throws {
+        let fixtures = "Tests/HotPhraseTests/Fixtures/embedding"
+        let all = try CLI.run(["hotphrase", "\(fixtures)/ok-hound-silence.flac", "--model", "\(fixtures)/test.hpm",
+                               "--threshold", "0", "--json"])
+        #expect(all.status == 0, "\(all.stderr)")
+        let lines = all.stdout.split(separator: "\n")
+        #expect(lines.count == 1)
+        let json = try #require(try JSONSerialization.jsonObject(with: Data((lines.first ?? "").utf8)) as? [String: Double])
+        #expect(abs((json["time"] ?? 0) - 2.022) < 1e-9, "\(json)")
+        let none = try CLI.run(["hotphrase", "\(fixtures)/ok-hound-silence.flac", "--model", "\(fixtures)/test.hpm", "--threshold", "1"])
+        #expect(none.status == 0)
+        #expect(none.stderr.contains("0 detections"))
+    }
 }

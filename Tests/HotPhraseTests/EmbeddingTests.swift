@@ -197,6 +197,8 @@ func largestDifference(_ a: [[Float]], _ b: [[Float]]) -> Float {
     /// A layer list that does not end in one 96-number vector per window is refused before any audio is heard.
     @Test func inconsistentLayersAreRefused() throws {
         let model = try EmbeddingFixtures.model()
-        #expect { try withHeader(model, replacing: "\"step\": ", upTo: "\n", with: "6") } throws: { "\($0)".contains("every 6 frames") }
+        // the embedding's "frames" (the header's first): a longer window leaves more than one frame at the end
+        #expect { try withHeader(model, replacing: "\"frames\": ", upTo: ",", with: "84") } throws: { "\($0)".contains("every 8 frames") }
+        #expect { try withHeader(model, replacing: "\"step\": ", upTo: "\n", with: "4") } throws: { "\($0)".contains("out of range") }
     }
 }

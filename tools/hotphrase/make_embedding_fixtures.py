@@ -38,7 +38,8 @@ def speak(voice, text, lead, noise, seed):
         raw = os.path.join(tmp, "a.wav")
         out = os.path.join(tmp, "b.wav")
         subprocess.run(["espeak-ng", "-v", voice, "-w", raw, text], check=True)
-        subprocess.run(["sox", raw, "-r", "16000", "-c", "1", "-b", "16", out], check=True)
+        # -D: no dither, so that the clips are the same on every run
+        subprocess.run(["sox", "-D", raw, "-r", "16000", "-c", "1", "-b", "16", out], check=True)
         with wave.open(out) as w:
             x = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float64) / 32768
     x = np.concatenate([np.zeros(int(lead * 16000)), x, np.zeros(int(0.3 * 16000))])
