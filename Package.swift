@@ -20,6 +20,9 @@ let package = Package(
     name: "hound-speaker",
     products: [
         .executable(name: "hound-speaker", targets: ["hound-speaker"]),
+        // For the coverage-guided fuzzers in Tests/fuzz (a package of their own, built with -sanitize=fuzzer).
+        .library(name: "Houndify", targets: ["Houndify"]),
+        .library(name: "SpeakerConfig", targets: ["SpeakerConfig"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

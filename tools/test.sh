@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, and what CI's .ci/run calls): installs what it needs, builds with no warnings,
 # runs the Swift tests (real libcurl, libspeex, libsndfile, libsoxr against the local Houndify service),
-# the official Python Houndify SDK against `hound-speaker serve`, and the deploy tests (Tests/deploy).
+# the official Python Houndify SDK against `hound-speaker serve`, the fault-injection suite, the deploy tests
+# (Tests/deploy), a short fuzzing run (Tests/fuzz) and the Pi's release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
@@ -28,6 +29,11 @@ HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/faul
 
 echo "== deploy: systemd unit, install.sh, push and logs over SSH"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/deploy/run.sh
+
+echo "== coverage-guided fuzzing, a short run: the response stream, Houndify's JSON, the config (Tests/fuzz)"
+# Each fuzzer starts from its corpus (seeded from the repository) for FUZZ_SECONDS; the long runs are benchmarks
+# (BENCHMARKS.md, "Fuzzing").
+bash Tests/fuzz/run.sh "${FUZZ_SECONDS:-20}"
 
 echo "== the Pi's release build (deploy/build-release): links without full Foundation, and runs the demo"
 # The build itself is the check that nothing uses full Foundation (it would not link); the demo checks that the

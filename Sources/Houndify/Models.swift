@@ -48,7 +48,7 @@ public struct PartialTranscript: Sendable, Equatable, Decodable {
 
     public var json: JSONValue {
         ["Format": .string(format), "FormatVersion": "1.0", "PartialTranscript": .string(partialTranscript),
-         "DurationMS": .int(Int64(durationMS)), "Done": .bool(done), "SafeToStopAudio": .bool(safeToStopAudio)]
+         "DurationMS": .double(durationMS), "Done": .bool(done), "SafeToStopAudio": .bool(safeToStopAudio)]
     }
 }
 

@@ -25,7 +25,11 @@ public enum ConfigLoader {
             let reason = FileManager.default.fileExists(atPath: path) ? "cannot be read (check its owner and mode)" : "no such file"
             throw ConfigError(file: path, line: nil, key: nil, problem: reason)
         }
-        let bytes = [UInt8](data)
+        return try text(of: [UInt8](data), file: path)
+    }
+
+    /// Config bytes as text, or the error naming the line and the first byte that is not UTF-8.
+    static func text(of bytes: [UInt8], file path: String) throws(ConfigError) -> String {
         if let text = String(validating: bytes, as: UTF8.self) { return text }
         // The first byte that does not decode: the longest valid prefix ends just before it.
         var valid = 0
@@ -103,13 +107,13 @@ public enum ConfigLoader {
         }
     }
 
+    /// A config file's bytes, as `load` reads them (UTF-8 first, then TOML, then every key).
+    public static func parse(contents: [UInt8], file: String) throws(ConfigError) -> SpeakerConfiguration {
+        try parse(text: try text(of: contents, file: file), file: file)
+    }
+
     public static func parse(text: String, file: String) throws(ConfigError) -> SpeakerConfiguration {
-        let table: TOMLTable
-        do { table = try TOMLTable(string: text) } catch let error as TOMLParseError {
-            throw ConfigError(file: file, line: error.source.begin.line, key: nil, problem: "not valid TOML: \(error.description)")
-        } catch {
-            throw ConfigError(file: file, line: nil, key: nil, problem: "not valid TOML: \(error)")
-        }
+        let table = try parseTOML(text, file: file)
         var base = SpeakerConfiguration()
         if let profile = table["board"]?.table?["profile"] {
             guard let name = profile.string else {
@@ -122,6 +126,20 @@ public enum ConfigLoader {
         }
         var reader = Reader(file: file, lines: KeyLines(text: text))
         return try reader.read(table, base: base)
+    }
+
+    /// The TOML document, or an error naming its line. A table header without a name is caught before the parser,
+    /// which would abort on it (TableHeaderCheck.swift).
+    static func parseTOML(_ text: String, file: String) throws(ConfigError) -> TOMLTable {
+        if let line = TableHeaderCheck.firstBadHeaderLine(in: text) {
+            throw ConfigError(file: file, line: line, key: nil,
+                              problem: "not valid TOML: a table header must start with a name, as in [audio] or [\"audio\"]")
+        }
+        do { return try TOMLTable(string: text) } catch let error as TOMLParseError {
+            throw ConfigError(file: file, line: error.source.begin.line, key: nil, problem: "not valid TOML: \(error.description)")
+        } catch {
+            throw ConfigError(file: file, line: nil, key: nil, problem: "not valid TOML: \(error)")
+        }
     }
 
     /// Where board profiles are looked for, first match wins: `HOUND_SPEAKER_BOARD_PATH` (colon-separated), then
@@ -150,12 +168,7 @@ public enum ConfigLoader {
                                   + (known.isEmpty ? "" : "; known: \(known.joined(separator: ", "))"))
         }
         let text = try readText(path)
-        let table: TOMLTable
-        do { table = try TOMLTable(string: text) } catch let error as TOMLParseError {
-            throw ConfigError(file: path, line: error.source.begin.line, key: nil, problem: "not valid TOML: \(error.description)")
-        } catch {
-            throw ConfigError(file: path, line: nil, key: nil, problem: "not valid TOML: \(error)")
-        }
+        let table = try parseTOML(text, file: path)
         if table["board"]?.table?["profile"] != nil {
             throw ConfigError(file: path, line: KeyLines(text: text).line(table: "board", key: "profile"), key: "[board] profile",
                               problem: "a profile cannot name another profile")
@@ -189,12 +202,16 @@ struct KeyLines {
     }
 
     func line(table: String, key: String?) -> Int? {
-        if let key { return lines[table.isEmpty ? key : "\(table).\(key)"] ?? lines[table] }
+        if let key {
+            // A value inside an inline table ("x.a" of x = { a = 1 }) is on the line of its outer key.
+            let outer = key.split(separator: ".").first.map(String.init) ?? key
+            return lines[table.isEmpty ? key : "\(table).\(key)"] ?? lines[table.isEmpty ? outer : "\(table).\(outer)"] ?? lines[table]
+        }
         return lines[table]
     }
 }
 
-private struct Reader {
+struct Reader {
     let file: String
     let lines: KeyLines
 
@@ -480,7 +497,11 @@ private struct Reader {
         switch value.type {
         case .string: return .string(value.string ?? "")
         case .int: return .int(Int64(value.int ?? 0))
-        case .double: return .double(value.double ?? 0)
+        case .double:
+            let d = value.double ?? 0
+            // JSON has no NaN or infinity: sent, it would silently become null.
+            guard d.isFinite else { throw error(table, key, "\(d) cannot be sent in RequestInfo: JSON has no NaN or infinity") }
+            return .double(d)
         case .bool: return .bool(value.bool ?? false)
         case .array:
             var items: [JSONValue] = []

@@ -64,6 +64,17 @@ let weatherResult = Data(weatherFixtureJSON.utf8)
 }
 
 @Suite struct ModelTests {
+    /// A partial transcript whose DurationMS does not fit an integer: `voice --json` printed it through Int64(...)
+    /// and crashed (found by Tests/fuzz, FuzzStream). It is kept and written back as the number it was.
+    @Test(arguments: ["1e300", "-1e300", "9.3e18", "12.5"])
+    func aPartialWithAnyDurationIsPrinted(duration: String) throws {
+        let raw = Data("{\"Format\":\"SoundHoundVoiceSearchParialTranscript\",\"PartialTranscript\":\"what\",\"DurationMS\":\(duration)}".utf8)
+        guard case .partialTranscript(let p) = try HoundMessage.parse(raw) else { Issue.record("not a partial"); return }
+        let printed = try JSONValue(parsing: Data(p.json.asciiJSON().utf8))
+        #expect(printed["DurationMS"]?.doubleValue == Double(duration))
+        #expect(printed["PartialTranscript"] == "what")
+    }
+
     @Test func timeQueryResult() throws {
         guard case .result(let r) = try HoundMessage.parse(fixture("result-time-query")) else { Issue.record("not a result"); return }
         #expect(r.status == "OK" && !r.isError)
