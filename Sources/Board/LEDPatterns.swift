@@ -77,12 +77,14 @@ public struct LEDPattern: Sendable, Equatable {
 public enum LEDScheme {
     public static func singleLED(_ state: LEDState) -> LEDPattern {
         switch state {
-        case .off, .ready: .off
+        case .off: .off
+        // A blip every 5 s: alive and waiting, told apart from a speaker that is off or not running.
+        case .ready: .flashes(1, flash: .milliseconds(50), gap: .zero, pause: .milliseconds(4950))
         case .listening: .on
         case .searching: .blink(on: .milliseconds(100), off: .milliseconds(100))       // fast flicker
         case .speaking: .blink(on: .milliseconds(1500), off: .milliseconds(150))       // on, with a short dip
         case .error: .flashes(3, flash: .milliseconds(120), gap: .milliseconds(120), pause: .milliseconds(1000))
-        case .offline: .blink(on: .milliseconds(100), off: .milliseconds(1900))        // short blip every 2 s
+        case .offline: .blink(on: .seconds(1), off: .seconds(1))                       // slow even blink
         case .muted: .flashes(2, flash: .milliseconds(150), gap: .milliseconds(150), pause: .milliseconds(2500))
         }
     }
@@ -91,7 +93,8 @@ public enum LEDScheme {
     public static func threeLEDs(_ state: LEDState) -> [LEDRole: LEDPattern] {
         var leds: [LEDRole: LEDPattern] = [.listening: .off, .searching: .off, .speaking: .off]
         switch state {
-        case .off, .ready: break
+        case .off: break
+        case .ready: leds[.listening] = singleLED(.ready)
         case .listening: leds[.listening] = .on
         case .searching: leds[.searching] = .blink(on: .milliseconds(100), off: .milliseconds(100))
         case .speaking: leds[.speaking] = .on

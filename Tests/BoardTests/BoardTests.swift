@@ -98,18 +98,28 @@ struct ManualTime {
 @Suite struct LEDTests {
     let t = ManualTime()
 
+    /// Every state, ready and off included (they once looked the same: all dark), can be told apart.
     @Test func everyPairOfSingleLEDPatternsCanBeToldApart() {
-        let states = LEDState.allCases.filter { $0 != .off && $0 != .ready }
+        let states = LEDState.allCases
         for (i, a) in states.enumerated() {
             for b in states[(i + 1)...] {
                 let pa = LEDScheme.singleLED(a), pb = LEDScheme.singleLED(b)
-                // Apart by rhythm (flashes per period), by a clearly different duty cycle, or steady vs blinking.
+                // Apart by rhythm (flashes per period), by a clearly different duty cycle, steady vs blinking, or a
+                // flicker against a slow blink (periods five times apart or more).
+                let (slow, fast) = (max(pa.period, pb.period), min(pa.period, pb.period))
                 let apart = pa.flashesPerPeriod != pb.flashesPerPeriod || abs(pa.dutyCycle - pb.dutyCycle) >= 0.25
-                    || (pa.steps.isEmpty != pb.steps.isEmpty)
+                    || (pa.steps.isEmpty != pb.steps.isEmpty) || (fast > .zero && slow >= fast * 5)
                 #expect(apart, "\(a) and \(b) look alike")
             }
         }
-        #expect(LEDScheme.singleLED(.ready) == .off)
+        #expect(LEDScheme.singleLED(.off) == .off)
+    }
+
+    @Test func threeLEDBoardShowsReadyAsAHeartbeatOnTheListeningLED() {
+        let ready = LEDScheme.threeLEDs(.ready)
+        #expect(ready[.listening] == LEDScheme.singleLED(.ready) && ready[.searching] == .off && ready[.speaking] == .off)
+        #expect(LEDScheme.threeLEDs(.off).values.allSatisfy { $0 == .off })
+        #expect(LEDScheme.threeLEDs(.ready) != LEDScheme.threeLEDs(.off))
     }
 
     @Test func singleLEDErrorSequenceOnTheClock() {
@@ -138,7 +148,13 @@ struct ManualTime {
         animator.set(state: .speaking, at: t.at(1000))
         #expect(animator.levels(at: t.at(1000)).levels == [.listening: false, .searching: false, .speaking: true])
         animator.set(state: .ready, at: t.at(2000))
-        #expect(animator.levels(at: t.at(2000)).levels.values.allSatisfy { !$0 })
+        // Ready: the listening LED blips for 50 ms every 5 s, the others are dark.
+        #expect(animator.levels(at: t.at(2000)).levels == [.listening: true, .searching: false, .speaking: false])
+        #expect(animator.levels(at: t.at(2100)).levels.values.allSatisfy { !$0 })
+        #expect(animator.levels(at: t.at(2100)).nextChange == t.at(7000))
+        animator.set(state: .off, at: t.at(8000))
+        #expect(animator.levels(at: t.at(8000)).levels.values.allSatisfy { !$0 })
+        #expect(animator.levels(at: t.at(8000)).nextChange == nil)
     }
 
     @Test func coreReportsOnlyChangedLEDs() {
