@@ -60,6 +60,22 @@ func nextEvent(_ iterator: inout AsyncStream<VoiceSearchEvent>.Iterator, seconds
         #expect(response.transcript == "what time is it")
     }
 
+    /// The weather is said for where the speaker is (its Latitude and Longitude), not for the recorded answer's town.
+    @Test func weatherIsAnsweredForTheRequestsPosition() async throws {
+        let fixture = try await ServiceFixture.start()
+        defer { Task { await fixture.service.stop() } }
+        let response = try await fixture.client().textSearch("what is the weather")
+        #expect(response.best?.textToSpeak == "The weather is 84 degrees and mostly cloudy near 48.86 north, 2.35 east.")
+        #expect(response.best?.commandKind == "WeatherCommand")
+
+        let book = AnswerBook()
+        let metric = book.answer(transcript: "weather", requestInfo: ["Latitude": -33.87, "Longitude": -151.21, "UnitPreference": "METRIC"], voice: false)
+        #expect(metric["AllResults"]?[0]?["WrittenResponse"] == "The weather is 29 °C and mostly cloudy near 33.87° S, 151.21° W.")
+        // No position: the recorded answer, as Houndify would place the speaker by its address.
+        let nowhere = book.answer(transcript: "weather", requestInfo: [:], voice: false)
+        #expect(nowhere["AllResults"]?[0]?["SpokenResponseLong"]?.stringValue?.hasSuffix("near Prosper Texas.") == true)
+    }
+
     @Test func conversationStateIsCarriedIntoTheNextQuery() async throws {
         let fixture = try await ServiceFixture.start()
         defer { Task { await fixture.service.stop() } }
