@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
 
         .target(name: "SpeakerConfig",
-                dependencies: ["Houndify", "Platform", .product(name: "TOMLKit", package: "TOMLKit")],
+                dependencies: ["Houndify", "Audio", "Platform", .product(name: "TOMLKit", package: "TOMLKit")],
                 swiftSettings: strict),
         .target(name: "Audio",
                 dependencies: ["CSoxr", "CSndfile", "CALSA", "CShims", "Platform"],

@@ -20,14 +20,24 @@ public struct CaptureSettings: Sendable, Equatable {
     public var frameMS = 20
     /// How often a lost device is looked for again.
     public var retryInterval: Duration = .seconds(1)
-    /// Deliver no faster than real time. A sound card paces itself; a `file` PCM (tests, the demo) reads as fast
-    /// as it can, and this makes it behave like a microphone.
-    public var realTime = false
+    /// How fast frames are delivered (`[audio] input_pacing`).
+    public var pacing: CapturePacing = .auto
 
     public init(device: String = "default") { self.device = device }
 
     /// What the rest of the app works in.
     public static let outputRate = 16_000
+}
+
+/// A sound card delivers audio as it is heard; an ALSA `file` PCM (a recording played as the microphone, in tests,
+/// the demo or a bench check) hands over all of it as fast as it is read.
+public enum CapturePacing: String, Sendable, Equatable, CaseIterable {
+    /// A `file` PCM is read at a microphone's pace; any other device paces itself.
+    case auto
+    /// Never faster than real time, whatever the device.
+    case realTime = "realtime"
+    /// As fast as the device gives it (a `file` PCM: at once), for tests that must not wait.
+    case none
 }
 
 /// What the capture thread reports besides audio (one event per change of state, so a missing microphone logs
@@ -94,6 +104,9 @@ public final class ALSACapture: Sendable {
     /// The rate the device gave (before resampling to 16 kHz); 0 once started or closed.
     public var deviceRate: Int { first.withLock { $0?.rate ?? 0 } }
 
+    /// Whether frames are held to real time (CapturePacing); false once started or closed.
+    public var isPaced: Bool { first.withLock { $0?.paced ?? false } }
+
     /// Closes a capture that was opened but never started.
     public func close() { first.withLock { $0?.close(); $0 = nil } }
 
@@ -150,7 +163,7 @@ public final class ALSACapture: Sendable {
             let n = current.readPeriod(using: reader)
             if n >= 0 {
                 current.deliver(frames: n, to: onFrame)
-                if settings.realTime && n > 0 {
+                if current.paced && n > 0 {
                     framesRead += n
                     let due = paceStart + .microseconds(Int64(framesRead) * 1_000_000 / Int64(current.rate))
                     let wait = clock.now.duration(to: due)
@@ -188,6 +201,8 @@ private final class DeviceSession: @unchecked Sendable {
     private var pcm: OpaquePointer?
     let rate: Int
     let channels: Int
+    /// Whether reads are held to real time (CapturePacing): asked for, or automatic for a `file` PCM.
+    let paced: Bool
     private let periodFrames: Int
     private var interleaved: [Int16]
     private var mono: [Int16]
@@ -236,6 +251,11 @@ private final class DeviceSession: @unchecked Sendable {
         ALSACapture.openDevices.withLock { $0[settings.device, default: 0] += 1 }
         self.rate = Int(rate)
         channels = settings.channels
+        switch settings.pacing {
+        case .auto: paced = snd_pcm_type(handle) == SND_PCM_TYPE_FILE
+        case .realTime: paced = true
+        case .none: paced = false
+        }
         periodFrames = Int(period)
         interleaved = [Int16](repeating: 0, count: periodFrames * channels)
         mono = [Int16](repeating: 0, count: periodFrames)

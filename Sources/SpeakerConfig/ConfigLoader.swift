@@ -2,6 +2,7 @@ public import FoundationEssentials
 import Platform
 import Glibc
 import Houndify
+import Audio
 import TOMLKit
 
 /// Reads and validates the TOML config. Every key is known: a misspelt key is an error with a suggestion,
@@ -219,7 +220,8 @@ struct Reader {
         "houndify": ["client_id", "client_key", "endpoint", "user_id", "device_id", "connect_timeout", "response_timeout",
                      "audio_format", "unit_preference", "conversation_state_file", "request_info"],
         "location": ["latitude", "longitude", "accuracy", "timezone"],
-        "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "volume", "mixer_control", "earcons"],
+        "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "input_pacing", "volume", "mixer_control",
+                  "earcons"],
         "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
         "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
@@ -350,6 +352,12 @@ struct Reader {
             }
             if config.audio.inputChannel >= config.audio.inputChannels {
                 throw error("audio", "input_channel", "is \(config.audio.inputChannel) but only \(config.audio.inputChannels) channel(s) are captured (channels count from 0)")
+            }
+            if let v = try string(t, "audio", "input_pacing") {
+                guard let pacing = CapturePacing(rawValue: v) else {
+                    throw error("audio", "input_pacing", "must be \"auto\", \"realtime\" or \"none\", not \"\(v)\"")
+                }
+                config.audio.inputPacing = pacing
             }
             if let v = try integer(t, "audio", "volume") {
                 guard (0...100).contains(v) else { throw error("audio", "volume", "must be 0 to 100, not \(v)") }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Platform
 import Glibc
 public import Houndify
+public import Audio
 
 /// The speaker's settings, read from TOML (config/speaker.toml documents every key).
 public struct SpeakerConfiguration: Sendable {
@@ -38,6 +39,8 @@ public struct SpeakerConfiguration: Sendable {
         public var inputChannels = 1
         /// The channel used (0-based), for multi-microphone cards.
         public var inputChannel = 0
+        /// `input_pacing`: how fast the microphone's frames come (CapturePacing in Sources/Audio/ALSACapture.swift).
+        public var inputPacing: CapturePacing = .auto
         /// Output volume, 0-100.
         public var volume = 80
         /// ALSA mixer control for the volume (e.g. "Master", "Speaker", "PCM"); "" scales the samples instead.

@@ -69,7 +69,7 @@ struct Demo: AsyncParsableCommand {
             config.hotphrase.sensitivity = Self.sensitivity
             let context = AppContext(config: config, logger: logger)
             var parts = try SpeakerAssembly.parts(context: context, client: client, output: speechOutput)
-            parts.capture.realTime = true
+            parts.capture.pacing = .realTime
             parts.voiceRequestInfo = ["LocalServiceTranscript": "what time is it"]
             let printer = DemoPrinter()
             parts.eventSink = { printer.show($0) }

@@ -69,9 +69,7 @@ enum SpeakerAssembly {
         capture.rate = config.audio.inputRate
         capture.channels = config.audio.inputChannels
         capture.channel = config.audio.inputChannel
-        // For tests and benchmarks with ALSA `file` PCMs, which (unlike a sound card) never make a reader wait:
-        // read them at the pace a microphone would deliver.
-        if ProcessInfo.processInfo.environment["HOUND_SPEAKER_PACE_CAPTURE"] == "1" { capture.realTime = true }
+        capture.pacing = config.audio.inputPacing
         var endpointer = Endpointer.Settings()
         endpointer.mode = Endpointer.Mode(rawValue: config.listening.endOfSpeech) ?? .short
         endpointer.shortSilenceMS = config.listening.shortSilenceMS

@@ -70,6 +70,7 @@ func relativeErrorDB(_ a: [Int16], _ b: [Int16], maxLag: Int, range: Range<Int>)
         settings.channel = channel
         settings.frameMS = frameMS
         settings.retryInterval = retry
+        settings.pacing = .none  // the fixture at once: these tests are about the samples, not their pace
         let log = CaptureLog()
         let capture = try ALSACapture(settings: settings, reader: reader, onEvent: { log.event($0) }, onFrame: { log.frame($0, $1) })
         capture.start()
@@ -146,6 +147,26 @@ func relativeErrorDB(_ a: [Int16], _ b: [Int16], maxLag: Int, range: Range<Int>)
         #expect(events[(lost + 1)...].contains(.recovered))
         // One report per change of state, not one per retry.
         #expect(events.filter { if case .lost = $0 { return true }; return false }.count == 1)
+    }
+
+    /// A recording played as the microphone (an ALSA `file` PCM) is read at a microphone's pace by default, so
+    /// `run` with a WAV for a microphone behaves as with a sound card; a real device (here ALSA's `null`, which
+    /// is not a file PCM) is left to pace itself, and both can be overridden.
+    @Test func aFilePCMIsPacedLikeAMicrophoneByDefault() throws {
+        _ = TestALSA.directory
+        let device = TestALSA.captureDevices[3]
+        try runSox(["-n", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile(device), "trim", "0", "0.1"])
+        func paced(_ device: String, _ pacing: CapturePacing) throws -> Bool {
+            var settings = CaptureSettings(device: device)
+            settings.pacing = pacing
+            let capture = try ALSACapture(settings: settings, onFrame: { _, _ in })
+            defer { capture.close() }
+            return capture.isPaced
+        }
+        #expect(try paced(device, .auto))
+        #expect(try !paced(device, .none))
+        #expect(try !paced("null", .auto))
+        #expect(try paced("null", .realTime))
     }
 
     @Test func badDevicesAndSettingsAreNamed() {

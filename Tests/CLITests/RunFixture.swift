@@ -32,6 +32,9 @@ struct RunFixture {
             [audio]
             input = "run_mic"
             output = "run_speaker"
+            # With the microphone always open (the hot phrase), "auto" reads this file PCM at a microphone's pace,
+            # as a sound card would deliver it; without, the question comes at once and the test does not wait.
+            input_pacing = "\(hotPhrase ? "auto" : "none")"
             [board]
             profile = "simulated"
             [hotphrase]
@@ -42,12 +45,10 @@ struct RunFixture {
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
     }
 
-    /// The environment that makes `run` use these devices and the repository's board profiles; a file PCM never
-    /// blocks, so with the microphone always open (`hotPhrase`) it is paced in real time as a sound card is.
+    /// The environment that makes `run` use these devices and the repository's board profiles.
     func environment(hotPhrase: Bool) -> [String: String] {
         ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
-         "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path,
-         "HOUND_SPEAKER_PACE_CAPTURE": hotPhrase ? "1" : "0"]
+         "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path]
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: dir) }

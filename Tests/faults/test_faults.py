@@ -138,6 +138,8 @@ pcm.soak_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}
         config = write_config(tmp_path, port, extra='''[audio]
 input = "soak_mic"
 output = "soak_speaker"
+# The question at once (a file PCM would otherwise be read at a microphone's pace): presses come fast.
+input_pacing = "none"
 [board]
 profile = "simulated"
 # Presses come faster than a person's: none is a double press, and no edge is taken for contact bounce.

@@ -52,13 +52,15 @@ def main():
         open(f"{tmp}/asoundrc", "w").write(
             f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
             f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
-        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, HOUND_SPEAKER_PACE_CAPTURE="1" if args.hotphrase else "0",
+        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, 
                    ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board")
         serve = subprocess.Popen([binary, "serve", "--port", "0", "--config", "config/speaker.toml"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = serve.stdout.readline().strip().removeprefix("listening on ")
         open(f"{tmp}/speaker.toml", "w").write(
-            f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n[board]\nprofile = "simulated"\n'
+            f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n'
+            # The always-open microphone of the hot phrase reads the file PCM at a microphone's pace (auto).
+            f'input_pacing = "{"auto" if args.hotphrase else "none"}"\n[board]\nprofile = "simulated"\n'
             # The demo's sensitivity: this measures what listening costs, not accuracy, and the shipped model (v9)
             # scores the demo recording's synthetic voice 0.993, under the threshold of the default 0.5 (0.999).
             f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
