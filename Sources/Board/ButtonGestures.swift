@@ -103,8 +103,13 @@ public enum TalkMode: String, Sendable, CaseIterable {
 /// What a button gesture asks of the speaker, given the talk mode. The speaker's state decides what to do
 /// with it (issue #6); this only says what the person meant.
 public enum TalkIntent: Sendable, Equatable {
-    /// Start listening, or (tap mode, while listening) stop; while speaking: stop speaking.
+    /// Hold mode, the button went down: start listening; while speaking: stop speaking.
     case talk
+    /// Tap mode, the button went down: start listening, or (while listening) stop; while speaking: stop speaking.
+    /// A `tapEnded` or a `cancel` (long press) always follows.
+    case press
+    /// Tap mode: the button came up before a long press.
+    case tapEnded
     /// Hold mode: the button went up, so the query is over.
     case endTalk
     /// Long press: cancel whatever is going on.
@@ -123,7 +128,7 @@ public struct TalkIntentMapper: Sendable {
         switch event {
         case .pressed:
             cancelledThisPress = false
-            return [.talk]
+            return [mode == .tap ? .press : .talk]
         case .doublePress:
             return [.doublePress]
         case .longPress:
@@ -133,8 +138,8 @@ public struct TalkIntentMapper: Sendable {
             return [.cancel]
         case .released:
             // After a long-press cancel, the release means nothing more.
-            guard mode == .hold, !cancelledThisPress else { return [] }
-            return [.endTalk]
+            guard !cancelledThisPress else { return [] }
+            return [mode == .hold ? .endTalk : .tapEnded]
         }
     }
 }

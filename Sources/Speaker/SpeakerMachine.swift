@@ -81,8 +81,13 @@ public enum SpeakerEarcon: String, Sendable {
 public enum SpeakerEvent: Sendable, Equatable {
     /// The devices are up.
     case started
-    /// The button: talk (press), endTalk (hold-to-talk release), cancel (long press).
+    /// The button: talk (press), endTalk (hold-to-talk release), cancel (long press). `talk` also comes from
+    /// what has no release (a script, a test).
     case talk, endTalk, cancel
+    /// The button went down in tap-to-talk: `talk`, and then `tapEnded` or `cancel` (a long press) follows.
+    case press
+    /// The tap-to-talk button came up without being held long enough to cancel.
+    case tapEnded
     case hotPhrase
     case partialTranscript(String)
     /// The device's endpointer (or Houndify's SafeToStopAudio) says the person has finished.
@@ -99,6 +104,16 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// The service manager's liveness check passing through the loop (systemd's watchdog); it changes nothing.
     case heartbeat
     case shutdown
+}
+
+extension SpeakerEvent {
+    /// How a search ends: its answer or its failure.
+    var isOutcome: Bool {
+        switch self {
+        case .answer, .searchFailed: true
+        default: false
+        }
+    }
 }
 
 /// LED pattern names (the Board module's LEDState, repeated here so the machine depends on nothing).
@@ -154,6 +169,10 @@ public struct SpeakerMachine: Sendable {
     public var soundPlaying: Bool { soundsPlaying > 0 }
     private var pendingAutoListen = false
     private var generation = 0
+    /// The press that ended the recording is still down: it may yet become a long press (cancel), so the answer
+    /// (or failure) waits in `held` until the button comes up, instead of playing for a second and being cut off.
+    private var pressDown = false
+    private var held: SpeakerEvent?
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
@@ -176,6 +195,22 @@ public struct SpeakerMachine: Sendable {
     }
 
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
+        switch event {
+        case .press:
+            let effects = transition(.talk)
+            // Only the press that sent the question can hold its answer back.
+            pressDown = state == .searching
+            return effects
+        case .tapEnded, .endTalk, .cancel, .shutdown:
+            pressDown = false
+            if case .tapEnded = event, state == .searching, let waiting = held {
+                held = nil
+                return transition(waiting)
+            }
+            held = nil
+        default:
+            break
+        }
         switch (state, event) {
         case (let current, .shutdown):
             var effects: [SpeakerEffect] = []
@@ -198,6 +233,9 @@ public struct SpeakerMachine: Sendable {
             return []
         case (_, .cancel):
             return cancelAll(earcon: true)
+        case (.searching, _) where pressDown && event.isOutcome:
+            held = event
+            return [.log("the answer waits for the button to come up (a long press would cancel it)")]
 
         // ready
         case (.ready, .talk):
@@ -318,6 +356,7 @@ public struct SpeakerMachine: Sendable {
 
     /// Enters a busy state, armed with its watchdog.
     private mutating func enter(_ next: SpeakerState) -> [SpeakerEffect] {
+        if next != .searching { pressDown = false; held = nil }
         let previous = state
         state = next
         generation += 1
@@ -331,6 +370,8 @@ public struct SpeakerMachine: Sendable {
 
     /// Enters ready or none: no watchdog.
     private mutating func leave(to next: SpeakerState) -> [SpeakerEffect] {
+        pressDown = false
+        held = nil
         let previous = state
         state = next
         generation += 1

@@ -139,6 +139,8 @@ public final class SpeakerLoop: Sendable {
                 for await event in board.events {
                     switch event {
                     case .intent(.talk): continuation.yield(.event(.talk))
+                    case .intent(.press): continuation.yield(.event(.press))
+                    case .intent(.tapEnded): continuation.yield(.event(.tapEnded))
                     case .intent(.endTalk): continuation.yield(.event(.endTalk))
                     case .intent(.cancel): continuation.yield(.event(.cancel))
                     default: break
@@ -425,6 +427,9 @@ public final class SpeakerLoop: Sendable {
         case .answer(let answer): sink("{\"event\":\"final\",\"transcript\":\(jsonString(answer.transcript)),\"answer\":\(jsonString(answer.text))}")
         case .searchFailed(let failure): sink("{\"event\":\"error\",\"kind\":\"\(failure.rawValue)\"}")
         case .talk, .endTalk, .cancel: sink("{\"event\":\"button\",\"action\":\"\(event)\"}")
+        // A tap-to-talk press does what "talk" does (scripts read it so); its end is "release".
+        case .press: sink("{\"event\":\"button\",\"action\":\"talk\"}")
+        case .tapEnded: sink("{\"event\":\"button\",\"action\":\"release\"}")
         case .hotPhrase: sink("{\"event\":\"hotphrase\"}")
         default: break
         }

@@ -78,10 +78,10 @@ struct ManualTime {
     }
 
     @Test func tapToTalk() {
-        // Tap starts, a second tap (well after the double-press gap) stops: both are "talk".
-        #expect(run(.tap, [(true, 0), (false, 100), (true, 3000), (false, 3100)]) == [.talk, .talk])
+        // Tap starts, a second tap (well after the double-press gap) stops: each is a press and its end.
+        #expect(run(.tap, [(true, 0), (false, 100), (true, 3000), (false, 3100)]) == [.press, .tapEnded, .press, .tapEnded])
         // A long press cancels, and its release adds nothing.
-        #expect(run(.tap, [(true, 0), (false, 1500)], tickAt: [1000]) == [.talk, .cancel])
+        #expect(run(.tap, [(true, 0), (false, 1500)], tickAt: [1000]) == [.press, .cancel])
     }
 
     @Test func holdToTalk() {
@@ -91,7 +91,7 @@ struct ManualTime {
     }
 
     @Test func doublePressIsReported() {
-        #expect(run(.tap, [(true, 0), (false, 100), (true, 300), (false, 400)]) == [.talk, .talk, .doublePress])
+        #expect(run(.tap, [(true, 0), (false, 100), (true, 300), (false, 400)]) == [.press, .tapEnded, .press, .doublePress, .tapEnded])
     }
 }
 

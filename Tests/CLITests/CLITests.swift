@@ -186,9 +186,9 @@ struct CLI {
         defer { if process.isRunning { process.terminate() } }
         guard output.wait(for: "[ready") else { Issue.record("no [ready line: \(output.seen)"); return }
         input.fileHandleForWriting.write(Data("press\n".utf8))
-        #expect(output.wait(for: "intent talk"))
+        #expect(output.wait(for: "intent press"))  // tap-to-talk (the simulated profile)
         input.fileHandleForWriting.write(Data("release\n".utf8))
-        #expect(output.wait(for: "button released after"))
+        #expect(output.wait(for: "intent tapEnded"))
         try input.fileHandleForWriting.close()  // end of input: the check ends, LEDs off
         output.readToEnd()
         process.waitUntilExit()

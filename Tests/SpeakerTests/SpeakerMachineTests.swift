@@ -18,7 +18,7 @@ func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()
 }
 
 let allEvents: [SpeakerEvent] = [
-    .started, .talk, .endTalk, .cancel, .hotPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
+    .started, .talk, .endTalk, .cancel, .press, .tapEnded, .hotPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
     .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
@@ -33,25 +33,25 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     case .none: return event == .started ? .ready : .none
     case .ready:
         switch event {
-        case .talk, .hotPhrase: return .recording
+        case .talk, .press, .hotPhrase: return .recording
         default: return .ready
         }
     case .recording:
         switch event {
-        case .talk, .endTalk, .endOfSpeech: return .searching
+        case .talk, .press, .endTalk, .endOfSpeech: return .searching
         case .cancel: return .ready
         case .noSpeech, .answer, .searchFailed: return .speaking
         default: return .recording
         }
     case .searching:
         switch event {
-        case .talk, .cancel: return .ready
+        case .talk, .press, .cancel: return .ready
         case .answer, .searchFailed: return .speaking
         default: return .searching
         }
     case .speaking:
         switch event {
-        case .talk, .cancel: return .ready
+        case .talk, .press, .cancel: return .ready
         case .speechEnded: return .ready  // this answer did not ask for a follow-up
         default: return .speaking
         }
@@ -158,6 +158,44 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(e.contains(.speak(.text("It is noon."))) && e.contains(.leds(.speaking)))
         e = m.handle(.speechEnded(interrupted: false))
         #expect(m.state == .ready && e.contains(.leds(.ready)))
+    }
+
+    /// A long press while recording: its press sends the question, its long press cancels. The answer that
+    /// arrives in between once played for about a second before the cancel; now it waits for the button.
+    @Test func aLongPressWhileRecordingCancelsBeforeTheAnswerPlays() {
+        let answer = SpeakerEvent.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))
+        for outcome in [answer, .searchFailed(.offline)] {
+            var m = machine(in: .recording)
+            #expect(m.handle(.press).contains(.endAudio))
+            #expect(m.state == .searching)
+            let early = m.handle(outcome)
+            #expect(m.state == .searching, "\(outcome)")
+            #expect(!early.contains { if case .speak = $0 { return true }; if case .playEarcon = $0 { return true }; return false })
+            let cancel = m.handle(.cancel)
+            #expect(m.state == .ready && cancel.contains(.cancelSearch) && cancel.contains(.playEarcon(.cancel)))
+            #expect(m.handle(.tapEnded).isEmpty)  // the long press's release: nothing more
+            #expect(!cancel.contains { if case .speak = $0 { return true }; return false })  // nothing of it is said
+        }
+    }
+
+    /// A short tap that ends the question: the answer that came while the button was still down plays on release,
+    /// and one that comes after the release plays at once.
+    @Test func aShortTapThatEndsTheQuestionPlaysTheAnswerOnRelease() {
+        let answer = SpeakerEvent.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))
+        var m = machine(in: .recording)
+        _ = m.handle(.press)
+        #expect(!m.handle(answer).contains(.speak(.text("It is noon."))))
+        let released = m.handle(.tapEnded)
+        #expect(released.contains(.speak(.text("It is noon."))) && m.state == .speaking)
+
+        var late = machine(in: .recording)
+        _ = late.handle(.press)
+        #expect(late.handle(.tapEnded).isEmpty && late.state == .searching)
+        #expect(late.handle(answer).contains(.speak(.text("It is noon."))))
+        // A talk with no release to come (a script, the hot phrase's follow-up) never holds its answer.
+        var scripted = machine(in: .recording)
+        _ = scripted.handle(.talk)
+        #expect(scripted.handle(answer).contains(.speak(.text("It is noon."))))
     }
 
     @Test func holdToTalkReleaseEndsTheQuestion() {

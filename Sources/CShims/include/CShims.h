@@ -2,3 +2,4 @@
 #include "hs_curl.h"
 #include "hs_alsa.h"
 #include "hs_clock.h"
+#include "hs_malloc.h"
