@@ -63,7 +63,8 @@ public enum HoundifyError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
-    static func clip(_ body: String) -> String {
+    /// The first line of a body, at most 200 characters: for messages.
+    public static func clip(_ body: String) -> String {
         let line = body.split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
         return line.count > 200 ? String(line.prefix(200)) + "…" : line
     }

@@ -52,7 +52,7 @@ struct Doctor: AsyncParsableCommand {
         }
         checkClock(check: report)
         if let config {
-            await checkEndpoint(config, check: report)
+            if await checkEndpoint(config, check: report) { await checkCredentials(config, check: report) }
             checkBoard(config.board, check: report)
             checkAudio(config, check: report)
             checkHotPhrase(config.hotphrase, check: report)
@@ -175,8 +175,41 @@ extension Doctor {
               "enable NTP: sudo timedatectl set-ntp true (systemd-timesyncd), and check the network; `timedatectl` shows the state")
     }
 
+    /// One signed text query ("what time is it"): the only way to know that Houndify accepts the client ID and key
+    /// (a wrong key passes every other check). Conversation state is neither sent nor kept.
+    func checkCredentials(_ config: SpeakerConfiguration, check: (Bool, String, String) -> Void) async {
+        guard !config.houndify.clientID.isEmpty, !config.houndify.clientKey.isEmpty else { return }
+        let client: HoundifyClient
+        do {
+            client = try HoundifyClient(configuration: try config.houndifyClientConfiguration(), conversation: ConversationStore())
+        } catch {
+            check(false, "Houndify credentials: \(error)", "copy the Client ID and Client Key from the Houndify dashboard again")
+            return
+        }
+        let started = ContinuousClock.now
+        do {
+            let response = try await client.textSearch("what time is it")
+            let ms = Int((ContinuousClock.now - started) / .milliseconds(1))
+            let said = response.best?.textToSpeak ?? ""
+            check(true, "Houndify accepted the client ID and key: a signed query was answered in \(ms) ms"
+                        + (said.isEmpty ? "" : " (\"\(HoundifyError.clip(said))\")"), "")
+        } catch {
+            switch error {
+            case .authenticationFailed:
+                check(false, "Houndify refused the client ID or key: \(error) [\(error.code)]",
+                      "copy both from the Houndify dashboard (the client's page) again; the key is 88 characters ending in =="
+                          + "; a clock that is far off is refused too (see the clock check)")
+            default:
+                check(false, "a signed query to Houndify failed: \(error) [\(error.code)]",
+                      "the endpoint answers but a search does not: check [houndify] endpoint, and `hound-speaker text \"what time is it\"` for the same error")
+            }
+        }
+    }
+
     /// DNS, TCP, TLS, then any HTTP answer from the endpoint, each step named when it is the one that fails.
-    func checkEndpoint(_ config: SpeakerConfiguration, check: (Bool, String, String) -> Void) async {
+    /// True when the endpoint answered.
+    @discardableResult
+    func checkEndpoint(_ config: SpeakerConfiguration, check: (Bool, String, String) -> Void) async -> Bool {
         let endpoint = config.houndify.endpoint
         let host = URL(string: endpoint)?.host ?? endpoint
         let probe = await EndpointProbe.run(endpoint: endpoint, timeoutMS: max(1000, Int(config.houndify.connectTimeout * 1000)))
@@ -185,6 +218,7 @@ extension Doctor {
         switch probe.outcome {
         case .reached:
             check(true, "Houndify endpoint \(endpoint) reached: HTTP \(probe.httpStatus)\(steps.isEmpty ? "" : " (\(steps))")", "")
+            return true
         case .dnsFailed:
             check(false, "Houndify endpoint \(endpoint): DNS cannot resolve \(host) (\(probe.detail))",
                   "check the network and the DNS server (/etc/resolv.conf); `getent hosts \(host)` must print an address")
@@ -200,6 +234,7 @@ extension Doctor {
         case .badURL:
             check(false, "Houndify endpoint \(endpoint): not a URL libcurl can use (\(probe.detail))", "set [houndify] endpoint to an https:// URL")
         }
+        return false
     }
 }
 

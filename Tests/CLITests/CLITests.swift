@@ -170,6 +170,14 @@ struct CLI {
         let doctor = try CLI.run(["doctor", "--config", path], environment: env)
         #expect(doctor.stdout.contains("ok   Houndify client key (from HOUNDIFY_CLIENT_KEY)"))
         #expect(!doctor.stdout.contains(CLI.key) && !doctor.stderr.contains(CLI.key))
+        // The keys are tried with one signed query, so a wrong key does not pass every check.
+        #expect(doctor.stdout.contains("ok   Houndify accepted the client ID and key: a signed query was answered in "))
+        let wrongKey = "-yBFao-02f4jSG2St9wBJktwlbrfBClOc5i94gcsUXabwOUKL1R5nsPoDTJXfKHG6xA1Wn-kye4TOF2Cp8zxFg=="
+        let refused = try CLI.run(["doctor", "--config", path], environment: ["HOUNDIFY_CLIENT_ID": CLI.id, "HOUNDIFY_CLIENT_KEY": wrongKey])
+        #expect(refused.status == 1)
+        #expect(refused.stdout.contains("FAIL Houndify refused the client ID or key: ") && refused.stdout.contains("[AuthenticationFailed]"),
+                "\(refused.stdout)")
+        #expect(!refused.stdout.contains(wrongKey))
     }
 
     @Test func boardCheckWithTheSimulatedBoard() throws {
