@@ -99,6 +99,9 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// The utterance or earcon that was playing has ended (finished or interrupted).
     case speechEnded(interrupted: Bool)
     case soundEnded
+    /// The output device could not play the utterance or earcon whose end comes next (a speaker missing or
+    /// unplugged): nothing was heard, so the LEDs say so until a sound plays again.
+    case outputFailed
     /// The watchdog of the given generation expired.
     case watchdog(generation: Int)
     /// The service manager's liveness check passing through the loop (systemd's watchdog); it changes nothing.
@@ -160,6 +163,10 @@ public struct SpeakerMachine: Sendable {
     public private(set) var state = SpeakerState.none
     /// Connection failures show the offline pattern in ready until a request works.
     public private(set) var offline = false
+    /// The output device failed: ready shows the error pattern until an utterance plays through.
+    public private(set) var outputMissing = false
+    /// An `outputFailed` whose sound's end has not come yet (that end must not count as a sound that played).
+    private var failedSoundPending = false
     /// How many of the earcons and utterances asked for (`.playEarcon`, `.speak`) have not reported their end
     /// (`.soundEnded`, `.speechEnded`) yet. The machine is the one owner of "our own sound is playing": the loop
     /// mirrors it into the capture router after every event, so the hot phrase stays off until the last of an error
@@ -225,12 +232,18 @@ public struct SpeakerMachine: Sendable {
 
         case (_, .watchdog(let g)) where g != generation:
             return []  // an old watchdog, from a state already left
-        case (_, .soundEnded):
+        case (let current, .outputFailed):
+            outputMissing = true
+            failedSoundPending = true
+            return [.log("the speaker (output device) failed: nothing was heard")] + (current == .ready ? [.leds(readyLEDs)] : [])
+        case (let current, .soundEnded):
+            let was = outputMissing
             soundEnded()
-            return []
-        case (let current, .speechEnded) where current != .speaking:
-            soundEnded()  // speech that was stopped on the way to another state has now ended
-            return []
+            return current == .ready && was != outputMissing ? [.leds(readyLEDs)] : []
+        case (let current, .speechEnded(let interrupted)) where current != .speaking:
+            let was = outputMissing
+            soundEnded(interrupted: interrupted)  // speech that was stopped on the way to another state has now ended
+            return current == .ready && was != outputMissing ? [.leds(readyLEDs)] : []
         case (_, .cancel):
             return cancelAll(earcon: true)
         case (.searching, _) where pressDown && event.isOutcome:
@@ -275,8 +288,8 @@ public struct SpeakerMachine: Sendable {
         case (.speaking, .talk):
             pendingAutoListen = false
             return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
-        case (.speaking, .speechEnded):
-            soundEnded()
+        case (.speaking, .speechEnded(let interrupted)):
+            soundEnded(interrupted: interrupted)
             if pendingAutoListen {
                 pendingAutoListen = false
                 return startListening(preRoll: false)
@@ -292,7 +305,7 @@ public struct SpeakerMachine: Sendable {
         }
     }
 
-    private var readyLEDs: SpeakerLEDs { offline ? .offline : .ready }
+    private var readyLEDs: SpeakerLEDs { outputMissing ? .error : offline ? .offline : .ready }
 
     private mutating func startListening(preRoll: Bool) -> [SpeakerEffect] {
         [.playEarcon(.startListening)] + enter(.recording) + [.leds(.listening), .startSearch(preRoll: preRoll)]
@@ -350,8 +363,13 @@ public struct SpeakerMachine: Sendable {
         return effects + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    private mutating func soundEnded() {
+    private mutating func soundEnded(interrupted: Bool = false) {
         soundsPlaying = max(0, soundsPlaying - 1)
+        if failedSoundPending {
+            failedSoundPending = false
+        } else if !interrupted {
+            outputMissing = false  // a sound played through: the speaker is there
+        }
     }
 
     /// Enters a busy state, armed with its watchdog.

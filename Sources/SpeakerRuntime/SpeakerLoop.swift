@@ -239,6 +239,9 @@ public final class SpeakerLoop: Sendable {
             play(earcon)
         case .leds(let leds):
             parts.board?.show(LEDState(rawValue: leds.rawValue) ?? .ready)
+            // For LED daemons on boards this firmware does not drive (and for tests: the error pattern after a
+            // speaker that failed is only visible here).
+            parts.eventSink?("{\"event\":\"leds\",\"show\":\"\(leds.rawValue)\"}")
         case .changeVolume(let up):
             do throws(AudioDeviceError) {
                 let now = up ? try parts.volume.up() : try parts.volume.down()
@@ -358,7 +361,10 @@ public final class SpeakerLoop: Sendable {
         Task { [continuation] in
             let result = await task.result()
             let interrupted = (try? result.get().outcome) != .finished
-            if case .failure(let error) = result { self.parts.logger.error("speech: \(error)") }
+            if case .failure(let error) = result {
+                self.parts.logger.error("speech: \(error)")
+                if error.isOutputDevice { continuation.yield(.event(.outputFailed)) }
+            }
             continuation.yield(.event(.speechEnded(interrupted: interrupted)))
         }
     }
@@ -376,7 +382,10 @@ public final class SpeakerLoop: Sendable {
         }
         let task = parts.speech.play(sound, to: parts.output)
         Task { [continuation] in
-            _ = await task.result()
+            if case .failure(let error) = await task.result() {
+                self.parts.logger.error("earcon: \(error)")
+                if error.isOutputDevice { continuation.yield(.event(.outputFailed)) }
+            }
             continuation.yield(.event(.soundEnded))
         }
     }

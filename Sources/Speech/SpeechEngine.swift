@@ -32,9 +32,12 @@ public struct SpeechError: Error, CustomStringConvertible, Equatable {
     /// The settings asked for something espeak-ng does not have (a voice): a configuration problem, which a
     /// restart will not mend.
     public var isConfiguration: Bool
-    public init(_ message: String, isConfiguration: Bool = false) {
+    /// The output device could not be opened or stopped taking samples (a speaker unplugged or not there yet).
+    public var isOutputDevice: Bool
+    public init(_ message: String, isConfiguration: Bool = false, isOutputDevice: Bool = false) {
         self.message = message
         self.isConfiguration = isConfiguration
+        self.isOutputDevice = isOutputDevice
     }
     public var description: String { message }
 }
@@ -387,7 +390,7 @@ fileprivate final class SynthJob {
     func open() throws(SpeechError) {
         if case .device(let name) = task.output {
             do { playback = try ALSAPlayback(device: name, sampleRate: sampleRate) } catch {
-                throw SpeechError(error.description)
+                throw SpeechError(error.description, isOutputDevice: true)
             }
         }
     }
@@ -417,7 +420,7 @@ fileprivate final class SynthJob {
                     if let failed { throw failed }
                 }
             } catch {
-                failure = SpeechError(error.description)
+                failure = SpeechError(error.description, isOutputDevice: true)
                 return false
             }
         case .file, .memory:

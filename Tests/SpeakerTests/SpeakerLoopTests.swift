@@ -82,7 +82,8 @@ struct Rig {
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
-                      stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true) async throws -> Rig {
+                      stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true,
+                      speaker: String = "test_loop_speaker") async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -97,7 +98,7 @@ struct Rig {
             try espeakWAV(question, to: wav)
             try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile(microphone), "pad", "0.3", "2"])
         }
-        try? FileManager.default.removeItem(atPath: TestALSA.outputFile("test_loop_speaker"))
+        try? FileManager.default.removeItem(atPath: TestALSA.outputFile(speaker))
 
         var service: LocalHoundifyService? = nil
         var port = 9
@@ -122,8 +123,8 @@ struct Rig {
         let events = EventLog()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        var parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .device("test_loop_speaker"),
-                                 earcons: try Earcons.load(), volume: try OutputVolume(percent: 100, device: "test_loop_speaker", mixerControl: ""),
+        var parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker),
+                                 earcons: try Earcons.load(), volume: try OutputVolume(percent: 100, device: speaker, mixerControl: ""),
                                  capture: capture, logger: logger)
         parts.eventSink = { events.add($0) }
         parts.machine.searchingLimitMS = searchingLimitMS
@@ -290,6 +291,28 @@ struct Rig {
         #expect(await rig.events.wait(for: "\"answer\":\"It is "))
         await rig.stop()
         #expect(ALSACapture.openCount(device: "test_late_mic") == 0)
+    }
+
+    /// A speaker (output device) missing at start: the speaker still starts, answers into nothing, and shows the
+    /// error pattern in ready (nothing could be said); once the card is there, the next answer is heard and ready
+    /// looks like ready again, with no restart.
+    @Test func aSpeakerMissingAtStartIsUsedOnceItAppears() async throws {
+        let rig = try await Rig.start(speaker: "test_late_speaker")
+        rig.loop.send(.talk)
+        #expect(await rig.events.wait(for: "\"answer\":\"It is "))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        #expect(await rig.events.wait(for: "\"event\":\"leds\",\"show\":\"error\""))
+        #expect(!FileManager.default.fileExists(atPath: TestALSA.outputFile("test_late_speaker")))
+
+        try TestALSA.plugInLateSpeaker()
+        let seen = rig.events.all.count
+        rig.loop.send(.talk)
+        #expect(await rig.events.wait(for: "\"answer\":\"It is ", after: seen))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: seen))
+        #expect(await rig.events.wait(for: "\"event\":\"leds\",\"show\":\"ready\"", after: seen))
+        await rig.stop()
+        let heard = (try? readRawInt16(TestALSA.outputFile("test_late_speaker"))) ?? []
+        #expect(AudioLevel.dBFS(heard) > -40, "\(heard.count) samples")
     }
 
     @Test func autoListenAsksTheFollowUp() async throws {

@@ -23,7 +23,7 @@ let allEvents: [SpeakerEvent] = [
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
     .searchFailed(.microphone),
-    .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .watchdog(generation: -1), .heartbeat, .shutdown,
+    .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .outputFailed, .watchdog(generation: -1), .heartbeat, .shutdown,
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
@@ -196,6 +196,24 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         var scripted = machine(in: .recording)
         _ = scripted.handle(.talk)
         #expect(scripted.handle(answer).contains(.speak(.text("It is noon."))))
+    }
+
+    /// A speaker that could not play: ready shows the error pattern (nothing else can tell the person), until a
+    /// sound plays through again. An interrupted one proves nothing either way.
+    @Test func aFailedOutputShowsTheErrorPatternUntilASoundPlays() {
+        var m = machine(in: .speaking)
+        #expect(m.handle(.outputFailed).contains { if case .log = $0 { return true }; return false })
+        #expect(m.handle(.speechEnded(interrupted: false)).contains(.leds(.error)))  // its end: still missing
+        #expect(m.state == .ready && m.outputMissing)
+        _ = m.handle(.talk)
+        _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        _ = m.handle(.talk)  // stopped: interrupted, so nothing is known
+        #expect(m.handle(.speechEnded(interrupted: true)).isEmpty && m.outputMissing)
+        // In ready: the failed earcon's own end changes nothing; the next one that plays through shows ready.
+        var again = machine(in: .ready)
+        _ = again.handle(.outputFailed)
+        #expect(again.handle(.soundEnded).isEmpty && again.outputMissing)
+        #expect(again.handle(.soundEnded) == [.leds(.ready)] && !again.outputMissing)
     }
 
     @Test func holdToTalkReleaseEndsTheQuestion() {

@@ -32,9 +32,24 @@ public enum TestALSA {
                 """
         }
         try? Data(conf.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
-        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(dir)/asoundrc", 1)
+        try? Data(lateSpeaker(present: false, dir: dir).utf8).write(to: URL(fileURLWithPath: "\(dir)/late-speaker.conf"))
+        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(dir)/asoundrc:\(dir)/late-speaker.conf", 1)
         return dir
     }()
+
+    /// `test_late_speaker`: a sound card that is not there (its open fails, as an unplugged USB speaker's does)
+    /// until `plugInLateSpeaker()`, which makes it a file PCM writing `<directory>/test_late_speaker.raw`. libasound
+    /// reads its configuration files again when they change, so the running process sees it appear.
+    static func lateSpeaker(present: Bool, dir: String) -> String {
+        present
+            ? "pcm.test_late_speaker { type file slave.pcm \"null\" file \"\(dir)/test_late_speaker.raw\" format \"raw\" }\n"
+            : "pcm.test_late_speaker { type hw card \"HoundSpeakerNotPluggedIn\" }\n"
+    }
+
+    public static func plugInLateSpeaker() throws {
+        // A new file (a new inode), not the old one rewritten: libasound notices a change by inode and mtime in seconds.
+        try Data(lateSpeaker(present: true, dir: directory).utf8).write(to: URL(fileURLWithPath: "\(directory)/late-speaker.conf"), options: .atomic)
+    }
 
     /// Capture PCMs, each reading `<directory>/<name>.raw`.
     public static let captureDevices = ["test_mic_a", "test_mic_b", "test_mic_c", "test_mic_d", "test_mic_e", "test_loop_mic", "test_late_mic"]
