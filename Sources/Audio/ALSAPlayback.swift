@@ -10,7 +10,14 @@ let quietALSA: Void = hs_alsa_quiet()
 public struct AudioDeviceError: Error, CustomStringConvertible, Equatable {
     public var device: String
     public var message: String
-    public init(device: String, message: String) { self.device = device; self.message = message }
+    /// The config asks for something the device does not have (a mixer control): a restart cannot mend it. A
+    /// device that is missing is not this: a card plugged in later is found on the next start.
+    public var isConfiguration: Bool
+    public init(device: String, message: String, isConfiguration: Bool = false) {
+        self.device = device
+        self.message = message
+        self.isConfiguration = isConfiguration
+    }
     public var description: String { "ALSA device \"\(device)\": \(message)" }
 
     /// A libasound error code as a sentence, with advice for the common ones.

@@ -83,7 +83,7 @@ final class ALSAMixer: @unchecked Sendable {
             }
             snd_mixer_close(handle)
             throw AudioDeviceError(device: device, message: "mixer \"\(card)\" has no playback volume control \"\(control)\""
-                + (names.isEmpty ? "" : "; it has: \(names.joined(separator: ", "))") + " (`amixer scontrols`)")
+                + (names.isEmpty ? "" : "; it has: \(names.joined(separator: ", "))") + " (`amixer scontrols`)", isConfiguration: true)
         }
         mixer = handle
         element = found

@@ -20,7 +20,13 @@ public struct GPIOLineSpec: Sendable, Equatable, CustomStringConvertible {
 
 public struct BoardError: Error, CustomStringConvertible, Equatable {
     public var message: String
-    public init(_ message: String) { self.message = message }
+    /// The config names lines or a chip this machine does not have, or that the service may not use: a restart
+    /// cannot mend it (a line another program holds is not this: it may be let go).
+    public var isConfiguration: Bool
+    public init(_ message: String, isConfiguration: Bool = false) {
+        self.message = message
+        self.isConfiguration = isConfiguration
+    }
     public var description: String { message }
 
     static let howToCheck = "check with `gpiodetect` (chips) and `gpioinfo` (lines and who holds them)"
@@ -70,23 +76,25 @@ public final class GPIODBoard: @unchecked Sendable {
             chip = open
         } else {
             guard let opened = gpiod_chip_open_lookup(spec.chip) else {
-                let reason = String(cString: strerror(errno))
+                let code = errno
+                let reason = String(cString: strerror(code))
                 let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") }.sorted() ?? []
                 throw BoardError("GPIO chip \"\(spec.chip)\" (for \(spec)) cannot be opened: \(reason); "
                     + (devices.isEmpty ? "this machine has no /dev/gpiochip*" : "chips here: \(devices.joined(separator: ", "))")
-                    + "; \(BoardError.howToCheck)")
+                    + "; \(BoardError.howToCheck)", isConfiguration: code == ENOENT || code == EACCES || code == EPERM)
             }
             chips[spec.chip] = opened
             chip = opened
         }
         if let offset = UInt32(spec.line) {
             guard let line = gpiod_chip_get_line(chip, offset) else {
-                throw BoardError("GPIO chip \"\(spec.chip)\" has no line \(offset) (it has \(gpiod_chip_num_lines(chip))); \(BoardError.howToCheck)")
+                throw BoardError("GPIO chip \"\(spec.chip)\" has no line \(offset) (it has \(gpiod_chip_num_lines(chip))); \(BoardError.howToCheck)",
+                                 isConfiguration: true)
             }
             return line
         }
         guard let line = gpiod_chip_find_line(chip, spec.line) else {
-            throw BoardError("GPIO chip \"\(spec.chip)\" has no line named \"\(spec.line)\"; \(BoardError.howToCheck)")
+            throw BoardError("GPIO chip \"\(spec.chip)\" has no line named \"\(spec.line)\"; \(BoardError.howToCheck)", isConfiguration: true)
         }
         return line
     }
@@ -95,7 +103,8 @@ public final class GPIODBoard: @unchecked Sendable {
         let code = errno
         let hint = code == EBUSY ? " (another program holds it: see the consumer in `gpioinfo`)" :
             code == EACCES || code == EPERM ? " (permission: add the user to the gpio group)" : ""
-        return BoardError("cannot request \(spec) for the \(role): \(String(cString: strerror(code)))\(hint); \(BoardError.howToCheck)")
+        return BoardError("cannot request \(spec) for the \(role): \(String(cString: strerror(code)))\(hint); \(BoardError.howToCheck)",
+                          isConfiguration: code == EACCES || code == EPERM)
     }
 
     /// The button's event descriptor, readable when an edge is waiting.

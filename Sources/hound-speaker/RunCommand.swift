@@ -64,13 +64,23 @@ enum SpeakerAssembly {
         let volume: OutputVolume
         do throws(AudioDeviceError) {
             volume = try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
-        } catch { throw CommandFailure(message: error.description) }
+        } catch {
+            // A control the card lacks is the config's (exit 78: systemd does not restart); a card not there yet is
+            // not, and the unit's restarts find it once it is plugged in.
+            if error.isConfiguration { throw CommandFailure(message: "\(config.path ?? "config"): [audio] mixer_control: \(error)", exitCode: 78) }
+            throw CommandFailure(message: error.description)
+        }
         let speech: SpeechEngine
         let earcons: [Earcon: MonoAudio]
         do throws(SpeechError) {
             speech = try SpeechEngine(settings: config.speech.voiceSettings, volume: volume)
-            earcons = try Earcons.load(overrides: config.audio.earcons)
         } catch { throw CommandFailure(speech: error, config: config.path) }
+        do throws(SpeechError) {
+            earcons = try Earcons.load(overrides: config.audio.earcons)
+        } catch {
+            // A configured sound that is missing or not audio, or the shipped ones not installed: no restart mends it.
+            throw CommandFailure(message: "\(config.path ?? "config"): [audio] earcons: \(error)", exitCode: 78)
+        }
         var capture = CaptureSettings(device: config.audio.input)
         capture.rate = config.audio.inputRate
         capture.channels = config.audio.inputChannels
@@ -93,7 +103,9 @@ enum SpeakerAssembly {
         if config.hotphrase.enabled {
             let model: HotPhraseModel
             do { model = try HotPhraseModel.locate(config.hotphrase.model) } catch {
-                throw CommandFailure(message: "\(error) ([hotphrase] enabled = false turns the hot phrase off)", exitCode: 66)
+                // The model is the config's (or the installation's) to fix: 78, so systemd does not restart for ever.
+                throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
+                                     exitCode: 78)
             }
             let listener = HotPhraseListener(model: model, sensitivity: config.hotphrase.sensitivity,
                                              refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
@@ -113,7 +125,9 @@ enum SpeakerAssembly {
         } else {
             let (button, leds) = BoardSetup.specs(board)
             do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds)) } catch {
-                throw CommandFailure(message: error.message)
+                // Lines or a chip this machine lacks (or may not use): 78; a line another program holds: 1, and the
+                // unit tries again.
+                throw CommandFailure(message: error.message, exitCode: error.isConfiguration ? 78 : 1)
             }
             roles = Array(leds.keys)
         }

@@ -205,6 +205,27 @@ struct CLI {
         #expect(output.seen.hasSuffix("[off ○ ○ ○]\n"))
     }
 
+    /// Every start-up failure the config causes exits 78, which the service unit does not restart on (a restart
+    /// cannot mend it: systemd would otherwise start it every 5 s for ever), and names the key.
+    @Test(arguments: [
+        ("[audio]\nearcons = { error = \"/nonexistent/error.wav\" }\n[board]\nprofile = \"simulated\"\n", "[audio] earcons"),
+        ("[hotphrase]\nenabled = true\nmodel = \"/nonexistent/ok-hound.hpm\"\n[board]\nprofile = \"simulated\"\n", "[hotphrase] model"),
+        ("[speech]\nvoice = \"xx-nonexistent\"\n[board]\nprofile = \"simulated\"\n", "[speech] voice"),
+        ("[houndify]\nconnect_timeout = 1e30\n", "[houndify] connect_timeout"),
+        ("[board]\ndriver = \"gpiod\"\nchip = \"gpiochip-nonexistent\"\nbutton = \"GPIO27\"\n", "GPIO chip \"gpiochip-nonexistent\""),
+    ])
+    func runExits78OnEveryConfigMistake(config: String, names: String) throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(config.utf8).write(to: URL(fileURLWithPath: path))
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let run = try CLI.run(["run", "--config", path], environment: [
+            "HOUNDIFY_CLIENT_ID": CLI.id, "HOUNDIFY_CLIENT_KEY": CLI.key,
+            "HOUND_SPEAKER_BOARD_PATH": root.appendingPathComponent("board").path])
+        #expect(run.status == 78, "\(run.stderr)")
+        #expect(run.stderr.contains(names), "\(run.stderr)")
+    }
+
     @Test func doctorNamesTheMissingGPIOChip() throws {
         guard !FileManager.default.fileExists(atPath: "/dev/gpiochip0") else { return }
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).toml").path
