@@ -88,6 +88,18 @@ import Houndify
         }
     }
 
+    /// Anything else that makes toml++ abort (found by Tests/fuzz: a date whose time does not start with a digit) is
+    /// parsed first in a child process, and the line it dies on is named. These once killed every command.
+    @Test(arguments: [("x = 1979-05-27T`7:32:00Z\n", 1), ("[board]\n# a comment\nprofile = 1979-05-27T`7:32:00Z\nled = \"GPIO1\"\n", 3)])
+    func aLineThatCrashesTheTOMLParserIsNamed(text: String, line: Int) throws {
+        do throws(ConfigError) {
+            _ = try ConfigLoader.parse(text: text, file: "c.toml")
+            Issue.record("\(text.debugDescription) loaded")
+        } catch {
+            #expect(error.line == line && error.problem.contains("the TOML parser cannot read this line"), "\(error)")
+        }
+    }
+
     /// The check that guards toml++ must not refuse valid TOML: brackets inside strings, multi-line strings and
     /// arrays that span lines, quoted table names.
     @Test func validTablesAndValuesWithBracketsStillLoad() throws {
