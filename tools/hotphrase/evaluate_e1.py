@@ -117,7 +117,7 @@ def negative_sets(workdir, procs):
 
 def extra_eval_set(workdir, folder, procs):
     """The recordings under an extra folder (get_public_negatives.py's WORKDIR/public/eval/SOURCE: speakers and
-    noise never trained on), as they are, in 8 streams with a little held-out noise between them (as the
+    noise never trained on), as they are, in up to 8 streams with a little held-out noise between them (as the
     real-speech evaluation speakers); cached by a hash of the file list."""
     import hashlib
     files = sorted(os.path.join(r, n) for r, _, ns in os.walk(folder) for n in ns
@@ -129,7 +129,8 @@ def extra_eval_set(workdir, folder, procs):
     def make():
         rng, banks, _ = eval_banks(workdir)
         clips = [D.read_audio(f) for f in files]
-        streams = [D.stream(rng, clips[i::8], banks, 0, quiet=(1.0, (35, 50)))[0] for i in range(8)]
+        n = min(8, len(clips))
+        streams = [D.stream(rng, clips[i::n], banks, 0, quiet=(1.0, (35, 50)))[0] for i in range(n)]
         return embed_all(streams, procs), {"files": np.array(len(files))}
     return cached(os.path.join(workdir, "cache", f"e1_eval_extra_{tag}.npz"), make)[0]
 
