@@ -170,8 +170,9 @@ def audio_files(dirs):
 def extra_negatives(workdir, procs, dirs, sents, tg, copies):
     """Real recordings from extra folders (get_public_negatives.py's WORKDIR/public/train), as negatives: COPIES
     passes, each augmented anew like the real-speech passes (another speaker's size and speed, room echo, training
-    noise); the first pass keeps every voice as it is, later ones move 30 % of the pieces to another real
-    speaker's pitch and formants. One cached file per pass, named by a hash of the file list."""
+    noise). No pass moves them to another speaker's pitch and formants with Praat: they are real voices already,
+    and one of these recordings made Praat's "Change gender" run for over 15 minutes without end (a worker at full
+    CPU inside the call), so it is not used on them. One cached file per pass, named by a hash of the file list."""
     import hashlib
     files = audio_files(dirs)
     if not files:
@@ -188,7 +189,7 @@ def extra_negatives(workdir, procs, dirs, sents, tg, copies):
                 pieces = [p for p in pieces if len(p) >= D.SR // 4]
             t = time.time()
             res = e1data.run(_neg_worker, neg_jobs(500 + 10 * c, pieces, set(), sents[:FILLERS], tg,
-                                                   [c > 0] * len(pieces), 0), procs)
+                                                   [False] * len(pieces), 0), procs)
             e1data.save_ragged(path, [r[0] for r in res])
             print(f"extra negatives pass {c + 1}: {len(files)} files, {len(pieces)} pieces, "
                   f"{sum(len(r[0]) for r in res) * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
