@@ -1,6 +1,6 @@
 """Recipe e1's honest evaluation: the head in WORKDIR/PHRASE/e1 through the reference inference (hp/embedding.py).
 
-  evaluate_e1.py PHRASE WORKDIR [--head DIR] [--no-synthetic] [--set-threshold]
+  evaluate_e1.py PHRASE WORKDIR [--head DIR] [--no-synthetic] [--set-threshold] [--extra-eval DIR ...]
 
 Reports (WORKDIR/PHRASE/e1/eval.json):
   - false accepts per hour over the negatives, and the thresholds for 0.1 and 0.5 per hour. The negatives are
@@ -10,6 +10,10 @@ Reports (WORKDIR/PHRASE/e1/eval.json):
   - false accepts per hour on the real-speech evaluation speakers alone;
   - the recipe check (computer, jarvis, snowboy, view glass): misses on all real recordings of the phrase at 0.1
     and 0.5 false accepts per hour, and by speaking time and by pitch;
+  - with --extra-eval: false accepts per hour on each of those folders of held-out public recordings
+    (get_public_negatives.py), reported apart and not used for the thresholds above, so that those numbers stay
+    comparable with earlier runs; and, apart again ("with_extra_eval"), thresholds from all negatives together
+    and the real recordings missed at them;
   - unless --no-synthetic: held-out synthetic positives at 0, 5, 10, 20 dB and 1,000 held-out confusables,
     drawn exactly as evaluate.py draws them (the same audio v9 was measured on).
 Each recording is scored on its own (its false accepts and its hours summed), so the embedded sets are cached in
@@ -112,6 +116,26 @@ def negative_sets(workdir, procs):
     return syn, real, int(rx["speakers"])
 
 
+def extra_eval_set(workdir, folder, procs):
+    """The recordings under an extra folder (get_public_negatives.py's WORKDIR/public/eval/SOURCE: speakers and
+    noise never trained on), as they are, in up to 8 streams with a little held-out noise between them (as the
+    real-speech evaluation speakers); cached by a hash of the file list."""
+    import hashlib
+    files = sorted(os.path.join(r, n) for r, _, ns in os.walk(folder) for n in ns
+                   if n.lower().endswith((".flac", ".wav")))
+    if not files:
+        sys.exit(f"no .flac or .wav files under {folder}")
+    tag = hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
+
+    def make():
+        rng, banks, _ = eval_banks(workdir)
+        clips = [D.read_audio(f) for f in files]
+        n = min(8, len(clips))
+        streams = [D.stream(rng, clips[i::n], banks, 0, quiet=(1.0, (35, 50)))[0] for i in range(n)]
+        return embed_all(streams, procs), {"files": np.array(len(files))}
+    return cached(os.path.join(workdir, "cache", f"e1_eval_extra_{tag}.npz"), make)[0]
+
+
 def real_keyword_set(workdir, word, procs):
     """Every real recording of `word` with a lead-in of held-out fan noise at its own noise floor (as
     evaluate.py), embedded; with each clip's speaking time and median pitch."""
@@ -200,6 +224,10 @@ def main():
     ap.add_argument("--limit", type=int, default=600, help="held-out synthetic positives per SNR (confusables: 1,000)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     ap.add_argument("--set-threshold", action="store_true", help="write the 0.1 FA/h threshold into head.json")
+    ap.add_argument("--extra-eval", nargs="+", default=[], metavar="DIR",
+                    help="folders of held-out real recordings (get_public_negatives.py's WORKDIR/public/eval/*): "
+                         "false accepts per hour on each, at the thresholds set by the usual negatives (they do not "
+                         "move the thresholds, so the numbers stay comparable)")
     a = ap.parse_args()
     ph = PHRASES[a.phrase]
     hdir = a.head or os.path.join(a.workdir, a.phrase, "e1")
@@ -236,6 +264,34 @@ def main():
           f"{n_spk} speakers): {report['real_speech_alone']['false_accepts_at_0.1_threshold']} false accepts at the "
           f"0.1 FA/h threshold", flush=True)
 
+    # with --extra-eval, a second pair of thresholds from all negatives together (the usual ones plus the held-out
+    # public recordings): a larger and more real negative set, reported apart (the first pair stays comparable)
+    thr_all = None
+    if a.extra_eval:
+        report["extra_eval"] = {}
+        fa_all, h_all = sum(fa.values()), total_h
+        for folder in a.extra_eval:
+            embs = extra_eval_set(a.workdir, folder, a.procs)
+            h = sum(len(e) for e in embs) * STEP_S / 3600
+            scored = [sc.scores(e) for e in embs]
+            fa_all, h_all = fa_all + sc.fa_counts(scored, grid), h_all + h
+            fx = sc.fa_counts(scored, np.array([thr01, thr05, 0.5, 0.9]))
+            name = os.path.relpath(folder, a.workdir)
+            report["extra_eval"][name] = {"hours": round(h, 3), "false_accepts_at_0.1_threshold": int(fx[0]),
+                                          "false_accepts_at_0.5_threshold": int(fx[1]),
+                                          "fa_per_hour_at_0.1_threshold": round(fx[0] / h, 3),
+                                          "fa_per_hour_at_0.5_threshold": round(fx[1] / h, 3),
+                                          "fa_per_hour_at_fixed_0.5": round(fx[2] / h, 3),
+                                          "fa_per_hour_at_fixed_0.9": round(fx[3] / h, 3)}
+            print(f"held-out {name} ({h:.2f} h): {fx[0]} false accepts at the 0.1 FA/h threshold, {fx[1]} at the "
+                  f"0.5 FA/h one ({fx[1] / h:.2f} per hour)", flush=True)
+        curve_all = fa_all / h_all
+        thr_all = {"0.1": threshold_for(grid, curve_all, 0.1), "0.5": threshold_for(grid, curve_all, 0.5)}
+        report["with_extra_eval"] = {"hours": round(h_all, 2), "threshold_at_0.1_fa_per_hour": thr_all["0.1"],
+                                     "threshold_at_0.5_fa_per_hour": thr_all["0.5"]}
+        print(f"all negatives with the held-out public recordings, {h_all:.2f} h: threshold {thr_all['0.1']} for 0.1 "
+              f"FA/h, {thr_all['0.5']} for 0.5 FA/h", flush=True)
+
     if own:
         embs, extra = real[own]
         best = np.array([sc.scores(e).max() if len(e) >= head["frames"] else 0.0 for e in embs])
@@ -247,6 +303,12 @@ def main():
             rep[f"by_pitch_at_{name}"] = by_bins(extra["pitch"], missed, PITCH_BINS, "{:.0f}-{:.0f}Hz")
         rep["at_fixed_thresholds"] = {str(t): round(float(np.mean(best < t)), 4) for t in (0.5, 0.9, 0.99, 0.999)}
         report["real_recordings"] = rep
+        if thr_all:
+            for name, thr in thr_all.items():
+                report["with_extra_eval"][f"real_missed_at_{name}_fa_per_hour"] = round(float(np.mean(best < thr)), 4)
+            print(f"REAL '{own}' at the thresholds of all {report['with_extra_eval']['hours']} h of negatives: missed "
+                  f"{report['with_extra_eval']['real_missed_at_0.5_fa_per_hour']:.3f} at 0.5 FA/h, "
+                  f"{report['with_extra_eval']['real_missed_at_0.1_fa_per_hour']:.3f} at 0.1 FA/h", flush=True)
         print(f"REAL '{own}': missed {rep['missed_at_0.5_fa_per_hour']:.3f} at 0.5 FA/h, "
               f"{rep['missed_at_0.1_fa_per_hour']:.3f} at 0.1 FA/h ({len(embs)} clips)", flush=True)
         print(f"  by speaking time (0.5 FA/h): {rep['by_speaking_time_at_0.5']}", flush=True)

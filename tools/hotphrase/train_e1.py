@@ -1,7 +1,8 @@
 """Recipe e1: a small classifier over Google's speech_embedding sequence (hp/embedding.py), trained from synthetic
 voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
 
-  train_e1.py PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 8000] [--seed 1] [--out DIR]
+  train_e1.py PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
+                             [--extra-negatives DIR ... [--extra-copies 2]]
 
 Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once and cached:
   - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
@@ -12,6 +13,8 @@ Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once a
   - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hp/dataset.py: positive, as v9 trains),
     half of them moved to a real speaker's voice first;
   - WORKDIR/PHRASE/e1/feat_conf.npz: the phrase's confusables, twice, as a stream with their ends marked.
+  - with --extra-negatives: real recordings from those folders (get_public_negatives.py's WORKDIR/public/train),
+    --extra-copies augmented passes, cached as WORKDIR/cache/e1_neg_extra_*.npz.
 No real keyword recording is used: their files carry no speaker, so they cannot be split by speaker, and they
 all serve the evaluation (evaluate_e1.py).
 """
@@ -148,6 +151,48 @@ def real_speech_copies(workdir, procs, sents, tg, copies):
             res = e1data.run(_neg_worker, neg_jobs(400 + 10 * c, real, set(), sents[:FILLERS], tg,
                                                    [True] * len(real), 0), procs)
             e1data.save_ragged(path, [r[0] for r in res])
+        out.append(e1data.load_ragged(path)[0])
+    return out
+
+
+EXTRA_PIECE_SECONDS = 10  # long extra recordings (noise) are cut into pieces of this length
+
+
+def audio_files(dirs):
+    """Every .flac and .wav under the folders, sorted (the order fixes the cache's content)."""
+    out = []
+    for d in dirs:
+        for root, _, names in os.walk(d):
+            out += [os.path.join(root, n) for n in names if n.lower().endswith((".flac", ".wav"))]
+    return sorted(out)
+
+
+def extra_negatives(workdir, procs, dirs, sents, tg, copies):
+    """Real recordings from extra folders (get_public_negatives.py's WORKDIR/public/train), as negatives: COPIES
+    passes, each augmented anew like the real-speech passes (another speaker's size and speed, room echo, training
+    noise). No pass moves them to another speaker's pitch and formants with Praat: they are real voices already,
+    and one of these recordings made Praat's "Change gender" run for over 15 minutes without end (a worker at full
+    CPU inside the call), so it is not used on them. One cached file per pass, named by a hash of the file list."""
+    import hashlib
+    files = audio_files(dirs)
+    if not files:
+        sys.exit(f"no .flac or .wav files under {dirs}")
+    tag = hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
+    pieces = None
+    out = []
+    for c in range(copies):
+        path = os.path.join(workdir, "cache", f"e1_neg_extra_{tag}_{c + 1}.npz")
+        if not os.path.exists(path):
+            if pieces is None:
+                step = EXTRA_PIECE_SECONDS * D.SR
+                pieces = [x[i:i + step] for x in map(D.read_audio, files) for i in range(0, len(x), step)]
+                pieces = [p for p in pieces if len(p) >= D.SR // 4]
+            t = time.time()
+            res = e1data.run(_neg_worker, neg_jobs(500 + 10 * c, pieces, set(), sents[:FILLERS], tg,
+                                                   [False] * len(pieces), 0), procs)
+            e1data.save_ragged(path, [r[0] for r in res])
+            print(f"extra negatives pass {c + 1}: {len(files)} files, {len(pieces)} pieces, "
+                  f"{sum(len(r[0]) for r in res) * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
         out.append(e1data.load_ragged(path)[0])
     return out
 
@@ -307,6 +352,10 @@ def main():
     ap.add_argument("--real-copies", type=int, default=3,
                     help="extra augmented passes over the real-speech training speakers (negatives)")
     ap.add_argument("--label-smoothing", type=float, default=0.05)
+    ap.add_argument("--extra-negatives", nargs="+", default=[], metavar="DIR",
+                    help="folders of real recordings (16 kHz .flac/.wav) to add as negatives, e.g. WORKDIR/public/train "
+                         "from get_public_negatives.py (default: none, the recipe as before)")
+    ap.add_argument("--extra-copies", type=int, default=2, help="augmented passes over --extra-negatives")
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
     a = ap.parse_args()
@@ -314,7 +363,9 @@ def main():
     sents = training_sentences(a.workdir)
     tg = voice_targets(a.workdir, sents)
     neg, noise = shared_negatives(a.workdir, a.procs, sents, tg)
-    neg = np.concatenate([neg] + real_speech_copies(a.workdir, a.procs, sents, tg, a.real_copies))
+    extra = extra_negatives(a.workdir, a.procs, a.extra_negatives, sents, tg, a.extra_copies) \
+        if a.extra_negatives else []
+    neg = np.concatenate([neg] + real_speech_copies(a.workdir, a.procs, sents, tg, a.real_copies) + extra)
     pos, conf = phrase_features(a.phrase, a.workdir, a.procs, sents, tg)
     if a.features_only:
         return
@@ -352,6 +403,8 @@ def main():
             "training": {"recipe": "e1", "phrase_id": a.phrase, "steps": a.steps, "batch": a.batch,
                          "hidden": a.hidden, "layers": a.layers, "seed": a.seed, "copies": COPIES,
                          "real_speech_copies": a.real_copies, "label_smoothing": a.label_smoothing,
+                         "extra_negatives": [os.path.relpath(d, a.workdir) for d in a.extra_negatives],
+                         "extra_copies": a.extra_copies if a.extra_negatives else 0,
                          "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * 0.08 / 3600, 2),
                          "seconds": round(time.time() - t0)}}
     head = export(m, a.layers, out, meta)

@@ -48,6 +48,13 @@ REAL_SPEECH = os.path.join(os.path.dirname(REAL), "real-speech")
 EVAL_SPEAKER_SHARE = 0.5
 
 
+def is_eval_speaker(speaker):
+    """Whether a speaker id belongs to the evaluation side (a hash decides, so nobody is on both sides; also used
+    by get_public_negatives.py, so speechocean762's speakers fall on the same side there as here)."""
+    h = int(hashlib.sha1(speaker.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return h < EVAL_SPEAKER_SHARE
+
+
 def real_speech(split):
     """[(clip, speaker, group)] of ../shared/data/real-speech for split 'train' or 'eval', split by speaker (a
     speaker's hash decides, so nobody is on both sides). group: 'child' (speechocean762, aged 12 or under),
@@ -69,8 +76,7 @@ def real_speech(split):
         rows.append((f, "ls" + spk, sex.get(spk, "male")))
     out = []
     for f, spk, g in rows:
-        h = int(hashlib.sha1(spk.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-        if (h < EVAL_SPEAKER_SHARE) == (split == "eval"):
+        if is_eval_speaker(spk) == (split == "eval"):
             out.append((read_audio(f), spk, g))
     return out
 
