@@ -6,7 +6,7 @@ Recipe e1's operating point is set by a few real negative windows, and training 
 (BENCHMARKS.md, "Recipe e1"). This gathers more, from repositories whose licence allows a product to be trained
 on them (README.md, "Real negatives from public recordings", has each source's licence, hours and speakers):
 
-  speechocean762   jimbozhang/speechocean762            all 5,000 utterances of the 250 speakers (CC BY 4.0)
+  speechocean762   jimbozhang/speechocean762            every utterance of its 250 speakers (CC BY 4.0)
   fsdd             Jakobovski/free-spoken-digit-dataset 3,000 spoken digits, 6 speakers, 8 kHz (CC BY-SA 4.0)
   speech_commands  chaeyoung-lee/wids_tutorial          Speech Commands v0.02 clips (sc09) and its real background
                                                         noise recordings (CC BY 4.0)
@@ -14,16 +14,17 @@ on them (README.md, "Real negatives from public recordings", has each source's l
                                                         that the contributors placed in the public domain
   cc0_music        1olegshev/clue-cards                 five CC0 lo-fi music tracks (OpenGameArt), about 11 minutes
 
-Each snapshot is read as a bare git directory (git archive HEAD), by default from /work/.mirror/OWNER+NAME/repo
+Each snapshot is read as a bare git directory (its HEAD tree), by default from /work/.mirror/OWNER+NAME/repo
 (where the search tool's fetch puts it). Nothing is copied into the repository: the audio goes to
 WORKDIR/public/{train,eval}/SOURCE/SPEAKER/NAME.flac, 16 kHz mono, with WORKDIR/public/manifest-SOURCE.tsv
 (path, source, kind, speaker, group, split, seconds, licence); a source whose manifest exists is not made again.
 
 Split by speaker, never by file: a speaker is in train or in eval, never both. speechocean762's speakers are split
-by the very rule of hp/dataset.py (real_speech), so the 125 evaluation speakers of ../shared/data/real-speech stay
-out of training, and the utterances that shared folder already holds are left out here (no audio twice). Other
-sources' speakers are split by the same hash of "SOURCE:SPEAKER". Noise has no speaker: each recording's first
-three quarters are for training, its last quarter for evaluation.
+by the very rule of hp/dataset.py (real_speech), so speechocean762's evaluation speakers in
+../shared/data/real-speech stay out of training, and the utterances that shared folder already holds are left out
+here (no audio twice). Other sources' speakers are split by the same hash of "SOURCE:SPEAKER" (OVOS: the
+contributor; music: the track). The Speech Commands noise recordings have no speaker: each one's first three
+quarters are for training, its last quarter for evaluation.
 """
 import argparse
 import csv
