@@ -131,14 +131,10 @@ public enum ConfigLoader {
 
     /// The TOML document, or an error naming its line. The parser inside TOMLKit (toml++ 3) aborts the process
     /// on some malformed input instead of reporting it (Tests/fuzz found `[)` and `x = 1979-05-27T?`): a typo would
-    /// crash every command and make systemd restart the service for ever. So a table header without a name gets its
-    /// own message (TableHeaderCheck.swift), and any other text is parsed first in a child process
-    /// (ParserProbe.swift): if the parser dies there, the line it died on is named and this process never runs it.
+    /// crash every command and make systemd restart the service for ever. So the text is parsed first in a child
+    /// process (ParserProbe.swift): if the parser dies there, the line it died on is named and this process never
+    /// runs it.
     static func parseTOML(_ text: String, file: String) throws(ConfigError) -> TOMLTable {
-        if let line = TableHeaderCheck.firstBadHeaderLine(in: text) {
-            throw ConfigError(file: file, line: line, key: nil,
-                              problem: "not valid TOML: a table header must start with a name, as in [audio] or [\"audio\"]")
-        }
         if let line = ParserProbe.lineThatCrashesTheParser(text) {
             throw ConfigError(file: file, line: line, key: nil,
                               problem: "not valid TOML: the TOML parser cannot read this line (check its quotes, dates and brackets)")

@@ -10,11 +10,12 @@ enum ParserProbe {
         guard !survives(text) else { return nil }
         // The parser reads from the start: if it dies on the first k lines it dies on any longer prefix, so the
         // first such k is found by bisection (a handful of children, only for a config that crashes it).
+        // Each prefix keeps its lines' ends: `[` followed by the end of the file is an error, by a newline a crash.
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         var low = 1, high = lines.count
         while low < high {
             let middle = (low + high) / 2
-            if survives(lines[..<middle].joined(separator: "\n")) { low = middle + 1 } else { high = middle }
+            if survives(lines[..<middle].joined(separator: "\n") + "\n") { low = middle + 1 } else { high = middle }
         }
         return low
     }

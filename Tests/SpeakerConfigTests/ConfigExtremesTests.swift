@@ -75,7 +75,7 @@ import Houndify
     }
 
     /// toml++ (inside TOMLKit) aborts the process on a table header that does not start with a name; found by
-    /// Tests/fuzz. These must be ordinary errors with their line.
+    /// Tests/fuzz. These must be ordinary errors with their line (ParserProbe).
     @Test(arguments: ["[)", "[)hnn", "[\n", "[ \t", "[[ =]]", "[[)]]", "[ ?]", "[audio]\nx = 1\n[.a]", "[\u{00A0}a]"])
     func aTableHeaderWithoutANameIsAnErrorNotACrash(text: String) throws {
         let expectedLine = text.hasPrefix("[audio]") ? 3 : 1
@@ -100,7 +100,7 @@ import Houndify
         }
     }
 
-    /// The check that guards toml++ must not refuse valid TOML: brackets inside strings, multi-line strings and
+    /// The probe that guards toml++ must not refuse valid TOML: brackets inside strings, multi-line strings and
     /// arrays that span lines, quoted table names.
     @Test func validTablesAndValuesWithBracketsStillLoad() throws {
         let text = """
