@@ -192,6 +192,11 @@ public struct SpeakerMachine: Sendable {
         if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch) {
             effects.insert(.cancelSearch, at: 0)
         }
+        // A held press and its held answer belong to the search they ended: every way out of searching drops them.
+        if state != .searching {
+            pressDown = false
+            held = nil
+        }
         for effect in effects {
             switch effect {
             case .playEarcon, .speak: soundsPlaying += 1
@@ -208,13 +213,12 @@ public struct SpeakerMachine: Sendable {
             // Only the press that sent the question can hold its answer back.
             pressDown = state == .searching
             return effects
-        case .tapEnded, .endTalk, .cancel, .shutdown:
+        case .tapEnded:
             pressDown = false
-            if case .tapEnded = event, state == .searching, let waiting = held {
+            if state == .searching, let waiting = held {
                 held = nil
                 return transition(waiting)
             }
-            held = nil
         default:
             break
         }
@@ -374,7 +378,6 @@ public struct SpeakerMachine: Sendable {
 
     /// Enters a busy state, armed with its watchdog.
     private mutating func enter(_ next: SpeakerState) -> [SpeakerEffect] {
-        if next != .searching { pressDown = false; held = nil }
         let previous = state
         state = next
         generation += 1
@@ -388,8 +391,6 @@ public struct SpeakerMachine: Sendable {
 
     /// Enters ready or none: no watchdog.
     private mutating func leave(to next: SpeakerState) -> [SpeakerEffect] {
-        pressDown = false
-        held = nil
         let previous = state
         state = next
         generation += 1
