@@ -20,6 +20,8 @@ let package = Package(
     name: "hound-speaker",
     products: [
         .executable(name: "hound-speaker", targets: ["hound-speaker"]),
+        // The local Houndify-compatible service (tests, demo, development): not part of the speaker's binary.
+        .executable(name: "houndify-local", targets: ["houndify-local"]),
         // For the coverage-guided fuzzers in Tests/fuzz (a package of their own, built with -sanitize=fuzzer).
         .library(name: "Houndify", targets: ["Houndify"]),
         .library(name: "SpeakerConfig", targets: ["SpeakerConfig"]),
@@ -30,6 +32,7 @@ let package = Package(
         .package(url: "https://github.com/LebJe/TOMLKit", exact: "0.6.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/adam-fowler/compress-nio", from: "1.5.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
     ],
     targets: [
         systemLibrary("CCurl", pkgConfig: "libcurl", apt: "libcurl4-openssl-dev"),
@@ -49,11 +52,15 @@ let package = Package(
         .target(name: "SpeakerConfig",
                 dependencies: ["Houndify", "Audio", "Platform", .product(name: "TOMLKit", package: "TOMLKit")],
                 swiftSettings: strict),
+        // Pure halves (no C library, no device), in the manner of NIOCore beside NIOPosix: sounds, levels and the
+        // end-of-speech detector; LED states, patterns and button gestures. The speaker core builds on these.
+        .target(name: "AudioCore", swiftSettings: strict),
+        .target(name: "BoardCore", swiftSettings: strict),
         .target(name: "Audio",
-                dependencies: ["CSoxr", "CSndfile", "CALSA", "CShims", "Platform"],
+                dependencies: ["AudioCore", "CSoxr", "CSndfile", "CALSA", "CShims", "Platform"],
                 swiftSettings: strict),
         .target(name: "Board",
-                dependencies: ["CGPIOD", "Platform"],
+                dependencies: ["BoardCore", "CGPIOD", "Platform"],
                 swiftSettings: strict),
         .target(name: "Speech",
                 dependencies: ["CEspeakNG", "Audio", "Platform"],
@@ -63,7 +70,7 @@ let package = Package(
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
-        .target(name: "HotPhrase", swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(name: "HotPhrase", dependencies: ["Platform"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
@@ -84,9 +91,23 @@ let package = Package(
                                .product(name: "CompressNIO", package: "compress-nio"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // What the commands share, between the subsystems and the argument parsers: the config and logging
+        // context, errors as exit codes, signals, the local service as a program of its own.
+        .target(name: "SpeakerApp",
+                dependencies: ["SpeakerConfig", "Houndify", "Audio", "Speech", "Board", "Platform", "Systemd",
+                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                               .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
-                dependencies: ["Houndify", "LocalHoundify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime", "Platform",
+                dependencies: ["SpeakerApp", "Houndify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime", "Platform",
                                "Board", "HotPhrase", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
+                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+
+        .executableTarget(name: "houndify-local",
+                dependencies: ["SpeakerApp", "LocalHoundify", "SpeakerConfig",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),

@@ -38,7 +38,9 @@ bash Tests/fuzz/run.sh "${FUZZ_SECONDS:-20}"
 echo "== the Pi's release build (deploy/build-release): links without full Foundation, and runs the demo"
 # The build itself is the check that nothing uses full Foundation (it would not link); the demo checks that the
 # static binary works: config, the local service and its time answer, capture, the hot phrase, speech.
-if ! bash deploy/build-release --scratch-path .build-release > /tmp/hound-speaker-release.log 2>&1; then
+# The demo runs the local service, its own program, from beside the binary: it is built the same way.
+if ! { bash deploy/build-release --scratch-path .build-release &&
+       bash deploy/build-release --scratch-path .build-release --product houndify-local; } > /tmp/hound-speaker-release.log 2>&1; then
     grep -E "error|undefined" /tmp/hound-speaker-release.log | head -20 >&2
     echo "test.sh: the release build failed (above; all of it in /tmp/hound-speaker-release.log)" >&2
     exit 1
@@ -56,4 +58,11 @@ demo_wav="$(mktemp --suffix=.wav)"
 grep -q "the answer was spoken into $demo_wav" /tmp/hound-speaker-release-demo.log && [ -s "$demo_wav" ] \
     || { echo "test.sh: the release binary's demo did not answer (/tmp/hound-speaker-release-demo.log)" >&2; exit 1; }
 rm -f "$demo_wav"
-echo "release binary: $release_bin ($(du -h "$release_bin" | cut -f1)) answered the demo"
+# The Pi's binary carries neither the local service nor ICU's data (issue #16: at most 20 MB stripped).
+if nm "$release_bin" | grep -qE "icudt[0-9]+_dat|LocalHoundify"; then
+    echo "test.sh: the release binary carries ICU data or the local service (nm $release_bin | grep -E 'icudt|LocalHoundify')" >&2
+    exit 1
+fi
+stripped="$(mktemp)"; strip -o "$stripped" "$release_bin"
+echo "release binary: $release_bin ($(du -h "$release_bin" | cut -f1); $(du -h "$stripped" | cut -f1) stripped) answered the demo"
+rm -f "$stripped"

@@ -1,4 +1,5 @@
 import CALSA
+import AudioCore
 import CSoxr
 import FoundationEssentials
 import Glibc

@@ -1,20 +1,8 @@
 import FoundationEssentials
+public import AudioCore
 import Glibc
 import CSndfile
 import CSoxr
-
-/// Audio read from a file and converted to what the speaker works in: 16 kHz, mono, 16-bit.
-public struct MonoAudio: Sendable, Equatable {
-    public var samples: [Int16]
-    public var sampleRate: Int
-
-    public init(samples: [Int16], sampleRate: Int) {
-        self.samples = samples
-        self.sampleRate = sampleRate
-    }
-
-    public var duration: Double { Double(samples.count) / Double(sampleRate) }
-}
 
 public enum AudioFileError: Error, CustomStringConvertible, Equatable {
     case cannotOpen(path: String, reason: String)
@@ -117,16 +105,5 @@ public enum AudioFile {
         case Int32(SF_FORMAT_MPEG_LAYER_III): "MP3"
         default: "encoding 0x\(String(subtype, radix: 16))"
         }
-    }
-}
-
-/// Level of a block of 16-bit samples in dBFS: 0 is full scale, -90 stands for silence.
-public enum AudioLevel {
-    public static func dBFS<C: Collection>(_ samples: C) -> Double where C.Element == Int16 {
-        guard !samples.isEmpty else { return -90 }
-        var sum = 0.0
-        for s in samples { let x = Double(s) / 32768; sum += x * x }
-        let rms = (sum / Double(samples.count)).squareRoot()
-        return rms > 0 ? max(-90, 20 * log10(rms)) : -90
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+public import BoardCore
 import Glibc
 import Platform
 import Synchronization
@@ -22,7 +23,7 @@ public final class BoardRunner: Sendable {
     private let requests = Mutex<(state: LEDState?, stop: Bool)>((nil, false))
     private let wakeRead: Int32
     private let wakeWrite: Int32
-    private let core: Mutex<BoardCore>
+    private let core: Mutex<BoardLogic>
 
     public init(hardware: BoardHardware, gestures: ButtonGestures.Settings, talkMode: TalkMode, roles: [LEDRole]) throws(BoardError) {
         var fds: [Int32] = [0, 0]
@@ -32,7 +33,7 @@ public final class BoardRunner: Sendable {
         _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
         self.hardware = hardware
         self.roles = roles
-        core = Mutex(BoardCore(gestures: gestures, talkMode: talkMode, roles: roles, now: .now))
+        core = Mutex(BoardLogic(gestures: gestures, talkMode: talkMode, roles: roles, now: .now))
         (events, continuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
 

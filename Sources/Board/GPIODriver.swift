@@ -1,4 +1,5 @@
 import CGPIOD
+public import BoardCore
 import FoundationEssentials
 import Glibc
 

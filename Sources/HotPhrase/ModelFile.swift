@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import Platform
 
 /// Why a model file cannot be used. Each names the file, so a speaker with a missing or damaged model says so at
 /// start-up instead of silently never hearing its name.
@@ -274,23 +275,16 @@ struct ConvolutionalModel: Sendable {
 }
 
 extension HotPhraseModel {
-    /// Where the shipped model is looked for when the config names none, first match wins:
-    /// `HOUND_SPEAKER_HOTPHRASE_PATH` (colon-separated directories), /etc/hound-speaker/hotphrase,
-    /// /usr/share/hound-speaker/hotphrase, ./share/hotphrase.
-    public static var searchDirectories: [String] {
-        let extra = ProcessInfo.processInfo.environment["HOUND_SPEAKER_HOTPHRASE_PATH"]?.split(separator: ":").map(String.init) ?? []
-        return extra + ["/etc/hound-speaker/hotphrase", "/usr/share/hound-speaker/hotphrase", "share/hotphrase"]
-    }
+    /// Where the shipped model is looked for when the config names none, first match wins
+    /// (`HOUND_SPEAKER_HOTPHRASE_PATH` first; the rule is ShippedFiles's, in Platform).
+    public static var searchDirectories: [String] { ShippedFiles.directories(.hotPhrase) }
 
     public static let defaultFileName = "ok-hound.hpm"
 
     /// Loads `path` if given (a config value or option), else the first `ok-hound.hpm` in `searchDirectories`.
     public static func locate(_ path: String?) throws -> HotPhraseModel {
         if let path, !path.isEmpty { return try load(path: path) }
-        for dir in searchDirectories {
-            let candidate = dir + "/" + defaultFileName
-            if FileManager.default.fileExists(atPath: candidate) { return try load(path: candidate) }
-        }
+        if let found = ShippedFiles.locate(defaultFileName, in: .hotPhrase) { return try load(path: found) }
         throw HotPhraseModelError(path: defaultFileName,
                                   problem: "not found in \(searchDirectories.joined(separator: ", ")) (install share/hotphrase, or set [hotphrase] model)")
     }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import AudioCore
 import Glibc
 public import Houndify
 import Audio

@@ -146,13 +146,9 @@ public enum ConfigLoader {
         }
     }
 
-    /// Where board profiles are looked for, first match wins: `HOUND_SPEAKER_BOARD_PATH` (colon-separated), then
-    /// /etc/hound-speaker/board (the owner's own), /usr/share/hound-speaker/board (installed), ./board (the
-    /// working copy).
-    public static var profileDirectories: [String] {
-        let extra = ProcessInfo.processInfo.environment["HOUND_SPEAKER_BOARD_PATH"]?.split(separator: ":").map(String.init) ?? []
-        return extra + ["/etc/hound-speaker/board", "/usr/share/hound-speaker/board", "board"]
-    }
+    /// Where board profiles are looked for, first match wins: `HOUND_SPEAKER_BOARD_PATH` first, then the owner's
+    /// own in /etc/hound-speaker/board, then the shipped ones (the rule is ShippedFiles's, in Platform).
+    public static var profileDirectories: [String] { ShippedFiles.directories(.boards) }
 
     public static func availableProfiles() -> [String] {
         var names = Set<String>()

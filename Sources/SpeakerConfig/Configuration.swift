@@ -110,8 +110,8 @@ public struct SpeakerConfiguration: Sendable {
     public struct HotPhraseSection: Sendable, Equatable {
         /// Listen for the hot phrase at all (false: the button only, and the microphone is opened per query).
         public var enabled = true
-        /// Model file; "" looks for ok-hound.hpm in /etc/hound-speaker/hotphrase, /usr/share/hound-speaker/hotphrase,
-        /// ./share/hotphrase.
+        /// Model file; "" looks for ok-hound.hpm in /etc/hound-speaker/hotphrase, then the shipped one beside the
+        /// executable (share/hotphrase in the source tree) or in /usr/share/hound-speaker/hotphrase.
         public var model = ""
         /// 0 to 1: 0.5 is the model's own threshold (chosen at 0.1 false accepts per hour); higher hears more.
         public var sensitivity = 0.5

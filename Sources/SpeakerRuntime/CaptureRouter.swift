@@ -1,4 +1,5 @@
 import Audio
+import AudioCore
 import FoundationEssentials
 import Glibc
 import Platform

@@ -1,4 +1,6 @@
 public import Audio
+public import AudioCore
+public import BoardCore
 public import Board
 import FoundationEssentials
 import Platform

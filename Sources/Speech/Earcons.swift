@@ -1,23 +1,13 @@
 public import Audio
+public import AudioCore
 import FoundationEssentials
 import Glibc
-
-/// The short sounds of seed 001's earcon types, shipped as WAVs in share/earcons (made by tools/make-earcons.sh)
-/// and replaceable in config (`[audio] earcons`).
-public enum Earcon: String, Sendable, CaseIterable {
-    case startListening = "start_listening"
-    case stopListening = "stop_listening"
-    case cancel
-    case error
-}
+import Platform
 
 public enum Earcons {
-    /// Where the shipped earcons are looked for, first match wins: `HOUND_SPEAKER_EARCON_PATH` (colon-separated),
-    /// /etc/hound-speaker/earcons, /usr/share/hound-speaker/earcons, ./share/earcons.
-    public static var directories: [String] {
-        let extra = ProcessInfo.processInfo.environment["HOUND_SPEAKER_EARCON_PATH"]?.split(separator: ":").map(String.init) ?? []
-        return extra + ["/etc/hound-speaker/earcons", "/usr/share/hound-speaker/earcons", "share/earcons"]
-    }
+    /// Where the shipped earcons are looked for, first match wins (`HOUND_SPEAKER_EARCON_PATH` first; the rule is
+    /// ShippedFiles's, in Platform).
+    public static var directories: [String] { ShippedFiles.directories(.earcons) }
 
     /// Loads every earcon at 16 kHz: the override's file if config names one, else the shipped one. A missing or
     /// unreadable file is an error that names it (a speaker that beeps nothing is no better than one that fails).
@@ -27,7 +17,7 @@ public enum Earcons {
             let path: String
             if let custom = overrides[earcon.rawValue] {
                 path = custom
-            } else if let found = directories.map({ "\($0)/\(earcon.rawValue).wav" }).first(where: { FileManager.default.fileExists(atPath: $0) }) {
+            } else if let found = ShippedFiles.locate("\(earcon.rawValue).wav", in: .earcons) {
                 path = found
             } else {
                 throw SpeechError("earcon \(earcon.rawValue).wav not found in \(directories.joined(separator: ", ")) (install share/earcons, or set [audio] earcons)")

@@ -1,4 +1,5 @@
 public import Audio
+public import AudioCore
 import CEspeakNG
 import FoundationEssentials
 import Glibc

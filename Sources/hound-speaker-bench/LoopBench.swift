@@ -1,4 +1,5 @@
 import Audio
+import AudioCore
 import Foundation
 import Glibc
 import Platform

@@ -1,4 +1,6 @@
 import ArgumentParser
+import BoardCore
+import SpeakerApp
 import Board
 import FoundationEssentials
 import Glibc

@@ -1,17 +1,19 @@
 import ArgumentParser
+import AudioCore
 import Audio
 import FoundationEssentials
 import Glibc
 import Platform
 import Houndify
-import LocalHoundify
 import Logging
 import Speaker
+import SpeakerApp
 import SpeakerConfig
 import SpeakerRuntime
 import Speech
 
-/// One whole interaction with no hardware and no credentials: the local Houndify service in-process, the
+/// One whole interaction with no hardware and no credentials: the local Houndify service (its own program, as a
+/// child on a free loopback port), the
 /// microphone played from a recording ("OK Hound ... what time is it") through a real ALSA `file` PCM in real
 /// time, the hot-phrase detector waking the speaker, the real libcurl client, end-of-speech detection, espeak-ng
 /// speaking the answer.
@@ -27,8 +29,8 @@ struct Demo: AsyncParsableCommand {
     func run() async throws {
         try await reporting {
             // The recording, as raw 16 kHz samples for the capture PCM.
-            guard let recording = Self.find("demo/ok-hound-what-time-is-it.wav") else {
-                throw CommandFailure(message: "the demo recording share/demo/ok-hound-what-time-is-it.wav is missing (run from the repository, or install share/)")
+            guard let recording = ShippedFiles.locate("ok-hound-what-time-is-it.wav", in: .demo) else {
+                throw CommandFailure(message: "the demo recording ok-hound-what-time-is-it.wav is not in \(ShippedFiles.directories(.demo).joined(separator: ", "))")
             }
             let audio: MonoAudio
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: recording) } catch { throw CommandFailure(message: error.description) }
@@ -51,8 +53,13 @@ struct Demo: AsyncParsableCommand {
             var logger = Logger(label: "demo")
             logger.logLevel = .warning
 
-            let service = try LocalHoundifyService(configuration: LocalServiceConfiguration(clientID: Self.id, clientKey: Self.key), logger: logger)
-            let port = try await service.start(port: 0)
+            // The service's own config: the demo's made-up credentials, readable by this user only.
+            let serviceConfig = "\(work)/service.toml"
+            close(open(serviceConfig, O_CREAT | O_WRONLY, 0o600))
+            try Data("[houndify]\nclient_id = \"\(Self.id)\"\nclient_key = \"\(Self.key)\"\n[logging]\nlevel = \"warning\"\n".utf8)
+                .write(to: URL(fileURLWithPath: serviceConfig))
+            let service = try await LocalServiceProcess.start(configPath: serviceConfig)
+            let port = service.port
             printLine("local Houndify service on http://127.0.0.1:\(port) (no account needed)")
             let profile = ClientProfile(clientID: Self.id, userID: "demo", deviceID: "demo", latitude: 37.3875, longitude: -122.0575,
                                         timeZone: SystemTimeZone.identifier())
@@ -62,7 +69,7 @@ struct Demo: AsyncParsableCommand {
             let speechOutput = Self.chooseOutput(output)
             var config = SpeakerConfiguration()
             config.audio.input = "demo_microphone"
-            config.hotphrase.model = Self.find("hotphrase/ok-hound.hpm") ?? ""
+            config.hotphrase.model = ShippedFiles.locate("ok-hound.hpm", in: .hotPhrase) ?? ""
             // More eager than the shipped default (0.1 false accepts an hour, which misses almost half of the
             // voices it never heard: BENCHMARKS.md), so the demo does not depend on this one recording's score.
             config.hotphrase.enabled = true
@@ -100,14 +107,6 @@ struct Demo: AsyncParsableCommand {
         } catch {
             return .file("hound-speaker-demo.wav")
         }
-    }
-
-    /// A shipped file: next to the binary's share/, the installed share, or the working copy.
-    static func find(_ relative: String) -> String? {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        let candidates = ["/usr/share/hound-speaker/\(relative)", "share/\(relative)",
-                          binary.appendingPathComponent("../share/hound-speaker/\(relative)").path]
-        return candidates.first { FileManager.default.fileExists(atPath: $0) }
     }
 }
 

@@ -1,4 +1,6 @@
 import ArgumentParser
+import AudioCore
+import SpeakerApp
 import Audio
 import FoundationEssentials
 import Platform

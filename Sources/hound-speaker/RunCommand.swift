@@ -1,4 +1,7 @@
 import ArgumentParser
+import BoardCore
+import AudioCore
+import SpeakerApp
 import Audio
 import Board
 import CShims

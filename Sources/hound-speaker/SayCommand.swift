@@ -1,4 +1,5 @@
 import ArgumentParser
+import SpeakerApp
 import Audio
 import FoundationEssentials
 import Glibc

@@ -1,4 +1,5 @@
 import Foundation
+import AudioCore
 import Testing
 @testable import Audio
 

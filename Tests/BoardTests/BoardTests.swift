@@ -1,4 +1,5 @@
 import Foundation
+import BoardCore
 import Testing
 @testable import Board
 
@@ -66,7 +67,7 @@ struct ManualTime {
     let t = ManualTime()
 
     func run(_ mode: TalkMode, _ edges: [(Bool, Int)], tickAt: [Int] = []) -> [TalkIntent] {
-        var core = BoardCore(gestures: .init(), talkMode: mode, roles: [.status], now: t.at(0))
+        var core = BoardLogic(gestures: .init(), talkMode: mode, roles: [.status], now: t.at(0))
         var events: [BoardEvent] = []
         var ticks = tickAt
         for (pressed, ms) in edges {
@@ -158,7 +159,7 @@ struct ManualTime {
     }
 
     @Test func coreReportsOnlyChangedLEDs() {
-        var core = BoardCore(gestures: .init(), talkMode: .tap, roles: [.status], now: t.at(0))
+        var core = BoardLogic(gestures: .init(), talkMode: .tap, roles: [.status], now: t.at(0))
         core.show(.searching, at: t.at(0))
         #expect(core.ledChanges(at: t.at(0)) == [.status: true])
         #expect(core.ledChanges(at: t.at(50)).isEmpty)

@@ -1,4 +1,5 @@
 import Foundation
+import BoardCore
 import Testing
 @testable import Board
 

@@ -307,14 +307,15 @@ struct CLI {
         }
     }
 
+    /// From a working directory outside the tree: the recording, model and earcons are found beside the
+    /// executable, and the local service is its own program, started from there too.
     @Test func demoIsAWholeInteraction() throws {
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-demo-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: wav) }
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["demo", "--output", wav]
-        process.currentDirectoryURL = root
+        process.currentDirectoryURL = FileManager.default.temporaryDirectory
         let out = Pipe()
         process.standardOutput = out
         process.standardError = FileHandle.nullDevice

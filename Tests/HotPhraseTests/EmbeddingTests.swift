@@ -1,4 +1,5 @@
 import Audio
+import AudioCore
 import Foundation
 @testable import HotPhrase
 import Testing

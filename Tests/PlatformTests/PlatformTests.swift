@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 import Platform
 import Synchronization
@@ -150,3 +151,30 @@ func readText(_ path: String) throws -> String {
 }
 
 struct TestError: Error { let text: String }
+
+/// The one locator for shipped files: from the test binary (inside the source tree's .build) it finds the tree's
+/// own share/ and board/ (CLITests run the demo from another working directory).
+@Suite struct ShippedFilesTests {
+    static let root: String = {
+        var path = #filePath
+        for _ in 0..<3 { path = String(path[..<path.lastIndex(of: "/")!]) }
+        return path
+    }()
+
+    @Test func findsTheSourceTreesFiles() throws {
+        #expect(ShippedFiles.locate("start_listening.wav", in: .earcons) == "\(Self.root)/share/earcons/start_listening.wav")
+        #expect(ShippedFiles.locate("ok-hound.hpm", in: .hotPhrase) == "\(Self.root)/share/hotphrase/ok-hound.hpm")
+        #expect(ShippedFiles.locate("simulated.toml", in: .boards) == "\(Self.root)/board/simulated.toml")
+        #expect(ShippedFiles.locate("no-such-file.wav", in: .earcons) == nil)
+        // The owner's files win over the shipped ones, the installed ones come last.
+        let dirs = ShippedFiles.directories(.hotPhrase)
+        #expect(dirs.firstIndex(of: "/etc/hound-speaker/hotphrase")! < dirs.firstIndex(of: "\(Self.root)/share/hotphrase")!)
+        #expect(dirs.last == "/usr/share/hound-speaker/hotphrase")
+    }
+
+    @Test func theEnvironmentComesFirst() {
+        setenv("HOUND_SPEAKER_EARCON_PATH", "/a:/b", 1)
+        defer { unsetenv("HOUND_SPEAKER_EARCON_PATH") }
+        #expect(Array(ShippedFiles.directories(.earcons).prefix(3)) == ["/a", "/b", "/etc/hound-speaker/earcons"])
+    }
+}

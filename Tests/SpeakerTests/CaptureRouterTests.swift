@@ -1,4 +1,5 @@
 import Foundation
+import AudioCore
 import Synchronization
 import Testing
 @testable import Audio

@@ -1,4 +1,5 @@
 import Foundation
+import AudioCore
 import Logging
 import Synchronization
 import Testing

@@ -53,7 +53,9 @@ def main():
             f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
             f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
         env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, 
-                   ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board")
+                   ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board",
+                   # A binary copied out of the tree finds the shipped files here.
+                   HOUND_SPEAKER_EARCON_PATH=f"{root}/share/earcons", HOUND_SPEAKER_HOTPHRASE_PATH=f"{root}/share/hotphrase")
         serve = subprocess.Popen([binary, "serve", "--port", "0", "--config", "config/speaker.toml"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = serve.stdout.readline().strip().removeprefix("listening on ")
@@ -66,7 +68,7 @@ def main():
             f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
             f'sensitivity = 0.85\n')
         run = subprocess.Popen([binary, "run", "--config", f"{tmp}/speaker.toml", "--events", "json"], env=env,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1)
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None if os.environ.get("FP_DEBUG") else subprocess.DEVNULL, text=True, bufsize=1)
         try:
             def wait_for(text):
                 for line in run.stdout:

@@ -1,6 +1,4 @@
 import FoundationEssentials
-import Platform
-import Glibc
 import Synchronization
 
 /// What the board tells the speaker.
@@ -24,7 +22,7 @@ public enum BoardEvent: Sendable, Equatable, CustomStringConvertible {
 
 /// The board's logic without threads or devices: button gestures, the talk-mode mapping and the LED
 /// animation, all on times passed in. `BoardRunner` drives it with the real clock; tests with a manual one.
-public struct BoardCore: Sendable {
+public struct BoardLogic: Sendable {
     private var gestures: ButtonGestures
     private var mapper: TalkIntentMapper
     private var animator: LEDAnimator
@@ -119,7 +117,7 @@ public struct SimulatedButtonParser: Sendable {
                 continue
             }
             guard byte == UInt8(ascii: "\n") else { line.append(byte); continue }
-            let command = String(decoding: line, as: UTF8.self).trimmed(.whitespaces).lowercased()
+            let command = String(decoding: line, as: UTF8.self).split(whereSeparator: \.isWhitespace).joined(separator: " ").lowercased()
             line.removeAll()
             switch command {
             case "": break

@@ -1,23 +1,24 @@
 import FoundationEssentials
+public import BoardCore
 import Glibc
 import Platform
-import Board
-import Houndify
-import Logging
-import SpeakerConfig
+public import Board
+public import Houndify
+public import Logging
+public import SpeakerConfig
 import Systemd
 
 /// Loads the config and sets up logging; the subcommands share this.
-struct AppContext {
-    let config: SpeakerConfiguration
-    let logger: Logger
+public struct AppContext: Sendable {
+    public let config: SpeakerConfiguration
+    public let logger: Logger
 
-    init(config: SpeakerConfiguration, logger: Logger) {
+    public init(config: SpeakerConfiguration, logger: Logger) {
         self.config = config
         self.logger = logger
     }
 
-    init(configPath: String?) throws {
+    public init(configPath: String?) throws {
         let path = ConfigLoader.resolvePath(explicit: configPath)
         do { config = try ConfigLoader.load(path: path) } catch {
             throw CommandFailure(message: error.description, exitCode: 78)  // EX_CONFIG
@@ -31,7 +32,7 @@ struct AppContext {
     }
 
     /// The Houndify client, with the conversation kept in the configured state file.
-    func houndifyClient() throws -> HoundifyClient {
+    public func houndifyClient() throws -> HoundifyClient {
         let settings: HoundifyClientConfiguration
         do { settings = try config.houndifyClientConfiguration() } catch {
             throw CommandFailure(message: error.description, exitCode: 78)
@@ -47,13 +48,13 @@ struct AppContext {
     }
 }
 
-enum LoggingBootstrap {
+public enum LoggingBootstrap {
     nonisolated(unsafe) private static var done = false
     private static let lock = Lock()
 
     /// swift-log allows one bootstrap per process: log lines go to stderr. When stderr is the journal (under
     /// systemd) they are journald's lines: `<N>` priority, no timestamp, one line per event, `secrets` redacted.
-    static func once(level: Logger.Level, secrets: [String] = []) {
+    public static func once(level: Logger.Level, secrets: [String] = []) {
         lock.lock()
         defer { lock.unlock() }
         guard !done else { return }
@@ -72,13 +73,13 @@ enum LoggingBootstrap {
     }
 }
 
-func printLine(_ text: String) { writeAll(STDOUT_FILENO, text + "\n") }
+public func printLine(_ text: String) { writeAll(STDOUT_FILENO, text + "\n") }
 
-func printError(_ text: String) { writeAll(STDERR_FILENO, text + "\n") }
+public func printError(_ text: String) { writeAll(STDERR_FILENO, text + "\n") }
 
 /// write(2) until all of `text` is out (a pipe may take part of it); unbuffered, so lines from the loop and
 /// from the owned threads never sit in a buffer when the process is killed.
-func writeAll(_ fd: Int32, _ text: String) {
+public func writeAll(_ fd: Int32, _ text: String) {
     var bytes = Array(text.utf8)[...]
     while !bytes.isEmpty {
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -91,8 +92,8 @@ func writeAll(_ fd: Int32, _ text: String) {
 }
 
 /// The board from config: which lines, which LEDs, the gesture settings.
-enum BoardSetup {
-    static func specs(_ board: SpeakerConfiguration.BoardSection) -> (button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec]) {
+public enum BoardSetup {
+    public static func specs(_ board: SpeakerConfiguration.BoardSection) -> (button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec]) {
         let button = board.button.isEmpty ? nil : GPIOLineSpec(chip: board.chip, line: board.button, activeLow: board.buttonActiveLow)
         var leds: [LEDRole: GPIOLineSpec] = [:]
         if !board.led.isEmpty {
@@ -105,7 +106,7 @@ enum BoardSetup {
         return (button, leds)
     }
 
-    static func gestures(_ board: SpeakerConfiguration.BoardSection) -> ButtonGestures.Settings {
+    public static func gestures(_ board: SpeakerConfiguration.BoardSection) -> ButtonGestures.Settings {
         ButtonGestures.Settings(debounce: .milliseconds(board.debounceMS), longPress: .milliseconds(board.longPressMS),
                                 doublePressGap: .milliseconds(board.doublePressMS))
     }
