@@ -2,14 +2,14 @@ import FoundationEssentials
 import Glibc
 import CSpeex
 
-/// How the voice query's audio is put on the wire (protocol.md §6, §11).
+/// How the voice query's audio is put on the wire (docs/houndify-protocol.md, "Voice upload").
 public enum AudioUploadFormat: String, Sendable, CaseIterable {
     case pcm
     case speex
 }
 
-/// The 44-byte WAV header exactly as the Python SDK sends it (protocol.md §6.2): dummy RIFF and data sizes and
-/// the SDK's ByteRate of 8 × rate, which the service tolerates.
+/// The 44-byte WAV header exactly as the Python SDK sends it (docs/houndify-protocol.md, "WAV header"): dummy
+/// RIFF and data sizes and the SDK's ByteRate of 8 × rate, which the service tolerates.
 public enum WAVStreamHeader {
     public static func bytes(sampleRate: UInt32) -> [UInt8] {
         var out: [UInt8] = []
@@ -51,9 +51,10 @@ struct PCMUploadEncoder: AudioUploadEncoder {
     mutating func finish() -> [[UInt8]] { [] }
 }
 
-/// Speex as the Python SDK sends it (protocol.md §11): quality 10 CBR, wideband at 16 kHz (narrowband at 8 kHz),
-/// the 80-byte SpeexHeader packet, then one chunk per 20 ms frame prefixed by its byte count as a big-endian u16.
-/// Uses Debian's libspeex; the header's version string is set to the SDK's so the bytes match its header.
+/// Speex as the Python SDK sends it (docs/houndify-protocol.md, "Speex upload"): quality 10 CBR, wideband at
+/// 16 kHz (narrowband at 8 kHz), the 80-byte SpeexHeader packet, then one chunk per 20 ms frame prefixed by its
+/// byte count as a big-endian u16. Uses Debian's libspeex; the header's version string is set to the SDK's so the
+/// bytes match its header.
 final class SpeexUploadEncoder: AudioUploadEncoder {
     let header: [UInt8]
     private let state: OpaquePointer
@@ -100,7 +101,8 @@ final class SpeexUploadEncoder: AudioUploadEncoder {
             raw.initializeMemory(as: UInt8.self, repeating: 0)
             for (i, b) in "speex-1.2beta3".utf8.enumerated() { raw[i] = b }
         }
-        // The SDK's encoder leaves these as below (its header bytes in protocol.md §11).
+        // The SDK's encoder leaves these as below (docs/houndify-protocol.md, "Speex upload"; the header bytes are
+        // in AudioUploadTests).
         h.vbr = 0
         h.frames_per_packet = 0
         h.bitrate = -1

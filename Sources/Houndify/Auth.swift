@@ -2,8 +2,9 @@ import FoundationEssentials
 import Glibc
 import CCrypto
 
-/// Houndify's request signing (protocol.md §2): HMAC-SHA256 keyed with the base64url-decoded client key over
-/// `UserID;RequestID` + `TimeStamp`, sent base64url-encoded with its `=` padding.
+/// Houndify's request signing (docs/houndify-protocol.md, "Signing a request"): HMAC-SHA256 keyed with the
+/// base64url-decoded client key over `UserID;RequestID` + `TimeStamp`, sent base64url-encoded with its `=`
+/// padding.
 public struct HoundAuthenticator: Sendable {
     public let clientID: String
     private let key: [UInt8]

@@ -2,9 +2,9 @@ public import FoundationEssentials
 import Glibc
 import Synchronization
 
-/// Keeps the conversation state between queries (protocol.md §9), optionally in a file so a restarted speaker
-/// continues the conversation. The file is written atomically (temporary file + rename) with mode 0600: the
-/// state may hold what the person asked.
+/// Keeps the conversation state between queries (docs/houndify-protocol.md, "Conversation state"), optionally in
+/// a file so a restarted speaker continues the conversation. The file is written atomically (temporary file +
+/// rename) with mode 0600: the state may hold what the person asked.
 public final class ConversationStore: Sendable {
     private let state: Mutex<JSONValue?>
     public let fileURL: URL?

@@ -33,7 +33,7 @@ public struct HoundifyClientConfiguration: Sendable {
     }
 }
 
-/// Text and voice search against Houndify, as the official SDKs do it (protocol.md), over libcurl.
+/// Text and voice search against Houndify, as the official SDKs do it (docs/houndify-protocol.md), over libcurl.
 public final class HoundifyClient: Sendable {
     public let configuration: HoundifyClientConfiguration
     public let conversation: ConversationStore
@@ -55,7 +55,7 @@ public final class HoundifyClient: Sendable {
     }
 
     /// Python's `urllib.parse.quote`: everything but unreserved characters and `/` is percent-encoded, so spaces
-    /// become `%20` (the service does not read `+` as a space, protocol.md §5.1).
+    /// become `%20` (the service does not read `+` as a space: docs/houndify-protocol.md, "Text queries").
     public static func percentEncodeQuery(_ query: String) -> String {
         var out = ""
         for byte in query.utf8 {

@@ -1,5 +1,5 @@
-/// Errors of a search, named after the Hound SDK's HoundVoiceSearchErrorCode values (seed 000), plus the
-/// HTTP-level error the SDK reports in its SHHTTPErrorDomain.
+/// Errors of a search, named after the Hound SDK's HoundVoiceSearchErrorCode values, plus the HTTP-level error the
+/// SDK reports in its SHHTTPErrorDomain (docs/houndify-protocol.md, "Error codes").
 public enum HoundifyError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The search was cancelled by the caller.
     case cancelled

@@ -6,8 +6,8 @@ import Glibc
 /// Houndify's voice response is a sequence of compact JSON messages; HTTP chunk boundaries are not a reliable
 /// frame (libcurl hands over de-chunked data in arbitrary pieces), so the scanner tracks brace depth, strings and
 /// escapes. Between values it skips whitespace and bare decimal integer lines (the `ObjectByteCountPrefix`
-/// framing some SDKs request, protocol.md §7.1). Scanning resumes where the previous call stopped, so each byte
-/// is examined once.
+/// framing some SDKs request: docs/houndify-protocol.md, "Response framing"). Scanning resumes where the
+/// previous call stopped, so each byte is examined once.
 public struct JSONStreamScanner: Sendable {
     public enum ScanError: Error, Equatable, CustomStringConvertible {
         case unexpectedByte(UInt8, offset: Int)

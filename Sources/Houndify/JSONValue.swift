@@ -47,8 +47,8 @@ public enum JSONValue: Sendable, Hashable {
     }
 
     /// Compact JSON with every non-ASCII character escaped as \uXXXX, so that the byte count equals the
-    /// character count (what `Hound-Request-Info-Length` needs, protocol.md §3). Keys are sorted so the
-    /// output is deterministic.
+    /// character count (what `Hound-Request-Info-Length` needs: docs/houndify-protocol.md, "Request headers").
+    /// Keys are sorted so the output is deterministic.
     public func asciiJSON() -> String {
         var out = ""
         write(into: &out)

@@ -1,7 +1,7 @@
 public import FoundationEssentials
 import Glibc
 
-/// `Format` values the service uses; clients must accept both spellings (protocol.md §7.2, §7.3).
+/// `Format` values the service uses; clients must accept both spellings (docs/houndify-protocol.md, "Message formats").
 public enum HoundFormat {
     public static let partialTranscriptLegacy = "SoundHoundVoiceSearchParialTranscript"  // sic: the backend's spelling
     public static let partialTranscript = "HoundVoiceQueryPartialTranscript"
@@ -52,7 +52,8 @@ public struct PartialTranscript: Sendable, Equatable, Decodable {
     }
 }
 
-/// One element of `AllResults` (protocol.md §8.2). The typed fields are those the speaker uses; `json` holds all.
+/// One element of `AllResults` (docs/houndify-protocol.md, "AllResults"). The typed fields are those the speaker
+/// uses; `json` holds all.
 public struct CommandResult: Sendable, Equatable {
     public var commandKind: String
     public var spokenResponse: String
@@ -93,7 +94,7 @@ public struct CommandResult: Sendable, Equatable {
     }
 }
 
-/// The final HoundServer object (protocol.md §8.1).
+/// The final HoundServer object (docs/houndify-protocol.md, "The final result").
 public struct HoundServerResponse: Sendable, Equatable {
     public var format: String
     public var status: String

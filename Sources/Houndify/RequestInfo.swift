@@ -41,9 +41,9 @@ public enum HoundifySDK {
 
 public enum RequestKind: Sendable { case text, voice }
 
-/// Builds RequestInfo with the Hound SDK's defaults (seed 000: "UserID, RequestID, TimeStamp, TimeZone,
-/// ClientID, ClientVersion, DeviceID, ConversationState, UnitPreference, PartialTranscriptsDesired, SDK,
-/// SDKVersion"), the location, and the extra keys from config.
+/// Builds RequestInfo with the Hound SDK's defaults (UserID, RequestID, TimeStamp, TimeZone, ClientID,
+/// ClientVersion, DeviceID, ConversationState, UnitPreference, PartialTranscriptsDesired, SDK, SDKVersion), the
+/// location, and the extra keys from config (docs/houndify-protocol.md, "Keys the speaker sends").
 public enum RequestInfoBuilder {
     public static func build(profile: ClientProfile, kind: RequestKind, requestID: String, timeStamp: Int64,
                              conversationState: JSONValue?, extra: [String: JSONValue] = [:]) -> [String: JSONValue] {
@@ -67,7 +67,8 @@ public enum RequestInfoBuilder {
         }
         if let state = conversationState {
             info["ConversationState"] = state
-            // As the Python and JS SDKs do: the state's own time goes to the top level too (protocol.md §9.1).
+            // As the Python and JS SDKs do: the state's own time goes to the top level too (docs/houndify-protocol.md,
+            // "Conversation state").
             if let time = state["ConversationStateTime"] { info["ConversationStateTime"] = time }
         }
         for (key, value) in profile.extra { info[key] = value }

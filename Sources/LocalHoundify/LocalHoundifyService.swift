@@ -248,7 +248,8 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
         }
     }
 
-    /// One message, one HTTP chunk: the Python SDK reads each chunk as one JSON message (protocol.md §7.1).
+    /// One message, one HTTP chunk: the Python SDK reads each chunk as one JSON message (docs/houndify-protocol.md,
+    /// "Response framing").
     private func sendMessage(context: ChannelHandlerContext, _ json: JSONValue) {
         var bytes = LocalHoundifyService.encode(json)
         if gzip { bytes = Self.gzip(bytes) }
@@ -278,7 +279,7 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
     }
 
     /// The value of `name` in a query string, percent-decoded. `+` stays `+`: the service does not read it as a
-    /// space (protocol.md §5.1).
+    /// space (docs/houndify-protocol.md, "Text queries").
     static func queryParameter(_ name: String, in query: String) -> String? {
         for pair in query.split(separator: "&") {
             let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)

@@ -4,10 +4,10 @@ import Glibc
 public import Houndify
 import Audio
 
-/// Follows a voice query's request body as it arrives (protocol.md §6.1): RequestInfo, the audio header (WAV or
-/// Speex), then audio. It measures the audio in 10 ms frames and decides what the service says: partial
-/// transcripts revealing the given transcript word by word as voiced audio comes in, and `SafeToStopAudio` once
-/// enough trailing silence follows speech. It does not recognise speech.
+/// Follows a voice query's request body as it arrives (docs/houndify-protocol.md, "Voice request body"):
+/// RequestInfo, the audio header (WAV or Speex), then audio. It measures the audio in 10 ms frames and decides
+/// what the service says: partial transcripts revealing the given transcript word by word as voiced audio comes
+/// in, and `SafeToStopAudio` once enough trailing silence follows speech. It does not recognise speech.
 public struct VoiceQueryStream {
     public enum Output: Equatable {
         case requestInfo([String: JSONValue])

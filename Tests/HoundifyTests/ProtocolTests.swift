@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Houndify
 
-/// protocol.md §2.2: the three vectors produced by the Python SDK 2.1.4, byte for byte.
+/// The three vectors produced by the Python SDK 2.1.4, byte for byte (docs/houndify-protocol.md, "Test vectors").
 @Suite struct SigningTests {
     struct Vector: Sendable {
         var clientID, clientKey, userID, requestID: String

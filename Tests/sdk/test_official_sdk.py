@@ -423,7 +423,7 @@ def _run_voice_query(server, speech_chunks, use_speex):
 
 
 def _raw_headers(key, request_info):
-    """Houndify auth headers as every SDK builds them (protocol.md §2)."""
+    """Houndify auth headers as every SDK builds them (docs/houndify-protocol.md, "Signing a request")."""
     request_id, ts = str(uuid.uuid4()), str(int(time.time()))
     auth = f"{USER_ID};{request_id}"
     mac = hmac.new(base64.urlsafe_b64decode(key), (auth + ts).encode(), hashlib.sha256).digest()
