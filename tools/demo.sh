@@ -18,7 +18,8 @@ echo "== hound-speaker demo: one whole interaction"
 # Then the same client by hand against the local service: text queries and a two-turn conversation.
 work="$(mktemp -d)"
 trap 'kill "$server" 2>/dev/null || true; rm -rf "$work"' EXIT
-# Dummy credentials (the test vector of protocol.md §2.2): the local service checks signatures made with them.
+# Dummy credentials (those of the first signing test vector: docs/houndify-protocol.md, "Test vectors"): the local
+# service checks signatures made with them.
 export HOUNDIFY_CLIENT_ID="AAECAwQFBgcICQoLDA0ODw=="
 export HOUNDIFY_CLIENT_KEY="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
 "$bin" serve --port 0 --config config/speaker.toml > "$work/serve.out" 2> "$work/serve.log" &

@@ -56,7 +56,7 @@ public struct VoiceActivityDetector: Sendable {
     }
 }
 
-/// When a query is over (SpeechKit's endpointer modes, seed 001): after a person has spoken, enough trailing
+/// When a query is over (SpeechKit's endpointer modes: short, long, none): after a person has spoken, enough trailing
 /// silence ends it; nothing said at all ends it with a timeout; a maximum length ends it regardless. Works in
 /// frames, so it is exact and needs no clock.
 public struct Endpointer: Sendable {

@@ -24,7 +24,7 @@ public enum AudioLevel {
     }
 }
 
-/// The short sounds of seed 001's earcon types, shipped as WAVs in share/earcons (made by tools/make-earcons.sh)
+/// The short sounds for starting and stopping listening, cancel and error, shipped as WAVs in share/earcons (made by tools/make-earcons.sh)
 /// and replaceable in config (`[audio] earcons`).
 public enum Earcon: String, Sendable, CaseIterable {
     case startListening = "start_listening"

@@ -1,5 +1,5 @@
-/// What the LEDs show. The speaker's states (seed 000: ready, recording = listening, searching, speaking) plus
-/// error, offline and muted.
+/// What the LEDs show. The speaker's states (ready, recording = listening, searching, speaking:
+/// docs/houndify-protocol.md, "Speaker states") plus error, offline and muted.
 public enum LEDState: String, Sendable, CaseIterable {
     case off, ready, listening, searching, speaking, error, offline, muted
 }

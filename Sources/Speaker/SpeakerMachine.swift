@@ -1,5 +1,6 @@
-/// The speaker's states, as the Hound SDK names them (seed 000): none (not listening), ready (waiting for the
-/// button or the hot phrase), recording (streaming the question), searching (waiting for the answer), speaking.
+/// The speaker's states, as the Hound SDK names them (docs/houndify-protocol.md, "Speaker states"): none (not
+/// listening), ready (waiting for the button or the hot phrase), recording (streaming the question), searching
+/// (waiting for the answer), speaking.
 public enum SpeakerState: String, Sendable, CaseIterable {
     case none, ready, recording, searching, speaking
 }
@@ -151,7 +152,7 @@ public enum SpeakerEffect: Sendable, Equatable {
 /// cannot stay stuck listening, searching or speaking.
 public struct SpeakerMachine: Sendable {
     public struct Settings: Sendable, Equatable {
-        /// Seed 000's enableSpeech: off, answers are shown, not spoken.
+        /// The Hound SDK's enableSpeech (docs/houndify-protocol.md, "enableSpeech"): off, answers are shown, not spoken.
         public var enableSpeech = true
         public var recordingLimitMS = 15_000
         public var searchingLimitMS = 20_000

@@ -97,7 +97,8 @@ public struct SpeakerConfiguration: Sendable {
 
     /// The speaker loop (`[speaker]`).
     public struct SpeakerSection: Sendable, Equatable {
-        /// Seed 000's enableSpeech: false shows answers in the log instead of speaking them.
+        /// The Hound SDK's enableSpeech (docs/houndify-protocol.md, "enableSpeech"): false shows answers in the log
+        /// instead of speaking them.
         public var speech = true
         /// A command run on every state change, with HOUND_SPEAKER_STATE set.
         public var stateHook = ""
@@ -143,7 +144,7 @@ public struct SpeakerConfiguration: Sendable {
 
     public init() {}
 
-    /// The earcons (seed 001's types), each a short WAV shipped in share/earcons/.
+    /// The earcons (start listening, stop listening, cancel, error), each a short WAV shipped in share/earcons/.
     public static let earconNames = ["start_listening", "stop_listening", "cancel", "error"]
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
