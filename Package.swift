@@ -66,7 +66,13 @@ let package = Package(
                 dependencies: ["CEspeakNG", "Audio", "Platform"],
                 swiftSettings: strict),
         .target(name: "Platform", swiftSettings: strict),
-        .target(name: "Speaker", swiftSettings: strict),
+        // JSON values kept as they came (Houndify's opaque parts) and written back as ASCII.
+        .target(name: "JSONKit", swiftSettings: strict),
+        // The speaker's behaviour with no C and no drivers: the state machine, the loop, the capture router, the
+        // ports it drives and the activity it reports. SpeakerApp plugs the real drivers in; the test kit, fakes.
+        .target(name: "SpeakerCore",
+                dependencies: ["AudioCore", "BoardCore", "JSONKit", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
@@ -75,16 +81,12 @@ let package = Package(
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
-        .target(name: "SpeakerRuntime",
-                dependencies: ["Speaker", "Houndify", "Audio", "Speech", "Board", "HotPhrase", "Platform",
-                               .product(name: "Logging", package: "swift-log")],
-                swiftSettings: strict),
         .target(name: "Houndify",
-                dependencies: ["CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
+                dependencies: ["JSONKit", "CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "LocalHoundify",
-                dependencies: ["Houndify", "CSpeex", "Audio", "Platform",
+                dependencies: ["Houndify", "JSONKit", "CSpeex", "Audio", "Platform",
                                .product(name: "NIOCore", package: "swift-nio"),
                                .product(name: "NIOPosix", package: "swift-nio"),
                                .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -94,14 +96,15 @@ let package = Package(
         // What the commands share, between the subsystems and the argument parsers: the config and logging
         // context, errors as exit codes, signals, the local service as a program of its own.
         .target(name: "SpeakerApp",
-                dependencies: ["SpeakerConfig", "Houndify", "Audio", "Speech", "Board", "Platform", "Systemd",
+                dependencies: ["SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase",
+                               "Platform", "Systemd", "CShims", "CGPIOD",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
-                dependencies: ["SpeakerApp", "Houndify", "SpeakerConfig", "Audio", "Speech", "Speaker", "SpeakerRuntime", "Platform",
-                               "Board", "HotPhrase", "Systemd", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
+                dependencies: ["SpeakerApp", "Houndify", "SpeakerConfig", "Audio", "Speech", "SpeakerCore", "Platform",
+                               "Board", "HotPhrase", "Systemd", "JSONKit", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
@@ -114,18 +117,21 @@ let package = Package(
 
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
+        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", .product(name: "Logging", package: "swift-log")],
+                path: "Tests/SpeakerTestKit", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
-                         dependencies: ["Audio", "Speech", "Speaker", "SpeakerRuntime", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
+                         dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerApp", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
-        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "LocalHoundify", "Audio"],
+        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "JSONKit", "LocalHoundify", "Audio"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig"], swiftSettings: strict),
+        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit"], swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["Speaker", "SpeakerRuntime", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "CGPIOD", "JSONKit", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
                                                         "Speech", "Board", "TestSupport"], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

@@ -1,4 +1,5 @@
 public import FoundationEssentials
+public import JSONKit
 import Glibc
 import Synchronization
 

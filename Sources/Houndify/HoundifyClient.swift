@@ -1,4 +1,5 @@
 import FoundationEssentials
+public import JSONKit
 import Glibc
 import Synchronization
 public import Logging

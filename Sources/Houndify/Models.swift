@@ -1,4 +1,5 @@
 public import FoundationEssentials
+public import JSONKit
 import Glibc
 
 /// `Format` values the service uses; clients must accept both spellings (docs/houndify-protocol.md, "Message formats").

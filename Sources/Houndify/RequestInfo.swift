@@ -1,4 +1,5 @@
 import FoundationEssentials
+public import JSONKit
 import Glibc
 
 /// The client's identity and preferences, from which each request's RequestInfo is built.

@@ -1,4 +1,5 @@
 public import FoundationEssentials
+public import JSONKit
 import FoundationInternationalization
 import Platform
 import Glibc

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import JSONKit
 import Platform
 import Glibc
 import Houndify

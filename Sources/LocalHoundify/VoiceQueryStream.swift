@@ -1,5 +1,6 @@
 import FoundationEssentials
-import AudioCore
+public import JSONKit
+public import AudioCore
 import Glibc
 public import Houndify
 import Audio

@@ -62,7 +62,10 @@ public enum LoggingBootstrap {
         let journal = JournalStream.isStandardError()
         LoggingSystem.bootstrap { label in
             if journal {
-                var handler = JournalLogHandler(secrets: secrets)
+                // Structured entries where journald's socket is there; its stderr lines otherwise.
+                var handler = JournalLogHandler.nativeJournalAvailable
+                    ? JournalLogHandler(secrets: secrets, send: { JournalLogHandler.sendToJournal($0) })
+                    : JournalLogHandler(secrets: secrets, write: JournalLogHandler.standardError)
                 handler.logLevel = level
                 return handler
             }

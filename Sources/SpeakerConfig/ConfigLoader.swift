@@ -1,4 +1,5 @@
 public import FoundationEssentials
+import JSONKit
 import Platform
 import Glibc
 import Houndify

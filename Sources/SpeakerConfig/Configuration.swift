@@ -1,4 +1,5 @@
 import FoundationEssentials
+public import JSONKit
 import Platform
 import Glibc
 public import Houndify

@@ -1,4 +1,5 @@
 import Audio
+import JSONKit
 import AudioCore
 import Foundation
 import Glibc
@@ -6,8 +7,8 @@ import Platform
 import Houndify
 import LocalHoundify
 import Logging
-import Speaker
-import SpeakerRuntime
+import SpeakerApp
+import SpeakerCore
 import Speech
 
 /// 1,000 whole button queries through the speaker loop in one process: the question played into an ALSA file PCM
@@ -78,14 +79,15 @@ enum LoopBench {
         let volume = try OutputVolume(percent: 100, device: "bench_out", mixerControl: "")
         let earconPaths = ["share/earcons", "/usr/share/hound-speaker/earcons"]
         setenv("HOUND_SPEAKER_EARCON_PATH", earconPaths.joined(separator: ":"), 1)
-        let parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings(), volume: volume),
-                                 output: ProcessInfo.processInfo.environment["BENCH_OUTPUT"] == "memory" ? .memory : .device("bench_out"),
-                                 earcons: try Earcons.load(), volume: volume,
-                                 capture: capture, logger: logger)
+        let speech = EngineSpeech(engine: try SpeechEngine(settings: VoiceSettings(), volume: volume),
+                                  output: ProcessInfo.processInfo.environment["BENCH_OUTPUT"] == "memory" ? .memory : .device("bench_out"),
+                                  earcons: try Earcons.load())
+        let ports = SpeakerPorts(search: HoundifyVoiceSearch(client: client), speech: speech, volume: MixerVolume(volume),
+                                 microphone: ALSAMicrophone(capture), clock: DispatchClock(), system: HostSystem())
         let ready = ReadyCounter()
-        var withSink = parts
-        withSink.eventSink = { line in if line.contains("\"from\":\"speaking\",\"to\":\"ready\"") { ready.increment() } }
-        let loop = SpeakerLoop(parts: withSink)
+        let loop = SpeakerLoop(ports: ports, logger: logger, observers: [{ activity in
+            if activity == .stateChanged(from: .speaking, to: .ready) { ready.increment() }
+        }])
         let task = Task.detached { await loop.run() }
 
         func ask(_ n: Int) async {
@@ -125,10 +127,8 @@ enum LoopBench {
         print("| resident set after | \(rssEnd) kB |")
         print("| growth over \(queries) queries | \(rssEnd - rssStart) kB |")
         print("| resident set every 500 queries | \(checkpoints.map { "\($0.1 - rssStart)" }.joined(separator: ", ")) kB over the start |")
-        for (name, path) in [("first audio sent", \InteractionTimings.firstAudioSent), ("end of speech", \.endOfSpeech),
-                             ("first partial", \.firstPartial), ("final result", \.finalResult),
-                             ("first TTS sample", \.firstTTSSample), ("speech end", \.speechEnd)] as [(String, KeyPath<InteractionTimings, ContinuousClock.Instant?>)] {
-            print("| median trigger -> \(name) | \(median(path)) |")
+        for stage in InteractionTimings.stages {
+            print("| median trigger -> \(stage.name) | \(median(stage.keyPath)) |")
         }
     }
 }

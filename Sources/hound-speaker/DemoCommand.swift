@@ -5,11 +5,11 @@ import FoundationEssentials
 import Glibc
 import Platform
 import Houndify
+import JSONKit
 import Logging
-import Speaker
+import SpeakerCore
 import SpeakerApp
 import SpeakerConfig
-import SpeakerRuntime
 import Speech
 
 /// One whole interaction with no hardware and no credentials: the local Houndify service (its own program, as a
@@ -75,26 +75,42 @@ struct Demo: AsyncParsableCommand {
             config.hotphrase.enabled = true
             config.hotphrase.sensitivity = Self.sensitivity
             let context = AppContext(config: config, logger: logger)
-            var parts = try SpeakerAssembly.parts(context: context, client: client, output: speechOutput)
-            parts.capture.pacing = .realTime
-            parts.voiceRequestInfo = ["LocalServiceTranscript": "what time is it"]
-            let printer = DemoPrinter()
-            parts.eventSink = { printer.show($0) }
-            let loop = SpeakerLoop(parts: parts)
-            let runner = Task.detached { await loop.run() }
+            var speaker = try SpeakerAssembly(context: context, client: client, output: speechOutput)
+            speaker.capture.pacing = .realTime
+            speaker.search.setRequestInfo(["LocalServiceTranscript": "what time is it"])
+            let recorder = ActivityRecorder()
+            speaker.observers += [recorder.observer, { Self.show($0) }]
+            let loop = speaker.makeLoop()
             printLine("[microphone] plays \(URL(fileURLWithPath: recording).lastPathComponent) in real time; the speaker listens for \"OK Hound\" (sensitivity \(Self.sensitivity))")
-            guard await printer.waitFor("\"event\":\"hotphrase\"", seconds: audio.duration + 5) else {
-                loop.send(.shutdown)
-                await runner.value
-                await service.stop()
-                throw CommandFailure(message: "the hot phrase was not heard in \(recording)")
+            let done = await withDiscardingTaskGroup { group -> Result<Void, CommandFailure> in
+                group.addTask { await loop.run() }
+                defer { loop.send(.shutdown) }
+                guard await recorder.wait(timeout: .seconds(audio.duration + 5), for: { $0 == .hotPhrase }) else {
+                    return .failure(CommandFailure(message: "the hot phrase was not heard in \(recording)"))
+                }
+                guard await recorder.wait(for: .stateChanged(from: .speaking, to: .ready), timeout: .seconds(60)) else {
+                    return .failure(CommandFailure(message: "the interaction did not complete within 60 s"))
+                }
+                return .success(())
             }
-            let done = await printer.waitFor("\"from\":\"speaking\",\"to\":\"ready\"", seconds: 60)
-            loop.send(.shutdown)
-            await runner.value
             await service.stop()
+            try done.get()
             if case .file(let path) = speechOutput { printLine("the answer was spoken into \(path)") }
-            if !done { throw CommandFailure(message: "the interaction did not complete within 60 s") }
+        }
+    }
+
+    /// The loop's activity as lines a person reads.
+    static func show(_ activity: SpeakerActivity) {
+        switch activity {
+        case .hotPhrase: printLine("[hot phrase] \"OK Hound\" heard")
+        case .stateChanged(let from, let to): printLine("[state] \(from.rawValue) -> \(to.rawValue)")
+        case .partialTranscript(let text) where !text.isEmpty: printLine("[heard so far] \(text)")
+        case .finalTranscript(let transcript, let answer):
+            printLine("[transcript] \(transcript)")
+            printLine("[answer] \(answer)")
+        case .searchFailed(let error): printLine("[error] \(error.failure.rawValue)")
+        case .timings(let timings): printLine("[\(timings.line)]")
+        default: break
         }
     }
 
@@ -108,63 +124,4 @@ struct Demo: AsyncParsableCommand {
             return .file("hound-speaker-demo.wav")
         }
     }
-}
-
-/// Turns the loop's JSON events into lines a person reads, and lets the demo wait for one (suspending, never
-/// blocking a thread of the concurrency pool that the loop itself runs on).
-final class DemoPrinter: @unchecked Sendable {
-    private let lock = Lock()
-    private var seen: [String] = []
-    private var waiters: [(text: String, waiter: CheckedContinuation<Bool, Never>)] = []
-
-    func show(_ line: String) {
-        lock.lock()
-        seen.append(line)
-        let due = waiters.filter { line.contains($0.text) }
-        waiters.removeAll { line.contains($0.text) }
-        lock.unlock()
-        for w in due { w.waiter.resume(returning: true) }
-        guard let json = try? JSONValue(parsing: Data(line.utf8)) else { return }
-        switch json["event"]?.stringValue {
-        case "hotphrase": printLine("[hot phrase] \"OK Hound\" heard")
-        case "state": printLine("[state] \(json["from"]?.stringValue ?? "?") -> \(json["to"]?.stringValue ?? "?")")
-        case "partial":
-            if let text = json["text"]?.stringValue, !text.isEmpty { printLine("[heard so far] \(text)") }
-        case "final":
-            printLine("[transcript] \(json["transcript"]?.stringValue ?? "")")
-            printLine("[answer] \(json["answer"]?.stringValue ?? "")")
-        case "error": printLine("[error] \(json["kind"]?.stringValue ?? "")")
-        case "timings": printLine("[\(json["line"]?.stringValue ?? "")]")
-        default: break
-        }
-    }
-
-    /// True once a line containing `text` has been seen; false after `seconds`.
-    @discardableResult
-    func waitFor(_ text: String, seconds: Double = 10) async -> Bool {
-        let timeout = Task { [weak self] in
-            try? await Task.sleep(for: .seconds(seconds))
-            self?.expire(text)
-        }
-        defer { timeout.cancel() }
-        return await withCheckedContinuation { waiter in
-            lock.lock()
-            if seen.contains(where: { $0.contains(text) }) {
-                lock.unlock()
-                waiter.resume(returning: true)
-                return
-            }
-            waiters.append((text, waiter))
-            lock.unlock()
-        }
-    }
-
-    private func expire(_ text: String) {
-        lock.lock()
-        let due = waiters.filter { $0.text == text }
-        waiters.removeAll { $0.text == text }
-        lock.unlock()
-        for w in due { w.waiter.resume(returning: false) }
-    }
-
 }

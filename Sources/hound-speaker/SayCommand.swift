@@ -41,15 +41,3 @@ struct Say: AsyncParsableCommand {
         }
     }
 }
-
-extension SpeakerConfiguration.SpeechSection {
-    var voiceSettings: VoiceSettings {
-        var v = VoiceSettings()
-        v.voice = voice
-        v.rate = rate
-        v.pitch = pitch
-        v.volume = volume
-        v.leadInMS = leadInMS
-        return v
-    }
-}

@@ -5,6 +5,7 @@ import Audio
 import FoundationEssentials
 import Glibc
 import Houndify
+import JSONKit
 import Logging
 
 struct Text: AsyncParsableCommand {

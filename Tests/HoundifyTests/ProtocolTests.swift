@@ -1,4 +1,5 @@
 import Foundation
+import JSONKit
 import Testing
 @testable import Houndify
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSONKit
 import LocalHoundify
 import Testing
 @testable import Houndify

@@ -4,8 +4,8 @@ import Synchronization
 import Testing
 @testable import Audio
 import HotPhrase
-import Speaker
-@testable import SpeakerRuntime
+@testable import SpeakerCore
+import SpeakerApp
 
 /// The router with the real detector and the demo's "OK Hound" recording, fed in 20 ms frames.
 @Suite struct CaptureRouterHotPhraseTests {
@@ -13,7 +13,7 @@ import Speaker
         samples.withUnsafeBufferPointer { all in
             var i = 0
             while i + 320 <= all.count {
-                router.frame(UnsafeBufferPointer(rebasing: all[i..<(i + 320)]), level: -30)
+                router.frame(UnsafeBufferPointer(rebasing: all[i..<(i + 320)]))
                 i += 320
             }
         }
@@ -37,5 +37,38 @@ import Speaker
     /// While the speaker's own voice or an earcon plays, the phrase is not listened for (it would hear itself).
     @Test func notWhileTheSpeakerMakesSounds() throws {
         #expect(try hotPhrases(listening: false) == 0)
+    }
+}
+
+/// The ring of the moments before a hot phrase, which the question's upload starts with.
+@Suite struct PreRollRingTests {
+    func contents(_ ring: PreRollRing) -> [Int16] {
+        var out: [Int16] = []
+        ring.read { out += $0 }
+        return out
+    }
+
+    func append(_ ring: inout PreRollRing, _ samples: [Int16]) {
+        samples.withUnsafeBufferPointer { ring.append($0) }
+    }
+
+    @Test func keepsTheLastSamplesOldestFirst() {
+        var ring = PreRollRing(capacity: 5)
+        #expect(contents(ring).isEmpty)
+        append(&ring, [1, 2, 3])
+        #expect(contents(ring) == [1, 2, 3])
+        append(&ring, [4, 5, 6, 7])  // wraps: 1 and 2 are gone
+        #expect(contents(ring) == [3, 4, 5, 6, 7])
+        #expect(ring.count == 5)
+        append(&ring, Array(10..<23))  // a frame longer than the ring: only its end is kept
+        #expect(contents(ring) == [18, 19, 20, 21, 22])
+    }
+
+    @Test func readsInAtMostTwoPieces() {
+        var ring = PreRollRing(capacity: 4)
+        append(&ring, [1, 2, 3, 4, 5, 6])
+        var pieces: [[Int16]] = []
+        ring.read { pieces.append(Array($0)) }
+        #expect(pieces == [[3, 4], [5, 6]])
     }
 }

@@ -1,87 +1,82 @@
 import Dispatch
-import Foundation
-import Logging
+import BoardCore
 import Synchronization
 import Testing
-@testable import Audio
-@testable import Houndify
-@testable import Speaker
-@testable import SpeakerRuntime
-@testable import Speech
+@testable import SpeakerCore
+import SpeakerTestKit
 
 /// The watchdog's heartbeat (systemd WATCHDOG=1) must prove the loop itself turns, not just that a timer fires.
-@Suite(.serialized) struct HeartbeatTests {
-    /// Waits until `condition` holds, polling, at most `seconds`.
-    func eventually(seconds: Double = 5, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .seconds(seconds)
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(5))
-        }
+/// Time is the manual clock's: every beat and every interval is the test's to count.
+@Suite struct HeartbeatTests {
+    final class BeatLog: Sendable {
+        let entries = Mutex<[String]>([])
+        var beats: Int { entries.withLock { $0.filter { $0 == "beat" }.count } }
+        func add(_ entry: String) { entries.withLock { $0.append(entry) } }
+    }
+
+    func rig(interval: Duration?, log: BeatLog) async -> LoopRig {
+        var settings = SpeakerLoopSettings()
+        settings.heartbeat = LoopHeartbeat(interval: interval) { log.add("beat") }
+        return await LoopRig(settings: settings)
+    }
+
+    func eventually(_ condition: () -> Bool) async -> Bool {
+        for _ in 0..<2000 where !condition() { try? await Task.sleep(for: .milliseconds(1)) }
         return condition()
     }
 
-    func parts() throws -> SpeakerParts {
-        let profile = ClientProfile(clientID: "AAECAwQFBgcICQoLDA0ODw==", userID: "test", deviceID: "heartbeat", timeZone: "UTC")
-        let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
-            endpoint: "http://127.0.0.1:9", clientKey: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw==",
-            profile: profile))
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        return SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .memory, earcons: [:],
-                            volume: try OutputVolume(percent: 100, device: "null", mixerControl: ""),
-                            capture: CaptureSettings(device: "null"), logger: logger)
-    }
-
-    @Test func beatsComeOutOfTheLoopAndStopWhileItIsStuck() async throws {
-        let log = Mutex<[String]>([])
-        let beatsWhileStuck = Mutex<Int?>(nil)
-        var parts = try parts()
-        parts.heartbeat = LoopHeartbeat(interval: .milliseconds(20)) { log.withLock { $0.append("beat") } }
-        parts.eventSink = { line in
-            log.withLock { $0.append(line) }
-            // The loop gets stuck in an effect, as a hung device call would leave it: fifteen intervals pass with
-            // the timer firing. Counted here, on the stuck loop itself, so the count cannot depend on when the
-            // test's own task gets a thread.
-            if line.contains("\"to\":\"ready\"") {
-                Thread.sleep(forTimeInterval: 0.3)
-                beatsWhileStuck.withLock { $0 = log.withLock { $0.filter { $0 == "beat" }.count } }
-            }
+    @Test func theFirstBeatFollowsReadyAndEachIntervalBringsOne() async {
+        let log = BeatLog()
+        let rig = await rig(interval: .seconds(10), log: log)
+        #expect(await eventually { log.beats == 1 })  // READY=1 is sent on it: after `started` was handled
+        for n in 2...5 {
+            rig.clock.advance(by: .seconds(10))
+            #expect(await eventually { log.beats == n })
         }
-        let loop = SpeakerLoop(parts: parts)
-        let task = Task.detached { await loop.run() }
-        #expect(await eventually(seconds: 20) { beatsWhileStuck.withLock { $0 } != nil })
-        #expect(beatsWhileStuck.withLock { $0 } == 0, "no beat may get out of a stuck loop")
-        #expect(await eventually { log.withLock { $0.filter { $0 == "beat" }.count } >= 3 })
-        // The first beat (what READY=1 is sent on) follows the loop's handling of `started`.
-        let entries = log.withLock { $0 }
-        #expect(entries.firstIndex(of: "beat")! > entries.firstIndex { $0.contains("\"to\":\"ready\"") }!)
-        loop.send(.shutdown)
-        await task.value
-        let after = log.withLock { $0.filter { $0 == "beat" }.count }
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(log.withLock { $0.filter { $0 == "beat" }.count } == after, "beats after the loop ended")
-        #expect(loop.statesEntered == [.ready, .none])  // the heartbeat changed nothing
+        rig.clock.advance(by: .seconds(9))
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(log.beats == 5)  // not yet due
+        await rig.stop()
+        #expect(rig.clock.armedTimers == 0)  // no beat after the loop ended
+        #expect(rig.loop.statesEntered == [.ready, .none])  // the heartbeat changed nothing
     }
 
-    @Test func atMostOneHeartbeatWaitsInTheQueue() async throws {
-        let posted = Atomic<Int>(0)
-        let timer = HeartbeatTimer(interval: .milliseconds(5)) { posted.add(1, ordering: .relaxed) }
-        defer { timer.cancel() }
-        #expect(await eventually { posted.load(ordering: .relaxed) == 1 })
-        try await Task.sleep(for: .milliseconds(100))  // twenty intervals, none taken out: still one
-        #expect(posted.load(ordering: .relaxed) == 1)
-        timer.taken()
-        #expect(await eventually { posted.load(ordering: .relaxed) == 2 })
+    @Test func noBeatGetsOutOfAStuckLoopAndAtMostOneWaits() async {
+        let log = BeatLog()
+        let release = DispatchSemaphore(value: 0)
+        let blocked = Mutex(false)
+        var settings = SpeakerLoopSettings()
+        settings.heartbeat = LoopHeartbeat(interval: .seconds(10)) { log.add("beat") }
+        // The loop gets stuck in the middle of its work, as a hung device call would leave it.
+        let rig = await LoopRig(settings: settings, observers: [{ activity in
+            if activity == .button(.talk) {
+                blocked.withLock { $0 = true }
+                release.wait()
+            }
+        }])
+        #expect(await eventually { log.beats == 1 })
+        rig.loop.send(.talk)
+        #expect(await eventually { blocked.withLock { $0 } })
+        for _ in 0..<6 { rig.clock.advance(by: .seconds(10)) }  // a minute passes
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(log.beats == 1, "no beat may get out of a stuck loop")
+        release.signal()
+        #expect(await eventually { log.beats == 2 })  // one beat was waiting, not six
+        #expect(await rig.saw(.leds(.listening)))
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(log.beats == 2)
+        rig.clock.advance(by: .seconds(10))
+        #expect(await eventually { log.beats == 3 })
+        await rig.stop()
     }
 
-    @Test func withoutAnIntervalThereIsOneBeat() async throws {
-        let posted = Atomic<Int>(0)
-        let timer = HeartbeatTimer(interval: nil) { posted.add(1, ordering: .relaxed) }
-        defer { timer.cancel() }
-        #expect(await eventually { posted.load(ordering: .relaxed) == 1 })
-        timer.taken()
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(posted.load(ordering: .relaxed) == 1)
+    @Test func withoutAnIntervalThereIsOneBeat() async {
+        let log = BeatLog()
+        let rig = await rig(interval: nil, log: log)
+        #expect(await eventually { log.beats == 1 })
+        rig.clock.advance(by: .seconds(3600))
+        try? await Task.sleep(for: .milliseconds(20))
+        #expect(log.beats == 1)
+        await rig.stop()
     }
 }

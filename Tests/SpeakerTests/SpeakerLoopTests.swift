@@ -1,4 +1,5 @@
 import Foundation
+import JSONKit
 import AudioCore
 import Logging
 import Synchronization
@@ -7,8 +8,8 @@ import Testing
 @testable import Houndify
 import HotPhrase
 @testable import LocalHoundify
-@testable import Speaker
-@testable import SpeakerRuntime
+@testable import SpeakerCore
+import SpeakerApp
 @testable import Speech
 import TestSupport
 
@@ -72,10 +73,13 @@ final class EventLog: Sendable {
     }
 }
 
-/// One speaker, whole: the local Houndify service on 127.0.0.1, real libcurl, real ALSA (file PCMs), real espeak-ng.
+/// One speaker, whole: the local Houndify service on 127.0.0.1, real libcurl, real ALSA (file PCMs), real espeak-ng,
+/// through the same adapters `run` uses; the events are the `--events json` lines. The loop's behaviour is tested on
+/// fakes (LoopBehaviourTests); these check that the real parts fit.
 struct Rig {
     let service: LocalHoundifyService?
     let loop: SpeakerLoop
+    let search: HoundifyVoiceSearch
     let events: EventLog
     let task: Task<Void, Never>
 
@@ -124,22 +128,26 @@ struct Rig {
         let events = EventLog()
         var logger = Logger(label: "test")
         logger.logLevel = .critical
-        var parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker),
-                                 earcons: try Earcons.load(), volume: try OutputVolume(percent: 100, device: speaker, mixerControl: ""),
-                                 capture: capture, logger: logger)
-        parts.eventSink = { events.add($0) }
-        parts.machine.searchingLimitMS = searchingLimitMS
-        parts.stateHook = stateHook
+        var detector: HotPhraseListener? = nil
         if hotPhrase {
-            parts.hotPhrase = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.85)
-            parts.capture.pacing = .realTime
+            detector = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.85)
+            capture.pacing = .realTime
         } else {
-            parts.capture.pacing = .none  // the question at once: these tests are not about the microphone's pace
+            capture.pacing = .none  // the question at once: these tests are not about the microphone's pace
         }
-        let loop = SpeakerLoop(parts: parts)
+        let search = HoundifyVoiceSearch(client: client)
+        let speech = EngineSpeech(engine: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker), earcons: try Earcons.load())
+        let ports = SpeakerPorts(search: search, speech: speech,
+                                 volume: MixerVolume(try OutputVolume(percent: 100, device: speaker, mixerControl: "")),
+                                 microphone: ALSAMicrophone(capture), hotPhrase: detector, clock: DispatchClock(), system: HostSystem())
+        var settings = SpeakerLoopSettings()
+        settings.machine.searchingLimitMS = searchingLimitMS
+        var observers: [@Sendable (SpeakerActivity) -> Void] = [{ events.add($0.json) }]
+        if let hook = StateHook.observer(stateHook, logger: logger) { observers.append(hook) }
+        let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: observers)
         let task = Task.detached { await loop.run() }
         #expect(await events.wait(for: "\"to\":\"ready\""))
-        return Rig(service: service, loop: loop, events: events, task: task)
+        return Rig(service: service, loop: loop, search: search, events: events, task: task)
     }
 
     /// "OK Hound, what time is it" (the demo's recording) as the raw file a test capture PCM reads.
@@ -251,17 +259,6 @@ struct Rig {
         #expect(rig.loop.currentState == .none)
     }
 
-    @Test func theWatchdogEndsASearchThatNeverAnswers() async throws {
-        // The service stalls and the client would wait 60 s: the speaker's own watchdog (300 ms here) ends it, and
-        // says why rather than only playing the error earcon.
-        let rig = try await Rig.start(fault: .stall, responseTimeoutMS: 60_000, searchingLimitMS: 300)
-        rig.loop.send(.talk)
-        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
-        await rig.stop()
-        #expect(Array(rig.events.states.prefix(5)) == ["ready", "recording", "searching", "speaking", "ready"])
-        #expect(AudioLevel.dBFS(rig.played) > -40)  // "Houndify isn't answering right now." was said
-    }
-
     /// A search refused while the person is still speaking (here a key the service refuses at once) must give
     /// the microphone back: it once stayed open, and every later query was fed two or three streams at once.
     @Test func aSearchThatFailsWhileRecordingGivesTheMicrophoneBack() async throws {
@@ -319,9 +316,9 @@ struct Rig {
     @Test func autoListenAsksTheFollowUp() async throws {
         let rig = try await Rig.start(question: "set a timer", transcript: "set a timer")
         // The follow-up question: the microphone fixture is read again, and this time heard as "five minutes".
-        let loop = rig.loop
+        let search = rig.search
         rig.events.react.withLock { $0 = { line in
-            if line.contains("For how long?") { loop.setVoiceRequestInfo(["LocalServiceTranscript": "five minutes"]) }
+            if line.contains("For how long?") { search.setRequestInfo(["LocalServiceTranscript": "five minutes"]) }
         } }
         rig.loop.send(.talk)
         #expect(await rig.events.wait(for: "\"answer\":\"For how long?\""))
@@ -329,30 +326,5 @@ struct Rig {
         #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: rig.events.all.firstIndex { $0.contains("5 minutes") } ?? 0))
         await rig.stop()
         #expect(Array(rig.events.states.prefix(7)) == ["ready", "recording", "searching", "speaking", "recording", "searching", "speaking"])
-    }
-}
-
-@Suite struct SpeakerLoopStartTests {
-    @Test func aPressSentBeforeTheLoopRunsIsNotLost() async throws {
-        _ = TestALSA.directory
-        setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
-        let profile = ClientProfile(clientID: clientID, userID: "test", deviceID: "rig", timeZone: "UTC")
-        // Nothing listens on port 9: the press must lead to a search (which fails), not vanish.
-        let client = try HoundifyClient(configuration: HoundifyClientConfiguration(endpoint: "http://127.0.0.1:9", clientKey: clientKey, profile: profile))
-        var logger = Logger(label: "test")
-        logger.logLevel = .critical
-        var capture = CaptureSettings(device: "test_mic_e")
-        capture.rate = 16000
-        var parts = SpeakerParts(client: client, speech: try SpeechEngine(settings: VoiceSettings()), output: .memory,
-                                 earcons: [:], volume: try OutputVolume(percent: 100, device: "default", mixerControl: ""),
-                                 capture: capture, logger: logger)
-        let events = EventLog()
-        parts.eventSink = { events.add($0) }
-        let loop = SpeakerLoop(parts: parts)
-        loop.send(.talk)  // before run()
-        let task = Task.detached { await loop.run() }
-        #expect(await events.wait(for: "\"to\":\"recording\""))
-        loop.send(.shutdown)
-        await task.value
     }
 }

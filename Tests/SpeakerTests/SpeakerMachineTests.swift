@@ -1,5 +1,7 @@
 import Testing
-@testable import Speaker
+import BoardCore
+import AudioCore
+@testable import SpeakerCore
 
 /// Puts a machine in `state` the way the speaker gets there.
 func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()) -> SpeakerMachine {
@@ -23,7 +25,8 @@ let allEvents: [SpeakerEvent] = [
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
     .searchFailed(.microphone),
-    .speechEnded(interrupted: false), .speechEnded(interrupted: true), .soundEnded, .outputFailed, .watchdog(generation: -1), .heartbeat, .shutdown,
+    .speechEnded(.finished), .speechEnded(.interrupted), .speechEnded(.outputFailed), .soundEnded(.finished), .soundEnded(.interrupted),
+    .soundEnded(.outputFailed), .watchdog(generation: -1), .shutdown,
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
@@ -118,20 +121,20 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         // An error earcon and then the spoken failure: the earcon's end must not let the hot phrase hear the
         // sentence that is still being spoken.
         var m = machine(in: .searching)
-        _ = m.handle(.soundEnded)  // the start-listening earcon
-        _ = m.handle(.soundEnded)  // the stop-listening earcon
+        _ = m.handle(.soundEnded(.finished))  // the start-listening earcon
+        _ = m.handle(.soundEnded(.finished))  // the stop-listening earcon
         #expect(!m.soundPlaying)
         _ = m.handle(.searchFailed(.offline))
         #expect(m.soundPlaying)
-        _ = m.handle(.soundEnded)  // the error earcon
+        _ = m.handle(.soundEnded(.finished))  // the error earcon
         #expect(m.soundPlaying)
-        _ = m.handle(.speechEnded(interrupted: false))
+        _ = m.handle(.speechEnded(.finished))
         #expect(m.state == .ready && !m.soundPlaying)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
         // More ends than starts (a stray event) never make the count negative.
         var n = machine(in: .ready)
-        _ = n.handle(.soundEnded)
-        _ = n.handle(.speechEnded(interrupted: true))
+        _ = n.handle(.soundEnded(.finished))
+        _ = n.handle(.speechEnded(.interrupted))
         #expect(n.soundsPlaying == 0)
     }
 
@@ -156,7 +159,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(e.contains(.endAudio) && e.contains(.leds(.searching)))
         e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         #expect(e.contains(.speak(.text("It is noon."))) && e.contains(.leds(.speaking)))
-        e = m.handle(.speechEnded(interrupted: false))
+        e = m.handle(.speechEnded(.finished))
         #expect(m.state == .ready && e.contains(.leds(.ready)))
     }
 
@@ -202,18 +205,17 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     /// sound plays through again. An interrupted one proves nothing either way.
     @Test func aFailedOutputShowsTheErrorPatternUntilASoundPlays() {
         var m = machine(in: .speaking)
-        #expect(m.handle(.outputFailed).contains { if case .log = $0 { return true }; return false })
-        #expect(m.handle(.speechEnded(interrupted: false)).contains(.leds(.error)))  // its end: still missing
+        #expect(m.handle(.speechEnded(.outputFailed)).contains(.leds(.error)))  // nothing was heard
         #expect(m.state == .ready && m.outputMissing)
         _ = m.handle(.talk)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         _ = m.handle(.talk)  // stopped: interrupted, so nothing is known
-        #expect(m.handle(.speechEnded(interrupted: true)).isEmpty && m.outputMissing)
-        // In ready: the failed earcon's own end changes nothing; the next one that plays through shows ready.
+        #expect(m.handle(.speechEnded(.interrupted)).isEmpty && m.outputMissing)
+        // In ready: an earcon that failed shows the error pattern at once; the next one that plays through, ready.
         var again = machine(in: .ready)
-        _ = again.handle(.outputFailed)
-        #expect(again.handle(.soundEnded).isEmpty && again.outputMissing)
-        #expect(again.handle(.soundEnded) == [.leds(.ready)] && !again.outputMissing)
+        #expect(again.handle(.soundEnded(.outputFailed)) == [.leds(.error)] && again.outputMissing)
+        #expect(again.handle(.soundEnded(.outputFailed)).isEmpty && again.outputMissing)
+        #expect(again.handle(.soundEnded(.finished)) == [.leds(.ready)] && !again.outputMissing)
     }
 
     @Test func holdToTalkReleaseEndsTheQuestion() {
@@ -228,40 +230,40 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(e.first == .stopSpeaking)
         #expect(m.state == .ready)
         // The interruption that follows changes nothing.
-        #expect(m.handle(.speechEnded(interrupted: true)).isEmpty)
+        #expect(m.handle(.speechEnded(.interrupted)).isEmpty)
         #expect(m.state == .ready)
     }
 
     @Test func hotPhraseKeepsPreRollAndIsIgnoredWhileOurOwnSoundPlays() {
         var m = machine(in: .ready)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
-        _ = m.handle(.soundEnded)  // the start-listening earcon
+        _ = m.handle(.soundEnded(.finished))  // the start-listening earcon
         _ = m.handle(.cancel)  // plays the cancel earcon, back in ready
         #expect(m.state == .ready && m.soundPlaying)
-        #expect(m.handle(.hotPhrase) == [.log("hot phrase ignored: the speaker's own sound is playing")])
+        #expect(m.handle(.hotPhrase).isEmpty)
         #expect(m.state == .ready)
         // The button still works while the earcon plays.
         #expect(m.handle(.talk).contains(.startSearch(preRoll: false)))
         _ = m.handle(.cancel)
         // Three earcons were asked for (cancel, start listening, cancel): all three end before it listens again.
-        _ = m.handle(.soundEnded)
-        _ = m.handle(.soundEnded)
+        _ = m.handle(.soundEnded(.finished))
+        _ = m.handle(.soundEnded(.finished))
         #expect(m.soundPlaying)
-        _ = m.handle(.soundEnded)
+        _ = m.handle(.soundEnded(.finished))
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
     }
 
     @Test func autoListenAsksAgainAfterSpeaking() {
         var m = machine(in: .searching)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
-        let e = m.handle(.speechEnded(interrupted: false))
+        let e = m.handle(.speechEnded(.finished))
         #expect(m.state == .recording)
         #expect(e.contains(.startSearch(preRoll: false)))
         // Interrupting the question cancels the follow-up.
         var n = machine(in: .searching)
         _ = n.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
         _ = n.handle(.talk)
-        _ = n.handle(.speechEnded(interrupted: true))
+        _ = n.handle(.speechEnded(.interrupted))
         #expect(n.state == .ready)
     }
 
@@ -270,7 +272,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         var m = machine(in: .searching)
         let e = m.handle(.searchFailed(failure))
         #expect(e.contains(.speak(.text(failure.sentence))) && e.contains(.leds(.error)) && e.contains(.playEarcon(.error)))
-        let after = m.handle(.speechEnded(interrupted: false))
+        let after = m.handle(.speechEnded(.finished))
         #expect(m.state == .ready)
         #expect(after.contains(.leds(failure == .offline ? .offline : .ready)))
     }
@@ -278,13 +280,13 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     @Test func offlineShowsUntilARequestWorks() {
         var m = machine(in: .searching)
         _ = m.handle(.searchFailed(.offline))
-        _ = m.handle(.speechEnded(interrupted: false))
+        _ = m.handle(.speechEnded(.finished))
         #expect(m.offline)
         _ = m.handle(.talk)
         _ = m.handle(.endOfSpeech)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "hi", text: "Hello.")))
         #expect(!m.offline)
-        #expect(m.handle(.speechEnded(interrupted: false)).contains(.leds(.ready)))
+        #expect(m.handle(.speechEnded(.finished)).contains(.leds(.ready)))
     }
 
     @Test func nothingHeardIsSaid() {

@@ -13,10 +13,21 @@ import Testing
         }
     }
 
-    @Test func oneEventIsOneLineWithItsMetadata() {
-        let line = JournalLogHandler.line(level: .warning, message: "first\nsecond\r\nthird", metadata: ["device": "plughw:1", "attempt": "2"])
-        #expect(line == "<4>first\\nsecond\\nthird attempt=2 device=plughw:1")
+    @Test func oneEventIsOneLine() {
+        let line = JournalLogHandler.line(level: .warning, message: "first\nsecond\r\nthird")
+        #expect(line == "<4>first\\nsecond\\nthird")
         #expect(!line.contains("\n"))
+    }
+
+    /// Under systemd every metadata key is a field of its own, so scripts read fields, not sentences.
+    @Test func structuredEntriesCarryTheMetadataAsFields() {
+        let entries = Mutex<[[String]]>([])
+        let logger = Logger(label: "test") { _ in JournalLogHandler(send: { fields in entries.withLock { $0.append(fields) } }) }
+        logger.notice("timings (ms from trigger): first audio sent 12", metadata: ["event": "timings", "first_audio_sent_ms": "12",
+                                                                              "odd key-name": "x"])
+        #expect(entries.withLock { $0 } == [["MESSAGE=timings (ms from trigger): first audio sent 12", "PRIORITY=5",
+                                              "SYSLOG_IDENTIFIER=hound-speaker", "HOUND_SPEAKER_EVENT=timings",
+                                              "HOUND_SPEAKER_FIRST_AUDIO_SENT_MS=12", "HOUND_SPEAKER_ODD_KEY_NAME=x"]])
     }
 
     @Test func secretsNeverReachTheJournal() {
@@ -29,7 +40,10 @@ import Testing
         logger.error("signing with \(key) failed", metadata: ["key": "\(key)"])
         logger.debug("nothing secret")
         logger.trace("below the level")
-        #expect(lines.withLock { $0 } == ["<3>signing with [redacted] failed key=[redacted]", "<7>nothing secret"])
+        #expect(lines.withLock { $0 } == ["<3>signing with [redacted] failed", "<7>nothing secret"])
+        let fields = JournalLogHandler.fields(level: .error, message: "signing with \(key) failed", metadata: ["key": "\(key)"], secrets: [key])
+        #expect(fields.contains("MESSAGE=signing with [redacted] failed") && fields.contains("HOUND_SPEAKER_KEY=[redacted]"))
+        #expect(!fields.joined().contains(key))
     }
 
     @Test func journalStreamMustNameThisStandardError() throws {

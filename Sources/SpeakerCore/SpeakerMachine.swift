@@ -1,3 +1,6 @@
+public import AudioCore
+public import BoardCore
+
 /// The speaker's states, as the Hound SDK names them (docs/houndify-protocol.md, "Speaker states"): none (not
 /// listening), ready (waiting for the button or the hot phrase), recording (streaming the question), searching
 /// (waiting for the answer), speaking.
@@ -67,15 +70,21 @@ public enum LocalCommand: Sendable, Equatable {
     }
 }
 
-/// Something the speaker says; the loop turns the last three into words (they need the device's state).
+/// Something the speaker says; the loop turns the last two into words (they need the device's state).
 public enum Utterance: Sendable, Equatable {
     case text(String)
     case ipAddress
     case volume
 }
 
-public enum SpeakerEarcon: String, Sendable {
-    case startListening, stopListening, cancel, error
+/// How an utterance or earcon ended.
+public enum SoundEnd: Sendable, Equatable {
+    /// It played through: the output device is there.
+    case finished
+    /// It was stopped (or could not be made) before its end; says nothing about the device.
+    case interrupted
+    /// The output device could not play it (a speaker missing or unplugged): nothing was heard.
+    case outputFailed
 }
 
 /// Everything the loop feeds the state machine.
@@ -97,16 +106,12 @@ public enum SpeakerEvent: Sendable, Equatable {
     case noSpeech
     case answer(SpeakerAnswer)
     case searchFailed(SearchFailure)
-    /// The utterance or earcon that was playing has ended (finished or interrupted).
-    case speechEnded(interrupted: Bool)
-    case soundEnded
-    /// The output device could not play the utterance or earcon whose end comes next (a speaker missing or
-    /// unplugged): nothing was heard, so the LEDs say so until a sound plays again.
-    case outputFailed
+    /// The utterance that was playing has ended, and how.
+    case speechEnded(SoundEnd)
+    /// The earcon that was playing has ended, and how.
+    case soundEnded(SoundEnd)
     /// The watchdog of the given generation expired.
     case watchdog(generation: Int)
-    /// The service manager's liveness check passing through the loop (systemd's watchdog); it changes nothing.
-    case heartbeat
     case shutdown
 }
 
@@ -120,11 +125,6 @@ extension SpeakerEvent {
     }
 }
 
-/// LED pattern names (the Board module's LEDState, repeated here so the machine depends on nothing).
-public enum SpeakerLEDs: String, Sendable {
-    case off, ready, listening, searching, speaking, error, offline, muted
-}
-
 /// What the state machine asks the loop to do.
 public enum SpeakerEffect: Sendable, Equatable {
     /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked).
@@ -134,8 +134,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     case cancelSearch
     case speak(Utterance)
     case stopSpeaking
-    case playEarcon(SpeakerEarcon)
-    case leds(SpeakerLEDs)
+    case playEarcon(Earcon)
+    case leds(LEDState)
     case changeVolume(up: Bool)
     /// Arms the watchdog for `ms`; its expiry comes back as `.watchdog(generation:)`.
     case armWatchdog(generation: Int, ms: Int)
@@ -143,13 +143,18 @@ public enum SpeakerEffect: Sendable, Equatable {
     case stateChanged(from: SpeakerState, to: SpeakerState)
     /// Speech is off: the answer is printed/logged instead.
     case show(String)
-    case log(String)
     case stopped
 }
 
 /// The speaker's behaviour, with no I/O: `handle` takes an event and returns the effects. Every state handles
 /// every event (an exhaustive test checks it), and every busy state is guarded by a watchdog, so the speaker
 /// cannot stay stuck listening, searching or speaking.
+///
+/// Each state carries what belongs to it (as async-http-client's HTTPRequestStateMachine does), so nothing
+/// outlives the state it was meant for: a held answer is part of searching, a follow-up question part of speaking.
+/// Beside the state, the machine owns three facts about the devices that last across states: whether the
+/// network was last seen down, whether the output device was last seen missing, and how many of its own sounds
+/// are playing.
 public struct SpeakerMachine: Sendable {
     public struct Settings: Sendable, Equatable {
         /// The Hound SDK's enableSpeech (docs/houndify-protocol.md, "enableSpeech"): off, answers are shown, not spoken.
@@ -160,27 +165,42 @@ public struct SpeakerMachine: Sendable {
         public init() {}
     }
 
+    enum Phase: Sendable, Equatable {
+        case none, ready, recording
+        /// `pressDown`: the press that ended the recording is still down; it may yet become a long press (cancel),
+        /// so the answer (or failure) waits in `held` until the button comes up, instead of playing for a second
+        /// and being cut off.
+        case searching(pressDown: Bool, held: SpeakerEvent?)
+        /// `followUp`: Houndify asked for another question (AutoListen), asked when the answer has been spoken.
+        case speaking(followUp: Bool)
+
+        var state: SpeakerState {
+            switch self {
+            case .none: .none
+            case .ready: .ready
+            case .recording: .recording
+            case .searching: .searching
+            case .speaking: .speaking
+            }
+        }
+    }
+
     public let settings: Settings
-    public private(set) var state = SpeakerState.none
+    private var phase = Phase.none
+    public var state: SpeakerState { phase.state }
     /// Connection failures show the offline pattern in ready until a request works.
     public private(set) var offline = false
-    /// The output device failed: ready shows the error pattern until an utterance plays through.
+    /// The output device failed: ready shows the error pattern until an utterance or earcon plays through.
     public private(set) var outputMissing = false
-    /// An `outputFailed` whose sound's end has not come yet (that end must not count as a sound that played).
-    private var failedSoundPending = false
-    /// How many of the earcons and utterances asked for (`.playEarcon`, `.speak`) have not reported their end
-    /// (`.soundEnded`, `.speechEnded`) yet. The machine is the one owner of "our own sound is playing": the loop
-    /// mirrors it into the capture router after every event, so the hot phrase stays off until the last of an error
-    /// earcon and the sentence after it has ended, not just the first.
+    /// How many of the earcons and utterances asked for (`.playEarcon`, `.speak`) have not reported their end yet.
+    /// The machine is the one owner of "our own sound is playing": the loop passes it on to the capture router
+    /// after every event, so the hot phrase stays off until the last of an error earcon and the sentence after it
+    /// has ended, not just the first.
     public private(set) var soundsPlaying = 0
     /// Our own sound is playing: the hot phrase is not listened for (the "hears itself" bug).
     public var soundPlaying: Bool { soundsPlaying > 0 }
-    private var pendingAutoListen = false
-    private var generation = 0
-    /// The press that ended the recording is still down: it may yet become a long press (cancel), so the answer
-    /// (or failure) waits in `held` until the button comes up, instead of playing for a second and being cut off.
-    private var pressDown = false
-    private var held: SpeakerEvent?
+    /// The watchdog generation now armed (for tests and the loop).
+    public private(set) var watchdogGeneration = 0
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
@@ -193,11 +213,6 @@ public struct SpeakerMachine: Sendable {
         if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch) {
             effects.insert(.cancelSearch, at: 0)
         }
-        // A held press and its held answer belong to the search they ended: every way out of searching drops them.
-        if state != .searching {
-            pressDown = false
-            held = nil
-        }
         for effect in effects {
             switch effect {
             case .playEarcon, .speak: soundsPlaying += 1
@@ -208,109 +223,82 @@ public struct SpeakerMachine: Sendable {
     }
 
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
-        switch event {
-        case .press:
-            let effects = transition(.talk)
-            // Only the press that sent the question can hold its answer back.
-            pressDown = state == .searching
-            return effects
-        case .tapEnded:
-            pressDown = false
-            if state == .searching, let waiting = held {
-                held = nil
-                return transition(waiting)
-            }
-        default:
-            break
-        }
-        switch (state, event) {
-        case (let current, .shutdown):
-            var effects: [SpeakerEffect] = []
-            if current == .recording || current == .searching { effects.append(.cancelSearch) }
-            if current == .speaking { effects.append(.stopSpeaking) }
-            if current != .none { effects += leave(to: .none) }
-            return effects + [.leds(.off), .stopped]
+        switch (phase, event) {
         case (.none, .started):
             return leave(to: .ready) + [.leds(.ready)]
+        case (.none, .shutdown):
+            return [.leds(.off), .stopped]
         case (.none, _):
             return []
-
-        case (_, .watchdog(let g)) where g != generation:
+        case (_, .shutdown):
+            var effects: [SpeakerEffect] = []
+            if state == .recording || state == .searching { effects.append(.cancelSearch) }
+            if state == .speaking { effects.append(.stopSpeaking) }
+            return effects + leave(to: .none) + [.leds(.off), .stopped]
+        case (_, .watchdog(let g)) where g != watchdogGeneration:
             return []  // an old watchdog, from a state already left
-        case (let current, .outputFailed):
-            outputMissing = true
-            failedSoundPending = true
-            return [.log("the speaker (output device) failed: nothing was heard")] + (current == .ready ? [.leds(readyLEDs)] : [])
-        case (let current, .soundEnded):
-            let was = outputMissing
-            soundEnded()
-            return current == .ready && was != outputMissing ? [.leds(readyLEDs)] : []
-        case (let current, .speechEnded(let interrupted)) where current != .speaking:
-            let was = outputMissing
-            soundEnded(interrupted: interrupted)  // speech that was stopped on the way to another state has now ended
-            return current == .ready && was != outputMissing ? [.leds(readyLEDs)] : []
+        case (_, .soundEnded(let end)):
+            return soundEnded(end)
+        case (let p, .speechEnded(let end)) where p.state != .speaking:
+            return soundEnded(end)  // speech that was stopped on the way to another state has now ended
         case (_, .cancel):
-            return cancelAll(earcon: true)
-        case (.searching, _) where pressDown && event.isOutcome:
-            held = event
-            return [.log("the answer waits for the button to come up (a long press would cancel it)")]
+            return cancelAll()
 
-        // ready
-        case (.ready, .talk):
+        case (.ready, .talk), (.ready, .press):
             return startListening(preRoll: false)
         case (.ready, .hotPhrase):
-            guard !soundPlaying else { return [.log("hot phrase ignored: the speaker's own sound is playing")] }
-            return startListening(preRoll: true)
+            // The router gates the detector while our sound plays; this catches a detection already on its way.
+            return soundPlaying ? [] : startListening(preRoll: true)
         case (.ready, _):
             return []
 
-        // recording
-        case (.recording, .talk), (.recording, .endTalk), (.recording, .endOfSpeech):
-            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching) + [.leds(.searching)]
-        case (.recording, .partialTranscript), (.searching, .partialTranscript):
-            return []  // shown by the loop's event stream; one query can bring hundreds of them
+        case (.recording, .talk), (.recording, .press), (.recording, .endTalk), (.recording, .endOfSpeech):
+            // Only the press that sends the question can hold its answer back.
+            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: event == .press, held: nil))
+                + [.leds(.searching)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
-        case (.recording, .answer(let answer)), (.searching, .answer(let answer)):
-            return answered(answer)
-        case (.recording, .searchFailed(let failure)), (.searching, .searchFailed(let failure)):
-            return fail(failure)  // from recording, handle() closes the microphone as on every way out of it
+        case (.recording, .answer(let answer)):
+            return [.endAudio] + answered(answer)
+        case (.recording, .searchFailed(let failure)):
+            return fail(failure)  // handle() closes the microphone, as on every way out of recording
         case (.recording, .watchdog):
             // The endpointer ends every query well before this, so no audio has been arriving: the microphone.
-            return [.log("watchdog: still recording after \(settings.recordingLimitMS) ms"), .cancelSearch] + fail(.microphone)
+            return [.cancelSearch] + fail(.microphone)
         case (.recording, _):
             return []
 
-        // searching
-        case (.searching, .talk):
-            return cancelAll(earcon: true)
+        case (.searching(pressDown: true, _), _) where event.isOutcome:
+            phase = .searching(pressDown: true, held: event)
+            return []
+        case (.searching(pressDown: true, let held), .tapEnded):
+            phase = .searching(pressDown: false, held: nil)
+            return held.map { transition($0) } ?? []
+        case (.searching, .answer(let answer)):
+            return answered(answer)
+        case (.searching, .searchFailed(let failure)):
+            return fail(failure)
+        case (.searching, .talk), (.searching, .press):
+            return cancelAll()
         case (.searching, .watchdog):
-            return [.log("watchdog: no answer after \(settings.searchingLimitMS) ms"), .cancelSearch] + fail(.serviceFailing)
+            return [.cancelSearch] + fail(.serviceFailing)
         case (.searching, _):
             return []
 
-        // speaking
-        case (.speaking, .talk):
-            pendingAutoListen = false
+        case (.speaking, .talk), (.speaking, .press):
             return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
-        case (.speaking, .speechEnded(let interrupted)):
-            soundEnded(interrupted: interrupted)
-            if pendingAutoListen {
-                pendingAutoListen = false
-                return startListening(preRoll: false)
-            }
-            return leave(to: .ready) + [.leds(readyLEDs)]
+        case (.speaking(let followUp), .speechEnded(let end)):
+            _ = soundEnded(end)
+            return followUp ? startListening(preRoll: false) : leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, .watchdog):
             // The speech output itself is what hangs, so another sentence would hang too: the earcon says it.
-            pendingAutoListen = false
-            return [.log("watchdog: still speaking after \(settings.speakingLimitMS) ms"), .stopSpeaking, .playEarcon(.error)]
-                + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.stopSpeaking, .playEarcon(.error)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, _):
             return []
         }
     }
 
-    private var readyLEDs: SpeakerLEDs { outputMissing ? .error : offline ? .offline : .ready }
+    private var readyLEDs: LEDState { outputMissing ? .error : offline ? .offline : .ready }
 
     private mutating func startListening(preRoll: Bool) -> [SpeakerEffect] {
         [.playEarcon(.startListening)] + enter(.recording) + [.leds(.listening), .startSearch(preRoll: preRoll)]
@@ -318,86 +306,86 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
         offline = false
-        var effects: [SpeakerEffect] = state == .recording ? [.endAudio] : []
-        effects.append(.log("heard: \"\(answer.transcript)\""))
         switch LocalCommand.match(answer.transcript) {
         case .stop?:
-            return effects + leave(to: .ready) + [.leds(.ready)]
-        case .volumeUp?, .volumeDown?:
-            return effects + [.changeVolume(up: LocalCommand.match(answer.transcript) == .volumeUp)] + say(.volume, autoListen: false)
+            return leave(to: .ready) + [.leds(.ready)]
+        case .volumeUp?:
+            return [.changeVolume(up: true)] + say(.volume, followUp: false)
+        case .volumeDown?:
+            return [.changeVolume(up: false)] + say(.volume, followUp: false)
         case .ipAddress?:
-            return effects + say(.ipAddress, autoListen: false)
+            return say(.ipAddress, followUp: false)
         case nil:
             // An answer with nothing to say (no results, or responses that are not text) must not be silence.
             let text = answer.text.allSatisfy(\.isWhitespace) ? SpeakerAnswer.nothingToSay : answer.text
-            return effects + say(.text(text), autoListen: answer.autoListen)
+            return say(.text(text), followUp: answer.autoListen)
         }
     }
 
-    private mutating func say(_ utterance: Utterance, autoListen: Bool) -> [SpeakerEffect] {
+    private mutating func say(_ utterance: Utterance, followUp: Bool) -> [SpeakerEffect] {
         guard settings.enableSpeech else {
             let shown: String
             if case .text(let text) = utterance { shown = text } else { shown = "\(utterance)" }
             return [.show(shown)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        pendingAutoListen = autoListen
-        return enter(.speaking) + [.leds(.speaking), .speak(utterance)]
+        return enter(.speaking(followUp: followUp)) + [.leds(.speaking), .speak(utterance)]
     }
 
     private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
         if failure == .offline { offline = true }
-        var effects: [SpeakerEffect] = [.log("search failed: \(failure.rawValue)"), .playEarcon(.error)]
         guard settings.enableSpeech else {
-            effects.append(.show(failure.sentence))
-            return effects + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.playEarcon(.error), .show(failure.sentence)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        pendingAutoListen = false
-        effects += enter(.speaking) + [.leds(.error), .speak(.text(failure.sentence))]
-        return effects
+        return [.playEarcon(.error)] + enter(.speaking(followUp: false)) + [.leds(.error), .speak(.text(failure.sentence))]
     }
 
-    private mutating func cancelAll(earcon: Bool) -> [SpeakerEffect] {
-        pendingAutoListen = false
-        var effects: [SpeakerEffect] = []
+    private mutating func cancelAll() -> [SpeakerEffect] {
+        let effects: [SpeakerEffect]
         switch state {
-        case .recording, .searching: effects.append(.cancelSearch)
-        case .speaking: effects.append(.stopSpeaking)
+        case .recording, .searching: effects = [.cancelSearch]
+        case .speaking: effects = [.stopSpeaking]
         case .ready, .none: return []
         }
-        if earcon { effects.append(.playEarcon(.cancel)) }
-        return effects + leave(to: .ready) + [.leds(readyLEDs)]
+        return effects + [.playEarcon(.cancel)] + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    private mutating func soundEnded(interrupted: Bool = false) {
+    /// One of our sounds has ended; in ready, the LEDs follow a change in what it says about the output device.
+    private mutating func soundEnded(_ end: SoundEnd) -> [SpeakerEffect] {
         soundsPlaying = max(0, soundsPlaying - 1)
-        if failedSoundPending {
-            failedSoundPending = false
-        } else if !interrupted {
-            outputMissing = false  // a sound played through: the speaker is there
+        let was = outputMissing
+        switch end {
+        case .finished: outputMissing = false  // a sound played through: the speaker is there
+        case .outputFailed: outputMissing = true
+        case .interrupted: break
         }
+        return state == .ready && was != outputMissing ? [.leds(readyLEDs)] : []
     }
 
     /// Enters a busy state, armed with its watchdog.
-    private mutating func enter(_ next: SpeakerState) -> [SpeakerEffect] {
+    private mutating func enter(_ next: Phase) -> [SpeakerEffect] {
         let previous = state
-        state = next
-        generation += 1
-        let limit = switch next {
-        case .recording: settings.recordingLimitMS
-        case .searching: settings.searchingLimitMS
-        default: settings.speakingLimitMS
-        }
-        return [.stateChanged(from: previous, to: next), .armWatchdog(generation: generation, ms: limit)]
+        phase = next
+        watchdogGeneration += 1
+        return [.stateChanged(from: previous, to: next.state),
+                .armWatchdog(generation: watchdogGeneration, ms: settings.limitMS(in: next.state))]
     }
 
     /// Enters ready or none: no watchdog.
-    private mutating func leave(to next: SpeakerState) -> [SpeakerEffect] {
+    private mutating func leave(to next: Phase) -> [SpeakerEffect] {
         let previous = state
-        state = next
-        generation += 1
-        return [.stateChanged(from: previous, to: next), .disarmWatchdog]
+        phase = next
+        watchdogGeneration += 1
+        return [.stateChanged(from: previous, to: next.state), .disarmWatchdog]
     }
+}
 
-    /// The watchdog generation now armed (for tests and the loop).
-    public var watchdogGeneration: Int { generation }
+extension SpeakerMachine.Settings {
+    /// The limit of the watchdog that guards `state`.
+    public func limitMS(in state: SpeakerState) -> Int {
+        switch state {
+        case .recording: recordingLimitMS
+        case .searching: searchingLimitMS
+        default: speakingLimitMS
+        }
+    }
 }

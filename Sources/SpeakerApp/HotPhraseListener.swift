@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Platform
 public import HotPhrase
+public import SpeakerCore
 
 /// The "OK Hound" detector as the capture router uses it. The router calls `process` from the capture thread
 /// and `reset` from the loop; the lock here makes "one thread at a time" a property of this type rather than of

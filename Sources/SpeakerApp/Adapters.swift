@@ -1,0 +1,263 @@
+public import Audio
+public import AudioCore
+public import Board
+public import BoardCore
+import Dispatch
+import Glibc
+public import Houndify
+public import JSONKit
+import Platform
+public import SpeakerCore
+public import Speech
+import Synchronization
+
+// The real drivers behind the speaker core's ports. Each adapter only translates: the behaviour is the
+// driver's (Houndify, Speech, Board, Audio) or the core's.
+
+/// An async sequence's elements, transformed and filtered, as an AsyncStream pulled by its one reader (no task of
+/// its own: each `next()` of the result pulls the source).
+func mapping<Element: Sendable, Output: Sendable>(_ source: AsyncStream<Element>,
+                                                   _ transform: @escaping @Sendable (Element) -> Output?) -> AsyncStream<Output> {
+    let pulled = PulledStream(source)
+    return AsyncStream(unfolding: {
+        while let element = await pulled.next() {
+            if let output = transform(element) { return output }
+        }
+        return nil
+    })
+}
+
+/// One reader pulls at a time (AsyncStream allows no more), so the iterator is never used concurrently.
+private final class PulledStream<Element: Sendable>: @unchecked Sendable {
+    private var iterator: AsyncStream<Element>.Iterator
+    init(_ stream: AsyncStream<Element>) { iterator = stream.makeAsyncIterator() }
+    func next() async -> Element? { await iterator.next() }
+}
+
+// MARK: Houndify
+
+/// Voice searches with the Houndify client (libcurl), answers reduced to what the speaker acts on.
+public final class HoundifyVoiceSearch: VoiceSearchService {
+    public let client: HoundifyClient
+    private let requestInfo: Mutex<[String: JSONValue]>
+
+    /// `requestInfo`: extra RequestInfo for every voice query (the demo's and the tests' transcript for the local
+    /// service).
+    public init(client: HoundifyClient, requestInfo: [String: JSONValue] = [:]) {
+        self.client = client
+        self.requestInfo = Mutex(requestInfo)
+    }
+
+    /// RequestInfo added to the next voice queries.
+    public func setRequestInfo(_ info: [String: JSONValue]) { requestInfo.withLock { $0 = info } }
+
+    public func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession {
+        var extra = requestInfo.withLock { $0 }
+        if afterHotPhrase && extra["WakeUpPattern"] == nil {
+            // The pre-roll carries the end of "OK Hound": say so, so Houndify drops the phrase from the query.
+            extra["WakeUpPattern"] = .string("[[\"OK\" | \"Okay\"] . \"Hound\"]")
+        }
+        do throws(HoundifyError) { return Session(try client.startVoiceSearch(extra: extra)) } catch {
+            throw Self.searchError(error) ?? SearchError(.serviceFailing, detail: "\(error)")
+        }
+    }
+
+    /// How a failed search is told to the person (nil: it was cancelled, nothing to tell).
+    public static func searchError(_ error: HoundifyError) -> SearchError? {
+        let failure: SearchFailure
+        switch error {
+        case .cancelled: return nil
+        case .connectionFailure: failure = .offline
+        // A connect timeout is the network; "no answer" after sending is the service.
+        case .connectionTimeout(let detail): failure = detail.hasPrefix("no answer") ? .serviceFailing : .offline
+        case .authenticationFailed: failure = .authentication
+        case .serverStatusError, .noResponseReceived, .invalidResponse, .parseFailed, .httpError, .internalError: failure = .serviceFailing
+        }
+        return SearchError(failure, detail: "\(error) [\(error.code)]")
+    }
+
+    final class Session: VoiceSearchSession {
+        let search: VoiceSearch
+        let events: AsyncStream<SearchEvent>
+
+        init(_ search: VoiceSearch) {
+            self.search = search
+            events = mapping(search.events) { event -> SearchEvent? in
+                switch event {
+                case .partialTranscript(let p): return .partialTranscript(p.partialTranscript)
+                case .audioEnded(.safeToStopAudio): return .safeToStopAudio
+                case .audioEnded: return nil
+                case .result(let response):
+                    let best = response.best
+                    return .answer(SpeakerAnswer(transcript: response.transcript ?? "", text: best?.textToSpeak ?? "",
+                                                 autoListen: best?.autoListen ?? false))
+                case .failed(let error): return HoundifyVoiceSearch.searchError(error).map { .failed($0) }
+                }
+            }
+        }
+
+        func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool { search.write(samples) }
+        func finish() { search.finish() }
+        func cancel() { search.cancel() }
+        var firstAudioSent: ContinuousClock.Instant? { search.timings.firstAudio }
+    }
+}
+
+// MARK: Speech and sounds
+
+/// espeak-ng's speech and the earcons, played by the speech engine to one output.
+public struct EngineSpeech: SpeechOutputPort {
+    public let engine: SpeechEngine
+    public let output: SpeechOutput
+    public let earcons: [Earcon: MonoAudio]
+
+    public init(engine: SpeechEngine, output: SpeechOutput, earcons: [Earcon: MonoAudio]) {
+        self.engine = engine
+        self.output = output
+        self.earcons = earcons
+    }
+
+    struct Playing: Playback {
+        let task: SpeechTask?
+        let what: String
+
+        func ended() async -> (end: SoundEnd, problem: String?) {
+            guard let task else { return (.interrupted, "\(what): no such sound") }
+            switch await task.result() {
+            case .success(let result): return (result.outcome == .finished ? .finished : .interrupted, nil)
+            case .failure(let error): return (error.isOutputDevice ? .outputFailed : .interrupted, "\(what): \(error)")
+            }
+        }
+    }
+
+    public func speak(_ text: String, onFirstSample: @escaping @Sendable () -> Void) -> any Playback {
+        Playing(task: engine.speak(text, to: output, onFirstSample: onFirstSample), what: "speech")
+    }
+
+    public func play(_ earcon: Earcon) -> any Playback {
+        Playing(task: earcons[earcon].map { engine.play($0, to: output) }, what: "earcon \(earcon.rawValue)")
+    }
+
+    public func stopSpeaking() { engine.stopSpeaking() }
+}
+
+/// The output volume: an ALSA mixer control, or the speech engine's own gain.
+public struct MixerVolume: VolumeControl {
+    public let volume: OutputVolume
+    public init(_ volume: OutputVolume) { self.volume = volume }
+    public var percent: Int { volume.current }
+    public func step(up: Bool) throws(DeviceProblem) -> Int {
+        do throws(AudioDeviceError) { return up ? try volume.up() : try volume.down() } catch {
+            throw DeviceProblem("volume: \(error)")
+        }
+    }
+}
+
+// MARK: Board
+
+/// The button and LEDs (libgpiod, or the simulated board on a terminal).
+public struct RunnerBoard: BoardPort {
+    public let runner: BoardRunner
+    public let intents: AsyncStream<TalkIntent>
+
+    public init(_ runner: BoardRunner) {
+        self.runner = runner
+        intents = mapping(runner.events) { event in
+            if case .intent(let intent) = event { return intent }
+            return nil
+        }
+    }
+
+    public func show(_ state: LEDState) { runner.show(state) }
+    public func stop() { runner.stop() }
+}
+
+// MARK: Microphone
+
+/// ALSA capture, converted to 16 kHz mono on its own thread.
+public struct ALSAMicrophone: MicrophonePort {
+    public var settings: CaptureSettings
+    public init(_ settings: CaptureSettings) { self.settings = settings }
+    public var device: String { settings.device }
+    public var frameMS: Int { settings.frameMS }
+
+    struct Stream: MicrophoneStream {
+        let capture: ALSACapture
+        func stop() { capture.stop() }
+    }
+
+    public func open(waitForDevice: Bool, onEvent: @escaping @Sendable (MicrophoneEvent) -> Void,
+                     onFrame: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void) throws(DeviceProblem) -> any MicrophoneStream {
+        do throws(AudioDeviceError) {
+            let capture = try ALSACapture(settings: settings, waitForDevice: waitForDevice, onEvent: { event in
+                switch event {
+                case .opened(let device, let rate, let channels): onEvent(.opened(device: device, rate: rate, channels: channels))
+                case .overrun: onEvent(.overrun)
+                case .lost(let error): onEvent(.lost("\(error)"))
+                case .recovered: onEvent(.recovered)
+                case .stopped: onEvent(.stopped)
+                }
+            }, onFrame: { frame, _ in onFrame(frame) })
+            capture.start()
+            return Stream(capture: capture)
+        } catch {
+            throw DeviceProblem("microphone: \(error)")
+        }
+    }
+}
+
+// MARK: Time
+
+/// The real clock: dispatch timers, each moved rather than re-made when re-armed. (A Task sleeping per state
+/// would do the same, but a cancelled Task.sleep keeps its timer and memory until its deadline, up to a minute:
+/// at a query every few seconds that piles up, as the loop benchmark showed.)
+public struct DispatchClock: LoopClock {
+    public init() {}
+    public var now: ContinuousClock.Instant { .now }
+
+    final class Timer: LoopTimer, @unchecked Sendable {  // a dispatch source is thread-safe, not marked Sendable
+        private let source: any DispatchSourceTimer
+
+        init(fire: @escaping @Sendable () -> Void) {
+            source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "hound-speaker.timer"))
+            source.setEventHandler(handler: fire)
+            source.schedule(deadline: .distantFuture)
+            source.resume()
+        }
+
+        deinit { source.cancel() }
+
+        func schedule(after delay: Duration) {
+            let (seconds, attoseconds) = delay.components
+            source.schedule(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+        }
+
+        func disarm() { source.schedule(deadline: .distantFuture) }
+    }
+
+    public func makeTimer(_ fire: @escaping @Sendable () -> Void) -> any LoopTimer { Timer(fire: fire) }
+}
+
+// MARK: The machine it runs on
+
+public struct HostSystem: SystemInfo {
+    public init() {}
+
+    public func ipAddresses() -> [String] {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return [] }
+        defer { freeifaddrs(list) }
+        var out: [String] = []
+        var item: UnsafeMutablePointer<ifaddrs>? = first
+        while let entry = item {
+            defer { item = entry.pointee.ifa_next }
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == UInt16(AF_INET),
+                  entry.pointee.ifa_flags & UInt32(IFF_LOOPBACK) == 0, entry.pointee.ifa_flags & UInt32(IFF_UP) != 0 else { continue }
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if getnameinfo(address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 {
+                out.append(String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            }
+        }
+        return out
+    }
+}

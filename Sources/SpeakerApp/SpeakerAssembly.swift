@@ -1,0 +1,122 @@
+public import Audio
+import AudioCore
+public import Board
+import BoardCore
+import Glibc
+public import Houndify
+import HotPhrase
+import Logging
+import Platform
+public import SpeakerConfig
+public import SpeakerCore
+public import Speech
+
+/// The speaker put together from its config: every driver made and adapted to the core's ports (wiring only;
+/// every behaviour lives in its module). Callers may change the parts before `makeLoop` (the demo paces its
+/// file microphone in real time and writes speech to a file).
+public struct SpeakerAssembly {
+    public let context: AppContext
+    public var search: HoundifyVoiceSearch
+    public var speech: EngineSpeech
+    public var volume: OutputVolume
+    public var capture: CaptureSettings
+    public var board: BoardRunner?
+    public var hotPhrase: HotPhraseListener?
+    public var settings = SpeakerLoopSettings()
+    public var observers: [@Sendable (SpeakerActivity) -> Void] = []
+
+    public init(context: AppContext, client: HoundifyClient, output: SpeechOutput) throws {
+        self.context = context
+        let config = context.config
+        do throws(AudioDeviceError) {
+            volume = try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
+        } catch {
+            // A control the card lacks is the config's (exit 78: systemd does not restart); a card not there yet is
+            // not, and the unit's restarts find it once it is plugged in.
+            if error.isConfiguration { throw CommandFailure(message: "\(config.path ?? "config"): [audio] mixer_control: \(error)", exitCode: 78) }
+            throw CommandFailure(message: error.description)
+        }
+        let engine: SpeechEngine
+        let earcons: [Earcon: MonoAudio]
+        do throws(SpeechError) {
+            engine = try SpeechEngine(settings: config.speech.voiceSettings, volume: volume)
+        } catch { throw CommandFailure(speech: error, config: config.path) }
+        do throws(SpeechError) {
+            earcons = try Earcons.load(overrides: config.audio.earcons)
+        } catch {
+            // A configured sound that is missing or not audio, or the shipped ones not installed: no restart mends it.
+            throw CommandFailure(message: "\(config.path ?? "config"): [audio] earcons: \(error)", exitCode: 78)
+        }
+        speech = EngineSpeech(engine: engine, output: output, earcons: earcons)
+        search = HoundifyVoiceSearch(client: client)
+        capture = CaptureSettings(device: config.audio.input)
+        capture.rate = config.audio.inputRate
+        capture.channels = config.audio.inputChannels
+        capture.channel = config.audio.inputChannel
+        capture.pacing = config.audio.inputPacing
+        settings.endpointer.mode = Endpointer.Mode(rawValue: config.listening.endOfSpeech) ?? .short
+        settings.endpointer.shortSilenceMS = config.listening.shortSilenceMS
+        settings.endpointer.longSilenceMS = config.listening.longSilenceMS
+        settings.endpointer.noSpeechTimeoutMS = config.listening.noSpeechTimeoutMS
+        settings.endpointer.maxLengthMS = config.listening.maxLengthMS
+        settings.machine.enableSpeech = config.speaker.speech
+        settings.machine.recordingLimitMS = config.speaker.recordingLimitMS
+        settings.machine.searchingLimitMS = config.speaker.searchingLimitMS
+        settings.machine.speakingLimitMS = config.speaker.speakingLimitMS
+        if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
+        if config.hotphrase.enabled {
+            let model: HotPhraseModel
+            do { model = try HotPhraseModel.locate(config.hotphrase.model) } catch {
+                // The model is the config's (or the installation's) to fix: 78, so systemd does not restart for ever.
+                throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
+                                     exitCode: 78)
+            }
+            let listener = HotPhraseListener(model: model, sensitivity: config.hotphrase.sensitivity,
+                                             refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
+            hotPhrase = listener
+            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold)))")
+        }
+    }
+
+    /// The loop over these parts, with the real clock.
+    public func makeLoop() -> SpeakerLoop {
+        let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
+                                 board: board.map(RunnerBoard.init), hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem())
+        return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
+    }
+
+    /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal.
+    public static func board(_ board: SpeakerConfiguration.BoardSection) throws -> BoardRunner {
+        let hardware: BoardHardware
+        let roles: [LEDRole]
+        if board.driver == "simulated" {
+            let draw = SimulatedLEDs.drawer(terminal: isatty(STDERR_FILENO) == 1) { writeAll(STDERR_FILENO, $0) }
+            hardware = .simulated(input: STDIN_FILENO, terminal: isatty(STDIN_FILENO) == 1, draw: draw)
+            roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0.rawValue] != nil } : [.status]
+        } else {
+            let (button, leds) = BoardSetup.specs(board)
+            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds)) } catch {
+                // Lines or a chip this machine lacks (or may not use): 78; a line another program holds: 1, and the
+                // unit tries again.
+                throw CommandFailure(message: error.message, exitCode: error.isConfiguration ? 78 : 1)
+            }
+            roles = Array(leds.keys)
+        }
+        do throws(BoardError) {
+            return try BoardRunner(hardware: hardware, gestures: BoardSetup.gestures(board),
+                                   talkMode: TalkMode(rawValue: board.talkMode) ?? .tap, roles: roles.isEmpty ? [.status] : roles)
+        } catch { throw CommandFailure(message: error.message) }
+    }
+}
+
+extension SpeakerConfiguration.SpeechSection {
+    public var voiceSettings: VoiceSettings {
+        var v = VoiceSettings()
+        v.voice = voice
+        v.rate = rate
+        v.pitch = pitch
+        v.volume = volume
+        v.leadInMS = leadInMS
+        return v
+    }
+}

@@ -1,0 +1,147 @@
+public import BoardCore
+public import JSONKit
+public import Logging
+
+/// Stage times of one interaction, reported as one `timings` activity when it ends.
+public struct InteractionTimings: Sendable, Equatable {
+    public var trigger: ContinuousClock.Instant
+    public var firstAudioSent: ContinuousClock.Instant?
+    public var endOfSpeech: ContinuousClock.Instant?
+    public var firstPartial: ContinuousClock.Instant?
+    public var finalResult: ContinuousClock.Instant?
+    public var firstTTSSample: ContinuousClock.Instant?
+    public var speechEnd: ContinuousClock.Instant?
+
+    public init(trigger: ContinuousClock.Instant) { self.trigger = trigger }
+
+    /// The stages in order, with their names in the log line, the JSON event and the journal's fields.
+    public static var stages: [(name: String, field: String, keyPath: KeyPath<InteractionTimings, ContinuousClock.Instant?>)] {
+        [("first audio sent", "first_audio_sent", \.firstAudioSent),
+         ("end of speech", "end_of_speech", \.endOfSpeech),
+         ("first partial", "first_partial", \.firstPartial),
+         ("final result", "final_result", \.finalResult),
+         ("first TTS sample", "first_tts_sample", \.firstTTSSample),
+         ("speech end", "speech_end", \.speechEnd)]
+    }
+
+    /// `timings (ms from trigger): first audio sent 12, end of speech 1830, ...` ("-": the stage did not happen).
+    public var line: String {
+        "timings (ms from trigger): " + Self.stages.map { "\($0.name) \(milliseconds($0.keyPath).map(String.init) ?? "-")" }
+            .joined(separator: ", ")
+    }
+
+    public func milliseconds(_ keyPath: KeyPath<InteractionTimings, ContinuousClock.Instant?>) -> Int? {
+        self[keyPath: keyPath].map { Int(trigger.duration(to: $0) / .milliseconds(1)) }
+    }
+}
+
+/// What the button did, as scripts read it: a tap-to-talk press is "talk", its end "release".
+public enum ButtonAction: String, Sendable {
+    case talk, endTalk, cancel, release
+}
+
+/// Everything the speaker does that someone may want to know, as it happens: the one stream that the log, the
+/// `--events json` lines, the state hook and tests all read. Each is told once, here.
+public enum SpeakerActivity: Sendable, Equatable {
+    case stateChanged(from: SpeakerState, to: SpeakerState)
+    case button(ButtonAction)
+    case hotPhrase
+    case partialTranscript(String)
+    case finalTranscript(transcript: String, answer: String)
+    case searchFailed(SearchError)
+    /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
+    case answerShown(String)
+    case leds(LEDState)
+    case volume(Int)
+    case microphone(MicrophoneEvent)
+    /// A device did not do what was asked (the output, the volume control, the microphone, speech).
+    case deviceProblem(DeviceProblem)
+    /// A busy state outlived its limit.
+    case watchdogExpired(SpeakerState, limitMS: Int)
+    case timings(InteractionTimings)
+}
+
+extension SpeakerActivity {
+    /// The event's kind: the JSON `event` and the journal's `HOUND_SPEAKER_EVENT` field.
+    public var kind: String {
+        switch self {
+        case .stateChanged: "state"
+        case .button: "button"
+        case .hotPhrase: "hotphrase"
+        case .partialTranscript: "partial"
+        case .finalTranscript: "final"
+        case .searchFailed: "error"
+        case .answerShown: "answer"
+        case .leds: "leds"
+        case .volume: "volume"
+        case .microphone: "microphone"
+        case .deviceProblem: "device"
+        case .watchdogExpired: "watchdog"
+        case .timings: "timings"
+        }
+    }
+
+    /// The fields of the event, in order (the JSON object after `event`, and the journal's fields).
+    public var fields: [(String, JSONValue)] {
+        switch self {
+        case .stateChanged(let from, let to): [("from", .string(from.rawValue)), ("to", .string(to.rawValue))]
+        case .button(let action): [("action", .string(action.rawValue))]
+        case .hotPhrase: []
+        case .partialTranscript(let text): [("text", .string(text))]
+        case .finalTranscript(let transcript, let answer): [("transcript", .string(transcript)), ("answer", .string(answer))]
+        case .searchFailed(let error): [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail))]
+        case .answerShown(let text): [("text", .string(text))]
+        case .leds(let state): [("show", .string(state.rawValue))]
+        case .volume(let percent): [("percent", .int(Int64(percent)))]
+        case .microphone(let event):
+            switch event {
+            case .opened(let device, let rate, let channels):
+                [("status", .string("opened")), ("device", .string(device)), ("rate", .int(Int64(rate))), ("channels", .int(Int64(channels)))]
+            case .overrun: [("status", .string("overrun"))]
+            case .lost(let problem): [("status", .string("lost")), ("problem", .string(problem))]
+            case .recovered: [("status", .string("recovered"))]
+            case .stopped: [("status", .string("stopped"))]
+            }
+        case .deviceProblem(let problem): [("problem", .string(problem.message))]
+        case .watchdogExpired(let state, let limit): [("state", .string(state.rawValue)), ("limit_ms", .int(Int64(limit)))]
+        case .timings(let t):
+            [("line", .string(t.line))] + InteractionTimings.stages.compactMap { stage in
+                t.milliseconds(stage.keyPath).map { ("\(stage.field)_ms", .int(Int64($0))) }
+            }
+        }
+    }
+
+    /// One JSON object on one line (`run --events json`), ASCII only.
+    /// "event" first, then the fields in their order (scripts and people read it left to right).
+    public var json: String {
+        let members = [("event", JSONValue.string(kind))] + fields
+        return "{" + members.map { JSONValue.string($0.0).asciiJSON() + ":" + $0.1.asciiJSON() }.joined(separator: ",") + "}"
+    }
+
+    /// How the log tells it (nil: not logged; partial transcripts go at debug level, they come by the hundred).
+    public var logEntry: (level: Logger.Level, message: String)? {
+        switch self {
+        case .stateChanged(let from, let to): (.info, "state \(from.rawValue) -> \(to.rawValue)")
+        case .button(let action): (.info, "button: \(action.rawValue)")
+        case .hotPhrase: (.notice, "hot phrase heard")
+        case .partialTranscript(let text): (.debug, "partial transcript: \(text)")
+        case .finalTranscript(let transcript, _): (.info, "final transcript: \"\(transcript)\"")
+        case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
+        case .answerShown(let text): (.notice, "answer: \(text)")
+        case .leds: nil
+        case .volume(let percent): (.info, "volume \(percent)")
+        case .microphone(let event):
+            switch event {
+            case .opened(let device, let rate, let channels): (.debug, "microphone \(device) open: \(rate) Hz, \(channels) channel(s)")
+            case .overrun: (.warning, "microphone overrun: audio was lost and capture recovered")
+            case .lost(let problem): (.error, "microphone lost: \(problem); looking for it every second (the button says so until it is back)")
+            case .recovered: (.notice, "microphone is back")
+            case .stopped: nil
+            }
+        case .deviceProblem(let problem): (.error, problem.message)
+        case .watchdogExpired(let state, let limit): (.warning, "watchdog: still \(state.rawValue) after \(limit) ms")
+        case .timings(let t): (.notice, t.line)
+        }
+    }
+}
+

@@ -1,0 +1,113 @@
+public import AudioCore
+import Synchronization
+
+/// The last `capacity` samples heard, oldest first: what came just before a hot phrase fired (its end, which the
+/// detector needs a moment to be sure of, and the first words of a question said without a pause).
+public struct PreRollRing: Sendable {
+    private var samples: [Int16]
+    private var start = 0
+    public private(set) var count = 0
+
+    public init(capacity: Int) { samples = [Int16](repeating: 0, count: max(1, capacity)) }
+
+    public var capacity: Int { samples.count }
+
+    public mutating func append(_ frame: UnsafeBufferPointer<Int16>) {
+        for sample in frame {
+            samples[(start + count) % samples.count] = sample
+            if count < samples.count { count += 1 } else { start = (start + 1) % samples.count }
+        }
+    }
+
+    /// Hands the content, oldest first, to `body` in at most two contiguous pieces (nothing is copied).
+    public func read(_ body: (UnsafeBufferPointer<Int16>) -> Void) {
+        guard count > 0 else { return }
+        let tail = min(count, samples.count - start)
+        samples.withUnsafeBufferPointer { ring in
+            body(UnsafeBufferPointer(rebasing: ring[start..<start + tail]))
+            if tail < count { body(UnsafeBufferPointer(rebasing: ring[0..<(count - tail)])) }
+        }
+    }
+}
+
+/// Sits on the capture thread: every frame goes to the hot phrase detector (when there is one and the speaker is
+/// not making sounds of its own), into the pre-roll ring, and, while a question is recorded, to the voice search
+/// and the endpointer. Decisions go to the loop through `post`. Nothing is allocated per frame.
+final class CaptureRouter: Sendable {
+    private struct Route {
+        var search: (any VoiceSearchSession)?
+        var endpointer: Endpointer?
+        var searchID = 0
+        var ring: PreRollRing
+        var listenForHotPhrase = true
+    }
+
+    private let route: Mutex<Route>
+    private let detector: (any HotPhraseDetecting)?
+    private let post: @Sendable (LoopInput) -> Void
+
+    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, post: @escaping @Sendable (LoopInput) -> Void) {
+        route = Mutex(Route(ring: PreRollRing(capacity: preRollMS * 16)))
+        self.detector = detector
+        self.post = post
+    }
+
+    /// Routes frames to `search` from now on; with `preRoll` the ring's audio goes first (the moments before a
+    /// hot phrase fired).
+    func attach(_ search: any VoiceSearchSession, id: Int, endpointer: Endpointer, preRoll: Bool) {
+        route.withLock { r in
+            r.search = search
+            r.endpointer = endpointer
+            r.searchID = id
+            if preRoll { r.ring.read { _ = search.write($0) } }
+        }
+    }
+
+    func detach() {
+        route.withLock { r in
+            r.search = nil
+            r.endpointer = nil
+        }
+    }
+
+    /// The speaker's own sound is playing (or not): the hot phrase is not listened for meanwhile.
+    func setHotPhraseListening(_ on: Bool) {
+        route.withLock { r in
+            if on && !r.listenForHotPhrase { detector?.reset() }
+            r.listenForHotPhrase = on
+        }
+    }
+
+    /// Called by the capture thread for every frame.
+    func frame(_ samples: UnsafeBufferPointer<Int16>) {
+        let (decision, id, hot) = route.withLock { r -> (Endpointer.Decision?, Int, Bool) in
+            r.ring.append(samples)
+            var decision: Endpointer.Decision? = nil
+            if let search = r.search {
+                if !search.write(samples) {
+                    r.search = nil  // the upload has ended (SafeToStopAudio, the answer): stop feeding it
+                }
+                decision = r.endpointer?.process(samples)
+                if let d = decision, d != .speechStarted { r.search = nil; r.endpointer = nil }
+            }
+            let hot = r.search == nil && r.listenForHotPhrase && detector?.process(samples) == true
+            return (decision, r.searchID, hot)
+        }
+        if let decision { post(.endpoint(id: id, decision)) }
+        if hot { post(.event(.hotPhrase)) }
+    }
+}
+
+/// What reaches the loop.
+enum LoopInput: Sendable {
+    case event(SpeakerEvent)
+    /// From the endpointer of search `id`.
+    case endpoint(id: Int, Endpointer.Decision)
+    /// From voice search `id`.
+    case search(id: Int, SearchEvent)
+    /// A speech or earcon end, with what failed (for the log).
+    case played(SpeakerEvent, problem: String?)
+    case microphone(MicrophoneEvent)
+    /// The service manager's liveness check passing through the loop (systemd's watchdog); it changes nothing.
+    case heartbeat
+}

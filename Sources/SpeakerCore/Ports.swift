@@ -1,0 +1,141 @@
+public import AudioCore
+public import BoardCore
+
+// The speaker core talks to the world only through these ports. SpeakerApp adapts the real drivers to them
+// (libcurl's Houndify client, espeak-ng and ALSA playback, libgpiod, ALSA capture, dispatch timers); the test kit
+// (Tests/SpeakerTestKit) has fakes and a manual clock, so the loop's behaviour is tested without a device.
+
+/// A device or service that did not do what was asked, with the words that name it (device, file, status).
+public struct DeviceProblem: Error, Sendable, Equatable, CustomStringConvertible {
+    public var message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+// MARK: Voice search
+
+/// Why a search failed: what the person is told, and the detail for the log (the error and its SDK code).
+public struct SearchError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var failure: SearchFailure
+    public var detail: String
+    public init(_ failure: SearchFailure, detail: String) {
+        self.failure = failure
+        self.detail = detail
+    }
+    public var description: String { detail }
+}
+
+/// What a voice search reports while it runs. A search that was cancelled reports nothing more.
+public enum SearchEvent: Sendable, Equatable {
+    case partialTranscript(String)
+    /// The service has heard enough (Houndify's SafeToStopAudio): the question has ended.
+    case safeToStopAudio
+    case answer(SpeakerAnswer)
+    case failed(SearchError)
+}
+
+/// One voice search under way: audio in (from the capture thread), events out.
+public protocol VoiceSearchSession: AnyObject, Sendable {
+    var events: AsyncStream<SearchEvent> { get }
+    /// Queues audio for the upload; false once the upload has ended (stop feeding it).
+    func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool
+    /// Ends the upload; the search goes on to its answer.
+    func finish()
+    func cancel()
+    /// When the first audio went out, as the transport saw it (for the interaction's timings).
+    var firstAudioSent: ContinuousClock.Instant? { get }
+}
+
+public protocol VoiceSearchService: Sendable {
+    /// `afterHotPhrase`: the audio starts with the end of "OK Hound" (the pre-roll), which the service should drop.
+    func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession
+}
+
+// MARK: Speech and sounds
+
+/// One utterance or earcon being played.
+public protocol Playback: Sendable {
+    /// Waits for its end. `problem` names what failed, if anything did.
+    func ended() async -> (end: SoundEnd, problem: String?)
+}
+
+public protocol SpeechOutputPort: Sendable {
+    /// Speaks `text`; `onFirstSample` runs when the first sample of speech reaches the output.
+    func speak(_ text: String, onFirstSample: @escaping @Sendable () -> Void) -> any Playback
+    func play(_ earcon: Earcon) -> any Playback
+    /// Stops the utterance or earcon playing now: it ends `.interrupted`.
+    func stopSpeaking()
+}
+
+public protocol VolumeControl: Sendable {
+    /// 0-100.
+    var percent: Int { get }
+    /// One step up or down; the new percentage.
+    func step(up: Bool) throws(DeviceProblem) -> Int
+}
+
+// MARK: Board
+
+public protocol BoardPort: Sendable {
+    /// What the button means (tap or hold to talk, long press to cancel).
+    var intents: AsyncStream<TalkIntent> { get }
+    func show(_ state: LEDState)
+    /// LEDs off, lines released.
+    func stop()
+}
+
+// MARK: Microphone
+
+public enum MicrophoneEvent: Sendable, Equatable {
+    case opened(device: String, rate: Int, channels: Int)
+    /// Audio was lost and capture recovered.
+    case overrun
+    /// The device went away; it is looked for again every second.
+    case lost(String)
+    case recovered
+    case stopped
+}
+
+public protocol MicrophoneStream: Sendable {
+    func stop()
+}
+
+public protocol MicrophonePort: Sendable {
+    /// The device's name, for messages.
+    var device: String { get }
+    /// Length of each frame handed to `onFrame`, in milliseconds of 16 kHz mono audio.
+    var frameMS: Int { get }
+    /// Opens and starts capture. `waitForDevice`: a device missing now is looked for every second instead of
+    /// failing. Frames and events arrive on the capture's own thread.
+    func open(waitForDevice: Bool, onEvent: @escaping @Sendable (MicrophoneEvent) -> Void,
+              onFrame: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void) throws(DeviceProblem) -> any MicrophoneStream
+}
+
+/// Listens for the hot phrase on every 16 kHz frame.
+public protocol HotPhraseDetecting: AnyObject, Sendable {
+    /// True when this frame completes the hot phrase.
+    func process(_ frame: UnsafeBufferPointer<Int16>) -> Bool
+    func reset()
+}
+
+// MARK: Time
+
+/// A one-shot timer that is moved, not re-made, each time it is armed.
+public protocol LoopTimer: Sendable {
+    /// Fires once, `delay` from now (replacing any earlier arming).
+    func schedule(after delay: Duration)
+    /// Will not fire until scheduled again.
+    func disarm()
+}
+
+public protocol LoopClock: Sendable {
+    var now: ContinuousClock.Instant { get }
+    func makeTimer(_ fire: @escaping @Sendable () -> Void) -> any LoopTimer
+}
+
+// MARK: The machine it runs on
+
+public protocol SystemInfo: Sendable {
+    /// The addresses of the up, non-loopback IPv4 interfaces.
+    func ipAddresses() -> [String]
+}

@@ -1,0 +1,446 @@
+public import AudioCore
+import BoardCore
+public import Logging
+import JSONKit
+import Synchronization
+
+/// What the loop drives, each behind its port.
+public struct SpeakerPorts: Sendable {
+    public var search: any VoiceSearchService
+    public var speech: any SpeechOutputPort
+    public var volume: any VolumeControl
+    public var microphone: any MicrophonePort
+    public var board: (any BoardPort)?
+    public var hotPhrase: (any HotPhraseDetecting)?
+    public var clock: any LoopClock
+    public var system: any SystemInfo
+
+    public init(search: any VoiceSearchService, speech: any SpeechOutputPort, volume: any VolumeControl,
+                microphone: any MicrophonePort, board: (any BoardPort)? = nil, hotPhrase: (any HotPhraseDetecting)? = nil,
+                clock: any LoopClock, system: any SystemInfo) {
+        self.search = search
+        self.speech = speech
+        self.volume = volume
+        self.microphone = microphone
+        self.board = board
+        self.hotPhrase = hotPhrase
+        self.clock = clock
+        self.system = system
+    }
+}
+
+/// Liveness for a service manager (systemd's `WatchdogSec=`). The beat runs on the loop, taken from the loop's
+/// own queue, so the beats stop when the loop is stuck (a blocked effect, a deadlock), not only when the process
+/// dies, and systemd restarts a speaker that no longer answers.
+public struct LoopHeartbeat: Sendable {
+    /// Time between beats; nil: one beat only, when the loop starts.
+    public var interval: Duration?
+    /// Runs on the loop. The first call comes right after the loop has handled `started`: the speaker is ready.
+    public var beat: @Sendable () -> Void
+
+    public init(interval: Duration?, beat: @escaping @Sendable () -> Void) {
+        self.interval = interval
+        self.beat = beat
+    }
+}
+
+public struct SpeakerLoopSettings: Sendable {
+    public var machine = SpeakerMachine.Settings()
+    public var endpointer = Endpointer.Settings()
+    /// Audio kept from before a hot phrase, for the query.
+    public var preRollMS = 300
+    public var heartbeat: LoopHeartbeat?
+    public init() {}
+}
+
+/// The speaker: one loop consuming every input (button, endpointer, voice search, speech, timers) in order,
+/// handing it to the state machine and carrying out the effects through the ports. Blocking work stays on the
+/// threads the ports' drivers own; the loop only decides. Everything it does is told once, as a
+/// `SpeakerActivity`, to the log and to the observers.
+public final class SpeakerLoop: Sendable {
+    private let ports: SpeakerPorts
+    private let settings: SpeakerLoopSettings
+    private let logger: Logger
+    private let observers: [@Sendable (SpeakerActivity) -> Void]
+    private let inputs: AsyncStream<LoopInput>
+    private let continuation: AsyncStream<LoopInput>.Continuation
+    private let router: CaptureRouter
+    private let watchdog: any LoopTimer
+    /// The generation the watchdog is armed for (-1: disarmed), read when it fires: a timer that fires just as
+    /// the state changes carries the old generation, which the machine ignores.
+    private let armedGeneration = Shared(-1)
+    private let pulse: any LoopTimer
+    private let state: Mutex<LoopState>
+    private let history = Mutex<[InteractionTimings]>([])
+    private let stateLog = Mutex<[SpeakerState]>([])
+
+    /// How many interactions and states are remembered.
+    public static let historyLimit = 1000
+
+    /// The last completed interactions' timings, oldest first (for the benchmark and tests).
+    public var interactions: [InteractionTimings] { history.withLock { $0 } }
+    /// Every state entered, in order (for tests and `demo`).
+    public var statesEntered: [SpeakerState] { stateLog.withLock { $0 } }
+
+    struct LoopState {
+        var machine: SpeakerMachine
+        var search: (any VoiceSearchSession)?
+        var searchID = 0
+        /// The microphone opened for one question (no hot phrase), or for good (listening for the hot phrase).
+        var questionMicrophone: (any MicrophoneStream)?
+        var alwaysOnMicrophone: (any MicrophoneStream)?
+        /// Whether the always-on microphone is delivering audio, from its own events.
+        var microphoneUp = false
+        var timings: InteractionTimings?
+    }
+
+    public init(ports: SpeakerPorts, settings: SpeakerLoopSettings = .init(), logger: Logger,
+                observers: [@Sendable (SpeakerActivity) -> Void] = []) {
+        self.ports = ports
+        self.settings = settings
+        self.logger = logger
+        self.observers = observers
+        (inputs, continuation) = AsyncStream.makeStream(of: LoopInput.self, bufferingPolicy: .unbounded)
+        let continuation = self.continuation
+        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, post: { continuation.yield($0) })
+        let armed = armedGeneration
+        watchdog = ports.clock.makeTimer {
+            let generation = armed.value.withLock { $0 }
+            if generation >= 0 { continuation.yield(.event(.watchdog(generation: generation))) }
+        }
+        pulse = ports.clock.makeTimer { continuation.yield(.heartbeat) }
+        state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
+        // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
+        // not be dropped in state none.
+        continuation.yield(.event(.started))
+    }
+
+    /// Feeds an event from outside (a test, the demo's script, a signal handler's shutdown).
+    public func send(_ event: SpeakerEvent) { continuation.yield(.event(event)) }
+
+    /// The current state.
+    public var currentState: SpeakerState { state.withLock { $0.machine.state } }
+
+    /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
+    /// intents, each search's events, each sound's end) is a child of this call and has ended when it returns.
+    public func run() async {
+        await withDiscardingTaskGroup { group in
+            if let board = ports.board {
+                group.addTask { [continuation] in
+                    for await intent in board.intents {
+                        switch intent {
+                        case .talk: continuation.yield(.event(.talk))
+                        case .press: continuation.yield(.event(.press))
+                        case .tapEnded: continuation.yield(.event(.tapEnded))
+                        case .endTalk: continuation.yield(.event(.endTalk))
+                        case .cancel: continuation.yield(.event(.cancel))
+                        case .doublePress: break  // nothing yet
+                        }
+                    }
+                }
+            }
+            if ports.hotPhrase != nil { openAlwaysOnMicrophone() }
+            loop: for await input in inputs {
+                guard let event = take(input) else { continue }
+                announce(event)
+                let (effects, soundPlaying, watchdogExpired) = state.withLock { s in
+                    let before = s.machine.state
+                    let expired: Bool = if case .watchdog(let g) = event { g == s.machine.watchdogGeneration } else { false }
+                    let effects = s.machine.handle(event)
+                    return (effects, s.machine.soundPlaying, expired ? before : nil)
+                }
+                if let expired = watchdogExpired {
+                    tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))
+                }
+                // The machine alone decides whether our own sound is playing; the router only follows it.
+                router.setHotPhraseListening(!soundPlaying)
+                for effect in effects {
+                    if perform(effect, in: &group) { break loop }
+                }
+                if event == .started { startHeartbeat() }
+            }
+            group.cancelAll()
+        }
+    }
+
+    /// Turns an input into the machine's event (nil: nothing for the machine).
+    private func take(_ input: LoopInput) -> SpeakerEvent? {
+        switch input {
+        case .event(let event):
+            return event
+        case .endpoint(let id, let decision):
+            guard id == state.withLock({ $0.searchID }) else { return nil }
+            switch decision {
+            case .speechStarted: return nil
+            case .endOfSpeech, .maxLength: return .endOfSpeech
+            case .noSpeech: return .noSpeech
+            }
+        case .search(let id, let event):
+            guard id == state.withLock({ $0.searchID }) else { return nil }
+            return translate(event)
+        case .played(let event, let problem):
+            if let problem { tell(.deviceProblem(DeviceProblem(problem))) }
+            return event
+        case .microphone(let event):
+            state.withLock { s in
+                switch event {
+                case .opened, .recovered: s.microphoneUp = true
+                case .lost, .stopped: s.microphoneUp = false
+                case .overrun: break
+                }
+            }
+            tell(.microphone(event))
+            return nil
+        case .heartbeat:
+            settings.heartbeat?.beat()
+            if let interval = settings.heartbeat?.interval { pulse.schedule(after: interval) }
+            return nil
+        }
+    }
+
+    private func startHeartbeat() {
+        guard let heartbeat = settings.heartbeat else { return }
+        heartbeat.beat()
+        if let interval = heartbeat.interval { pulse.schedule(after: interval) }
+    }
+
+    private func translate(_ event: SearchEvent) -> SpeakerEvent? {
+        switch event {
+        case .partialTranscript(let text):
+            state.withLock { s in if s.timings?.firstPartial == nil { s.timings?.firstPartial = ports.clock.now } }
+            return .partialTranscript(text)
+        case .safeToStopAudio:
+            return .endOfSpeech
+        case .answer(let answer):
+            state.withLock { $0.timings?.finalResult = ports.clock.now }
+            return .answer(answer)
+        case .failed(let error):
+            tell(.searchFailed(error))
+            return .searchFailed(error.failure)
+        }
+    }
+
+    /// The activities an event itself stands for (a press, a transcript); state changes and the rest come from
+    /// the effects.
+    private func announce(_ event: SpeakerEvent) {
+        switch event {
+        case .partialTranscript(let text): tell(.partialTranscript(text))
+        case .answer(let answer): tell(.finalTranscript(transcript: answer.transcript, answer: answer.text))
+        case .talk, .press: tell(.button(.talk))
+        case .endTalk: tell(.button(.endTalk))
+        case .cancel: tell(.button(.cancel))
+        case .tapEnded: tell(.button(.release))
+        case .hotPhrase: tell(.hotPhrase)
+        default: break
+        }
+    }
+
+    /// Logs an activity and hands it to every observer.
+    private func tell(_ activity: SpeakerActivity) {
+        if let entry = activity.logEntry {
+            // Every field is metadata too: under systemd each becomes a journal field (HOUND_SPEAKER_EVENT=timings).
+            var metadata: Logger.Metadata = ["event": .string(activity.kind)]
+            for (name, value) in activity.fields {
+                switch value {
+                case .string(let text): metadata[name] = .string(text)
+                default: metadata[name] = .string(value.asciiJSON())
+                }
+            }
+            logger.log(level: entry.level, "\(entry.message)", metadata: metadata)
+        }
+        for observer in observers { observer(activity) }
+    }
+
+    /// Carries out one effect; returns true when the loop must end.
+    private func perform(_ effect: SpeakerEffect, in group: inout DiscardingTaskGroup) -> Bool {
+        switch effect {
+        case .startSearch(let preRoll):
+            startSearch(preRoll: preRoll, in: &group)
+        case .endAudio:
+            router.detach()
+            let (search, microphone) = state.withLock { s -> ((any VoiceSearchSession)?, (any MicrophoneStream)?) in
+                if s.timings?.endOfSpeech == nil { s.timings?.endOfSpeech = ports.clock.now }
+                defer { s.questionMicrophone = nil }
+                return (s.search, s.questionMicrophone)
+            }
+            search?.finish()
+            microphone?.stop()
+        case .cancelSearch:
+            router.detach()
+            let (search, microphone) = state.withLock { s -> ((any VoiceSearchSession)?, (any MicrophoneStream)?) in
+                defer { s.questionMicrophone = nil; s.searchID += 1 }
+                return (s.search, s.questionMicrophone)
+            }
+            search?.cancel()
+            microphone?.stop()
+            finishInteraction()
+        case .speak(let utterance):
+            let playback = ports.speech.speak(render(utterance), onFirstSample: { [weak self] in
+                guard let self else { return }
+                state.withLock { s in if s.timings?.firstTTSSample == nil { s.timings?.firstTTSSample = ports.clock.now } }
+            })
+            group.addTask { [continuation] in
+                let (end, problem) = await playback.ended()
+                continuation.yield(.played(.speechEnded(end), problem: problem))
+            }
+        case .stopSpeaking:
+            ports.speech.stopSpeaking()
+        case .playEarcon(let earcon):
+            let playback = ports.speech.play(earcon)
+            group.addTask { [continuation] in
+                let (end, problem) = await playback.ended()
+                continuation.yield(.played(.soundEnded(end), problem: problem))
+            }
+        case .leds(let leds):
+            ports.board?.show(leds)
+            tell(.leds(leds))
+        case .changeVolume(let up):
+            do throws(DeviceProblem) { tell(.volume(try ports.volume.step(up: up))) } catch { tell(.deviceProblem(error)) }
+        case .armWatchdog(let generation, let ms):
+            armedGeneration.value.withLock { $0 = generation }
+            watchdog.schedule(after: .milliseconds(ms))
+        case .disarmWatchdog:
+            armedGeneration.value.withLock { $0 = -1 }
+            watchdog.disarm()
+        case .stateChanged(let from, let to):
+            stateChanged(from: from, to: to)
+        case .show(let text):
+            tell(.answerShown(text))
+        case .stopped:
+            shutDown()
+            return true
+        }
+        return false
+    }
+
+    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) {
+        let search: any VoiceSearchSession
+        do throws(SearchError) { search = try ports.search.startVoiceSearch(afterHotPhrase: preRoll) } catch {
+            tell(.searchFailed(SearchError(error.failure, detail: "cannot start a voice search: \(error.detail)")))
+            continuation.yield(.event(.searchFailed(error.failure)))
+            return
+        }
+        let id = state.withLock { s -> Int in
+            s.searchID += 1
+            s.search = search
+            s.timings = InteractionTimings(trigger: ports.clock.now)
+            return s.searchID
+        }
+        group.addTask { [continuation] in
+            for await event in search.events { continuation.yield(.search(id: id, event)) }
+        }
+        router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
+                      preRoll: preRoll)
+        if ports.hotPhrase != nil {
+            // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
+            if !state.withLock({ $0.microphoneUp }) {
+                microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
+            }
+            return
+        }
+        // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
+        do throws(DeviceProblem) {
+            let microphone = try openMicrophone(waitForDevice: false)
+            state.withLock { $0.questionMicrophone = microphone }
+        } catch {
+            microphoneFailed(search, error)
+        }
+    }
+
+    private func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) {
+        search.cancel()
+        let error = SearchError(.microphone, detail: problem.message)
+        tell(.searchFailed(error))
+        continuation.yield(.event(.searchFailed(.microphone)))
+    }
+
+    /// The hot phrase's microphone stays open for good; one that is missing at start is looked for every second
+    /// (as a lost one is), so a microphone plugged in after boot is heard without a restart.
+    private func openAlwaysOnMicrophone() {
+        do throws(DeviceProblem) {
+            let microphone = try openMicrophone(waitForDevice: true)
+            state.withLock { $0.alwaysOnMicrophone = microphone }
+        } catch {
+            tell(.deviceProblem(DeviceProblem("\(error.message); the hot phrase cannot be heard")))
+        }
+    }
+
+    /// Opens and starts the microphone, every frame going to the router and its events to the loop.
+    private func openMicrophone(waitForDevice: Bool) throws(DeviceProblem) -> any MicrophoneStream {
+        let router = self.router
+        return try ports.microphone.open(waitForDevice: waitForDevice,
+                                         onEvent: { [continuation] event in continuation.yield(.microphone(event)) },
+                                         onFrame: { frame in router.frame(frame) })
+    }
+
+    private func render(_ utterance: Utterance) -> String {
+        switch utterance {
+        case .text(let text): text
+        case .volume: "Volume \(ports.volume.percent)."
+        case .ipAddress: Self.ipAddressSentence(ports.system.ipAddresses())
+        }
+    }
+
+    /// "What's your IP address": the first two, read out digit group by digit group.
+    static func ipAddressSentence(_ addresses: [String]) -> String {
+        guard !addresses.isEmpty else { return "I don't have a network address." }
+        let spoken = addresses.prefix(2).map { $0.split(separator: ".").joined(separator: " dot ") }
+        return "My IP address is \(spoken.joined(separator: ", and "))."
+    }
+
+    private func stateChanged(from: SpeakerState, to: SpeakerState) {
+        stateLog.withLock { log in
+            log.append(to)
+            if log.count > Self.historyLimit { log.removeFirst(log.count - Self.historyLimit) }
+        }
+        tell(.stateChanged(from: from, to: to))
+        if to == .ready || to == .none {
+            if from == .speaking { state.withLock { s in if s.timings?.speechEnd == nil { s.timings?.speechEnd = ports.clock.now } } }
+            finishInteraction()
+        }
+        if to == .recording {
+            // A follow-up (AutoListen) starts its own interaction.
+            state.withLock { s in if s.timings?.finalResult != nil { s.timings = InteractionTimings(trigger: ports.clock.now) } }
+        }
+    }
+
+    private func finishInteraction() {
+        let finished = state.withLock { s -> InteractionTimings? in
+            guard var t = s.timings else { return nil }
+            t.firstAudioSent = s.search?.firstAudioSent
+            s.timings = nil
+            s.search = nil
+            return t
+        }
+        guard let finished else { return }
+        // Only the recent past is kept: a speaker runs for months.
+        history.withLock { h in
+            h.append(finished)
+            if h.count > Self.historyLimit { h.removeFirst(h.count - Self.historyLimit) }
+        }
+        tell(.timings(finished))
+    }
+
+    private func shutDown() {
+        router.detach()
+        let (question, alwaysOn, search) = state.withLock { s -> ((any MicrophoneStream)?, (any MicrophoneStream)?, (any VoiceSearchSession)?) in
+            defer { s.questionMicrophone = nil; s.alwaysOnMicrophone = nil; s.search = nil }
+            return (s.questionMicrophone, s.alwaysOnMicrophone, s.search)
+        }
+        armedGeneration.value.withLock { $0 = -1 }
+        watchdog.disarm()
+        pulse.disarm()
+        search?.cancel()
+        question?.stop()
+        alwaysOn?.stop()
+        ports.speech.stopSpeaking()
+        ports.board?.stop()
+        continuation.finish()
+    }
+}
+
+/// A Mutex that closures can share (a Mutex itself cannot be copied into one).
+final class Shared<Value: Sendable>: Sendable {
+    let value: Mutex<Value>
+    init(_ initial: Value) { value = Mutex(initial) }
+}

@@ -1,0 +1,357 @@
+public import AudioCore
+public import BoardCore
+public import SpeakerCore
+import Glibc
+import Synchronization
+
+// Fakes of the speaker core's ports and a manual clock: the loop's behaviour tested deterministically and fast,
+// with no ALSA, curl or espeak-ng. Each fake records what the loop asked of it, and the test decides what
+// happens next (an answer arrives, speech ends, time passes).
+
+/// Time that moves only when the test says so. Timers fire, in deadline order, inside `advance`.
+public final class ManualClock: LoopClock {
+    private struct Armed {
+        var deadline: Duration
+        var fire: @Sendable () -> Void
+    }
+
+    private let base = ContinuousClock.now
+    private let state = Mutex<(elapsed: Duration, timers: [Int: Armed], nextID: Int)>((.zero, [:], 0))
+
+    public init() {}
+
+    public var now: ContinuousClock.Instant { base + state.withLock { $0.elapsed } }
+
+    /// Milliseconds since the clock was made.
+    public var elapsedMS: Int { Int(state.withLock { $0.elapsed } / .milliseconds(1)) }
+
+    /// How many timers are armed.
+    public var armedTimers: Int { state.withLock { $0.timers.count } }
+
+    final class Timer: LoopTimer {
+        let clock: ManualClock
+        let id: Int
+        let fire: @Sendable () -> Void
+        init(clock: ManualClock, id: Int, fire: @escaping @Sendable () -> Void) {
+            self.clock = clock
+            self.id = id
+            self.fire = fire
+        }
+        func schedule(after delay: Duration) {
+            clock.state.withLock { s in s.timers[id] = Armed(deadline: s.elapsed + delay, fire: fire) }
+        }
+        func disarm() { _ = clock.state.withLock { $0.timers.removeValue(forKey: id) } }
+    }
+
+    public func makeTimer(_ fire: @escaping @Sendable () -> Void) -> any LoopTimer {
+        Timer(clock: self, id: state.withLock { s -> Int in s.nextID += 1; return s.nextID }, fire: fire)
+    }
+
+    /// Moves time on by `duration`, firing every timer that falls due, each at its own deadline.
+    public func advance(by duration: Duration) {
+        let end = state.withLock { $0.elapsed } + duration
+        while true {
+            let due = state.withLock { s -> (@Sendable () -> Void)? in
+                guard let (id, timer) = s.timers.filter({ $0.value.deadline <= end }).min(by: { $0.value.deadline < $1.value.deadline }) else {
+                    s.elapsed = end
+                    return nil
+                }
+                s.timers[id] = nil
+                s.elapsed = max(s.elapsed, timer.deadline)
+                return timer.fire
+            }
+            guard let due else { return }
+            due()
+        }
+    }
+}
+
+/// One voice search: the test sends its events; what the loop wrote and asked is recorded.
+public final class FakeSearchSession: VoiceSearchSession {
+    public let events: AsyncStream<SearchEvent>
+    private let continuation: AsyncStream<SearchEvent>.Continuation
+    private let state = Mutex<(samples: [Int16], finished: Bool, cancelled: Bool, accepting: Bool, firstAudio: ContinuousClock.Instant?)>(([], false, false, true, nil))
+    private let clock: ManualClock
+    public let afterHotPhrase: Bool
+
+    init(afterHotPhrase: Bool, clock: ManualClock) {
+        self.afterHotPhrase = afterHotPhrase
+        self.clock = clock
+        (events, continuation) = AsyncStream.makeStream()
+    }
+
+    public func send(_ event: SearchEvent) { continuation.yield(event) }
+
+    public func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
+        state.withLock { s in
+            guard s.accepting else { return false }
+            if s.firstAudio == nil { s.firstAudio = clock.now }
+            s.samples += samples
+            return true
+        }
+    }
+
+    public func finish() { state.withLock { $0.finished = true; $0.accepting = false } }
+
+    public func cancel() {
+        state.withLock { $0.cancelled = true; $0.accepting = false }
+        continuation.finish()
+    }
+
+    /// The upload ends from the service's side (SafeToStopAudio): writes are refused from now on.
+    public func stopAccepting() { state.withLock { $0.accepting = false } }
+
+    public var firstAudioSent: ContinuousClock.Instant? { state.withLock { $0.firstAudio } }
+    public var uploaded: [Int16] { state.withLock { $0.samples } }
+    public var isFinished: Bool { state.withLock { $0.finished } }
+    public var isCancelled: Bool { state.withLock { $0.cancelled } }
+}
+
+public final class FakeVoiceSearch: VoiceSearchService {
+    private let state = Mutex<(sessions: [FakeSearchSession], refusals: [SearchError])>(([], []))
+    private let clock: ManualClock
+
+    public init(clock: ManualClock) { self.clock = clock }
+
+    /// The next start fails with `error` (the service unreachable before anything was sent).
+    public func refuseNextStart(_ error: SearchError) { state.withLock { $0.refusals.append(error) } }
+
+    public func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession {
+        let refusal = state.withLock { s in s.refusals.isEmpty ? nil : s.refusals.removeFirst() }
+        if let refusal { throw refusal }
+        let session = FakeSearchSession(afterHotPhrase: afterHotPhrase, clock: clock)
+        state.withLock { $0.sessions.append(session) }
+        return session
+    }
+
+    public var sessions: [FakeSearchSession] { state.withLock { $0.sessions } }
+    public var latest: FakeSearchSession? { sessions.last }
+}
+
+/// Speech and earcons that play until the test ends them (or the loop stops them). Earcons end by themselves,
+/// `.finished`, unless `holdEarcons` is set.
+public final class FakeSpeech: SpeechOutputPort {
+    public enum Sound: Sendable, Equatable {
+        case speech(String)
+        case earcon(Earcon)
+    }
+
+    final class Playing: Playback, Sendable {
+        let sound: Sound
+        private let state = Mutex<(end: (SoundEnd, String?)?, waiter: CheckedContinuation<(end: SoundEnd, problem: String?), Never>?)>((nil, nil))
+        init(_ sound: Sound) { self.sound = sound }
+
+        func end(_ end: SoundEnd, problem: String? = nil) {
+            let waiter = state.withLock { s -> CheckedContinuation<(end: SoundEnd, problem: String?), Never>? in
+                guard s.end == nil else { return nil }
+                s.end = (end, problem)
+                defer { s.waiter = nil }
+                return s.waiter
+            }
+            waiter?.resume(returning: (end, problem))
+        }
+
+        var hasEnded: Bool { state.withLock { $0.end != nil } }
+
+        func ended() async -> (end: SoundEnd, problem: String?) {
+            await withCheckedContinuation { waiter in
+                let ready = state.withLock { s -> (SoundEnd, String?)? in
+                    if let end = s.end { return end }
+                    s.waiter = waiter
+                    return nil
+                }
+                if let ready { waiter.resume(returning: (ready.0, ready.1)) }
+            }
+        }
+    }
+
+    private let state = Mutex<(playing: [Playing], log: [Sound], onFirstSample: [@Sendable () -> Void])>(([], [], []))
+    /// When set, every sound ends with this (a speaker that is unplugged: `.outputFailed`).
+    private let failure = Mutex<SoundEnd?>(nil)
+    /// From now on every sound ends with `end` at once (`.outputFailed`: a speaker that is unplugged); nil: normal.
+    public func failEverything(_ end: SoundEnd?) { failure.withLock { $0 = end } }
+    public let holdEarcons: Bool
+
+    public init(holdEarcons: Bool = false) { self.holdEarcons = holdEarcons }
+
+    private func start(_ sound: Sound) -> Playing {
+        let playing = Playing(sound)
+        state.withLock { s in
+            s.playing.append(playing)
+            s.log.append(sound)
+        }
+        if let failure = failure.withLock({ $0 }) {
+            playing.end(failure, problem: failure == .outputFailed ? "ALSA device \"test\": no such device" : nil)
+        } else if case .earcon = sound, !holdEarcons {
+            playing.end(.finished)
+        }
+        return playing
+    }
+
+    public func speak(_ text: String, onFirstSample: @escaping @Sendable () -> Void) -> any Playback {
+        state.withLock { $0.onFirstSample.append(onFirstSample) }
+        return start(.speech(text))
+    }
+
+    public func play(_ earcon: Earcon) -> any Playback { start(.earcon(earcon)) }
+
+    public func stopSpeaking() {
+        for playing in state.withLock({ $0.playing }) { playing.end(.interrupted) }
+    }
+
+    /// Everything asked to play, in order.
+    public var log: [Sound] { state.withLock { $0.log } }
+    public var spoken: [String] { log.compactMap { if case .speech(let text) = $0 { text } else { nil } } }
+    public var earcons: [Earcon] { log.compactMap { if case .earcon(let e) = $0 { e } else { nil } } }
+
+    /// The first sample of the latest utterance reaches the output.
+    public func firstSampleOfLatest() {
+        let callback = state.withLock { $0.onFirstSample.last }
+        callback?()
+    }
+
+    /// Ends the latest utterance that is still playing.
+    public func endSpeech(_ end: SoundEnd = .finished, problem: String? = nil) {
+        let playing = state.withLock { s in s.playing.last { if case .speech = $0.sound { !$0.hasEnded } else { false } } }
+        playing?.end(end, problem: problem)
+    }
+
+    /// Ends every earcon still playing.
+    public func endEarcons(_ end: SoundEnd = .finished) {
+        for playing in state.withLock({ $0.playing }) {
+            if case .earcon = playing.sound { playing.end(end) }
+        }
+    }
+
+    /// How many sounds are still playing.
+    public var playingCount: Int { state.withLock { $0.playing.filter { !$0.hasEnded }.count } }
+}
+
+public final class FakeVolume: VolumeControl {
+    private let state = Mutex<(percent: Int, broken: Bool)>((50, false))
+    public init() {}
+    public var percent: Int { state.withLock { $0.percent } }
+    public func breakControl() { state.withLock { $0.broken = true } }
+    public func step(up: Bool) throws(DeviceProblem) -> Int {
+        let result = state.withLock { s -> Int? in
+            guard !s.broken else { return nil }
+            s.percent = max(0, min(100, s.percent + (up ? 10 : -10)))
+            return s.percent
+        }
+        guard let result else { throw DeviceProblem("volume: mixer control \"Test\" is gone") }
+        return result
+    }
+}
+
+/// A microphone the test speaks into: `feed` hands frames to whoever opened it.
+public final class FakeMicrophone: MicrophonePort {
+    public let device = "fake_mic"
+    public let frameMS = 20
+
+    final class Stream: MicrophoneStream {
+        let microphone: FakeMicrophone
+        let id: Int
+        init(_ microphone: FakeMicrophone, id: Int) {
+            self.microphone = microphone
+            self.id = id
+        }
+        func stop() {
+            let onEvent = microphone.state.withLock { s -> (@Sendable (MicrophoneEvent) -> Void)? in
+                s.open.removeValue(forKey: id)?.onEvent
+            }
+            onEvent?(.stopped)
+        }
+    }
+
+    private struct Opened {
+        var onEvent: @Sendable (MicrophoneEvent) -> Void
+        var onFrame: @Sendable (UnsafeBufferPointer<Int16>) -> Void
+    }
+
+    private let state = Mutex<(open: [Int: Opened], nextID: Int, opens: Int, missing: Bool)>(([:], 0, 0, false))
+
+    public init(missing: Bool = false) { state.withLock { $0.missing = missing } }
+
+    public func open(waitForDevice: Bool, onEvent: @escaping @Sendable (MicrophoneEvent) -> Void,
+                     onFrame: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void) throws(DeviceProblem) -> any MicrophoneStream {
+        let (id, missing) = state.withLock { s -> (Int, Bool) in
+            s.nextID += 1
+            s.opens += 1
+            if !s.missing || waitForDevice { s.open[s.nextID] = Opened(onEvent: onEvent, onFrame: onFrame) }
+            return (s.nextID, s.missing)
+        }
+        if missing && !waitForDevice { throw DeviceProblem("microphone: ALSA device \"\(device)\": No such file or directory") }
+        if !missing { onEvent(.opened(device: device, rate: 16_000, channels: 1)) }
+        return Stream(self, id: id)
+    }
+
+    /// A microphone that was missing is plugged in: the waiting capture opens it.
+    public func plugIn() {
+        let waiting = state.withLock { s -> [Opened] in
+            s.missing = false
+            return Array(s.open.values)
+        }
+        for opened in waiting { opened.onEvent(.opened(device: device, rate: 16_000, channels: 1)) }
+    }
+
+    /// Hands `frames` frames of `value` (20 ms each) to every open stream, on the caller's thread (the capture
+    /// thread's place).
+    public func feed(frames: Int, value: Int16) {
+        let samples = [Int16](repeating: value, count: frameMS * 16)
+        for _ in 0..<frames {
+            let receivers = state.withLock { s in s.missing ? [] : s.open.values.map(\.onFrame) }
+            samples.withUnsafeBufferPointer { buffer in receivers.forEach { $0(buffer) } }
+        }
+    }
+
+    /// Speech-like frames: a loud tone the endpointer takes for a voice.
+    public func speak(frames: Int) {
+        var samples = [Int16](repeating: 0, count: frameMS * 16)
+        for _ in 0..<frames {
+            for i in samples.indices { samples[i] = Int16(8000 * sin(Double(i) * 2 * .pi * 440 / 16_000)) }
+            let receivers = state.withLock { s in s.missing ? [] : s.open.values.map(\.onFrame) }
+            samples.withUnsafeBufferPointer { buffer in receivers.forEach { $0(buffer) } }
+        }
+    }
+
+    public var openStreams: Int { state.withLock { $0.open.count } }
+    public var opens: Int { state.withLock { $0.opens } }
+}
+
+public final class FakeBoard: BoardPort {
+    public let intents: AsyncStream<TalkIntent>
+    private let continuation: AsyncStream<TalkIntent>.Continuation
+    private let state = Mutex<(shown: [LEDState], stopped: Bool)>(([], false))
+
+    public init() { (intents, continuation) = AsyncStream.makeStream() }
+
+    public func press(_ intent: TalkIntent) { continuation.yield(intent) }
+    public func show(_ state: LEDState) { self.state.withLock { $0.shown.append(state) } }
+    public func stop() {
+        state.withLock { $0.stopped = true }
+        continuation.finish()
+    }
+
+    public var shown: [LEDState] { state.withLock { $0.shown } }
+    public var isStopped: Bool { state.withLock { $0.stopped } }
+}
+
+/// Fires on a frame whose first sample is `HotPhraseMarker.value`; counts resets.
+public final class FakeHotPhrase: HotPhraseDetecting {
+    public static let marker: Int16 = 12_345
+    private let state = Mutex<(resets: Int, frames: Int)>((0, 0))
+    public init() {}
+    public func process(_ frame: UnsafeBufferPointer<Int16>) -> Bool {
+        state.withLock { $0.frames += 1 }
+        return frame.first == Self.marker
+    }
+    public func reset() { state.withLock { $0.resets += 1 } }
+    public var resets: Int { state.withLock { $0.resets } }
+    public var framesSeen: Int { state.withLock { $0.frames } }
+}
+
+public struct FakeSystem: SystemInfo {
+    public var addresses: [String]
+    public init(addresses: [String] = ["192.168.1.23"]) { self.addresses = addresses }
+    public func ipAddresses() -> [String] { addresses }
+}

@@ -1,0 +1,58 @@
+public import BoardCore
+import Logging
+public import SpeakerCore
+
+/// A speaker loop on fakes: the test drives it (presses, answers, speech ends, time) and reads what it did.
+public final class LoopRig: Sendable {
+    public let clock = ManualClock()
+    public let search: FakeVoiceSearch
+    public let speech: FakeSpeech
+    public let volume = FakeVolume()
+    public let microphone: FakeMicrophone
+    public let board = FakeBoard()
+    public let hotPhrase: FakeHotPhrase?
+    public let recorder = ActivityRecorder()
+    public let loop: SpeakerLoop
+    private let task: Task<Void, Never>
+
+    public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
+                holdEarcons: Bool = false, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+        search = FakeVoiceSearch(clock: clock)
+        speech = FakeSpeech(holdEarcons: holdEarcons)
+        microphone = FakeMicrophone(missing: microphoneMissing)
+        self.hotPhrase = hotPhrase ? FakeHotPhrase() : nil
+        var logger = Logger(label: "test")
+        logger.logLevel = .critical
+        let ports = SpeakerPorts(search: search, speech: speech, volume: volume, microphone: microphone, board: board,
+                                 hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem())
+        let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
+        self.loop = loop
+        task = Task { await loop.run() }
+        _ = await recorder.wait(for: .leds(.ready))
+    }
+
+    /// Shuts the loop down and waits for run() to return.
+    public func stop() async {
+        loop.send(.shutdown)
+        await task.value
+    }
+
+    /// Waits for an activity after `mark` (a `recorder.count` taken earlier).
+    public func saw(_ activity: SpeakerActivity, after mark: Int = 0) async -> Bool {
+        await recorder.wait(for: activity, after: mark)
+    }
+
+    /// Sends `event` and waits until the loop has handled it to the end of the state change it causes, which ends
+    /// with the LEDs of the new state.
+    @discardableResult
+    public func send(_ event: SpeakerEvent, expecting leds: LEDState) async -> Bool {
+        let mark = recorder.count
+        loop.send(event)
+        return await recorder.wait(for: .leds(leds), after: mark)
+    }
+
+    /// The states entered, in order.
+    public var states: [SpeakerState] {
+        recorder.all.compactMap { if case .stateChanged(_, let to) = $0 { to } else { nil } }
+    }
+}
