@@ -24,6 +24,7 @@ let package = Package(
         .executable(name: "houndify-local", targets: ["houndify-local"]),
         // For the coverage-guided fuzzers in Tests/fuzz (a package of their own, built with -sanitize=fuzzer).
         .library(name: "Houndify", targets: ["Houndify"]),
+        .library(name: "JSONKit", targets: ["JSONKit"]),
         .library(name: "SpeakerConfig", targets: ["SpeakerConfig"]),
     ],
     dependencies: [

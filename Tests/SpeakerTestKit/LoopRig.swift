@@ -51,6 +51,13 @@ public final class LoopRig: Sendable {
         return await recorder.wait(for: .leds(leds), after: mark)
     }
 
+    /// Ends the utterance playing and waits until the loop has left speaking.
+    public func endSpeech(_ end: SoundEnd = .finished) async {
+        let mark = recorder.count
+        speech.endSpeech(end)
+        _ = await recorder.wait(after: mark) { if case .stateChanged(.speaking, _) = $0 { true } else { false } }
+    }
+
     /// The states entered, in order.
     public var states: [SpeakerState] {
         recorder.all.compactMap { if case .stateChanged(_, let to) = $0 { to } else { nil } }

@@ -10,7 +10,8 @@ let package = Package(
     targets: [
         .target(name: "FuzzDriver"),
         .executableTarget(name: "FuzzStream", dependencies: ["FuzzDriver", .product(name: "Houndify", package: "hound-speaker")]),
-        .executableTarget(name: "FuzzResponse", dependencies: ["FuzzDriver", .product(name: "Houndify", package: "hound-speaker")]),
+        .executableTarget(name: "FuzzResponse", dependencies: ["FuzzDriver", .product(name: "Houndify", package: "hound-speaker"),
+                                                                .product(name: "JSONKit", package: "hound-speaker")]),
         .executableTarget(name: "FuzzConfig", dependencies: ["FuzzDriver", .product(name: "SpeakerConfig", package: "hound-speaker")]),
     ],
     swiftLanguageModes: [.v6]

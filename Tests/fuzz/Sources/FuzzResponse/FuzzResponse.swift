@@ -1,10 +1,11 @@
 // libFuzzer target: one JSON document as Houndify's result, through what the speaker does with it
-// (Sources/Houndify/Models.swift, JSONValue.swift, ConversationStore.swift).
+// (Sources/Houndify/Models.swift, Sources/JSONKit/JSONValue.swift, Sources/Houndify/ConversationStore.swift).
 //
 // Besides "no crash", it checks that a value the speaker keeps and sends back (ConversationState, RequestInfo)
 // survives its own encoding: asciiJSON() parses back to the same value.
 import FoundationEssentials
 import Houndify
+import JSONKit
 
 func fuzzResponse(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     guard let start else { return 0 }

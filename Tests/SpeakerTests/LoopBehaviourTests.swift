@@ -1,0 +1,320 @@
+import AudioCore
+import BoardCore
+import Logging
+import Testing
+@testable import SpeakerCore
+import SpeakerTestKit
+
+/// The loop's behaviour on fakes and a manual clock: no ALSA, curl or espeak-ng, no waiting on real time. Each
+/// test drives the speaker as a person and the world would (a press, words, an answer, speech ending, time
+/// passing) and checks what it did through its ports and its activity.
+@Suite struct LoopBehaviourTests {
+    static let noon = SpeakerAnswer(transcript: "what time is it", text: "It is noon.")
+
+    /// A press, a question the endpointer hears end, Houndify's answer, speech: back to ready.
+    func ask(_ rig: LoopRig, answer: SpeakerAnswer = noon) async -> FakeSearchSession? {
+        await rig.send(.talk, expecting: .listening)
+        guard let session = rig.search.latest else { return nil }
+        rig.microphone.feed(frames: 10, value: 0)
+        rig.microphone.speak(frames: 20)
+        let mark = rig.recorder.count
+        rig.microphone.feed(frames: 30, value: 0)
+        #expect(await rig.saw(.leds(.searching), after: mark))
+        session.send(.answer(answer))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        return session
+    }
+
+    @Test func aQuestionIsRecordedAnsweredAndSpokenWithItsTimings() async throws {
+        let rig = await LoopRig()
+        await rig.send(.talk, expecting: .listening)
+        let session = try #require(rig.search.latest)
+        #expect(!session.afterHotPhrase)
+        #expect(rig.microphone.openStreams == 1)  // opened for this question only (no hot phrase)
+        rig.clock.advance(by: .milliseconds(200))
+        rig.microphone.feed(frames: 10, value: 0)
+        rig.microphone.speak(frames: 20)
+        session.send(.partialTranscript("what time"))
+        #expect(await rig.saw(.partialTranscript("what time")))
+        rig.clock.advance(by: .milliseconds(1000))
+        let mark = rig.recorder.count
+        rig.microphone.feed(frames: 30, value: 0)  // the endpointer hears the question end
+        #expect(await rig.saw(.leds(.searching), after: mark))
+        #expect(session.isFinished && !session.isCancelled)
+        #expect(rig.microphone.openStreams == 0)
+        #expect(session.uploaded.count >= 50 * 320)
+        rig.clock.advance(by: .milliseconds(300))
+        session.send(.answer(Self.noon))
+        #expect(await rig.saw(.finalTranscript(transcript: "what time is it", answer: "It is noon.")))
+        #expect(await rig.saw(.leds(.speaking)))
+        #expect(rig.speech.spoken == ["It is noon."])
+        rig.clock.advance(by: .milliseconds(50))
+        rig.speech.firstSampleOfLatest()
+        rig.clock.advance(by: .milliseconds(2000))
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready)))
+        #expect(await rig.recorder.wait { if case .timings = $0 { true } else { false } })
+        await rig.stop()
+        #expect(rig.states == [.ready, .recording, .searching, .speaking, .ready, .none])
+        #expect(rig.speech.earcons == [.startListening, .stopListening])
+        let t = try #require(rig.loop.interactions.first)
+        #expect(t.milliseconds(\.firstAudioSent) == 200)
+        #expect(t.milliseconds(\.firstPartial) == 200)
+        #expect(t.milliseconds(\.endOfSpeech) == 1200)
+        #expect(t.milliseconds(\.finalResult) == 1500)
+        #expect(t.milliseconds(\.firstTTSSample) == 1550)
+        #expect(t.milliseconds(\.speechEnd) == 3550)
+        #expect(rig.board.shown.last == .off && rig.board.isStopped)
+    }
+
+    @Test func theButtonWorksThroughTheBoardPort() async {
+        let rig = await LoopRig()
+        let mark = rig.recorder.count
+        rig.board.press(.press)  // tap-to-talk
+        #expect(await rig.saw(.button(.talk), after: mark))
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        rig.board.press(.cancel)  // a long press
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        await rig.stop()
+        #expect(rig.search.latest?.isCancelled == true)
+        #expect(rig.speech.earcons == [.startListening, .cancel])
+        #expect(rig.board.shown.contains(.listening))
+    }
+
+    @Test func aPressWhileSpeakingStopsTheAnswerAtOnce() async {
+        let rig = await LoopRig()
+        _ = await ask(rig)
+        await rig.send(.talk, expecting: .ready)
+        #expect(rig.speech.playingCount == 0)  // stopped, not left to play out
+        await rig.stop()
+        #expect(rig.states == [.ready, .recording, .searching, .speaking, .ready, .none])
+    }
+
+    @Test func safeToStopAudioEndsTheQuestion() async {
+        let rig = await LoopRig()
+        await rig.send(.talk, expecting: .listening)
+        let mark = rig.recorder.count
+        rig.search.latest?.send(.safeToStopAudio)
+        #expect(await rig.saw(.leds(.searching), after: mark))
+        #expect(rig.search.latest?.isFinished == true)
+        await rig.stop()
+    }
+
+    @Test func eachBusyStateHasAWatchdog() async {
+        var settings = SpeakerLoopSettings()
+        settings.machine.recordingLimitMS = 15_000
+        settings.machine.searchingLimitMS = 20_000
+        settings.machine.speakingLimitMS = 60_000
+        let rig = await LoopRig(settings: settings)
+
+        // Recording with no audio arriving: the microphone is what failed.
+        await rig.send(.talk, expecting: .listening)
+        rig.clock.advance(by: .milliseconds(14_999))
+        var mark = rig.recorder.count
+        rig.clock.advance(by: .milliseconds(1))
+        #expect(await rig.saw(.watchdogExpired(.recording, limitMS: 15_000), after: mark))
+        #expect(await rig.saw(.leds(.error), after: mark))
+        #expect(rig.speech.spoken.last == SearchFailure.microphone.sentence)
+        #expect(rig.search.latest?.isCancelled == true)
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+
+        // Searching with no answer: Houndify.
+        await rig.send(.talk, expecting: .listening)
+        mark = rig.recorder.count
+        rig.clock.advance(by: .milliseconds(10_000))  // recording's own watchdog is moved, not added to
+        await rig.send(.endOfSpeech, expecting: .searching)
+        rig.clock.advance(by: .milliseconds(19_999))
+        #expect(!rig.recorder.all[mark...].contains { if case .watchdogExpired = $0 { true } else { false } })
+        rig.clock.advance(by: .milliseconds(1))
+        #expect(await rig.saw(.watchdogExpired(.searching, limitMS: 20_000), after: mark))
+        #expect(await rig.saw(.leds(.error), after: mark))
+        #expect(rig.speech.spoken.last == SearchFailure.serviceFailing.sentence)
+        await rig.endSpeech()
+
+        // Speech that never ends: it is stopped, and the error earcon says so.
+        _ = await ask(rig)
+        mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(60))
+        #expect(await rig.saw(.watchdogExpired(.speaking, limitMS: 60_000), after: mark))
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        #expect(rig.speech.earcons.last == .error)
+        #expect(rig.speech.playingCount == 0)
+        await rig.stop()
+        #expect(rig.clock.armedTimers == 0)
+    }
+
+    @Test func autoListenAsksTheFollowUp() async {
+        let rig = await LoopRig()
+        let first = await ask(rig, answer: SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true))
+        let mark = rig.recorder.count
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.listening), after: mark))  // no press: it asks again
+        #expect(rig.search.sessions.count == 2 && rig.search.latest !== first)
+        #expect(rig.microphone.openStreams == 1)
+        await rig.stop()
+        #expect(rig.states == [.ready, .recording, .searching, .speaking, .recording, .none])
+    }
+
+    @Test func failuresAreSpokenAndOfflineShowsUntilAQueryWorks() async {
+        let rig = await LoopRig()
+        rig.search.refuseNextStart(SearchError(.offline, detail: "[ConnectionFailure] could not resolve host"))
+        var mark = rig.recorder.count
+        rig.loop.send(.talk)
+        #expect(await rig.saw(.searchFailed(SearchError(.offline, detail: "cannot start a voice search: [ConnectionFailure] could not resolve host")), after: mark))
+        #expect(await rig.saw(.leds(.error), after: mark))
+        #expect(rig.speech.spoken == [SearchFailure.offline.sentence])
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.offline), after: mark))  // ready, but offline
+
+        // The key refused mid-search: said as such.
+        await rig.send(.talk, expecting: .listening)
+        mark = rig.recorder.count
+        rig.search.latest?.send(.failed(SearchError(.authentication, detail: "[AuthenticationFailed] 401")))
+        #expect(await rig.saw(.leds(.error), after: mark))
+        #expect(rig.speech.spoken.last == SearchFailure.authentication.sentence)
+        #expect(rig.microphone.openStreams == 0)  // every way out of recording gives the microphone back
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.offline), after: mark))
+
+        // A query that works clears it.
+        _ = await ask(rig)
+        mark = rig.recorder.count
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        await rig.stop()
+    }
+
+    @Test func theHotPhraseWakesItWithThePreRollAndIsNotHeardOverOurOwnSound() async throws {
+        let rig = await LoopRig(hotPhrase: true)
+        let detector = try #require(rig.hotPhrase)
+        #expect(rig.microphone.openStreams == 1)  // always on, for the hot phrase
+        rig.microphone.feed(frames: 20, value: 7)  // 400 ms of room, then "OK Hound"
+        var mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.hotPhrase, after: mark))
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        let session = try #require(rig.search.latest)
+        #expect(session.afterHotPhrase)
+        // The upload starts with the 300 ms before the phrase fired, the phrase's own frame last.
+        let expected = [Int16](repeating: 7, count: 4800 - 320) + [Int16](repeating: FakeHotPhrase.marker, count: 320)
+        #expect(Array(session.uploaded.prefix(4800)) == expected)
+        #expect(rig.microphone.openStreams == 1)  // no second capture for the question
+
+        rig.speech.endEarcons()
+        session.send(.answer(Self.noon))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        // While it speaks, "OK Hound" from its own voice is not listened for.
+        let seen = detector.framesSeen
+        mark = rig.recorder.count
+        rig.microphone.feed(frames: 5, value: FakeHotPhrase.marker)
+        #expect(detector.framesSeen == seen)
+        let resets = detector.resets
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        #expect(!rig.recorder.all[mark...].contains(.hotPhrase))
+        #expect(detector.resets == resets + 1)  // listening again starts afresh
+        mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.hotPhrase, after: mark))
+        await rig.stop()
+        #expect(rig.microphone.openStreams == 0)
+    }
+
+    @Test func aMicrophoneMissingAtStartIsUsedOnceItIsPluggedIn() async {
+        let rig = await LoopRig(hotPhrase: true, microphoneMissing: true)
+        var mark = rig.recorder.count
+        rig.loop.send(.talk)
+        #expect(await rig.saw(.leds(.error), after: mark))
+        #expect(rig.speech.spoken == [SearchFailure.microphone.sentence])
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        mark = rig.recorder.count
+        rig.microphone.plugIn()
+        #expect(await rig.saw(.microphone(.opened(device: "fake_mic", rate: 16_000, channels: 1)), after: mark))
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        await rig.stop()
+    }
+
+    @Test func withoutTheHotPhraseAMissingMicrophoneIsSaidAtOnce() async {
+        let rig = await LoopRig(microphoneMissing: true)
+        let mark = rig.recorder.count
+        rig.loop.send(.talk)
+        #expect(await rig.saw(.leds(.error), after: mark))
+        #expect(rig.recorder.all.contains { if case .searchFailed(let e) = $0 { e.failure == .microphone && e.detail.contains("fake_mic") } else { false } })
+        #expect(rig.search.latest?.isCancelled == true)
+        await rig.stop()
+    }
+
+    @Test func aSpeakerThatFailedShowsTheErrorPatternUntilASoundPlays() async {
+        let rig = await LoopRig()
+        rig.speech.failEverything(.outputFailed)
+        await rig.send(.talk, expecting: .listening)
+        var mark = rig.recorder.count
+        await rig.send(.endOfSpeech, expecting: .searching)
+        rig.search.latest?.send(.answer(Self.noon))
+        #expect(await rig.saw(.leds(.error), after: mark))  // ready, with nothing heard
+        #expect(rig.recorder.all.contains { if case .deviceProblem(let p) = $0 { p.message.contains("no such device") } else { false } })
+        rig.speech.failEverything(nil)
+        mark = rig.recorder.count
+        _ = await ask(rig)
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        await rig.stop()
+    }
+
+    @Test func localCommandsUseTheDevice() async {
+        let rig = await LoopRig()
+        _ = await ask(rig, answer: SpeakerAnswer(transcript: "volume up", text: "ignored"))
+        #expect(await rig.saw(.volume(60)))
+        #expect(rig.speech.spoken.last == "Volume 60.")
+        await rig.endSpeech()
+        _ = await ask(rig, answer: SpeakerAnswer(transcript: "what's your IP address", text: "ignored"))
+        #expect(rig.speech.spoken.last == "My IP address is 192 dot 168 dot 1 dot 23.")
+        await rig.endSpeech()
+        rig.volume.breakControl()
+        _ = await ask(rig, answer: SpeakerAnswer(transcript: "louder", text: "ignored"))
+        #expect(await rig.recorder.wait { if case .deviceProblem(let p) = $0 { p.message.contains("mixer control") } else { false } })
+        await rig.stop()
+    }
+
+    @Test func aPressSentBeforeTheLoopRunsIsNotLost() async {
+        let clock = ManualClock()
+        let search = FakeVoiceSearch(clock: clock)
+        let recorder = ActivityRecorder()
+        let loop = SpeakerLoop(ports: SpeakerPorts(search: search, speech: FakeSpeech(), volume: FakeVolume(),
+                                                   microphone: FakeMicrophone(), clock: clock, system: FakeSystem()),
+                               logger: Logger(label: "test"), observers: [recorder.observer])
+        loop.send(.talk)  // before run()
+        let task = Task { await loop.run() }
+        #expect(await recorder.wait(for: .stateChanged(from: .ready, to: .recording)))
+        #expect(search.sessions.count == 1)
+        loop.send(.shutdown)
+        await task.value
+    }
+}
+
+/// The activity as the log, `--events json` and the journal's fields tell it.
+@Suite struct ActivityTests {
+    @Test func jsonKeepsTheEventFirstAndItsFieldsInOrder() {
+        #expect(SpeakerActivity.stateChanged(from: .ready, to: .recording).json == #"{"event":"state","from":"ready","to":"recording"}"#)
+        #expect(SpeakerActivity.finalTranscript(transcript: "what's up", answer: "Café ☕").json
+                == #"{"event":"final","transcript":"what's up","answer":"Caf\u00e9 \u2615"}"#)
+        #expect(SpeakerActivity.button(.release).json == #"{"event":"button","action":"release"}"#)
+        #expect(SpeakerActivity.leds(.error).json == #"{"event":"leds","show":"error"}"#)
+        #expect(SpeakerActivity.hotPhrase.json == #"{"event":"hotphrase"}"#)
+    }
+
+    @Test func timingsHaveTheirLineAndAFieldPerStage() {
+        let start = ContinuousClock.now
+        var t = InteractionTimings(trigger: start)
+        t.firstAudioSent = start + .milliseconds(12)
+        t.finalResult = start + .milliseconds(900)
+        #expect(t.line == "timings (ms from trigger): first audio sent 12, end of speech -, first partial -, final result 900, "
+                + "first TTS sample -, speech end -")
+        let activity = SpeakerActivity.timings(t)
+        #expect(activity.json == #"{"event":"timings","line":"\#(t.line)","first_audio_sent_ms":12,"final_result_ms":900}"#)
+        #expect(activity.logEntry?.message == t.line)
+    }
+}
