@@ -32,7 +32,7 @@ public struct AppContext: Sendable {
     }
 
     /// The Houndify client, with the conversation kept in the configured state file.
-    public func houndifyClient() throws -> HoundifyClient {
+    public func houndifyClient(newConversation: Bool = false) throws -> HoundifyClient {
         let settings: HoundifyClientConfiguration
         do { settings = try config.houndifyClientConfiguration() } catch {
             throw CommandFailure(message: error.description, exitCode: 78)
@@ -40,6 +40,9 @@ public struct AppContext: Sendable {
         let file = config.houndify.conversationStateFile ?? ""
         let store = ConversationStore(fileURL: file.isEmpty ? nil : URL(fileURLWithPath: file))
         if let problem = store.loadProblem { logger.warning("conversation state: \(problem)") }
+        if newConversation {
+            do { try store.clear() } catch { logger.warning("conversation state: \(error)") }
+        }
         do {
             return try HoundifyClient(configuration: settings, conversation: store, logger: logger)
         } catch {

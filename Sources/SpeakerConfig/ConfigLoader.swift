@@ -82,11 +82,17 @@ public enum ConfigLoader {
         return config
     }
 
-    /// The service's state directory: systemd sets STATE_DIRECTORY from the unit's StateDirectory= (a colon-separated
-    /// list when there are several; the first is ours).
+    /// Where the conversation is kept when the config does not say: the service's state directory (systemd sets
+    /// STATE_DIRECTORY from the unit's StateDirectory=, a colon-separated list when there are several; the first is
+    /// ours), else the user's, as the XDG base directory rules give it ($XDG_STATE_HOME, else ~/.local/state), so
+    /// two `text` commands in a row continue one conversation.
     static func stateDirectory(_ environment: [String: String]) -> String? {
-        guard let value = environment["STATE_DIRECTORY"], let first = value.split(separator: ":").first, first.hasPrefix("/") else { return nil }
-        return String(first)
+        if let value = environment["STATE_DIRECTORY"], let first = value.split(separator: ":").first, first.hasPrefix("/") {
+            return String(first)
+        }
+        if let xdg = environment["XDG_STATE_HOME"], xdg.hasPrefix("/") { return "\(xdg)/hound-speaker" }
+        if let home = environment["HOME"], home.hasPrefix("/"), home != "/" { return "\(home)/.local/state/hound-speaker" }
+        return nil
     }
 
     /// The permission bits of `path` (stat(2)), nil if it cannot be read.

@@ -19,7 +19,8 @@ public struct SpeakerConfiguration: Sendable {
         public var audioFormat = AudioUploadFormat.pcm
         public var unitPreference = "US"
         /// Empty: the conversation is kept in memory only. Not set (nil): $STATE_DIRECTORY/conversation.json when
-        /// systemd gives the service a state directory (the unit's StateDirectory=), else in memory only.
+        /// systemd gives the service a state directory (the unit's StateDirectory=), else
+        /// $XDG_STATE_HOME/hound-speaker/conversation.json (~/.local/state/... without XDG_STATE_HOME).
         public var conversationStateFile: String?
         public var requestInfo: [String: JSONValue] = [:]
     }

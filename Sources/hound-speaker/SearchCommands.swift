@@ -14,11 +14,12 @@ struct Text: AsyncParsableCommand {
     @Argument(help: "The query, e.g. \"what time is it\".") var query: String
     @OptionGroup var options: ConfigOption
     @Flag(help: "Print Houndify's raw HoundServer JSON instead.") var json = false
+    @Flag(help: "Start a new conversation (forget what the last queries said).") var newConversation = false
 
     func run() async throws {
         try await reporting {
             let context = try AppContext(configPath: options.config)
-            let client = try context.houndifyClient()
+            let client = try context.houndifyClient(newConversation: newConversation)
             let response: HoundServerResponse
             do throws(HoundifyError) { response = try await client.textSearch(query) } catch {
                 throw CommandFailure(message: "\(error) [\(error.code)]")
@@ -41,6 +42,7 @@ struct Voice: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
     @Flag(help: "Print each message Houndify sends as one JSON line.") var json = false
     @Flag(help: "Send the audio as fast as possible instead of in real time.") var fast = false
+    @Flag(help: "Start a new conversation (forget what the last queries said).") var newConversation = false
 
     func run() async throws {
         try await reporting {
@@ -49,7 +51,7 @@ struct Voice: AsyncParsableCommand {
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav, targetRate: 16_000) } catch {
                 throw CommandFailure(reading: error)
             }
-            let client = try context.houndifyClient()
+            let client = try context.houndifyClient(newConversation: newConversation)
             let search: VoiceSearch
             do throws(HoundifyError) { search = try client.startVoiceSearch(sampleRate: 16_000) } catch {
                 throw CommandFailure(message: "\(error) [\(error.code)]")

@@ -25,6 +25,8 @@ struct CLI {
         var env = ProcessInfo.processInfo.environment
         env["HOUNDIFY_CLIENT_ID"] = nil
         env["HOUNDIFY_CLIENT_KEY"] = nil
+        // Each command its own conversation (the state directory would otherwise be the user's, shared by all).
+        env["XDG_STATE_HOME"] = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-state-\(UUID().uuidString)").path
         for (k, v) in environment { env[k] = v }
         process.environment = env
         let out = Pipe(), err = Pipe()
@@ -119,6 +121,25 @@ struct CLI {
         #expect(voice.stderr.contains("heard: what time is it"))
         #expect(voice.stdout.hasPrefix("It is "))
         #expect(!voice.stdout.contains(CLI.key) && !voice.stderr.contains(CLI.key))
+    }
+
+    /// Outside systemd the conversation lives in the user's state directory: two `text` commands in a row are
+    /// one conversation (the local service's timer asks "For how long?" and takes the answer), and
+    /// `--new-conversation` starts afresh.
+    @Test func twoTextCommandsContinueOneConversation() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let config = try CLI.clientConfig(port: port)
+        let state = FileManager.default.temporaryDirectory.appendingPathComponent("hs-xdg-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: state) }
+        let environment = ["XDG_STATE_HOME": state]
+        #expect(try CLI.run(["text", "set a timer", "--config", config], environment: environment).stdout == "For how long?\n")
+        #expect(FileManager.default.fileExists(atPath: "\(state)/hound-speaker/conversation.json"))
+        #expect(try CLI.run(["text", "five minutes", "--config", config], environment: environment).stdout
+                == "OK, a timer for 5 minutes, starting now.\n")
+        #expect(try CLI.run(["text", "set a timer", "--config", config], environment: environment).stdout == "For how long?\n")
+        let fresh = try CLI.run(["text", "five minutes", "--config", config, "--new-conversation"], environment: environment)
+        #expect(fresh.status == 0 && fresh.stdout != "OK, a timer for 5 minutes, starting now.\n", "\(fresh.stdout)")
     }
 
     @Test func wrongKeyIsOneLineAndNonZero() throws {

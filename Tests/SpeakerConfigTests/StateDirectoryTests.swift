@@ -18,6 +18,14 @@ import Testing
         #expect(try load("", environment: ["STATE_DIRECTORY": "/var/lib/a:/var/lib/b"]).houndify.conversationStateFile == "/var/lib/a/conversation.json")
         #expect(try load("", environment: [:]).houndify.conversationStateFile == nil)
         #expect(try load("", environment: ["STATE_DIRECTORY": "relative"]).houndify.conversationStateFile == nil)
+        // Outside systemd: the user's state directory, as XDG says.
+        #expect(try load("", environment: ["XDG_STATE_HOME": "/home/pi/.st", "HOME": "/home/pi"]).houndify.conversationStateFile
+                == "/home/pi/.st/hound-speaker/conversation.json")
+        #expect(try load("", environment: ["HOME": "/home/pi"]).houndify.conversationStateFile
+                == "/home/pi/.local/state/hound-speaker/conversation.json")
+        #expect(try load("", environment: ["XDG_STATE_HOME": "relative", "HOME": "/"]).houndify.conversationStateFile == nil)
+        #expect(try load("", environment: unit.merging(["HOME": "/home/pi"]) { a, _ in a }).houndify.conversationStateFile
+                == "/var/lib/hound-speaker/conversation.json")
         // What the config says wins, including "" (memory only).
         #expect(try load("[houndify]\nconversation_state_file = \"\"\n", environment: unit).houndify.conversationStateFile == "")
         #expect(try load("[houndify]\nconversation_state_file = \"/srv/c.json\"\n", environment: unit).houndify.conversationStateFile == "/srv/c.json")

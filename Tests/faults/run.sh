@@ -3,6 +3,8 @@
 # the soak. Uses the official-SDK test venv for pytest (Tests/sdk/setup-venv.sh).
 #   HOUND_SPEAKER_BIN=/path/to/hound-speaker Tests/faults/run.sh [extra pytest args]
 set -uo pipefail
+# The commands under test keep their conversations here, not in the user's state directory.
+export XDG_STATE_HOME="$(mktemp -d)"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 bash "$REPO/Tests/sdk/setup-venv.sh" || { echo "run.sh: Tests/sdk/setup-venv.sh failed" >&2; exit 2; }
