@@ -1,7 +1,7 @@
 """CPU of openWakeWord's own feature pipeline (pyopen-wakeword 1.1.0: melspectrogram.tflite + embedding_model.tflite
 through the wheel's TFLite C library) on the same audio as `hound-speaker-bench hotphrase`, for BENCHMARKS.md.
 
-  bench_openwakeword.py [MINUTES] [WAV] [--head HEAD_DIR]
+  python -m hotphrase.bench_openwakeword [MINUTES] [WAV] [--head HEAD_DIR]
 
 The audio is WAV (default share/demo/ok-hound-what-time-is-it.wav) repeated to MINUTES, fed in 1280-sample
 chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY-NC-SA and are not run: with
@@ -9,7 +9,6 @@ chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY
 instead (its cost is a few hundred thousand multiply-adds, small beside the embedding's). Prints process CPU
 seconds and the share of one core.
 """
-import argparse
 import os
 import sys
 import time
@@ -17,17 +16,18 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from hp import export_embedding as E  # noqa: E402
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # the repository
+from . import cli
+from . import export_embedding as E
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("minutes", nargs="?", type=float, default=10)
-    ap.add_argument("wav", nargs="?", default=os.path.join(HERE, "../../share/demo/ok-hound-what-time-is-it.wav"))
+    ap.add_argument("wav", nargs="?", default=os.path.join(ROOT, "share/demo/ok-hound-what-time-is-it.wav"))
     ap.add_argument("--head")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     from pyopen_wakeword.openwakeword import OpenWakeWordFeatures
     with wave.open(a.wav) as w:
         assert w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2, "need 16 kHz mono 16-bit"
@@ -64,4 +64,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

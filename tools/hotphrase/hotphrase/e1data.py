@@ -1,4 +1,4 @@
-"""Recipe e1's data: augmented audio turned into speech_embedding sequences (hp/embedding.py), in worker
+"""Recipe e1's data: augmented audio turned into speech_embedding sequences (hotphrase/embedding.py), in worker
 processes, cached as .npz in the work directory (the embeddings are what costs: about 1.5 s of CPU per minute of
 audio, so each set is made once and shared by every phrase and every head trained on it).
 """

@@ -1,6 +1,6 @@
 """Step 3: the honest evaluation, on held-out voices, held-out noise families and real recordings.
 
-  evaluate.py PHRASE WORKDIR [--model FILE] [--swift-bin hound-speaker] [--pocketsphinx]
+  python -m hotphrase.evaluate PHRASE WORKDIR [--model FILE] [--swift-bin hound-speaker] [--pocketsphinx]
 
 Everything is scored with the shipped model file (int8 weights) through the reference inference, the same
 computation the Swift detector does (a test checks that they agree). Reports:
@@ -12,7 +12,6 @@ computation the Swift detector does (a test checks that they agree). Reports:
   - with --pocketsphinx: PocketSphinx keyphrase spotting on the same audio, CPU and accuracy side by side;
   - with --swift-bin: the Swift detector's CPU on the same hour of audio, and its detections.
 """
-import argparse
 import json
 import os
 import resource
@@ -23,11 +22,11 @@ import time
 import numpy as np
 from scipy.io import wavfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import frontend, model  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import frontend, model
+from .phrases import PHRASES
 
 SR = 16000
 STEP_S = model.STACK * frontend.HOP / SR  # 0.03 s
@@ -80,8 +79,9 @@ def pocketsphinx_run(wav, phrase, kws_threshold):
     return times, time.process_time() - t0
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--model")
@@ -91,7 +91,7 @@ def main():
     ap.add_argument("--limit", type=int, help="use only this many clips of each kind (a quick check of the script)")
     ap.add_argument("--set-threshold", action="store_true",
                     help="write the 0.1 false-accepts-per-hour threshold into the model file as its default")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     ph = PHRASES[a.phrase]
     wd = os.path.join(a.workdir, a.phrase)
     mpath = a.model or os.path.join(wd, "model.hpm")
@@ -271,4 +271,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,7 @@
-"""Recipe e1's honest evaluation: the head in WORKDIR/PHRASE/e1 through the reference inference (hp/embedding.py).
+"""Recipe e1's honest evaluation: the head in WORKDIR/PHRASE/e1 through the reference inference
+(hotphrase/embedding.py).
 
-  evaluate_e1.py PHRASE WORKDIR [--head DIR] [--no-synthetic] [--set-threshold] [--extra-eval DIR ...]
+  python -m hotphrase.evaluate_e1 PHRASE WORKDIR [--head DIR] [--no-synthetic] [--set-threshold] [--extra-eval DIR ...]
 
 Reports (WORKDIR/PHRASE/e1/eval.json):
   - false accepts per hour over the negatives, and the thresholds for 0.1 and 0.5 per hour. The negatives are
@@ -19,7 +20,6 @@ Reports (WORKDIR/PHRASE/e1/eval.json):
 Each recording is scored on its own (its false accepts and its hours summed), so the embedded sets are cached in
 WORKDIR/cache/e1_eval_*.npz and shared by every phrase and head.
 """
-import argparse
 import json
 import os
 import sys
@@ -28,13 +28,13 @@ import zlib
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import e1data  # noqa: E402
-from hp import embedding as E  # noqa: E402
-from hp import voices  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import e1data
+from . import embedding as E
+from . import voices
+from .phrases import PHRASES
 
 SR = 16000
 STEP_S = E.STEP_SAMPLES / SR  # 0.08 s
@@ -215,8 +215,9 @@ def by_bins(values, missed, bins, fmt):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--head", help="head folder (default WORKDIR/PHRASE/e1)")
@@ -228,7 +229,7 @@ def main():
                     help="folders of held-out real recordings (get_public_negatives.py's WORKDIR/public/eval/*): "
                          "false accepts per hour on each, at the thresholds set by the usual negatives (they do not "
                          "move the thresholds, so the numbers stay comparable)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     ph = PHRASES[a.phrase]
     hdir = a.head or os.path.join(a.workdir, a.phrase, "e1")
     head, arrays = E.load_head(hdir)
@@ -348,4 +349,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

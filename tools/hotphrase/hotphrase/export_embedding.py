@@ -1,7 +1,7 @@
 """Google's speech_embedding front end (as openWakeWord runs it) in the project's model file, plus a classifier
 head: the .hpm "format 2" that Sources/HotPhrase/EmbeddingModel.swift reads.
 
-  export_embedding.py HEAD_DIR OUT.hpm [--models DIR] [--dtype float16|float32]
+  python -m hotphrase.export_embedding HEAD_DIR OUT.hpm [--models DIR] [--dtype float16|float32]
 
 Reads the two Apache-2.0 TFLite graphs of the PyPI wheel pyopen-wakeword 1.1.0 (pyopen_wakeword/models/
 melspectrogram.tflite and embedding_model.tflite; the wheel's wake-word heads are CC BY-NC-SA and are never read
@@ -19,16 +19,14 @@ here), checks that each is the graph this file understands (op by op, options in
 The numpy inference below (mel_frames, embed, head_scores) is the reference the Swift code is tested against,
 and it is itself checked against the TFLite interpreter by make_embedding_fixtures.py.
 """
-import argparse
 import json
 import os
 import sys
 
 import numpy as np
 
-# Run as a script from anywhere, or imported as hp.export_embedding: the shared container lives beside it.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hp import hpmfile  # noqa: E402
+from . import cli
+from . import hpmfile
 
 SAMPLE_RATE = 16000
 MEL_CALL_SAMPLES = 1760  # openWakeWord's mel call: 1760 samples -> 8 frames, every 1280 samples
@@ -366,13 +364,14 @@ def head_scores(header, ts, embeddings):
     return np.asarray(out, np.float32)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("head_dir")
     ap.add_argument("out")
     ap.add_argument("--models", default=None, help="pyopen_wakeword/models (default: the installed wheel's)")
     ap.add_argument("--dtype", default="float16", choices=["float16", "float32"])
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     models = a.models or default_models_dir()
     mel = read_mel(os.path.join(models, "melspectrogram.tflite"))
     layers = read_embedding(os.path.join(models, "embedding_model.tflite"))
@@ -385,4 +384,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

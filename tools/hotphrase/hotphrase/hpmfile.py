@@ -1,6 +1,6 @@
 """The .hpm container both model formats share (Sources/HotPhrase/ModelFile.swift reads it): b"HPM1", a
 little-endian u32 header length, a JSON header whose "tensors" table gives each tensor's dtype, shape and offset
-into the payload that follows. No relative imports, so hp/export_embedding.py can use it when run as a script.
+into the payload that follows.
 """
 import json
 import struct

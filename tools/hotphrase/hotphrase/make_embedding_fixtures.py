@@ -1,6 +1,6 @@
 """Fixtures for the Swift speech-embedding detector's tests (Tests/HotPhraseTests/Fixtures/embedding).
 
-  make_embedding_fixtures.py OUT_DIR [--models DIR]
+  python -m hotphrase.make_embedding_fixtures OUT_DIR [--models DIR]
 
 Writes, from short espeak-ng clips (synthetic, made here, no data set):
 - test.hpm: the exported speech_embedding backbone (float16) with a small random head (its scores mean nothing;
@@ -12,7 +12,6 @@ Writes, from short espeak-ng clips (synthetic, made here, no data set):
 
 Needs the exporter's venv (pyopen-wakeword, ai-edge-litert, numpy) and espeak-ng and sox on the PATH.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -22,9 +21,8 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from hp import export_embedding as E  # noqa: E402
+from . import cli
+from . import export_embedding as E
 
 # (name, espeak-ng voice, text, leading silence in seconds, noise level as a fraction of full scale)
 CLIPS = [
@@ -76,11 +74,12 @@ def rounded(a, digits):
     return [[round(float(v), digits) for v in row] for row in a]
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("out")
     ap.add_argument("--models", default=None)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     models = a.models or E.default_models_dir()
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,4 +116,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

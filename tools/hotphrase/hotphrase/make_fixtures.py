@@ -1,6 +1,6 @@
 """Fixture clips and reference scores for the Swift detector's tests (Tests/HotPhraseTests/Fixtures).
 
-  make_fixtures.py MODEL FIXTURE_DIR
+  python -m hotphrase.make_fixtures MODEL FIXTURE_DIR
 
 Positives are "OK Hound" followed by a question, spoken by held-out voices (never used in training), in light
 noise; negatives are confusable phrases and ordinary speech. reference.json holds the reference inference's
@@ -13,10 +13,11 @@ import sys
 import numpy as np
 from scipy.io import wavfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from hp import augment as A  # noqa: E402
-from hp import synth  # noqa: E402
+from . import augment as A
+from . import cli
+from . import model as M
+from . import reference
+from . import synth
 
 DEMO_SENSITIVITY = 0.85  # Sources/hound-speaker/DemoCommand.swift
 
@@ -31,8 +32,13 @@ CLIPS = [
 ]
 
 
-def main():
-    model, out = sys.argv[1], sys.argv[2]
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("model")
+    ap.add_argument("out", metavar="fixture_dir")
+    a = ap.parse_args(argv)
+    model, out = a.model, a.out
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(5)
     noise = A.make_bank(rng, "fan", 20)
@@ -49,12 +55,10 @@ def main():
         paths.append(p)
     ref = os.path.join(out, "reference.json")
     # Detections at the demo's sensitivity (0.85), mapped as HotPhraseDetector.threshold(sensitivity:) does.
-    from hp import model as M
     t = M.load(model)[0]["default_threshold"]
     logit = np.log(t / (1 - t)) + (0.5 - DEMO_SENSITIVITY) * 16
     threshold = float(1 / (1 + np.exp(-logit)))
-    subprocess.run([sys.executable, os.path.join(HERE, "reference.py"), model, ref] + paths
-                   + ["--threshold", repr(threshold)], check=True)
+    reference.write_reference(model, ref, paths, threshold)
     # FLAC (lossless, half the size in the repository); the detector reads it through libsndfile.
     for p in paths:
         subprocess.run(["sox", p, p[:-4] + ".flac"], check=True)
@@ -66,4 +70,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -34,7 +34,7 @@ PIPER_VOICES = ["joe"]  # training only (see above)
 # learnt by ear. Only languages whose voice does that themselves; the others (hi, ru, ...) switch to espeak-ng's
 # English for English words, and some (tr, hu, id) misread the spelling ("dZomputer"). The real "computer" clips
 # the recipe missed most were people a British or American synthetic voice does not sound like (BENCHMARKS.md).
-# Training only, in their own files (make_data.py --l2-*), so the held-out voices and clips stay as they were.
+# Training only, in their own files (hotphrase.make_data --l2-*), so the held-out voices and clips stay as they were.
 L2_LANGS = ["es", "de", "it", "pt", "nl", "pl", "ro", "cs", "fi", "sv", "fr"]
 
 

@@ -1,12 +1,11 @@
 """Step 2: augment the training clips into features, train the network, export the model file.
 
-  train.py PHRASE WORKDIR [--channels 96] [--steps 10000] [--seed 1] [--no-l2] [--out WORKDIR/PHRASE/model.hpm]
+  python -m hotphrase.train PHRASE WORKDIR [--channels 96] [--steps 10000] [--seed 1] [--no-l2]
+                            [--out WORKDIR/PHRASE/model.hpm]
 
 Only training voices, training noise families and the training half of the real keyword recordings (never the
 phrase's own word) are used here.
 """
-import argparse
-import json
 import os
 import sys
 import time
@@ -16,11 +15,11 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import frontend, model  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import frontend, model
+from .phrases import PHRASES
 
 W = model.WINDOW_FRAMES
 # Positives' noise: SNR drawn from POS_SNR dB, or a quiet room (35-50 dB) for a POS_QUIET share: the same
@@ -177,8 +176,9 @@ def mine(m, mean, std, neg, count):
     return ends[(ends >= W) & (ends < len(neg))], worst
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--channels", type=int, default=96)
@@ -194,7 +194,7 @@ def main():
     # Recipe v9 is v6 plus the accented-English clips (make_data.py); --no-l2 trains v6. (v8, tried and not kept,
     # is train.py --v8 at commit e93368f.)
     ap.add_argument("--no-l2", action="store_true", help="without the accented-English clips (recipe v6)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.seed < 1:
         ap.error("--seed must be >= 1")
     off = 1000 * (a.seed - 1)
@@ -233,4 +233,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

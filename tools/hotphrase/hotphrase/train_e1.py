@@ -1,16 +1,16 @@
-"""Recipe e1: a small classifier over Google's speech_embedding sequence (hp/embedding.py), trained from synthetic
-voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
+"""Recipe e1: a small classifier over Google's speech_embedding sequence (hotphrase/embedding.py), trained from
+synthetic voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
 
-  train_e1.py PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
-                             [--extra-negatives DIR ... [--extra-copies 2]]
+  python -m hotphrase.train_e1 PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
+                                          [--extra-negatives DIR ... [--extra-copies 2]]
 
-Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once and cached:
+Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each set embedded once and cached:
   - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
     accented English; none holding any phrase's words) with the existing augmentation (another speaker's size
     and speed, room echo, training noises, quiet rooms), a share of them moved to a real training speaker's pitch
-    and formants (hp/voices.py), the real-speech folders' TRAINING speakers, and an hour of training noise,
+    and formants (hotphrase/voices.py), the real-speech folders' TRAINING speakers, and an hour of training noise,
     music and babble alone;
-  - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hp/dataset.py: positive, as v9 trains),
+  - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hotphrase/dataset.py: positive, as v9 trains),
     half of them moved to a real speaker's voice first;
   - WORKDIR/PHRASE/e1/feat_conf.npz: the phrase's confusables, twice, as a stream with their ends marked.
   - with --extra-negatives: real recordings from those folders (get_public_negatives.py's WORKDIR/public/train),
@@ -18,7 +18,6 @@ Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once a
 No real keyword recording is used: their files carry no speaker, so they cannot be split by speaker, and they
 all serve the evaluation (evaluate_e1.py).
 """
-import argparse
 import json
 import os
 import sys
@@ -26,13 +25,13 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import e1data  # noqa: E402
-from hp import embedding as E  # noqa: E402
-from hp import voices  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import e1data
+from . import embedding as E
+from . import voices
+from .phrases import PHRASES
 
 # Positives' noise as v9 (train.py: POS_SNR, POS_QUIET): the negatives' shares, so cleanliness is no cue.
 POS_SNR = (0, 25)
@@ -258,7 +257,7 @@ class Sampler:
     def _drop_unfinite(self, frames):
         """Leaves out every window holding a non-finite embedding. (Praat's "Change gender" once returned
         silence for clips without voiced frames, which the level normalisation turned into NaN; the sets
-        embedded before hp/voices.py caught it still hold a few such pieces.)"""
+        embedded before hotphrase/voices.py caught it still hold a few such pieces.)"""
         bad = ~np.isfinite(self.emb).all(axis=1)
         if not bad.any():
             return 0
@@ -318,7 +317,7 @@ def build_head(frames, hidden, layers):
 
 
 def export(m, layers, out_dir, meta):
-    """head.json + head.npz, the contract with the Swift detector (hp/embedding.py: apply_layers)."""
+    """head.json + head.npz, the contract with the Swift detector (hotphrase/embedding.py: apply_layers)."""
     arrays, ops = {}, []
     for i in range(layers):
         w, b = m.get_layer(f"dense{i}").get_weights()
@@ -337,8 +336,9 @@ def export(m, layers, out_dir, meta):
     return head
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--frames", type=int, default=16, help="embeddings in the head's input (16 = 1.28 s)")
@@ -358,7 +358,7 @@ def main():
     ap.add_argument("--extra-copies", type=int, default=2, help="augmented passes over --extra-negatives")
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     t0 = time.time()
     sents = training_sentences(a.workdir)
     tg = voice_targets(a.workdir, sents)
@@ -417,4 +417,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
