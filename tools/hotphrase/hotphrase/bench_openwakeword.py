@@ -19,6 +19,7 @@ import numpy as np
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # the repository
 from . import cli
 from . import export_embedding as E
+from .errors import HotPhraseError
 
 
 @cli.command
@@ -30,7 +31,8 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from pyopen_wakeword.openwakeword import OpenWakeWordFeatures
     with wave.open(a.wav) as w:
-        assert w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2, "need 16 kHz mono 16-bit"
+        if not (w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2):
+            raise HotPhraseError(a.wav, "need 16 kHz mono 16-bit")
         source = np.frombuffer(w.readframes(w.getnframes()), np.int16)
     total = int(a.minutes * 60 * 16000)
     audio = np.resize(source, total)

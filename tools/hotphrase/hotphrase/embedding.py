@@ -21,6 +21,7 @@ import os
 
 import numpy as np
 
+from .errors import HotPhraseError
 from .model import detections  # noqa: F401  (the same detector rule for both formats)
 
 SR = 16000
@@ -41,7 +42,7 @@ def models_dir():
     import importlib.util
     spec = importlib.util.find_spec("pyopen_wakeword")
     if spec is None:
-        raise SystemExit("pyopen-wakeword is not installed (tools/hotphrase/setup-venv.sh)")
+        raise HotPhraseError("pyopen-wakeword", "not installed (tools/hotphrase/setup-venv.sh installs it)")
     return os.path.join(os.path.dirname(spec.origin), "models")
 
 

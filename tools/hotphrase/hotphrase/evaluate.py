@@ -26,6 +26,7 @@ from . import cli
 from . import augment as A
 from . import dataset as D
 from . import frontend, model
+from .errors import HotPhraseError
 from .phrases import PHRASES
 
 SR = 16000
@@ -234,7 +235,7 @@ def main(argv=None):
                                 "--threshold", str(thr01), "--json"], capture_output=True, text=True)
             cpu = cpu_children() - c0
             if r.returncode != 0:
-                sys.exit(f"swift detector failed: {r.stderr}")
+                raise HotPhraseError(a.swift_bin, f"the swift detector failed on {name}.wav: {r.stderr}")
             times = [json.loads(line)["time"] for line in r.stdout.splitlines() if line.strip()]
             sw[name] = {"detections": len(times), "cpu_seconds": round(cpu, 2)}
             if name == "positives-10dB":

@@ -34,6 +34,7 @@ from . import dataset as D
 from . import e1data
 from . import embedding as E
 from . import voices
+from .errors import HotPhraseError
 from .phrases import PHRASES
 
 SR = 16000
@@ -124,7 +125,7 @@ def extra_eval_set(workdir, folder, procs):
     files = sorted(os.path.join(r, n) for r, _, ns in os.walk(folder) for n in ns
                    if n.lower().endswith((".flac", ".wav")))
     if not files:
-        sys.exit(f"no .flac or .wav files under {folder}")
+        raise HotPhraseError(folder, "no .flac or .wav files in it")
     tag = hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
 
     def make():

@@ -15,6 +15,7 @@ from scipy.io import wavfile
 
 from . import cli
 from . import frontend, model
+from .errors import HotPhraseError
 
 
 def write_reference(model_path, out_path, wavs, threshold=None):
@@ -25,7 +26,8 @@ def write_reference(model_path, out_path, wavs, threshold=None):
     out = {"model": os.path.basename(model_path), "threshold": thr, "clips": []}
     for w in wavs:
         sr, x = wavfile.read(w)
-        assert sr == 16000 and x.dtype == np.int16 and x.ndim == 1, f"{w}: need 16 kHz mono 16-bit"
+        if not (sr == 16000 and x.dtype == np.int16 and x.ndim == 1):
+            raise HotPhraseError(w, "need 16 kHz mono 16-bit")
         f = frontend.features(frontend.to_float(x))
         s = model.smooth(model.probabilities(header, ts, f), header["smoothing"])
         first = model.RECEPTIVE_STEPS - 1

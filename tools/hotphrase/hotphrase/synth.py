@@ -56,7 +56,8 @@ def espeak_variants():
 
 def voices(split):
     """List of (engine, name) for split 'train' or 'eval'."""
-    assert split in ("train", "eval")
+    if split not in ("train", "eval"):
+        raise ValueError(f"split is 'train' or 'eval', not {split!r}")
     held = split == "eval"
     vs = []
     variants = espeak_variants() + [""]

@@ -31,6 +31,7 @@ from . import dataset as D
 from . import e1data
 from . import embedding as E
 from . import voices
+from .errors import HotPhraseError
 from .phrases import PHRASES
 
 # Positives' noise as v9 (train.py: POS_SNR, POS_QUIET): the negatives' shares, so cleanliness is no cue.
@@ -175,7 +176,7 @@ def extra_negatives(workdir, procs, dirs, sents, tg, copies):
     import hashlib
     files = audio_files(dirs)
     if not files:
-        sys.exit(f"no .flac or .wav files under {dirs}")
+        raise HotPhraseError(" ".join(dirs), "no .flac or .wav files in these folders")
     tag = hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
     pieces = None
     out = []
@@ -412,7 +413,8 @@ def main(argv=None):
     x, _ = s.batch(a.batch)
     _, arrays = E.load_head(out)
     err = float(np.abs(E.apply_layers(head["layers"], arrays, x).reshape(-1) - predict(x)).max())
-    assert err < 1e-4, f"exported head differs from keras by {err}"
+    if not err < 1e-4:
+        raise HotPhraseError(out, f"the exported head differs from keras by {err} (more than 1e-4)")
     print(f"wrote {out}/head.json, head.npz after {time.time() - t0:.0f} s", flush=True)
 
 
