@@ -19,6 +19,7 @@ import numpy as np
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # the repository
 from . import cli
 from . import export_embedding as E
+from .constants import EMB_DIM, SAMPLE_RATE, STEP_SAMPLES
 from .errors import HotPhraseError
 
 
@@ -31,23 +32,23 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from pyopen_wakeword.openwakeword import OpenWakeWordFeatures
     with wave.open(a.wav) as w:
-        if not (w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2):
+        if not (w.getframerate() == SAMPLE_RATE and w.getnchannels() == 1 and w.getsampwidth() == 2):
             raise HotPhraseError(a.wav, "need 16 kHz mono 16-bit")
         source = np.frombuffer(w.readframes(w.getnframes()), np.int16)
-    total = int(a.minutes * 60 * 16000)
+    total = int(a.minutes * 60 * SAMPLE_RATE)
     audio = np.resize(source, total)
     head = E.read_head(a.head) if a.head else None
     features = OpenWakeWordFeatures.from_builtin()
     features.reset()
-    history = np.zeros((16 if head is None else head[0]["frames"], 96), np.float32)
+    history = np.zeros((16 if head is None else head[0]["frames"], EMB_DIM), np.float32)
     steps = 0
     t0 = time.process_time()
-    for start in range(0, total - 1279, 1280):
-        for emb in features.process_streaming(audio[start:start + 1280].tobytes()):
+    for start in range(0, total - STEP_SAMPLES + 1, STEP_SAMPLES):
+        for emb in features.process_streaming(audio[start:start + STEP_SAMPLES].tobytes()):
             steps += 1
             if head is not None:
                 history = np.roll(history, -1, axis=0)
-                history[-1] = emb.reshape(96)
+                history[-1] = emb.reshape(EMB_DIM)
                 x = history.reshape(-1)
                 for layer in head[1]:
                     t = layer["type"]
@@ -60,7 +61,7 @@ def main(argv=None):
                     else:
                         x = 1 / (1 + np.exp(-x))
     cpu = time.process_time() - t0
-    seconds = total / 16000
+    seconds = total / SAMPLE_RATE
     print(f"openWakeWord pipeline (TFLite mel + embedding{' + numpy head' if head else ''}): {seconds:.0f} s of audio, "
           f"{steps} embeddings, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
 

@@ -7,9 +7,10 @@ import numpy as np
 
 from . import augment as A
 from . import frontend
+from .constants import INT16_SCALE
+from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 
-SR = 16000
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REAL = os.environ.get("HOTPHRASE_REAL_KEYWORDS",
                       os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data", "real-keywords")))
@@ -17,7 +18,7 @@ REAL = os.environ.get("HOTPHRASE_REAL_KEYWORDS",
 
 def load_clips(path):
     z = np.load(path)
-    a, o = z["audio"].astype(np.float32) / 32768.0, z["offsets"]
+    a, o = z["audio"].astype(np.float32) / INT16_SCALE, z["offsets"]
     return [a[o[i]:o[i + 1]] for i in range(len(o) - 1)], [str(m) for m in z["meta"]]
 
 
@@ -27,7 +28,7 @@ def read_audio(path):
     x, sr = soundfile.read(path, dtype="int16", always_2d=True)
     if sr != SR:
         raise HotPhraseError(path, f"{sr} Hz, not {SR}")
-    return x.astype(np.float32).mean(axis=1) / 32768.0
+    return x.astype(np.float32).mean(axis=1) / INT16_SCALE
 
 
 def real_clips(word, half):

@@ -26,10 +26,10 @@ from . import cli
 from . import augment as A
 from . import dataset as D
 from . import frontend, model
+from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 from .phrases import PHRASES
 
-SR = 16000
 STEP_S = model.STACK * frontend.HOP / SR  # 0.03 s
 
 

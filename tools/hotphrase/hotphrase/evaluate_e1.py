@@ -34,11 +34,12 @@ from . import dataset as D
 from . import e1data
 from . import embedding as E
 from . import voices
+from .constants import SAMPLE_RATE as SR
+from .constants import STEP_SAMPLES
 from .errors import HotPhraseError
 from .phrases import PHRASES
 
-SR = 16000
-STEP_S = E.STEP_SAMPLES / SR  # 0.08 s
+STEP_S = STEP_SAMPLES / SR  # 0.08 s
 REAL_WORDS = ["computer", "jarvis", "snowboy", "view-glass"]
 LEAD_SECONDS = 2.0  # lead-in noise before a real clip, so the head's window holds audio, not a cliff of zeros
 FOUND_WITHIN = 0.3  # a held-out positive counts only if found within 300 ms of the phrase's end

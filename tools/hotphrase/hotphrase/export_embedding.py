@@ -30,11 +30,10 @@ from . import cli
 from . import hpmfile
 from .errors import HotPhraseError
 
-SAMPLE_RATE = 16000
-MEL_CALL_SAMPLES = 1760  # openWakeWord's mel call: 1760 samples -> 8 frames, every 1280 samples
-MEL_GROUP = 8
-EMB_FRAMES = 76
-EMB_STEP = 8
+from .constants import DEFAULT_THRESHOLD, EMB_DIM, EMB_STEP, MEL_GROUP, MEL_OFFSET, MEL_SCALE, NUM_MELS
+from .constants import REFRACTORY_SECONDS, SAMPLE_RATE, SMOOTHING
+from .constants import EMB_WINDOW as EMB_FRAMES
+
 FORMAT = 2
 
 
@@ -115,13 +114,13 @@ def read_mel(path):
             c = gr.const(ins[1])
             if c is not None and c.size == 1:
                 consts.setdefault(name, []).append(float(c))
-    expect(fb is not None and fb.shape == (bins, 32), "filterbank")
+    expect(fb is not None and fb.shape == (bins, NUM_MELS), "filterbank")
     # MINIMUM: inf (twice, no-ops); MAXIMUM: the power floor; MUL: 10 and 1/ln 10 (10 log10); SUB: top dB
     expect(all(np.isinf(v) for v in consts["MINIMUM"]), f"MINIMUM {consts['MINIMUM']}")
     expect(np.allclose(sorted(consts["MUL"]), [1 / np.log(10), 10.0], rtol=1e-6), f"MUL {consts['MUL']}")
     return {
-        "fft": int(nfft), "hop": int(hop), "mels": 32, "group": MEL_GROUP, "power_floor": consts["MAXIMUM"][0],
-        "top_db": consts["SUB"][0], "scale": 0.1, "offset": 2.0,
+        "fft": int(nfft), "hop": int(hop), "mels": NUM_MELS, "group": MEL_GROUP, "power_floor": consts["MAXIMUM"][0],
+        "top_db": consts["SUB"][0], "scale": MEL_SCALE, "offset": MEL_OFFSET,
         "window": window.astype(np.float32), "filterbank": fb.astype(np.float32),
     }
 
@@ -165,7 +164,7 @@ def read_embedding(path):
             expect(False, f"op {name}")
         i += 1
     expect(layers[-1]["type"] == "conv" and layers[-1]["alpha"] is None, "last layer")
-    expect(gr.shape(gr.g.inputs[0])[1:] == [EMB_FRAMES, 32, 1] or gr.shape(gr.g.inputs[0])[2:] == [32, 1],
+    expect(gr.shape(gr.g.inputs[0])[1:] == [EMB_FRAMES, NUM_MELS, 1] or gr.shape(gr.g.inputs[0])[2:] == [NUM_MELS, 1],
            "input shape")
     return layers
 
@@ -183,8 +182,8 @@ def read_head(head_dir):
             raise HotPhraseError(where, what)
     for key in ("phrase", "frames", "embedding_dim", "layers", "smoothing", "threshold", "refractory_seconds"):
         expect(key in meta, f"no {key}")
-    expect(meta["embedding_dim"] == 96, f"embedding_dim {meta['embedding_dim']}: the embedding has 96 numbers")
-    width = meta["frames"] * 96
+    expect(meta["embedding_dim"] == EMB_DIM, f"embedding_dim {meta['embedding_dim']}, not {EMB_DIM}")
+    width = meta["frames"] * EMB_DIM
     layers = []
     for spec in meta["layers"]:
         t = spec["type"]
@@ -211,7 +210,7 @@ def random_head(out_dir, frames=16, hidden=32, seed=0, phrase="test"):
     """A head of the contract's shape with random weights, for tests (its scores mean nothing)."""
     rng = np.random.default_rng(seed)
     os.makedirs(out_dir, exist_ok=True)
-    n = frames * 96
+    n = frames * EMB_DIM
     np.savez(os.path.join(out_dir, "head.npz"),
              w0=(rng.standard_normal((n, hidden)) / np.sqrt(n)).astype(np.float32),
              b0=(0.1 * rng.standard_normal(hidden)).astype(np.float32),
@@ -219,8 +218,8 @@ def random_head(out_dir, frames=16, hidden=32, seed=0, phrase="test"):
              be0=(0.1 * rng.standard_normal(hidden)).astype(np.float32),
              w1=(rng.standard_normal((hidden, 1)) / np.sqrt(hidden)).astype(np.float32),
              b1=np.zeros(1, np.float32))
-    meta = {"phrase": phrase, "frames": frames, "embedding_dim": 96, "smoothing": 3, "threshold": 0.5,
-            "refractory_seconds": 2.0,
+    meta = {"phrase": phrase, "frames": frames, "embedding_dim": EMB_DIM, "smoothing": SMOOTHING,
+            "threshold": DEFAULT_THRESHOLD, "refractory_seconds": REFRACTORY_SECONDS,
             "layers": [{"type": "dense", "w": "w0", "b": "b0"},
                        {"type": "layernorm", "gamma": "g0", "beta": "be0", "eps": 1e-5},
                        {"type": "relu"}, {"type": "dense", "w": "w1", "b": "b1"}, {"type": "sigmoid"}]}
@@ -276,7 +275,7 @@ def export(mel, emb_layers, head_meta, head_layers, path, dtype="float16"):
     header = {
         "format": FORMAT, "phrase": head_meta["phrase"], "sample_rate": SAMPLE_RATE,
         "mel": {k: v for k, v in mel.items() if k not in ("window", "filterbank")},
-        "embedding": {"frames": EMB_FRAMES, "step": EMB_STEP, "dim": 96, "layers": emb_spec},
+        "embedding": {"frames": EMB_FRAMES, "step": EMB_STEP, "dim": EMB_DIM, "layers": emb_spec},
         "head": {"frames": head_meta["frames"], "layers": head_spec},
         "smoothing": head_meta["smoothing"], "default_threshold": head_meta["threshold"],
         "refractory_seconds": head_meta["refractory_seconds"],

@@ -36,8 +36,9 @@ import numpy as np
 
 from . import cli
 from . import dataset as D
+from .constants import INT16_SCALE
+from .constants import SAMPLE_RATE as SR
 
-SR = 16000
 NOISE_TRAIN_SHARE = 0.75
 LICENCES = {
     "cc0_music": "CC0 (OpenGameArt; the repository's public/sounds/music/ATTRIBUTION.md)",
@@ -95,7 +96,7 @@ class Writer:
         rel = os.path.join(split, source, speaker, name + ".flac")
         path = os.path.join(self.root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        soundfile.write(path, np.clip(x, -1, 1 - 1 / 32768), SR, subtype="PCM_16")
+        soundfile.write(path, np.clip(x, -1, 1 - 1 / INT16_SCALE), SR, subtype="PCM_16")
         self.rows.append({"path": rel, "source": source, "kind": kind, "speaker": speaker, "group": group,
                           "split": split, "seconds": round(len(x) / SR, 3), "licence": LICENCES[source]})
 

@@ -19,13 +19,14 @@ import numpy as np
 
 from . import cli
 from . import synth
+from .constants import INT16_MAX
 from .phrases import PHRASES
 
 
 def save(path, clips, meta):
     lens = np.array([len(c) for c in clips], np.int64)
     audio = np.concatenate(clips) if clips else np.zeros(0, np.float32)
-    np.savez(path, audio=(np.clip(audio, -1, 1) * 32767).astype(np.int16), offsets=np.concatenate([[0], np.cumsum(lens)]),
+    np.savez(path, audio=(np.clip(audio, -1, 1) * INT16_MAX).astype(np.int16), offsets=np.concatenate([[0], np.cumsum(lens)]),
              meta=np.array(meta))
 
 

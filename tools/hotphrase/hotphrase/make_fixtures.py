@@ -18,8 +18,14 @@ from . import cli
 from . import model as M
 from . import reference
 from . import synth
+from .constants import INT16_MAX
+from .constants import SAMPLE_RATE as SR
 
 DEMO_SENSITIVITY = 0.85  # Sources/hound-speaker/DemoCommand.swift
+# Sources/HotPhrase/Detector.swift, threshold(sensitivity:): sensitivity 0.5 is the model's threshold, and each
+# unit of sensitivity moves it by 16 in log-odds
+NEUTRAL_SENSITIVITY = 0.5
+LOGIT_PER_SENSITIVITY = 16
 
 CLIPS = [
     # held-out voices the shipped model misses (BENCHMARKS.md): kept for the reference comparison
@@ -47,16 +53,16 @@ def main(argv=None):
     paths = []
     for (name, _, _), x in zip(CLIPS, audio):
         x = synth.trim(x)
-        x = np.concatenate([np.zeros(int(1.5 * 16000), np.float32), x, np.zeros(int(0.8 * 16000), np.float32)])
+        x = np.concatenate([np.zeros(int(1.5 * SR), np.float32), x, np.zeros(int(0.8 * SR), np.float32)])
         x = A.mix(x, A.crop(rng, noise, len(x)), 20)
         x = x / np.max(np.abs(x)) * 0.5
         p = os.path.join(out, name + ".wav")
-        wavfile.write(p, 16000, (x * 32767).astype(np.int16))
+        wavfile.write(p, SR, (x * INT16_MAX).astype(np.int16))
         paths.append(p)
     ref = os.path.join(out, "reference.json")
     # Detections at the demo's sensitivity (0.85), mapped as HotPhraseDetector.threshold(sensitivity:) does.
     t = M.load(model)[0]["default_threshold"]
-    logit = np.log(t / (1 - t)) + (0.5 - DEMO_SENSITIVITY) * 16
+    logit = np.log(t / (1 - t)) + (NEUTRAL_SENSITIVITY - DEMO_SENSITIVITY) * LOGIT_PER_SENSITIVITY
     threshold = float(1 / (1 + np.exp(-logit)))
     reference.write_reference(model, ref, paths, threshold)
     # FLAC (lossless, half the size in the repository); the detector reads it through libsndfile.

@@ -14,13 +14,13 @@ Swift detector does, so the numbers measured here are those of the shipped file.
 import numpy as np
 
 from . import frontend, hpmfile
+from .constants import SMOOTHING, STACK
 
-STACK = 3
 KERNEL = 5
 DILATIONS = [1, 2, 4, 8, 1]
 RECEPTIVE_STEPS = 1 + sum((KERNEL - 1) * d for d in DILATIONS)  # 65
 WINDOW_FRAMES = RECEPTIVE_STEPS * STACK  # 195
-SMOOTHING = 3  # steps averaged for the score (90 ms)
+LOGIT_CLIP = 80.0  # exp overflows beyond; the logistic is exactly 0 or 1 there in float32 anyway
 
 
 def build_keras(channels, mean, std):
@@ -125,7 +125,7 @@ def probabilities(header, ts, feats):
         y = relu(relu(y) @ ts[f"pw{i}.weight"].T + ts[f"pw{i}.bias"])
         x = x[span:] + y
     z = x @ ts["out.weight"][0] + ts["out.bias"][0]
-    z = np.clip(z, -80.0, 80.0)  # exp overflows beyond; the logistic is exactly 0 or 1 there in float32 anyway
+    z = np.clip(z, -LOGIT_CLIP, LOGIT_CLIP)
     return (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
 
 

@@ -15,6 +15,7 @@ from scipy.io import wavfile
 
 from . import cli
 from . import frontend, model
+from .constants import SAMPLE_RATE
 from .errors import HotPhraseError
 
 
@@ -26,7 +27,7 @@ def write_reference(model_path, out_path, wavs, threshold=None):
     out = {"model": os.path.basename(model_path), "threshold": thr, "clips": []}
     for w in wavs:
         sr, x = wavfile.read(w)
-        if not (sr == 16000 and x.dtype == np.int16 and x.ndim == 1):
+        if not (sr == SAMPLE_RATE and x.dtype == np.int16 and x.ndim == 1):
             raise HotPhraseError(w, "need 16 kHz mono 16-bit")
         f = frontend.features(frontend.to_float(x))
         s = model.smooth(model.probabilities(header, ts, f), header["smoothing"])
@@ -35,7 +36,7 @@ def write_reference(model_path, out_path, wavs, threshold=None):
         for i in model.detections(s, thr, refr):
             step = first + i
             end = (step * header["stack"] + header["stack"] - 1) * header["hop"] + header["window"]
-            dets.append({"time": round(end / 16000, 3), "score": round(float(s[i]), 4)})
+            dets.append({"time": round(end / SAMPLE_RATE, 3), "score": round(float(s[i]), 4)})
         out["clips"].append({"file": os.path.basename(w), "scores": [round(float(v), 5) for v in s],
                              "detections": dets})
         print(f"{os.path.basename(w)}: {len(s)} scores, max {s.max() if len(s) else 0:.3f}, detections {dets}")

@@ -15,6 +15,8 @@ import numpy as np
 from . import cli
 from . import dataset as D
 from . import embedding as E
+from .constants import SAMPLE_RATE as SR
+from .constants import STEP_SAMPLES
 
 
 @cli.command
@@ -30,11 +32,11 @@ def main(argv=None):
     a = ap.parse_args(argv)
     head, _ = E.load_head(a.head_dir)
     thr = a.threshold if a.threshold is not None else head["threshold"]
-    refr = int(round(head["refractory_seconds"] * E.SR / E.STEP_SAMPLES))
+    refr = int(round(head["refractory_seconds"] * SR / STEP_SAMPLES))
     fe = E.Frontend()
     out = {}
     for i, f in enumerate(a.files):
-        x = np.concatenate([np.zeros(int(a.lead * E.SR), np.float32), D.read_audio(f)])
+        x = np.concatenate([np.zeros(int(a.lead * SR), np.float32), D.read_audio(f)])
         r = E.reference(x, a.head_dir, fe)
         for k, v in r.items():
             out[f"{i}/{k}"] = v

@@ -19,6 +19,7 @@ from . import cli
 from . import augment as A
 from . import dataset as D
 from . import frontend, model
+from .constants import DEFAULT_THRESHOLD, FRAMES_PER_HOUR, REFRACTORY_SECONDS
 from .phrases import PHRASES
 
 W = model.WINDOW_FRAMES
@@ -28,6 +29,9 @@ W = model.WINDOW_FRAMES
 # more often than noisy ones.)
 POS_SNR = (0, 25)
 POS_QUIET = 0.15
+FILLERS = 400  # training sentences spoken before and after positives (D.positive) and in babble
+NOISE_SECONDS = 3600  # training noise, music and babble alone among the negatives
+MINED = 30000  # hard negative windows kept at each of the three minings
 
 
 def _pos_worker(args):
@@ -73,7 +77,7 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
             real += D.real_clips(word, "train")
     print(f"train clips: {len(pos)} positive, {len(conf)} confusable, {len(sents)} sentences, "
           f"{len(real)} real keyword recordings (other words)", flush=True)
-    fillers = sents[:400]
+    fillers = sents[:FILLERS]
     t = time.time()
     n = 8
     with ProcessPoolExecutor(procs) as p:
@@ -88,7 +92,7 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
     for i in range(n):
         idx = list(range(i, len(pieces), n))
         chunks.append((off + 200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
-                       fillers, 3600 / n))
+                       fillers, NOISE_SECONDS / n))
     with ProcessPoolExecutor(procs) as p:
         res = list(p.map(_neg_worker, chunks))
     nfeats, hard, noise, off = [], [], [], 0
@@ -98,7 +102,7 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
         noise.append((off + ns + W, off + len(f)))
         off += len(f)
     neg = np.concatenate(nfeats)
-    print(f"negatives: {len(neg) / 360000:.2f} h of features, {len(hard)} confusable/real ends, "
+    print(f"negatives: {len(neg) / FRAMES_PER_HOUR:.2f} h of features, {len(hard)} confusable/real ends, "
           f"in {time.time() - t:.0f} s", flush=True)
     return pfeats, pmarks, neg, np.array(hard), noise
 
@@ -220,13 +224,13 @@ def main(argv=None):
             print(f"  step {step}: loss {np.mean(losses[-500:]):.4f} ({(time.time() - t) / step * 1000:.0f} ms/step)",
                   flush=True)
         if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
-            s.mined, worst = mine(m, mean, std, neg, 30000)
+            s.mined, worst = mine(m, mean, std, neg, MINED)
             print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
-    meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": 0.5,
-            "refractory_seconds": 2.0,
+    meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": DEFAULT_THRESHOLD,
+            "refractory_seconds": REFRACTORY_SECONDS,
             "training": {"steps": a.steps, "batch": a.batch, "channels": a.channels, "copies": a.copies,
                          "recipe": "v6" if a.no_l2 else "v9", "seed": a.seed,
-                         "positives": len(pfeats), "negative_hours": round(len(neg) / 360000, 2),
+                         "positives": len(pfeats), "negative_hours": round(len(neg) / FRAMES_PER_HOUR, 2),
                          "seconds": round(time.time() - t0)}}
     model.export(m, mean, std, out, meta)
     print(f"wrote {out} ({os.path.getsize(out)} bytes) after {time.time() - t0:.0f} s", flush=True)

@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-SR = 16000
+from .constants import SAMPLE_RATE as SR
 PITCH_FLOOR, PITCH_CEILING = 75.0, 600.0
 MAX_FORMANT_HZ = 5500.0  # Praat's usual ceiling for a female voice; children's F3 stays below it too
 FORMANT_SHIFT_LIMITS = (0.85, 1.35)  # beyond these Praat's shift sounds like an effect, not a person
