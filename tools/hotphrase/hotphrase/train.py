@@ -149,17 +149,7 @@ class Sampler:
 
 def keras_tensors(m, mean, std):
     """The network's float weights in the reference inference's layout (for mining hard negatives mid-training)."""
-    ts = {"norm.mean": mean, "norm.inv_std": 1.0 / std}
-    w, b = m.get_layer("in").get_weights()
-    ts["in.weight"], ts["in.bias"] = w[0].T, b
-    for i in range(len(model.DILATIONS)):
-        w, b = m.get_layer(f"dw{i}").get_weights()
-        ts[f"dw{i}.weight"], ts[f"dw{i}.bias"] = w[:, :, 0].T, b
-        w, b = m.get_layer(f"pw{i}").get_weights()
-        ts[f"pw{i}.weight"], ts[f"pw{i}.bias"] = w[0].T, b
-    w, b = m.get_layer("out").get_weights()
-    ts["out.weight"], ts["out.bias"] = w.T, b
-    return ts
+    return {"norm.mean": mean, "norm.inv_std": 1.0 / std, **model.keras_weights(m)}
 
 
 def mine(m, mean, std, neg, count):
