@@ -174,7 +174,8 @@ def read_embedding(path):
 def read_head(head_dir):
     """head.json + head.npz (tools/hotphrase/EMBEDDING.md, "The head contract") -> (meta, layers with arrays)."""
     where = os.path.join(head_dir, "head.json")
-    meta = json.load(open(where))
+    with open(where) as f:
+        meta = json.load(f)
     arrays = np.load(os.path.join(head_dir, "head.npz"))
 
     def expect(cond, what):
@@ -223,7 +224,8 @@ def random_head(out_dir, frames=16, hidden=32, seed=0, phrase="test"):
             "layers": [{"type": "dense", "w": "w0", "b": "b0"},
                        {"type": "layernorm", "gamma": "g0", "beta": "be0", "eps": 1e-5},
                        {"type": "relu"}, {"type": "dense", "w": "w1", "b": "b1"}, {"type": "sigmoid"}]}
-    json.dump(meta, open(os.path.join(out_dir, "head.json"), "w"), indent=1)
+    with open(os.path.join(out_dir, "head.json"), "w") as f:
+        json.dump(meta, f, indent=1)
 
 
 # --- the model file ---------------------------------------------------------------------------------------------

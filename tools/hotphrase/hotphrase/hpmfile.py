@@ -14,7 +14,8 @@ MAGIC = b"HPM1"
 
 def split(path):
     """(header dict, payload bytes)."""
-    raw = open(path, "rb").read()
+    with open(path, "rb") as f:
+        raw = f.read()
     if raw[:4] != MAGIC:
         raise HotPhraseError(path, "not a hot-phrase model (it does not start with HPM1)")
     (n,) = struct.unpack("<I", raw[4:8])
