@@ -186,7 +186,7 @@ def main(argv=None):
     # numbers of the runs made before the option existed (workers 100+i/200+i, sampler 0, keras 1).
     ap.add_argument("--seed", type=int, default=1, help="seed of the whole run (>= 1; default 1, the old fixed one)")
     # Recipe v9 is v6 plus the accented-English clips (make_data.py); --no-l2 trains v6. (v8, tried and not kept,
-    # is train.py --v8 at commit e93368f.)
+    # is tools/hotphrase/train.py --v8 at commit e93368f.)
     ap.add_argument("--no-l2", action="store_true", help="without the accented-English clips (recipe v6)")
     a = ap.parse_args(argv)
     if a.seed < 1:
