@@ -24,13 +24,13 @@ def parser(name, doc):
 
 
 def command(main):
-    """Decorates a module's main(argv=None): it returns 0, or 1 after printing a HotPhraseError as one line on
-    stderr. (argparse's own errors still exit with status 2.)"""
+    """Decorates a module's main(argv=None): it returns 0, or 1 after printing a HotPhraseError (or a missing
+    input file) as one line on stderr. (argparse's own errors still exit with status 2.)"""
     @functools.wraps(main)
     def run(argv=None):
         try:
             main(argv)
-        except HotPhraseError as e:
+        except (HotPhraseError, FileNotFoundError) as e:
             print(f"{module_name(main.__module__)}: {e}", file=sys.stderr, flush=True)
             return 1
         return 0
