@@ -8,10 +8,11 @@ set -euo pipefail
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsndfile1-dev
        libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
 # Tools the tests and the demo use: real espeak-ng and sox for fixtures, the time zone database, alsa-utils and gpiod for
-# `doctor` advice, what the official Python SDK's C extension needs to build, and for Tests/deploy:
-# systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils).
-test=(espeak-ng sox alsa-utils gpiod ca-certificates tzdata python3 python3-venv python3-dev gcc libc6-dev
-      systemd openssh-server openssh-client binutils)
+# `doctor` advice, what the official Python SDK's C extension needs to build, numpy for the hot-phrase tools' unit
+# tests (tools/hotphrase/test.sh), and for Tests/deploy: systemd-analyze (systemd), a real sshd and ssh
+# (openssh-server, openssh-client), readelf (binutils).
+test=(espeak-ng sox alsa-utils gpiod ca-certificates tzdata python3 python3-venv python3-dev python3-numpy gcc
+      libc6-dev systemd openssh-server openssh-client binutils)
 
 wanted=("${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then

@@ -1,13 +1,17 @@
 #!/usr/bin/env bash
-# The test command (README, and what CI's .ci/run calls): installs what it needs, builds with no warnings,
-# runs the Swift tests (real libcurl, libspeex, libsndfile, libsoxr against the local Houndify service),
-# the official Python Houndify SDK against `hound-speaker serve`, the fault-injection suite, the deploy tests
-# (Tests/deploy), a short fuzzing run (Tests/fuzz) and the Pi's release build.
+# The test command (README, and what CI's .ci/run calls): installs what it needs, runs the hot-phrase tools' Python
+# unit tests (numpy only), builds with no warnings, runs the Swift tests (real libcurl, libspeex, libsndfile,
+# libsoxr against the local Houndify service), the official Python Houndify SDK against `hound-speaker serve`, the
+# fault-injection suite, the deploy tests (Tests/deploy), a short fuzzing run (Tests/fuzz) and the Pi's release
+# build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
 
 bash tools/install-deps.sh
+
+echo "== the hot-phrase tools' unit tests: front end, model file export (tools/hotphrase/test.sh)"
+bash tools/hotphrase/test.sh
 
 echo "== build"
 # Our own code must build without a warning (dependencies' warnings are theirs).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Recipe e1, one command per phrase: synthesize the data, embed it with speech_embedding, train the head,
 # evaluate (README.md: "Recipe e1").
-#   tools/hotphrase/run_e1.sh [PHRASE] [make_data.py options...]
+#   tools/hotphrase/run_e1.sh [PHRASE] [hotphrase.make_data options...]
 # Writes tools/hotphrase/work/PHRASE/e1/head.json, head.npz and eval.json; logs beside them.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -14,8 +14,8 @@ work="$here/work"
 mkdir -p "$work/$phrase/e1"
 export TF_CPP_MIN_LOG_LEVEL=2
 # piper's training sentences are 20 times slower to make than the Debian voices'; e1 has 300 of them
-"$py" "$here/make_data.py" "$phrase" "$work" --piper-sentences 300 "$@"
-"$py" "$here/train_e1.py" "$phrase" "$work" 2>&1 | tee "$work/$phrase/e1/train.log"
+"$py" -m hotphrase.make_data "$phrase" "$work" --piper-sentences 300 "$@"
+"$py" -m hotphrase.train_e1 "$phrase" "$work" 2>&1 | tee "$work/$phrase/e1/train.log"
 synthetic=()
 [ "$phrase" = ok-hound ] || synthetic=(--no-synthetic)  # the four real keywords: the recipe check is what counts
-"$py" "$here/evaluate_e1.py" "$phrase" "$work" --set-threshold "${synthetic[@]}" 2>&1 | tee "$work/$phrase/e1/eval.log"
+"$py" -m hotphrase.evaluate_e1 "$phrase" "$work" --set-threshold "${synthetic[@]}" 2>&1 | tee "$work/$phrase/e1/eval.log"

@@ -8,7 +8,10 @@ import subprocess
 import numpy as np
 from scipy.signal import fftconvolve, lfilter, butter, resample_poly
 
-SR = 16000
+from .constants import INT16_MAX, INT16_SCALE
+from .constants import SAMPLE_RATE as SR
+
+POWER_FRAME = SR // 100  # 10 ms frames for a clip's active power
 
 
 def _norm(x):
@@ -172,10 +175,10 @@ def random_speaker(rng, x, size=(0.84, 1.19), tempo=(0.9, 1.1)):
 
 
 def active_power(x):
-    n = len(x) // 160
+    n = len(x) // POWER_FRAME
     if n == 0:
         return float(np.mean(x ** 2) + 1e-12)
-    e = (x[: n * 160].reshape(n, 160) ** 2).mean(axis=1)
+    e = (x[: n * POWER_FRAME].reshape(n, POWER_FRAME) ** 2).mean(axis=1)
     act = e[e > e.max() * 1e-3]
     return float(act.mean() + 1e-12)
 
@@ -197,7 +200,7 @@ def set_level(rng, x, lo=-35.0, hi=-3.0):
     """Peak level in dBFS drawn from [lo, hi], clipped like a real ADC."""
     peak = np.max(np.abs(x)) + 1e-9
     y = x * (10 ** (rng.uniform(lo, hi) / 20) / peak)
-    return np.clip(y, -1, 32767 / 32768).astype(np.float32)
+    return np.clip(y, -1, INT16_MAX / INT16_SCALE).astype(np.float32)
 
 
 def make_bank(rng, kind, seconds, utterances=None):

@@ -1,13 +1,12 @@
 """Step 1: synthesize the base clips (no augmentation yet).
 
-  make_data.py PHRASE WORKDIR [--positives N] [--confusables N] [--sentences N]
+  python -m hotphrase.make_data PHRASE WORKDIR [--positives N] [--confusables N] [--sentences N]
 
 Writes WORKDIR/PHRASE/{pos,conf}_{train,eval}.npz and {pos,conf}_train_l2.npz, and WORKDIR/cache/sent_{train,eval}.npz,
 sent_train_piper.npz and sent_train_l2.npz (sentences are shared by every phrase; ones containing the phrase's
 words are dropped when used). Training clips come from the training voices only (the *_l2 files from the
 accented-English voices, synth.L2_LANGS), evaluation clips from the held-out voices only.
 """
-import argparse
 import os
 import random
 import sys
@@ -18,15 +17,16 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import synth  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import synth
+from .constants import INT16_MAX
+from .phrases import PHRASES
 
 
 def save(path, clips, meta):
     lens = np.array([len(c) for c in clips], np.int64)
     audio = np.concatenate(clips) if clips else np.zeros(0, np.float32)
-    np.savez(path, audio=(np.clip(audio, -1, 1) * 32767).astype(np.int16), offsets=np.concatenate([[0], np.cumsum(lens)]),
+    np.savez(path, audio=(np.clip(audio, -1, 1) * INT16_MAX).astype(np.int16), offsets=np.concatenate([[0], np.cumsum(lens)]),
              meta=np.array(meta))
 
 
@@ -64,8 +64,9 @@ def make_file(path, kind, texts, n, split, seed, procs, **voices):
         save(path, *make(kind, texts, n, split, seed, procs, **voices))
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--positives", type=int, default=4000)
@@ -77,12 +78,12 @@ def main():
     ap.add_argument("--piper-sentences", type=int, default=1500,
                     help="training sentences from the piper voice (a separate cache file: it is 20 times slower)")
     ap.add_argument("--piper-weight", type=float, default=synth.ENGINE_WEIGHTS["piper"],
-                    help="the piper voice's engine weight for the training clips (hp/synth.py: ENGINE_WEIGHTS)")
+                    help="the piper voice's engine weight for the training clips (hotphrase/synth.py: ENGINE_WEIGHTS)")
     ap.add_argument("--l2-positives", type=int, default=1000, help="accented-English training positives (synth.L2_LANGS)")
     ap.add_argument("--l2-confusables", type=int, default=750)
     ap.add_argument("--l2-sentences", type=int, default=1000)
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     synth.ENGINE_WEIGHTS["piper"] = a.piper_weight
     ph = PHRASES[a.phrase]
     out = os.path.join(a.workdir, a.phrase)
@@ -117,4 +118,4 @@ def main():
               a.procs, vs=l2)
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,25 +1,27 @@
-"""Recipe e1's reference inference over audio files, for checking the Swift detector (hp/embedding.py: reference).
+"""Recipe e1's reference inference over audio files, for checking the Swift detector (hotphrase/embedding.py:
+reference).
 
-  reference_e1.py HEAD_DIR OUT.npz FILE... [--threshold X]
+  python -m hotphrase.reference_e1 HEAD_DIR OUT.npz FILE... [--threshold X]
 
 For each 16 kHz mono file (WAV or FLAC; with --lead S, after S seconds of zeros), keys FILE_INDEX/mel (frames x 32, after mel / 10 + 2), /embeddings
 (steps x 96), /probabilities and /scores (one per 80 ms step from step frames-1 on), /detections (indices into
 scores at the threshold, default the head's, with its refractory period). Mel frame t comes from the mel model
 call on samples [1280 (t // 8), 1280 (t // 8) + 1760); embedding j from mel frames [8 j, 8 j + 76).
 """
-import argparse
-import os
 import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import dataset as D  # noqa: E402
-from hp import embedding as E  # noqa: E402
+from . import cli
+from . import dataset as D
+from . import embedding as E
+from .constants import SAMPLE_RATE as SR
+from .constants import STEP_SAMPLES
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("head_dir")
     ap.add_argument("out")
     ap.add_argument("files", nargs="+")
@@ -27,14 +29,14 @@ def main():
     ap.add_argument("--lead", type=float, default=0.0,
                     help="seconds of digital silence before each file (a clip shorter than the head's window, about "
                          "2 s, gives no score on its own)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     head, _ = E.load_head(a.head_dir)
     thr = a.threshold if a.threshold is not None else head["threshold"]
-    refr = int(round(head["refractory_seconds"] * E.SR / E.STEP_SAMPLES))
+    refr = int(round(head["refractory_seconds"] * SR / STEP_SAMPLES))
     fe = E.Frontend()
     out = {}
     for i, f in enumerate(a.files):
-        x = np.concatenate([np.zeros(int(a.lead * E.SR), np.float32), D.read_audio(f)])
+        x = np.concatenate([np.zeros(int(a.lead * SR), np.float32), D.read_audio(f)])
         r = E.reference(x, a.head_dir, fe)
         for k, v in r.items():
             out[f"{i}/{k}"] = v
@@ -45,4 +47,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

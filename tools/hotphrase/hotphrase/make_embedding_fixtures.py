@@ -1,6 +1,6 @@
 """Fixtures for the Swift speech-embedding detector's tests (Tests/HotPhraseTests/Fixtures/embedding).
 
-  make_embedding_fixtures.py OUT_DIR [--models DIR]
+  python -m hotphrase.make_embedding_fixtures OUT_DIR [--models DIR]
 
 Writes, from short espeak-ng clips (synthetic, made here, no data set):
 - test.hpm: the exported speech_embedding backbone (float16) with a small random head (its scores mean nothing;
@@ -12,7 +12,6 @@ Writes, from short espeak-ng clips (synthetic, made here, no data set):
 
 Needs the exporter's venv (pyopen-wakeword, ai-edge-litert, numpy) and espeak-ng and sox on the PATH.
 """
-import argparse
 import json
 import os
 import subprocess
@@ -22,9 +21,10 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from hp import export_embedding as E  # noqa: E402
+from . import cli
+from . import export_embedding as E
+from .constants import EMB_DIM, EMB_STEP, EMB_WINDOW, INT16_MAX, INT16_SCALE, MEL_CALL_SAMPLES, MEL_GROUP, MEL_HOP
+from .constants import NUM_MELS, SAMPLE_RATE
 
 # (name, espeak-ng voice, text, leading silence in seconds, noise level as a fraction of full scale)
 CLIPS = [
@@ -39,36 +39,36 @@ def speak(voice, text, lead, noise, seed):
         out = os.path.join(tmp, "b.wav")
         subprocess.run(["espeak-ng", "-v", voice, "-w", raw, text], check=True)
         # -D: no dither, so that the clips are the same on every run
-        subprocess.run(["sox", "-D", raw, "-r", "16000", "-c", "1", "-b", "16", out], check=True)
+        subprocess.run(["sox", "-D", raw, "-r", str(SAMPLE_RATE), "-c", "1", "-b", "16", out], check=True)
         with wave.open(out) as w:
-            x = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float64) / 32768
-    x = np.concatenate([np.zeros(int(lead * 16000)), x, np.zeros(int(0.3 * 16000))])
+            x = np.frombuffer(w.readframes(w.getnframes()), np.int16).astype(np.float64) / INT16_SCALE
+    x = np.concatenate([np.zeros(int(lead * SAMPLE_RATE)), x, np.zeros(int(0.3 * SAMPLE_RATE))])
     x = x / np.max(np.abs(x)) * 0.5
     x += noise * np.random.default_rng(seed).standard_normal(len(x))
-    return np.clip(np.round(x * 32767), -32768, 32767).astype(np.int16)
+    return np.clip(np.round(x * INT16_MAX), -INT16_MAX - 1, INT16_MAX).astype(np.int16)
 
 
 def tflite_reference(models, samples):
     """The TFLite graphs over a clip as openWakeWord frames them (from the clip's first sample)."""
     from ai_edge_litert.interpreter import Interpreter
     mi = Interpreter(model_path=os.path.join(models, "melspectrogram.tflite"))
-    mi.resize_tensor_input(0, [1, E.MEL_CALL_SAMPLES])
+    mi.resize_tensor_input(0, [1, MEL_CALL_SAMPLES])
     mi.allocate_tensors()
     x = samples.astype(np.float32)
     mels = []
-    for s in range(0, len(x) - E.MEL_CALL_SAMPLES + 1, E.MEL_GROUP * 160):
-        mi.set_tensor(mi.get_input_details()[0]["index"], x[None, s:s + E.MEL_CALL_SAMPLES])
+    for s in range(0, len(x) - MEL_CALL_SAMPLES + 1, MEL_GROUP * MEL_HOP):
+        mi.set_tensor(mi.get_input_details()[0]["index"], x[None, s:s + MEL_CALL_SAMPLES])
         mi.invoke()
-        mels.append(mi.get_tensor(mi.get_output_details()[0]["index"]).reshape(-1, 32) / 10 + 2)
+        mels.append(mi.get_tensor(mi.get_output_details()[0]["index"]).reshape(-1, NUM_MELS) / 10 + 2)
     mels = np.concatenate(mels)
     ei = Interpreter(model_path=os.path.join(models, "embedding_model.tflite"))
-    ei.resize_tensor_input(0, [1, E.EMB_FRAMES, 32, 1])
+    ei.resize_tensor_input(0, [1, EMB_WINDOW, NUM_MELS, 1])
     ei.allocate_tensors()
     embs = []
-    for s in range(0, len(mels) - E.EMB_FRAMES + 1, E.EMB_STEP):
-        ei.set_tensor(ei.get_input_details()[0]["index"], mels[None, s:s + E.EMB_FRAMES, :, None])
+    for s in range(0, len(mels) - EMB_WINDOW + 1, EMB_STEP):
+        ei.set_tensor(ei.get_input_details()[0]["index"], mels[None, s:s + EMB_WINDOW, :, None])
         ei.invoke()
-        embs.append(ei.get_tensor(ei.get_output_details()[0]["index"]).reshape(96))
+        embs.append(ei.get_tensor(ei.get_output_details()[0]["index"]).reshape(EMB_DIM))
     return mels.astype(np.float32), np.asarray(embs, np.float32)
 
 
@@ -76,11 +76,12 @@ def rounded(a, digits):
     return [[round(float(v), digits) for v in row] for row in a]
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("out")
     ap.add_argument("--models", default=None)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     models = a.models or E.default_models_dir()
     os.makedirs(a.out, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,7 +98,7 @@ def main():
         with wave.open(wav, "wb") as w:
             w.setnchannels(1)
             w.setsampwidth(2)
-            w.setframerate(16000)
+            w.setframerate(SAMPLE_RATE)
             w.writeframes(x.tobytes())
         subprocess.run(["sox", wav, wav[:-4] + ".flac"], check=True)
         os.remove(wav)
@@ -105,7 +106,7 @@ def main():
         ours = E.mel_frames(header, ts, x)
         exported = E.embed(header, ts, ours)
         scores = E.head_scores(header, ts, exported)
-        print(f"{name}: {len(x) / 16000:.2f} s, {len(mels)} mel frames (numpy vs TFLite "
+        print(f"{name}: {len(x) / SAMPLE_RATE:.2f} s, {len(mels)} mel frames (numpy vs TFLite "
               f"{np.abs(ours[:len(mels)] - mels[:len(ours)]).max():.2e}), {len(embs)} embeddings (float16 vs TFLite "
               f"{np.abs(exported - embs[:len(exported)]).max():.3f} of max {np.abs(embs).max():.1f}), "
               f"{len(scores)} scores {scores.min():.3f}..{scores.max():.3f}")
@@ -117,4 +118,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

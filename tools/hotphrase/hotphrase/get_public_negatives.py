@@ -1,6 +1,6 @@
 """Real negatives from public recordings: rebuilds WORKDIR/public from snapshots of public GitHub repositories.
 
-  get_public_negatives.py WORKDIR [--mirrors DIR] [--sources NAME ...]
+  python -m hotphrase.get_public_negatives WORKDIR [--mirrors DIR] [--sources NAME ...]
 
 Recipe e1's operating point is set by a few real negative windows, and training had only 0.77 h of real speech
 (BENCHMARKS.md, "Recipe e1"). This gathers more, from repositories whose licence allows a product to be trained
@@ -20,13 +20,12 @@ WORKDIR/public/{train,eval}/SOURCE/SPEAKER/NAME.flac, 16 kHz mono, with WORKDIR/
 (path, source, kind, speaker, group, split, seconds, licence); a source whose manifest exists is not made again.
 
 Split by speaker, never by file: a speaker is in train or in eval, never both. speechocean762's speakers are split
-by the very rule of hp/dataset.py (real_speech), so speechocean762's evaluation speakers in
+by the very rule of hotphrase/dataset.py (real_speech), so speechocean762's evaluation speakers in
 ../shared/data/real-speech stay out of training, and the utterances that shared folder already holds are left out
 here (no audio twice). Other sources' speakers are split by the same hash of "SOURCE:SPEAKER" (OVOS: the
 contributor; music: the track). The Speech Commands noise recordings have no speaker: each one's first three
 quarters are for training, its last quarter for evaluation.
 """
-import argparse
 import csv
 import io
 import os
@@ -35,10 +34,11 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import dataset as D  # noqa: E402
+from . import cli
+from . import dataset as D
+from .constants import INT16_SCALE
+from .constants import SAMPLE_RATE as SR
 
-SR = 16000
 NOISE_TRAIN_SHARE = 0.75
 LICENCES = {
     "cc0_music": "CC0 (OpenGameArt; the repository's public/sounds/music/ATTRIBUTION.md)",
@@ -96,7 +96,7 @@ class Writer:
         rel = os.path.join(split, source, speaker, name + ".flac")
         path = os.path.join(self.root, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        soundfile.write(path, np.clip(x, -1, 1 - 1 / 32768), SR, subtype="PCM_16")
+        soundfile.write(path, np.clip(x, -1, 1 - 1 / INT16_SCALE), SR, subtype="PCM_16")
         self.rows.append({"path": rel, "source": source, "kind": kind, "speaker": speaker, "group": group,
                           "split": split, "seconds": round(len(x) / SR, 3), "licence": LICENCES[source]})
 
@@ -121,7 +121,7 @@ def speechocean762(mirror, w):
         utt = os.path.splitext(os.path.basename(path))[0]
         if f"{spk}_{utt}" in shared:
             continue
-        # hp/dataset.py's groups: children 12 or under, else by sex
+        # hotphrase/dataset.py's groups: children 12 or under, else by sex
         group = "child" if age[spk] <= 12 else {"f": "female", "m": "male"}[sex[spk]]
         split = "eval" if D.is_eval_speaker("so" + spk) else "train"
         w.add(decode(data), "speechocean762", "speech", spk, group, split, utt)
@@ -153,7 +153,7 @@ def speech_commands(mirror, w):
             w.add(x[cut:], "speech_commands", "noise", "noise", "noise", "eval", name)
 
 
-# OVOS wake-word folders never used: words like the phrases of hp/phrases.py (computer, jarvis) in any language
+# OVOS wake-word folders never used: words like the phrases of hotphrase/phrases.py (computer, jarvis) in any language
 OVOS_SKIP_WORDS = ("computer", "computador", "jarbas", "jarvis")
 
 
@@ -188,7 +188,7 @@ def ovos(mirror, w):
 
 def cc0_music(mirror, w):
     """Five CC0 lo-fi tracks from OpenGameArt (the game's ATTRIBUTION.md), about 11 minutes: real music, which
-    training otherwise only synthesizes (hp/augment.py). Split by track (a track is in train or eval)."""
+    training otherwise only synthesizes (hotphrase/augment.py). Split by track (a track is in train or eval)."""
     repo = os.path.join(mirror, "1olegshev+clue-cards", "repo")
     for path, data in sorted(git_files(repo, ["public/sounds/music"]).items()):
         if not path.endswith(".mp3"):
@@ -202,12 +202,13 @@ SOURCES = {"speechocean762": speechocean762, "fsdd": fsdd, "speech_commands": sp
            "cc0_music": cc0_music}
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("workdir")
     ap.add_argument("--mirrors", default="/work/.mirror", help="where the snapshots are (OWNER+NAME/repo)")
     ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     root = os.path.join(a.workdir, "public")
     rows = []
     for name in a.sources:
@@ -237,4 +238,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -2,14 +2,15 @@
 import glob
 import hashlib
 import os
-import sys
 
 import numpy as np
 
 from . import augment as A
 from . import frontend
+from .constants import INT16_SCALE
+from .constants import SAMPLE_RATE as SR
+from .errors import HotPhraseError
 
-SR = 16000
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REAL = os.environ.get("HOTPHRASE_REAL_KEYWORDS",
                       os.path.normpath(os.path.join(HERE, "..", "..", "..", "shared", "data", "real-keywords")))
@@ -17,7 +18,7 @@ REAL = os.environ.get("HOTPHRASE_REAL_KEYWORDS",
 
 def load_clips(path):
     z = np.load(path)
-    a, o = z["audio"].astype(np.float32) / 32768.0, z["offsets"]
+    a, o = z["audio"].astype(np.float32) / INT16_SCALE, z["offsets"]
     return [a[o[i]:o[i + 1]] for i in range(len(o) - 1)], [str(m) for m in z["meta"]]
 
 
@@ -25,8 +26,9 @@ def read_audio(path):
     """A 16 kHz mono recording (WAV or FLAC) as float32 in [-1, 1)."""
     import soundfile
     x, sr = soundfile.read(path, dtype="int16", always_2d=True)
-    assert sr == SR, path
-    return x.astype(np.float32).mean(axis=1) / 32768.0
+    if sr != SR:
+        raise HotPhraseError(path, f"{sr} Hz, not {SR}")
+    return x.astype(np.float32).mean(axis=1) / INT16_SCALE
 
 
 def real_clips(word, half):
@@ -35,7 +37,8 @@ def real_clips(word, half):
     none of them in training (train_e1.py)."""
     files = sorted(glob.glob(os.path.join(REAL, word, "*.wav")) + glob.glob(os.path.join(REAL, word, "*.flac")))
     if not files:
-        sys.exit(f"no real keyword recordings in {os.path.join(REAL, word)} (set HOTPHRASE_REAL_KEYWORDS)")
+        raise HotPhraseError(os.path.join(REAL, word), "no real keyword recordings (.wav, .flac) here "
+                             "(HOTPHRASE_REAL_KEYWORDS names their folder)")
     out = []
     for f in files:
         h = int(hashlib.sha1(os.path.basename(f).encode()).hexdigest()[:8], 16) / 0xFFFFFFFF

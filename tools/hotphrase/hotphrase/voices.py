@@ -2,7 +2,7 @@
 formants independently, towards a real speaker's, so that the mostly adult, low-pitched synthetic voices also
 sound like children and women.
 
-Targets come from the real-speech folders' TRAINING speakers (hp/dataset.py: real_speech): each speaker's median
+Targets come from the real-speech folders' TRAINING speakers (hotphrase/dataset.py: real_speech): each speaker's median
 pitch and formant scale (the geometric mean of the median F1, F2, F3 over voiced frames). A clip's formant shift
 is the target speaker's formant scale over the synthetic sentences' median one (both measured on running
 speech, so the vowels are comparable; a single word's vowels are not).
@@ -12,7 +12,7 @@ import os
 
 import numpy as np
 
-SR = 16000
+from .constants import SAMPLE_RATE as SR
 PITCH_FLOOR, PITCH_CEILING = 75.0, 600.0
 MAX_FORMANT_HZ = 5500.0  # Praat's usual ceiling for a female voice; children's F3 stays below it too
 FORMANT_SHIFT_LIMITS = (0.85, 1.35)  # beyond these Praat's shift sounds like an effect, not a person

@@ -1,4 +1,4 @@
-"""Recipe e1's data: augmented audio turned into speech_embedding sequences (hp/embedding.py), in worker
+"""Recipe e1's data: augmented audio turned into speech_embedding sequences (hotphrase/embedding.py), in worker
 processes, cached as .npz in the work directory (the embeddings are what costs: about 1.5 s of CPU per minute of
 audio, so each set is made once and shared by every phrase and every head trained on it).
 """
@@ -9,6 +9,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from . import embedding as E
+from .constants import EMB_DIM, STEP_SAMPLES
 from .phrases import PHRASES
 
 CHUNKS = 8  # worker jobs per set (each with its own seed), so a set does not depend on the number of cores
@@ -29,7 +30,7 @@ def embed(audio):
 
 def step_at(sample):
     """The first embedding step that has heard everything up to `sample`."""
-    return max(0, -(-(sample - E.step_end_sample(0)) // E.STEP_SAMPLES))
+    return max(0, -(-(sample - E.step_end_sample(0)) // STEP_SAMPLES))
 
 
 def phrase_free(texts_meta):
@@ -52,7 +53,7 @@ def split_jobs(seed, items, n=CHUNKS):
 def save_ragged(path, arrays, **extra):
     """Saves a list of (steps, 96) arrays as one array with offsets (np.savez, float16)."""
     lens = np.array([len(a) for a in arrays], np.int64)
-    np.savez(path, emb=np.concatenate(arrays) if arrays else np.zeros((0, E.EMB_DIM), np.float16),
+    np.savez(path, emb=np.concatenate(arrays) if arrays else np.zeros((0, EMB_DIM), np.float16),
              offsets=np.concatenate([[0], np.cumsum(lens)]), **extra)
 
 

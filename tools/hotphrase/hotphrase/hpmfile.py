@@ -1,21 +1,30 @@
 """The .hpm container both model formats share (Sources/HotPhrase/ModelFile.swift reads it): b"HPM1", a
 little-endian u32 header length, a JSON header whose "tensors" table gives each tensor's dtype, shape and offset
-into the payload that follows. No relative imports, so hp/export_embedding.py can use it when run as a script.
+into the payload that follows.
 """
 import json
 import struct
 
 import numpy as np
 
+from .errors import HotPhraseError
+
 MAGIC = b"HPM1"
 
 
 def split(path):
     """(header dict, payload bytes)."""
-    raw = open(path, "rb").read()
-    assert raw[:4] == MAGIC, f"{path}: not a hot-phrase model"
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:4] != MAGIC:
+        raise HotPhraseError(path, "not a hot-phrase model (it does not start with HPM1)")
     (n,) = struct.unpack("<I", raw[4:8])
-    return json.loads(raw[8:8 + n]), raw[8 + n:]
+    if 8 + n > len(raw):
+        raise HotPhraseError(path, f"header length {n} runs past the end of the file ({len(raw)} bytes)")
+    try:
+        return json.loads(raw[8:8 + n]), raw[8 + n:]
+    except ValueError as e:
+        raise HotPhraseError(path, f"the header is not JSON ({e})") from None
 
 
 def write(path, header, payload):

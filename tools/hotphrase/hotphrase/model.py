@@ -14,13 +14,13 @@ Swift detector does, so the numbers measured here are those of the shipped file.
 import numpy as np
 
 from . import frontend, hpmfile
+from .constants import SMOOTHING, STACK
 
-STACK = 3
 KERNEL = 5
 DILATIONS = [1, 2, 4, 8, 1]
 RECEPTIVE_STEPS = 1 + sum((KERNEL - 1) * d for d in DILATIONS)  # 65
 WINDOW_FRAMES = RECEPTIVE_STEPS * STACK  # 195
-SMOOTHING = 3  # steps averaged for the score (90 ms)
+LOGIT_CLIP = 80.0  # exp overflows beyond; the logistic is exactly 0 or 1 there in float32 anyway
 
 
 def build_keras(channels, mean, std):
@@ -47,9 +47,32 @@ def _q(w, axis_out):
     return q, scale.astype(np.float32)
 
 
+def keras_weights(m):
+    """The keras network's float weights in the model file's layout (what write() stores and probabilities()
+    reads): in.weight [C][120], dwI.weight [C][K], pwI.weight [C][C] and out.weight [1][C], each out-major, and
+    the biases."""
+    ts = {}
+    w, b = m.get_layer("in").get_weights()  # (1, 120, C)
+    ts["in.weight"], ts["in.bias"] = w[0].T, b
+    for i in range(len(DILATIONS)):
+        w, b = m.get_layer(f"dw{i}").get_weights()  # (K, C, 1)
+        ts[f"dw{i}.weight"], ts[f"dw{i}.bias"] = w[:, :, 0].T, b
+        w, b = m.get_layer(f"pw{i}").get_weights()  # (1, C, C)
+        ts[f"pw{i}.weight"], ts[f"pw{i}.bias"] = w[0].T, b
+    w, b = m.get_layer("out").get_weights()  # (C, 1)
+    ts["out.weight"], ts["out.bias"] = w.T, b
+    return ts
+
+
 def export(model, mean, std, path, meta):
-    """Writes the .hpm file. Tensors in the layout the Swift detector reads:
-    in.weight [C][120] (out-major), dwI.weight [C][K], pwI.weight [C][C] (out-major), out.weight [1][C]."""
+    """Writes the keras network as a .hpm file (see write)."""
+    write(keras_weights(model), mean, std, path, meta)
+
+
+def write(weights, mean, std, path, meta):
+    """Writes the .hpm file from keras_weights()' dict: the normalisation (mean, 1 / std) and biases float32, the
+    weights int8 with a float32 scale per output row (Sources/HotPhrase/ModelFile.swift reads this layout).
+    `meta` (phrase, default_threshold, refractory_seconds, training, ...) is merged into the header."""
     tensors = []
 
     def add_f32(name, a):
@@ -61,19 +84,15 @@ def export(model, mean, std, path, meta):
 
     add_f32("norm.mean", mean)
     add_f32("norm.inv_std", 1.0 / std)
-    w, b = model.get_layer("in").get_weights()  # (1, 120, C)
-    add_q("in.weight", w[0].T)
-    add_f32("in.bias", b)
+    add_q("in.weight", weights["in.weight"])
+    add_f32("in.bias", weights["in.bias"])
     for i in range(len(DILATIONS)):
-        w, b = model.get_layer(f"dw{i}").get_weights()  # (K, C, 1)
-        add_q(f"dw{i}.weight", w[:, :, 0].T)
-        add_f32(f"dw{i}.bias", b)
-        w, b = model.get_layer(f"pw{i}").get_weights()  # (1, C, C)
-        add_q(f"pw{i}.weight", w[0].T)
-        add_f32(f"pw{i}.bias", b)
-    w, b = model.get_layer("out").get_weights()  # (C, 1)
-    add_q("out.weight", w.T)
-    add_f32("out.bias", b)
+        add_q(f"dw{i}.weight", weights[f"dw{i}.weight"])
+        add_f32(f"dw{i}.bias", weights[f"dw{i}.bias"])
+        add_q(f"pw{i}.weight", weights[f"pw{i}.weight"])
+        add_f32(f"pw{i}.bias", weights[f"pw{i}.bias"])
+    add_q("out.weight", weights["out.weight"])
+    add_f32("out.bias", weights["out.bias"])
 
     table, blobs, off = [], [], 0
     for name, dtype, data, scale, shape in tensors:
@@ -87,7 +106,7 @@ def export(model, mean, std, path, meta):
             blobs.append(sraw)
             off += len(sraw)
         table.append(entry)
-    channels = int(model.get_layer("in").get_weights()[1].shape[0])
+    channels = int(np.shape(weights["in.bias"])[0])
     header = {
         "format": 1, "sample_rate": frontend.SAMPLE_RATE, "window": frontend.WINDOW, "hop": frontend.HOP,
         "fft": frontend.NFFT, "mels": frontend.NMEL, "fmin": frontend.FMIN, "fmax": frontend.FMAX,
@@ -125,7 +144,7 @@ def probabilities(header, ts, feats):
         y = relu(relu(y) @ ts[f"pw{i}.weight"].T + ts[f"pw{i}.bias"])
         x = x[span:] + y
     z = x @ ts["out.weight"][0] + ts["out.bias"][0]
-    z = np.clip(z, -80.0, 80.0)  # exp overflows beyond; the logistic is exactly 0 or 1 there in float32 anyway
+    z = np.clip(z, -LOGIT_CLIP, LOGIT_CLIP)
     return (1.0 / (1.0 + np.exp(-z))).astype(np.float32)
 
 

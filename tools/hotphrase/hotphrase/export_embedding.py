@@ -1,7 +1,7 @@
 """Google's speech_embedding front end (as openWakeWord runs it) in the project's model file, plus a classifier
 head: the .hpm "format 2" that Sources/HotPhrase/EmbeddingModel.swift reads.
 
-  export_embedding.py HEAD_DIR OUT.hpm [--models DIR] [--dtype float16|float32]
+  python -m hotphrase.export_embedding HEAD_DIR OUT.hpm [--models DIR] [--dtype float16|float32]
 
 Reads the two Apache-2.0 TFLite graphs of the PyPI wheel pyopen-wakeword 1.1.0 (pyopen_wakeword/models/
 melspectrogram.tflite and embedding_model.tflite; the wheel's wake-word heads are CC BY-NC-SA and are never read
@@ -19,22 +19,21 @@ here), checks that each is the graph this file understands (op by op, options in
 The numpy inference below (mel_frames, embed, head_scores) is the reference the Swift code is tested against,
 and it is itself checked against the TFLite interpreter by make_embedding_fixtures.py.
 """
-import argparse
+import functools
 import json
 import os
 import sys
 
 import numpy as np
 
-# Run as a script from anywhere, or imported as hp.export_embedding: the shared container lives beside it.
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from hp import hpmfile  # noqa: E402
+from . import cli
+from . import hpmfile
+from .errors import HotPhraseError
 
-SAMPLE_RATE = 16000
-MEL_CALL_SAMPLES = 1760  # openWakeWord's mel call: 1760 samples -> 8 frames, every 1280 samples
-MEL_GROUP = 8
-EMB_FRAMES = 76
-EMB_STEP = 8
+from .constants import DEFAULT_THRESHOLD, EMB_DIM, EMB_STEP, MEL_GROUP, MEL_OFFSET, MEL_SCALE, NUM_MELS
+from .constants import REFRACTORY_SECONDS, SAMPLE_RATE, SMOOTHING
+from .constants import EMB_WINDOW as EMB_FRAMES
+
 FORMAT = 2
 
 
@@ -52,7 +51,7 @@ class Graph:
         from ai_edge_litert import schema_py_generated as schema
         from ai_edge_litert.tools import flatbuffer_utils
         self.model = flatbuffer_utils.read_model(path)
-        assert len(self.model.subgraphs) == 1, f"{path}: expected one subgraph"
+        _expect(path, len(self.model.subgraphs) == 1, f"{len(self.model.subgraphs)} subgraphs, not one")
         self.g = self.model.subgraphs[0]
         names = {v: k for k, v in vars(schema.BuiltinOperator).items() if not k.startswith("_")}
         self.ops = []
@@ -74,37 +73,38 @@ class Graph:
         return list(self.g.tensors[i].shape)
 
 
-def _expect(cond, what):
+def _expect(path, cond, what):
     if not cond:
-        raise SystemExit(f"export_embedding: the graph is not the one this exporter knows: {what}")
+        raise HotPhraseError(path, f"not the graph this exporter knows: {what}")
 
 
 def read_mel(path):
-    """The mel graph's constants (see the module doc); exits if the graph differs."""
+    """The mel graph's constants (see the module doc); raises HotPhraseError if the graph differs."""
     gr = Graph(path)
+    expect = functools.partial(_expect, path)
     names = [o[0] for o in gr.ops]
     convs = [o for o in gr.ops if o[0] == "CONV_2D"]
-    _expect(len(convs) == 2 and names.count("BATCH_MATMUL") == 1 and names.count("LOG") == 1
-            and names.count("REDUCE_MAX") == 1, f"ops {names}")
+    expect(len(convs) == 2 and names.count("BATCH_MATMUL") == 1 and names.count("LOG") == 1
+           and names.count("REDUCE_MAX") == 1, f"ops {names}")
     kernels = []
     for _, opts, ins, _ in convs:
-        _expect(opts["padding"] == 1 and opts["strideH"] == 1 and opts["dilationWFactor"] == 1, "STFT conv options")
+        expect(opts["padding"] == 1 and opts["strideH"] == 1 and opts["dilationWFactor"] == 1, "STFT conv options")
         hop = opts["strideW"]
         k = gr.const(ins[1])[:, 0, :, 0]
         bias = gr.const(ins[2])
-        _expect(bias is not None and not bias.any(), "STFT conv has a bias")
+        expect(bias is not None and not bias.any(), "STFT conv has a bias")
         kernels.append(k)
     bins, nfft = kernels[0].shape
-    _expect(bins == nfft // 2 + 1, "STFT kernel shape")
+    expect(bins == nfft // 2 + 1, "STFT kernel shape")
     n = np.arange(nfft)
     k = np.arange(bins)[:, None]
     cos, sin = np.cos(2 * np.pi * k * n / nfft), np.sin(2 * np.pi * k * n / nfft)
     re = [x for x in kernels if np.abs(x[0]).max() > 0]
-    _expect(len(re) == 1, "one cosine kernel")
+    expect(len(re) == 1, "one cosine kernel")
     window = re[0][0].astype(np.float64)
     for x in kernels:
         err = min(np.abs(x - window * cos).max(), np.abs(x + window * sin).max(), np.abs(x - window * sin).max())
-        _expect(err < 1e-5, f"STFT kernels are not window x DFT (error {err})")
+        expect(err < 1e-5, f"STFT kernels are not window x DFT (error {err})")
     fb = None
     consts = {}
     for name, opts, ins, outs in gr.ops:
@@ -114,21 +114,22 @@ def read_mel(path):
             c = gr.const(ins[1])
             if c is not None and c.size == 1:
                 consts.setdefault(name, []).append(float(c))
-    _expect(fb is not None and fb.shape == (bins, 32), "filterbank")
+    expect(fb is not None and fb.shape == (bins, NUM_MELS), "filterbank")
     # MINIMUM: inf (twice, no-ops); MAXIMUM: the power floor; MUL: 10 and 1/ln 10 (10 log10); SUB: top dB
-    _expect(all(np.isinf(v) for v in consts["MINIMUM"]), f"MINIMUM {consts['MINIMUM']}")
-    _expect(np.allclose(sorted(consts["MUL"]), [1 / np.log(10), 10.0], rtol=1e-6), f"MUL {consts['MUL']}")
+    expect(all(np.isinf(v) for v in consts["MINIMUM"]), f"MINIMUM {consts['MINIMUM']}")
+    expect(np.allclose(sorted(consts["MUL"]), [1 / np.log(10), 10.0], rtol=1e-6), f"MUL {consts['MUL']}")
     return {
-        "fft": int(nfft), "hop": int(hop), "mels": 32, "group": MEL_GROUP, "power_floor": consts["MAXIMUM"][0],
-        "top_db": consts["SUB"][0], "scale": 0.1, "offset": 2.0,
+        "fft": int(nfft), "hop": int(hop), "mels": NUM_MELS, "group": MEL_GROUP, "power_floor": consts["MAXIMUM"][0],
+        "top_db": consts["SUB"][0], "scale": MEL_SCALE, "offset": MEL_OFFSET,
         "window": window.astype(np.float32), "filterbank": fb.astype(np.float32),
     }
 
 
 def read_embedding(path):
     """The embedding graph as a layer list: conv {kt, kf, pad_f, weight [out, kt, kf, in], bias, alpha, floor} and
-    pool {pt, pf}; exits if the graph differs."""
+    pool {pt, pf}; raises HotPhraseError if the graph differs."""
     gr = Graph(path)
+    expect = functools.partial(_expect, path)
     layers, pad_f = [], 0
     ops = gr.ops
     i = 0
@@ -136,16 +137,16 @@ def read_embedding(path):
         name, opts, ins, outs = ops[i]
         if name == "PAD":
             p = gr.const(ins[1])
-            _expect(p.tolist() == [[0, 0], [0, 0], [1, 1], [0, 0]], f"PAD {p.tolist()}")
+            expect(p.tolist() == [[0, 0], [0, 0], [1, 1], [0, 0]], f"PAD {p.tolist()}")
             pad_f = 1
         elif name == "CONV_2D":
-            _expect(opts["strideW"] == 1 and opts["strideH"] == 1 and opts["dilationWFactor"] == 1
-                    and opts["dilationHFactor"] == 1 and opts["fusedActivationFunction"] == 0, f"conv {opts}")
+            expect(opts["strideW"] == 1 and opts["strideH"] == 1 and opts["dilationWFactor"] == 1
+                   and opts["dilationHFactor"] == 1 and opts["fusedActivationFunction"] == 0, f"conv {opts}")
             w = gr.const(ins[1])
             b = gr.const(ins[2])
             _, kt, kf, _ = w.shape
             if opts["padding"] == 0:  # SAME: only in frequency (kt == 1), kf == 3
-                _expect(kt == 1 and kf == 3 and pad_f == 0, f"SAME conv {w.shape}")
+                expect(kt == 1 and kf == 3 and pad_f == 0, f"SAME conv {w.shape}")
                 pad_f = 1
             layer = {"type": "conv", "kt": int(kt), "kf": int(kf), "pad_f": pad_f, "weight": w, "bias": b,
                      "alpha": None, "floor": None}
@@ -157,14 +158,14 @@ def read_embedding(path):
             layers.append(layer)
         elif name == "MAX_POOL_2D":
             pt, pf = opts["filterHeight"], opts["filterWidth"]
-            _expect(opts["strideH"] == pt and opts["strideW"] == pf, f"pool {opts}")
+            expect(opts["strideH"] == pt and opts["strideW"] == pf, f"pool {opts}")
             layers.append({"type": "pool", "pt": int(pt), "pf": int(pf)})
         else:
-            _expect(False, f"op {name}")
+            expect(False, f"op {name}")
         i += 1
-    _expect(layers[-1]["type"] == "conv" and layers[-1]["alpha"] is None, "last layer")
-    _expect(gr.shape(gr.g.inputs[0])[1:] == [EMB_FRAMES, 32, 1] or gr.shape(gr.g.inputs[0])[2:] == [32, 1],
-            "input shape")
+    expect(layers[-1]["type"] == "conv" and layers[-1]["alpha"] is None, "last layer")
+    expect(gr.shape(gr.g.inputs[0])[1:] == [EMB_FRAMES, NUM_MELS, 1] or gr.shape(gr.g.inputs[0])[2:] == [NUM_MELS, 1],
+           "input shape")
     return layers
 
 
@@ -172,31 +173,37 @@ def read_embedding(path):
 
 def read_head(head_dir):
     """head.json + head.npz (tools/hotphrase/EMBEDDING.md, "The head contract") -> (meta, layers with arrays)."""
-    meta = json.load(open(os.path.join(head_dir, "head.json")))
+    where = os.path.join(head_dir, "head.json")
+    with open(where) as f:
+        meta = json.load(f)
     arrays = np.load(os.path.join(head_dir, "head.npz"))
+
+    def expect(cond, what):
+        if not cond:
+            raise HotPhraseError(where, what)
     for key in ("phrase", "frames", "embedding_dim", "layers", "smoothing", "threshold", "refractory_seconds"):
-        assert key in meta, f"head.json has no {key}"
-    assert meta["embedding_dim"] == 96, "the embedding has 96 numbers"
-    width = meta["frames"] * 96
+        expect(key in meta, f"no {key}")
+    expect(meta["embedding_dim"] == EMB_DIM, f"embedding_dim {meta['embedding_dim']}, not {EMB_DIM}")
+    width = meta["frames"] * EMB_DIM
     layers = []
     for spec in meta["layers"]:
         t = spec["type"]
         if t == "dense":
             w = np.asarray(arrays[spec["w"]], np.float32)
             b = np.asarray(arrays[spec["b"]], np.float32)
-            assert w.shape == (width, b.shape[0]), f"dense {w.shape} after width {width}"
+            expect(w.shape == (width, b.shape[0]), f"dense {w.shape} (bias {b.shape}) after width {width}")
             width = w.shape[1]
             layers.append({"type": "dense", "w": w, "b": b})
         elif t == "layernorm":
             g = np.asarray(arrays[spec["gamma"]], np.float32)
             b = np.asarray(arrays[spec["beta"]], np.float32)
-            assert g.shape == b.shape == (width,), "layernorm shape"
+            expect(g.shape == b.shape == (width,), f"layernorm {g.shape}, {b.shape} after width {width}")
             layers.append({"type": "layernorm", "gamma": g, "beta": b, "eps": float(spec["eps"])})
         elif t in ("relu", "sigmoid"):
             layers.append({"type": t})
         else:
-            raise SystemExit(f"head layer type {t} is not known")
-    assert width == 1 and layers[-1]["type"] == "sigmoid", "the head ends in one sigmoid output"
+            expect(False, f"head layer type {t} is not known")
+    expect(width == 1 and layers[-1]["type"] == "sigmoid", "the head does not end in one sigmoid output")
     return meta, layers
 
 
@@ -204,7 +211,7 @@ def random_head(out_dir, frames=16, hidden=32, seed=0, phrase="test"):
     """A head of the contract's shape with random weights, for tests (its scores mean nothing)."""
     rng = np.random.default_rng(seed)
     os.makedirs(out_dir, exist_ok=True)
-    n = frames * 96
+    n = frames * EMB_DIM
     np.savez(os.path.join(out_dir, "head.npz"),
              w0=(rng.standard_normal((n, hidden)) / np.sqrt(n)).astype(np.float32),
              b0=(0.1 * rng.standard_normal(hidden)).astype(np.float32),
@@ -212,12 +219,13 @@ def random_head(out_dir, frames=16, hidden=32, seed=0, phrase="test"):
              be0=(0.1 * rng.standard_normal(hidden)).astype(np.float32),
              w1=(rng.standard_normal((hidden, 1)) / np.sqrt(hidden)).astype(np.float32),
              b1=np.zeros(1, np.float32))
-    meta = {"phrase": phrase, "frames": frames, "embedding_dim": 96, "smoothing": 3, "threshold": 0.5,
-            "refractory_seconds": 2.0,
+    meta = {"phrase": phrase, "frames": frames, "embedding_dim": EMB_DIM, "smoothing": SMOOTHING,
+            "threshold": DEFAULT_THRESHOLD, "refractory_seconds": REFRACTORY_SECONDS,
             "layers": [{"type": "dense", "w": "w0", "b": "b0"},
                        {"type": "layernorm", "gamma": "g0", "beta": "be0", "eps": 1e-5},
                        {"type": "relu"}, {"type": "dense", "w": "w1", "b": "b1"}, {"type": "sigmoid"}]}
-    json.dump(meta, open(os.path.join(out_dir, "head.json"), "w"), indent=1)
+    with open(os.path.join(out_dir, "head.json"), "w") as f:
+        json.dump(meta, f, indent=1)
 
 
 # --- the model file ---------------------------------------------------------------------------------------------
@@ -269,7 +277,7 @@ def export(mel, emb_layers, head_meta, head_layers, path, dtype="float16"):
     header = {
         "format": FORMAT, "phrase": head_meta["phrase"], "sample_rate": SAMPLE_RATE,
         "mel": {k: v for k, v in mel.items() if k not in ("window", "filterbank")},
-        "embedding": {"frames": EMB_FRAMES, "step": EMB_STEP, "dim": 96, "layers": emb_spec},
+        "embedding": {"frames": EMB_FRAMES, "step": EMB_STEP, "dim": EMB_DIM, "layers": emb_spec},
         "head": {"frames": head_meta["frames"], "layers": head_spec},
         "smoothing": head_meta["smoothing"], "default_threshold": head_meta["threshold"],
         "refractory_seconds": head_meta["refractory_seconds"],
@@ -286,7 +294,8 @@ def export(mel, emb_layers, head_meta, head_layers, path, dtype="float16"):
 def load(path):
     """A format-2 .hpm -> (header, dict of float32 arrays); float16 tensors widened as the Swift loader does."""
     header, tensors = hpmfile.read(path)
-    assert header["format"] == FORMAT
+    if header.get("format") != FORMAT:
+        raise HotPhraseError(path, f"model file format {header.get('format')}, not {FORMAT}")
     return header, tensors
 
 
@@ -366,13 +375,14 @@ def head_scores(header, ts, embeddings):
     return np.asarray(out, np.float32)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("head_dir")
     ap.add_argument("out")
     ap.add_argument("--models", default=None, help="pyopen_wakeword/models (default: the installed wheel's)")
     ap.add_argument("--dtype", default="float16", choices=["float16", "float32"])
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     models = a.models or default_models_dir()
     mel = read_mel(os.path.join(models, "melspectrogram.tflite"))
     layers = read_embedding(os.path.join(models, "embedding_model.tflite"))
@@ -385,4 +395,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,16 +1,16 @@
-"""Recipe e1: a small classifier over Google's speech_embedding sequence (hp/embedding.py), trained from synthetic
-voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
+"""Recipe e1: a small classifier over Google's speech_embedding sequence (hotphrase/embedding.py), trained from
+synthetic voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
 
-  train_e1.py PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
-                             [--extra-negatives DIR ... [--extra-copies 2]]
+  python -m hotphrase.train_e1 PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
+                                          [--extra-negatives DIR ... [--extra-copies 2]]
 
-Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once and cached:
+Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each set embedded once and cached:
   - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
     accented English; none holding any phrase's words) with the existing augmentation (another speaker's size
     and speed, room echo, training noises, quiet rooms), a share of them moved to a real training speaker's pitch
-    and formants (hp/voices.py), the real-speech folders' TRAINING speakers, and an hour of training noise,
+    and formants (hotphrase/voices.py), the real-speech folders' TRAINING speakers, and an hour of training noise,
     music and babble alone;
-  - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hp/dataset.py: positive, as v9 trains),
+  - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hotphrase/dataset.py: positive, as v9 trains),
     half of them moved to a real speaker's voice first;
   - WORKDIR/PHRASE/e1/feat_conf.npz: the phrase's confusables, twice, as a stream with their ends marked.
   - with --extra-negatives: real recordings from those folders (get_public_negatives.py's WORKDIR/public/train),
@@ -18,7 +18,6 @@ Needs make_data.py PHRASE WORKDIR first. Training data, each set embedded once a
 No real keyword recording is used: their files carry no speaker, so they cannot be split by speaker, and they
 all serve the evaluation (evaluate_e1.py).
 """
-import argparse
 import json
 import os
 import sys
@@ -26,13 +25,16 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import e1data  # noqa: E402
-from hp import embedding as E  # noqa: E402
-from hp import voices  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import e1data
+from . import embedding as E
+from . import voices
+from .constants import DEFAULT_THRESHOLD, EMB_DIM, REFRACTORY_SECONDS, SMOOTHING, STEP_SAMPLES, STEP_SECONDS
+from .constants import SAMPLE_RATE as SR
+from .errors import HotPhraseError
+from .phrases import PHRASES
 
 # Positives' noise as v9 (train.py: POS_SNR, POS_QUIET): the negatives' shares, so cleanliness is no cue.
 POS_SNR = (0, 25)
@@ -47,11 +49,12 @@ POS_AFTER_STEPS = 4  # positive windows end 0-320 ms after the phrase's end (the
 PART_STEPS = (5, 10)  # "compu...": windows ending 400-800 ms before the end must not fire
 CONF_STEPS = 5  # windows ending in the 400 ms after a confusable's end
 MINE_CHUNK = 16384  # windows scored at once while mining (100 MB of float32 inputs)
-FILLERS = 400
+FILLERS = 400  # sentences spoken before/after a positive (D.positive)
 PRE_ROLL_SECONDS = 0.6
 # Training sentences embedded for the shared negatives: at most this many Debian-voice ones (all piper and
 # accented ones are kept), about 5 hours, for lack of CPU time: embedding costs 1.5 s of CPU per minute of audio.
-MAX_DEBIAN_SENTENCES = 4000  # sentences spoken before/after a positive (D.positive)
+MAX_DEBIAN_SENTENCES = 4000
+MINED = 20000  # hard negative windows kept at each of the three minings
 
 
 def voice_targets(workdir, sents):
@@ -74,11 +77,11 @@ def _pos_worker(args):
             audio, _, end = D.positive(rng, x, banks, fillers, snr_range=POS_SNR, quiet=POS_QUIET, speaker=True)
             # D.positive starts 2.6 s before the phrase's end; the cut-short phrase needs 2.75 s: more of the room
             # before it, at the level of its first 100 ms
-            pre = banks.noise(rng, int(PRE_ROLL_SECONDS * D.SR))
+            pre = banks.noise(rng, int(PRE_ROLL_SECONDS * SR))
             pre *= np.sqrt(np.mean(audio[:1600] ** 2) / (np.mean(pre ** 2) + 1e-12))
             audio, end = np.concatenate([pre, audio]).astype(np.float32), end + len(pre)
             # nothing after the last positive window is used: not embedded
-            audio = audio[:end + E.STEP_SAMPLES * (POS_AFTER_STEPS + 2)]
+            audio = audio[:end + STEP_SAMPLES * (POS_AFTER_STEPS + 2)]
             embs.append(e1data.embed(audio))
             ends.append(e1data.step_at(end))
     return embs, ends
@@ -132,7 +135,7 @@ def shared_negatives(workdir, procs, sents, tg):
         noise = [(r[2], len(r[0])) for r in res]
         e1data.save_ragged(path, embs, noise=np.array(noise))
         print(f"shared negatives: {len(sents)} sentences, {len(real)} real training-speaker utterances, "
-              f"{sum(len(e) for e in embs) * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
+              f"{sum(len(e) for e in embs) * STEP_SECONDS / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
     emb, off, extra = e1data.load_ragged(path)
     noise = [(off[i] + a, off[i] + b) for i, (a, b) in enumerate(extra["noise"])]
     return emb, noise
@@ -176,7 +179,7 @@ def extra_negatives(workdir, procs, dirs, sents, tg, copies):
     import hashlib
     files = audio_files(dirs)
     if not files:
-        sys.exit(f"no .flac or .wav files under {dirs}")
+        raise HotPhraseError(" ".join(dirs), "no .flac or .wav files in these folders")
     tag = hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
     pieces = None
     out = []
@@ -184,15 +187,15 @@ def extra_negatives(workdir, procs, dirs, sents, tg, copies):
         path = os.path.join(workdir, "cache", f"e1_neg_extra_{tag}_{c + 1}.npz")
         if not os.path.exists(path):
             if pieces is None:
-                step = EXTRA_PIECE_SECONDS * D.SR
+                step = EXTRA_PIECE_SECONDS * SR
                 pieces = [x[i:i + step] for x in map(D.read_audio, files) for i in range(0, len(x), step)]
-                pieces = [p for p in pieces if len(p) >= D.SR // 4]
+                pieces = [p for p in pieces if len(p) >= SR // 4]
             t = time.time()
             res = e1data.run(_neg_worker, neg_jobs(500 + 10 * c, pieces, set(), sents[:FILLERS], tg,
                                                    [False] * len(pieces), 0), procs)
             e1data.save_ragged(path, [r[0] for r in res])
             print(f"extra negatives pass {c + 1}: {len(files)} files, {len(pieces)} pieces, "
-                  f"{sum(len(r[0]) for r in res) * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
+                  f"{sum(len(r[0]) for r in res) * STEP_SECONDS / 3600:.2f} h in {time.time() - t:.0f} s", flush=True)
         out.append(e1data.load_ragged(path)[0])
     return out
 
@@ -223,7 +226,7 @@ def phrase_features(phrase, workdir, procs, sents, tg):
             ends += [off + x for x in en]
             off += len(e)
         e1data.save_ragged(conf_path, embs, ends=np.array(ends))
-        print(f"confusables: {len(conf)} clips x 2, {off * 0.08 / 3600:.2f} h in {time.time() - t:.0f} s",
+        print(f"confusables: {len(conf)} clips x 2, {off * STEP_SECONDS / 3600:.2f} h in {time.time() - t:.0f} s",
               flush=True)
     pe, po, px = e1data.load_ragged(pos_path)
     ce, _, cx = e1data.load_ragged(conf_path)
@@ -258,7 +261,7 @@ class Sampler:
     def _drop_unfinite(self, frames):
         """Leaves out every window holding a non-finite embedding. (Praat's "Change gender" once returned
         silence for clips without voiced frames, which the level normalisation turned into NaN; the sets
-        embedded before hp/voices.py caught it still hold a few such pieces.)"""
+        embedded before hotphrase/voices.py caught it still hold a few such pieces.)"""
         bad = ~np.isfinite(self.emb).all(axis=1)
         if not bad.any():
             return 0
@@ -307,7 +310,7 @@ class Sampler:
 def build_head(frames, hidden, layers):
     import keras
     from keras import layers as L
-    inp = keras.Input((frames * E.EMB_DIM,))
+    inp = keras.Input((frames * EMB_DIM,))
     x = inp
     for i in range(layers):
         x = L.Dense(hidden, name=f"dense{i}")(x)
@@ -318,7 +321,7 @@ def build_head(frames, hidden, layers):
 
 
 def export(m, layers, out_dir, meta):
-    """head.json + head.npz, the contract with the Swift detector (hp/embedding.py: apply_layers)."""
+    """head.json + head.npz, the contract with the Swift detector (hotphrase/embedding.py: apply_layers)."""
     arrays, ops = {}, []
     for i in range(layers):
         w, b = m.get_layer(f"dense{i}").get_weights()
@@ -332,19 +335,20 @@ def export(m, layers, out_dir, meta):
     arrays.update({"out.w": w, "out.b": b})
     ops += [{"type": "dense", "w": "out.w", "b": "out.b"}, {"type": "sigmoid"}]
     np.savez(os.path.join(out_dir, "head.npz"), **{k: v.astype(np.float32) for k, v in arrays.items()})
-    head = {**meta, "embedding_dim": E.EMB_DIM, "layers": ops}
+    head = {**meta, "embedding_dim": EMB_DIM, "layers": ops}
     json.dump(head, open(os.path.join(out_dir, "head.json"), "w"), indent=1)
     return head
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--frames", type=int, default=16, help="embeddings in the head's input (16 = 1.28 s)")
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--smoothing", type=int, default=3, help="score = mean of the last k head outputs")
+    ap.add_argument("--smoothing", type=int, default=SMOOTHING, help="score = mean of the last k head outputs")
     ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--seed", type=int, default=1)
@@ -358,7 +362,7 @@ def main():
     ap.add_argument("--extra-copies", type=int, default=2, help="augmented passes over --extra-negatives")
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     t0 = time.time()
     sents = training_sentences(a.workdir)
     tg = voice_targets(a.workdir, sents)
@@ -372,7 +376,7 @@ def main():
     s = Sampler(a.frames, pos, conf, neg, noise, a.seed)
     print(f"training windows: {len(s.pos_end)} positive clips ({s.dropped} too short, {len(s.part_end)} for the "
           f"cut-short phrase), {s.nan_steps} non-finite embedding steps left out, {len(s.conf_end)} "
-          f"confusable ends, {len(s.neg_any) * 0.08 / 3600:.2f} h of negatives", flush=True)
+          f"confusable ends, {len(s.neg_any) * STEP_SECONDS / 3600:.2f} h of negatives", flush=True)
 
     import keras
     keras.utils.set_random_seed(a.seed)
@@ -394,27 +398,28 @@ def main():
         if step % 1000 == 0:
             print(f"  step {step}: loss {np.mean(losses[-1000:]):.4f}", flush=True)
         if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
-            worst = s.mine(predict, 20000)
+            worst = s.mine(predict, MINED)
             print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
     out = a.out or os.path.join(a.workdir, a.phrase, "e1")
     os.makedirs(out, exist_ok=True)
     meta = {"phrase": PHRASES[a.phrase]["display"], "frames": a.frames, "smoothing": a.smoothing,
-            "threshold": 0.5, "refractory_seconds": 2.0,
+            "threshold": DEFAULT_THRESHOLD, "refractory_seconds": REFRACTORY_SECONDS,
             "training": {"recipe": "e1", "phrase_id": a.phrase, "steps": a.steps, "batch": a.batch,
                          "hidden": a.hidden, "layers": a.layers, "seed": a.seed, "copies": COPIES,
                          "real_speech_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "extra_negatives": [os.path.relpath(d, a.workdir) for d in a.extra_negatives],
                          "extra_copies": a.extra_copies if a.extra_negatives else 0,
-                         "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * 0.08 / 3600, 2),
+                         "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),
                          "seconds": round(time.time() - t0)}}
     head = export(m, a.layers, out, meta)
     # the exported ops must give keras's numbers (what Swift reproduces is the export, not keras)
     x, _ = s.batch(a.batch)
     _, arrays = E.load_head(out)
     err = float(np.abs(E.apply_layers(head["layers"], arrays, x).reshape(-1) - predict(x)).max())
-    assert err < 1e-4, f"exported head differs from keras by {err}"
+    if not err < 1e-4:
+        raise HotPhraseError(out, f"the exported head differs from keras by {err} (more than 1e-4)")
     print(f"wrote {out}/head.json, head.npz after {time.time() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

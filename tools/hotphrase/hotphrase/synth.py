@@ -19,6 +19,11 @@ import numpy as np
 from scipy.io import wavfile
 from scipy.signal import resample_poly
 
+from .constants import INT16_SCALE
+from .constants import SAMPLE_RATE as SR
+
+TRIM_FRAME = SR // 100  # trim() measures 10 ms frames
+
 ESPEAK_ACCENTS = ["en-us", "en-gb", "en-gb-scotland", "en-gb-x-gbclan", "en-gb-x-rp", "en-029",
                   "en-gb-x-gbcwmd"]
 HELD_OUT_ACCENTS = {"en-gb-x-gbcwmd"}
@@ -34,7 +39,7 @@ PIPER_VOICES = ["joe"]  # training only (see above)
 # learnt by ear. Only languages whose voice does that themselves; the others (hi, ru, ...) switch to espeak-ng's
 # English for English words, and some (tr, hu, id) misread the spelling ("dZomputer"). The real "computer" clips
 # the recipe missed most were people a British or American synthetic voice does not sound like (BENCHMARKS.md).
-# Training only, in their own files (make_data.py --l2-*), so the held-out voices and clips stay as they were.
+# Training only, in their own files (hotphrase.make_data --l2-*), so the held-out voices and clips stay as they were.
 L2_LANGS = ["es", "de", "it", "pt", "nl", "pl", "ro", "cs", "fi", "sv", "fr"]
 
 
@@ -56,7 +61,8 @@ def espeak_variants():
 
 def voices(split):
     """List of (engine, name) for split 'train' or 'eval'."""
-    assert split in ("train", "eval")
+    if split not in ("train", "eval"):
+        raise ValueError(f"split is 'train' or 'eval', not {split!r}")
     held = split == "eval"
     vs = []
     variants = espeak_variants() + [""]
@@ -104,12 +110,12 @@ def job(rng, voice, text):
 
 def _read(path):
     sr, x = wavfile.read(path)
-    x = x.astype(np.float32) / 32768.0 if x.dtype == np.int16 else x.astype(np.float32)
+    x = x.astype(np.float32) / INT16_SCALE if x.dtype == np.int16 else x.astype(np.float32)
     if x.ndim > 1:
         x = x.mean(axis=1)
-    if sr != 16000:
-        g = np.gcd(sr, 16000)
-        x = resample_poly(x, 16000 // g, sr // g).astype(np.float32)
+    if sr != SR:
+        g = np.gcd(sr, SR)
+        x = resample_poly(x, SR // g, sr // g).astype(np.float32)
     return x
 
 
@@ -154,8 +160,8 @@ def _piper(voice, text, rate, pitch):
         return np.zeros(0, np.float32)
     x = np.concatenate(chunks).astype(np.float32)
     sr = v.config.sample_rate
-    g = np.gcd(sr, 16000)
-    x = resample_poly(x, 16000 // g, sr // g).astype(np.float32)
+    g = np.gcd(sr, SR)
+    x = resample_poly(x, SR // g, sr // g).astype(np.float32)
     size = 2 ** ((pitch - 0.5) * 6 / 12)
     return augment.other_speaker(x, size, 1.0)
 
@@ -202,15 +208,15 @@ def synth_batch(jobs):
 
 def trim(x, rel_db=-40.0):
     """Cuts leading and trailing silence (below rel_db of the loudest 10 ms)."""
-    if len(x) < 160:
+    if len(x) < TRIM_FRAME:
         return x
-    n = len(x) // 160
-    e = (x[: n * 160].reshape(n, 160) ** 2).mean(axis=1) + 1e-12
+    n = len(x) // TRIM_FRAME
+    e = (x[: n * TRIM_FRAME].reshape(n, TRIM_FRAME) ** 2).mean(axis=1) + 1e-12
     db = 10 * np.log10(e)
     on = np.nonzero(db > db.max() + rel_db)[0]
     if len(on) == 0:
         return x[:0]
-    return x[on[0] * 160: (on[-1] + 1) * 160]
+    return x[on[0] * TRIM_FRAME: (on[-1] + 1) * TRIM_FRAME]
 
 
 def sentences(min_words=4, max_words=22):

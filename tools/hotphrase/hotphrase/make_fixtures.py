@@ -1,6 +1,6 @@
 """Fixture clips and reference scores for the Swift detector's tests (Tests/HotPhraseTests/Fixtures).
 
-  make_fixtures.py MODEL FIXTURE_DIR
+  python -m hotphrase.make_fixtures MODEL FIXTURE_DIR
 
 Positives are "OK Hound" followed by a question, spoken by held-out voices (never used in training), in light
 noise; negatives are confusable phrases and ordinary speech. reference.json holds the reference inference's
@@ -13,12 +13,19 @@ import sys
 import numpy as np
 from scipy.io import wavfile
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from hp import augment as A  # noqa: E402
-from hp import synth  # noqa: E402
+from . import augment as A
+from . import cli
+from . import model as M
+from . import reference
+from . import synth
+from .constants import INT16_MAX
+from .constants import SAMPLE_RATE as SR
 
 DEMO_SENSITIVITY = 0.85  # Sources/hound-speaker/DemoCommand.swift
+# Sources/HotPhrase/Detector.swift, threshold(sensitivity:): sensitivity 0.5 is the model's threshold, and each
+# unit of sensitivity moves it by 16 in log-odds
+NEUTRAL_SENSITIVITY = 0.5
+LOGIT_PER_SENSITIVITY = 16
 
 CLIPS = [
     # held-out voices the shipped model misses (BENCHMARKS.md): kept for the reference comparison
@@ -31,8 +38,13 @@ CLIPS = [
 ]
 
 
-def main():
-    model, out = sys.argv[1], sys.argv[2]
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("model")
+    ap.add_argument("out", metavar="fixture_dir")
+    a = ap.parse_args(argv)
+    model, out = a.model, a.out
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(5)
     noise = A.make_bank(rng, "fan", 20)
@@ -41,20 +53,18 @@ def main():
     paths = []
     for (name, _, _), x in zip(CLIPS, audio):
         x = synth.trim(x)
-        x = np.concatenate([np.zeros(int(1.5 * 16000), np.float32), x, np.zeros(int(0.8 * 16000), np.float32)])
+        x = np.concatenate([np.zeros(int(1.5 * SR), np.float32), x, np.zeros(int(0.8 * SR), np.float32)])
         x = A.mix(x, A.crop(rng, noise, len(x)), 20)
         x = x / np.max(np.abs(x)) * 0.5
         p = os.path.join(out, name + ".wav")
-        wavfile.write(p, 16000, (x * 32767).astype(np.int16))
+        wavfile.write(p, SR, (x * INT16_MAX).astype(np.int16))
         paths.append(p)
     ref = os.path.join(out, "reference.json")
     # Detections at the demo's sensitivity (0.85), mapped as HotPhraseDetector.threshold(sensitivity:) does.
-    from hp import model as M
     t = M.load(model)[0]["default_threshold"]
-    logit = np.log(t / (1 - t)) + (0.5 - DEMO_SENSITIVITY) * 16
+    logit = np.log(t / (1 - t)) + (NEUTRAL_SENSITIVITY - DEMO_SENSITIVITY) * LOGIT_PER_SENSITIVITY
     threshold = float(1 / (1 + np.exp(-logit)))
-    subprocess.run([sys.executable, os.path.join(HERE, "reference.py"), model, ref] + paths
-                   + ["--threshold", repr(threshold)], check=True)
+    reference.write_reference(model, ref, paths, threshold)
     # FLAC (lossless, half the size in the repository); the detector reads it through libsndfile.
     for p in paths:
         subprocess.run(["sox", p, p[:-4] + ".flac"], check=True)
@@ -66,4 +76,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

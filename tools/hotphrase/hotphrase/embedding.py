@@ -21,18 +21,12 @@ import os
 
 import numpy as np
 
+from .constants import EMB_DIM, EMB_STEP, EMB_WINDOW, NUM_MELS, STEP_SAMPLES
+from .constants import INT16_SCALE  # the mel model expects samples on the int16 scale
+from .constants import MEL_CALL_SAMPLES as MEL_CHUNK  # samples per mel call, 8 frames (the wheel's MEL_SAMPLES)
+from .errors import HotPhraseError
 from .model import detections  # noqa: F401  (the same detector rule for both formats)
 
-SR = 16000
-INT16_SCALE = 32768.0  # the mel model expects samples on the int16 scale
-MEL_FRAME = 512  # samples per mel frame (documentation: the model frames internally)
-MEL_HOP = 160
-NUM_MELS = 32
-EMB_WINDOW = 76  # mel frames per embedding (775 ms of audio)
-EMB_STEP = 8  # mel frames between embeddings (80 ms)
-EMB_DIM = 96
-STEP_SAMPLES = EMB_STEP * MEL_HOP  # 1280
-MEL_CHUNK = STEP_SAMPLES + 480  # samples per mel call, 8 frames (the wheel's MEL_SAMPLES)
 BATCH = 256  # embedding windows per TFLite call (batching saves the per-call overhead, not arithmetic)
 
 
@@ -41,7 +35,7 @@ def models_dir():
     import importlib.util
     spec = importlib.util.find_spec("pyopen_wakeword")
     if spec is None:
-        raise SystemExit("pyopen-wakeword is not installed (tools/hotphrase/setup-venv.sh)")
+        raise HotPhraseError("pyopen-wakeword", "not installed (tools/hotphrase/setup-venv.sh installs it)")
     return os.path.join(os.path.dirname(spec.origin), "models")
 
 
@@ -84,7 +78,7 @@ class Frontend:
             self.mel.set_tensor(i, x[None, STEP_SAMPLES * k:STEP_SAMPLES * k + MEL_CHUNK])
             self.mel.invoke()
             out[EMB_STEP * k:EMB_STEP * (k + 1)] = self.mel.get_tensor(o).reshape(EMB_STEP, NUM_MELS)
-        return out / 10.0 + 2.0
+        return out / 10.0 + 2.0  # as the wheel writes it (the model file's MEL_SCALE, MEL_OFFSET)
 
     def embeddings(self, mels):
         """(steps, 96) embeddings of the 76-frame windows starting every 8 frames."""

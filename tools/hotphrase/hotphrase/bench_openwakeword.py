@@ -1,7 +1,7 @@
 """CPU of openWakeWord's own feature pipeline (pyopen-wakeword 1.1.0: melspectrogram.tflite + embedding_model.tflite
 through the wheel's TFLite C library) on the same audio as `hound-speaker-bench hotphrase`, for BENCHMARKS.md.
 
-  bench_openwakeword.py [MINUTES] [WAV] [--head HEAD_DIR]
+  python -m hotphrase.bench_openwakeword [MINUTES] [WAV] [--head HEAD_DIR]
 
 The audio is WAV (default share/demo/ok-hound-what-time-is-it.wav) repeated to MINUTES, fed in 1280-sample
 chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY-NC-SA and are not run: with
@@ -9,7 +9,6 @@ chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY
 instead (its cost is a few hundred thousand multiply-adds, small beside the embedding's). Prints process CPU
 seconds and the share of one core.
 """
-import argparse
 import os
 import sys
 import time
@@ -17,35 +16,39 @@ import wave
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from hp import export_embedding as E  # noqa: E402
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # the repository
+from . import cli
+from . import export_embedding as E
+from .constants import EMB_DIM, SAMPLE_RATE, STEP_SAMPLES
+from .errors import HotPhraseError
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("minutes", nargs="?", type=float, default=10)
-    ap.add_argument("wav", nargs="?", default=os.path.join(HERE, "../../share/demo/ok-hound-what-time-is-it.wav"))
+    ap.add_argument("wav", nargs="?", default=os.path.join(ROOT, "share/demo/ok-hound-what-time-is-it.wav"))
     ap.add_argument("--head")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     from pyopen_wakeword.openwakeword import OpenWakeWordFeatures
     with wave.open(a.wav) as w:
-        assert w.getframerate() == 16000 and w.getnchannels() == 1 and w.getsampwidth() == 2, "need 16 kHz mono 16-bit"
+        if not (w.getframerate() == SAMPLE_RATE and w.getnchannels() == 1 and w.getsampwidth() == 2):
+            raise HotPhraseError(a.wav, "need 16 kHz mono 16-bit")
         source = np.frombuffer(w.readframes(w.getnframes()), np.int16)
-    total = int(a.minutes * 60 * 16000)
+    total = int(a.minutes * 60 * SAMPLE_RATE)
     audio = np.resize(source, total)
     head = E.read_head(a.head) if a.head else None
     features = OpenWakeWordFeatures.from_builtin()
     features.reset()
-    history = np.zeros((16 if head is None else head[0]["frames"], 96), np.float32)
+    history = np.zeros((16 if head is None else head[0]["frames"], EMB_DIM), np.float32)
     steps = 0
     t0 = time.process_time()
-    for start in range(0, total - 1279, 1280):
-        for emb in features.process_streaming(audio[start:start + 1280].tobytes()):
+    for start in range(0, total - STEP_SAMPLES + 1, STEP_SAMPLES):
+        for emb in features.process_streaming(audio[start:start + STEP_SAMPLES].tobytes()):
             steps += 1
             if head is not None:
                 history = np.roll(history, -1, axis=0)
-                history[-1] = emb.reshape(96)
+                history[-1] = emb.reshape(EMB_DIM)
                 x = history.reshape(-1)
                 for layer in head[1]:
                     t = layer["type"]
@@ -58,10 +61,10 @@ def main():
                     else:
                         x = 1 / (1 + np.exp(-x))
     cpu = time.process_time() - t0
-    seconds = total / 16000
+    seconds = total / SAMPLE_RATE
     print(f"openWakeWord pipeline (TFLite mel + embedding{' + numpy head' if head else ''}): {seconds:.0f} s of audio, "
           f"{steps} embeddings, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,12 +1,11 @@
 """Step 2: augment the training clips into features, train the network, export the model file.
 
-  train.py PHRASE WORKDIR [--channels 96] [--steps 10000] [--seed 1] [--no-l2] [--out WORKDIR/PHRASE/model.hpm]
+  python -m hotphrase.train PHRASE WORKDIR [--channels 96] [--steps 10000] [--seed 1] [--no-l2]
+                            [--out WORKDIR/PHRASE/model.hpm]
 
 Only training voices, training noise families and the training half of the real keyword recordings (never the
 phrase's own word) are used here.
 """
-import argparse
-import json
 import os
 import sys
 import time
@@ -16,11 +15,12 @@ from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import frontend, model  # noqa: E402
-from hp.phrases import PHRASES  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import frontend, model
+from .constants import DEFAULT_THRESHOLD, FRAMES_PER_HOUR, REFRACTORY_SECONDS
+from .phrases import PHRASES
 
 W = model.WINDOW_FRAMES
 # Positives' noise: SNR drawn from POS_SNR dB, or a quiet room (35-50 dB) for a POS_QUIET share: the same
@@ -29,6 +29,9 @@ W = model.WINDOW_FRAMES
 # more often than noisy ones.)
 POS_SNR = (0, 25)
 POS_QUIET = 0.15
+FILLERS = 400  # training sentences spoken before and after positives (D.positive) and in babble
+NOISE_SECONDS = 3600  # training noise, music and babble alone among the negatives
+MINED = 30000  # hard negative windows kept at each of the three minings
 
 
 def _pos_worker(args):
@@ -74,7 +77,7 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
             real += D.real_clips(word, "train")
     print(f"train clips: {len(pos)} positive, {len(conf)} confusable, {len(sents)} sentences, "
           f"{len(real)} real keyword recordings (other words)", flush=True)
-    fillers = sents[:400]
+    fillers = sents[:FILLERS]
     t = time.time()
     n = 8
     with ProcessPoolExecutor(procs) as p:
@@ -89,7 +92,7 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
     for i in range(n):
         idx = list(range(i, len(pieces), n))
         chunks.append((off + 200 + i, [pieces[j] for j in idx], {k for k, j in enumerate(idx) if j in marked},
-                       fillers, 3600 / n))
+                       fillers, NOISE_SECONDS / n))
     with ProcessPoolExecutor(procs) as p:
         res = list(p.map(_neg_worker, chunks))
     nfeats, hard, noise, off = [], [], [], 0
@@ -99,7 +102,7 @@ def build(phrase, workdir, procs, copies, off=0, l2=True):
         noise.append((off + ns + W, off + len(f)))
         off += len(f)
     neg = np.concatenate(nfeats)
-    print(f"negatives: {len(neg) / 360000:.2f} h of features, {len(hard)} confusable/real ends, "
+    print(f"negatives: {len(neg) / FRAMES_PER_HOUR:.2f} h of features, {len(hard)} confusable/real ends, "
           f"in {time.time() - t:.0f} s", flush=True)
     return pfeats, pmarks, neg, np.array(hard), noise
 
@@ -146,17 +149,7 @@ class Sampler:
 
 def keras_tensors(m, mean, std):
     """The network's float weights in the reference inference's layout (for mining hard negatives mid-training)."""
-    ts = {"norm.mean": mean, "norm.inv_std": 1.0 / std}
-    w, b = m.get_layer("in").get_weights()
-    ts["in.weight"], ts["in.bias"] = w[0].T, b
-    for i in range(len(model.DILATIONS)):
-        w, b = m.get_layer(f"dw{i}").get_weights()
-        ts[f"dw{i}.weight"], ts[f"dw{i}.bias"] = w[:, :, 0].T, b
-        w, b = m.get_layer(f"pw{i}").get_weights()
-        ts[f"pw{i}.weight"], ts[f"pw{i}.bias"] = w[0].T, b
-    w, b = m.get_layer("out").get_weights()
-    ts["out.weight"], ts["out.bias"] = w.T, b
-    return ts
+    return {"norm.mean": mean, "norm.inv_std": 1.0 / std, **model.keras_weights(m)}
 
 
 def mine(m, mean, std, neg, count):
@@ -177,8 +170,9 @@ def mine(m, mean, std, neg, count):
     return ends[(ends >= W) & (ends < len(neg))], worst
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
     ap.add_argument("--channels", type=int, default=96)
@@ -192,9 +186,9 @@ def main():
     # numbers of the runs made before the option existed (workers 100+i/200+i, sampler 0, keras 1).
     ap.add_argument("--seed", type=int, default=1, help="seed of the whole run (>= 1; default 1, the old fixed one)")
     # Recipe v9 is v6 plus the accented-English clips (make_data.py); --no-l2 trains v6. (v8, tried and not kept,
-    # is train.py --v8 at commit e93368f.)
+    # is tools/hotphrase/train.py --v8 at commit e93368f.)
     ap.add_argument("--no-l2", action="store_true", help="without the accented-English clips (recipe v6)")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.seed < 1:
         ap.error("--seed must be >= 1")
     off = 1000 * (a.seed - 1)
@@ -220,17 +214,17 @@ def main():
             print(f"  step {step}: loss {np.mean(losses[-500:]):.4f} ({(time.time() - t) / step * 1000:.0f} ms/step)",
                   flush=True)
         if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
-            s.mined, worst = mine(m, mean, std, neg, 30000)
+            s.mined, worst = mine(m, mean, std, neg, MINED)
             print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
-    meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": 0.5,
-            "refractory_seconds": 2.0,
+    meta = {"phrase": PHRASES[a.phrase]["display"], "phrase_id": a.phrase, "default_threshold": DEFAULT_THRESHOLD,
+            "refractory_seconds": REFRACTORY_SECONDS,
             "training": {"steps": a.steps, "batch": a.batch, "channels": a.channels, "copies": a.copies,
                          "recipe": "v6" if a.no_l2 else "v9", "seed": a.seed,
-                         "positives": len(pfeats), "negative_hours": round(len(neg) / 360000, 2),
+                         "positives": len(pfeats), "negative_hours": round(len(neg) / FRAMES_PER_HOUR, 2),
                          "seconds": round(time.time() - t0)}}
     model.export(m, mean, std, out, meta)
     print(f"wrote {out} ({os.path.getsize(out)} bytes) after {time.time() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,29 +1,31 @@
 """Where a model fails: held-out positives per synthesizer, clean and at 10 dB, and what fires among held-out
 sentences and noises, at a threshold.
 
-  diagnose.py MODEL THRESHOLD [WORKDIR] [--phrase ok-hound]
+  python -m hotphrase.diagnose MODEL THRESHOLD [WORKDIR] [--phrase ok-hound]
 """
-import argparse
 import os
 import sys
 from collections import Counter, defaultdict
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from hp import augment as A  # noqa: E402
-from hp import dataset as D  # noqa: E402
-from hp import frontend, model  # noqa: E402
+from . import cli
+from . import augment as A
+from . import dataset as D
+from . import frontend, model
+
+TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/hotphrase
 
 
-def main():
-    ap = argparse.ArgumentParser()
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
     ap.add_argument("model")
     ap.add_argument("threshold", type=float)
-    ap.add_argument("workdir", nargs="?", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "work"))
+    ap.add_argument("workdir", nargs="?", default=os.path.join(TOOLS, "work"))
     ap.add_argument("--phrase", default="ok-hound")
     ap.add_argument("--clips", type=int, default=300)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     h, ts = model.load(a.model)
 
     def top(x):
@@ -55,4 +57,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -8,14 +8,9 @@ the numbers needs to travel in the model file.
 """
 import numpy as np
 
-SAMPLE_RATE = 16000
-WINDOW = 480
-HOP = 160
-NFFT = 512
-NMEL = 40
-FMIN = 60.0
-FMAX = 7600.0
-LOG_FLOOR = 1e-6
+from .constants import FMAX, FMIN, HOP, INT16_SCALE, LOG_FLOOR, NFFT, NMEL, SAMPLE_RATE, WINDOW
+
+BLOCK_FRAMES = 20000  # frames computed at once: bounded memory for hours of audio
 
 
 def hz_to_mel(f):
@@ -56,7 +51,7 @@ def features(samples):
     n = 1 + (len(x) - WINDOW) // HOP
     idx = np.arange(WINDOW)[None, :] + HOP * np.arange(n)[:, None]
     out = np.empty((n, NMEL), np.float32)
-    step = 20000  # bounded memory for hours of audio
+    step = BLOCK_FRAMES
     for s in range(0, n, step):
         fr = x[idx[s:s + step]] * _WIN
         spec = np.fft.rfft(fr, NFFT, axis=1)
@@ -66,4 +61,4 @@ def features(samples):
 
 
 def to_float(int16):
-    return np.asarray(int16, dtype=np.float32) / 32768.0
+    return np.asarray(int16, dtype=np.float32) / INT16_SCALE
