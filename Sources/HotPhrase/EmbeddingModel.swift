@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// Format 2 (tools/hotphrase/hp/export_embedding.py): Google's speech_embedding front end as openWakeWord runs it
+/// Format 2 (tools/hotphrase/hotphrase/export_embedding.py): Google's speech_embedding front end as openWakeWord runs it
 /// (a mel spectrogram, then a convolutional network from 76 mel frames to one 96-number embedding every 8
 /// frames) and a classifier head over the last `head.frames` embeddings.
 struct EmbeddingModel: Sendable {

@@ -80,7 +80,7 @@ final class RealFFT {
     }
 }
 
-/// Streaming log-mel front end (the numbers come from the model file and match tools/hotphrase/hp/frontend.py):
+/// Streaming log-mel front end (the numbers come from the model file and match tools/hotphrase/hotphrase/frontend.py):
 /// Hann windows of `window` samples every `hop`, FFT, power, HTK-mel triangles, natural log with a floor.
 /// Samples go in as they arrive; each completed frame is handed to `onFrame` as `mels` floats. Nothing is
 /// allocated after init.

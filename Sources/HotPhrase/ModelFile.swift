@@ -12,9 +12,9 @@ public struct HotPhraseModelError: Error, CustomStringConvertible, Sendable {
 
 /// A trained hot-phrase detector's model file (.hpm): b"HPM1", a little-endian u32 header length, a JSON header,
 /// then the tensors. The header's `format` says which detector it holds:
-/// - 1: the small convolutional network tools/hotphrase/hp/model.py trains (log-mel front end, weights int8 with
+/// - 1: the small convolutional network tools/hotphrase/hotphrase/model.py trains (log-mel front end, weights int8 with
 ///   one float32 scale per output row, everything else float32);
-/// - 2: Google's speech_embedding front end with a classifier head, as tools/hotphrase/hp/export_embedding.py
+/// - 2: Google's speech_embedding front end with a classifier head, as tools/hotphrase/hotphrase/export_embedding.py
 ///   writes it (weights float16 or float32; see EmbeddingModel.swift).
 /// Weights are widened to Float once here; the detector then only reads them.
 public struct HotPhraseModel: Sendable {
@@ -186,7 +186,7 @@ struct TensorFile {
     }
 }
 
-/// Format 1: the small convolutional network of tools/hotphrase/hp/model.py and its log-mel front end.
+/// Format 1: the small convolutional network of tools/hotphrase/hotphrase/model.py and its log-mel front end.
 struct ConvolutionalModel: Sendable {
     let sampleRate: Int
     let window: Int

@@ -1,4 +1,4 @@
-/// The streaming form of the network in tools/hotphrase/hp/model.py. Because every convolution is causal,
+/// The streaming form of the network in tools/hotphrase/hotphrase/model.py. Because every convolution is causal,
 /// feeding steps one at a time and keeping each block's recent inputs in a ring gives exactly the numbers the
 /// whole-sequence reference computes. All state lives in buffers allocated at init.
 final class StreamingNetwork {

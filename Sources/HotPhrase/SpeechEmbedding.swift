@@ -1,5 +1,5 @@
 /// Format 2's detector steps: mel front end, streaming speech embedding, classifier head (EmbeddingModel.swift
-/// has the numbers; tools/hotphrase/hp/export_embedding.py has the reference inference these match).
+/// has the numbers; tools/hotphrase/hotphrase/export_embedding.py has the reference inference these match).
 final class EmbeddingScorer: StepScorer {
     private let model: EmbeddingModel
     private let frontEnd: EmbeddingMelFrontEnd

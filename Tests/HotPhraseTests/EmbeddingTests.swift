@@ -4,7 +4,7 @@ import Foundation
 @testable import HotPhrase
 import Testing
 
-/// The speech-embedding model (format 2) and the fixtures tools/hotphrase/make_embedding_fixtures.py made: the
+/// The speech-embedding model (format 2) and the fixtures tools/hotphrase/hotphrase/make_embedding_fixtures.py made: the
 /// exported backbone with a random head, espeak-ng clips, and the TFLite graphs' and the numpy reference's numbers.
 enum EmbeddingFixtures {
     static let dir = Fixtures.dir.appendingPathComponent("embedding")

@@ -4,7 +4,7 @@ import Foundation
 @testable import HotPhrase
 import Testing
 
-/// The shipped model and the fixtures made from it by tools/hotphrase/make_fixtures.py.
+/// The shipped model and the fixtures made from it by tools/hotphrase/hotphrase/make_fixtures.py.
 enum Fixtures {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     static let modelPath = root.appendingPathComponent("share/hotphrase/ok-hound.hpm").path
@@ -58,7 +58,7 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
         #expect(try Fixtures.reference().model == "ok-hound.hpm")
     }
 
-    /// The Swift detector reproduces the training pipeline's reference inference (tools/hotphrase/reference.py):
+    /// The Swift detector reproduces the training pipeline's reference inference (tools/hotphrase/hotphrase/reference.py):
     /// the same number of scores, each within 0.002, and the same detections.
     @Test func scoresAndDetectionsMatchTheReferenceInference() throws {
         let model = try Fixtures.model()
