@@ -98,14 +98,15 @@ let package = Package(
         // context, errors as exit codes, signals, the local service as a program of its own.
         .target(name: "SpeakerApp",
                 dependencies: ["SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase",
-                               "Platform", "Systemd", "CShims", "CGPIOD",
+                               "Platform", "Systemd", "CShims", "CGPIOD", "CALSA", "CEspeakNG", "CCurl",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
                 dependencies: ["SpeakerApp", "Houndify", "SpeakerConfig", "Audio", "Speech", "SpeakerCore", "Platform",
-                               "Board", "HotPhrase", "Systemd", "JSONKit", "CGPIOD", "CEspeakNG", "CALSA", "CCurl", "CShims",
+                               "Board", "HotPhrase", "JSONKit",
+                               "CGPIOD",  // not imported: clients of Board need its module map
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),

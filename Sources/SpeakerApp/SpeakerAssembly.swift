@@ -85,12 +85,14 @@ public struct SpeakerAssembly {
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
 
-    /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal.
-    public static func board(_ board: SpeakerConfiguration.BoardSection) throws -> BoardRunner {
+    /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal, its LEDs drawn on
+    /// stderr (or stdout, for `board`, whose output is the LEDs).
+    public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false) throws -> BoardRunner {
         let hardware: BoardHardware
         let roles: [LEDRole]
         if board.driver == "simulated" {
-            let draw = SimulatedLEDs.drawer(terminal: isatty(STDERR_FILENO) == 1) { writeAll(STDERR_FILENO, $0) }
+            let out = ledsOnStandardOutput ? STDOUT_FILENO : STDERR_FILENO
+            let draw = SimulatedLEDs.drawer(terminal: isatty(out) == 1) { writeAll(out, $0) }
             hardware = .simulated(input: STDIN_FILENO, terminal: isatty(STDIN_FILENO) == 1, draw: draw)
             roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0.rawValue] != nil } : [.status]
         } else {

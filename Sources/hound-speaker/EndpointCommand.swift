@@ -4,7 +4,6 @@ import SpeakerApp
 import Audio
 import FoundationEssentials
 import Platform
-import Glibc
 
 /// Runs the end-of-speech detector over a recording, as the speaker would while listening: for checking a
 /// microphone's recordings and for the measurements in BENCHMARKS.md (tools/bench/endpoint.py).

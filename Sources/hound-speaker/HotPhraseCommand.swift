@@ -4,7 +4,6 @@ import SpeakerApp
 import Audio
 import FoundationEssentials
 import Platform
-import Glibc
 import HotPhrase
 import SpeakerConfig
 

@@ -2,7 +2,6 @@ import ArgumentParser
 import SpeakerApp
 import Audio
 import FoundationEssentials
-import Glibc
 import Logging
 import SpeakerConfig
 import Speech

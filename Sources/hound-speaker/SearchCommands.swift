@@ -3,7 +3,6 @@ import AudioCore
 import SpeakerApp
 import Audio
 import FoundationEssentials
-import Glibc
 import Houndify
 import JSONKit
 import Logging

@@ -1,0 +1,46 @@
+import Board
+import CShims
+import Logging
+import Speech
+import SpeakerConfig
+import SpeakerCore
+import Systemd
+
+/// `hound-speaker run`: the speaker from its config, until SIGINT or SIGTERM. The loop and the signal watcher are
+/// children of this call; when it returns, both have ended.
+public enum RunSpeaker {
+    public static func run(configPath: String?, eventsJSON: Bool) async throws {
+        // A speaker runs for months: large passing buffers (a long answer, a big response) must go back to the
+        // system when freed. glibc would raise its mmap threshold after the first such buffer is freed and keep
+        // the later ones in its heap for good (the soak saw a 5 MB step after the second 12 MB answer);
+        // fixing the threshold at its default keeps every allocation over 128 kB in its own mapping.
+        _ = hs_malloc_fix_mmap_threshold(128 * 1024)
+        let context = try AppContext(configPath: configPath)
+        var speaker = try SpeakerAssembly(context: context, client: try context.houndifyClient(),
+                                          output: .device(context.config.audio.output))
+        speaker.board = try SpeakerAssembly.board(context.config.board)
+        if eventsJSON { speaker.observers.append { printLine($0.json) } }
+        let prompt = context.config.board.driver == "simulated" ? "press Space or Enter to talk" : "press the button to talk"
+        // Under systemd (Type=notify): READY=1 and then WATCHDOG=1 come from inside the loop (deploy/hound-speaker.service).
+        let notifier = ServiceNotifier()
+        if notifier.isActive {
+            let interval = notifier.watchdogInterval.map { $0 / 2 }
+            if let interval { context.logger.info("systemd watchdog: the loop reports every \(interval)") }
+            speaker.settings.heartbeat = LoopHeartbeat(interval: interval) { notifier.loopAlive(status: "ready: \(prompt)") }
+        }
+        let loop = speaker.makeLoop()
+        speaker.board?.start()
+        context.logger.notice("hound-speaker running: \(prompt)")
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                await Signals.waitForTermination()
+                guard !Task.isCancelled else { return }
+                context.logger.notice("stopping (signal)")
+                notifier.stopping()
+                loop.send(.shutdown)
+            }
+            await loop.run()
+            group.cancelAll()
+        }
+    }
+}
