@@ -3,7 +3,7 @@ public import JSONKit
 import FoundationInternationalization
 import Platform
 import Glibc
-public import Houndify
+import Houndify
 
 /// The local service's small domain: the time and date in the request's TimeZone, a weather answer from a real
 /// response fixture, a two-turn timer conversation (to exercise ConversationState and AutoListen), and

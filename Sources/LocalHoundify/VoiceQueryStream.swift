@@ -1,6 +1,6 @@
 import FoundationEssentials
 public import JSONKit
-public import AudioCore
+import AudioCore
 import Glibc
 public import Houndify
 import Audio

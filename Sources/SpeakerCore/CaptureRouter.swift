@@ -1,4 +1,4 @@
-public import AudioCore
+import AudioCore
 import Synchronization
 
 /// The last `capacity` samples heard, oldest first: what came just before a hot phrase fired (its end, which the

@@ -1,4 +1,4 @@
-public import Audio
+import Audio
 public import AudioCore
 import FoundationEssentials
 import Glibc
