@@ -28,8 +28,7 @@ public enum LocalServiceProgram {
 }
 
 /// A running `houndify-local` child on a free loopback port, stopped with SIGTERM. It reads its client ID and key
-/// from a config file of its own (mode 0600), and its environment has no Houndify credentials: the owner's key
-/// never reaches a child.
+/// from a config file of its own (mode 0600); its environment has no Houndify credentials (ChildProcess).
 public final class LocalServiceProcess: Sendable {
     public let port: Int
     private let pid: pid_t
@@ -39,24 +38,16 @@ public final class LocalServiceProcess: Sendable {
         let path = try LocalServiceProgram.locate()
         var pipeEnds: [Int32] = [0, 0]
         guard pipe(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))") }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], STDOUT_FILENO)
-        posix_spawn_file_actions_addclose(&actions, pipeEnds[0])
-        var environment = ProcessInfo.processInfo.environment
-        environment["HOUNDIFY_CLIENT_ID"] = nil
-        environment["HOUNDIFY_CLIENT_KEY"] = nil
-        let words: [String] = [path, "--port", "0", "--config", configPath]
-        let arguments: [UnsafeMutablePointer<CChar>?] = words.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (arguments + envp).forEach { free($0) } }
-        var child: pid_t = 0
-        let status = posix_spawn(&child, path, &actions, nil, arguments, envp)
+        let spawned = ChildProcess.spawn(path, arguments: [path, "--port", "0", "--config", configPath],
+                                         environment: ChildProcess.environment(),
+                                         stdout: (write: pipeEnds[1], closeInChild: pipeEnds[0]))
         close(pipeEnds[1])
-        guard status == 0 else {
+        let child: pid_t
+        switch spawned {
+        case .success(let pid): child = pid
+        case .failure(let error):
             close(pipeEnds[0])
-            throw CommandFailure(message: "cannot start \(path): \(String(cString: strerror(status)))")
+            throw CommandFailure(message: "cannot start \(path): \(error)")
         }
         let reader = pipeEnds[0]
         // The first line, read on a thread of our own (a blocking read), handed over through a continuation.

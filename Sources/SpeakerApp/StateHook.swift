@@ -1,4 +1,3 @@
-import FoundationEssentials
 import Glibc
 public import Logging
 import Platform
@@ -17,22 +16,14 @@ public enum StateHook {
     }
 
     static func run(_ command: String, state: String, previous: String, logger: Logger) {
-        var environment = ProcessInfo.processInfo.environment
-        // The key is the speaker's secret: no hook (a script of anyone's) gets it.
-        environment["HOUNDIFY_CLIENT_KEY"] = nil
-        environment["HOUND_SPEAKER_STATE"] = state
-        environment["HOUND_SPEAKER_PREVIOUS_STATE"] = previous
-        let shell: [String] = ["/bin/sh", "-c", command]
-        let arguments: [UnsafeMutablePointer<CChar>?] = shell.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (arguments + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, "/bin/sh", nil, nil, arguments, envp)
-        guard status == 0 else {
-            logger.warning("state hook \"\(command)\": cannot start /bin/sh: \(String(cString: strerror(status)))")
+        let environment = ChildProcess.environment(adding: ["HOUND_SPEAKER_STATE": state, "HOUND_SPEAKER_PREVIOUS_STATE": previous])
+        let child: pid_t
+        switch ChildProcess.spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: environment) {
+        case .success(let pid): child = pid
+        case .failure(let error):
+            logger.warning("state hook \"\(command)\": cannot start /bin/sh: \(error)")
             return
         }
-        let child = pid
         OwnedThread.start(name: "hs-hook") {
             var result: Int32 = 0
             while waitpid(child, &result, 0) < 0 && errno == EINTR {}

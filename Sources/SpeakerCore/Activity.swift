@@ -118,6 +118,15 @@ extension SpeakerActivity {
         return "{" + members.map { JSONValue.string($0.0).asciiJSON() + ":" + $0.1.asciiJSON() }.joined(separator: ",") + "}"
     }
 
+    /// The kind and the fields as log metadata (text as it is, numbers as digits).
+    public var metadata: Logger.Metadata {
+        var metadata: Logger.Metadata = ["event": .string(kind)]
+        for (name, value) in fields {
+            if case .string(let text) = value { metadata[name] = .string(text) } else { metadata[name] = .string(value.asciiJSON()) }
+        }
+        return metadata
+    }
+
     /// How the log tells it (nil: not logged; partial transcripts go at debug level, they come by the hundred).
     public var logEntry: (level: Logger.Level, message: String)? {
         switch self {

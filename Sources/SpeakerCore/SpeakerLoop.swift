@@ -1,7 +1,6 @@
 public import AudioCore
 import BoardCore
 public import Logging
-import JSONKit
 import Synchronization
 
 /// What the loop drives, each behind its port.
@@ -157,7 +156,7 @@ public final class SpeakerLoop: Sendable {
                 for effect in effects {
                     if perform(effect, in: &group) { break loop }
                 }
-                if event == .started { startHeartbeat() }
+                if event == .started { beat() }
             }
             group.cancelAll()
         }
@@ -192,13 +191,13 @@ public final class SpeakerLoop: Sendable {
             tell(.microphone(event))
             return nil
         case .heartbeat:
-            settings.heartbeat?.beat()
-            if let interval = settings.heartbeat?.interval { pulse.schedule(after: interval) }
+            beat()
             return nil
         }
     }
 
-    private func startHeartbeat() {
+    /// One heartbeat, and the next one armed (only after this one was taken: at most one waits in the queue).
+    private func beat() {
         guard let heartbeat = settings.heartbeat else { return }
         heartbeat.beat()
         if let interval = heartbeat.interval { pulse.schedule(after: interval) }
@@ -239,14 +238,8 @@ public final class SpeakerLoop: Sendable {
     private func tell(_ activity: SpeakerActivity) {
         if let entry = activity.logEntry {
             // Every field is metadata too: under systemd each becomes a journal field (HOUND_SPEAKER_EVENT=timings).
-            var metadata: Logger.Metadata = ["event": .string(activity.kind)]
-            for (name, value) in activity.fields {
-                switch value {
-                case .string(let text): metadata[name] = .string(text)
-                default: metadata[name] = .string(value.asciiJSON())
-                }
-            }
-            logger.log(level: entry.level, "\(entry.message)", metadata: metadata)
+            // Built only when the level is logged (an autoclosure): partial transcripts come by the hundred.
+            logger.log(level: entry.level, "\(entry.message)", metadata: activity.metadata)
         }
         for observer in observers { observer(activity) }
     }

@@ -73,11 +73,7 @@ public struct JournalLogHandler: LogHandler {
     /// key (upper-cased, anything but letters and digits as `_`, as journald requires of field names).
     public static func fields(level: Logger.Level, message: String, metadata: Logger.Metadata = [:], error: (any Error)? = nil,
                               secrets: [String] = [], identifier: String = "hound-speaker") -> [String] {
-        func redact(_ text: String) -> String {
-            var text = text
-            for secret in secrets where !secret.isEmpty { text = text.replacing(secret, with: "[redacted]") }
-            return text
-        }
+        func redact(_ text: String) -> String { Self.redact(text, secrets) }
         var message = message
         if let error { message += " error=\(error)" }
         var out = ["MESSAGE=\(redact(message))", "PRIORITY=\(priorityNumber(level))", "SYSLOG_IDENTIFIER=\(identifier)"]
@@ -86,6 +82,13 @@ public struct JournalLogHandler: LogHandler {
             out.append("HOUND_SPEAKER_\(name)=\(redact("\(metadata[key]!)"))")
         }
         return out
+    }
+
+    /// Each secret replaced by "[redacted]": the journal is kept on disk and readable by the `adm` group.
+    static func redact(_ text: String, _ secrets: [String]) -> String {
+        var text = text
+        for secret in secrets where !secret.isEmpty { text = text.replacing(secret, with: "[redacted]") }
+        return text
     }
 
     static func priorityNumber(_ level: Logger.Level) -> Int {
@@ -103,7 +106,7 @@ public struct JournalLogHandler: LogHandler {
     public static func line(level: Logger.Level, message: String, error: (any Error)? = nil, secrets: [String] = []) -> String {
         var text = message
         if let error { text += " error=\(error)" }
-        for secret in secrets where !secret.isEmpty { text = text.replacing(secret, with: "[redacted]") }
+        text = redact(text, secrets)
         text = text.replacing("\r\n", with: "\\n").replacing("\n", with: "\\n")
             .replacing("\r", with: "\\r")
         return priority(level) + text

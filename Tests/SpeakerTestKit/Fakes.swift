@@ -306,9 +306,8 @@ public final class FakeMicrophone: MicrophonePort {
 
     /// Speech-like frames: a loud tone the endpointer takes for a voice.
     public func speak(frames: Int) {
-        var samples = [Int16](repeating: 0, count: frameMS * 16)
+        let samples = (0..<frameMS * 16).map { Int16(8000 * sin(Double($0) * 2 * .pi * 440 / 16_000)) }
         for _ in 0..<frames {
-            for i in samples.indices { samples[i] = Int16(8000 * sin(Double(i) * 2 * .pi * 440 / 16_000)) }
             let receivers = state.withLock { s in s.missing ? [] : s.open.values.map(\.onFrame) }
             samples.withUnsafeBufferPointer { buffer in receivers.forEach { $0(buffer) } }
         }
