@@ -51,7 +51,8 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
 
         .target(name: "SpeakerConfig",
-                dependencies: ["Houndify", "Audio", "Platform", .product(name: "TOMLKit", package: "TOMLKit")],
+                dependencies: ["Houndify", "Audio", "AudioCore", "BoardCore", "SpeakerCore", "Speech", "HotPhrase", "Platform",
+                               .product(name: "TOMLKit", package: "TOMLKit"), .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // Pure halves (no C library, no device), in the manner of NIOCore beside NIOPosix: sounds, levels and the
         // end-of-speech detector; LED states, patterns and button gestures. The speaker core builds on these.
@@ -129,7 +130,7 @@ let package = Package(
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "JSONKit", "LocalHoundify", "Audio"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit"], swiftSettings: strict),
+        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HotPhrase", "Houndify", "Audio", "AudioCore", "SpeakerCore", "Speech", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),

@@ -143,3 +143,11 @@ public struct TalkIntentMapper: Sendable {
         }
     }
 }
+
+/// What drives the button and LEDs (`[board] driver`).
+public enum BoardDriver: String, Sendable, CaseIterable {
+    /// The real GPIO lines, through libgpiod.
+    case gpiod
+    /// A keyboard button and LEDs drawn on the terminal (a desk with no board).
+    case simulated
+}

@@ -23,7 +23,7 @@ public struct AppContext: Sendable {
         do { config = try ConfigLoader.load(path: path) } catch {
             throw CommandFailure(message: error.description, exitCode: 78)  // EX_CONFIG
         }
-        let level = Logger.Level(rawValue: config.logging.level) ?? .info
+        let level = config.logging.level
         LoggingBootstrap.once(level: level, secrets: [config.houndify.clientKey])
         var logger = Logger(label: "hound-speaker")
         logger.logLevel = level
@@ -105,15 +105,8 @@ public enum BoardSetup {
         if !board.led.isEmpty {
             leds[.status] = GPIOLineSpec(chip: board.chip, line: board.led, activeLow: board.ledsActiveLow)
         } else {
-            for (name, line) in board.leds {
-                if let role = LEDRole(rawValue: name) { leds[role] = GPIOLineSpec(chip: board.chip, line: line, activeLow: board.ledsActiveLow) }
-            }
+            for (role, line) in board.leds { leds[role] = GPIOLineSpec(chip: board.chip, line: line, activeLow: board.ledsActiveLow) }
         }
         return (button, leds)
-    }
-
-    public static func gestures(_ board: SpeakerConfiguration.BoardSection) -> ButtonGestures.Settings {
-        ButtonGestures.Settings(debounce: .milliseconds(board.debounceMS), longPress: .milliseconds(board.longPressMS),
-                                doublePressGap: .milliseconds(board.doublePressMS))
     }
 }

@@ -3,6 +3,7 @@ import Audio
 import FoundationEssentials
 import Glibc
 import Platform
+import HotPhrase
 import Houndify
 import JSONKit
 import Logging

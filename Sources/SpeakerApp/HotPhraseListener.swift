@@ -14,10 +14,10 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     public let threshold: Double
     public let modelPath: String
 
-    public init(model: HotPhraseModel, sensitivity: Double, refractorySeconds: Double? = nil) {
-        threshold = HotPhraseDetector.threshold(sensitivity: sensitivity, model: model)
+    public init(model: HotPhraseModel, settings: HotPhraseSettings) {
+        threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
         modelPath = model.path
-        detector = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: refractorySeconds)
+        detector = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)
     }
 
     public func process(_ frame: UnsafeBufferPointer<Int16>) -> Bool {

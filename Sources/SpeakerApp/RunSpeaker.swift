@@ -1,4 +1,5 @@
 import Board
+import BoardCore
 import CShims
 import Logging
 import Speech
@@ -20,7 +21,7 @@ public enum RunSpeaker {
                                           output: .device(context.config.audio.output))
         speaker.board = try SpeakerAssembly.board(context.config.board)
         if eventsJSON { speaker.observers.append { printLine($0.json) } }
-        let prompt = context.config.board.driver == "simulated" ? "press Space or Enter to talk" : "press the button to talk"
+        let prompt = context.config.board.driver == .simulated ? "press Space or Enter to talk" : "press the button to talk"
         // Under systemd (Type=notify): READY=1 and then WATCHDOG=1 come from inside the loop (deploy/hound-speaker.service).
         let notifier = ServiceNotifier()
         if notifier.isActive {

@@ -39,7 +39,7 @@ public struct SpeakerAssembly {
         let engine: SpeechEngine
         let earcons: [Earcon: MonoAudio]
         do throws(SpeechError) {
-            engine = try SpeechEngine(settings: config.speech.voiceSettings, volume: volume)
+            engine = try SpeechEngine(settings: config.speech, volume: volume)
         } catch { throw CommandFailure(speech: error, config: config.path) }
         do throws(SpeechError) {
             earcons = try Earcons.load(overrides: config.audio.earcons)
@@ -49,20 +49,9 @@ public struct SpeakerAssembly {
         }
         speech = EngineSpeech(engine: engine, output: output, earcons: earcons)
         search = HoundifyVoiceSearch(client: client)
-        capture = CaptureSettings(device: config.audio.input)
-        capture.rate = config.audio.inputRate
-        capture.channels = config.audio.inputChannels
-        capture.channel = config.audio.inputChannel
-        capture.pacing = config.audio.inputPacing
-        settings.endpointer.mode = Endpointer.Mode(rawValue: config.listening.endOfSpeech) ?? .short
-        settings.endpointer.shortSilenceMS = config.listening.shortSilenceMS
-        settings.endpointer.longSilenceMS = config.listening.longSilenceMS
-        settings.endpointer.noSpeechTimeoutMS = config.listening.noSpeechTimeoutMS
-        settings.endpointer.maxLengthMS = config.listening.maxLengthMS
-        settings.machine.enableSpeech = config.speaker.speech
-        settings.machine.recordingLimitMS = config.speaker.recordingLimitMS
-        settings.machine.searchingLimitMS = config.speaker.searchingLimitMS
-        settings.machine.speakingLimitMS = config.speaker.speakingLimitMS
+        capture = config.audio.capture
+        settings.endpointer = config.listening
+        settings.machine = config.speaker.machine
         if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
         if config.hotphrase.enabled {
             let model: HotPhraseModel
@@ -71,8 +60,7 @@ public struct SpeakerAssembly {
                 throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
                                      exitCode: 78)
             }
-            let listener = HotPhraseListener(model: model, sensitivity: config.hotphrase.sensitivity,
-                                             refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
+            let listener = HotPhraseListener(model: model, settings: config.hotphrase)
             hotPhrase = listener
             context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold)))")
         }
@@ -90,12 +78,13 @@ public struct SpeakerAssembly {
     public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false) throws -> BoardRunner {
         let hardware: BoardHardware
         let roles: [LEDRole]
-        if board.driver == "simulated" {
+        switch board.driver {
+        case .simulated:
             let out = ledsOnStandardOutput ? STDOUT_FILENO : STDERR_FILENO
             let draw = SimulatedLEDs.drawer(terminal: isatty(out) == 1) { writeAll(out, $0) }
             hardware = .simulated(input: STDIN_FILENO, terminal: isatty(STDIN_FILENO) == 1, draw: draw)
-            roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0.rawValue] != nil } : [.status]
-        } else {
+            roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0] != nil } : [.status]
+        case .gpiod:
             let (button, leds) = BoardSetup.specs(board)
             do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds)) } catch {
                 // Lines or a chip this machine lacks (or may not use): 78; a line another program holds: 1, and the
@@ -105,20 +94,8 @@ public struct SpeakerAssembly {
             roles = Array(leds.keys)
         }
         do throws(BoardError) {
-            return try BoardRunner(hardware: hardware, gestures: BoardSetup.gestures(board),
-                                   talkMode: TalkMode(rawValue: board.talkMode) ?? .tap, roles: roles.isEmpty ? [.status] : roles)
+            return try BoardRunner(hardware: hardware, gestures: board.gestures,
+                                   talkMode: board.talkMode, roles: roles.isEmpty ? [.status] : roles)
         } catch { throw CommandFailure(message: error.message) }
-    }
-}
-
-extension SpeakerConfiguration.SpeechSection {
-    public var voiceSettings: VoiceSettings {
-        var v = VoiceSettings()
-        v.voice = voice
-        v.rate = rate
-        v.pitch = pitch
-        v.volume = volume
-        v.leadInMS = leadInMS
-        return v
     }
 }

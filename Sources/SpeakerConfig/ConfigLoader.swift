@@ -4,6 +4,12 @@ import Platform
 import Glibc
 import Houndify
 import Audio
+import AudioCore
+import BoardCore
+import HotPhrase
+import Logging
+import SpeakerCore
+import Speech
 import TOMLKit
 
 /// Reads and validates the TOML config. Every key is known: a misspelt key is an error with a suggestion,
@@ -341,29 +347,26 @@ struct Reader {
             for key in ["input", "output"] {
                 if let v = try string(t, "audio", key) {
                     guard !v.trimmed(.whitespaces).isEmpty else { throw error("audio", key, "must name an ALSA PCM, e.g. \"default\"") }
-                    if key == "input" { config.audio.input = v } else { config.audio.output = v }
+                    if key == "input" { config.audio.capture.device = v } else { config.audio.output = v }
                 }
             }
             if let v = try integer(t, "audio", "input_rate") {
                 guard (8000...192_000).contains(v) else { throw error("audio", "input_rate", "must be 8000 to 192000 Hz, not \(v)") }
-                config.audio.inputRate = v
+                config.audio.capture.rate = v
             }
             if let v = try integer(t, "audio", "input_channels") {
                 guard (1...16).contains(v) else { throw error("audio", "input_channels", "must be 1 to 16, not \(v)") }
-                config.audio.inputChannels = v
+                config.audio.capture.channels = v
             }
             if let v = try integer(t, "audio", "input_channel") {
                 guard v >= 0 else { throw error("audio", "input_channel", "must be 0 or more, not \(v)") }
-                config.audio.inputChannel = v
+                config.audio.capture.channel = v
             }
-            if config.audio.inputChannel >= config.audio.inputChannels {
-                throw error("audio", "input_channel", "is \(config.audio.inputChannel) but only \(config.audio.inputChannels) channel(s) are captured (channels count from 0)")
+            if config.audio.capture.channel >= config.audio.capture.channels {
+                throw error("audio", "input_channel", "is \(config.audio.capture.channel) but only \(config.audio.capture.channels) channel(s) are captured (channels count from 0)")
             }
             if let v = try string(t, "audio", "input_pacing") {
-                guard let pacing = CapturePacing(rawValue: v) else {
-                    throw error("audio", "input_pacing", "must be \"auto\", \"realtime\" or \"none\", not \"\(v)\"")
-                }
-                config.audio.inputPacing = pacing
+                config.audio.capture.pacing = try choice(v, "audio", "input_pacing")
             }
             if let v = try integer(t, "audio", "volume") {
                 guard (0...100).contains(v) else { throw error("audio", "volume", "must be 0 to 100, not \(v)") }
@@ -373,26 +376,23 @@ struct Reader {
             if let value = t["earcons"] {
                 guard let table = value.table else { throw error("audio", "earcons", "must be a table, e.g. { start_listening = \"/path/start.wav\" }") }
                 for name in table.keys {
-                    guard SpeakerConfiguration.earconNames.contains(name) else {
-                        throw error("audio", "earcons", "unknown earcon \"\(name)\"; they are \(SpeakerConfiguration.earconNames.joined(separator: ", "))")
+                    guard let earcon = Earcon(rawValue: name) else {
+                        throw error("audio", "earcons", "unknown earcon \"\(name)\"; they are \(Earcon.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
                     guard let path = table[name]?.string else { throw error("audio", "earcons", "\(name) must be a file path in quotes") }
-                    if !path.isEmpty { config.audio.earcons[name] = path }
+                    if !path.isEmpty { config.audio.earcons[earcon] = path }
                 }
             }
         }
         if let t = root["speaker"]?.table {
-            if let v = try bool(t, "speaker", "speech") { config.speaker.speech = v }
+            if let v = try bool(t, "speaker", "speech") { config.speaker.machine.enableSpeech = v }
             if let v = try string(t, "speaker", "state_hook") { config.speaker.stateHook = v }
-            try readIntegers(t, "speaker", into: &config.speaker, unit: " ms", [
+            try readIntegers(t, "speaker", into: &config.speaker.machine, unit: " ms", [
                 ("recording_limit_ms", 2000...120_000, \.recordingLimitMS), ("searching_limit_ms", 2000...120_000, \.searchingLimitMS),
                 ("speaking_limit_ms", 2000...600_000, \.speakingLimitMS)])
         }
         if let t = root["listening"]?.table {
-            if let v = try string(t, "listening", "end_of_speech") {
-                guard ["short", "long", "none"].contains(v) else { throw error("listening", "end_of_speech", "must be \"short\", \"long\" or \"none\", not \"\(v)\"") }
-                config.listening.endOfSpeech = v
-            }
+            if let v = try string(t, "listening", "end_of_speech") { config.listening.mode = try choice(v, "listening", "end_of_speech") }
             try readIntegers(t, "listening", into: &config.listening, unit: " ms", [
                 ("short_silence_ms", 200...3000, \.shortSilenceMS), ("long_silence_ms", 200...5000, \.longSilenceMS),
                 ("no_speech_timeout_ms", 1000...30_000, \.noSpeechTimeoutMS), ("max_length_ms", 2000...60_000, \.maxLengthMS)])
@@ -419,20 +419,14 @@ struct Reader {
             try readIntegers(t, "speech", into: &config.speech, unit: "", [
                 ("rate", 80...450, \.rate), ("pitch", 0...100, \.pitch), ("volume", 0...200, \.volume), ("lead_in_ms", 0...1000, \.leadInMS)])
         }
-        if let t = root["logging"]?.table, let v = try string(t, "logging", "level") {
-            guard SpeakerConfiguration.logLevels.contains(v) else {
-                throw error("logging", "level", "must be one of \(SpeakerConfiguration.logLevels.joined(separator: ", ")), not \"\(v)\"")
-            }
-            config.logging.level = v
-        }
+        if let t = root["logging"]?.table, let v = try string(t, "logging", "level") { config.logging.level = try choice(v, "logging", "level") }
         return config
     }
 
     func readBoard(_ t: TOMLTable, into board: inout SpeakerConfiguration.BoardSection) throws(ConfigError) {
         let b = "board"
         if let v = try string(t, b, "driver") {
-            guard v == "gpiod" || v == "simulated" else { throw error(b, "driver", "must be \"gpiod\" or \"simulated\", not \"\(v)\"") }
-            board.driver = v
+            board.driver = try choice(v, b, "driver")
         }
         if let v = try string(t, b, "chip") {
             guard !v.isEmpty else { throw error(b, "chip", "must name a GPIO chip, e.g. \"gpiochip0\"") }
@@ -443,23 +437,25 @@ struct Reader {
         if let v = try string(t, b, "led") { board.led = v }
         if let value = t["leds"] {
             guard let leds = value.table else { throw error(b, "leds", "must be a table, e.g. { listening = \"GPIO22\", searching = \"GPIO23\", speaking = \"GPIO24\" }") }
-            var lines: [String: String] = [:]
-            for role in leds.keys {
-                guard ["listening", "searching", "speaking"].contains(role) else {
-                    throw error(b, "leds", "unknown LED \"\(role)\"; the roles are listening, searching, speaking")
+            var lines: [LEDRole: String] = [:]
+            for name in leds.keys {
+                // The status role is the single `led` key's, not one of three.
+                guard let role = LEDRole(rawValue: name), role != .status else {
+                    throw error(b, "leds", "unknown LED \"\(name)\"; the roles are listening, searching, speaking")
                 }
-                guard let line = leds[role]?.string else { throw error(b, "leds", "\(role) must be a line name or offset in quotes") }
+                guard let line = leds[name]?.string else { throw error(b, "leds", "\(name) must be a line name or offset in quotes") }
                 if !line.isEmpty { lines[role] = line }
             }
             board.leds = lines
         }
         if let v = try bool(t, b, "leds_active_low") { board.ledsActiveLow = v }
-        try readIntegers(t, b, into: &board, unit: " ms", [
-            ("debounce_ms", 0...500, \.debounceMS), ("long_press_ms", 200...10_000, \.longPressMS), ("double_press_ms", 0...2_000, \.doublePressMS)])
-        if let v = try string(t, b, "talk_mode") {
-            guard v == "tap" || v == "hold" else { throw error(b, "talk_mode", "must be \"tap\" or \"hold\", not \"\(v)\"") }
-            board.talkMode = v
+        for (key, range, path) in [("debounce_ms", 0...500, \ButtonGestures.Settings.debounce), ("long_press_ms", 200...10_000, \.longPress),
+                                   ("double_press_ms", 0...2_000, \.doublePressGap)] {
+            guard let v = try integer(t, b, key) else { continue }
+            guard range.contains(v) else { throw error(b, key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
+            board.gestures[keyPath: path] = .milliseconds(v)
         }
+        if let v = try string(t, b, "talk_mode") { board.talkMode = try choice(v, b, "talk_mode") }
         if !board.led.isEmpty && t["leds"] == nil && t["led"] != nil { board.leds = [:] }
     }
 
@@ -471,6 +467,15 @@ struct Reader {
             guard range.contains(v) else { throw error(table, key, "must be \(range.lowerBound) to \(range.upperBound)\(unit), not \(v)") }
             section[keyPath: path] = v
         }
+    }
+
+    /// A string key whose values are an enum's cases: the case, or an error listing them all.
+    func choice<Choice: RawRepresentable & CaseIterable>(_ value: String, _ table: String, _ key: String) throws(ConfigError) -> Choice
+    where Choice.RawValue == String {
+        if let chosen = Choice(rawValue: value) { return chosen }
+        let names = Choice.allCases.map { "\"\($0.rawValue)\"" }
+        let list = names.count == 2 ? names.joined(separator: " or ") : names.dropLast().joined(separator: ", ") + " or " + names.last!
+        throw error(table, key, "must be \(list), not \"\(value)\"")
     }
 
     func bool(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Bool? {

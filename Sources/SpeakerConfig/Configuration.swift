@@ -4,6 +4,12 @@ import Platform
 import Glibc
 public import Houndify
 public import Audio
+public import AudioCore
+public import BoardCore
+public import Logging
+public import SpeakerCore
+public import Speech
+public import HotPhrase
 
 /// The speaker's settings, read from TOML (config/speaker.toml documents every key).
 public struct SpeakerConfiguration: Sendable {
@@ -34,31 +40,23 @@ public struct SpeakerConfiguration: Sendable {
     }
 
     public struct AudioSection: Sendable, Equatable {
-        public var input = "default"
+        /// The microphone: `input`, `input_rate`, `input_channels`, `input_channel` and `input_pacing` (the rate asked
+        /// of the device, which may give its own and is resampled to 16 kHz; the channel used, 0-based, for
+        /// multi-microphone cards; CapturePacing in Sources/Audio/ALSACapture.swift).
+        public var capture = CaptureSettings()
         public var output = "default"
-        /// Rate asked of the microphone; the device may give its own, which is resampled to 16 kHz.
-        public var inputRate = 16_000
-        public var inputChannels = 1
-        /// The channel used (0-based), for multi-microphone cards.
-        public var inputChannel = 0
-        /// `input_pacing`: how fast the microphone's frames come (CapturePacing in Sources/Audio/ALSACapture.swift).
-        public var inputPacing: CapturePacing = .auto
         /// Output volume, 0-100.
         public var volume = 80
         /// ALSA mixer control for the volume (e.g. "Master", "Speaker", "PCM"); "" scales the samples instead.
         public var mixerControl = ""
-        /// Earcon WAVs replacing the built-in ones; "" keeps the built-in sound.
-        public var earcons: [String: String] = [:]
-    }
+        /// Earcon WAVs replacing the built-in ones; an earcon not here keeps the built-in sound.
+        public var earcons: [Earcon: String] = [:]
 
-    /// When a query ends (`[listening]`).
-    public struct ListeningSection: Sendable, Equatable {
-        /// "short" (about 0.5 s of silence ends a query), "long" (about 1.2 s) or "none".
-        public var endOfSpeech = "short"
-        public var shortSilenceMS = 500
-        public var longSilenceMS = 1200
-        public var noSpeechTimeoutMS = 5000
-        public var maxLengthMS = 12_000
+        /// `[audio] input`: the microphone's ALSA PCM.
+        public var input: String {
+            get { capture.device }
+            set { capture.device = newValue }
+        }
     }
 
     public struct ServeSection: Sendable, Equatable {
@@ -70,8 +68,7 @@ public struct SpeakerConfiguration: Sendable {
     public struct BoardSection: Sendable, Equatable {
         /// Name of the profile the values came from ("" when none).
         public var profile = ""
-        /// "gpiod" (the real lines) or "simulated" (keyboard button, LEDs drawn on the terminal).
-        public var driver = "gpiod"
+        public var driver = BoardDriver.gpiod
         /// GPIO chip: a name (`gpiochip0`), a path, a label or a number.
         public var chip = "gpiochip0"
         /// Button line: a name such as `GPIO17`, or an offset. Empty: no button.
@@ -80,50 +77,24 @@ public struct SpeakerConfiguration: Sendable {
         /// One status LED line (boards with a single LED show states as patterns on it). Empty: none.
         public var led = ""
         /// Listening, searching and speaking LED lines, for boards with three.
-        public var leds: [String: String] = ["listening": "GPIO22", "searching": "GPIO23", "speaking": "GPIO24"]
+        public var leds: [LEDRole: String] = [.listening: "GPIO22", .searching: "GPIO23", .speaking: "GPIO24"]
         public var ledsActiveLow = false
-        public var debounceMS = 30
-        public var longPressMS = 1000
-        public var doublePressMS = 400
-        public var talkMode = "tap"
-    }
-
-    /// espeak-ng's voice (`[speech]`).
-    public struct SpeechSection: Sendable, Equatable {
-        public var voice = "en-us"
-        public var rate = 175
-        public var pitch = 50
-        public var volume = 100
-        public var leadInMS = 150
+        /// `debounce_ms`, `long_press_ms`, `double_press_ms`.
+        public var gestures = ButtonGestures.Settings()
+        public var talkMode = TalkMode.tap
     }
 
     /// The speaker loop (`[speaker]`).
     public struct SpeakerSection: Sendable, Equatable {
-        /// The Hound SDK's enableSpeech (docs/houndify-protocol.md, "enableSpeech"): false shows answers in the log
-        /// instead of speaking them.
-        public var speech = true
+        /// `speech` (the Hound SDK's enableSpeech, docs/houndify-protocol.md: false shows answers in the log instead
+        /// of speaking them) and the recording, searching and speaking limits.
+        public var machine = SpeakerMachine.Settings()
         /// A command run on every state change, with HOUND_SPEAKER_STATE set.
         public var stateHook = ""
-        public var recordingLimitMS = 15_000
-        public var searchingLimitMS = 20_000
-        public var speakingLimitMS = 60_000
-    }
-
-    /// The "OK Hound" detector (`[hotphrase]`).
-    public struct HotPhraseSection: Sendable, Equatable {
-        /// Listen for the hot phrase at all (false: the button only, and the microphone is opened per query).
-        public var enabled = true
-        /// Model file; "" looks for ok-hound.hpm in /etc/hound-speaker/hotphrase, then the shipped one beside the
-        /// executable (share/hotphrase in the source tree) or in /usr/share/hound-speaker/hotphrase.
-        public var model = ""
-        /// 0 to 1: 0.5 is the model's own threshold (chosen at 0.1 false accepts per hour); higher hears more.
-        public var sensitivity = 0.5
-        /// Deaf time after a detection.
-        public var refractoryMS = 2000
     }
 
     public struct LoggingSection: Sendable, Equatable {
-        public var level = "info"
+        public var level = Logger.Level.info
     }
 
     /// The file this was read from (nil for built-in defaults).
@@ -134,9 +105,12 @@ public struct SpeakerConfiguration: Sendable {
     public var serve = ServeSection()
     public var logging = LoggingSection()
     public var board = BoardSection()
-    public var speech = SpeechSection()
-    public var listening = ListeningSection()
-    public var hotphrase = HotPhraseSection()
+    /// espeak-ng's voice (`[speech]`).
+    public var speech = VoiceSettings()
+    /// When a query ends (`[listening]`).
+    public var listening = Endpointer.Settings()
+    /// The "OK Hound" detector (`[hotphrase]`).
+    public var hotphrase = HotPhraseSettings()
     public var speaker = SpeakerSection()
     /// Things worth telling the owner that do not stop the program.
     public var warnings: [String] = []
@@ -145,11 +119,6 @@ public struct SpeakerConfiguration: Sendable {
     public var clientKeySource = "none"
 
     public init() {}
-
-    /// The earcons (start listening, stop listening, cancel, error), each a short WAV shipped in share/earcons/.
-    public static let earconNames = ["start_listening", "stop_listening", "cancel", "error"]
-
-    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
 }
 
 /// A configuration problem, located in the file where possible (`file:line: [table] key: problem`).

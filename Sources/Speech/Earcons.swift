@@ -11,11 +11,11 @@ public enum Earcons {
 
     /// Loads every earcon at 16 kHz: the override's file if config names one, else the shipped one. A missing or
     /// unreadable file is an error that names it (a speaker that beeps nothing is no better than one that fails).
-    public static func load(overrides: [String: String] = [:]) throws(SpeechError) -> [Earcon: MonoAudio] {
+    public static func load(overrides: [Earcon: String] = [:]) throws(SpeechError) -> [Earcon: MonoAudio] {
         var sounds: [Earcon: MonoAudio] = [:]
         for earcon in Earcon.allCases {
             let path: String
-            if let custom = overrides[earcon.rawValue] {
+            if let custom = overrides[earcon] {
                 path = custom
             } else if let found = ShippedFiles.locate("\(earcon.rawValue).wav", in: .earcons) {
                 path = found

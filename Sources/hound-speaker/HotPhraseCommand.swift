@@ -40,7 +40,7 @@ struct HotPhraseCommand: AsyncParsableCommand {
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch { throw CommandFailure(reading: error) }
             let chosen = threshold ?? HotPhraseDetector.threshold(sensitivity: config.hotphrase.sensitivity, model: loaded)
             let detector = HotPhraseDetector(model: loaded, threshold: chosen,
-                                             refractorySeconds: Double(config.hotphrase.refractoryMS) / 1000)
+                                             refractorySeconds: config.hotphrase.refractorySeconds)
             var count = 0
             audio.samples.withUnsafeBufferPointer { all in
                 var start = 0

@@ -21,7 +21,7 @@ struct Say: AsyncParsableCommand {
                 volume = try OutputVolume(percent: audio.volume, device: audio.output, mixerControl: audio.mixerControl)
             } catch { throw CommandFailure(message: error.description) }
             let engine: SpeechEngine
-            do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech.voiceSettings, volume: volume) } catch {
+            do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech, volume: volume) } catch {
                 throw CommandFailure(speech: error, config: context.config.path)
             }
             let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import BoardCore
 @testable import SpeakerConfig
 
 /// The repository's board/ directory, whatever the working directory.
@@ -20,9 +21,9 @@ let boardDirectory: String = {
 
     @Test func defaultsAreTheGenericBreadboard() throws {
         let board = try load("").board
-        #expect(board.driver == "gpiod" && board.chip == "gpiochip0" && board.button == "GPIO17" && board.buttonActiveLow)
-        #expect(board.leds == ["listening": "GPIO22", "searching": "GPIO23", "speaking": "GPIO24"])
-        #expect(board.led == "" && board.talkMode == "tap" && board.debounceMS == 30)
+        #expect(board.driver == .gpiod && board.chip == "gpiochip0" && board.button == "GPIO17" && board.buttonActiveLow)
+        #expect(board.leds == [.listening: "GPIO22", .searching: "GPIO23", .speaking: "GPIO24"])
+        #expect(board.led == "" && board.talkMode == .tap && board.gestures.debounce == .milliseconds(30))
     }
 
     @Test func everyShippedProfileLoads() throws {
@@ -44,12 +45,12 @@ let boardDirectory: String = {
         let config = try load("[board]\nprofile = \"respeaker-2mic\"\n")
         #expect(config.board.button == "GPIO17" && config.board.leds.isEmpty && config.board.led.isEmpty)
         let wired = try load("[board]\nprofile = \"respeaker-2mic\"\nleds = { listening = \"GPIO12\" }\n")
-        #expect(wired.board.leds == ["listening": "GPIO12"])
+        #expect(wired.board.leds == [.listening: "GPIO12"])
     }
 
     @Test func configOverridesTheProfile() throws {
         let config = try load("[board]\nprofile = \"aiy-voice-hat\"\nchip = \"gpiochip4\"\ntalk_mode = \"hold\"\n[audio]\ninput = \"hw:1\"\n")
-        #expect(config.board.chip == "gpiochip4" && config.board.button == "GPIO23" && config.board.talkMode == "hold")
+        #expect(config.board.chip == "gpiochip4" && config.board.button == "GPIO23" && config.board.talkMode == .hold)
         #expect(config.audio.input == "hw:1")
         #expect(config.audio.output == "plughw:CARD=sndrpigooglevoi,DEV=0")
     }

@@ -2,6 +2,12 @@ import Foundation
 import JSONKit
 import Testing
 import Houndify
+import HotPhrase
+import Logging
+import Audio
+import AudioCore
+import SpeakerCore
+import Speech
 @testable import SpeakerConfig
 
 let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
@@ -57,14 +63,39 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
             [audio]
             input = "plughw:CARD=seeed2micvoicec,DEV=0"
             output = "hw:0"
+            input_rate = 48000
+            input_channels = 2
+            input_channel = 1
+            input_pacing = "realtime"
+            earcons = { error = "/opt/error.wav" }
             [serve]
             port = 9000
             transcript = "hello"
+            [listening]
+            end_of_speech = "long"
+            long_silence_ms = 1500
+            [speaker]
+            speech = false
+            recording_limit_ms = 9000
+            [speech]
+            voice = "en-gb"
+            rate = 150
             [logging]
             level = "debug"
             """)
         defer { try? FileManager.default.removeItem(atPath: path) }
         let c = try ConfigLoader.load(path: path, environment: [:])
+        // The tables land in the subsystems' own settings, typed: nothing for the assembly to copy or default.
+        var capture = CaptureSettings(device: "plughw:CARD=seeed2micvoicec,DEV=0")
+        (capture.rate, capture.channels, capture.channel, capture.pacing) = (48000, 2, 1, .realTime)
+        #expect(c.audio.capture == capture && c.audio.earcons == [.error: "/opt/error.wav"])
+        var endpointer = Endpointer.Settings()
+        (endpointer.mode, endpointer.longSilenceMS) = (.long, 1500)
+        #expect(c.listening == endpointer)
+        var machine = SpeakerMachine.Settings()
+        (machine.enableSpeech, machine.recordingLimitMS) = (false, 9000)
+        #expect(c.speaker.machine == machine)
+        #expect(c.speech.voice == "en-gb" && c.speech.rate == 150 && c.speech.pitch == VoiceSettings().pitch)
         #expect(c.houndify.clientID == "AAECAwQFBgcICQoLDA0ODw==" && c.houndify.clientKey == key)
         #expect(c.houndify.endpoint == "http://127.0.0.1:9000" && c.houndify.userID == "kitchen" && c.houndify.deviceID == "pi-1")
         #expect(c.houndify.connectTimeout == 2 && c.houndify.responseTimeout == 7.5)
@@ -73,7 +104,7 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         #expect(c.houndify.requestInfo == ["InputLanguageIETFTag": "fr-FR", "Domains": ["Only": ["DomainNames": ["Weather"]]]])
         #expect(c.location == .init(latitude: 48.85, longitude: 2, accuracy: 30, timezone: "Europe/Paris"))
         #expect(c.audio.input == "plughw:CARD=seeed2micvoicec,DEV=0" && c.audio.output == "hw:0")
-        #expect(c.serve.port == 9000 && c.serve.transcript == "hello" && c.logging.level == "debug")
+        #expect(c.serve.port == 9000 && c.serve.transcript == "hello" && c.logging.level == .debug)
         let client = try c.houndifyClientConfiguration()
         #expect(client.profile.latitude == 48.85 && client.profile.timeZone == "Europe/Paris")
         #expect(client.connectTimeoutMS == 2000 && client.responseTimeoutMS == 7500 && client.audioFormat == .speex)
@@ -104,7 +135,14 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         #expect(try loadError("[houndify]\nendpoint = \"api.houndify.com\"\n")?.problem.contains("must be an http:// or https:// URL") == true)
         #expect(try loadError("[audio]\ninput = \"\"\n")?.description.contains(":2: [audio] input: must name an ALSA PCM") == true)
         #expect(try loadError("[serve]\nport = 70000\n")?.problem == "must be 0 to 65535, not 70000")
-        #expect(try loadError("[logging]\nlevel = \"loud\"\n")?.problem.hasPrefix("must be one of trace, debug") == true)
+        #expect(try loadError("[logging]\nlevel = \"loud\"\n")?.problem
+                == "must be \"trace\", \"debug\", \"info\", \"notice\", \"warning\", \"error\" or \"critical\", not \"loud\"")
+        // Every key whose values are a subsystem's enum decodes straight into it, and names all of its cases when wrong.
+        #expect(try loadError("[listening]\nend_of_speech = \"medium\"\n")?.description.hasSuffix(":2: [listening] end_of_speech: must be \"short\", \"long\" or \"none\", not \"medium\"") == true)
+        #expect(try loadError("[audio]\ninput_pacing = \"fast\"\n")?.problem == "must be \"auto\", \"realtime\" or \"none\", not \"fast\"")
+        #expect(try loadError("[board]\ntalk_mode = \"push\"\n")?.problem == "must be \"tap\" or \"hold\", not \"push\"")
+        #expect(try loadError("[board]\ndriver = \"wiringpi\"\n")?.problem == "must be \"gpiod\" or \"simulated\", not \"wiringpi\"")
+        #expect(try loadError("[board]\nleds = { status = \"GPIO5\" }\n")?.problem.hasPrefix("unknown LED \"status\"") == true)
         #expect(try loadError("[houndify]\nclient_key = \"not base64!\"\n")?.problem.contains("is not base64url text") == true)
         #expect(try loadError("[hotphrase]\nenabled = true\nsensitivity = 1.5\n")?.description.contains(":3: [hotphrase] sensitivity: must be between 0.0 and 1.0, not 1.5") == true)
         #expect(try loadError("[hotphrase]\nenabled = \"yes\"\n")?.description.contains(":2: [hotphrase] enabled:") == true)
@@ -141,7 +179,7 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         defer { try? FileManager.default.removeItem(atPath: dir) }
         try Data("[hotphrase]\nenabled = false\nmodel = \"/opt/m.hpm\"\nsensitivity = 0.7\nrefractory_ms = 1500\n".utf8).write(to: URL(fileURLWithPath: dir))
         let config = try ConfigLoader.load(path: dir, environment: [:])
-        #expect(config.hotphrase == SpeakerConfiguration.HotPhraseSection(enabled: false, model: "/opt/m.hpm", sensitivity: 0.7, refractoryMS: 1500))
+        #expect(config.hotphrase == HotPhraseSettings(enabled: false, model: "/opt/m.hpm", sensitivity: 0.7, refractoryMS: 1500))
     }
 
     @Test func invalidTOMLGivesItsLine() throws {

@@ -130,7 +130,7 @@ struct Rig {
         logger.logLevel = .critical
         var detector: HotPhraseListener? = nil
         if hotPhrase {
-            detector = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), sensitivity: 0.85)
+            detector = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), settings: HotPhraseSettings(sensitivity: 0.85))
             capture.pacing = .realTime
         } else {
             capture.pacing = .none  // the question at once: these tests are not about the microphone's pace

@@ -24,10 +24,10 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         let custom = FileManager.default.temporaryDirectory.appendingPathComponent("hs-ding-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: custom) }
         try runSox(["-n", "-r", "16000", "-c", "1", "-b", "16", custom, "synth", "0.2", "sine", "2000"])
-        let sounds = try Earcons.load(overrides: ["error": custom])
+        let sounds = try Earcons.load(overrides: [.error: custom])
         #expect(abs((sounds[.error]?.duration ?? 0) - 0.2) < 0.01)
-        #expect(throws: SpeechError.self) { try Earcons.load(overrides: ["cancel": "/nonexistent/cancel.wav"]) }
-        do { _ = try Earcons.load(overrides: ["cancel": "/nonexistent/cancel.wav"]) } catch {
+        #expect(throws: SpeechError.self) { try Earcons.load(overrides: [.cancel: "/nonexistent/cancel.wav"]) }
+        do { _ = try Earcons.load(overrides: [.cancel: "/nonexistent/cancel.wav"]) } catch {
             #expect(error.message.hasPrefix("earcon cancel: /nonexistent/cancel.wav: cannot read audio"))
         }
     }

@@ -1,0 +1,21 @@
+/// How the speaker listens for its hot phrase (`[hotphrase]` in config/speaker.toml).
+public struct HotPhraseSettings: Sendable, Equatable {
+    /// Listen for the hot phrase at all (false: the button only, and the microphone is opened per query).
+    public var enabled = true
+    /// Model file; "" looks for ok-hound.hpm in /etc/hound-speaker/hotphrase, then the shipped one beside the
+    /// executable (share/hotphrase in the source tree) or in /usr/share/hound-speaker/hotphrase.
+    public var model = ""
+    /// 0 to 1: 0.5 is the model's own threshold (chosen at 0.1 false accepts per hour); higher hears more.
+    public var sensitivity = 0.5
+    /// Deaf time after a detection, so one "OK Hound" wakes the speaker once.
+    public var refractoryMS = 2000
+
+    public init(enabled: Bool = true, model: String = "", sensitivity: Double = 0.5, refractoryMS: Int = 2000) {
+        self.enabled = enabled
+        self.model = model
+        self.sensitivity = sensitivity
+        self.refractoryMS = refractoryMS
+    }
+
+    public var refractorySeconds: Double { Double(refractoryMS) / 1000 }
+}
