@@ -29,12 +29,11 @@ struct EndpointCommand: AsyncParsableCommand {
             var endpointer = Endpointer(settings: settings, frameMS: 20)
             var decision: Endpointer.Decision? = nil
             var speechAt: Int? = nil
-            var index = 0
-            while index + 320 <= audio.samples.count, decision == nil || decision == .speechStarted {
-                let d = audio.samples[index..<index + 320].withUnsafeBufferPointer { endpointer.process($0) }
+            audio.forEachFrame(wholeOnly: true) { frame in
+                let d = endpointer.process(frame)
                 if d == .speechStarted { speechAt = endpointer.elapsedMS }
                 if let d { decision = d }
-                index += 320
+                return decision == nil || decision == .speechStarted
             }
             let ended = decision.flatMap { $0 == .speechStarted ? nil : $0 }
             let time = Double(endpointer.elapsedMS) / 1000

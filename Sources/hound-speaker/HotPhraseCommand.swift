@@ -42,20 +42,16 @@ struct HotPhraseCommand: AsyncParsableCommand {
             let detector = HotPhraseDetector(model: loaded, threshold: chosen,
                                              refractorySeconds: config.hotphrase.refractorySeconds)
             var count = 0
-            audio.samples.withUnsafeBufferPointer { all in
-                var start = 0
-                while start < all.count {
-                    let end = min(start + 320, all.count)
-                    detector.process(UnsafeBufferPointer(rebasing: all[start..<end])) { d in
-                        count += 1
-                        if json {
-                            printLine(String(cFormat: "{\"time\":%.3f,\"score\":%.6f}", d.time, d.score))
-                        } else {
-                            printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(loaded.phrase)\"" + String(cFormat: "  score %.5f", d.score))
-                        }
+            audio.forEachFrame { frame in
+                detector.process(frame) { d in
+                    count += 1
+                    if json {
+                        printLine(String(cFormat: "{\"time\":%.3f,\"score\":%.6f}", d.time, d.score))
+                    } else {
+                        printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(loaded.phrase)\"" + String(cFormat: "  score %.5f", d.score))
                     }
-                    start = end
                 }
+                return true
             }
             if !json {
                 printError("\(count) detection\(count == 1 ? "" : "s") in "

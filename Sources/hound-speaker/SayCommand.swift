@@ -25,10 +25,15 @@ struct Say: AsyncParsableCommand {
                 throw CommandFailure(speech: error, config: context.config.path)
             }
             let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))
-            // Ctrl-C stops the speech at once rather than killing the process mid-buffer.
-            let stopper = Task { await Signals.waitForTermination(); engine.stopSpeaking() }
-            defer { stopper.cancel() }
-            switch await task.result() {
+            // Ctrl-C stops the speech at once rather than killing the process mid-buffer: the signal watcher is a
+            // child of this command, cancelled once the speech ends.
+            let outcome = await withDiscardingTaskGroup { group in
+                group.addTask { await Signals.waitForTermination(); engine.stopSpeaking() }
+                let outcome = await task.result()
+                group.cancelAll()
+                return outcome
+            }
+            switch outcome {
             case .success(let result):
                 let first = await task.firstSpeechSample()
                 let latency = first.map { Int((task.requestedAt.duration(to: $0)) / .milliseconds(1)) }

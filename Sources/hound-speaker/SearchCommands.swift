@@ -55,54 +55,41 @@ struct Voice: AsyncParsableCommand {
             do throws(HoundifyError) { search = try client.startVoiceSearch(sampleRate: 16_000) } catch {
                 throw CommandFailure(message: "\(error) [\(error.code)]")
             }
-            let feeder = Task { await Self.feed(audio, to: search, realTime: !fast) }
-            var lastPartial = ""
-            for await event in search.events {
-                switch event {
-                case .partialTranscript(let partial):
-                    if json {
-                        printLine(partial.json.asciiJSON())
-                    } else if partial.partialTranscript != lastPartial {
-                        lastPartial = partial.partialTranscript
-                        printError("… \(partial.partialTranscript)")
-                    }
-                case .audioEnded(let reason):
-                    context.logger.debug("audio ended: \(reason.rawValue)")
-                case .result(let response):
-                    if json {
-                        printLine(String(decoding: response.raw, as: UTF8.self))
-                    } else {
-                        if let transcript = response.transcript { printError("heard: \(transcript)") }
-                        printLine(try spokenAnswer(response))
-                    }
-                case .failed:
-                    break
+            // The recording is fed while the answers are read: two children of one group, so neither outlives the
+            // command.
+            try await withThrowingDiscardingTaskGroup { group in
+                group.addTask {
+                    if await audio.feed(realTime: !fast, { search.write($0) }) { search.finish() }
                 }
+                var lastPartial = ""
+                for await event in search.events {
+                    switch event {
+                    case .partialTranscript(let partial):
+                        if json {
+                            printLine(partial.json.asciiJSON())
+                        } else if partial.partialTranscript != lastPartial {
+                            lastPartial = partial.partialTranscript
+                            printError("… \(partial.partialTranscript)")
+                        }
+                    case .audioEnded(let reason):
+                        context.logger.debug("audio ended: \(reason.rawValue)")
+                    case .result(let response):
+                        if json {
+                            printLine(String(decoding: response.raw, as: UTF8.self))
+                        } else {
+                            if let transcript = response.transcript { printError("heard: \(transcript)") }
+                            printLine(try spokenAnswer(response))
+                        }
+                    case .failed:
+                        break
+                    }
+                }
+                group.cancelAll()
             }
-            feeder.cancel()
             do throws(HoundifyError) { _ = try await search.response() } catch {
                 throw CommandFailure(message: "\(error) [\(error.code)]")
             }
         }
-    }
-
-    /// Sends 20 ms frames, paced by the clock unless `realTime` is false; stops when the search wants no more.
-    static func feed(_ audio: MonoAudio, to search: VoiceSearch, realTime: Bool) async {
-        let frame = audio.sampleRate / 50
-        let clock = ContinuousClock()
-        let start = clock.now
-        var index = 0
-        while index < audio.samples.count {
-            if Task.isCancelled { return }
-            let end = min(index + frame, audio.samples.count)
-            let accepted = audio.samples[index..<end].withUnsafeBufferPointer { search.write($0) }
-            if !accepted { return }
-            index = end
-            if realTime {
-                try? await clock.sleep(until: start + .milliseconds(index * 1000 / audio.sampleRate))
-            }
-        }
-        search.finish()
     }
 }
 

@@ -25,10 +25,9 @@ func trueEndMS(_ samples: [Int16]) -> Int {
 func endpoint(_ samples: [Int16], settings: Endpointer.Settings = .init()) -> [(Endpointer.Decision, Int)] {
     var e = Endpointer(settings: settings, frameMS: 20)
     var out: [(Endpointer.Decision, Int)] = []
-    var i = 0
-    while i + 320 <= samples.count {
-        if let d = samples[i..<i + 320].withUnsafeBufferPointer({ e.process($0) }) { out.append((d, e.elapsedMS)) }
-        i += 320
+    MonoAudio(samples: samples, sampleRate: 16_000).forEachFrame(wholeOnly: true) { frame in
+        if let d = e.process(frame) { out.append((d, e.elapsedMS)) }
+        return true
     }
     return out
 }

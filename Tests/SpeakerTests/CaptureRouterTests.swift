@@ -10,13 +10,7 @@ import SpeakerApp
 /// The router with the real detector and the demo's "OK Hound" recording, fed in 20 ms frames.
 @Suite struct CaptureRouterHotPhraseTests {
     func feed(_ router: CaptureRouter, _ samples: [Int16]) {
-        samples.withUnsafeBufferPointer { all in
-            var i = 0
-            while i + 320 <= all.count {
-                router.frame(UnsafeBufferPointer(rebasing: all[i..<(i + 320)]))
-                i += 320
-            }
-        }
+        MonoAudio(samples: samples, sampleRate: 16_000).forEachFrame(wholeOnly: true) { router.frame($0); return true }
     }
 
     func hotPhrases(listening: Bool) throws -> Int {
