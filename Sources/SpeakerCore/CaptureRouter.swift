@@ -84,11 +84,11 @@ final class CaptureRouter: Sendable {
             r.ring.append(samples)
             var decision: Endpointer.Decision? = nil
             if let search = r.search {
-                if !search.write(samples) {
-                    r.search = nil  // the upload has ended (SafeToStopAudio, the answer): stop feeding it
-                }
+                // Fed until the loop detaches it (the machine's endAudio or cancelSearch), even once refused or
+                // once the endpointer has decided: whether the upload has ended is the machine's to say, and a
+                // refused frame costs nothing. The endpointer says nothing after its one final decision.
+                _ = search.write(samples)
                 decision = r.endpointer?.process(samples)
-                if let d = decision, d != .speechStarted { r.search = nil; r.endpointer = nil }
             }
             let hot = r.search == nil && r.listenForHotPhrase && detector?.process(samples) == true
             return (decision, r.searchID, hot)

@@ -37,7 +37,9 @@ public enum SearchEvent: Sendable, Equatable {
 /// One voice search under way: audio in (from the capture thread), events out.
 public protocol VoiceSearchSession: AnyObject, Sendable {
     var events: AsyncStream<SearchEvent> { get }
-    /// Queues audio for the upload; false once the upload has ended (stop feeding it).
+    /// Queues audio for the upload; false (and nothing queued) once the upload has ended. The session then tells
+    /// why through `events` (SafeToStopAudio, the answer, a failure), and the loop's `endAudio` stops the feeding:
+    /// the state machine alone decides that the upload has ended.
     func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool
     /// Ends the upload; the search goes on to its answer.
     func finish()

@@ -70,7 +70,7 @@ public final class ManualClock: LoopClock {
 public final class FakeSearchSession: VoiceSearchSession {
     public let events: AsyncStream<SearchEvent>
     private let continuation: AsyncStream<SearchEvent>.Continuation
-    private let state = Mutex<(samples: [Int16], finished: Bool, cancelled: Bool, accepting: Bool, firstAudio: ContinuousClock.Instant?)>(([], false, false, true, nil))
+    private let state = Mutex<(samples: [Int16], finished: Bool, cancelled: Bool, accepting: Bool, firstAudio: ContinuousClock.Instant?, refused: Int)>(([], false, false, true, nil, 0))
     private let clock: ManualClock
     public let afterHotPhrase: Bool
 
@@ -84,7 +84,10 @@ public final class FakeSearchSession: VoiceSearchSession {
 
     public func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool {
         state.withLock { s in
-            guard s.accepting else { return false }
+            guard s.accepting else {
+                s.refused += 1
+                return false
+            }
             if s.firstAudio == nil { s.firstAudio = clock.now }
             s.samples += samples
             return true
@@ -104,6 +107,8 @@ public final class FakeSearchSession: VoiceSearchSession {
     public var firstAudioSent: ContinuousClock.Instant? { state.withLock { $0.firstAudio } }
     public var uploaded: [Int16] { state.withLock { $0.samples } }
     public var isFinished: Bool { state.withLock { $0.finished } }
+    /// Frames offered after the upload ended (and not taken).
+    public var refusedWrites: Int { state.withLock { $0.refused } }
     public var isCancelled: Bool { state.withLock { $0.cancelled } }
 }
 

@@ -100,6 +100,28 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// Whether the upload has ended is the machine's alone to say: a session that stops taking audio has not ended
+    /// the question until it says why (here SafeToStopAudio), and then the loop finishes the upload and closes the
+    /// microphone once.
+    @Test func aRefusedFrameDoesNotEndTheQuestionOnlyTheMachineDoes() async throws {
+        let rig = await LoopRig()
+        await rig.send(.talk, expecting: .listening)
+        let session = try #require(rig.search.latest)
+        rig.microphone.speak(frames: 10)
+        session.stopAccepting()
+        rig.microphone.speak(frames: 10)
+        let mark = rig.recorder.count
+        rig.microphone.speak(frames: 5)
+        #expect(rig.microphone.openStreams == 1 && !session.isFinished)
+        // Still offered every frame (the router does not decide on its own), none of them taken.
+        #expect(session.uploaded.count == 10 * 320 && session.refusedWrites == 15)
+        session.send(.safeToStopAudio)
+        #expect(await rig.saw(.leds(.searching), after: mark))
+        #expect(session.isFinished && !session.isCancelled && rig.microphone.openStreams == 0)
+        await rig.stop()
+        #expect(rig.states == [.ready, .recording, .searching, .none])
+    }
+
     @Test func eachBusyStateHasAWatchdog() async {
         var settings = SpeakerLoopSettings()
         settings.machine.recordingLimitMS = 15_000
