@@ -119,7 +119,7 @@ let package = Package(
                 swiftSettings: strict),
 
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Audio"], path: "Tests/TestSupport", swiftSettings: strict),
         // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
         .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
@@ -141,7 +141,7 @@ let package = Package(
                     exclude: ["Fixtures"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: [], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["Audio"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -38,15 +38,7 @@ public struct Demo {
         defer { try? FileManager.default.removeItem(atPath: work) }
         try audio.samples.withUnsafeBytes { try Data($0).write(to: URL(fileURLWithPath: "\(work)/mic.raw")) }
         // The system's ALSA configuration plus a microphone that plays the recording.
-        try Data("""
-            pcm.demo_microphone { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(work)/mic.raw"
-             format "raw" }
-            """.utf8).write(to: URL(fileURLWithPath: "\(work)/asoundrc"))
-        let system = ProcessInfo.processInfo.environment["ALSA_CONFIG_PATH"] ?? "/usr/share/alsa/alsa.conf"
-        setenv("ALSA_CONFIG_PATH", "\(system):\(work)/asoundrc", 1)
+        try FileDevice.install([.microphone("demo_microphone", reads: "\(work)/mic.raw")], asoundrc: "\(work)/asoundrc")
 
         LoggingBootstrap.once(level: .warning)
         var logger = Logger(label: "demo")

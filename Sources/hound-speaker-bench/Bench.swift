@@ -19,23 +19,8 @@ struct Bench {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hs-bench-\(getpid())").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        try Data("""
-            pcm.bench_out { type file
-             slave.pcm "null"
-             file "/dev/null"
-             format "raw" }
-            pcm.bench_mic { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(directory)/mic.raw"
-             format "raw" }
-            pcm.bench_in { type file
-             slave.pcm "null"
-             file "/dev/null"
-             infile "\(directory)/in.raw"
-             format "raw" }
-            """.utf8).write(to: URL(fileURLWithPath: "\(directory)/asoundrc"))
-        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(directory)/asoundrc", 1)
+        try FileDevice.install([.speaker("bench_out", writes: "/dev/null"), .microphone("bench_mic", reads: "\(directory)/mic.raw"),
+                                .microphone("bench_in", reads: "\(directory)/in.raw")], asoundrc: "\(directory)/asoundrc")
         switch args.first {
         case "capture": try capture(minutes: Double(args.dropFirst().first ?? "") ?? 5, directory: directory)
         case "speech": try await speech(runs: Int(args.dropFirst().first ?? "") ?? 20)

@@ -1,3 +1,4 @@
+import Audio
 import Foundation
 
 /// What `hound-speaker run` needs to run whole without hardware: a directory with a recording played by an ALSA
@@ -82,15 +83,5 @@ final class OutputWatcher {
 
 /// An asoundrc defining `mic` (an ALSA `file` PCM playing `input`, raw 16-bit) and `speaker` (writing `output`).
 func writeFileDevices(to asoundrc: String, mic: String, input: String, speaker: String, output: String) throws {
-    try Data("""
-        pcm.\(mic) { type file
-         slave.pcm "null"
-         file "/dev/null"
-         infile "\(input)"
-         format "raw" }
-        pcm.\(speaker) { type file
-         slave.pcm "null"
-         file "\(output)"
-         format "raw" }
-        """.utf8).write(to: URL(fileURLWithPath: asoundrc))
+    try FileDevice.write([.microphone(mic, reads: input), .speaker(speaker, writes: output)], to: asoundrc)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Audio
 
 /// One ALSA configuration for the whole test process (every test target runs in it, and libasound reads its
 /// configuration per process): the system's, plus `file` PCMs over the null PCM, so no sound card is needed.
@@ -7,33 +8,12 @@ public enum TestALSA {
     public static let directory: String = {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alsa-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        var conf = ""
-        for name in playbackDevices {
-            conf += """
-                pcm.\(name) {
-                    type file
-                    slave.pcm "null"
-                    file "\(dir)/\(name).raw"
-                    format "raw"
-                }
-
-                """
-        }
-        for name in captureDevices {
-            conf += """
-                pcm.\(name) {
-                    type file
-                    slave.pcm "null"
-                    file "/dev/null"
-                    infile "\(dir)/\(name).raw"
-                    format "raw"
-                }
-
-                """
-        }
-        try? Data(conf.utf8).write(to: URL(fileURLWithPath: "\(dir)/asoundrc"))
         try? Data(lateSpeaker(present: false, dir: dir).utf8).write(to: URL(fileURLWithPath: "\(dir)/late-speaker.conf"))
-        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf:\(dir)/asoundrc:\(dir)/late-speaker.conf", 1)
+        // The system's configuration only (not whatever the environment had), then these devices.
+        setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf", 1)
+        try? FileDevice.install(playbackDevices.map { .speaker($0, writes: "\(dir)/\($0).raw") }
+                                    + captureDevices.map { .microphone($0, reads: "\(dir)/\($0).raw") },
+                                asoundrc: "\(dir)/asoundrc", alsoRead: ["\(dir)/late-speaker.conf"])
         return dir
     }()
 
