@@ -72,8 +72,10 @@ let package = Package(
         .target(name: "JSONKit", swiftSettings: strict),
         // The speaker's behaviour with no C and no drivers: the state machine, the loop, the capture router, the
         // ports it drives and the activity it reports. SpeakerApp plugs the real drivers in; the test kit, fakes.
+        // Kitchen timers: the list, what each command does to it, when the next is due (pure; time passed in).
+        .target(name: "Timers", dependencies: ["JSONKit"], swiftSettings: strict),
         .target(name: "SpeakerCore",
-                dependencies: ["AudioCore", "BoardCore", "JSONKit", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["AudioCore", "BoardCore", "JSONKit", "Timers", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
@@ -139,6 +141,7 @@ let package = Package(
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["Audio"], swiftSettings: strict),

@@ -1,0 +1,361 @@
+public import JSONKit
+
+/// Wall-clock time in seconds since 1970 (UTC). Timers are kept in it, not in the monotonic clock, so that they
+/// survive a restart or a power cut: a timer set before is due at the same moment after.
+public typealias WallTime = Double
+
+/// A kitchen timer the speaker keeps itself (Houndify leaves timers to the client: docs/houndify-protocol.md,
+/// "Timers").
+public struct SpeakerTimer: Sendable, Equatable {
+    public enum Status: Sendable, Equatable {
+        case running(endsAt: WallTime)
+        case paused(remaining: Double)
+        /// Rang at `since` and has not been stopped.
+        case ringing(since: WallTime)
+    }
+
+    public var id: Int
+    /// What the person called it ("pasta"); "" for an unnamed timer.
+    public var name: String
+    /// The length it was set for, in seconds (what "reset" goes back to).
+    public var seconds: Int
+    public var status: Status
+
+    public init(id: Int, name: String, seconds: Int, status: Status) {
+        self.id = id
+        self.name = name
+        self.seconds = seconds
+        self.status = status
+    }
+
+    /// Seconds left at `now` (0 once due or ringing).
+    public func remaining(at now: WallTime) -> Double {
+        switch status {
+        case .running(let end): max(0, end - now)
+        case .paused(let left): left
+        case .ringing: 0
+        }
+    }
+
+    public var isRunning: Bool { if case .running = status { true } else { false } }
+    public var isRinging: Bool { if case .ringing = status { true } else { false } }
+
+    /// "the pasta timer", or "the 10 minute timer" for one without a name.
+    public var spokenName: String {
+        name.isEmpty ? "the \(SpokenDuration.adjective(seconds)) timer" : "the \(name) timer"
+    }
+}
+
+/// Which timers a command means.
+public enum TimerSelection: Sendable, Equatable {
+    /// "the timer": the one there is, or, among several, the one that is ringing, else the one due soonest.
+    case the
+    case named(String)
+    /// "the 10 minute timer": by the length it was set for.
+    case length(seconds: Int)
+    case all
+}
+
+/// What a person can ask of the timers (Houndify's TimerCommand kinds, as the speaker carries them out).
+public enum TimerAction: Sendable, Equatable {
+    case set(seconds: Int, name: String)
+    case cancel(TimerSelection)
+    /// "how much time is left"
+    case timeLeft(TimerSelection)
+    case addTime(seconds: Int, TimerSelection)
+    case pause(TimerSelection)
+    case resume(TimerSelection)
+    /// Back to the length it was set for, running.
+    case reset(TimerSelection)
+}
+
+/// What happened to one timer, for the activity stream and the log.
+public struct TimerChange: Sendable, Equatable {
+    public enum Kind: String, Sendable, CaseIterable {
+        case set, cancelled, paused, resumed, extended, reset, ringing, stopped, missed
+    }
+    public var kind: Kind
+    public var timer: SpeakerTimer
+
+    public init(_ kind: Kind, _ timer: SpeakerTimer) {
+        self.kind = kind
+        self.timer = timer
+    }
+}
+
+/// The result of carrying out one action: whether it did what was asked, what the speaker says about it, and
+/// the timers it changed.
+public struct TimerOutcome: Sendable, Equatable {
+    public var succeeded: Bool
+    public var sentence: String
+    public var changes: [TimerChange]
+
+    public init(succeeded: Bool, sentence: String, changes: [TimerChange] = []) {
+        self.succeeded = succeeded
+        self.sentence = sentence
+        self.changes = changes
+    }
+}
+
+/// The speaker's timers: what they are, what each command does to them, when the next one is due. Pure: the
+/// time is passed in, so a 10-minute timer is tested in microseconds; the loop schedules, rings and saves.
+public struct TimerBook: Sendable, Equatable {
+    public private(set) var timers: [SpeakerTimer] = []
+    private var nextID = 1
+    /// A timer set for longer than this is refused (a day: a longer wait is an alarm's job).
+    public static let longestSeconds = 24 * 3600
+    /// A timer that rang while the speaker was off is still rung if it fell due at most this long ago; an older
+    /// one is reported as missed (a pasta timer from last night must not ring at breakfast).
+    public static let stillWorthRinging: Double = 15 * 60
+
+    public init(timers: [SpeakerTimer] = []) {
+        self.timers = timers
+        nextID = (timers.map(\.id).max() ?? 0) + 1
+    }
+
+    public var ringing: [SpeakerTimer] { timers.filter(\.isRinging) }
+    public var anyRunning: Bool { timers.contains(where: \.isRunning) }
+
+    /// When the next running timer is due.
+    public var nextDeadline: WallTime? {
+        timers.compactMap { if case .running(let end) = $0.status { end } else { nil } }.min()
+    }
+
+    /// Carries out `action` at `now`.
+    public mutating func apply(_ action: TimerAction, now: WallTime) -> TimerOutcome {
+        switch action {
+        case .set(let seconds, let name):
+            guard seconds > 0 else { return TimerOutcome(succeeded: false, sentence: "How long should the timer be?") }
+            guard seconds <= Self.longestSeconds else {
+                return TimerOutcome(succeeded: false, sentence: "I can only set timers of up to 24 hours.")
+            }
+            let label = Self.cleanName(name)
+            if !label.isEmpty, timers.contains(where: { $0.name == label }) {
+                return TimerOutcome(succeeded: false, sentence: "There's already a \(label) timer.")
+            }
+            let timer = SpeakerTimer(id: nextID, name: label, seconds: seconds, status: .running(endsAt: now + Double(seconds)))
+            nextID += 1
+            timers.append(timer)
+            let what = label.isEmpty ? "Timer" : "\(label.prefix(1).uppercased())\(label.dropFirst()) timer"
+            return TimerOutcome(succeeded: true, sentence: "\(what) set for \(SpokenDuration.words(seconds)).", changes: [TimerChange(.set, timer)])
+
+        case .cancel(let selection):
+            let chosen = select(selection, now: now)
+            guard case .found(let found) = chosen else { return chosen.failure(doing: "cancel", in: self) }
+            timers.removeAll { t in found.contains { $0.id == t.id } }
+            let sentence = found.count == 1 ? "\(Self.capitalised(found[0].spokenName)) is cancelled." : "All \(found.count) timers are cancelled."
+            return TimerOutcome(succeeded: true, sentence: sentence, changes: found.map { TimerChange($0.isRinging ? .stopped : .cancelled, $0) })
+
+        case .timeLeft(let selection):
+            let chosen = select(selection == .the && timers.count > 1 ? .all : selection, now: now)
+            guard case .found(let found) = chosen else { return chosen.failure(doing: "check", in: self) }
+            let parts = found.map { timer -> String in
+                switch timer.status {
+                case .ringing: return "\(timer.spokenName) is ringing"
+                case .paused(let left): return "\(timer.spokenName) is paused with \(SpokenDuration.words(Int(left.rounded(.up)))) left"
+                case .running: return "\(SpokenDuration.words(Int(timer.remaining(at: now).rounded(.up)))) left on \(timer.spokenName)"
+                }
+            }
+            let sentence = (found.count > 1 ? "You have \(found.count) timers: " : "") + Self.list(parts) + "."
+            return TimerOutcome(succeeded: true, sentence: Self.capitalised(sentence))
+
+        case .addTime(let seconds, let selection):
+            let chosen = select(selection, now: now)
+            guard case .found(let found) = chosen, seconds > 0 else {
+                return seconds > 0 ? chosen.failure(doing: "change", in: self) : TimerOutcome(succeeded: false, sentence: "How much time should I add?")
+            }
+            var changes: [TimerChange] = []
+            for timer in found {
+                guard let index = timers.firstIndex(where: { $0.id == timer.id }) else { continue }
+                switch timers[index].status {
+                case .running(let end): timers[index].status = .running(endsAt: end + Double(seconds))
+                case .paused(let left): timers[index].status = .paused(remaining: left + Double(seconds))
+                case .ringing: timers[index].status = .running(endsAt: now + Double(seconds))
+                }
+                changes.append(TimerChange(.extended, timers[index]))
+            }
+            let left = changes.count == 1 ? ": \(SpokenDuration.words(Int(changes[0].timer.remaining(at: now).rounded(.up)))) left" : ""
+            return TimerOutcome(succeeded: true, sentence: "Added \(SpokenDuration.words(seconds))\(left).", changes: changes)
+
+        case .pause(let selection):
+            return change(selection, now: now, doing: "pause", kind: .paused, past: "paused") { timer in
+                guard case .running(let end) = timer.status else { return nil }
+                return .paused(remaining: max(0, end - now))
+            }
+
+        case .resume(let selection):
+            return change(selection, now: now, doing: "resume", kind: .resumed, past: "running again") { timer in
+                guard case .paused(let left) = timer.status else { return nil }
+                return .running(endsAt: now + left)
+            }
+
+        case .reset(let selection):
+            return change(selection, now: now, doing: "reset", kind: .reset, past: "restarted") { timer in
+                .running(endsAt: now + Double(timer.seconds))
+            }
+        }
+    }
+
+    /// Running timers due by `now` start ringing; they are returned (each once). Timers that fell due long before
+    /// `now` (the speaker was off) are removed and returned as missed instead.
+    public mutating func due(now: WallTime) -> [TimerChange] {
+        var changes: [TimerChange] = []
+        for index in timers.indices {
+            guard case .running(let end) = timers[index].status, end <= now else { continue }
+            if now - end > Self.stillWorthRinging {
+                changes.append(TimerChange(.missed, timers[index]))
+            } else {
+                timers[index].status = .ringing(since: end)
+                changes.append(TimerChange(.ringing, timers[index]))
+            }
+        }
+        let missed = Set(changes.filter { $0.kind == .missed }.map(\.timer.id))
+        timers.removeAll { missed.contains($0.id) }
+        return changes
+    }
+
+    /// The ringing timers are done: removed, and returned.
+    public mutating func stopRinging() -> [TimerChange] {
+        let stopped = ringing
+        timers.removeAll(where: \.isRinging)
+        return stopped.map { TimerChange(.stopped, $0) }
+    }
+
+    // MARK: Choosing timers
+
+    enum Choice {
+        case found([SpeakerTimer])
+        case none
+        case noMatch(String)
+        /// Several match and the command needs one.
+        case ambiguous([SpeakerTimer])
+
+        func failure(doing verb: String, in book: TimerBook) -> TimerOutcome {
+            switch self {
+            case .found: TimerOutcome(succeeded: true, sentence: "")
+            case .none: TimerOutcome(succeeded: false, sentence: "There's no timer to \(verb).")
+            case .noMatch(let what): TimerOutcome(succeeded: false, sentence: "There's no \(what) timer.")
+            case .ambiguous(let timers):
+                TimerOutcome(succeeded: false, sentence: "You have \(timers.count) timers: \(TimerBook.list(timers.map(\.spokenName))). Which one?")
+            }
+        }
+    }
+
+    func select(_ selection: TimerSelection, now: WallTime) -> Choice {
+        guard !timers.isEmpty else { return .none }
+        switch selection {
+        case .all:
+            return .found(timers)
+        case .named(let name):
+            let wanted = Self.cleanName(name)
+            let found = timers.filter { $0.name == wanted }
+            return found.isEmpty ? .noMatch(wanted) : .found(found)
+        case .length(let seconds):
+            let found = timers.filter { $0.seconds == seconds }
+            if found.isEmpty { return .noMatch(SpokenDuration.adjective(seconds)) }
+            return found.count == 1 ? .found(found) : .ambiguous(found)
+        case .the:
+            if timers.count == 1 { return .found(timers) }
+            let ringing = self.ringing
+            if !ringing.isEmpty { return .found(ringing) }
+            return .ambiguous(timers)
+        }
+    }
+
+    private mutating func change(_ selection: TimerSelection, now: WallTime, doing verb: String, kind: TimerChange.Kind, past: String,
+                                 _ next: (SpeakerTimer) -> SpeakerTimer.Status?) -> TimerOutcome {
+        let chosen = select(selection, now: now)
+        guard case .found(let found) = chosen else { return chosen.failure(doing: verb, in: self) }
+        var changes: [TimerChange] = []
+        for timer in found {
+            guard let index = timers.firstIndex(where: { $0.id == timer.id }), let status = next(timers[index]) else { continue }
+            timers[index].status = status
+            changes.append(TimerChange(kind, timers[index]))
+        }
+        guard !changes.isEmpty else {
+            let state = verb == "resume" ? "isn't paused" : verb == "pause" ? "isn't running" : "can't be changed"
+            return TimerOutcome(succeeded: false, sentence: "\(Self.capitalised(found.count == 1 ? found[0].spokenName : "the timer")) \(state).")
+        }
+        let subject = changes.count == 1 ? Self.capitalised(changes[0].timer.spokenName) + " is" : "\(changes.count) timers are"
+        return TimerOutcome(succeeded: true, sentence: "\(subject) \(past).", changes: changes)
+    }
+
+    // MARK: Words
+
+    static func cleanName(_ name: String) -> String {
+        var words = name.lowercased().split(whereSeparator: \.isWhitespace).map(String.init)
+        if words.last == "timer" { words.removeLast() }
+        if words.first == "the" || words.first == "a" { words.removeFirst() }
+        return words.joined(separator: " ")
+    }
+
+    static func capitalised(_ text: String) -> String { text.prefix(1).uppercased() + text.dropFirst() }
+
+    static func list(_ items: [String]) -> String {
+        switch items.count {
+        case 0: ""
+        case 1: items[0]
+        default: items.dropLast().joined(separator: ", ") + " and " + items.last!
+        }
+    }
+}
+
+/// Durations as the speaker says them.
+public enum SpokenDuration {
+    /// "1 hour, 5 minutes and 30 seconds"; "10 minutes".
+    public static func words(_ seconds: Int) -> String {
+        let s = max(0, seconds)
+        let parts = [(s / 3600, "hour"), ((s % 3600) / 60, "minute"), (s % 60, "second")]
+            .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)\($0.0 == 1 ? "" : "s")" }
+        return parts.isEmpty ? "0 seconds" : TimerBook.list(parts)
+    }
+
+    /// "10 minute", "1 hour 30 minute": the form before "timer".
+    public static func adjective(_ seconds: Int) -> String {
+        let parts = [(seconds / 3600, "hour"), ((seconds % 3600) / 60, "minute"), (seconds % 60, "second")]
+            .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
+        return parts.isEmpty ? "0 second" : parts.joined(separator: " ")
+    }
+}
+
+// MARK: Saving
+
+extension TimerBook {
+    /// The timers as saved in the state directory (`timers.json`).
+    public var json: JSONValue {
+        .object(["version": 1, "timers": .array(timers.map { timer in
+            var object: [String: JSONValue] = ["id": .int(Int64(timer.id)), "name": .string(timer.name), "seconds": .int(Int64(timer.seconds))]
+            switch timer.status {
+            case .running(let end): object["endsAt"] = .double(end)
+            case .paused(let left): object["pausedRemaining"] = .double(left)
+            case .ringing(let since): object["ringingSince"] = .double(since)
+            }
+            return .object(object)
+        })])
+    }
+
+    /// Reads what `json` wrote; a timer that does not make sense is left out, never fatal.
+    public init(json: JSONValue) throws(TimerFileError) {
+        guard json["version"]?.int64Value == 1, let items = json["timers"]?.arrayValue else {
+            throw TimerFileError(problem: "not a timers file of version 1")
+        }
+        var timers: [SpeakerTimer] = []
+        for item in items {
+            guard let id = item["id"]?.int64Value, let seconds = item["seconds"]?.int64Value, seconds > 0,
+                  let name = item["name"]?.stringValue else { continue }
+            let status: SpeakerTimer.Status
+            if let end = item["endsAt"]?.doubleValue, end.isFinite { status = .running(endsAt: end) }
+            else if let left = item["pausedRemaining"]?.doubleValue, left.isFinite, left >= 0 { status = .paused(remaining: left) }
+            else if let since = item["ringingSince"]?.doubleValue, since.isFinite { status = .ringing(since: since) }
+            else { continue }
+            timers.append(SpeakerTimer(id: Int(id), name: name, seconds: Int(seconds), status: status))
+        }
+        self.init(timers: timers)
+    }
+}
+
+public struct TimerFileError: Error, Equatable, CustomStringConvertible {
+    public var problem: String
+    public init(problem: String) { self.problem = problem }
+    public var description: String { problem }
+}
