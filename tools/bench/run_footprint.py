@@ -13,7 +13,7 @@ With --hotphrase the speaker listens for "OK Hound" all the time: the microphone
 sound card would deliver it) plays the demo's "OK Hound, what time is it" once, then room tone; one query is
 woken by the phrase, then the CPU is read while the detector listens to the room for IDLE seconds.
 """
-import argparse, json, os, subprocess, tempfile, time
+import sys, argparse, json, os, subprocess, tempfile, time
 
 ID = "AAECAwQFBgcICQoLDA0ODw=="
 KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
@@ -38,8 +38,15 @@ def main():
     ap.add_argument("--hotphrase", action="store_true")
     ap.add_argument("--smaps", action="store_true", help="also list the mappings holding the most resident memory")
     ap.add_argument("--binary", help="the hound-speaker to measure (default: swift build -c release's)")
+    ap.add_argument("--service", help="the local Houndify-compatible service (default: houndify-local beside the binary, "
+                    "else the debug build's)")
     args = ap.parse_args()
     binary = args.binary or os.path.join(subprocess.check_output(["swift", "build", "-c", "release", "--show-bin-path"], text=True).strip(), "hound-speaker")
+    # The Pi's build (deploy/build-release) has no service beside it: the speaker never runs one.
+    service = args.service or next((p for p in (os.path.join(os.path.dirname(binary), "houndify-local"), ".build/debug/houndify-local")
+                                    if os.path.exists(p)), None)
+    if not service:
+        sys.exit("run_footprint: no houndify-local beside the binary or in .build/debug: swift build --product houndify-local, or --service")
     root = os.getcwd()
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["espeak-ng", "-w", f"{tmp}/q.wav", "what time is it"], check=True)
@@ -56,7 +63,7 @@ def main():
                    ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board",
                    # A binary copied out of the tree finds the shipped files here.
                    HOUND_SPEAKER_EARCON_PATH=f"{root}/share/earcons", HOUND_SPEAKER_HOTPHRASE_PATH=f"{root}/share/hotphrase")
-        serve = subprocess.Popen([binary, "serve", "--port", "0", "--config", "config/speaker.toml"], env=env,
+        serve = subprocess.Popen([service, "--port", "0", "--config", "config/speaker.toml"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = serve.stdout.readline().strip().removeprefix("listening on ")
         open(f"{tmp}/speaker.toml", "w").write(
