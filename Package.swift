@@ -100,7 +100,7 @@ let package = Package(
         // What the commands share, between the subsystems and the argument parsers: the config and logging
         // context, errors as exit codes, signals, the local service as a program of its own.
         .target(name: "SpeakerApp",
-                dependencies: ["SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase",
+                dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase",
                                "Platform", "Systemd", "CShims", "CGPIOD", "CALSA", "CEspeakNG", "CCurl",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -123,7 +123,7 @@ let package = Package(
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
         .target(name: "TestSupport", dependencies: ["Audio"], path: "Tests/TestSupport", swiftSettings: strict),
         // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
-        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", .product(name: "Logging", package: "swift-log")],
+        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "Timers", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "CGPIOD", "JSONKit", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
                                                         "Speech", "Board", "TestSupport"], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

@@ -5,6 +5,7 @@
 #   stop_listening   the same two notes falling (it has stopped listening)
 #   cancel           one short low note
 #   error            two low buzzing pulses
+#   timer            a timer going off: four bright beeps and a pause (played again and again until stopped)
 set -euo pipefail
 out="$(cd "$(dirname "$0")/.." && pwd)/share/earcons"
 mkdir -p "$out"
@@ -18,4 +19,8 @@ tone "$out/cancel.wav" 0.12 440 0.3
 sox -n "${fmt[@]}" "$tmp/buzz.wav" synth 0.12 square 220 fade q 0.005 0.12 0.02 vol 0.15
 sox -n "${fmt[@]}" "$tmp/gap.wav" trim 0 0.06
 sox "$tmp/buzz.wav" "$tmp/gap.wav" "$tmp/buzz.wav" "$out/error.wav"
+tone "$tmp/beep.wav" 0.1 1760 0.4
+sox -n "${fmt[@]}" "$tmp/short.wav" trim 0 0.1
+sox -n "${fmt[@]}" "$tmp/pause.wav" trim 0 0.6
+sox "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/pause.wav" "$out/timer.wav"
 ls -l "$out"

@@ -31,4 +31,6 @@ public enum Earcon: String, Sendable, CaseIterable {
     case stopListening = "stop_listening"
     case cancel
     case error
+    /// A timer going off, played again and again until it is stopped.
+    case timer
 }

@@ -2,6 +2,10 @@
 /// docs/houndify-protocol.md, "Speaker states") plus error, offline and muted.
 public enum LEDState: String, Sendable, CaseIterable {
     case off, ready, listening, searching, speaking, error, offline, muted
+    /// Ready, with a kitchen timer counting down.
+    case timer
+    /// A timer has gone off: a press stops it.
+    case ringing
 }
 
 /// The LEDs a board has, by role. Boards with one LED (Google AIY Voice HAT) show states as patterns on it;
@@ -86,6 +90,10 @@ public enum LEDScheme {
         case .error: .flashes(3, flash: .milliseconds(120), gap: .milliseconds(120), pause: .milliseconds(1000))
         case .offline: .blink(on: .seconds(1), off: .seconds(1))                       // slow even blink
         case .muted: .flashes(2, flash: .milliseconds(150), gap: .milliseconds(150), pause: .milliseconds(2500))
+        // Ticks: four short flashes a second and a bit, then a pause.
+        case .timer: .flashes(4, flash: .milliseconds(60), gap: .milliseconds(190), pause: .milliseconds(1000))
+        // A strobe that cannot be missed from across the kitchen.
+        case .ringing: .flashes(6, flash: .milliseconds(70), gap: .milliseconds(70), pause: .milliseconds(300))
         }
     }
 
@@ -102,6 +110,11 @@ public enum LEDScheme {
             for role in [LEDRole.listening, .searching, .speaking] { leds[role] = singleLED(.error) }
         case .offline: leds[.searching] = singleLED(.offline)
         case .muted: leds[.listening] = singleLED(.muted)
+        case .timer:
+            leds[.listening] = singleLED(.ready)
+            leds[.speaking] = singleLED(.timer)
+        case .ringing:
+            for role in [LEDRole.listening, .searching, .speaking] { leds[role] = singleLED(.ringing) }
         }
         return leds
     }

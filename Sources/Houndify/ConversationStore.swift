@@ -1,11 +1,12 @@
 public import FoundationEssentials
 public import JSONKit
 import Glibc
+import Platform
 import Synchronization
 
 /// Keeps the conversation state between queries (docs/houndify-protocol.md, "Conversation state"), optionally in
-/// a file so a restarted speaker continues the conversation. The file is written atomically (temporary file +
-/// rename) with mode 0600: the state may hold what the person asked.
+/// a file so a restarted speaker continues the conversation. The file is written atomically (Platform's
+/// AtomicFile) with mode 0600: the state may hold what the person asked.
 public final class ConversationStore: Sendable {
     private let state: Mutex<JSONValue?>
     public let fileURL: URL?
@@ -53,16 +54,8 @@ public final class ConversationStore: Sendable {
 
     private func persist(_ value: JSONValue) throws {
         guard let url = fileURL else { return }
-        let directory = url.deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let temporary = directory.appendingPathComponent(".\(url.lastPathComponent).tmp")
-        let bytes = Data(value.asciiJSON().utf8)
-        guard FileManager.default.createFile(atPath: temporary.path, contents: bytes,
-                                             attributes: [.posixPermissions: 0o600]) else {
-            throw ConversationStoreError(path: temporary.path, reason: String(cString: strerror(errno)))
-        }
-        if rename(temporary.path, url.path) != 0 {
-            throw ConversationStoreError(path: url.path, reason: String(cString: strerror(errno)))
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(value.asciiJSON().utf8), to: url.path) } catch {
+            throw ConversationStoreError(path: error.path, reason: error.reason)
         }
     }
 }

@@ -3,12 +3,14 @@ public import AudioCore
 public import Board
 public import BoardCore
 import Dispatch
+import FoundationEssentials
 import Glibc
 public import Houndify
 public import JSONKit
 import Platform
 public import SpeakerCore
 public import Speech
+public import Timers
 import Synchronization
 
 // The real drivers behind the speaker core's ports. Each adapter only translates: the behaviour is the
@@ -214,6 +216,11 @@ public struct ALSAMicrophone: MicrophonePort {
 public struct DispatchClock: LoopClock {
     public init() {}
     public var now: ContinuousClock.Instant { .now }
+    public var wallTime: WallTime {
+        var t = timespec()
+        clock_gettime(CLOCK_REALTIME, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
 
     final class Timer: LoopTimer, @unchecked Sendable {  // a dispatch source is thread-safe, not marked Sendable
         private let source: any DispatchSourceTimer
@@ -259,5 +266,30 @@ public struct HostSystem: SystemInfo {
             }
         }
         return out
+    }
+}
+
+/// The timers kept in a JSON file (`[speaker] timers_file`, by default timers.json in the state directory), written
+/// atomically (Platform's AtomicFile): a power cut keeps the last list whole.
+public struct TimerFile: TimerStore {
+    public let path: String
+    public init(path: String) { self.path = path }
+
+    public func load() throws(DeviceProblem) -> TimerBook {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read the timers file \(path)") }
+            return TimerBook()
+        }
+        do {
+            return try TimerBook(json: try JSONValue(parsing: data))
+        } catch {
+            throw DeviceProblem("the timers file \(path) is not readable (\(error))")
+        }
+    }
+
+    public func save(_ book: TimerBook) throws(DeviceProblem) {
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(book.json.asciiJSON().utf8), to: path) } catch {
+            throw DeviceProblem("timers: \(error)")
+        }
     }
 }

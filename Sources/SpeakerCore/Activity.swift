@@ -1,6 +1,7 @@
 public import BoardCore
 public import JSONKit
 public import Logging
+public import Timers
 
 /// Stage times of one interaction, reported as one `timings` activity when it ends.
 public struct InteractionTimings: Sendable, Equatable {
@@ -59,6 +60,12 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// A busy state outlived its limit.
     case watchdogExpired(SpeakerState, limitMS: Int)
     case timings(InteractionTimings)
+    /// A timer was set, changed, ticked (every minute), went off, was stopped or missed; `remaining` in seconds.
+    case timer(TimerEvent, SpeakerTimer, remaining: Int)
+
+    public enum TimerEvent: String, Sendable {
+        case set, cancelled, paused, resumed, extended, reset, ringing, stopped, missed, tick
+    }
 }
 
 extension SpeakerActivity {
@@ -78,6 +85,7 @@ extension SpeakerActivity {
         case .deviceProblem: "device"
         case .watchdogExpired: "watchdog"
         case .timings: "timings"
+        case .timer: "timer"
         }
     }
 
@@ -108,6 +116,9 @@ extension SpeakerActivity {
             [("line", .string(t.line))] + InteractionTimings.stages.compactMap { stage in
                 t.milliseconds(stage.keyPath).map { ("\(stage.field)_ms", .int(Int64($0))) }
             }
+        case .timer(let event, let timer, let remaining):
+            [("change", .string(event.rawValue)), ("id", .int(Int64(timer.id))), ("name", .string(timer.name)),
+             ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
         }
     }
 
@@ -150,6 +161,14 @@ extension SpeakerActivity {
         case .deviceProblem(let problem): (.error, problem.message)
         case .watchdogExpired(let state, let limit): (.warning, "watchdog: still \(state.rawValue) after \(limit) ms")
         case .timings(let t): (.notice, t.line)
+        case .timer(let event, let timer, let remaining):
+            switch event {
+            case .tick: (.debug, "\(timer.spokenName): \(SpokenDuration.words(remaining)) left")
+            case .ringing: (.notice, "\(timer.spokenName) is ringing")
+            case .missed: (.warning, "\(timer.spokenName) fell due while the speaker was off, too long ago to ring")
+            case .set: (.info, "\(timer.spokenName) set for \(SpokenDuration.words(timer.seconds))")
+            default: (.info, "\(timer.spokenName) \(event.rawValue) (\(SpokenDuration.words(remaining)) left)")
+            }
         }
     }
 }

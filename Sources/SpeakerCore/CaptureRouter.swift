@@ -110,4 +110,8 @@ enum LoopInput: Sendable {
     case microphone(MicrophoneEvent)
     /// The service manager's liveness check passing through the loop (systemd's watchdog); it changes nothing.
     case heartbeat
+    /// The next timer is due.
+    case timersDue
+    /// A minute has passed with a timer running.
+    case timerTick
 }

@@ -1,3 +1,4 @@
+public import Timers
 public import AudioCore
 public import BoardCore
 
@@ -132,7 +133,18 @@ public protocol LoopTimer: Sendable {
 
 public protocol LoopClock: Sendable {
     var now: ContinuousClock.Instant { get }
+    /// The time of day, in seconds since 1970 (what timers are kept in, so they outlast a restart).
+    var wallTime: WallTime { get }
     func makeTimer(_ fire: @escaping @Sendable () -> Void) -> any LoopTimer
+}
+
+// MARK: Timers
+
+/// Where the timers are kept between runs (a file in the state directory, written atomically).
+public protocol TimerStore: Sendable {
+    /// The saved timers (none when nothing was saved yet).
+    func load() throws(DeviceProblem) -> TimerBook
+    func save(_ book: TimerBook) throws(DeviceProblem)
 }
 
 // MARK: The machine it runs on

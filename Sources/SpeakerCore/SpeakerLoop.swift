@@ -2,6 +2,7 @@ public import AudioCore
 import BoardCore
 public import Logging
 import Synchronization
+import Timers
 
 /// What the loop drives, each behind its port.
 public struct SpeakerPorts: Sendable {
@@ -13,10 +14,13 @@ public struct SpeakerPorts: Sendable {
     public var hotPhrase: (any HotPhraseDetecting)?
     public var clock: any LoopClock
     public var system: any SystemInfo
+    /// Where timers are saved; nil keeps them in memory only.
+    public var timerStore: (any TimerStore)?
 
     public init(search: any VoiceSearchService, speech: any SpeechOutputPort, volume: any VolumeControl,
                 microphone: any MicrophonePort, board: (any BoardPort)? = nil, hotPhrase: (any HotPhraseDetecting)? = nil,
-                clock: any LoopClock, system: any SystemInfo) {
+                clock: any LoopClock, system: any SystemInfo, timerStore: (any TimerStore)? = nil) {
+        self.timerStore = timerStore
         self.search = search
         self.speech = speech
         self.volume = volume
@@ -69,6 +73,10 @@ public final class SpeakerLoop: Sendable {
     /// the state changes carries the old generation, which the machine ignores.
     private let armedGeneration = Shared(-1)
     private let pulse: any LoopTimer
+    /// Set for the moment the next timer is due.
+    private let timerAlarm: any LoopTimer
+    /// Every minute while a timer counts down: the `tick` activity.
+    private let timerTick: any LoopTimer
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
@@ -91,6 +99,11 @@ public final class SpeakerLoop: Sendable {
         /// Whether the always-on microphone is delivering audio, from its own events.
         var microphoneUp = false
         var timings: InteractionTimings?
+        var timers = TimerBook()
+        /// What the last `.timer` effect did, for the sentence that follows it.
+        var lastTimerOutcome: TimerOutcome?
+        /// What the machine was last told about running timers.
+        var toldTimersRunning = false
     }
 
     public init(ports: SpeakerPorts, settings: SpeakerLoopSettings = .init(), logger: Logger,
@@ -108,6 +121,8 @@ public final class SpeakerLoop: Sendable {
             if generation >= 0 { continuation.yield(.event(.watchdog(generation: generation))) }
         }
         pulse = ports.clock.makeTimer { continuation.yield(.heartbeat) }
+        timerAlarm = ports.clock.makeTimer { continuation.yield(.timersDue) }
+        timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
         // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
         // not be dropped in state none.
@@ -156,7 +171,10 @@ public final class SpeakerLoop: Sendable {
                 for effect in effects {
                     if perform(effect, in: &group) { break loop }
                 }
-                if event == .started { beat() }
+                if event == .started {
+                    beat()
+                    loadTimers()
+                }
             }
             group.cancelAll()
         }
@@ -192,6 +210,14 @@ public final class SpeakerLoop: Sendable {
             return nil
         case .heartbeat:
             beat()
+            return nil
+        case .timersDue:
+            checkTimers()
+            return nil
+        case .timerTick:
+            let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.wallTime) }
+            for timer in timers where timer.isRunning { tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up)))) }
+            scheduleTimers()
             return nil
         }
     }
@@ -289,6 +315,15 @@ public final class SpeakerLoop: Sendable {
             tell(.leds(leds))
         case .changeVolume(let up):
             do throws(DeviceProblem) { tell(.volume(try ports.volume.step(up: up))) } catch { tell(.deviceProblem(error)) }
+        case .timer(let action):
+            let outcome = state.withLock { s -> TimerOutcome in
+                let outcome = s.timers.apply(action, now: ports.clock.wallTime)
+                s.lastTimerOutcome = outcome
+                return outcome
+            }
+            timersChanged(outcome.changes)
+        case .stopRinging:
+            timersChanged(state.withLock { $0.timers.stopRinging() })
         case .armWatchdog(let generation, let ms):
             armedGeneration.value.withLock { $0 = generation }
             watchdog.schedule(after: .milliseconds(ms))
@@ -371,7 +406,71 @@ public final class SpeakerLoop: Sendable {
         case .text(let text): text
         case .volume: "Volume \(ports.volume.percent)."
         case .ipAddress: Self.ipAddressSentence(ports.system.ipAddresses())
+        case .timerOutcome(let responses):
+            Self.timerSentence(state.withLock { $0.lastTimerOutcome }, responses: responses)
         }
+    }
+
+    /// The branch that matches what was done: Houndify's words for a success when it gave some; for a failure the
+    /// speaker's own (they say why: no such timer, which one), as for anything only the speaker knows (time left).
+    static func timerSentence(_ outcome: TimerOutcome?, responses: ActionResponses?) -> String {
+        guard let outcome else { return "Sorry, something went wrong with the timer." }
+        if outcome.succeeded, !outcome.changes.isEmpty, let said = responses?.succeeded, !said.allSatisfy(\.isWhitespace) { return said }
+        return outcome.sentence
+    }
+
+    // MARK: Timers
+
+    /// The saved timers, once the speaker is up; those that fell due while it was off ring now (or are reported
+    /// missed, if long past).
+    private func loadTimers() {
+        if let store = ports.timerStore {
+            do throws(DeviceProblem) {
+                let book = try store.load()
+                state.withLock { $0.timers = book }
+            } catch {
+                tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
+            }
+        }
+        checkTimers()
+    }
+
+    /// Timers due now start ringing; then the next one is waited for.
+    private func checkTimers() {
+        let changes = state.withLock { $0.timers.due(now: ports.clock.wallTime) }
+        timersChanged(changes)
+        if changes.contains(where: { $0.kind == .ringing }) { continuation.yield(.event(.timerDue)) }
+    }
+
+    /// Tells and saves what changed, and sets the alarm for the next timer due.
+    private func timersChanged(_ changes: [TimerChange]) {
+        let now = ports.clock.wallTime
+        for change in changes {
+            let remaining = Int(change.timer.remaining(at: now).rounded(.up))
+            tell(.timer(SpeakerActivity.TimerEvent(rawValue: change.kind.rawValue) ?? .tick, change.timer, remaining: remaining))
+        }
+        if !changes.isEmpty, let store = ports.timerStore {
+            do throws(DeviceProblem) { try store.save(state.withLock { $0.timers }) } catch {
+                tell(.deviceProblem(DeviceProblem("\(error.message); a restart would lose the timers' last change")))
+            }
+        }
+        scheduleTimers()
+    }
+
+    private func scheduleTimers() {
+        let (next, running, tellMachine) = state.withLock { s -> (WallTime?, Bool, Bool) in
+            let running = s.timers.anyRunning
+            defer { s.toldTimersRunning = running }
+            return (s.timers.nextDeadline, running, running != s.toldTimersRunning)
+        }
+        if let next {
+            let seconds = max(0, next - ports.clock.wallTime)
+            timerAlarm.schedule(after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+        } else {
+            timerAlarm.disarm()
+        }
+        if running { timerTick.schedule(after: .seconds(60)) } else { timerTick.disarm() }
+        if tellMachine { continuation.yield(.event(.timersRunning(running))) }
     }
 
     /// "What's your IP address": the first two, read out digit group by digit group.
@@ -423,6 +522,8 @@ public final class SpeakerLoop: Sendable {
         armedGeneration.value.withLock { $0 = -1 }
         watchdog.disarm()
         pulse.disarm()
+        timerAlarm.disarm()
+        timerTick.disarm()
         search?.cancel()
         question?.stop()
         alwaysOn?.stop()

@@ -1,11 +1,12 @@
 public import AudioCore
 public import BoardCore
+public import Timers
 
 /// The speaker's states, as the Hound SDK names them (docs/houndify-protocol.md, "Speaker states"): none (not
 /// listening), ready (waiting for the button or the hot phrase), recording (streaming the question), searching
-/// (waiting for the answer), speaking.
+/// (waiting for the answer), speaking; and one of the speaker's own: ringing (a timer has gone off).
 public enum SpeakerState: String, Sendable, CaseIterable {
-    case none, ready, recording, searching, speaking
+    case none, ready, recording, searching, speaking, ringing
 }
 
 /// What went wrong with a search, as the person is told it.
@@ -32,18 +33,39 @@ public enum SearchFailure: String, Sendable, CaseIterable {
     }
 }
 
+/// Something Houndify leaves to the speaker to do (a client command).
+public enum ClientAction: Sendable, Equatable {
+    case timer(TimerAction)
+}
+
+/// What to say once a client action has been tried (Houndify's dynamic responses: docs/houndify-protocol.md,
+/// "Client commands"): the branch that matches what the speaker did is spoken. Empty: the speaker's own sentence.
+public struct ActionResponses: Sendable, Equatable {
+    public var succeeded: String
+    public var failed: String
+    public init(succeeded: String = "", failed: String = "") {
+        self.succeeded = succeeded
+        self.failed = failed
+    }
+}
+
 /// The answer to a query, reduced to what the speaker acts on.
 public struct SpeakerAnswer: Sendable, Equatable {
     public var transcript: String
     public var text: String
     public var autoListen: Bool
+    /// A command for the speaker to carry out before it speaks.
+    public var action: ClientAction?
+    public var responses: ActionResponses?
     /// Said when Houndify's answer carries no text to speak.
     public static let nothingToSay = "Sorry, Houndify sent me an answer with nothing to say."
 
-    public init(transcript: String, text: String, autoListen: Bool = false) {
+    public init(transcript: String, text: String, autoListen: Bool = false, action: ClientAction? = nil, responses: ActionResponses? = nil) {
         self.transcript = transcript
         self.text = text
         self.autoListen = autoListen
+        self.action = action
+        self.responses = responses
     }
 }
 
@@ -70,11 +92,13 @@ public enum LocalCommand: Sendable, Equatable {
     }
 }
 
-/// Something the speaker says; the loop turns the last two into words (they need the device's state).
+/// Something the speaker says; the loop turns the others into words (they need the device's state).
 public enum Utterance: Sendable, Equatable {
     case text(String)
     case ipAddress
     case volume
+    /// How the last `.timer` effect went, in Houndify's words for that branch when it gave some.
+    case timerOutcome(ActionResponses?)
 }
 
 /// How an utterance or earcon ended.
@@ -112,6 +136,10 @@ public enum SpeakerEvent: Sendable, Equatable {
     case soundEnded(SoundEnd)
     /// The watchdog of the given generation expired.
     case watchdog(generation: Int)
+    /// A timer has gone off (the loop's timer list says which).
+    case timerDue
+    /// Whether any timer is counting down now (ready shows it on the LEDs).
+    case timersRunning(Bool)
     case shutdown
 }
 
@@ -137,6 +165,10 @@ public enum SpeakerEffect: Sendable, Equatable {
     case playEarcon(Earcon)
     case leds(LEDState)
     case changeVolume(up: Bool)
+    /// Carry out a timer command on the loop's timer list (and keep its outcome for `.timerOutcome`).
+    case timer(TimerAction)
+    /// The ringing timers are done: off the list.
+    case stopRinging
     /// Arms the watchdog for `ms`; its expiry comes back as `.watchdog(generation:)`.
     case armWatchdog(generation: Int, ms: Int)
     case disarmWatchdog
@@ -162,6 +194,8 @@ public struct SpeakerMachine: Sendable {
         public var recordingLimitMS = 15_000
         public var searchingLimitMS = 20_000
         public var speakingLimitMS = 60_000
+        /// A timer that nobody stops rings this long, then stops by itself.
+        public var ringingLimitMS = 15 * 60_000
         public init() {}
     }
 
@@ -173,6 +207,7 @@ public struct SpeakerMachine: Sendable {
         case searching(pressDown: Bool, held: SpeakerEvent?)
         /// `followUp`: Houndify asked for another question (AutoListen), asked when the answer has been spoken.
         case speaking(followUp: Bool)
+        case ringing
 
         var state: SpeakerState {
             switch self {
@@ -181,6 +216,7 @@ public struct SpeakerMachine: Sendable {
             case .recording: .recording
             case .searching: .searching
             case .speaking: .speaking
+            case .ringing: .ringing
             }
         }
     }
@@ -199,6 +235,10 @@ public struct SpeakerMachine: Sendable {
     public private(set) var soundsPlaying = 0
     /// Our own sound is playing: the hot phrase is not listened for (the "hears itself" bug).
     public var soundPlaying: Bool { soundsPlaying > 0 }
+    /// A timer went off while the speaker was busy: it rings once the speaker is ready.
+    public private(set) var ringPending = false
+    /// A timer is counting down: ready shows it.
+    public private(set) var timersRunning = false
     /// The watchdog generation now armed (for tests and the loop).
     public private(set) var watchdogGeneration = 0
 
@@ -213,6 +253,8 @@ public struct SpeakerMachine: Sendable {
         if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch) {
             effects.insert(.cancelSearch, at: 0)
         }
+        // A timer that went off during a question rings as soon as the question is over.
+        if state == .ready && ringPending { effects += startRinging() }
         for effect in effects {
             switch effect {
             case .playEarcon, .speak: soundsPlaying += 1
@@ -233,16 +275,38 @@ public struct SpeakerMachine: Sendable {
         case (_, .shutdown):
             var effects: [SpeakerEffect] = []
             if state == .recording || state == .searching { effects.append(.cancelSearch) }
-            if state == .speaking { effects.append(.stopSpeaking) }
+            if state == .speaking || state == .ringing { effects.append(.stopSpeaking) }
             return effects + leave(to: .none) + [.leds(.off), .stopped]
         case (_, .watchdog(let g)) where g != watchdogGeneration:
             return []  // an old watchdog, from a state already left
+        case (_, .timersRunning(let running)):
+            timersRunning = running
+            return state == .ready ? [.leds(readyLEDs)] : []
+        case (.ringing, .soundEnded(let end)):
+            // The ring goes round again until someone stops it; an output that failed is not retried in a spin.
+            let effects = soundEnded(end)
+            return end == .finished ? effects + [.playEarcon(.timer)] : effects
         case (_, .soundEnded(let end)):
             return soundEnded(end)
         case (let p, .speechEnded(let end)) where p.state != .speaking:
             return soundEnded(end)  // speech that was stopped on the way to another state has now ended
+        case (.ringing, .cancel), (.ringing, .talk), (.ringing, .press), (.ringing, .hotPhrase), (.ringing, .endTalk):
+            // A press stops the ringing first of all (and only that: the next press talks).
+            return stopRinging()
+        case (.ringing, .watchdog):
+            return stopRinging()  // nobody came: it stops by itself
+        case (.ringing, _):
+            return []
         case (_, .cancel):
             return cancelAll()
+        case (.ready, .timerDue):
+            return startRinging()
+        case (.speaking, .timerDue):
+            // An answer is cut short for a timer (the pasta matters more); a question being asked is not.
+            return [.stopSpeaking] + startRinging()
+        case (_, .timerDue):
+            ringPending = true
+            return []
 
         case (.ready, .talk), (.ready, .press):
             return startListening(preRoll: false)
@@ -298,7 +362,16 @@ public struct SpeakerMachine: Sendable {
         }
     }
 
-    private var readyLEDs: LEDState { outputMissing ? .error : offline ? .offline : .ready }
+    private var readyLEDs: LEDState { outputMissing ? .error : offline ? .offline : timersRunning ? .timer : .ready }
+
+    private mutating func startRinging() -> [SpeakerEffect] {
+        ringPending = false
+        return enter(.ringing) + [.leds(.ringing), .playEarcon(.timer)]
+    }
+
+    private mutating func stopRinging() -> [SpeakerEffect] {
+        [.stopSpeaking, .stopRinging] + leave(to: .ready) + [.leds(readyLEDs)]
+    }
 
     private mutating func startListening(preRoll: Bool) -> [SpeakerEffect] {
         [.playEarcon(.startListening)] + enter(.recording) + [.leds(.listening), .startSearch(preRoll: preRoll)]
@@ -306,6 +379,9 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
         offline = false
+        if case .timer(let action)? = answer.action {
+            return [.timer(action)] + say(.timerOutcome(answer.responses), followUp: false)
+        }
         switch LocalCommand.match(answer.transcript) {
         case .stop?:
             return leave(to: .ready) + [.leds(.ready)]
@@ -343,7 +419,7 @@ public struct SpeakerMachine: Sendable {
         let effects: [SpeakerEffect]
         switch state {
         case .recording, .searching: effects = [.cancelSearch]
-        case .speaking: effects = [.stopSpeaking]
+        case .speaking, .ringing: effects = [.stopSpeaking]
         case .ready, .none: return []
         }
         return effects + [.playEarcon(.cancel)] + leave(to: .ready) + [.leds(readyLEDs)]
@@ -385,6 +461,7 @@ extension SpeakerMachine.Settings {
         switch state {
         case .recording: recordingLimitMS
         case .searching: searchingLimitMS
+        case .ringing: ringingLimitMS
         default: speakingLimitMS
         }
     }

@@ -1,6 +1,7 @@
 public import AudioCore
 public import BoardCore
 public import SpeakerCore
+public import Timers
 import Glibc
 import Synchronization
 
@@ -18,9 +19,15 @@ public final class ManualClock: LoopClock {
     private let base = ContinuousClock.now
     private let state = Mutex<(elapsed: Duration, timers: [Int: Armed], nextID: Int)>((.zero, [:], 0))
 
-    public init() {}
+    /// The wall-clock time when the clock was made (a second clock made with the first's `wallTime` continues it:
+    /// a restart).
+    private let wallStart: WallTime
+
+    public init(wallStart: WallTime = 1_800_000_000) { self.wallStart = wallStart }
 
     public var now: ContinuousClock.Instant { base + state.withLock { $0.elapsed } }
+
+    public var wallTime: WallTime { wallStart + Double(state.withLock { $0.elapsed } / .milliseconds(1)) / 1000 }
 
     /// Milliseconds since the clock was made.
     public var elapsedMS: Int { Int(state.withLock { $0.elapsed } / .milliseconds(1)) }
@@ -358,4 +365,13 @@ public struct FakeSystem: SystemInfo {
     public var addresses: [String]
     public init(addresses: [String] = ["192.168.1.23"]) { self.addresses = addresses }
     public func ipAddresses() -> [String] { addresses }
+}
+
+/// Timers kept in memory; one store given to two rigs in turn is a restart.
+public final class FakeTimerStore: TimerStore {
+    private let saved = Mutex<TimerBook?>(nil)
+    public init() {}
+    public var book: TimerBook? { saved.withLock { $0 } }
+    public func load() throws(DeviceProblem) -> TimerBook { saved.withLock { $0 } ?? TimerBook() }
+    public func save(_ book: TimerBook) throws(DeviceProblem) { saved.withLock { $0 = book } }
 }

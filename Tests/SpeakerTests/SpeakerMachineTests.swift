@@ -1,6 +1,7 @@
 import Testing
 import BoardCore
 import AudioCore
+import Timers
 @testable import SpeakerCore
 
 /// Puts a machine in `state` the way the speaker gets there.
@@ -13,6 +14,7 @@ func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()
     case .recording: _ = m.handle(.talk)
     case .searching: _ = m.handle(.talk); _ = m.handle(.endOfSpeech)
     case .speaking: _ = m.handle(.talk); _ = m.handle(.endOfSpeech); _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+    case .ringing: _ = m.handle(.timerDue)
     case .none: break
     }
     #expect(m.state == state)
@@ -27,6 +29,8 @@ let allEvents: [SpeakerEvent] = [
     .searchFailed(.microphone),
     .speechEnded(.finished), .speechEnded(.interrupted), .speechEnded(.outputFailed), .soundEnded(.finished), .soundEnded(.interrupted),
     .soundEnded(.outputFailed), .watchdog(generation: -1), .shutdown,
+    .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
+    .timerDue, .timersRunning(true), .timersRunning(false),
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
@@ -37,6 +41,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     case .ready:
         switch event {
         case .talk, .press, .hotPhrase: return .recording
+        case .timerDue: return .ringing
         default: return .ready
         }
     case .recording:
@@ -56,7 +61,13 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         switch event {
         case .talk, .press, .cancel: return .ready
         case .speechEnded: return .ready  // this answer did not ask for a follow-up
+        case .timerDue: return .ringing  // a timer cuts an answer short
         default: return .speaking
+        }
+    case .ringing:
+        switch event {
+        case .talk, .press, .cancel, .hotPhrase, .endTalk: return .ready  // a press stops the ringing
+        default: return .ringing
         }
     }
 }
@@ -77,7 +88,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
                 // Busy states are always guarded; ready and none never are.
                 let armed = effects.contains { if case .armWatchdog = $0 { return true }; return false }
                 let disarmed = effects.contains(.disarmWatchdog)
-                if [.recording, .searching, .speaking].contains(m.state) { #expect(armed, "\(before) + \(event)") } else { #expect(disarmed, "\(before) + \(event)") }
+                if [.recording, .searching, .speaking, .ringing].contains(m.state) { #expect(armed, "\(before) + \(event)") } else { #expect(disarmed, "\(before) + \(event)") }
             } else {
                 #expect(changes.isEmpty, "\(before) + \(event) announced a change it did not make")
             }
