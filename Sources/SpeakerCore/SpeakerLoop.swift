@@ -216,8 +216,11 @@ public final class SpeakerLoop: Sendable {
             return nil
         case .timerTick:
             let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.wallTime) }
-            for timer in timers where timer.isRunning { tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up)))) }
-            scheduleTimers()
+            scheduleTimers()  // the next minute is armed before anyone hears of this one
+            // Not a timer at its very end: it is about to ring (its alarm may be handled just after this).
+            for timer in timers where timer.isRunning && timer.remaining(at: now) >= 1 {
+                tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up))))
+            }
             return nil
         }
     }
@@ -432,7 +435,9 @@ public final class SpeakerLoop: Sendable {
                 tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
             }
         }
-        checkTimers()
+        let (changes, ringing) = state.withLock { $0.timers.restarted(now: ports.clock.wallTime) }
+        timersChanged(changes)
+        if ringing { continuation.yield(.event(.timerDue)) }
     }
 
     /// Timers due now start ringing; then the next one is waited for.
@@ -443,18 +448,19 @@ public final class SpeakerLoop: Sendable {
     }
 
     /// Tells and saves what changed, and sets the alarm for the next timer due.
+    /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
     private func timersChanged(_ changes: [TimerChange]) {
+        var problem: DeviceProblem? = nil
+        if !changes.isEmpty, let store = ports.timerStore {
+            do throws(DeviceProblem) { try store.save(state.withLock { $0.timers }) } catch { problem = error }
+        }
+        scheduleTimers()
         let now = ports.clock.wallTime
         for change in changes {
             let remaining = Int(change.timer.remaining(at: now).rounded(.up))
             tell(.timer(SpeakerActivity.TimerEvent(rawValue: change.kind.rawValue) ?? .tick, change.timer, remaining: remaining))
         }
-        if !changes.isEmpty, let store = ports.timerStore {
-            do throws(DeviceProblem) { try store.save(state.withLock { $0.timers }) } catch {
-                tell(.deviceProblem(DeviceProblem("\(error.message); a restart would lose the timers' last change")))
-            }
-        }
-        scheduleTimers()
+        if let problem { tell(.deviceProblem(DeviceProblem("\(problem.message); a restart would lose the timers' last change"))) }
     }
 
     private func scheduleTimers() {

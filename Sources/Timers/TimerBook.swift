@@ -214,6 +214,16 @@ public struct TimerBook: Sendable, Equatable {
         return changes
     }
 
+    /// After a restart: what `due` does, and a timer that was still ringing when the speaker went off rings on if
+    /// it started at most `stillWorthRinging` ago (else it is missed, and removed). True when any is ringing.
+    public mutating func restarted(now: WallTime) -> (changes: [TimerChange], ringing: Bool) {
+        var changes = due(now: now)
+        let stale = timers.filter { if case .ringing(let since) = $0.status { now - since > Self.stillWorthRinging } else { false } }
+        timers.removeAll { t in stale.contains { $0.id == t.id } }
+        changes += stale.map { TimerChange(.missed, $0) }
+        return (changes, !ringing.isEmpty)
+    }
+
     /// The ringing timers are done: removed, and returned.
     public mutating func stopRinging() -> [TimerChange] {
         let stopped = ringing

@@ -194,7 +194,8 @@ public final class FakeSpeech: SpeechOutputPort {
         }
         if let failure = failure.withLock({ $0 }) {
             playing.end(failure, problem: failure == .outputFailed ? "ALSA device \"test\": no such device" : nil)
-        } else if case .earcon = sound, !holdEarcons {
+        } else if case .earcon(let earcon) = sound, !holdEarcons, earcon != .timer {
+            // The timer's ring is held like a real one (it takes a second and more): ended by `endEarcons`.
             playing.end(.finished)
         }
         return playing

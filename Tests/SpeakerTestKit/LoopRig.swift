@@ -4,7 +4,8 @@ public import SpeakerCore
 
 /// A speaker loop on fakes: the test drives it (presses, answers, speech ends, time) and reads what it did.
 public final class LoopRig: Sendable {
-    public let clock = ManualClock()
+    public let clock: ManualClock
+    public let timerStore: FakeTimerStore
     public let search: FakeVoiceSearch
     public let speech: FakeSpeech
     public let volume = FakeVolume()
@@ -15,8 +16,12 @@ public final class LoopRig: Sendable {
     public let loop: SpeakerLoop
     private let task: Task<Void, Never>
 
+    /// `clock` and `timerStore` from an earlier rig (stopped) make this one the same speaker restarted.
     public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
-                holdEarcons: Bool = false, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+                holdEarcons: Bool = false, clock: ManualClock = ManualClock(), timerStore: FakeTimerStore = FakeTimerStore(),
+                observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+        self.clock = clock
+        self.timerStore = timerStore
         search = FakeVoiceSearch(clock: clock)
         speech = FakeSpeech(holdEarcons: holdEarcons)
         microphone = FakeMicrophone(missing: microphoneMissing)
@@ -24,7 +29,7 @@ public final class LoopRig: Sendable {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let ports = SpeakerPorts(search: search, speech: speech, volume: volume, microphone: microphone, board: board,
-                                 hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem())
+                                 hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem(), timerStore: timerStore)
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }
@@ -56,6 +61,15 @@ public final class LoopRig: Sendable {
         let mark = recorder.count
         speech.endSpeech(end)
         _ = await recorder.wait(after: mark) { if case .stateChanged(.speaking, _) = $0 { true } else { false } }
+    }
+
+    /// Waits (up to 10 s, yielding) until `condition` holds: for what the loop does without telling an activity.
+    public func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
+        for _ in 0..<10_000 {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return condition()
     }
 
     /// The states entered, in order.

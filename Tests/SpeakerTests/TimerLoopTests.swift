@@ -1,0 +1,124 @@
+import AudioCore
+import BoardCore
+import Testing
+@testable import SpeakerCore
+import SpeakerTestKit
+import Timers
+
+/// Timers through the whole loop on fakes and a manual clock: a 10-minute timer is set by voice, ticks, rings and
+/// is stopped in milliseconds of test time.
+@Suite struct TimerLoopTests {
+    static func setTimer(_ seconds: Int, name: String = "", said: String = "") -> SpeakerAnswer {
+        SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: seconds, name: name)),
+                      responses: ActionResponses(succeeded: said, failed: "I couldn't set the timer."))
+    }
+
+    /// A question answered with `answer`, and its speech played to the end.
+    func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
+        await rig.send(.talk, expecting: .listening)
+        let mark = rig.recorder.count
+        rig.search.latest?.send(.answer(answer))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        await rig.endSpeech()
+    }
+
+    func timerEvents(_ rig: LoopRig) -> [SpeakerActivity.TimerEvent] {
+        rig.recorder.all.compactMap { if case .timer(let event, _, _) = $0 { event } else { nil } }
+    }
+
+    @Test func aTimerSetByVoiceTicksRingsAndAPressStopsIt() async throws {
+        let rig = await LoopRig()
+        await ask(rig, Self.setTimer(600, name: "pasta", said: "Pasta timer, ten minutes, starting now."))
+        #expect(rig.speech.spoken == ["Pasta timer, ten minutes, starting now."])  // Houndify's words for what was done
+        #expect(await rig.saw(.leds(.timer)))  // ready, with a timer counting down
+        #expect(rig.timerStore.book?.timers.map(\.name) == ["pasta"])  // saved at once
+        for minute in 1...9 {  // a tick a minute, with the time left
+            let mark = rig.recorder.count
+            rig.clock.advance(by: .seconds(60))
+            #expect(await rig.recorder.wait(after: mark) { if case .timer(.tick, _, remaining: 600 - 60 * minute) = $0 { true } else { false } })
+        }
+        rig.clock.advance(by: .seconds(59))
+        #expect(rig.loop.currentState == .ready)
+        let mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(1))
+        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
+        #expect(await rig.saw(.leds(.ringing), after: mark))
+        #expect(rig.speech.earcons.last == .timer)
+        // The ring goes round until someone comes.
+        let rings = rig.speech.earcons.filter { $0 == .timer }.count
+        rig.speech.endEarcons()
+        #expect(await rig.eventually { rig.speech.earcons.filter { $0 == .timer }.count == rings + 1 })
+        let searches = rig.search.sessions.count
+        #expect(await rig.send(.press, expecting: .ready))
+        #expect(rig.speech.playingCount == 0)  // the ring stopped at once
+        #expect(rig.timerStore.book?.timers.isEmpty == true)
+        // A press while ringing only stops it: it starts no question.
+        #expect(rig.search.sessions.count == searches)
+        await rig.stop()
+        #expect(timerEvents(rig) == [.set] + Array(repeating: .tick, count: 9) + [.ringing, .stopped])
+        #expect(rig.states == [.ready, .recording, .speaking, .ready, .ringing, .ready, .none])
+    }
+
+    @Test func ringingStopsByItselfAfterFifteenMinutes() async {
+        let rig = await LoopRig()
+        await ask(rig, Self.setTimer(60))
+        #expect(rig.speech.spoken == ["Timer set for 1 minute."])  // no words from Houndify: the speaker's own
+        rig.clock.advance(by: .seconds(60))
+        #expect(await rig.saw(.leds(.ringing)))
+        let mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(15 * 60))
+        #expect(await rig.saw(.stateChanged(from: .ringing, to: .ready), after: mark))
+        #expect(await rig.saw(.watchdogExpired(.ringing, limitMS: 15 * 60_000), after: mark))
+        #expect(rig.timerStore.book?.timers.isEmpty == true)
+        await rig.stop()
+    }
+
+    @Test func aTimerOutlivesARestart() async {
+        let first = await LoopRig()
+        await ask(first, Self.setTimer(600, name: "roast"))
+        first.clock.advance(by: .seconds(120))
+        await first.stop()
+        // The same speaker, started again two minutes later (the wall clock moved on; the monotonic one restarts).
+        let rig = await LoopRig(clock: ManualClock(wallStart: first.clock.wallTime + 120), timerStore: first.timerStore)
+        #expect(await rig.saw(.leds(.timer)))
+        rig.clock.advance(by: .seconds(359))
+        #expect(!rig.recorder.all.contains(.leds(.ringing)))
+        rig.clock.advance(by: .seconds(1))
+        #expect(await rig.saw(.leds(.ringing)))
+        await rig.stop()
+        // Shut down while ringing: it is still ringing after the next start (within 15 minutes).
+        let again = await LoopRig(clock: ManualClock(wallStart: rig.clock.wallTime + 30), timerStore: first.timerStore)
+        #expect(await again.saw(.stateChanged(from: .ready, to: .ringing)))
+        await again.stop()
+    }
+
+    @Test func timeLeftIsTheSpeakersOwnCount() async {
+        let rig = await LoopRig()
+        await ask(rig, Self.setTimer(600))
+        rig.clock.advance(by: .seconds(190))
+        await ask(rig, SpeakerAnswer(transcript: "how much time is left", text: "", action: .timer(.timeLeft(.the)),
+                                     responses: ActionResponses(succeeded: "Here is your timer.")))
+        #expect(rig.speech.spoken.last == "6 minutes and 50 seconds left on the 10 minute timer.")
+        // A command that fails says why, in the speaker's words.
+        await ask(rig, SpeakerAnswer(transcript: "cancel the rice timer", text: "", action: .timer(.cancel(.named("rice"))),
+                                     responses: ActionResponses(succeeded: "Timer cancelled.", failed: "I couldn't cancel it.")))
+        #expect(rig.speech.spoken.last == "There's no rice timer.")
+        await rig.stop()
+    }
+
+    @Test func aTimerDueDuringAQuestionRingsOnceItIsAnswered() async {
+        let rig = await LoopRig()
+        await ask(rig, Self.setTimer(10))
+        await rig.send(.talk, expecting: .listening)
+        var mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(10))  // within the recording's watchdog
+        #expect(await rig.recorder.wait(after: mark) { if case .timer(.ringing, _, _) = $0 { true } else { false } })
+        #expect(rig.loop.currentState == .recording)  // the timer has gone off, and the question goes on
+        mark = rig.recorder.count
+        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        await rig.endSpeech()
+        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
+        await rig.stop()
+    }
+}
