@@ -24,6 +24,8 @@ public struct SpeakerAssembly {
     public var hotPhrase: HotPhraseListener?
     public var settings = SpeakerLoopSettings()
     public var observers: [@Sendable (SpeakerActivity) -> Void] = []
+    /// Where timers are saved (nil: in memory only).
+    public var timerStore: (any TimerStore)?
 
     public init(context: AppContext, client: HoundifyClient, output: SpeechOutput) throws {
         self.context = context
@@ -52,6 +54,7 @@ public struct SpeakerAssembly {
         capture = config.audio.capture
         settings.endpointer = config.listening
         settings.machine = config.speaker.machine
+        if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
         if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
         if config.hotphrase.enabled {
             let model: HotPhraseModel
@@ -69,7 +72,8 @@ public struct SpeakerAssembly {
     /// The loop over these parts, with the real clock.
     public func makeLoop() -> SpeakerLoop {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
-                                 board: board.map(RunnerBoard.init), hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem())
+                                 board: board.map(RunnerBoard.init), hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
+                                 timerStore: timerStore)
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
 

@@ -91,6 +91,9 @@ public struct SpeakerConfiguration: Sendable {
         public var machine = SpeakerMachine.Settings()
         /// A command run on every state change, with HOUND_SPEAKER_STATE set.
         public var stateHook = ""
+        /// Where the timers are kept, so they outlast a restart. Empty: in memory only. Not set (nil): timers.json
+        /// in the state directory (as `[houndify] conversation_state_file`).
+        public var timersFile: String?
     }
 
     public struct LoggingSection: Sendable, Equatable {

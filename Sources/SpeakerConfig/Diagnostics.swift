@@ -15,6 +15,7 @@ extension SpeakerConfiguration {
         out.append(.check(location.latitude != nil, "location set",
                           advice: "set [location] latitude and longitude so Houndify can answer local questions"))
         out.append(Diagnostic(.info, "conversation state: \(houndify.conversationStateFile.map { $0.isEmpty ? "in memory only" : $0 } ?? "in memory only")"))
+        out.append(Diagnostic(.info, "timers kept in: \(speaker.timersFile.map { $0.isEmpty ? "memory only (lost on restart)" : $0 } ?? "memory only (lost on restart)")"))
         return out
     }
 
