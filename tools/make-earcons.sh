@@ -6,6 +6,8 @@
 #   cancel           one short low note
 #   error            two low buzzing pulses
 #   timer            a timer going off: four bright beeps and a pause (played again and again until stopped)
+#   mute_on          the microphone switched off: a low note sliding down
+#   mute_off         the microphone on again: the same note sliding up
 set -euo pipefail
 out="$(cd "$(dirname "$0")/.." && pwd)/share/earcons"
 mkdir -p "$out"
@@ -23,4 +25,6 @@ tone "$tmp/beep.wav" 0.1 1760 0.4
 sox -n "${fmt[@]}" "$tmp/short.wav" trim 0 0.1
 sox -n "${fmt[@]}" "$tmp/pause.wav" trim 0 0.6
 sox "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/pause.wav" "$out/timer.wav"
+sox -n "${fmt[@]}" "$out/mute_on.wav" synth 0.25 sine 660-330 fade q 0.005 0.25 0.05 vol 0.35
+sox -n "${fmt[@]}" "$out/mute_off.wav" synth 0.25 sine 330-660 fade q 0.005 0.25 0.05 vol 0.35
 ls -l "$out"

@@ -33,4 +33,7 @@ public enum Earcon: String, Sendable, CaseIterable {
     case error
     /// A timer going off, played again and again until it is stopped.
     case timer
+    /// The microphone is switched off (mute) or on again.
+    case muteOn = "mute_on"
+    case muteOff = "mute_off"
 }

@@ -293,3 +293,28 @@ public struct TimerFile: TimerStore {
         }
     }
 }
+
+/// Mute kept in a small file (`[speaker] mute_file`, by default `muted` in the state directory): "true" or
+/// "false", written atomically. No file: not muted.
+public struct FlagFile: FlagStore {
+    public let path: String
+    public init(path: String) { self.path = path }
+
+    public func load() throws(DeviceProblem) -> Bool {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read \(path); starting unmuted") }
+            return false
+        }
+        switch String(decoding: data, as: UTF8.self).trimmed(.whitespacesAndNewlines) {
+        case "true": return true
+        case "false", "": return false
+        default: throw DeviceProblem("\(path) holds neither true nor false; starting unmuted")
+        }
+    }
+
+    public func save(_ value: Bool) throws(DeviceProblem) {
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array("\(value)\n".utf8), to: path) } catch {
+            throw DeviceProblem("mute: \(error)")
+        }
+    }
+}

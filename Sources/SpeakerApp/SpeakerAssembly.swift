@@ -26,6 +26,8 @@ public struct SpeakerAssembly {
     public var observers: [@Sendable (SpeakerActivity) -> Void] = []
     /// Where timers are saved (nil: in memory only).
     public var timerStore: (any TimerStore)?
+    /// Where mute is remembered (nil: not at all).
+    public var muteStore: (any FlagStore)?
 
     public init(context: AppContext, client: HoundifyClient, output: SpeechOutput) throws {
         self.context = context
@@ -55,6 +57,7 @@ public struct SpeakerAssembly {
         settings.endpointer = config.listening
         settings.machine = config.speaker.machine
         if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
+        if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
         if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
         if config.hotphrase.enabled {
             let model: HotPhraseModel
@@ -73,7 +76,7 @@ public struct SpeakerAssembly {
     public func makeLoop() -> SpeakerLoop {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
                                  board: board.map(RunnerBoard.init), hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
-                                 timerStore: timerStore)
+                                 timerStore: timerStore, muteStore: muteStore)
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
 

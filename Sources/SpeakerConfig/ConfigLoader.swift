@@ -77,6 +77,7 @@ public enum ConfigLoader {
         if let directory = stateDirectory(environment) {
             if config.houndify.conversationStateFile == nil { config.houndify.conversationStateFile = "\(directory)/conversation.json" }
             if config.speaker.timersFile == nil { config.speaker.timersFile = "\(directory)/timers.json" }
+            if config.speaker.muteFile == nil { config.speaker.muteFile = "\(directory)/muted" }
         }
         if config.houndify.clientID.contains(Character(";")) {
             throw ConfigError(file: path ?? "environment", line: nil, key: "[houndify] client_id", problem: "must not contain ';'")
@@ -240,7 +241,7 @@ struct Reader {
         "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
-                    "timers_file"],
+                    "timers_file", "mute_file"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
         "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low",
                   "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
@@ -390,6 +391,7 @@ struct Reader {
             if let v = try bool(t, "speaker", "speech") { config.speaker.machine.enableSpeech = v }
             if let v = try string(t, "speaker", "state_hook") { config.speaker.stateHook = v }
             if let v = try string(t, "speaker", "timers_file") { config.speaker.timersFile = v }
+            if let v = try string(t, "speaker", "mute_file") { config.speaker.muteFile = v }
             try readIntegers(t, "speaker", into: &config.speaker.machine, unit: " ms", [
                 ("recording_limit_ms", 2000...120_000, \.recordingLimitMS), ("searching_limit_ms", 2000...120_000, \.searchingLimitMS),
                 ("speaking_limit_ms", 2000...600_000, \.speakingLimitMS), ("ringing_limit_ms", 5000...3_600_000, \.ringingLimitMS)])

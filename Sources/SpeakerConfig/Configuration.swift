@@ -94,6 +94,8 @@ public struct SpeakerConfiguration: Sendable {
         /// Where the timers are kept, so they outlast a restart. Empty: in memory only. Not set (nil): timers.json
         /// in the state directory (as `[houndify] conversation_state_file`).
         public var timersFile: String?
+        /// Where mute is remembered. Empty: every start is unmuted. Not set (nil): `muted` in the state directory.
+        public var muteFile: String?
     }
 
     public struct LoggingSection: Sendable, Equatable {

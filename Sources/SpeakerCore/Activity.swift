@@ -60,6 +60,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// A busy state outlived its limit.
     case watchdogExpired(SpeakerState, limitMS: Int)
     case timings(InteractionTimings)
+    /// The microphone was switched off (true) or on again by the owner.
+    case muted(Bool)
     /// A timer was set, changed, ticked (every minute), went off, was stopped or missed; `remaining` in seconds.
     case timer(TimerEvent, SpeakerTimer, remaining: Int)
 
@@ -86,6 +88,7 @@ extension SpeakerActivity {
         case .watchdogExpired: "watchdog"
         case .timings: "timings"
         case .timer: "timer"
+        case .muted: "mute"
         }
     }
 
@@ -116,6 +119,7 @@ extension SpeakerActivity {
             [("line", .string(t.line))] + InteractionTimings.stages.compactMap { stage in
                 t.milliseconds(stage.keyPath).map { ("\(stage.field)_ms", .int(Int64($0))) }
             }
+        case .muted(let on): [("muted", .bool(on))]
         case .timer(let event, let timer, let remaining):
             [("change", .string(event.rawValue)), ("id", .int(Int64(timer.id))), ("name", .string(timer.name)),
              ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
@@ -161,6 +165,7 @@ extension SpeakerActivity {
         case .deviceProblem(let problem): (.error, problem.message)
         case .watchdogExpired(let state, let limit): (.warning, "watchdog: still \(state.rawValue) after \(limit) ms")
         case .timings(let t): (.notice, t.line)
+        case .muted(let on): (.notice, on ? "muted: the microphone is off" : "unmuted: the microphone is on")
         case .timer(let event, let timer, let remaining):
             switch event {
             case .tick: (.debug, "\(timer.spokenName): \(SpokenDuration.words(remaining)) left")

@@ -147,6 +147,12 @@ public protocol TimerStore: Sendable {
     func save(_ book: TimerBook) throws(DeviceProblem)
 }
 
+/// One setting kept between runs (mute): a file in the state directory.
+public protocol FlagStore: Sendable {
+    func load() throws(DeviceProblem) -> Bool
+    func save(_ value: Bool) throws(DeviceProblem)
+}
+
 // MARK: The machine it runs on
 
 public protocol SystemInfo: Sendable {

@@ -16,11 +16,15 @@ public struct SpeakerPorts: Sendable {
     public var system: any SystemInfo
     /// Where timers are saved; nil keeps them in memory only.
     public var timerStore: (any TimerStore)?
+    /// Where mute is remembered; nil: every start is unmuted.
+    public var muteStore: (any FlagStore)?
 
     public init(search: any VoiceSearchService, speech: any SpeechOutputPort, volume: any VolumeControl,
                 microphone: any MicrophonePort, board: (any BoardPort)? = nil, hotPhrase: (any HotPhraseDetecting)? = nil,
-                clock: any LoopClock, system: any SystemInfo, timerStore: (any TimerStore)? = nil) {
+                clock: any LoopClock, system: any SystemInfo, timerStore: (any TimerStore)? = nil,
+                muteStore: (any FlagStore)? = nil) {
         self.timerStore = timerStore
+        self.muteStore = muteStore
         self.search = search
         self.speech = speech
         self.volume = volume
@@ -148,12 +152,18 @@ public final class SpeakerLoop: Sendable {
                         case .tapEnded: continuation.yield(.event(.tapEnded))
                         case .endTalk: continuation.yield(.event(.endTalk))
                         case .cancel: continuation.yield(.event(.cancel))
-                        case .doublePress: break  // nothing yet
+                        case .doublePress: continuation.yield(.event(.toggleMute))
                         }
                     }
                 }
             }
-            if ports.hotPhrase != nil { openAlwaysOnMicrophone() }
+            // A speaker muted when it stopped starts muted: its microphone is not opened at all.
+            var startMuted = false
+            if let store = ports.muteStore {
+                do throws(DeviceProblem) { startMuted = try store.load() } catch { tell(.deviceProblem(error)) }
+            }
+            if startMuted { continuation.yield(.event(.setMuted(true))) }
+            if ports.hotPhrase != nil && !startMuted { openAlwaysOnMicrophone() }
             loop: for await input in inputs {
                 guard let event = take(input) else { continue }
                 announce(event)
@@ -327,6 +337,8 @@ public final class SpeakerLoop: Sendable {
             timersChanged(outcome.changes)
         case .stopRinging:
             timersChanged(state.withLock { $0.timers.stopRinging() })
+        case .setMicrophoneMuted(let on):
+            setMicrophoneMuted(on)
         case .armWatchdog(let generation, let ms):
             armedGeneration.value.withLock { $0 = generation }
             watchdog.schedule(after: .milliseconds(ms))
@@ -420,6 +432,25 @@ public final class SpeakerLoop: Sendable {
         guard let outcome else { return "Sorry, something went wrong with the timer." }
         if outcome.succeeded, !outcome.changes.isEmpty, let said = responses?.succeeded, !said.allSatisfy(\.isWhitespace) { return said }
         return outcome.sentence
+    }
+
+    /// Mute releases the always-on microphone (the device is closed, not just ignored); unmute opens it again.
+    private func setMicrophoneMuted(_ on: Bool) {
+        tell(.muted(on))
+        if on {
+            let microphone = state.withLock { s -> (any MicrophoneStream)? in
+                defer { s.alwaysOnMicrophone = nil; s.microphoneUp = false }
+                return s.alwaysOnMicrophone
+            }
+            microphone?.stop()
+        } else if ports.hotPhrase != nil, state.withLock({ $0.alwaysOnMicrophone == nil }) {
+            openAlwaysOnMicrophone()
+        }
+        if let store = ports.muteStore {
+            do throws(DeviceProblem) { try store.save(on) } catch {
+                tell(.deviceProblem(DeviceProblem("\(error.message); mute will not be remembered after a restart")))
+            }
+        }
     }
 
     // MARK: Timers

@@ -140,6 +140,10 @@ public enum SpeakerEvent: Sendable, Equatable {
     case timerDue
     /// Whether any timer is counting down now (ready shows it on the LEDs).
     case timersRunning(Bool)
+    /// Mute (privacy): the microphone off and the hot phrase not listened for. `toggleMute` is the button's double
+    /// press; `setMuted` a command, or the saved setting at start.
+    case toggleMute
+    case setMuted(Bool)
     case shutdown
 }
 
@@ -169,6 +173,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     case timer(TimerAction)
     /// The ringing timers are done: off the list.
     case stopRinging
+    /// Release (true) or take back (false) the microphone, and remember the choice across restarts.
+    case setMicrophoneMuted(Bool)
     /// Arms the watchdog for `ms`; its expiry comes back as `.watchdog(generation:)`.
     case armWatchdog(generation: Int, ms: Int)
     case disarmWatchdog
@@ -239,6 +245,10 @@ public struct SpeakerMachine: Sendable {
     public private(set) var ringPending = false
     /// A timer is counting down: ready shows it.
     public private(set) var timersRunning = false
+    /// The microphone is off by the owner's choice: nothing is heard until unmuted.
+    public private(set) var muted = false
+    /// Said when someone presses to talk while muted.
+    public static let mutedSentence = "I'm muted. Double-press the button to unmute."
     /// The watchdog generation now armed (for tests and the loop).
     public private(set) var watchdogGeneration = 0
 
@@ -282,6 +292,10 @@ public struct SpeakerMachine: Sendable {
         case (_, .timersRunning(let running)):
             timersRunning = running
             return state == .ready ? [.leds(readyLEDs)] : []
+        case (_, .toggleMute):
+            return mute(!muted)
+        case (_, .setMuted(let on)):
+            return on == muted ? [] : mute(on)
         case (.ringing, .soundEnded(let end)):
             // The ring goes round again until someone stops it; an output that failed is not retried in a spin.
             let effects = soundEnded(end)
@@ -309,7 +323,9 @@ public struct SpeakerMachine: Sendable {
             return []
 
         case (.ready, .talk), (.ready, .press):
-            return startListening(preRoll: false)
+            return muted ? say(.text(Self.mutedSentence), followUp: false) : startListening(preRoll: false)
+        case (.ready, .hotPhrase) where muted:
+            return []  // a detection already on its way when the microphone was released
         case (.ready, .hotPhrase):
             // The router gates the detector while our sound plays; this catches a detection already on its way.
             return soundPlaying ? [] : startListening(preRoll: true)
@@ -362,7 +378,26 @@ public struct SpeakerMachine: Sendable {
         }
     }
 
-    private var readyLEDs: LEDState { outputMissing ? .error : offline ? .offline : timersRunning ? .timer : .ready }
+    private var readyLEDs: LEDState {
+        outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? .timer : .ready
+    }
+
+    /// Mutes or unmutes from any state: what was going on stops (a question is dropped, not sent), a sound marks
+    /// the change, and the speaker is ready with the LEDs saying so.
+    private mutating func mute(_ on: Bool) -> [SpeakerEffect] {
+        muted = on
+        guard state != .none else { return [.setMicrophoneMuted(on)] }
+        var effects: [SpeakerEffect] = []
+        switch state {
+        case .recording, .searching: effects = [.cancelSearch]
+        case .speaking: effects = [.stopSpeaking]
+        case .ringing: effects = [.stopSpeaking, .stopRinging]
+        case .ready, .none: break
+        }
+        effects += [.setMicrophoneMuted(on), .playEarcon(on ? .muteOn : .muteOff)]
+        if state != .ready { effects += leave(to: .ready) }
+        return effects + [.leds(readyLEDs)]
+    }
 
     private mutating func startRinging() -> [SpeakerEffect] {
         ringPending = false

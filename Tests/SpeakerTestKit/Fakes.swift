@@ -368,6 +368,15 @@ public struct FakeSystem: SystemInfo {
     public func ipAddresses() -> [String] { addresses }
 }
 
+/// A remembered setting (mute) kept in memory; one store given to two rigs in turn is a restart.
+public final class FakeFlagStore: FlagStore {
+    private let saved = Mutex(false)
+    public init() {}
+    public var value: Bool { saved.withLock { $0 } }
+    public func load() throws(DeviceProblem) -> Bool { saved.withLock { $0 } }
+    public func save(_ value: Bool) throws(DeviceProblem) { saved.withLock { $0 = value } }
+}
+
 /// Timers kept in memory; one store given to two rigs in turn is a restart.
 public final class FakeTimerStore: TimerStore {
     private let saved = Mutex<TimerBook?>(nil)

@@ -19,7 +19,7 @@ public final class LoopRig: Sendable {
     /// `clock` and `timerStore` from an earlier rig (stopped) make this one the same speaker restarted.
     public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
                 holdEarcons: Bool = false, clock: ManualClock = ManualClock(), timerStore: FakeTimerStore = FakeTimerStore(),
-                observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+                muteStore: FakeFlagStore? = nil, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
         self.clock = clock
         self.timerStore = timerStore
         search = FakeVoiceSearch(clock: clock)
@@ -29,7 +29,8 @@ public final class LoopRig: Sendable {
         var logger = Logger(label: "test")
         logger.logLevel = .critical
         let ports = SpeakerPorts(search: search, speech: speech, volume: volume, microphone: microphone, board: board,
-                                 hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem(), timerStore: timerStore)
+                                 hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem(), timerStore: timerStore,
+                                 muteStore: muteStore)
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }

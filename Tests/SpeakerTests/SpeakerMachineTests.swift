@@ -30,12 +30,14 @@ let allEvents: [SpeakerEvent] = [
     .speechEnded(.finished), .speechEnded(.interrupted), .speechEnded(.outputFailed), .soundEnded(.finished), .soundEnded(.interrupted),
     .soundEnded(.outputFailed), .watchdog(generation: -1), .shutdown,
     .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
-    .timerDue, .timersRunning(true), .timersRunning(false),
+    .timerDue, .timersRunning(true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
 func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState {
     if event == .shutdown { return .none }
+    // Muting stops whatever was going on; unmuting a speaker that is not muted changes nothing.
+    if state != .none && (event == .toggleMute || event == .setMuted(true)) { return .ready }
     switch state {
     case .none: return event == .started ? .ready : .none
     case .ready:

@@ -122,3 +122,44 @@ import Timers
         await rig.stop()
     }
 }
+
+/// Mute (privacy) through the loop: the double press, the microphone released, a press answered, the setting kept.
+@Suite struct MuteLoopTests {
+    @Test func aDoublePressMutesAndReleasesTheMicrophoneAndAPressSaysSo() async {
+        let store = FakeFlagStore()
+        let rig = await LoopRig(hotPhrase: true, muteStore: store)
+        #expect(await rig.eventually { rig.microphone.openStreams == 1 })  // listening for the hot phrase
+        var mark = rig.recorder.count
+        rig.board.press(.doublePress)
+        #expect(await rig.saw(.leds(.muted), after: mark))
+        #expect(await rig.saw(.muted(true), after: mark))
+        #expect(rig.microphone.openStreams == 0 && store.value == true)
+        #expect(rig.speech.earcons.last == .muteOn)
+        // A press while muted is answered, and opens nothing.
+        mark = rig.recorder.count
+        rig.board.press(.press)
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(rig.speech.spoken.last == SpeakerMachine.mutedSentence)
+        #expect(rig.search.sessions.isEmpty && rig.microphone.openStreams == 0)
+        await rig.endSpeech()
+        #expect(await rig.saw(.leds(.muted), after: mark))
+        mark = rig.recorder.count
+        rig.board.press(.doublePress)
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        #expect(await rig.eventually { rig.microphone.openStreams == 1 } && store.value == false)
+        #expect(rig.speech.earcons.last == .muteOff)
+        await rig.stop()
+    }
+
+    @Test func muteOutlivesARestart() async {
+        let store = FakeFlagStore()
+        let first = await LoopRig(hotPhrase: true, muteStore: store)
+        first.loop.send(.toggleMute)
+        #expect(await first.saw(.leds(.muted)))
+        await first.stop()
+        let rig = await LoopRig(hotPhrase: true, muteStore: store)
+        #expect(await rig.saw(.leds(.muted)))
+        #expect(rig.microphone.openStreams == 0 && rig.microphone.opens == 0)  // never opened at all
+        await rig.stop()
+    }
+}
