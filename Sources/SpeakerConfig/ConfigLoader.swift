@@ -241,7 +241,7 @@ struct Reader {
         "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
-                    "timers_file", "mute_file"],
+                    "timers_file", "mute_file", "follow_up"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
         "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low",
                   "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
@@ -389,6 +389,7 @@ struct Reader {
         }
         if let t = root["speaker"]?.table {
             if let v = try bool(t, "speaker", "speech") { config.speaker.machine.enableSpeech = v }
+            if let v = try bool(t, "speaker", "follow_up") { config.speaker.machine.followUp = v }
             if let v = try string(t, "speaker", "state_hook") { config.speaker.stateHook = v }
             if let v = try string(t, "speaker", "timers_file") { config.speaker.timersFile = v }
             if let v = try string(t, "speaker", "mute_file") { config.speaker.muteFile = v }

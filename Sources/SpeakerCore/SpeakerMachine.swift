@@ -78,7 +78,8 @@ public enum LocalCommand: Sendable, Equatable {
         let words = transcript.lowercased().split { !$0.isLetter && !$0.isNumber && $0 != "'" }.map(String.init)
         let text = words.joined(separator: " ")
         switch text {
-        case "stop", "cancel", "never mind", "nevermind", "stop it", "be quiet": return .stop
+        case "stop", "cancel", "never mind", "nevermind", "stop it", "be quiet", "thank you", "thanks", "thank you very much",
+             "that's all", "that's it", "no thanks", "no thank you", "nothing": return .stop
         default: break
         }
         if text.contains("volume up") || text.contains("louder") || text == "turn it up" || text.contains("increase the volume") {
@@ -202,17 +203,32 @@ public struct SpeakerMachine: Sendable {
         public var speakingLimitMS = 60_000
         /// A timer that nobody stops rings this long, then stops by itself.
         public var ringingLimitMS = 15 * 60_000
+        /// Follow-up mode: after each answer the microphone reopens (once the answer has played to its end) for
+        /// another question; silence, "stop" or "thank you" ends it without a word.
+        public var followUp = false
         public init() {}
     }
 
+    /// Why the microphone reopens after an answer.
+    enum Reopen: Sendable, Equatable {
+        /// It does not.
+        case no
+        /// Houndify asked a question (AutoListen): silence is "I didn't hear anything".
+        case autoListen
+        /// Follow-up mode: silence simply ends the conversation.
+        case followUp
+    }
+
     enum Phase: Sendable, Equatable {
-        case none, ready, recording
+        case none, ready
+        /// `quiet`: a follow-up window, where hearing nothing is no failure.
+        case recording(quiet: Bool)
         /// `pressDown`: the press that ended the recording is still down; it may yet become a long press (cancel),
         /// so the answer (or failure) waits in `held` until the button comes up, instead of playing for a second
         /// and being cut off.
         case searching(pressDown: Bool, held: SpeakerEvent?)
-        /// `followUp`: Houndify asked for another question (AutoListen), asked when the answer has been spoken.
-        case speaking(followUp: Bool)
+        /// `reopen`: whether (and why) the microphone reopens when the answer has been spoken.
+        case speaking(reopen: Reopen)
         case ringing
 
         var state: SpeakerState {
@@ -323,7 +339,7 @@ public struct SpeakerMachine: Sendable {
             return []
 
         case (.ready, .talk), (.ready, .press):
-            return muted ? say(.text(Self.mutedSentence), followUp: false) : startListening(preRoll: false)
+            return muted ? say(.text(Self.mutedSentence)) : startListening(preRoll: false)
         case (.ready, .hotPhrase) where muted:
             return []  // a detection already on its way when the microphone was released
         case (.ready, .hotPhrase):
@@ -336,6 +352,8 @@ public struct SpeakerMachine: Sendable {
             // Only the press that sends the question can hold its answer back.
             return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: event == .press, held: nil))
                 + [.leds(.searching)]
+        case (.recording(quiet: true), .noSpeech):
+            return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
         case (.recording, .answer(let answer)):
@@ -367,9 +385,11 @@ public struct SpeakerMachine: Sendable {
 
         case (.speaking, .talk), (.speaking, .press):
             return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
-        case (.speaking(let followUp), .speechEnded(let end)):
+        case (.speaking(let reopen), .speechEnded(let end)):
             _ = soundEnded(end)
-            return followUp ? startListening(preRoll: false) : leave(to: .ready) + [.leds(readyLEDs)]
+            // Not into a microphone the owner has muted, nor after an answer that never reached the ear.
+            guard reopen != .no, !muted, end != .outputFailed else { return leave(to: .ready) + [.leds(readyLEDs)] }
+            return startListening(preRoll: false, quiet: reopen == .followUp)
         case (.speaking, .watchdog):
             // The speech output itself is what hangs, so another sentence would hang too: the earcon says it.
             return [.stopSpeaking, .playEarcon(.error)] + leave(to: .ready) + [.leds(readyLEDs)]
@@ -408,38 +428,38 @@ public struct SpeakerMachine: Sendable {
         [.stopSpeaking, .stopRinging] + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    private mutating func startListening(preRoll: Bool) -> [SpeakerEffect] {
-        [.playEarcon(.startListening)] + enter(.recording) + [.leds(.listening), .startSearch(preRoll: preRoll)]
+    private mutating func startListening(preRoll: Bool, quiet: Bool = false) -> [SpeakerEffect] {
+        [.playEarcon(.startListening)] + enter(.recording(quiet: quiet)) + [.leds(.listening), .startSearch(preRoll: preRoll)]
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
         offline = false
         if case .timer(let action)? = answer.action {
-            return [.timer(action)] + say(.timerOutcome(answer.responses), followUp: false)
+            return [.timer(action)] + say(.timerOutcome(answer.responses))
         }
         switch LocalCommand.match(answer.transcript) {
         case .stop?:
             return leave(to: .ready) + [.leds(.ready)]
         case .volumeUp?:
-            return [.changeVolume(up: true)] + say(.volume, followUp: false)
+            return [.changeVolume(up: true)] + say(.volume)
         case .volumeDown?:
-            return [.changeVolume(up: false)] + say(.volume, followUp: false)
+            return [.changeVolume(up: false)] + say(.volume)
         case .ipAddress?:
-            return say(.ipAddress, followUp: false)
+            return say(.ipAddress)
         case nil:
             // An answer with nothing to say (no results, or responses that are not text) must not be silence.
             let text = answer.text.allSatisfy(\.isWhitespace) ? SpeakerAnswer.nothingToSay : answer.text
-            return say(.text(text), followUp: answer.autoListen)
+            return say(.text(text), reopen: answer.autoListen ? .autoListen : settings.followUp ? .followUp : .no)
         }
     }
 
-    private mutating func say(_ utterance: Utterance, followUp: Bool) -> [SpeakerEffect] {
+    private mutating func say(_ utterance: Utterance, reopen: Reopen = .no) -> [SpeakerEffect] {
         guard settings.enableSpeech else {
             let shown: String
             if case .text(let text) = utterance { shown = text } else { shown = "\(utterance)" }
             return [.show(shown)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        return enter(.speaking(followUp: followUp)) + [.leds(.speaking), .speak(utterance)]
+        return enter(.speaking(reopen: reopen)) + [.leds(.speaking), .speak(utterance)]
     }
 
     private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
@@ -447,7 +467,7 @@ public struct SpeakerMachine: Sendable {
         guard settings.enableSpeech else {
             return [.playEarcon(.error), .show(failure.sentence)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        return [.playEarcon(.error)] + enter(.speaking(followUp: false)) + [.leds(.error), .speak(.text(failure.sentence))]
+        return [.playEarcon(.error)] + enter(.speaking(reopen: .no)) + [.leds(.error), .speak(.text(failure.sentence))]
     }
 
     private mutating func cancelAll() -> [SpeakerEffect] {

@@ -280,6 +280,41 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(n.state == .ready)
     }
 
+    @Test func followUpModeReopensAfterEachAnswerAndSilenceEndsItQuietly() {
+        var settings = SpeakerMachine.Settings()
+        settings.followUp = true
+        var m = machine(in: .searching, settings: settings)
+        _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        // Only once the answer has played to its end, with the listening LEDs.
+        let reopened = m.handle(.speechEnded(.finished))
+        #expect(m.state == .recording && reopened.contains(.startSearch(preRoll: false)) && reopened.contains(.leds(.listening)))
+        // Nothing said: back to ready without "I didn't hear anything".
+        let silence = m.handle(.noSpeech)
+        #expect(m.state == .ready && !silence.contains { if case .speak = $0 { true } else { false } })
+        #expect(silence.contains(.cancelSearch))
+        // "Thank you" in the follow-up ends it too, silently.
+        var n = machine(in: .searching, settings: settings)
+        _ = n.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        _ = n.handle(.speechEnded(.finished))
+        _ = n.handle(.endOfSpeech)
+        let thanks = n.handle(.answer(SpeakerAnswer(transcript: "thank you", text: "You're welcome.")))
+        #expect(n.state == .ready && !thanks.contains { if case .speak = $0 { true } else { false } })
+        // An error is not followed up, nor an answer the output could not play, nor anything when muted.
+        var o = machine(in: .searching, settings: settings)
+        _ = o.handle(.searchFailed(.offline))
+        _ = o.handle(.speechEnded(.finished))
+        #expect(o.state == .ready)
+        var p = machine(in: .searching, settings: settings)
+        _ = p.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        _ = p.handle(.speechEnded(.outputFailed))
+        #expect(p.state == .ready)
+        // Without follow-up mode, silence after AutoListen is still told.
+        var q = machine(in: .searching)
+        _ = q.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
+        _ = q.handle(.speechEnded(.finished))
+        #expect(q.handle(.noSpeech).contains(.speak(.text(SearchFailure.nothingHeard.sentence))))
+    }
+
     @Test(arguments: SearchFailure.allCases)
     func failuresAreSpokenWithTheErrorLEDs(failure: SearchFailure) {
         var m = machine(in: .searching)
