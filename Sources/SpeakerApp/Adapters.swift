@@ -2,6 +2,7 @@ public import Audio
 public import AudioCore
 public import Board
 public import BoardCore
+import CShims
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -221,6 +222,7 @@ public struct DispatchClock: LoopClock {
         clock_gettime(CLOCK_REALTIME, &t)
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
+    public var calendar: any LocalCalendar { SystemCalendar() }
 
     final class Timer: LoopTimer, @unchecked Sendable {  // a dispatch source is thread-safe, not marked Sendable
         private let source: any DispatchSourceTimer
@@ -247,8 +249,25 @@ public struct DispatchClock: LoopClock {
 
 // MARK: The machine it runs on
 
+/// The system's time zone (TZ, else /etc/localtime) as the C library knows it, daylight saving included.
+public struct SystemCalendar: LocalCalendar {
+    public init() {}
+    public func utcOffset(at time: WallTime) -> Int {
+        var seconds = time_t(time.rounded(.down))
+        var parts = tm()
+        guard localtime_r(&seconds, &parts) != nil else { return 0 }
+        return Int(parts.tm_gmtoff)
+    }
+}
+
 public struct HostSystem: SystemInfo {
     public init() {}
+
+    /// The kernel's NTP state (adjtimex(2)), as the doctor's clock check reads it.
+    public func clockSynchronized() -> Bool {
+        var esterror = 0
+        return hs_clock_synchronized(&esterror) == 1
+    }
 
     public func ipAddresses() -> [String] {
         var list: UnsafeMutablePointer<ifaddrs>?

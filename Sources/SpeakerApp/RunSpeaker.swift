@@ -1,6 +1,7 @@
 import Board
 import BoardCore
 import CShims
+import Glibc
 import Logging
 import Speech
 import SpeakerConfig
@@ -17,6 +18,13 @@ public enum RunSpeaker {
         // fixing the threshold at its default keeps every allocation over 128 kB in its own mapping.
         _ = hs_malloc_fix_mmap_threshold(128 * 1024)
         let context = try AppContext(configPath: configPath)
+        // Alarms ring at the speaker's local time: the configured zone when there is one (the same one Houndify
+        // is told), else the system's. The C library's local time follows TZ, read once here before any thread.
+        let zone = context.config.location.timezone
+        if !zone.isEmpty {
+            setenv("TZ", zone, 1)
+            tzset()
+        }
         var speaker = try SpeakerAssembly(context: context, client: try context.houndifyClient(),
                                           output: .device(context.config.audio.output))
         speaker.board = try SpeakerAssembly.board(context.config.board)

@@ -62,6 +62,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     case timings(InteractionTimings)
     /// The microphone was switched off (true) or on again by the owner.
     case muted(Bool)
+    /// An alarm was set, cancelled, went off, was stopped or missed.
+    case alarm(AlarmChange.Kind, SpeakerAlarm)
     /// A timer was set, changed, ticked (every minute), went off, was stopped or missed; `remaining` in seconds.
     case timer(TimerEvent, SpeakerTimer, remaining: Int)
 
@@ -89,6 +91,7 @@ extension SpeakerActivity {
         case .timings: "timings"
         case .timer: "timer"
         case .muted: "mute"
+        case .alarm: "alarm"
         }
     }
 
@@ -120,6 +123,10 @@ extension SpeakerActivity {
                 t.milliseconds(stage.keyPath).map { ("\(stage.field)_ms", .int(Int64($0))) }
             }
         case .muted(let on): [("muted", .bool(on))]
+        case .alarm(let kind, let alarm):
+            [("change", .string(kind.rawValue)), ("id", .int(Int64(alarm.id))), ("name", .string(alarm.name)),
+             ("time", .string(alarm.spokenTime)), ("days", .array(alarm.days.sorted().map { .string($0.name) })),
+             ("next_at", { if case .scheduled(let at) = alarm.status { .double(at) } else { .null } }())]
         case .timer(let event, let timer, let remaining):
             [("change", .string(event.rawValue)), ("id", .int(Int64(timer.id))), ("name", .string(timer.name)),
              ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
@@ -166,6 +173,12 @@ extension SpeakerActivity {
         case .watchdogExpired(let state, let limit): (.warning, "watchdog: still \(state.rawValue) after \(limit) ms")
         case .timings(let t): (.notice, t.line)
         case .muted(let on): (.notice, on ? "muted: the microphone is off" : "unmuted: the microphone is on")
+        case .alarm(let kind, let alarm):
+            switch kind {
+            case .ringing: (.notice, "\(alarm.spokenName) is ringing")
+            case .missed: (.warning, "\(alarm.spokenName) fell due while the speaker was off, too long ago to ring")
+            default: (.info, "\(alarm.spokenName): \(kind.rawValue)")
+            }
         case .timer(let event, let timer, let remaining):
             switch event {
             case .tick: (.debug, "\(timer.spokenName): \(SpokenDuration.words(remaining)) left")

@@ -135,6 +135,8 @@ public protocol LoopClock: Sendable {
     var now: ContinuousClock.Instant { get }
     /// The time of day, in seconds since 1970 (what timers are kept in, so they outlast a restart).
     var wallTime: WallTime { get }
+    /// The local time zone and its daylight saving, for alarms.
+    var calendar: any LocalCalendar { get }
     func makeTimer(_ fire: @escaping @Sendable () -> Void) -> any LoopTimer
 }
 
@@ -158,4 +160,6 @@ public protocol FlagStore: Sendable {
 public protocol SystemInfo: Sendable {
     /// The addresses of the up, non-loopback IPv4 interfaces.
     func ipAddresses() -> [String]
+    /// Whether the clock has been set from the network (an alarm on a clock never set rings at the wrong time).
+    func clockSynchronized() -> Bool
 }

@@ -335,8 +335,19 @@ public final class SpeakerLoop: Sendable {
                 return outcome
             }
             timersChanged(outcome.changes)
+        case .alarm(let action):
+            let synchronized = ports.system.clockSynchronized()
+            let outcome = state.withLock { s -> TimerOutcome in
+                let outcome = s.timers.apply(action, now: ports.clock.wallTime, calendar: ports.clock.calendar, clockSynchronized: synchronized)
+                s.lastTimerOutcome = outcome
+                return outcome
+            }
+            timersChanged([], alarms: outcome.alarmChanges)
         case .stopRinging:
-            timersChanged(state.withLock { $0.timers.stopRinging() })
+            let (timers, alarms) = state.withLock { s in
+                (s.timers.stopRinging(), s.timers.stopRingingAlarms(now: ports.clock.wallTime, calendar: ports.clock.calendar))
+            }
+            timersChanged(timers, alarms: alarms)
         case .setMicrophoneMuted(let on):
             setMicrophoneMuted(on)
         case .armWatchdog(let generation, let ms):
@@ -430,7 +441,7 @@ public final class SpeakerLoop: Sendable {
     /// speaker's own (they say why: no such timer, which one), as for anything only the speaker knows (time left).
     static func timerSentence(_ outcome: TimerOutcome?, responses: ActionResponses?) -> String {
         guard let outcome else { return "Sorry, something went wrong with the timer." }
-        if outcome.succeeded, !outcome.changes.isEmpty, let said = responses?.succeeded, !said.allSatisfy(\.isWhitespace) { return said }
+        if outcome.succeeded, outcome.changedAnything, let said = responses?.succeeded, !said.allSatisfy(\.isWhitespace) { return said }
         return outcome.sentence
     }
 
@@ -466,23 +477,27 @@ public final class SpeakerLoop: Sendable {
                 tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
             }
         }
-        let (changes, ringing) = state.withLock { $0.timers.restarted(now: ports.clock.wallTime) }
-        timersChanged(changes)
+        let (changes, alarms, ringing) = state.withLock { $0.timers.restarted(now: ports.clock.wallTime, calendar: ports.clock.calendar) }
+        timersChanged(changes, alarms: alarms)
         if ringing { continuation.yield(.event(.timerDue)) }
     }
 
     /// Timers due now start ringing; then the next one is waited for.
     private func checkTimers() {
-        let changes = state.withLock { $0.timers.due(now: ports.clock.wallTime) }
-        timersChanged(changes)
-        if changes.contains(where: { $0.kind == .ringing }) { continuation.yield(.event(.timerDue)) }
+        let (changes, alarms) = state.withLock { s in
+            (s.timers.due(now: ports.clock.wallTime), s.timers.alarmsDue(now: ports.clock.wallTime, calendar: ports.clock.calendar))
+        }
+        timersChanged(changes, alarms: alarms)
+        if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) {
+            continuation.yield(.event(.timerDue))
+        }
     }
 
     /// Tells and saves what changed, and sets the alarm for the next timer due.
     /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
-    private func timersChanged(_ changes: [TimerChange]) {
+    private func timersChanged(_ changes: [TimerChange], alarms: [AlarmChange] = []) {
         var problem: DeviceProblem? = nil
-        if !changes.isEmpty, let store = ports.timerStore {
+        if !changes.isEmpty || !alarms.isEmpty, let store = ports.timerStore {
             do throws(DeviceProblem) { try store.save(state.withLock { $0.timers }) } catch { problem = error }
         }
         scheduleTimers()
@@ -491,6 +506,7 @@ public final class SpeakerLoop: Sendable {
             let remaining = Int(change.timer.remaining(at: now).rounded(.up))
             tell(.timer(SpeakerActivity.TimerEvent(rawValue: change.kind.rawValue) ?? .tick, change.timer, remaining: remaining))
         }
+        for change in alarms { tell(.alarm(change.kind, change.alarm)) }
         if let problem { tell(.deviceProblem(DeviceProblem("\(problem.message); a restart would lose the timers' last change"))) }
     }
 

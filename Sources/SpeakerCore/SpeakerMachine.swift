@@ -36,6 +36,7 @@ public enum SearchFailure: String, Sendable, CaseIterable {
 /// Something Houndify leaves to the speaker to do (a client command).
 public enum ClientAction: Sendable, Equatable {
     case timer(TimerAction)
+    case alarm(AlarmAction)
 }
 
 /// What to say once a client action has been tried (Houndify's dynamic responses: docs/houndify-protocol.md,
@@ -172,6 +173,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     case changeVolume(up: Bool)
     /// Carry out a timer command on the loop's timer list (and keep its outcome for `.timerOutcome`).
     case timer(TimerAction)
+    /// The same for an alarm command.
+    case alarm(AlarmAction)
     /// The ringing timers are done: off the list.
     case stopRinging
     /// Release (true) or take back (false) the microphone, and remember the choice across restarts.
@@ -434,8 +437,10 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
         offline = false
-        if case .timer(let action)? = answer.action {
-            return [.timer(action)] + say(.timerOutcome(answer.responses))
+        switch answer.action {
+        case .timer(let action)?: return [.timer(action)] + say(.timerOutcome(answer.responses))
+        case .alarm(let action)?: return [.alarm(action)] + say(.timerOutcome(answer.responses))
+        case nil: break
         }
         switch LocalCommand.match(answer.transcript) {
         case .stop?:

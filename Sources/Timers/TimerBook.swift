@@ -89,18 +89,24 @@ public struct TimerOutcome: Sendable, Equatable {
     public var succeeded: Bool
     public var sentence: String
     public var changes: [TimerChange]
+    public var alarmChanges: [AlarmChange]
 
-    public init(succeeded: Bool, sentence: String, changes: [TimerChange] = []) {
+    public init(succeeded: Bool, sentence: String, changes: [TimerChange] = [], alarmChanges: [AlarmChange] = []) {
         self.succeeded = succeeded
         self.sentence = sentence
         self.changes = changes
+        self.alarmChanges = alarmChanges
     }
+
+    /// Something was changed (not only looked at, nor refused).
+    public var changedAnything: Bool { !changes.isEmpty || !alarmChanges.isEmpty }
 }
 
 /// The speaker's timers: what they are, what each command does to them, when the next one is due. Pure: the
 /// time is passed in, so a 10-minute timer is tested in microseconds; the loop schedules, rings and saves.
 public struct TimerBook: Sendable, Equatable {
     public private(set) var timers: [SpeakerTimer] = []
+    public internal(set) var alarms: [SpeakerAlarm] = []
     private var nextID = 1
     /// A timer set for longer than this is refused (a day: a longer wait is an alarm's job).
     public static let longestSeconds = 24 * 3600
@@ -108,17 +114,26 @@ public struct TimerBook: Sendable, Equatable {
     /// one is reported as missed (a pasta timer from last night must not ring at breakfast).
     public static let stillWorthRinging: Double = 15 * 60
 
-    public init(timers: [SpeakerTimer] = []) {
+    public init(timers: [SpeakerTimer] = [], alarms: [SpeakerAlarm] = []) {
         self.timers = timers
-        nextID = (timers.map(\.id).max() ?? 0) + 1
+        self.alarms = alarms
+        nextID = ((timers.map(\.id) + alarms.map(\.id)).max() ?? 0) + 1
     }
 
     public var ringing: [SpeakerTimer] { timers.filter(\.isRinging) }
     public var anyRunning: Bool { timers.contains(where: \.isRunning) }
+    /// A timer or an alarm is ringing.
+    public var anyRinging: Bool { !ringing.isEmpty || alarms.contains(where: \.isRinging) }
 
-    /// When the next running timer is due.
+    mutating func takeID() -> Int {
+        defer { nextID += 1 }
+        return nextID
+    }
+
+    /// When the next running timer or scheduled alarm is due.
     public var nextDeadline: WallTime? {
-        timers.compactMap { if case .running(let end) = $0.status { end } else { nil } }.min()
+        (timers.compactMap { if case .running(let end) = $0.status { end } else { nil } }
+            + alarms.compactMap { if case .scheduled(let at) = $0.status { at } else { nil } }).min()
     }
 
     /// Carries out `action` at `now`.
@@ -133,8 +148,7 @@ public struct TimerBook: Sendable, Equatable {
             if !label.isEmpty, timers.contains(where: { $0.name == label }) {
                 return TimerOutcome(succeeded: false, sentence: "There's already a \(label) timer.")
             }
-            let timer = SpeakerTimer(id: nextID, name: label, seconds: seconds, status: .running(endsAt: now + Double(seconds)))
-            nextID += 1
+            let timer = SpeakerTimer(id: takeID(), name: label, seconds: seconds, status: .running(endsAt: now + Double(seconds)))
             timers.append(timer)
             let what = label.isEmpty ? "Timer" : "\(label.prefix(1).uppercased())\(label.dropFirst()) timer"
             return TimerOutcome(succeeded: true, sentence: "\(what) set for \(SpokenDuration.words(seconds)).", changes: [TimerChange(.set, timer)])
@@ -216,12 +230,19 @@ public struct TimerBook: Sendable, Equatable {
 
     /// After a restart: what `due` does, and a timer that was still ringing when the speaker went off rings on if
     /// it started at most `stillWorthRinging` ago (else it is missed, and removed). True when any is ringing.
-    public mutating func restarted(now: WallTime) -> (changes: [TimerChange], ringing: Bool) {
+    public mutating func restarted(now: WallTime, calendar: any LocalCalendar) -> (changes: [TimerChange], alarmChanges: [AlarmChange], ringing: Bool) {
         var changes = due(now: now)
         let stale = timers.filter { if case .ringing(let since) = $0.status { now - since > Self.stillWorthRinging } else { false } }
         timers.removeAll { t in stale.contains { $0.id == t.id } }
         changes += stale.map { TimerChange(.missed, $0) }
-        return (changes, !ringing.isEmpty)
+        var alarmChanges = alarmsDue(now: now, calendar: calendar)
+        for index in alarms.indices {
+            guard case .ringing(let since) = alarms[index].status, now - since > Self.stillWorthRinging else { continue }
+            alarmChanges.append(AlarmChange(.missed, alarms[index]))
+            alarms[index].status = .scheduled(at: alarms[index].next(after: now, calendar))
+        }
+        alarms.removeAll { alarm in alarm.days.isEmpty && alarmChanges.contains { $0.kind == .missed && $0.alarm.id == alarm.id } }
+        return (changes, alarmChanges, anyRinging)
     }
 
     /// The ringing timers are done: removed, and returned.
@@ -292,9 +313,9 @@ public struct TimerBook: Sendable, Equatable {
 
     // MARK: Words
 
-    static func cleanName(_ name: String) -> String {
+    static func cleanName(_ name: String, suffix: String = "timer") -> String {
         var words = name.lowercased().split(whereSeparator: \.isWhitespace).map(String.init)
-        if words.last == "timer" { words.removeLast() }
+        if words.last == suffix { words.removeLast() }
         if words.first == "the" || words.first == "a" { words.removeFirst() }
         return words.joined(separator: " ")
     }
@@ -333,7 +354,16 @@ public enum SpokenDuration {
 extension TimerBook {
     /// The timers as saved in the state directory (`timers.json`).
     public var json: JSONValue {
-        .object(["version": 1, "timers": .array(timers.map { timer in
+        .object(["version": 1, "alarms": .array(alarms.map { alarm in
+            var object: [String: JSONValue] = ["id": .int(Int64(alarm.id)), "name": .string(alarm.name),
+                                               "minuteOfDay": .int(Int64(alarm.minuteOfDay)),
+                                               "days": .array(alarm.days.sorted().map { .int(Int64($0.rawValue)) })]
+            switch alarm.status {
+            case .scheduled(let at): object["at"] = .double(at)
+            case .ringing(let since): object["ringingSince"] = .double(since)
+            }
+            return .object(object)
+        }), "timers": .array(timers.map { timer in
             var object: [String: JSONValue] = ["id": .int(Int64(timer.id)), "name": .string(timer.name), "seconds": .int(Int64(timer.seconds))]
             switch timer.status {
             case .running(let end): object["endsAt"] = .double(end)
@@ -360,7 +390,18 @@ extension TimerBook {
             else { continue }
             timers.append(SpeakerTimer(id: Int(id), name: name, seconds: Int(seconds), status: status))
         }
-        self.init(timers: timers)
+        var alarms: [SpeakerAlarm] = []
+        for item in json["alarms"]?.arrayValue ?? [] {
+            guard let id = item["id"]?.int64Value, let minute = item["minuteOfDay"]?.int64Value, (0..<1440).contains(minute),
+                  let name = item["name"]?.stringValue else { continue }
+            let days = Set((item["days"]?.arrayValue ?? []).compactMap { $0.int64Value.flatMap { Weekday(rawValue: Int($0)) } })
+            let status: SpeakerAlarm.Status
+            if let at = item["at"]?.doubleValue, at.isFinite { status = .scheduled(at: at) }
+            else if let since = item["ringingSince"]?.doubleValue, since.isFinite { status = .ringing(since: since) }
+            else { continue }
+            alarms.append(SpeakerAlarm(id: Int(id), name: name, minuteOfDay: Int(minute), days: days, status: status))
+        }
+        self.init(timers: timers, alarms: alarms)
     }
 }
 

@@ -28,6 +28,7 @@ public final class ManualClock: LoopClock {
     public var now: ContinuousClock.Instant { base + state.withLock { $0.elapsed } }
 
     public var wallTime: WallTime { wallStart + Double(state.withLock { $0.elapsed } / .milliseconds(1)) / 1000 }
+    public let calendar: any LocalCalendar = FixedOffsetCalendar()
 
     /// Milliseconds since the clock was made.
     public var elapsedMS: Int { Int(state.withLock { $0.elapsed } / .milliseconds(1)) }
@@ -364,8 +365,13 @@ public final class FakeHotPhrase: HotPhraseDetecting {
 
 public struct FakeSystem: SystemInfo {
     public var addresses: [String]
-    public init(addresses: [String] = ["192.168.1.23"]) { self.addresses = addresses }
+    public var synchronized: Bool
+    public init(addresses: [String] = ["192.168.1.23"], synchronized: Bool = true) {
+        self.addresses = addresses
+        self.synchronized = synchronized
+    }
     public func ipAddresses() -> [String] { addresses }
+    public func clockSynchronized() -> Bool { synchronized }
 }
 
 /// A remembered setting (mute) kept in memory; one store given to two rigs in turn is a restart.

@@ -163,3 +163,31 @@ import Timers
         await rig.stop()
     }
 }
+
+/// Alarms through the loop: set by voice, ringing at their time of day, stopped by a press, a repeating one set
+/// again for its next day. The manual clock starts at 2027-01-15 08:00 UTC (a Friday), on a UTC calendar.
+@Suite struct AlarmLoopTests {
+    @Test func anAlarmRingsAtItsTimeAndARepeatingOneWaitsForItsNextDay() async {
+        let rig = await LoopRig()
+        await rig.send(.talk, expecting: .listening)
+        var mark = rig.recorder.count
+        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "wake me at 8:05 on fridays", text: "",
+                                                      action: .alarm(.set(minuteOfDay: 8 * 60 + 5, days: [.friday], name: "")))))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(rig.speech.spoken.last == "The alarm for 8:05 AM every Friday is set.")
+        await rig.endSpeech()
+        mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(5 * 60))
+        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
+        #expect(rig.speech.earcons.last == .timer)
+        #expect(await rig.send(.press, expecting: .ready))
+        let next = rig.recorder.all.compactMap { activity -> Double? in
+            if case .alarm(.stopped, let alarm) = activity, case .scheduled(let at) = alarm.status { at } else { nil }
+        }
+        // Stopped, and set again for next Friday at 8:05.
+        let nextFriday: Double = 1_800_000_000 + 7 * 86_400 + 5 * 60
+        #expect(next == [nextFriday])
+        #expect(rig.timerStore.book?.alarms.count == 1)
+        await rig.stop()
+    }
+}
