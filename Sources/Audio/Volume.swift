@@ -8,6 +8,7 @@ import Synchronization
 /// Shared by the speech thread (which reads the gain for every block) and whoever turns it up or down.
 public final class OutputVolume: Sendable {
     private let percent: Mutex<Int>
+    private let off = Mutex(false)
     private let mixer: ALSAMixer?
     public static let step = 10
 
@@ -21,13 +22,22 @@ public final class OutputVolume: Sendable {
 
     public var current: Int { percent.withLock { $0 } }
 
-    /// Sets the volume (clamped to 0-100) and returns it.
+    /// Sets the volume (clamped to 0-100) and returns it; the sound comes back on if it was off.
     @discardableResult
     public func set(_ value: Int) throws(AudioDeviceError) -> Int {
         let clamped = max(0, min(100, value))
         percent.withLock { $0 = clamped }
+        off.withLock { $0 = false }
         try mixer?.set(percent: clamped)
         return clamped
+    }
+
+    /// The sound switched off (silence) or back on at the level it had; the level is kept meanwhile.
+    public var isSoundOff: Bool { off.withLock { $0 } }
+
+    public func setSoundOff(_ value: Bool) throws(AudioDeviceError) {
+        off.withLock { $0 = value }
+        try mixer?.set(percent: value ? 0 : current)
     }
 
     @discardableResult public func up() throws(AudioDeviceError) -> Int { try set(current + Self.step) }
@@ -37,7 +47,7 @@ public final class OutputVolume: Sendable {
     /// With a mixer control the samples are left alone (gain 1).
     public var softwareGain: Float {
         guard mixer == nil else { return 1 }
-        return Self.gain(forPercent: current)
+        return isSoundOff ? 0 : Self.gain(forPercent: current)
     }
 
     public static func gain(forPercent p: Int) -> Float {

@@ -19,10 +19,14 @@ public struct HoundifyClientConfiguration: Sendable {
     public var stopAudioOnSafeToStop: Bool
     /// Take the conversation state from each successful result.
     public var keepsConversation: Bool
+    /// For a result that leaves an action to the client (`CommandResult.isClientAction`), leave the state to the
+    /// caller, which keeps that of the branch it took (`conversation.set`); otherwise the result's own is kept.
+    public var callerKeepsActionState: Bool
 
     public init(endpoint: String, clientKey: String, profile: ClientProfile, connectTimeoutMS: Int = 5_000,
                 responseTimeoutMS: Int = 10_000, audioFormat: AudioUploadFormat = .pcm,
-                stopAudioOnSafeToStop: Bool = true, keepsConversation: Bool = true) {
+                stopAudioOnSafeToStop: Bool = true, keepsConversation: Bool = true, callerKeepsActionState: Bool = false) {
+        self.callerKeepsActionState = callerKeepsActionState
         self.endpoint = endpoint
         self.clientKey = clientKey
         self.profile = profile
@@ -142,7 +146,16 @@ public final class HoundifyClient: Sendable {
 
     fileprivate func accept(_ response: HoundServerResponse) {
         guard configuration.keepsConversation, !response.isError, let best = response.best else { return }
+        if configuration.callerKeepsActionState && best.isClientAction { return }
         do { try conversation.update(from: best) } catch {
+            logger.warning("could not save the conversation state: \(error)")
+        }
+    }
+
+    /// Keeps `state` for the next query: that of the branch of a dynamic response the caller took.
+    public func keepConversation(_ state: JSONValue) {
+        guard configuration.keepsConversation else { return }
+        do { try conversation.set(state) } catch {
             logger.warning("could not save the conversation state: \(error)")
         }
     }

@@ -87,11 +87,68 @@ public struct CommandResult: Sendable, Equatable {
 
     /// What a speaker should say: the long spoken response, falling back to the short one and to the written
     /// one (NoResultCommand has an empty SpokenResponse).
-    public var textToSpeak: String {
-        for candidate in [spokenResponseLong, spokenResponse, writtenResponseLong, writtenResponse] where !candidate.isEmpty {
-            return candidate
+    public var textToSpeak: String { text(long: true) }
+
+    /// The long or the short spoken response, falling back to the other and to the written ones.
+    public func text(long: Bool) -> String {
+        DynamicResponse.pick(long: long, spokenResponse, spokenResponseLong, writtenResponse, writtenResponseLong)
+    }
+
+    /// A dynamic response of this result by its key (`ClientActionSucceededResult`, `DeleteSingleDynamicResponse`).
+    public func dynamicResponse(_ key: String) -> DynamicResponse? {
+        json[key].flatMap { DynamicResponse(json: $0) }
+    }
+
+    /// The first dynamic response whose key ends with `suffix` (a command's `...SingleDynamicResponse`, whatever
+    /// its verb).
+    public func dynamicResponse(endingWith suffix: String) -> DynamicResponse? {
+        guard let object = json.objectValue else { return nil }
+        for key in object.keys.sorted() where key.hasSuffix(suffix) {
+            if let found = dynamicResponse(key) { return found }
         }
-        return ""
+        return nil
+    }
+
+    /// The result leaves something to the client: it has dynamic responses for the outcomes of a client action.
+    public var isClientAction: Bool {
+        guard let object = json.objectValue else { return false }
+        return object.keys.contains { key in
+            key == "ClientActionSucceededResult" || key == "ClientActionFailedResult" || key == "RequiredFeaturesSupportedResult"
+                || key.hasSuffix("DynamicResponse")
+        }
+    }
+
+    /// `RequiredFeatures`: what the client must support for `RequiredFeaturesSupportedResult` to apply.
+    public var requiredFeatures: [String] { json["RequiredFeatures"]?.arrayValue?.compactMap(\.stringValue) ?? [] }
+}
+
+/// An alternative answer a result carries for one outcome of a client action (DynamicResponse:
+/// docs/houndify-protocol.md, "Client commands"): its own texts, AutoListen and conversation state.
+public struct DynamicResponse: Sendable, Equatable {
+    public var spokenResponse: String
+    public var spokenResponseLong: String
+    public var writtenResponse: String
+    public var writtenResponseLong: String
+    public var autoListen: Bool
+    public var conversationState: JSONValue?
+
+    public init?(json: JSONValue) {
+        guard case .object = json else { return nil }
+        spokenResponse = json["SpokenResponse"]?.stringValue ?? ""
+        spokenResponseLong = json["SpokenResponseLong"]?.stringValue ?? ""
+        writtenResponse = json["WrittenResponse"]?.stringValue ?? ""
+        writtenResponseLong = json["WrittenResponseLong"]?.stringValue ?? ""
+        autoListen = json["AutoListen"]?.boolValue ?? false
+        conversationState = json["ConversationState"].flatMap { $0 == .null ? nil : $0 }
+    }
+
+    public func text(long: Bool) -> String {
+        Self.pick(long: long, spokenResponse, spokenResponseLong, writtenResponse, writtenResponseLong)
+    }
+
+    static func pick(long: Bool, _ spoken: String, _ spokenLong: String, _ written: String, _ writtenLong: String) -> String {
+        let order = long ? [spokenLong, spoken, writtenLong, written] : [spoken, spokenLong, written, writtenLong]
+        return order.first { !$0.allSatisfy(\.isWhitespace) } ?? ""
     }
 }
 

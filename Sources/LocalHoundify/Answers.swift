@@ -6,7 +6,8 @@ import Glibc
 import Houndify
 
 /// The local service's small domain: the time and date in the request's TimeZone, a weather answer from a real
-/// response fixture, a two-turn timer conversation (to exercise ConversationState and AutoListen), and
+/// response fixture, timers, alarms, volume and a phone call as client commands (ClientCommandAnswers), a
+/// two-turn "set a timer" ... "for how long?" conversation (to exercise ConversationState and AutoListen), and
 /// NoResultCommand for everything else. Answers have the shapes of real HoundServer responses.
 public struct AnswerBook: Sendable {
     let weatherFixture: JSONValue?
@@ -29,17 +30,16 @@ public struct AnswerBook: Sendable {
         if transcript.trimmed(.whitespaces).isEmpty {
             result = noResult()
         } else if previous?["LocalServicePending"]?.stringValue == "TimerDuration", let minutes = Self.number(in: query) {
-            let text = "OK, a timer for \(minutes) minute\(minutes == 1 ? "" : "s"), starting now."
-            result = command("TimerCommand", spoken: text, written: text)
+            // The second turn: the duration alone ("ten minutes"), read in the state the first turn left.
+            let words = query.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map(String.init)
+            let seconds = ClientCommandAnswers.duration(words) ?? minutes * 60
+            result = ClientCommandAnswers(query: query, state: state).setTimer(seconds: seconds, title: nil)
+        } else if let command = ClientCommandAnswers(query: query, state: state).answer() {
+            result = command
         } else if query.contains("timer") {
-            if let minutes = Self.number(in: query) {
-                let text = "OK, a timer for \(minutes) minute\(minutes == 1 ? "" : "s"), starting now."
-                result = command("TimerCommand", spoken: text, written: text)
-            } else {
-                result = command("TimerCommand", spoken: "For how long?", written: "For how long?")
-                result["AutoListen"] = true
-                state["LocalServicePending"] = "TimerDuration"
-            }
+            result = command("TimerCommand", spoken: "For how long?", written: "For how long?")
+            result["AutoListen"] = true
+            state["LocalServicePending"] = "TimerDuration"
         } else if query.contains("story") {
             // A long answer: long enough that a person may want to stop it.
             let text = Self.story

@@ -42,14 +42,19 @@ private final class PulledStream<Element: Sendable>: @unchecked Sendable {
 /// Voice searches with the Houndify client (libcurl), answers reduced to what the speaker acts on.
 public final class HoundifyVoiceSearch: VoiceSearchService {
     public let client: HoundifyClient
+    public let reader: ClientCommandReader
     private let requestInfo: Mutex<[String: JSONValue]>
 
     /// `requestInfo`: extra RequestInfo for every voice query (the demo's and the tests' transcript for the local
-    /// service).
-    public init(client: HoundifyClient, requestInfo: [String: JSONValue] = [:]) {
+    /// service). The client should leave the state of client actions to the caller (`callerKeepsActionState`): the
+    /// loop keeps that of the branch it took, through `keepConversation`.
+    public init(client: HoundifyClient, reader: ClientCommandReader = ClientCommandReader(), requestInfo: [String: JSONValue] = [:]) {
         self.client = client
+        self.reader = reader
         self.requestInfo = Mutex(requestInfo)
     }
+
+    public func keepConversation(_ state: JSONValue) { client.keepConversation(state) }
 
     /// RequestInfo added to the next voice queries.
     public func setRequestInfo(_ info: [String: JSONValue]) { requestInfo.withLock { $0 = info } }
@@ -60,7 +65,7 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
             // The pre-roll carries the end of "OK Hound": say so, so Houndify drops the phrase from the query.
             extra["WakeUpPattern"] = .string("[[\"OK\" | \"Okay\"] . \"Hound\"]")
         }
-        do throws(HoundifyError) { return Session(try client.startVoiceSearch(extra: extra)) } catch {
+        do throws(HoundifyError) { return Session(try client.startVoiceSearch(extra: extra), reader: reader, client: client) } catch {
             throw Self.searchError(error) ?? SearchError(.serviceFailing, detail: "\(error)")
         }
     }
@@ -83,7 +88,7 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
         let search: VoiceSearch
         let events: AsyncStream<SearchEvent>
 
-        init(_ search: VoiceSearch) {
+        init(_ search: VoiceSearch, reader: ClientCommandReader, client: HoundifyClient) {
             self.search = search
             events = mapping(search.events) { event -> SearchEvent? in
                 switch event {
@@ -91,9 +96,9 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
                 case .audioEnded(.safeToStopAudio): return .safeToStopAudio
                 case .audioEnded: return nil
                 case .result(let response):
-                    let best = response.best
-                    return .answer(SpeakerAnswer(transcript: response.transcript ?? "", text: best?.textToSpeak ?? "",
-                                                 autoListen: best?.autoListen ?? false))
+                    let (answer, keepNow) = reader.read(response)
+                    if let keepNow, client.configuration.callerKeepsActionState { client.keepConversation(keepNow) }
+                    return .answer(answer)
                 case .failed(let error): return HoundifyVoiceSearch.searchError(error).map { .failed($0) }
                 }
             }
@@ -149,10 +154,17 @@ public struct MixerVolume: VolumeControl {
     public let volume: OutputVolume
     public init(_ volume: OutputVolume) { self.volume = volume }
     public var percent: Int { volume.current }
+    public var soundOff: Bool { volume.isSoundOff }
     public func step(up: Bool) throws(DeviceProblem) -> Int {
         do throws(AudioDeviceError) { return up ? try volume.up() : try volume.down() } catch {
             throw DeviceProblem("volume: \(error)")
         }
+    }
+    public func set(_ percent: Int) throws(DeviceProblem) -> Int {
+        do throws(AudioDeviceError) { return try volume.set(percent) } catch { throw DeviceProblem("volume: \(error)") }
+    }
+    public func setSoundOff(_ off: Bool) throws(DeviceProblem) {
+        do throws(AudioDeviceError) { try volume.setSoundOff(off) } catch { throw DeviceProblem("volume: \(error)") }
     }
 }
 

@@ -31,12 +31,14 @@ public struct AppContext: Sendable {
         for warning in config.warnings { logger.warning("\(warning)") }
     }
 
-    /// The Houndify client, with the conversation kept in the configured state file.
-    public func houndifyClient(newConversation: Bool = false) throws -> HoundifyClient {
-        let settings: HoundifyClientConfiguration
+    /// The Houndify client, with the conversation kept in the configured state file. `forSpeaker`: the speaker
+    /// carries out client actions and keeps the state of the branch it took.
+    public func houndifyClient(newConversation: Bool = false, forSpeaker: Bool = false) throws -> HoundifyClient {
+        var settings: HoundifyClientConfiguration
         do { settings = try config.houndifyClientConfiguration() } catch {
             throw CommandFailure(message: error.description, exitCode: 78)
         }
+        settings.callerKeepsActionState = forSpeaker
         let file = config.houndify.conversationStateFile ?? ""
         let store = ConversationStore(fileURL: file.isEmpty ? nil : URL(fileURLWithPath: file))
         if let problem = store.loadProblem { logger.warning("conversation state: \(problem)") }

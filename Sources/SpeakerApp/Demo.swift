@@ -55,7 +55,7 @@ public struct Demo {
         let profile = ClientProfile(clientID: Self.id, userID: "demo", deviceID: "demo", latitude: 37.3875, longitude: -122.0575,
                                     timeZone: SystemTimeZone.identifier())
         let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
-            endpoint: "http://127.0.0.1:\(port)", clientKey: Self.key, profile: profile))
+            endpoint: "http://127.0.0.1:\(port)", clientKey: Self.key, profile: profile, callerKeepsActionState: true))
 
         let speechOutput = Self.chooseOutput(output)
         var config = SpeakerConfiguration()

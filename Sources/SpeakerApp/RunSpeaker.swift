@@ -25,7 +25,7 @@ public enum RunSpeaker {
             setenv("TZ", zone, 1)
             tzset()
         }
-        var speaker = try SpeakerAssembly(context: context, client: try context.houndifyClient(),
+        var speaker = try SpeakerAssembly(context: context, client: try context.houndifyClient(forSpeaker: true),
                                           output: .device(context.config.audio.output))
         speaker.board = try SpeakerAssembly.board(context.config.board)
         if eventsJSON { speaker.observers.append { printLine($0.json) } }

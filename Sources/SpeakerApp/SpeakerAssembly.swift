@@ -52,7 +52,8 @@ public struct SpeakerAssembly {
             throw CommandFailure(message: "\(config.path ?? "config"): [audio] earcons: \(error)", exitCode: 78)
         }
         speech = EngineSpeech(engine: engine, output: output, earcons: earcons)
-        search = HoundifyVoiceSearch(client: client)
+        search = HoundifyVoiceSearch(client: client, reader: ClientCommandReader(
+            longAnswers: config.houndify.answerLength == .long, supportedFeatures: Set(config.houndify.supportedFeatures)))
         capture = config.audio.capture
         settings.endpointer = config.listening
         settings.machine = config.speaker.machine

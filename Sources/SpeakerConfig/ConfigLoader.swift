@@ -232,7 +232,8 @@ struct Reader {
 
     static let schema: [String: [String]] = [
         "houndify": ["client_id", "client_key", "endpoint", "user_id", "device_id", "connect_timeout", "response_timeout",
-                     "audio_format", "unit_preference", "conversation_state_file", "request_info"],
+                     "audio_format", "unit_preference", "conversation_state_file", "request_info", "answer_length",
+                     "supported_features", "voice"],
         "location": ["latitude", "longitude", "accuracy", "timezone"],
         "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "input_pacing", "volume", "mixer_control",
                   "earcons"],
@@ -329,6 +330,18 @@ struct Reader {
             if let value = t["request_info"] {
                 guard let extra = value.table else { throw error(h, "request_info", "must be a table ([houndify.request_info])") }
                 for key in extra.keys { config.houndify.requestInfo[key] = try json(extra[key]!, "houndify.request_info", key) }
+            }
+            if let v = try string(t, h, "answer_length") { config.houndify.answerLength = try choice(v, h, "answer_length") }
+            if let value = t["supported_features"] {
+                guard case .array(let items) = try json(value, h, "supported_features"),
+                      let names = Optional(items.compactMap(\.stringValue)), names.count == items.count else {
+                    throw error(h, "supported_features", "must be a list of strings, e.g. [\"Timer\"]")
+                }
+                config.houndify.supportedFeatures = names
+            }
+            if let v = try string(t, h, "voice") {
+                guard !v.contains(where: { $0.isWhitespace || $0 == "\"" }) else { throw error(h, "voice", "must be one voice name with no spaces, not \"\(v)\"") }
+                config.houndify.voice = v
             }
         }
         if let t = root["location"]?.table {

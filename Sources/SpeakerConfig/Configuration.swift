@@ -29,7 +29,15 @@ public struct SpeakerConfiguration: Sendable {
         /// $XDG_STATE_HOME/hound-speaker/conversation.json (~/.local/state/... without XDG_STATE_HOME).
         public var conversationStateFile: String?
         public var requestInfo: [String: JSONValue] = [:]
+        /// Say SpokenResponseLong or SpokenResponse (`answer_length`); also asked of Houndify's own voice.
+        public var answerLength = AnswerLength.long
+        /// Client features for RequiredFeatures (`supported_features`).
+        public var supportedFeatures: [String] = []
+        /// Houndify's own voice for answers (`voice`, ResponseAudioVoice); empty: espeak-ng speaks them.
+        public var voice = ""
     }
+
+    public enum AnswerLength: String, Sendable, CaseIterable { case long, short }
 
     public struct LocationSection: Sendable, Equatable {
         public var latitude: Double?

@@ -53,7 +53,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
     case answerShown(String)
     case leds(LEDState)
-    case volume(Int)
+    /// The output volume, 0-100, and whether the sound is switched off (Houndify's MuteSound).
+    case volume(Int, soundOff: Bool = false)
     case microphone(MicrophoneEvent)
     /// A device did not do what was asked (the output, the volume control, the microphone, speech).
     case deviceProblem(DeviceProblem)
@@ -106,7 +107,7 @@ extension SpeakerActivity {
         case .searchFailed(let error): [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail))]
         case .answerShown(let text): [("text", .string(text))]
         case .leds(let state): [("show", .string(state.rawValue))]
-        case .volume(let percent): [("percent", .int(Int64(percent)))]
+        case .volume(let percent, let off): [("percent", .int(Int64(percent))), ("sound_off", .bool(off))]
         case .microphone(let event):
             switch event {
             case .opened(let device, let rate, let channels):
@@ -160,7 +161,7 @@ extension SpeakerActivity {
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
         case .answerShown(let text): (.notice, "answer: \(text)")
         case .leds: nil
-        case .volume(let percent): (.info, "volume \(percent)")
+        case .volume(let percent, let off): (.info, off ? "sound off (volume \(percent) when it is back on)" : "volume \(percent)")
         case .microphone(let event):
             switch event {
             case .opened(let device, let rate, let channels): (.debug, "microphone \(device) open: \(rate) Hz, \(channels) channel(s)")

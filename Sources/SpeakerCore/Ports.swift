@@ -1,3 +1,4 @@
+public import JSONKit
 public import Timers
 public import AudioCore
 public import BoardCore
@@ -52,6 +53,13 @@ public protocol VoiceSearchSession: AnyObject, Sendable {
 public protocol VoiceSearchService: Sendable {
     /// `afterHotPhrase`: the audio starts with the end of "OK Hound" (the pre-roll), which the service should drop.
     func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession
+    /// Keeps the conversation state of the branch of a dynamic response the speaker took (the service keeps that
+    /// of ordinary answers itself).
+    func keepConversation(_ state: JSONValue)
+}
+
+extension VoiceSearchService {
+    public func keepConversation(_ state: JSONValue) {}
 }
 
 // MARK: Speech and sounds
@@ -71,10 +79,15 @@ public protocol SpeechOutputPort: Sendable {
 }
 
 public protocol VolumeControl: Sendable {
-    /// 0-100.
+    /// 0-100: the level the sound plays at when it is on.
     var percent: Int { get }
-    /// One step up or down; the new percentage.
+    /// The sound is switched off (Houndify's MuteSound); the level is kept for when it comes back.
+    var soundOff: Bool { get }
+    /// One step up or down; the new percentage. Switches the sound back on.
     func step(up: Bool) throws(DeviceProblem) -> Int
+    /// To a level (clamped to 0-100); the new percentage. Switches the sound back on.
+    func set(_ percent: Int) throws(DeviceProblem) -> Int
+    func setSoundOff(_ off: Bool) throws(DeviceProblem)
 }
 
 // MARK: Board

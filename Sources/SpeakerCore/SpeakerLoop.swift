@@ -104,8 +104,10 @@ public final class SpeakerLoop: Sendable {
         var microphoneUp = false
         var timings: InteractionTimings?
         var timers = TimerBook()
-        /// What the last `.timer` effect did, for the sentence that follows it.
-        var lastTimerOutcome: TimerOutcome?
+        /// What the last client action (`.timer`, `.alarm`, `.volume`) did, for the sentence that follows it.
+        var lastActionOutcome: ActionOutcome?
+        /// The transcript of the answer whose client action is under way, told with the words that follow it.
+        var actionTranscript: String?
         /// What the machine was last told about running timers.
         var toldTimersRunning = false
     }
@@ -263,7 +265,13 @@ public final class SpeakerLoop: Sendable {
     private func announce(_ event: SpeakerEvent) {
         switch event {
         case .partialTranscript(let text): tell(.partialTranscript(text))
-        case .answer(let answer): tell(.finalTranscript(transcript: answer.transcript, answer: answer.text))
+        case .answer(let answer):
+            // What a client action makes the speaker say is known once it is done (`actionSentence`).
+            if answer.action == nil {
+                tell(.finalTranscript(transcript: answer.transcript, answer: answer.text))
+            } else {
+                state.withLock { $0.actionTranscript = answer.transcript }
+            }
         case .talk, .press: tell(.button(.talk))
         case .endTalk: tell(.button(.endTalk))
         case .cancel: tell(.button(.cancel))
@@ -328,10 +336,13 @@ public final class SpeakerLoop: Sendable {
             tell(.leds(leds))
         case .changeVolume(let up):
             do throws(DeviceProblem) { tell(.volume(try ports.volume.step(up: up))) } catch { tell(.deviceProblem(error)) }
+        case .volume(let action):
+            let outcome = changeVolume(action)
+            state.withLock { $0.lastActionOutcome = outcome }
         case .timer(let action):
             let outcome = state.withLock { s -> TimerOutcome in
                 let outcome = s.timers.apply(action, now: ports.clock.wallTime)
-                s.lastTimerOutcome = outcome
+                s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
             timersChanged(outcome.changes)
@@ -339,7 +350,7 @@ public final class SpeakerLoop: Sendable {
             let synchronized = ports.system.clockSynchronized()
             let outcome = state.withLock { s -> TimerOutcome in
                 let outcome = s.timers.apply(action, now: ports.clock.wallTime, calendar: ports.clock.calendar, clockSynchronized: synchronized)
-                s.lastTimerOutcome = outcome
+                s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
             timersChanged([], alarms: outcome.alarmChanges)
@@ -358,8 +369,8 @@ public final class SpeakerLoop: Sendable {
             watchdog.disarm()
         case .stateChanged(let from, let to):
             stateChanged(from: from, to: to)
-        case .show(let text):
-            tell(.answerShown(text))
+        case .show(let utterance):
+            tell(.answerShown(render(utterance)))
         case .stopped:
             shutDown()
             return true
@@ -432,17 +443,40 @@ public final class SpeakerLoop: Sendable {
         case .text(let text): text
         case .volume: "Volume \(ports.volume.percent)."
         case .ipAddress: Self.ipAddressSentence(ports.system.ipAddresses())
-        case .timerOutcome(let responses):
-            Self.timerSentence(state.withLock { $0.lastTimerOutcome }, responses: responses)
+        case .actionOutcome(let responses):
+            actionSentence(responses)
         }
     }
 
-    /// The branch that matches what was done: Houndify's words for a success when it gave some; for a failure the
-    /// speaker's own (they say why: no such timer, which one), as for anything only the speaker knows (time left).
-    static func timerSentence(_ outcome: TimerOutcome?, responses: ActionResponses?) -> String {
-        guard let outcome else { return "Sorry, something went wrong with the timer." }
-        if outcome.succeeded, outcome.changedAnything, let said = responses?.succeeded, !said.allSatisfy(\.isWhitespace) { return said }
-        return outcome.sentence
+    /// The words for the last client action, and the conversation state of the branch it took (kept here, as the
+    /// words are chosen: Houndify's next answer depends on what the speaker really did).
+    private func actionSentence(_ responses: ActionResponses?) -> String {
+        guard let outcome = state.withLock({ $0.lastActionOutcome }) else { return "Sorry, something went wrong." }
+        let (text, branch) = outcome.reply(from: responses)
+        if let kept = branch?.conversationState ?? responses?.conversationState { ports.search.keepConversation(kept) }
+        if let transcript = state.withLock({ s in defer { s.actionTranscript = nil }; return s.actionTranscript }) {
+            tell(.finalTranscript(transcript: transcript, answer: text))
+        }
+        return text
+    }
+
+    /// Carries out a volume command; the sentence says the new level (said at that level).
+    private func changeVolume(_ action: VolumeAction) -> ActionOutcome {
+        let volume = ports.volume
+        do throws(DeviceProblem) {
+            switch action {
+            case .step(let up): _ = try volume.step(up: up)
+            case .by(let points): _ = try volume.set(volume.percent + points)
+            case .to(let percent): _ = try volume.set(percent)
+            case .mute(let off): try volume.setSoundOff(off)
+            }
+        } catch {
+            tell(.deviceProblem(error))
+            return ActionOutcome(.failed, sentence: "Sorry, I couldn't change the volume.")
+        }
+        tell(.volume(volume.percent, soundOff: volume.soundOff))
+        if case .mute(true) = action { return ActionOutcome(.changed(1), sentence: "Sound off.") }
+        return ActionOutcome(.changed(1), sentence: "Volume \(volume.percent).")
     }
 
     /// Mute releases the always-on microphone (the device is closed, not just ignored); unmute opens it again.
@@ -479,7 +513,18 @@ public final class SpeakerLoop: Sendable {
         }
         let (changes, alarms, ringing) = state.withLock { $0.timers.restarted(now: ports.clock.wallTime, calendar: ports.clock.calendar) }
         timersChanged(changes, alarms: alarms)
-        if ringing { continuation.yield(.event(.timerDue)) }
+        if ringing { ring() }
+    }
+
+    /// A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
+    private func ring() {
+        if ports.volume.soundOff {
+            do throws(DeviceProblem) {
+                try ports.volume.setSoundOff(false)
+                tell(.volume(ports.volume.percent, soundOff: false))
+            } catch { tell(.deviceProblem(error)) }
+        }
+        continuation.yield(.event(.timerDue))
     }
 
     /// Timers due now start ringing; then the next one is waited for.
@@ -488,9 +533,7 @@ public final class SpeakerLoop: Sendable {
             (s.timers.due(now: ports.clock.wallTime), s.timers.alarmsDue(now: ports.clock.wallTime, calendar: ports.clock.calendar))
         }
         timersChanged(changes, alarms: alarms)
-        if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) {
-            continuation.yield(.event(.timerDue))
-        }
+        if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) { ring() }
     }
 
     /// Tells and saves what changed, and sets the alarm for the next timer due.
@@ -590,4 +633,16 @@ public final class SpeakerLoop: Sendable {
 final class Shared<Value: Sendable>: Sendable {
     let value: Mutex<Value>
     init(_ initial: Value) { value = Mutex(initial) }
+}
+
+extension ActionOutcome {
+    /// A timer or alarm command's outcome, in the terms of Houndify's branches.
+    init(_ outcome: TimerOutcome) {
+        if outcome.succeeded {
+            let count = outcome.changes.count + outcome.alarmChanges.count
+            self.init(count > 0 ? .changed(count) : .told, sentence: outcome.sentence)
+        } else {
+            self.init(outcome.matchedNothing ? .noMatch : .failed, sentence: outcome.sentence)
+        }
+    }
 }

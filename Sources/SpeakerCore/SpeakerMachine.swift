@@ -1,3 +1,4 @@
+public import JSONKit
 public import AudioCore
 public import BoardCore
 public import Timers
@@ -37,16 +38,98 @@ public enum SearchFailure: String, Sendable, CaseIterable {
 public enum ClientAction: Sendable, Equatable {
     case timer(TimerAction)
     case alarm(AlarmAction)
+    case volume(VolumeAction)
+}
+
+/// Houndify's volume commands (DeviceControlCommand, VolumeCommand), as the speaker carries them out.
+public enum VolumeAction: Sendable, Equatable {
+    /// One step up or down ("turn it up").
+    case step(up: Bool)
+    /// By so many points of 0-100.
+    case by(Int)
+    /// To a level of 0-100.
+    case to(Int)
+    /// The output's sound off (true) or back on (false); the microphone is not touched.
+    case mute(Bool)
+}
+
+/// One branch of a dynamic response: what to say and the conversation state that goes with it.
+public struct DynamicReply: Sendable, Equatable {
+    public var text: String
+    public var conversationState: JSONValue?
+    public init(_ text: String, conversationState: JSONValue? = nil) {
+        self.text = text
+        self.conversationState = conversationState
+    }
 }
 
 /// What to say once a client action has been tried (Houndify's dynamic responses: docs/houndify-protocol.md,
-/// "Client commands"): the branch that matches what the speaker did is spoken. Empty: the speaker's own sentence.
+/// "Client commands"): the branch that matches what the speaker did is taken, its conversation state kept, and,
+/// for a success, its words spoken. A missing branch: the speaker's own sentence and the answer's own state.
 public struct ActionResponses: Sendable, Equatable {
-    public var succeeded: String
-    public var failed: String
-    public init(succeeded: String = "", failed: String = "") {
+    /// One thing done (ClientActionSucceededResult, or the command's Single branch).
+    public var succeeded: DynamicReply?
+    /// Several done at once (the Multi or All branch).
+    public var succeededSeveral: DynamicReply?
+    /// Nothing matched what was asked (the NoMatch branch).
+    public var noMatch: DynamicReply?
+    /// It could not be done (ClientActionFailedResult).
+    public var failed: DynamicReply?
+    /// The answer's own state (its top level): kept when the branch taken has none.
+    public var conversationState: JSONValue?
+
+    public init(succeeded: DynamicReply? = nil, succeededSeveral: DynamicReply? = nil, noMatch: DynamicReply? = nil,
+                failed: DynamicReply? = nil, conversationState: JSONValue? = nil) {
         self.succeeded = succeeded
+        self.succeededSeveral = succeededSeveral
+        self.noMatch = noMatch
         self.failed = failed
+        self.conversationState = conversationState
+    }
+
+    /// Texts only (tests, and answers without states).
+    public init(succeeded: String, failed: String = "") {
+        self.init(succeeded: succeeded.isEmpty ? nil : DynamicReply(succeeded), failed: failed.isEmpty ? nil : DynamicReply(failed))
+    }
+}
+
+/// How a client action went, in the terms of Houndify's branches.
+public struct ActionOutcome: Sendable, Equatable {
+    public enum Result: Sendable, Equatable {
+        /// So many things were changed.
+        case changed(Int)
+        /// Only looked at (time left, the list): the speaker's own words, which hold what it knows.
+        case told
+        /// Nothing matched what was asked.
+        case noMatch
+        case failed
+    }
+    public var result: Result
+    /// The speaker's own sentence for it.
+    public var sentence: String
+
+    public init(_ result: Result, sentence: String) {
+        self.result = result
+        self.sentence = sentence
+    }
+
+    /// The branch that fits, and what to say: Houndify's words for a change when it gave some; for a failure the
+    /// speaker's own (they say why: no such timer, which one, the device), as for what only the speaker knows.
+    public func reply(from responses: ActionResponses?) -> (text: String, branch: DynamicReply?) {
+        let branch: DynamicReply?
+        switch result {
+        case .changed(let count): branch = count > 1 ? (responses?.succeededSeveral ?? responses?.succeeded) : responses?.succeeded
+        case .told: branch = responses?.succeeded
+        case .noMatch: branch = responses?.noMatch ?? responses?.failed
+        case .failed: branch = responses?.failed
+        }
+        let useTheirs: Bool
+        switch result {
+        case .changed: useTheirs = true
+        case .told, .noMatch, .failed: useTheirs = sentence.allSatisfy(\.isWhitespace)
+        }
+        if useTheirs, let said = branch?.text, !said.allSatisfy(\.isWhitespace) { return (said, branch) }
+        return (sentence, branch)
     }
 }
 
@@ -58,6 +141,8 @@ public struct SpeakerAnswer: Sendable, Equatable {
     /// A command for the speaker to carry out before it speaks.
     public var action: ClientAction?
     public var responses: ActionResponses?
+    /// Said when the speaker cannot do what Houndify left to it (a call, a message, music).
+    public static let cannotDoThat = "Sorry, this speaker can't do that."
     /// Said when Houndify's answer carries no text to speak.
     public static let nothingToSay = "Sorry, Houndify sent me an answer with nothing to say."
 
@@ -99,8 +184,9 @@ public enum Utterance: Sendable, Equatable {
     case text(String)
     case ipAddress
     case volume
-    /// How the last `.timer` effect went, in Houndify's words for that branch when it gave some.
-    case timerOutcome(ActionResponses?)
+    /// How the last client action (`.timer`, `.alarm`, `.volume`) went, in Houndify's words for that branch when
+    /// it gave some.
+    case actionOutcome(ActionResponses?)
 }
 
 /// How an utterance or earcon ended.
@@ -175,6 +261,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     case timer(TimerAction)
     /// The same for an alarm command.
     case alarm(AlarmAction)
+    /// Carry out a volume command (and keep its outcome for `.actionOutcome`).
+    case volume(VolumeAction)
     /// The ringing timers are done: off the list.
     case stopRinging
     /// Release (true) or take back (false) the microphone, and remember the choice across restarts.
@@ -184,7 +272,7 @@ public enum SpeakerEffect: Sendable, Equatable {
     case disarmWatchdog
     case stateChanged(from: SpeakerState, to: SpeakerState)
     /// Speech is off: the answer is printed/logged instead.
-    case show(String)
+    case show(Utterance)
     case stopped
 }
 
@@ -438,8 +526,9 @@ public struct SpeakerMachine: Sendable {
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
         offline = false
         switch answer.action {
-        case .timer(let action)?: return [.timer(action)] + say(.timerOutcome(answer.responses))
-        case .alarm(let action)?: return [.alarm(action)] + say(.timerOutcome(answer.responses))
+        case .timer(let action)?: return [.timer(action)] + say(.actionOutcome(answer.responses))
+        case .alarm(let action)?: return [.alarm(action)] + say(.actionOutcome(answer.responses))
+        case .volume(let action)?: return [.volume(action)] + say(.actionOutcome(answer.responses))
         case nil: break
         }
         switch LocalCommand.match(answer.transcript) {
@@ -460,9 +549,7 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func say(_ utterance: Utterance, reopen: Reopen = .no) -> [SpeakerEffect] {
         guard settings.enableSpeech else {
-            let shown: String
-            if case .text(let text) = utterance { shown = text } else { shown = "\(utterance)" }
-            return [.show(shown)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.show(utterance)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         return enter(.speaking(reopen: reopen)) + [.leds(.speaking), .speak(utterance)]
     }
@@ -470,7 +557,7 @@ public struct SpeakerMachine: Sendable {
     private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
         if failure == .offline { offline = true }
         guard settings.enableSpeech else {
-            return [.playEarcon(.error), .show(failure.sentence)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.playEarcon(.error), .show(.text(failure.sentence))] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         return [.playEarcon(.error)] + enter(.speaking(reopen: .no)) + [.leds(.error), .speak(.text(failure.sentence))]
     }

@@ -198,12 +198,12 @@ extension TimerBook {
             case .at(let minute): found = alarms.filter { $0.minuteOfDay == minute }
             case .the: found = alarms.count == 1 ? alarms : alarms.filter(\.isRinging)
             }
-            guard !alarms.isEmpty else { return TimerOutcome(succeeded: false, sentence: "There's no alarm to cancel.") }
+            guard !alarms.isEmpty else { return TimerOutcome(succeeded: false, sentence: "There's no alarm to cancel.", matchedNothing: true) }
             guard !found.isEmpty else {
                 if selection == .the {
                     return TimerOutcome(succeeded: false, sentence: "You have \(alarms.count) alarms: \(Self.list(alarms.map(\.spokenName))). Which one?")
                 }
-                return TimerOutcome(succeeded: false, sentence: "There's no such alarm.")
+                return TimerOutcome(succeeded: false, sentence: "There's no such alarm.", matchedNothing: true)
             }
             alarms.removeAll { a in found.contains { $0.id == a.id } }
             let sentence = found.count == 1 ? "\(Self.capitalised(found[0].spokenName)) is cancelled." : "All \(found.count) alarms are cancelled."

@@ -53,6 +53,8 @@ public enum TimerSelection: Sendable, Equatable {
     case named(String)
     /// "the 10 minute timer": by the length it was set for.
     case length(seconds: Int)
+    /// "the second timer": by the order they were set in, from 1.
+    case position(Int)
     case all
 }
 
@@ -90,12 +92,16 @@ public struct TimerOutcome: Sendable, Equatable {
     public var sentence: String
     public var changes: [TimerChange]
     public var alarmChanges: [AlarmChange]
+    /// It failed because no timer or alarm matched what was asked (Houndify's NoMatch branch).
+    public var matchedNothing: Bool
 
-    public init(succeeded: Bool, sentence: String, changes: [TimerChange] = [], alarmChanges: [AlarmChange] = []) {
+    public init(succeeded: Bool, sentence: String, changes: [TimerChange] = [], alarmChanges: [AlarmChange] = [],
+                matchedNothing: Bool = false) {
         self.succeeded = succeeded
         self.sentence = sentence
         self.changes = changes
         self.alarmChanges = alarmChanges
+        self.matchedNothing = matchedNothing
     }
 
     /// Something was changed (not only looked at, nor refused).
@@ -264,8 +270,8 @@ public struct TimerBook: Sendable, Equatable {
         func failure(doing verb: String, in book: TimerBook) -> TimerOutcome {
             switch self {
             case .found: TimerOutcome(succeeded: true, sentence: "")
-            case .none: TimerOutcome(succeeded: false, sentence: "There's no timer to \(verb).")
-            case .noMatch(let what): TimerOutcome(succeeded: false, sentence: "There's no \(what) timer.")
+            case .none: TimerOutcome(succeeded: false, sentence: "There's no timer to \(verb).", matchedNothing: true)
+            case .noMatch(let what): TimerOutcome(succeeded: false, sentence: "There's no \(what) timer.", matchedNothing: true)
             case .ambiguous(let timers):
                 TimerOutcome(succeeded: false, sentence: "You have \(timers.count) timers: \(TimerBook.list(timers.map(\.spokenName))). Which one?")
             }
@@ -285,6 +291,8 @@ public struct TimerBook: Sendable, Equatable {
             let found = timers.filter { $0.seconds == seconds }
             if found.isEmpty { return .noMatch(SpokenDuration.adjective(seconds)) }
             return found.count == 1 ? .found(found) : .ambiguous(found)
+        case .position(let n):
+            return timers.indices.contains(n - 1) ? .found([timers[n - 1]]) : .noMatch(SpokenDuration.ordinal(n))
         case .the:
             if timers.count == 1 { return .found(timers) }
             let ringing = self.ringing
@@ -346,6 +354,14 @@ public enum SpokenDuration {
         let parts = [(seconds / 3600, "hour"), ((seconds % 3600) / 60, "minute"), (seconds % 60, "second")]
             .filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }
         return parts.isEmpty ? "0 second" : parts.joined(separator: " ")
+    }
+
+    /// "first", "second", ... "10th".
+    public static func ordinal(_ n: Int) -> String {
+        let words = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"]
+        if words.indices.contains(n - 1) { return words[n - 1] }
+        let suffix = (11...13).contains(n % 100) ? "th" : [1: "st", 2: "nd", 3: "rd"][n % 10] ?? "th"
+        return "\(n)\(suffix)"
     }
 }
 

@@ -87,7 +87,9 @@ func nextEvent(_ iterator: inout AsyncStream<VoiceSearchEvent>.Iterator, seconds
         #expect(client.conversation.current?["LocalServiceTurn"] == .int(1))
         // Only the state sent with it lets the service understand the follow-up.
         let second = try await client.textSearch("five minutes")
-        #expect(second.best?.textToSpeak == "OK, a timer for 5 minutes, starting now.")
+        #expect(second.best?.json["TimerCommandKind"] == "TimerSetCommand")
+        #expect(second.best?.json["NativeData"]?["Timer"]?["DurationInSeconds"] == 300)
+        #expect(second.best?.dynamicResponse("ClientActionSucceededResult")?.text(long: true) == "Your timer is set for 5 minutes.")
         #expect(client.conversation.current?["LocalServiceTurn"] == .int(2))
         try client.conversation.clear()
         let fresh = try await client.textSearch("five minutes")

@@ -4,6 +4,7 @@ public import SpeakerCore
 public import Timers
 import Glibc
 import Synchronization
+public import JSONKit
 
 // Fakes of the speaker core's ports and a manual clock: the loop's behaviour tested deterministically and fast,
 // with no ALSA, curl or espeak-ng. Each fake records what the loop asked of it, and the test decides what
@@ -121,7 +122,7 @@ public final class FakeSearchSession: VoiceSearchSession {
 }
 
 public final class FakeVoiceSearch: VoiceSearchService {
-    private let state = Mutex<(sessions: [FakeSearchSession], refusals: [SearchError])>(([], []))
+    private let state = Mutex<(sessions: [FakeSearchSession], refusals: [SearchError], kept: [JSONValue])>(([], [], []))
     private let clock: ManualClock
 
     public init(clock: ManualClock) { self.clock = clock }
@@ -139,6 +140,10 @@ public final class FakeVoiceSearch: VoiceSearchService {
 
     public var sessions: [FakeSearchSession] { state.withLock { $0.sessions } }
     public var latest: FakeSearchSession? { sessions.last }
+
+    public func keepConversation(_ state: JSONValue) { self.state.withLock { $0.kept.append(state) } }
+    /// The conversation states the loop chose to keep, in order.
+    public var keptConversations: [JSONValue] { state.withLock { $0.kept } }
 }
 
 /// Speech and earcons that play until the test ends them (or the loop stops them). Earcons end by themselves,
@@ -242,18 +247,29 @@ public final class FakeSpeech: SpeechOutputPort {
 }
 
 public final class FakeVolume: VolumeControl {
-    private let state = Mutex<(percent: Int, broken: Bool)>((50, false))
+    private let state = Mutex<(percent: Int, off: Bool, broken: Bool)>((50, false, false))
     public init() {}
     public var percent: Int { state.withLock { $0.percent } }
+    public var soundOff: Bool { state.withLock { $0.off } }
     public func breakControl() { state.withLock { $0.broken = true } }
-    public func step(up: Bool) throws(DeviceProblem) -> Int {
+    public func step(up: Bool) throws(DeviceProblem) -> Int { try set(percent + (up ? 10 : -10)) }
+    public func set(_ percent: Int) throws(DeviceProblem) -> Int {
         let result = state.withLock { s -> Int? in
             guard !s.broken else { return nil }
-            s.percent = max(0, min(100, s.percent + (up ? 10 : -10)))
+            s.percent = max(0, min(100, percent))
+            s.off = false
             return s.percent
         }
         guard let result else { throw DeviceProblem("volume: mixer control \"Test\" is gone") }
         return result
+    }
+    public func setSoundOff(_ off: Bool) throws(DeviceProblem) {
+        let done = state.withLock { s -> Bool in
+            guard !s.broken else { return false }
+            s.off = off
+            return true
+        }
+        guard done else { throw DeviceProblem("volume: mixer control \"Test\" is gone") }
     }
 }
 

@@ -364,7 +364,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         settings.enableSpeech = false
         var m = machine(in: .searching, settings: settings)
         let e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        #expect(e.contains(.show("It is noon.")))
+        #expect(e.contains(.show(.text("It is noon."))))
         #expect(!e.contains { if case .speak = $0 { return true }; return false })
         #expect(m.state == .ready)
     }

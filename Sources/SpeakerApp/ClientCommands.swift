@@ -1,0 +1,170 @@
+public import Houndify
+public import JSONKit
+public import SpeakerCore
+import Timers
+
+/// Reads Houndify's answer into what the speaker does (docs/houndify-protocol.md, "Client commands"): the timer,
+/// alarm and volume commands it carries out, with the dynamic responses for each outcome; the answers that need a
+/// feature it has (RequiredFeatures); the client actions it cannot do (a call, a message, music), which get a
+/// sentence of their own rather than Houndify's "not supported by this client"; and the plain answers.
+public struct ClientCommandReader: Sendable {
+    /// Say `SpokenResponseLong` (true) or `SpokenResponse`.
+    public var longAnswers: Bool
+    /// The client features Houndify may ask for in `RequiredFeatures`.
+    public var supportedFeatures: Set<String>
+
+    public init(longAnswers: Bool = true, supportedFeatures: Set<String> = []) {
+        self.longAnswers = longAnswers
+        self.supportedFeatures = supportedFeatures
+    }
+
+    /// Result kinds that only ever ask the client to act, which a speaker cannot: a phone, messages, a music
+    /// player, a map. (Most client actions also carry ClientActionSucceededResult, which is enough to tell.)
+    static let actionsElsewhere: Set<String> = ["PhoneCommand", "SMSCommand", "EmailCommand", "MusicPlayerCommand", "NavigationCommand"]
+
+    /// The answer, and the conversation state to keep at once when the branch is already known here (an answer
+    /// the speaker cannot act on, or RequiredFeaturesSupportedResult). For an action, the loop keeps the state of
+    /// the branch it took (`ActionResponses`).
+    public func read(_ response: HoundServerResponse) -> (answer: SpeakerAnswer, keepNow: JSONValue?) {
+        let transcript = response.transcript ?? ""
+        guard let best = response.best else { return (SpeakerAnswer(transcript: transcript, text: ""), nil) }
+        if let action = clientAction(best) {
+            return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), action: action.action,
+                                  responses: action.responses), nil)
+        }
+        if !best.requiredFeatures.isEmpty, best.requiredFeatures.allSatisfy(supportedFeatures.contains),
+           let supported = best.dynamicResponse("RequiredFeaturesSupportedResult") {
+            return (SpeakerAnswer(transcript: transcript, text: supported.text(long: longAnswers), autoListen: supported.autoListen),
+                    supported.conversationState ?? best.conversationState)
+        }
+        if Self.actionsElsewhere.contains(best.commandKind)
+            || best.dynamicResponse("ClientActionSucceededResult") != nil || best.dynamicResponse("ClientActionFailedResult") != nil {
+            return (SpeakerAnswer(transcript: transcript, text: SpeakerAnswer.cannotDoThat), best.conversationState)
+        }
+        return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), autoListen: best.autoListen),
+                best.isClientAction ? best.conversationState : nil)
+    }
+
+    // MARK: Commands the speaker carries out
+
+    func clientAction(_ result: CommandResult) -> (action: ClientAction, responses: ActionResponses)? {
+        let json = result.json
+        let native = json["NativeData"]
+        let action: ClientAction
+        switch result.commandKind {
+        case "TimerCommand":
+            guard let timer = Self.timerAction(json["TimerCommandKind"]?.stringValue ?? "", native) else { return nil }
+            action = .timer(timer)
+        case "AlarmCommand":
+            guard let alarm = Self.alarmAction(json["AlarmCommandKind"]?.stringValue ?? "", native) else { return nil }
+            action = .alarm(alarm)
+        case "DeviceControlCommand":
+            guard json["DeviceControlCommandKind"]?.stringValue == "VolumeCommand", let volume = Self.volumeAction(json) else { return nil }
+            action = .volume(volume)
+        default:
+            return nil
+        }
+        return (action, responses(result))
+    }
+
+    /// Each outcome's branch: a set or volume command has ClientActionSucceededResult and ClientActionFailedResult;
+    /// a command on existing timers has `<Verb>SingleDynamicResponse`, `...Multi...`, `...All...`, `...NoMatch...`.
+    func responses(_ result: CommandResult) -> ActionResponses {
+        func reply(_ response: DynamicResponse?) -> DynamicReply? {
+            response.map { DynamicReply($0.text(long: longAnswers), conversationState: $0.conversationState) }
+        }
+        let single = result.dynamicResponse(endingWith: "SingleDynamicResponse")
+        let several = result.dynamicResponse(endingWith: "MultiDynamicResponse") ?? result.dynamicResponse(endingWith: "AllDynamicResponse")
+        let noMatch = result.dynamicResponse(endingWith: "NoMatchDynamicResponse")
+        return ActionResponses(
+            succeeded: reply(result.dynamicResponse("ClientActionSucceededResult") ?? single),
+            succeededSeveral: reply(several),
+            noMatch: reply(noMatch),
+            failed: reply(result.dynamicResponse("ClientActionFailedResult")),
+            conversationState: result.conversationState)
+    }
+
+    static func timerAction(_ kind: String, _ native: JSONValue?) -> TimerAction? {
+        let selection = timerSelection(native?["TimerCriteria"])
+        switch kind {
+        case "TimerSetCommand":
+            guard let timer = native?["Timer"] ?? native?["Timers"]?[0] else { return nil }
+            // IsCountdown false is a stopwatch, which this speaker does not have.
+            if timer["IsCountdown"]?.boolValue == false { return nil }
+            return .set(seconds: duration(timer) ?? 0, name: timer["Title"]?.stringValue ?? "")
+        case "TimerAddTimeCommand":
+            let criterion = native?["TimerCriteria"]?[0]
+            guard let seconds = criterion?["SecondsToAdd"]?.int64Value.map(Int.init) ?? native?["Timer"].flatMap(duration) else { return nil }
+            return .addTime(seconds: seconds, selection)
+        case "TimerDeleteCommand", "TimerUnsetCommand": return .cancel(selection)
+        case "TimerDisplayCommand": return .timeLeft(selection)
+        case "TimerResetCommand": return .reset(selection)
+        case "TimerResumeCommand": return .resume(selection)
+        case "TimerStopCommand": return .pause(selection)
+        default: return nil  // TimerStartModeCommand, TimerNotUnderstoodCommand: Houndify's own words
+        }
+    }
+
+    /// No criteria: every timer (Houndify then picks the All, Single or Multi branch by how many there are);
+    /// otherwise the first criterion, by title, position or length.
+    static func timerSelection(_ criteria: JSONValue?) -> TimerSelection {
+        guard let criterion = criteria?[0] ?? criteria.flatMap({ $0.objectValue == nil ? nil : $0 }) else { return .all }
+        if let title = criterion["Title"]?.stringValue, !title.allSatisfy(\.isWhitespace) { return .named(title) }
+        if let position = criterion["Position"]?.int64Value, position > 0 { return .position(Int(position)) }
+        if let seconds = duration(criterion), seconds > 0 { return .length(seconds: seconds) }
+        return .the
+    }
+
+    /// A Timer's or criterion's length: DurationInSeconds, else the sum of its parts (Hours, Minutes, ...).
+    static func duration(_ timer: JSONValue) -> Int? {
+        if let seconds = timer["DurationInSeconds"]?.doubleValue { return Int(seconds.rounded()) }
+        let parts: [(String, Double)] = [("Centuries", 3_153_600_000), ("Decades", 315_360_000), ("Years", 31_536_000),
+                                         ("Months", 2_592_000), ("Weeks", 604_800), ("Days", 86_400), ("Hours", 3_600),
+                                         ("Minutes", 60), ("Seconds", 1)]
+        var total = 0.0, any = false
+        for (key, unit) in parts {
+            if let n = timer[key]?.doubleValue { total += n * unit; any = true }
+        }
+        return any ? Int(min(total, Double(Int32.max)).rounded()) : nil
+    }
+
+    static func alarmAction(_ kind: String, _ native: JSONValue?) -> AlarmAction? {
+        switch kind {
+        case "AlarmSetCommand":
+            guard let alarm = native?["Alarms"]?[0] ?? native?["Alarm"], let hour = alarm["Hour"]?.int64Value else { return nil }
+            let minute = alarm["Minute"]?.int64Value ?? 0
+            var days = Set((alarm["DaysOfWeek"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(weekday) })
+            if days.isEmpty, alarm["IsRecurring"]?.boolValue == true { days = Set(Weekday.allCases) }
+            return .set(minuteOfDay: Int(hour) * 60 + Int(minute), days: days, name: alarm["Title"]?.stringValue ?? "")
+        case "AlarmUnsetCommand":
+            guard let criterion = native?["AlarmCriteria"]?[0] else { return .cancel(.all) }
+            if let title = criterion["Title"]?.stringValue, !title.allSatisfy(\.isWhitespace) { return .cancel(.named(title)) }
+            if let hour = criterion["Hour"]?.int64Value {
+                return .cancel(.at(minuteOfDay: Int(hour) * 60 + Int(criterion["Minute"]?.int64Value ?? 0)))
+            }
+            return .cancel(.the)
+        case "AlarmDisplayCommand": return .list
+        default: return nil  // AlarmStartCommand (Houndify asks for the time), AlarmNotUnderstoodCommand
+        }
+    }
+
+    static func weekday(_ name: String) -> Weekday? { Weekday.allCases.first { $0.name == name } }
+
+    /// VolumeCommand: `CommandType` AdjustVolume (by `VolumeDelta`),
+    /// SetVolume (`VolumeValue` or `VolumeLevel`), MuteSound, UnMuteSound. A value of at most 1 is read as a
+    /// fraction of the range, above 1 as a percentage.
+    static func volumeAction(_ json: JSONValue) -> VolumeAction? {
+        func percent(_ value: Double) -> Int { Int((abs(value) <= 1 ? value * 100 : value).rounded()) }
+        switch json["CommandType"]?.stringValue {
+        case "AdjustVolume":
+            guard let delta = json["VolumeDelta"]?.doubleValue, delta != 0 else { return nil }
+            return .by(percent(delta))
+        case "SetVolume":
+            guard let value = json["VolumeValue"]?.doubleValue ?? json["VolumeLevel"]?.doubleValue else { return nil }
+            return .to(percent(value))
+        case "MuteSound": return .mute(true)
+        case "UnMuteSound": return .mute(false)
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import FoundationEssentials
+import BoardCore
+import Houndify
+import JSONKit
+import LocalHoundify
+@testable import SpeakerApp
+import SpeakerCore
+import SpeakerTestKit
+import Testing
+import Timers
+
+/// Houndify's client commands read into what the speaker does, from answers with the service's shapes (the local
+/// service's AnswerBook makes them: Sources/LocalHoundify/ClientCommandAnswers.swift).
+@Suite struct ClientCommandReaderTests {
+    let book = AnswerBook()
+    let reader = ClientCommandReader()
+
+    func read(_ query: String, state: JSONValue? = nil, reader: ClientCommandReader? = nil) throws -> (answer: SpeakerAnswer, keepNow: JSONValue?) {
+        var info: [String: JSONValue] = ["TimeZone": "UTC"]
+        if let state { info["ConversationState"] = state }
+        let json = book.answer(transcript: query, requestInfo: info, voice: false)
+        let response = try HoundServerResponse(json: json, raw: Data(json.asciiJSON().utf8))
+        return (reader ?? self.reader).read(response)
+    }
+
+    @Test func timerCommandsBecomeTimerActions() throws {
+        #expect(try read("set a pasta timer for 10 minutes").answer.action == .timer(.set(seconds: 600, name: "pasta")))
+        #expect(try read("set a timer for 1 hour 30 minutes").answer.action == .timer(.set(seconds: 5400, name: "")))
+        #expect(try read("cancel the pasta timer").answer.action == .timer(.cancel(.named("pasta"))))
+        #expect(try read("cancel the 10 minute timer").answer.action == .timer(.cancel(.length(seconds: 600))))
+        // No criteria: every timer; Houndify's Single/Multi/All branches then fit how many there were.
+        #expect(try read("cancel all timers").answer.action == .timer(.cancel(.all)))
+        #expect(try read("how much time is left on the pasta timer").answer.action == .timer(.timeLeft(.named("pasta"))))
+        #expect(try read("add 5 minutes to the pasta timer").answer.action == .timer(.addTime(seconds: 300, .named("pasta"))))
+        #expect(try read("pause the timer").answer.action == .timer(.pause(.all)))
+        #expect(try read("resume the timer").answer.action == .timer(.resume(.all)))
+        #expect(try read("reset the pasta timer").answer.action == .timer(.reset(.named("pasta"))))
+    }
+
+    @Test func theBranchesComeWithTheirOwnStates() throws {
+        let set = try read("set a timer for 10 minutes").answer
+        #expect(set.responses?.succeeded?.text == "Your timer is set for 10 minutes.")
+        #expect(set.responses?.succeeded?.conversationState?["LocalServiceBranch"] == "Succeeded")
+        #expect(set.responses?.failed?.conversationState?["LocalServiceBranch"] == "Failed")
+        let cancel = try read("cancel the pasta timer").answer
+        #expect(cancel.responses?.succeeded?.conversationState?["LocalServiceBranch"] == "Single")
+        #expect(cancel.responses?.succeededSeveral?.conversationState?["LocalServiceBranch"] == "Multi")
+        #expect(cancel.responses?.noMatch?.conversationState?["LocalServiceBranch"] == "NoMatch")
+        #expect(cancel.responses?.conversationState?["LocalServiceBranch"] == nil)  // the answer's own, top-level
+    }
+
+    @Test func theTwoTurnTimerEndsInASetCommand() throws {
+        let first = try read("set a timer")
+        #expect(first.answer.action == nil)
+        #expect(first.answer.autoListen)
+        #expect(first.answer.text == "For how long?")
+        // The state the first turn left, handed back: the duration alone sets it.
+        let json = book.answer(transcript: "set a timer", requestInfo: ["TimeZone": "UTC"], voice: false)
+        let state = json["AllResults"]?[0]?["ConversationState"]
+        #expect(try read("ten minutes", state: state).answer.action == .timer(.set(seconds: 600, name: "")))
+    }
+
+    @Test func alarmCommandsBecomeAlarmActions() throws {
+        #expect(try read("set an alarm for 7:30 am").answer.action == .alarm(.set(minuteOfDay: 450, days: [], name: "")))
+        #expect(try read("set an alarm for 6 pm on mondays and fridays").answer.action
+                == .alarm(.set(minuteOfDay: 1080, days: [.monday, .friday], name: "")))
+        #expect(try read("set an alarm for 7 am on weekdays").answer.action
+                == .alarm(.set(minuteOfDay: 420, days: [.monday, .tuesday, .wednesday, .thursday, .friday], name: "")))
+        #expect(try read("cancel the 7 am alarm").answer.action == .alarm(.cancel(.at(minuteOfDay: 420))))
+        #expect(try read("cancel all alarms").answer.action == .alarm(.cancel(.all)))
+        #expect(try read("what alarms do I have").answer.action == .alarm(.list))
+    }
+
+    @Test func volumeCommandsBecomeVolumeActions() throws {
+        #expect(try read("set the volume to 30").answer.action == .volume(.to(30)))
+        #expect(try read("turn the volume down").answer.action == .volume(.by(-10)))
+        #expect(try read("turn the volume up by 20").answer.action == .volume(.by(20)))
+        #expect(try read("mute").answer.action == .volume(.mute(true)))
+        #expect(try read("unmute").answer.action == .volume(.mute(false)))
+        // A fraction of the range is read as one.
+        let json: JSONValue = ["CommandKind": "DeviceControlCommand", "DeviceControlCommandKind": "VolumeCommand",
+                               "CommandType": "SetVolume", "VolumeValue": 0.25]
+        #expect(ClientCommandReader.volumeAction(json) == .to(25))
+    }
+
+    @Test func whatTheSpeakerCannotDoIsSaidPlainly() throws {
+        let call = try read("call mom")
+        #expect(call.answer.action == nil)
+        #expect(call.answer.text == SpeakerAnswer.cannotDoThat)  // not Houndify's "not supported by this client"
+        #expect(call.keepNow?["LocalServiceBranch"] == nil && call.keepNow?["LocalServiceTurn"] == 1)  // the default branch's state
+        // A stopwatch is a TimerSetCommand that is not a countdown.
+        let stopwatch: JSONValue = ["Timer": ["IsCountdown": false]]
+        #expect(ClientCommandReader.timerAction("TimerSetCommand", stopwatch) == nil)
+        // A plain answer keeps its state through the client, not here.
+        #expect(try read("what time is it").keepNow == nil)
+    }
+
+    @Test func requiredFeaturesAreAnsweredWhenTheSpeakerHasThem() throws {
+        let result: JSONValue = [
+            "CommandKind": "InformationCommand", "SpokenResponse": "Not supported.", "RequiredFeatures": ["Lights"],
+            "RequiredFeaturesSupportedResult": ["SpokenResponse": "The lights are on.", "ConversationState": ["Branch": "supported"]],
+            "ConversationState": ["Branch": "default"],
+        ]
+        let json: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "AllResults": [result]]
+        let response = try HoundServerResponse(json: json, raw: Data())
+        let with = ClientCommandReader(supportedFeatures: ["Lights"]).read(response)
+        #expect(with.answer.text == "The lights are on.")
+        #expect(with.keepNow == ["Branch": "supported"])
+        let without = ClientCommandReader().read(response)
+        #expect(without.answer.text == "Not supported.")
+        #expect(without.keepNow == ["Branch": "default"])
+    }
+
+    @Test func shortOrLongAnswers() throws {
+        let result: JSONValue = ["CommandKind": "InformationCommand", "SpokenResponse": "Short.", "SpokenResponseLong": "The long one."]
+        let json: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "AllResults": [result]]
+        let response = try HoundServerResponse(json: json, raw: Data())
+        #expect(ClientCommandReader(longAnswers: true).read(response).answer.text == "The long one.")
+        #expect(ClientCommandReader(longAnswers: false).read(response).answer.text == "Short.")
+    }
+}
+
+/// Client actions through the loop: the branch taken is spoken and its conversation state kept.
+@Suite struct ClientActionLoopTests {
+    func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
+        await rig.send(.talk, expecting: .listening)
+        let mark = rig.recorder.count
+        rig.search.latest?.send(.answer(answer))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        await rig.endSpeech()
+    }
+
+    static func branches(_ prefix: String) -> ActionResponses {
+        func reply(_ branch: String) -> DynamicReply { DynamicReply("\(prefix) \(branch).", conversationState: ["Branch": .string(branch)]) }
+        return ActionResponses(succeeded: reply("single"), succeededSeveral: reply("several"), noMatch: reply("no match"),
+                               failed: reply("failed"), conversationState: ["Branch": "default"])
+    }
+
+    @Test func theBranchTakenIsSpokenAndItsStateKept() async {
+        let rig = await LoopRig()
+        await ask(rig, SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: 60, name: "tea")),
+                                     responses: Self.branches("Set")))
+        #expect(rig.speech.spoken.last == "Set single.")
+        await ask(rig, SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: 120, name: "egg")),
+                                     responses: Self.branches("Set")))
+        await ask(rig, SpeakerAnswer(transcript: "cancel the rice timer", text: "", action: .timer(.cancel(.named("rice"))),
+                                     responses: Self.branches("Cancel")))
+        #expect(rig.speech.spoken.last == "There's no rice timer.")  // a failure says why, in the speaker's words
+        await ask(rig, SpeakerAnswer(transcript: "cancel all timers", text: "", action: .timer(.cancel(.all)),
+                                     responses: Self.branches("Cancel")))
+        #expect(rig.speech.spoken.last == "Cancel several.")
+        await ask(rig, SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: 200_000, name: "")),
+                                     responses: Self.branches("Set")))
+        #expect(rig.speech.spoken.last == "I can only set timers of up to 24 hours.")
+        await rig.stop()
+        #expect(rig.search.keptConversations == [["Branch": "single"], ["Branch": "single"], ["Branch": "no match"],
+                                                 ["Branch": "several"], ["Branch": "failed"]])
+    }
+
+    @Test func withoutBranchesTheAnswersOwnStateIsKept() async {
+        let rig = await LoopRig()
+        await ask(rig, SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: 60, name: "")),
+                                     responses: ActionResponses(conversationState: ["Branch": "default"])))
+        #expect(rig.speech.spoken.last == "Timer set for 1 minute.")  // the speaker's own words
+        await rig.stop()
+        #expect(rig.search.keptConversations == [["Branch": "default"]])
+    }
+
+    @Test func volumeCommandsAreCarriedOut() async {
+        let rig = await LoopRig()
+        await ask(rig, SpeakerAnswer(transcript: "set the volume to 30", text: "", action: .volume(.to(30))))
+        #expect(rig.volume.percent == 30)
+        #expect(rig.speech.spoken.last == "Volume 30.")
+        await ask(rig, SpeakerAnswer(transcript: "louder", text: "", action: .volume(.by(25)),
+                                     responses: ActionResponses(succeeded: "Turning it up.")))
+        #expect(rig.volume.percent == 55)
+        #expect(rig.speech.spoken.last == "Turning it up.")
+        await ask(rig, SpeakerAnswer(transcript: "mute", text: "", action: .volume(.mute(true))))
+        #expect(rig.volume.soundOff)
+        #expect(rig.volume.percent == 55)  // kept for when the sound comes back
+        #expect(await rig.saw(.volume(55, soundOff: true)))
+        await ask(rig, SpeakerAnswer(transcript: "unmute", text: "", action: .volume(.mute(false))))
+        #expect(!rig.volume.soundOff)
+        rig.volume.breakControl()
+        await ask(rig, SpeakerAnswer(transcript: "set the volume to 90", text: "", action: .volume(.to(90)),
+                                     responses: ActionResponses(succeeded: "Done.", failed: "Couldn't.")))
+        #expect(rig.speech.spoken.last == "Sorry, I couldn't change the volume.")
+        #expect(await rig.recorder.wait { if case .deviceProblem = $0 { true } else { false } })
+        await rig.stop()
+    }
+
+    @Test func aTimerRingsEvenWhenTheSoundWasSwitchedOff() async {
+        let rig = await LoopRig()
+        await ask(rig, SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: 60, name: ""))))
+        await ask(rig, SpeakerAnswer(transcript: "mute", text: "", action: .volume(.mute(true))))
+        #expect(rig.volume.soundOff)
+        let mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(60))
+        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
+        #expect(!rig.volume.soundOff)
+        #expect(await rig.saw(.volume(50, soundOff: false), after: mark))
+        await rig.stop()
+    }
+}
