@@ -511,7 +511,13 @@ public final class SpeakerLoop: Sendable {
                 tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
             }
         }
-        let (changes, alarms, ringing) = state.withLock { $0.timers.restarted(now: ports.clock.wallTime, calendar: ports.clock.calendar) }
+        let now = ports.clock.wallTime
+        let (changes, alarms, ringing, counting) = state.withLock { s in
+            let (changes, alarms, ringing) = s.timers.restarted(now: now, calendar: ports.clock.calendar)
+            return (changes, alarms, ringing, s.timers.timers.filter(\.isRunning))
+        }
+        // Whoever follows the speaker's events learns at once what it counts down after a restart.
+        for timer in counting { tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up)))) }
         timersChanged(changes, alarms: alarms)
         if ringing { ring() }
     }

@@ -390,6 +390,60 @@ struct CLI {
         #expect(fixture.spokenBytes > 22050)
     }
 
+    /// A timer set by voice survives a restart of `run` and rings after it; `--events json` shows it set, counting
+    /// down (told at once after the restart, then every minute), ringing and stopped by a press.
+    @Test func aTimerSetByVoiceRingsAfterARestart() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-timers-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false,
+                                     transcript: "set a timer for 20 seconds",
+                                     extraConfig: "[speaker]\ntimers_file = \"\(dir)/timers.json\"\nmute_file = \"\(dir)/muted\"")
+        defer { fixture.remove() }
+        func start() throws -> (Process, Pipe, OutputWatcher) {
+            let process = Process()
+            process.executableURL = CLI.binary
+            process.arguments = ["run", "--config", fixture.config, "--events", "json"]
+            process.currentDirectoryURL = RunFixture.root
+            process.environment = fixture.environment(hotPhrase: false)
+            let input = Pipe(), output = OutputWatcher()
+            process.standardInput = input
+            process.standardOutput = output.pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            return (process, input, output)
+        }
+
+        var (process, input, output) = try start()
+        #expect(output.wait(for: "\"to\":\"ready\""))
+        input.fileHandleForWriting.write(Data("click\n".utf8))
+        #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"set\""))
+        #expect(output.wait(for: "\"answer\":\"Your timer is set for 20 seconds.\""))
+        #expect(output.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        process.terminate()
+        output.readToEnd()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(!output.seen.contains("\"change\":\"ringing\""), "the timer rang before the restart: the test needs a longer one")
+        let saved = try String(contentsOfFile: "\(dir)/timers.json", encoding: .utf8)
+        #expect(saved.contains("\"seconds\":20"))
+
+        (process, input, output) = try start()
+        #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"tick\""))  // still counting down, said at once
+        #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"ringing\"", seconds: 40))
+        #expect(output.wait(for: "\"to\":\"ringing\""))
+        input.fileHandleForWriting.write(Data("click\n".utf8))  // a press stops it
+        #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"stopped\""))
+        #expect(output.wait(for: "\"from\":\"ringing\",\"to\":\"ready\""))
+        process.terminate()
+        output.readToEnd()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(try String(contentsOfFile: "\(dir)/timers.json", encoding: .utf8).contains("\"timers\":[]"))
+    }
+
     /// The detector over files: the demo's "OK Hound" once, at the end of the phrase; the question alone never;
     /// the same recording at 44.1 kHz stereo the same (converted); bad models and thresholds named.
     @Test func hotphraseFindsThePhraseInAFile() throws {

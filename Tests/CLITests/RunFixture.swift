@@ -12,7 +12,7 @@ struct RunFixture {
     var spokenBytes: Int { (try? FileManager.default.attributesOfItem(atPath: "\(dir)/speaker.raw")[.size] as? Int) ?? 0 }
 
     /// `recording` is relative to the repository; `extraConfig` is appended to the config (TOML).
-    init(recording: String, port: Int, hotPhrase: Bool, extraConfig: String = "") throws {
+    init(recording: String, port: Int, hotPhrase: Bool, transcript: String = "what day is it", extraConfig: String = "") throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let sox = Process()
@@ -29,7 +29,7 @@ struct RunFixture {
             client_key = "\(CLI.key)"
             endpoint = "http://127.0.0.1:\(port)"
             [houndify.request_info]
-            LocalServiceTranscript = "what day is it"
+            LocalServiceTranscript = "\(transcript)"
             [audio]
             input = "run_mic"
             output = "run_speaker"
