@@ -90,7 +90,7 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "LocalHoundify",
-                dependencies: ["Houndify", "JSONKit", "CSpeex", "Audio", "Platform",
+                dependencies: ["Houndify", "JSONKit", "CSpeex", "Audio", "AudioCore", "Speech", "Platform",
                                .product(name: "NIOCore", package: "swift-nio"),
                                .product(name: "NIOPosix", package: "swift-nio"),
                                .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -42,6 +42,9 @@ public struct HoundifyClientConfiguration: Sendable {
 public final class HoundifyClient: Sendable {
     public let configuration: HoundifyClientConfiguration
     public let conversation: ConversationStore
+    /// One per client, i.e. per run of the program, in every request (as HoundConverser does): Houndify groups a
+    /// session's requests by it.
+    public let sessionID = UUID().uuidString.lowercased()
     private let authenticator: HoundAuthenticator
     private let logger: Logger
 
@@ -86,7 +89,8 @@ public final class HoundifyClient: Sendable {
     func prepare(kind: RequestKind, extra: [String: JSONValue], requestID: String = UUID().uuidString.lowercased(),
                  timeStamp: Int64 = Int64(Date().timeIntervalSince1970)) -> (headers: [String], requestInfo: [UInt8]) {
         let info = RequestInfoBuilder.build(profile: configuration.profile, kind: kind, requestID: requestID,
-                                            timeStamp: timeStamp, conversationState: conversation.current, extra: extra)
+                                            timeStamp: timeStamp, conversationState: conversation.current,
+                                            sessionID: sessionID, extra: extra)
         let json = Array(JSONValue.object(info).asciiJSON().utf8)
         let auth = authenticator.headers(userID: configuration.profile.userID, requestID: requestID, timeStamp: timeStamp)
         var headers = [

@@ -42,12 +42,12 @@ public enum HoundifySDK {
 
 public enum RequestKind: Sendable { case text, voice }
 
-/// Builds RequestInfo with the Hound SDK's defaults (UserID, RequestID, TimeStamp, TimeZone, ClientID,
+/// Builds RequestInfo with the Hound SDK's defaults (UserID, RequestID, SessionID, TimeStamp, TimeZone, ClientID,
 /// ClientVersion, DeviceID, ConversationState, UnitPreference, PartialTranscriptsDesired, SDK, SDKVersion), the
 /// location, and the extra keys from config (docs/houndify-protocol.md, "Keys the speaker sends").
 public enum RequestInfoBuilder {
     public static func build(profile: ClientProfile, kind: RequestKind, requestID: String, timeStamp: Int64,
-                             conversationState: JSONValue?, extra: [String: JSONValue] = [:]) -> [String: JSONValue] {
+                             conversationState: JSONValue?, sessionID: String? = nil, extra: [String: JSONValue] = [:]) -> [String: JSONValue] {
         var info: [String: JSONValue] = [
             "ClientID": .string(profile.clientID),
             "UserID": .string(profile.userID),
@@ -61,6 +61,7 @@ public enum RequestInfoBuilder {
             "SDKVersion": .string(HoundifySDK.version),
         ]
         if kind == .voice { info["PartialTranscriptsDesired"] = true }
+        if let sessionID { info["SessionID"] = .string(sessionID) }
         if let latitude = profile.latitude, let longitude = profile.longitude {
             info["Latitude"] = .double(latitude)
             info["Longitude"] = .double(longitude)

@@ -47,6 +47,7 @@ public final class LocalHoundifyService: Sendable {
     public let configuration: LocalServiceConfiguration
     let authenticator: HoundAuthenticator
     let answers: AnswerBook
+    let voice = ResponseVoice()
     let logger: Logger
     private let group: MultiThreadedEventLoopGroup
     private let channel = Mutex<(any Channel)?>(nil)
@@ -240,13 +241,30 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 : service.answers.answer(transcript: stream.heardTranscript, requestInfo: info, voice: true,
                                          audioSeconds: Double(stream.audioMS) / 1000)
             service.logger.info("voice query \"\(stream.heardTranscript)\" (\(stream.audioMS) ms of audio) -> \(answer["AllResults"]?[0]?["CommandKind"]?.stringValue ?? "?")")
-            sendMessage(context: context, answer)
-            context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
-            mode = .idle
-            if !keepAlive || service.configuration.fault == .closeAfterResponse { context.close(promise: nil) }
+            if let voice = info["ResponseAudioVoice"]?.stringValue, answer["Status"] == "OK" {
+                // Rendering takes a moment on the speech thread: the event loop goes on meanwhile, and the answer
+                // is sent from it once the voice is ready.
+                mode = .done
+                let long = info["ResponseAudioShortOrLong"]?.stringValue != "Short"
+                let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                let eventLoop = context.eventLoop, responseVoice = service.voice
+                Task {
+                    let voiced = await responseVoice.voiced(answer, voice: voice, long: long)
+                    eventLoop.execute { self.finishVoiceAnswer(context: bound.value, voiced) }
+                }
+                return
+            }
+            finishVoiceAnswer(context: context, answer)
         case .idle, .done:
             break
         }
+    }
+
+    private func finishVoiceAnswer(context: ChannelHandlerContext, _ answer: JSONValue) {
+        sendMessage(context: context, answer)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
+        mode = .idle
+        if !keepAlive || service.configuration.fault == .closeAfterResponse { context.close(promise: nil) }
     }
 
     /// One message, one HTTP chunk: the Python SDK reads each chunk as one JSON message (docs/houndify-protocol.md,

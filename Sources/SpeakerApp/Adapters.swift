@@ -142,6 +142,10 @@ public struct EngineSpeech: SpeechOutputPort {
         Playing(task: engine.speak(text, to: output, onFirstSample: onFirstSample), what: "speech")
     }
 
+    public func playRecording(_ audio: MonoAudio, onFirstSample: @escaping @Sendable () -> Void) -> any Playback {
+        Playing(task: engine.play(audio, to: output, onFirstSample: onFirstSample), what: "Houndify's voice")
+    }
+
     public func play(_ earcon: Earcon) -> any Playback {
         Playing(task: earcons[earcon].map { engine.play($0, to: output) }, what: "earcon \(earcon.rawValue)")
     }

@@ -1,3 +1,6 @@
+import Audio
+import AudioCore
+import FoundationEssentials
 public import Houndify
 public import JSONKit
 public import SpeakerCore
@@ -41,8 +44,23 @@ public struct ClientCommandReader: Sendable {
             || best.dynamicResponse("ClientActionSucceededResult") != nil || best.dynamicResponse("ClientActionFailedResult") != nil {
             return (SpeakerAnswer(transcript: transcript, text: SpeakerAnswer.cannotDoThat), best.conversationState)
         }
-        return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), autoListen: best.autoListen),
+        return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), autoListen: best.autoListen,
+                              voice: Self.recording(best)),
                 best.isClientAction ? best.conversationState : nil)
+    }
+
+    /// Houndify's own voice for the answer (`ResponseAudioBytes`, base64 of a WAV, when RequestInfo asked for a
+    /// `ResponseAudioVoice`), decoded by libsndfile. Nil (espeak-ng speaks instead) when there is none, the
+    /// service refused it (`ResponseAudioError`) or it cannot be read.
+    static func recording(_ result: CommandResult) -> MonoAudio? {
+        guard let base64 = result.json["ResponseAudioBytes"]?.stringValue, let data = Data(base64Encoded: base64), !data.isEmpty else {
+            return nil
+        }
+        // libsndfile reads files: a private one, gone as soon as it is read.
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hound-speaker-voice-\(UUID().uuidString).wav").path
+        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else { return nil }
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try? AudioFile.readMono(path: path, targetRate: 22_050)
     }
 
     // MARK: Commands the speaker carries out

@@ -175,11 +175,20 @@ extension SpeakerConfiguration {
             latitude: location.latitude, longitude: location.longitude,
             positionHorizontalAccuracy: location.accuracy,
             timeZone: location.timezone.isEmpty ? SystemTimeZone.identifier() : location.timezone,
-            unitPreference: houndify.unitPreference, extra: houndify.requestInfo)
+            unitPreference: houndify.unitPreference, extra: responseAudioRequest.merging(houndify.requestInfo) { _, own in own })
         return HoundifyClientConfiguration(
             endpoint: houndify.endpoint, clientKey: houndify.clientKey, profile: profile,
             connectTimeoutMS: Int(houndify.connectTimeout * 1000), responseTimeoutMS: Int(houndify.responseTimeout * 1000),
             audioFormat: houndify.audioFormat)
+    }
+
+    /// What RequestInfo asks of Houndify's own voice when `[houndify] voice` names one (keys in
+    /// `[houndify.request_info]` win).
+    var responseAudioRequest: [String: JSONValue] {
+        guard !houndify.voice.isEmpty else { return [:] }
+        return ["ResponseAudioVoice": .string(houndify.voice),
+                "ResponseAudioShortOrLong": .string(houndify.answerLength == .long ? "Long" : "Short"),
+                "ResponseAudioAcceptedEncodings": ["WAV"]]
     }
 
     /// A stable per-device ID that does not reveal /etc/machine-id itself (systemd asks that it not be exposed).

@@ -48,7 +48,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     case button(ButtonAction)
     case hotPhrase
     case partialTranscript(String)
-    case finalTranscript(transcript: String, answer: String)
+    /// `houndifyVoice`: the answer is played in Houndify's own voice (else espeak-ng speaks it).
+    case finalTranscript(transcript: String, answer: String, houndifyVoice: Bool = false)
     case searchFailed(SearchError)
     /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
     case answerShown(String)
@@ -103,7 +104,8 @@ extension SpeakerActivity {
         case .button(let action): [("action", .string(action.rawValue))]
         case .hotPhrase: []
         case .partialTranscript(let text): [("text", .string(text))]
-        case .finalTranscript(let transcript, let answer): [("transcript", .string(transcript)), ("answer", .string(answer))]
+        case .finalTranscript(let transcript, let answer, let houndifyVoice):
+            [("transcript", .string(transcript)), ("answer", .string(answer))] + (houndifyVoice ? [("voice", .string("houndify"))] : [])
         case .searchFailed(let error): [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail))]
         case .answerShown(let text): [("text", .string(text))]
         case .leds(let state): [("show", .string(state.rawValue))]
@@ -157,7 +159,7 @@ extension SpeakerActivity {
         case .button(let action): (.info, "button: \(action.rawValue)")
         case .hotPhrase: (.notice, "hot phrase heard")
         case .partialTranscript(let text): (.debug, "partial transcript: \(text)")
-        case .finalTranscript(let transcript, _): (.info, "final transcript: \"\(transcript)\"")
+        case .finalTranscript(let transcript, _, _): (.info, "final transcript: \"\(transcript)\"")
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
         case .answerShown(let text): (.notice, "answer: \(text)")
         case .leds: nil

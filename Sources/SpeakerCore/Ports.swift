@@ -74,6 +74,8 @@ public protocol SpeechOutputPort: Sendable {
     /// Speaks `text`; `onFirstSample` runs when the first sample of speech reaches the output.
     func speak(_ text: String, onFirstSample: @escaping @Sendable () -> Void) -> any Playback
     func play(_ earcon: Earcon) -> any Playback
+    /// Plays a recorded answer (Houndify's own voice) as speech: the same output, stops and timings.
+    func playRecording(_ audio: MonoAudio, onFirstSample: @escaping @Sendable () -> Void) -> any Playback
     /// Stops the utterance or earcon playing now: it ends `.interrupted`.
     func stopSpeaking()
 }

@@ -268,7 +268,7 @@ public final class SpeakerLoop: Sendable {
         case .answer(let answer):
             // What a client action makes the speaker say is known once it is done (`actionSentence`).
             if answer.action == nil {
-                tell(.finalTranscript(transcript: answer.transcript, answer: answer.text))
+                tell(.finalTranscript(transcript: answer.transcript, answer: answer.text, houndifyVoice: answer.voice != nil))
             } else {
                 state.withLock { $0.actionTranscript = answer.transcript }
             }
@@ -315,10 +315,16 @@ public final class SpeakerLoop: Sendable {
             microphone?.stop()
             finishInteraction()
         case .speak(let utterance):
-            let playback = ports.speech.speak(render(utterance), onFirstSample: { [weak self] in
+            let firstSample: @Sendable () -> Void = { [weak self] in
                 guard let self else { return }
                 state.withLock { s in if s.timings?.firstTTSSample == nil { s.timings?.firstTTSSample = ports.clock.now } }
-            })
+            }
+            let playback: any Playback
+            if case .recorded(let audio, _) = utterance {
+                playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
+            } else {
+                playback = ports.speech.speak(render(utterance), onFirstSample: firstSample)
+            }
             group.addTask { [continuation] in
                 let (end, problem) = await playback.ended()
                 continuation.yield(.played(.speechEnded(end), problem: problem))
@@ -441,6 +447,7 @@ public final class SpeakerLoop: Sendable {
     private func render(_ utterance: Utterance) -> String {
         switch utterance {
         case .text(let text): text
+        case .recorded(_, let text): text
         case .volume: "Volume \(ports.volume.percent)."
         case .ipAddress: Self.ipAddressSentence(ports.system.ipAddresses())
         case .actionOutcome(let responses):

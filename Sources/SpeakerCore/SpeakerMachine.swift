@@ -141,12 +141,16 @@ public struct SpeakerAnswer: Sendable, Equatable {
     /// A command for the speaker to carry out before it speaks.
     public var action: ClientAction?
     public var responses: ActionResponses?
+    /// Houndify's own recording of `text` (ResponseAudioBytes), played instead of espeak-ng when there is one.
+    public var voice: MonoAudio?
     /// Said when the speaker cannot do what Houndify left to it (a call, a message, music).
     public static let cannotDoThat = "Sorry, this speaker can't do that."
     /// Said when Houndify's answer carries no text to speak.
     public static let nothingToSay = "Sorry, Houndify sent me an answer with nothing to say."
 
-    public init(transcript: String, text: String, autoListen: Bool = false, action: ClientAction? = nil, responses: ActionResponses? = nil) {
+    public init(transcript: String, text: String, autoListen: Bool = false, action: ClientAction? = nil, responses: ActionResponses? = nil,
+                voice: MonoAudio? = nil) {
+        self.voice = voice
         self.transcript = transcript
         self.text = text
         self.autoListen = autoListen
@@ -182,6 +186,8 @@ public enum LocalCommand: Sendable, Equatable {
 /// Something the speaker says; the loop turns the others into words (they need the device's state).
 public enum Utterance: Sendable, Equatable {
     case text(String)
+    /// Houndify's own voice saying `text` (played as it is; `text` is for the log and the screen).
+    case recorded(MonoAudio, text: String)
     case ipAddress
     case volume
     /// How the last client action (`.timer`, `.alarm`, `.volume`) went, in Houndify's words for that branch when
@@ -543,7 +549,8 @@ public struct SpeakerMachine: Sendable {
         case nil:
             // An answer with nothing to say (no results, or responses that are not text) must not be silence.
             let text = answer.text.allSatisfy(\.isWhitespace) ? SpeakerAnswer.nothingToSay : answer.text
-            return say(.text(text), reopen: answer.autoListen ? .autoListen : settings.followUp ? .followUp : .no)
+            let utterance: Utterance = answer.voice.map { .recorded($0, text: text) } ?? .text(text)
+            return say(utterance, reopen: answer.autoListen ? .autoListen : settings.followUp ? .followUp : .no)
         }
     }
 

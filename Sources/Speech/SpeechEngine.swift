@@ -165,8 +165,8 @@ public final class SpeechEngine: Sendable {
     }
 
     /// Plays a recorded sound (an earcon) through the same queue and output as speech.
-    public func play(_ audio: MonoAudio, to output: SpeechOutput) -> SpeechTask {
-        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, owner: id, onFirstSample: nil)
+    public func play(_ audio: MonoAudio, to output: SpeechOutput, onFirstSample: (@Sendable () -> Void)? = nil) -> SpeechTask {
+        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, owner: id, onFirstSample: onFirstSample)
         SpeechCore.shared.enqueue(.speak(task))
         return task
     }

@@ -142,6 +142,26 @@ func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.
     }
 }
 
+extension RequestInfoTests {
+    /// One SessionID for all of a client's requests (a run of the program), a new RequestID each; another client,
+    /// another session.
+    @Test func everyRequestCarriesTheSessionID() throws {
+        let config = HoundifyClientConfiguration(endpoint: "http://127.0.0.1:1/", clientKey: SigningTests.vectors[0].clientKey,
+                                                 profile: Self.profile)
+        func info(_ client: HoundifyClient, _ kind: RequestKind) throws -> JSONValue {
+            try JSONValue(parsing: Data(client.prepare(kind: kind, extra: [:]).requestInfo))
+        }
+        let client = try HoundifyClient(configuration: config)
+        let first = try info(client, .text), second = try info(client, .voice)
+        #expect(first["SessionID"]?.stringValue == client.sessionID)
+        #expect(second["SessionID"] == first["SessionID"])
+        #expect(second["RequestID"] != first["RequestID"])
+        let other = try info(try HoundifyClient(configuration: config), .text)
+        #expect(other["SessionID"] != first["SessionID"])
+        #expect((client.sessionID.count) >= 32)
+    }
+}
+
 @Suite struct AudioUploadTests {
     @Test func wavHeadersMatchTheSDK() {
         #expect(hex(WAVStreamHeader.bytes(sampleRate: 16000)) == "524946462400000057415645666d74201000000001000100803e000000f40100020010006461746100000000")

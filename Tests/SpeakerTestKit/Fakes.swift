@@ -152,6 +152,8 @@ public final class FakeSpeech: SpeechOutputPort {
     public enum Sound: Sendable, Equatable {
         case speech(String)
         case earcon(Earcon)
+        /// A recording played as speech (Houndify's voice), by its length in samples.
+        case recording(samples: Int)
     }
 
     final class Playing: Playback, Sendable {
@@ -214,6 +216,11 @@ public final class FakeSpeech: SpeechOutputPort {
 
     public func play(_ earcon: Earcon) -> any Playback { start(.earcon(earcon)) }
 
+    public func playRecording(_ audio: MonoAudio, onFirstSample: @escaping @Sendable () -> Void) -> any Playback {
+        state.withLock { $0.onFirstSample.append(onFirstSample) }
+        return start(.recording(samples: audio.samples.count))
+    }
+
     public func stopSpeaking() {
         for playing in state.withLock({ $0.playing }) { playing.end(.interrupted) }
     }
@@ -231,7 +238,14 @@ public final class FakeSpeech: SpeechOutputPort {
 
     /// Ends the latest utterance that is still playing.
     public func endSpeech(_ end: SoundEnd = .finished, problem: String? = nil) {
-        let playing = state.withLock { s in s.playing.last { if case .speech = $0.sound { !$0.hasEnded } else { false } } }
+        let playing = state.withLock { s in
+            s.playing.last { playing in
+                switch playing.sound {
+                case .speech, .recording: !playing.hasEnded
+                case .earcon: false
+                }
+            }
+        }
         playing?.end(end, problem: problem)
     }
 

@@ -111,6 +111,18 @@ import Timers
         #expect(without.keepNow == ["Branch": "default"])
     }
 
+    @Test func aVoiceThatCannotBeReadFallsBackToTheText() throws {
+        let result: JSONValue = ["CommandKind": "InformationCommand", "SpokenResponse": "It is noon.",
+                                 "ResponseAudioBytes": .string(Data("RIFF but not really a WAV".utf8).base64EncodedString())]
+        let json: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "AllResults": [result]]
+        let answer = ClientCommandReader().read(try HoundServerResponse(json: json, raw: Data())).answer
+        #expect(answer.voice == nil)
+        #expect(answer.text == "It is noon.")
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+            .filter { $0.hasPrefix("hound-speaker-voice-") }
+        #expect(leftovers.isEmpty)  // the private file it was read through is gone
+    }
+
     @Test func shortOrLongAnswers() throws {
         let result: JSONValue = ["CommandKind": "InformationCommand", "SpokenResponse": "Short.", "SpokenResponseLong": "The long one."]
         let json: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "AllResults": [result]]

@@ -313,6 +313,22 @@ struct Rig {
         #expect(AudioLevel.dBFS(heard) > -40, "\(heard.count) samples")
     }
 
+    /// Houndify's own voice ([houndify] voice): the answer's recording is played instead of espeak-ng, on the
+    /// same output; refused (ResponseAudioError), espeak-ng says it.
+    @Test(arguments: ["Local", "Unavailable"]) func houndifysOwnVoiceOrEspeakNG(voice: String) async throws {
+        let rig = try await Rig.start()
+        rig.search.setRequestInfo(["ResponseAudioVoice": .string(voice), "ResponseAudioShortOrLong": "Long",
+                                   "ResponseAudioAcceptedEncodings": ["WAV"]])
+        rig.loop.send(.talk)
+        #expect(await rig.events.wait(for: "\"answer\":\"It is "))
+        #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
+        await rig.stop()
+        let final = rig.events.all.first { $0.contains("\"event\":\"final\"") } ?? ""
+        #expect(final.contains("\"voice\":\"houndify\"") == (voice == "Local"), "\(final)")
+        let heard = (try? readRawInt16(TestALSA.outputFile("test_loop_speaker"))) ?? []
+        #expect(AudioLevel.dBFS(heard) > -40, "\(heard.count) samples")
+    }
+
     @Test func autoListenAsksTheFollowUp() async throws {
         let rig = try await Rig.start(question: "set a timer", transcript: "set a timer")
         // The follow-up question: the microphone fixture is read again, and this time heard as "five minutes".
