@@ -29,6 +29,8 @@ public struct AnswerBook: Sendable {
         var result: [String: JSONValue]
         if transcript.trimmed(.whitespaces).isEmpty {
             result = noResult()
+        } else if let matched = clientMatch(query, requestInfo: requestInfo) {
+            result = matched
         } else if previous?["LocalServicePending"]?.stringValue == "TimerDuration", let minutes = Self.number(in: query) {
             // The second turn: the duration alone ("ten minutes"), read in the state the first turn left.
             let words = query.split(whereSeparator: { !$0.isLetter && !$0.isNumber }).map(String.init)

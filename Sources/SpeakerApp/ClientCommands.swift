@@ -3,6 +3,7 @@ import AudioCore
 import FoundationEssentials
 public import Houndify
 public import JSONKit
+public import SpeakerConfig
 public import SpeakerCore
 import Timers
 
@@ -15,10 +16,13 @@ public struct ClientCommandReader: Sendable {
     public var longAnswers: Bool
     /// The client features Houndify may ask for in `RequiredFeatures`.
     public var supportedFeatures: Set<String>
+    /// The owner's phrases, as sent in ClientMatches (their index comes back in the ClientMatchCommand).
+    public var clientMatches: [SpeakerConfiguration.ClientMatchSetting]
 
-    public init(longAnswers: Bool = true, supportedFeatures: Set<String> = []) {
+    public init(longAnswers: Bool = true, supportedFeatures: Set<String> = [], clientMatches: [SpeakerConfiguration.ClientMatchSetting] = []) {
         self.longAnswers = longAnswers
         self.supportedFeatures = supportedFeatures
+        self.clientMatches = clientMatches
     }
 
     /// Result kinds that only ever ask the client to act, which a speaker cannot: a phone, messages, a music
@@ -79,6 +83,19 @@ public struct ClientCommandReader: Sendable {
         case "DeviceControlCommand":
             guard json["DeviceControlCommandKind"]?.stringValue == "VolumeCommand", let volume = Self.volumeAction(json) else { return nil }
             action = .volume(volume)
+        case "ClientMatchCommand":
+            // One of the owner's phrases: its Result holds the index it was sent with.
+            guard let index = json["Result"]?["HoundSpeakerMatch"]?.int64Value, clientMatches.indices.contains(Int(index)) else { return nil }
+            let said = DynamicReply(result.text(long: longAnswers), conversationState: result.conversationState)
+            let done = ActionResponses(succeeded: said, conversationState: result.conversationState)
+            switch clientMatches[Int(index)].action {
+            case .run(let command): return (.run(command: command), done)
+            case .builtIn(.microphoneOff): return (.muteMicrophone, done)
+            case .builtIn(.volumeUp): return (.volume(.step(up: true)), done)
+            case .builtIn(.volumeDown): return (.volume(.step(up: false)), done)
+            case .builtIn(.soundOff): return (.volume(.mute(true)), done)
+            case .builtIn(.soundOn): return (.volume(.mute(false)), done)
+            }
         default:
             return nil
         }

@@ -53,7 +53,8 @@ public struct SpeakerAssembly {
         }
         speech = EngineSpeech(engine: engine, output: output, earcons: earcons)
         search = HoundifyVoiceSearch(client: client, reader: ClientCommandReader(
-            longAnswers: config.houndify.answerLength == .long, supportedFeatures: Set(config.houndify.supportedFeatures)))
+            longAnswers: config.houndify.answerLength == .long, supportedFeatures: Set(config.houndify.supportedFeatures),
+            clientMatches: config.houndify.clientMatches))
         capture = config.audio.capture
         settings.endpointer = config.listening
         settings.machine = config.speaker.machine
@@ -77,7 +78,7 @@ public struct SpeakerAssembly {
     public func makeLoop() -> SpeakerLoop {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
                                  board: board.map(RunnerBoard.init), hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
-                                 timerStore: timerStore, muteStore: muteStore)
+                                 timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger))
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
 

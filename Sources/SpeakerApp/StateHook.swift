@@ -30,3 +30,28 @@ public enum StateHook {
         }
     }
 }
+
+/// The owner's commands (`[[houndify.client_match]] run`): `/bin/sh -c COMMAND` with the credentials kept out of
+/// its environment (ChildProcess), not waited for by the loop; an owned thread reaps it and reports its status.
+public struct ShellCommands: CommandPort {
+    let logger: Logger
+    public init(logger: Logger) { self.logger = logger }
+
+    public func run(_ command: String, ended: @escaping @Sendable (Result<Int32, DeviceProblem>) -> Void) {
+        let child: pid_t
+        switch ChildProcess.spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: ChildProcess.environment()) {
+        case .success(let pid): child = pid
+        case .failure(let error):
+            ended(.failure(DeviceProblem("command \"\(command)\": cannot start /bin/sh: \(error)")))
+            return
+        }
+        logger.info("command \"\(command)\" started (pid \(child))")
+        OwnedThread.start(name: "hs-command") {
+            var result: Int32 = 0
+            while waitpid(child, &result, 0) < 0 && errno == EINTR {}
+            // WIFEXITED / WEXITSTATUS, which Swift does not import: the low 7 bits are the signal, bits 8-15 the status.
+            let signal = result & 0x7f
+            ended(signal == 0 ? .success((result >> 8) & 0xff) : .success(128 + signal))
+        }
+    }
+}

@@ -233,7 +233,7 @@ struct Reader {
     static let schema: [String: [String]] = [
         "houndify": ["client_id", "client_key", "endpoint", "user_id", "device_id", "connect_timeout", "response_timeout",
                      "audio_format", "unit_preference", "conversation_state_file", "request_info", "answer_length",
-                     "supported_features", "voice"],
+                     "supported_features", "voice", "client_match"],
         "location": ["latitude", "longitude", "accuracy", "timezone"],
         "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "input_pacing", "volume", "mixer_control",
                   "earcons"],
@@ -338,6 +338,9 @@ struct Reader {
                     throw error(h, "supported_features", "must be a list of strings, e.g. [\"Timer\"]")
                 }
                 config.houndify.supportedFeatures = names
+            }
+            if let value = t["client_match"] {
+                config.houndify.clientMatches = try clientMatches(value)
             }
             if let v = try string(t, h, "voice") {
                 guard !v.contains(where: { $0.isWhitespace || $0 == "\"" }) else { throw error(h, "voice", "must be one voice name with no spaces, not \"\(v)\"") }
@@ -529,6 +532,41 @@ struct Reader {
             throw error(table, key, "must be \(range.lowerBound) to \(range.upperBound) seconds, not \(d)")
         }
         return d
+    }
+
+    /// `[[houndify.client_match]]`: each with `phrase` or `expression`, `response`, and `run` or `action`.
+    func clientMatches(_ value: any TOMLValueConvertible) throws(ConfigError) -> [SpeakerConfiguration.ClientMatchSetting] {
+        let table = "houndify.client_match"
+        guard case .array(let items) = try json(value, "houndify", "client_match") else {
+            throw error("houndify", "client_match", "must be tables: [[houndify.client_match]]")
+        }
+        var matches: [SpeakerConfiguration.ClientMatchSetting] = []
+        for (number, item) in items.enumerated() {
+            let n = "\(table) #\(number + 1)"
+            guard let fields = item.objectValue else { throw error("houndify", "client_match", "must be tables: [[houndify.client_match]]") }
+            for key in fields.keys where !["phrase", "expression", "response", "run", "action"].contains(key) {
+                throw error(n, key, "unknown key; a phrase has phrase or expression, response, and run or action")
+            }
+            func text(_ key: String) throws(ConfigError) -> String? {
+                guard let v = fields[key] else { return nil }
+                guard let s = v.stringValue, !s.allSatisfy(\.isWhitespace) else { throw error(n, key, "must be a non-empty string") }
+                return s
+            }
+            let expression: String
+            switch (try text("phrase"), try text("expression")) {
+            case (let phrase?, nil): expression = SpeakerConfiguration.ClientMatchSetting.expression(phrase: phrase)
+            case (nil, let given?): expression = given
+            default: throw error(n, nil, "needs a phrase (\"good night\") or an expression (Houndify's syntax), not both")
+            }
+            let action: SpeakerConfiguration.ClientMatchAction
+            switch (try text("run"), try text("action")) {
+            case (let command?, nil): action = .run(command)
+            case (nil, let name?): action = .builtIn(try choice(name, n, "action"))
+            default: throw error(n, nil, "needs run (a command) or action (\(SpeakerConfiguration.BuiltInAction.allCases.map(\.rawValue).joined(separator: ", "))), not both")
+            }
+            matches.append(.init(expression: expression, response: try text("response") ?? "OK.", action: action))
+        }
+        return matches
     }
 
     func json(_ value: any TOMLValueConvertible, _ table: String, _ key: String) throws(ConfigError) -> JSONValue {

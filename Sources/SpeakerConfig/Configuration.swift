@@ -35,6 +35,40 @@ public struct SpeakerConfiguration: Sendable {
         public var supportedFeatures: [String] = []
         /// Houndify's own voice for answers (`voice`, ResponseAudioVoice); empty: espeak-ng speaks them.
         public var voice = ""
+        /// The owner's phrases (`[[houndify.client_match]]`), sent as ClientMatches.
+        public var clientMatches: [ClientMatchSetting] = []
+    }
+
+    /// One owner's phrase: Houndify matches it (ClientMatches) and the speaker does `action` and says `response`.
+    public struct ClientMatchSetting: Sendable, Equatable {
+        /// Houndify's expression syntax: `"good" . "night"`, `("lights" | "light") . ["please"]`.
+        public var expression: String
+        public var response: String
+        public var action: ClientMatchAction
+
+        public init(expression: String, response: String, action: ClientMatchAction) {
+            self.expression = expression
+            self.response = response
+            self.action = action
+        }
+
+        /// `"turn" . "on" . "the" . "porch" . "light"` for "turn on the porch light".
+        public static func expression(phrase: String) -> String {
+            phrase.lowercased().split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "'" })
+                .map { "\"\($0)\"" }.joined(separator: " . ")
+        }
+    }
+
+    public enum ClientMatchAction: Sendable, Equatable {
+        /// `/bin/sh -c` this, not waited for.
+        case run(String)
+        case builtIn(BuiltInAction)
+    }
+
+    /// What a phrase can do without a command (`action = "..."`).
+    public enum BuiltInAction: String, Sendable, CaseIterable {
+        case volumeUp = "volume_up", volumeDown = "volume_down", soundOff = "sound_off", soundOn = "sound_on"
+        case microphoneOff = "microphone_off"
     }
 
     public enum AnswerLength: String, Sendable, CaseIterable { case long, short }
@@ -175,7 +209,8 @@ extension SpeakerConfiguration {
             latitude: location.latitude, longitude: location.longitude,
             positionHorizontalAccuracy: location.accuracy,
             timeZone: location.timezone.isEmpty ? SystemTimeZone.identifier() : location.timezone,
-            unitPreference: houndify.unitPreference, extra: responseAudioRequest.merging(houndify.requestInfo) { _, own in own })
+            unitPreference: houndify.unitPreference,
+            extra: responseAudioRequest.merging(clientMatchesRequest) { a, _ in a }.merging(houndify.requestInfo) { _, own in own })
         return HoundifyClientConfiguration(
             endpoint: houndify.endpoint, clientKey: houndify.clientKey, profile: profile,
             connectTimeoutMS: Int(houndify.connectTimeout * 1000), responseTimeoutMS: Int(houndify.responseTimeout * 1000),
@@ -189,6 +224,17 @@ extension SpeakerConfiguration {
         return ["ResponseAudioVoice": .string(houndify.voice),
                 "ResponseAudioShortOrLong": .string(houndify.answerLength == .long ? "Long" : "Short"),
                 "ResponseAudioAcceptedEncodings": ["WAV"]]
+    }
+
+    /// The owner's phrases as RequestInfo ClientMatches: each `Result` holds its index, which comes back in the
+    /// ClientMatchCommand Houndify answers with (docs/houndify-protocol.md, "Owner's phrases").
+    var clientMatchesRequest: [String: JSONValue] {
+        guard !houndify.clientMatches.isEmpty else { return [:] }
+        return ["ClientMatches": .array(houndify.clientMatches.enumerated().map { index, match in
+            ["Expression": .string(match.expression), "Result": ["HoundSpeakerMatch": .int(Int64(index))],
+             "SpokenResponse": .string(match.response), "SpokenResponseLong": .string(match.response),
+             "WrittenResponse": .string(match.response), "WrittenResponseLong": .string(match.response)]
+        })]
     }
 
     /// A stable per-device ID that does not reveal /etc/machine-id itself (systemd asks that it not be exposed).

@@ -114,4 +114,6 @@ enum LoopInput: Sendable {
     case timersDue
     /// A minute has passed with a timer running.
     case timerTick
+    /// Something that happened off the loop (an owner's command ended), told from the loop.
+    case tell(SpeakerActivity)
 }

@@ -178,3 +178,11 @@ public protocol SystemInfo: Sendable {
     /// Whether the clock has been set from the network (an alarm on a clock never set rings at the wrong time).
     func clockSynchronized() -> Bool
 }
+
+// MARK: Owner's commands
+
+/// Runs the commands an owner ties to phrases (`[[houndify.client_match]] run`).
+public protocol CommandPort: Sendable {
+    /// Starts `command`, not waiting for it; `ended` gets its exit status, or the reason it did not start.
+    func run(_ command: String, ended: @escaping @Sendable (Result<Int32, DeviceProblem>) -> Void)
+}

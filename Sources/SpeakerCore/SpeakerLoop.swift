@@ -18,11 +18,14 @@ public struct SpeakerPorts: Sendable {
     public var timerStore: (any TimerStore)?
     /// Where mute is remembered; nil: every start is unmuted.
     public var muteStore: (any FlagStore)?
+    /// Runs the owner's commands; nil: none can run.
+    public var commands: (any CommandPort)?
 
     public init(search: any VoiceSearchService, speech: any SpeechOutputPort, volume: any VolumeControl,
                 microphone: any MicrophonePort, board: (any BoardPort)? = nil, hotPhrase: (any HotPhraseDetecting)? = nil,
                 clock: any LoopClock, system: any SystemInfo, timerStore: (any TimerStore)? = nil,
-                muteStore: (any FlagStore)? = nil) {
+                muteStore: (any FlagStore)? = nil, commands: (any CommandPort)? = nil) {
+        self.commands = commands
         self.timerStore = timerStore
         self.muteStore = muteStore
         self.search = search
@@ -223,6 +226,9 @@ public final class SpeakerLoop: Sendable {
         case .heartbeat:
             beat()
             return nil
+        case .tell(let activity):
+            tell(activity)
+            return nil
         case .timersDue:
             checkTimers()
             return nil
@@ -342,6 +348,20 @@ public final class SpeakerLoop: Sendable {
             tell(.leds(leds))
         case .changeVolume(let up):
             do throws(DeviceProblem) { tell(.volume(try ports.volume.step(up: up))) } catch { tell(.deviceProblem(error)) }
+        case .runCommand(let command):
+            guard let commands = ports.commands else {
+                tell(.deviceProblem(DeviceProblem("command \"\(command)\": this speaker runs no commands")))
+                break
+            }
+            let logger = logger
+            commands.run(command) { [continuation] ended in
+                switch ended {
+                case .success(0): logger.info("command \"\(command)\" done")
+                case .success(let status):
+                    continuation.yield(.tell(.deviceProblem(DeviceProblem("command \"\(command)\" failed with exit status \(status)"))))
+                case .failure(let problem): continuation.yield(.tell(.deviceProblem(problem)))
+                }
+            }
         case .volume(let action):
             let outcome = changeVolume(action)
             state.withLock { $0.lastActionOutcome = outcome }

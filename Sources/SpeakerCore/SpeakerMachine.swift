@@ -39,6 +39,10 @@ public enum ClientAction: Sendable, Equatable {
     case timer(TimerAction)
     case alarm(AlarmAction)
     case volume(VolumeAction)
+    /// An owner's phrase (Houndify's ClientMatches) that runs a command; the answer's text is said meanwhile.
+    case run(command: String)
+    /// An owner's phrase that switches the microphone off (mute), as the double press does.
+    case muteMicrophone
 }
 
 /// Houndify's volume commands (DeviceControlCommand, VolumeCommand), as the speaker carries them out.
@@ -269,6 +273,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     case alarm(AlarmAction)
     /// Carry out a volume command (and keep its outcome for `.actionOutcome`).
     case volume(VolumeAction)
+    /// Start an owner's command (not waited for).
+    case runCommand(String)
     /// The ringing timers are done: off the list.
     case stopRinging
     /// Release (true) or take back (false) the microphone, and remember the choice across restarts.
@@ -535,6 +541,11 @@ public struct SpeakerMachine: Sendable {
         case .timer(let action)?: return [.timer(action)] + say(.actionOutcome(answer.responses))
         case .alarm(let action)?: return [.alarm(action)] + say(.actionOutcome(answer.responses))
         case .volume(let action)?: return [.volume(action)] + say(.actionOutcome(answer.responses))
+        case .run(let command)?: return [.runCommand(command)] + say(.text(answer.text))
+        case .muteMicrophone?:
+            // Said first, then muted: the sound of the change ends it, as for the double press.
+            muted = true
+            return [.setMicrophoneMuted(true)] + say(.text(answer.text))
         case nil: break
         }
         switch LocalCommand.match(answer.transcript) {

@@ -421,3 +421,15 @@ public final class FakeTimerStore: TimerStore {
     public func load() throws(DeviceProblem) -> TimerBook { saved.withLock { $0 } ?? TimerBook() }
     public func save(_ book: TimerBook) throws(DeviceProblem) { saved.withLock { $0 = book } }
 }
+
+/// The owner's commands, recorded; the test ends each with the status it wants.
+public final class FakeCommands: CommandPort {
+    private let state = Mutex<[(command: String, ended: @Sendable (Result<Int32, DeviceProblem>) -> Void)]>([])
+    public init() {}
+    public func run(_ command: String, ended: @escaping @Sendable (Result<Int32, DeviceProblem>) -> Void) {
+        state.withLock { $0.append((command, ended)) }
+    }
+    public var started: [String] { state.withLock { $0.map(\.command) } }
+    /// Ends the latest command with `status`.
+    public func end(_ status: Int32) { state.withLock { $0.last?.ended }?(.success(status)) }
+}

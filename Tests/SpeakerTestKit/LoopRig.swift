@@ -13,6 +13,7 @@ public final class LoopRig: Sendable {
     public let board = FakeBoard()
     public let hotPhrase: FakeHotPhrase?
     public let recorder = ActivityRecorder()
+    public let commands = FakeCommands()
     public let loop: SpeakerLoop
     private let task: Task<Void, Never>
 
@@ -30,7 +31,7 @@ public final class LoopRig: Sendable {
         logger.logLevel = .critical
         let ports = SpeakerPorts(search: search, speech: speech, volume: volume, microphone: microphone, board: board,
                                  hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem(), timerStore: timerStore,
-                                 muteStore: muteStore)
+                                 muteStore: muteStore, commands: commands)
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }

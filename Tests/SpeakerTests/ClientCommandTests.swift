@@ -4,6 +4,9 @@ import Houndify
 import JSONKit
 import LocalHoundify
 @testable import SpeakerApp
+import Glibc
+import Logging
+import SpeakerConfig
 import SpeakerCore
 import SpeakerTestKit
 import Testing
@@ -212,5 +215,97 @@ import Timers
         #expect(!rig.volume.soundOff)
         #expect(await rig.saw(.volume(50, soundOff: false), after: mark))
         await rig.stop()
+    }
+}
+
+/// The owner's phrases ([[houndify.client_match]]): sent as ClientMatches, matched by the service, carried out.
+@Suite struct OwnerPhraseTests {
+    static let config = """
+        [houndify]
+        client_id = "id"
+        client_key = "a2V5"
+        [[houndify.client_match]]
+        phrase = "Good night!"
+        response = "Good night. Sleep well."
+        run = "lights off"
+        [[houndify.client_match]]
+        expression = '("stop" | "quit") . "listening" . ["please"]'
+        response = "OK, I'm not listening."
+        action = "microphone_off"
+        """
+
+    @Test func phrasesAreSentMatchedAndReadBack() throws {
+        let config = try ConfigLoader.parse(text: Self.config, file: "speaker.toml")
+        #expect(config.houndify.clientMatches.first?.expression == #""good" . "night""#)
+        let info = try config.houndifyClientConfiguration().profile.extra
+        let sent = try #require(info["ClientMatches"]?.arrayValue)
+        #expect(sent.count == 2)
+        #expect(sent[1]["Result"] == ["HoundSpeakerMatch": 1])
+        // The local service matches them as Houndify would, and the speaker reads back which one.
+        let reader = ClientCommandReader(clientMatches: config.houndify.clientMatches)
+        func read(_ query: String) throws -> SpeakerAnswer {
+            let json = AnswerBook().answer(transcript: query, requestInfo: info.merging(["TimeZone": "UTC"]) { a, _ in a }, voice: false)
+            return reader.read(try HoundServerResponse(json: json, raw: Data())).answer
+        }
+        let night = try read("good night")
+        #expect(night.action == .run(command: "lights off"))
+        #expect(night.text == "Good night. Sleep well.")
+        #expect(try read("quit listening please").action == .muteMicrophone)
+        #expect(try read("stop listening").action == .muteMicrophone)
+        #expect(try read("stop listening now").action == nil)  // the whole transcript must match
+        #expect(try read("what time is it").action == nil)
+    }
+
+    @Test func aPhraseNeedsOneWayToMatchAndOneThingToDo() {
+        func problem(_ body: String) -> String {
+            do { _ = try ConfigLoader.parse(text: "[[houndify.client_match]]\n" + body, file: "speaker.toml"); return "" } catch {
+                return error.description
+            }
+        }
+        #expect(problem("response = \"hi\"\nrun = \"x\"").contains("needs a phrase"))
+        #expect(problem("phrase = \"hi\"").contains("needs run (a command) or action"))
+        #expect(problem("phrase = \"hi\"\naction = \"dance\"").contains("\"microphone_off\""))
+        #expect(problem("phrase = \"hi\"\nrun = \"x\"\ncolour = \"red\"").contains("colour"))
+    }
+
+    @Test func aCommandRunsAndItsFailureIsTold() async {
+        let rig = await LoopRig()
+        await rig.send(.talk, expecting: .listening)
+        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "good night", text: "Good night.", action: .run(command: "lights off"))))
+        #expect(await rig.saw(.leds(.speaking)))
+        #expect(rig.commands.started == ["lights off"])
+        #expect(rig.speech.spoken.last == "Good night.")
+        rig.commands.end(3)
+        #expect(await rig.recorder.wait { activity in
+            if case .deviceProblem(let p) = activity { p.message.contains("exit status 3") } else { false }
+        })
+        await rig.endSpeech()
+        await rig.stop()
+    }
+
+    @Test func aPhraseCanMuteTheMicrophone() async {
+        let store = FakeFlagStore()
+        let rig = await LoopRig(hotPhrase: true, muteStore: store)
+        await rig.send(.talk, expecting: .listening)
+        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "stop listening", text: "OK, I'm not listening.", action: .muteMicrophone)))
+        #expect(await rig.saw(.muted(true)))
+        #expect(rig.speech.spoken.last == "OK, I'm not listening.")
+        await rig.endSpeech()
+        #expect(await rig.saw(.leds(.muted)))
+        #expect(rig.microphone.openStreams == 0)  // released
+        await rig.stop()
+    }
+
+    /// The real runner: /bin/sh, the credentials not handed to it, the exit status reported.
+    @Test func shellCommandsKeepTheKeyToThemselves() async throws {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cmd-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: out) }
+        setenv("HOUNDIFY_CLIENT_KEY", "secret-key", 1)
+        defer { unsetenv("HOUNDIFY_CLIENT_KEY") }
+        let status = await withCheckedContinuation { (done: CheckedContinuation<Result<Int32, DeviceProblem>, Never>) in
+            ShellCommands(logger: Logger(label: "test")).run("echo \"key=$HOUNDIFY_CLIENT_KEY\" > \(out); exit 4") { done.resume(returning: $0) }
+        }
+        #expect(status == .success(4))
+        #expect(try String(contentsOfFile: out, encoding: .utf8) == "key=\n")
     }
 }
