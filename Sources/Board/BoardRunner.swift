@@ -93,6 +93,18 @@ public final class BoardRunner: Sendable {
             }
         }
 
+        var muteFD: Int32? = nil
+        var switchPosition: Bool? = nil
+        func readSwitch(_ board: GPIODBoard) {
+            guard let on = board.readMuteSwitch(), on != switchPosition else { return }
+            switchPosition = on
+            emit([.intent(.muteSwitch(on: on))])
+        }
+        if case .gpio(let board) = hardware, let fd = board.muteSwitchFileDescriptor {
+            muteFD = fd
+            readSwitch(board)  // where it is at start decides, before anything is heard
+        }
+
         var firstDraw = true
         while true {
             let request = requests.withLock { r -> (LEDState?, Bool) in defer { r.state = nil }; return (r.state, r.stop) }
@@ -116,11 +128,13 @@ public final class BoardRunner: Sendable {
                 timeoutMS = max(0, Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
             }
             var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            if let fd = muteFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             if let fd = inputFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&fds, nfds_t(fds.count), timeoutMS)
             if ready < 0 && errno != EINTR { break }
             if fds[0].revents & Int16(POLLIN) != 0 { while read(wakeRead, &buffer, buffer.count) > 0 {} }
-            guard fds.count > 1, fds[1].revents & Int16(POLLIN | POLLHUP) != 0 else { continue }
+            if muteFD != nil, fds[1].revents & Int16(POLLIN) != 0, case .gpio(let board) = hardware { readSwitch(board) }
+            guard inputFD != nil, let last = fds.last, last.revents & Int16(POLLIN | POLLHUP) != 0 else { continue }
             switch hardware {
             case .gpio(let board):
                 for pressed in board.readButtonEdges() { emit(core.withLock { $0.edge(pressed: pressed, at: .now) }) }
@@ -140,6 +154,7 @@ public final class BoardRunner: Sendable {
                     case .pressFor(let length):
                         emit(core.withLock { $0.edge(pressed: true, at: at) })
                         pendingRelease = at + length
+                    case .muteSwitch(let on): emit([.intent(.muteSwitch(on: on))])
                     }
                 }
             }

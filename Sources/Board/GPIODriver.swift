@@ -39,22 +39,15 @@ public struct BoardError: Error, CustomStringConvertible, Equatable {
 public final class GPIODBoard: @unchecked Sendable {
     private var chips: [String: OpaquePointer] = [:]
     private var button: OpaquePointer?
+    private var muteSwitch: OpaquePointer?
     private var leds: [LEDRole: OpaquePointer] = [:]
     private static let consumer = "hound-speaker"
 
     /// Requests the lines; every failure names the chip and line and says how to check.
-    public init(button buttonSpec: GPIOLineSpec?, leds ledSpecs: [LEDRole: GPIOLineSpec]) throws(BoardError) {
+    public init(button buttonSpec: GPIOLineSpec?, leds ledSpecs: [LEDRole: GPIOLineSpec], muteSwitch switchSpec: GPIOLineSpec? = nil) throws(BoardError) {
         do throws(BoardError) {
-            if let spec = buttonSpec {
-                let line = try lookup(spec)
-                var flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
-                if !spec.activeLow { flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN) }
-                if spec.activeLow { flags |= Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) }
-                guard gpiod_line_request_both_edges_events_flags(line, Self.consumer, flags) == 0 else {
-                    throw Self.requestError(spec, role: "button")
-                }
-                button = line
-            }
+            if let spec = buttonSpec { button = try requestInput(spec, role: "button") }
+            if let spec = switchSpec { muteSwitch = try requestInput(spec, role: "mute switch") }
             for (role, spec) in ledSpecs.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
                 let line = try lookup(spec)
                 let flags = spec.activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
@@ -70,6 +63,18 @@ public final class GPIODBoard: @unchecked Sendable {
     }
 
     deinit { close() }
+
+    /// A contact to ground (active low, pulled up) or to 3.3 V (pulled down), both edges as events.
+    private func requestInput(_ spec: GPIOLineSpec, role: String) throws(BoardError) -> OpaquePointer {
+        let line = try lookup(spec)
+        var flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
+        if !spec.activeLow { flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN) }
+        if spec.activeLow { flags |= Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) }
+        guard gpiod_line_request_both_edges_events_flags(line, Self.consumer, flags) == 0 else {
+            throw Self.requestError(spec, role: role)
+        }
+        return line
+    }
 
     private func lookup(_ spec: GPIOLineSpec) throws(BoardError) -> OpaquePointer {
         let chip: OpaquePointer
@@ -123,6 +128,20 @@ public final class GPIODBoard: @unchecked Sendable {
         return edges
     }
 
+    /// The mute switch's event descriptor, readable when it has moved.
+    public var muteSwitchFileDescriptor: Int32? { muteSwitch.map { gpiod_line_event_get_fd($0) } }
+
+    /// Where the mute switch is now (true: muted), after taking its waiting edges; nil without one.
+    public func readMuteSwitch() -> Bool? {
+        guard let line = muteSwitch else { return nil }
+        var event = gpiod_line_event()
+        var pending = pollfd(fd: gpiod_line_event_get_fd(line), events: Int16(POLLIN), revents: 0)
+        while poll(&pending, 1, 0) > 0, gpiod_line_event_read(line, &event) == 0 {}
+        // The level, not the edges: a bouncing contact ends where it rests.
+        let value = gpiod_line_get_value(line)
+        return value < 0 ? nil : value == 1
+    }
+
     public func setLEDs(_ levels: [LEDRole: Bool]) {
         for (role, on) in levels { if let line = leds[role] { gpiod_line_set_value(line, on ? 1 : 0) } }
     }
@@ -133,6 +152,8 @@ public final class GPIODBoard: @unchecked Sendable {
         leds.removeAll()
         if let line = button { gpiod_line_release(line) }
         button = nil
+        if let line = muteSwitch { gpiod_line_release(line) }
+        muteSwitch = nil
         for chip in chips.values { gpiod_chip_close(chip) }
         chips.removeAll()
     }

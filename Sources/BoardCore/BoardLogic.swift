@@ -79,13 +79,16 @@ public struct BoardLogic: Sendable {
 ///
 /// On a terminal (raw mode), Space or Enter is a click (press, then release after `clickLength`) and `h` holds
 /// the button down until the next `h`, since a terminal reports no key releases. Without a terminal, each line is
-/// a command: `press`, `release`, `click`, or `long` (held past the long-press time).
+/// a command: `press`, `release`, `click`, or `long` (held past the long-press time), and `mute on` / `mute off`
+/// for the mute switch (`m` flips it on a terminal).
 public struct SimulatedButtonParser: Sendable {
     public enum Action: Sendable, Equatable {
         case press
         case release
         /// Press now, release after the given time.
         case pressFor(Duration)
+        /// The mute switch moved (on: muted).
+        case muteSwitch(Bool)
     }
 
     public let terminal: Bool
@@ -93,6 +96,7 @@ public struct SimulatedButtonParser: Sendable {
     public let longLength: Duration
     private var line: [UInt8] = []
     private var holding = false
+    private var switchOn = false
 
     public init(terminal: Bool, clickLength: Duration = .milliseconds(120), longLength: Duration = .milliseconds(1500)) {
         self.terminal = terminal
@@ -112,6 +116,9 @@ public struct SimulatedButtonParser: Sendable {
                     holding.toggle()
                     actions.append(holding ? .press : .release)
                 case UInt8(ascii: "l"), UInt8(ascii: "L"): actions.append(.pressFor(longLength))
+                case UInt8(ascii: "m"), UInt8(ascii: "M"):
+                    switchOn.toggle()
+                    actions.append(.muteSwitch(switchOn))
                 default: break
                 }
                 continue
@@ -125,6 +132,8 @@ public struct SimulatedButtonParser: Sendable {
             case "release", "up": actions.append(.release)
             case "click", "tap": actions.append(.pressFor(clickLength))
             case "long": actions.append(.pressFor(longLength))
+            case "mute on", "mute": actions.append(.muteSwitch(true))
+            case "mute off", "unmute": actions.append(.muteSwitch(false))
             default: unknown.append(command)
             }
         }

@@ -116,6 +116,8 @@ public enum TalkIntent: Sendable, Equatable {
     case cancel
     /// Double press.
     case doublePress
+    /// The mute switch (a line of its own) was moved: on is muted. Also its position when the board starts.
+    case muteSwitch(on: Bool)
 }
 
 public struct TalkIntentMapper: Sendable {

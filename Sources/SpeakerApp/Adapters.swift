@@ -178,9 +178,11 @@ public struct MixerVolume: VolumeControl {
 public struct RunnerBoard: BoardPort {
     public let runner: BoardRunner
     public let intents: AsyncStream<TalkIntent>
+    public let hasMuteSwitch: Bool
 
-    public init(_ runner: BoardRunner) {
+    public init(_ runner: BoardRunner, hasMuteSwitch: Bool = false) {
         self.runner = runner
+        self.hasMuteSwitch = hasMuteSwitch
         intents = mapping(runner.events) { event in
             if case .intent(let intent) = event { return intent }
             return nil

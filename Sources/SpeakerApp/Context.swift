@@ -101,6 +101,11 @@ public func writeAll(_ fd: Int32, _ text: String) {
 
 /// The board from config: which lines, which LEDs, the gesture settings.
 public enum BoardSetup {
+    /// The mute switch's line, if the board has one.
+    public static func muteSwitch(_ board: SpeakerConfiguration.BoardSection) -> GPIOLineSpec? {
+        board.muteSwitch.isEmpty ? nil : GPIOLineSpec(chip: board.chip, line: board.muteSwitch, activeLow: board.muteSwitchActiveLow)
+    }
+
     public static func specs(_ board: SpeakerConfiguration.BoardSection) -> (button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec]) {
         let button = board.button.isEmpty ? nil : GPIOLineSpec(chip: board.chip, line: board.button, activeLow: board.buttonActiveLow)
         var leds: [LEDRole: GPIOLineSpec] = [:]

@@ -66,7 +66,7 @@ public struct Doctor {
             return [Diagnostic(.info, "board: simulated\(origin): keyboard button, LEDs drawn on the terminal")]
         case .gpiod:
             let (button, leds) = BoardSetup.specs(board)
-            return GPIODBoard.diagnostics(button: button, leds: leds).map { line in
+            return GPIODBoard.diagnostics(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board)).map { line in
                 guard line.status == .info else { return line }
                 return Diagnostic(.info, "board\(origin): \(line.summary)")
             }

@@ -77,7 +77,7 @@ public struct SpeakerAssembly {
     /// The loop over these parts, with the real clock.
     public func makeLoop() -> SpeakerLoop {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
-                                 board: board.map(RunnerBoard.init), hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
+                                 board: board.map { RunnerBoard($0, hasMuteSwitch: !context.config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger))
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
@@ -95,7 +95,7 @@ public struct SpeakerAssembly {
             roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0] != nil } : [.status]
         case .gpiod:
             let (button, leds) = BoardSetup.specs(board)
-            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds)) } catch {
+            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board))) } catch {
                 // Lines or a chip this machine lacks (or may not use): 78; a line another program holds: 1, and the
                 // unit tries again.
                 throw CommandFailure(message: error.message, exitCode: error.isConfiguration ? 78 : 1)

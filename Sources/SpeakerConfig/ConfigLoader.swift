@@ -244,7 +244,7 @@ struct Reader {
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
                     "timers_file", "mute_file", "follow_up"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
-        "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low",
+        "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low", "mute_switch", "mute_switch_active_low",
                   "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
     ]
     /// What a board profile may set.
@@ -456,6 +456,8 @@ struct Reader {
         }
         if let v = try string(t, b, "button") { board.button = v }
         if let v = try bool(t, b, "button_active_low") { board.buttonActiveLow = v }
+        if let v = try string(t, b, "mute_switch") { board.muteSwitch = v }
+        if let v = try bool(t, b, "mute_switch_active_low") { board.muteSwitchActiveLow = v }
         if let v = try string(t, b, "led") { board.led = v }
         if let value = t["leds"] {
             guard let leds = value.table else { throw error(b, "leds", "must be a table, e.g. { listening = \"GPIO22\", searching = \"GPIO23\", speaking = \"GPIO24\" }") }

@@ -121,6 +121,10 @@ public struct SpeakerConfiguration: Sendable {
         /// Listening, searching and speaking LED lines, for boards with three.
         public var leds: [LEDRole: String] = [.listening: "GPIO22", .searching: "GPIO23", .speaking: "GPIO24"]
         public var ledsActiveLow = false
+        /// A mute (privacy) switch on a line of its own: on mutes, off unmutes, and its position at start decides.
+        /// Empty: none (the double press mutes).
+        public var muteSwitch = ""
+        public var muteSwitchActiveLow = true
         /// `debounce_ms`, `long_press_ms`, `double_press_ms`.
         public var gestures = ButtonGestures.Settings()
         public var talkMode = TalkMode.tap

@@ -97,6 +97,8 @@ public protocol VolumeControl: Sendable {
 public protocol BoardPort: Sendable {
     /// What the button means (tap or hold to talk, long press to cancel).
     var intents: AsyncStream<TalkIntent> { get }
+    /// The board has a mute switch: its position (told at start) decides mute, not the remembered setting.
+    var hasMuteSwitch: Bool { get }
     func show(_ state: LEDState)
     /// LEDs off, lines released.
     func stop()

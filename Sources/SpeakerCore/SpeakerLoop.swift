@@ -158,13 +158,14 @@ public final class SpeakerLoop: Sendable {
                         case .endTalk: continuation.yield(.event(.endTalk))
                         case .cancel: continuation.yield(.event(.cancel))
                         case .doublePress: continuation.yield(.event(.toggleMute))
+                        case .muteSwitch(let on): continuation.yield(.event(.setMuted(on)))
                         }
                     }
                 }
             }
             // A speaker muted when it stopped starts muted: its microphone is not opened at all.
             var startMuted = false
-            if let store = ports.muteStore {
+            if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
                 do throws(DeviceProblem) { startMuted = try store.load() } catch { tell(.deviceProblem(error)) }
             }
             if startMuted { continuation.yield(.event(.setMuted(true))) }

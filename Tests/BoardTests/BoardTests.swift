@@ -184,6 +184,33 @@ struct ManualTime {
             == [.pressFor(.milliseconds(120)), .press, .release])
     }
 
+    @Test func theMuteSwitchIsSimulatedToo() async throws {
+        var lines = SimulatedButtonParser(terminal: false)
+        #expect(lines.feed(Array("mute on\nmute off\nMUTE\nunmute\n".utf8)).actions
+                == [.muteSwitch(true), .muteSwitch(false), .muteSwitch(true), .muteSwitch(false)])
+        var keys = SimulatedButtonParser(terminal: true)
+        #expect(keys.feed([UInt8(ascii: "m"), UInt8(ascii: "m")]).actions == [.muteSwitch(true), .muteSwitch(false)])
+        // Through the runner: the switch is an intent of its own, with no button gesture.
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { _, _ in }),
+                                     gestures: .init(), talkMode: .tap, roles: [.status])
+        runner.start()
+        var events = runner.events.makeAsyncIterator()
+        _ = "mute on\n".withCString { write(fds[1], $0, 8) }
+        #expect(await events.next() == .intent(.muteSwitch(on: true)))
+        runner.stop()
+        close(fds[1])
+        close(fds[0])
+    }
+
+    @Test func aMuteSwitchLineIsCheckedLikeTheOthers() {
+        let error = #expect(throws: BoardError.self) {
+            try GPIODBoard(button: nil, leds: [:], muteSwitch: GPIOLineSpec(chip: "/dev/gpiochip7", line: "GPIO27", activeLow: true))
+        }
+        #expect(error?.message.contains("\"/dev/gpiochip7\" (for line GPIO27 on /dev/gpiochip7)") == true)
+    }
+
     @Test func runnerTurnsInputIntoEventsAndSwitchesLEDsOffAtStop() async throws {
         var fds: [Int32] = [0, 0]
         #expect(pipe(&fds) == 0)

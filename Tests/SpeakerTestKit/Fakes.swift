@@ -366,7 +366,11 @@ public final class FakeBoard: BoardPort {
     private let continuation: AsyncStream<TalkIntent>.Continuation
     private let state = Mutex<(shown: [LEDState], stopped: Bool)>(([], false))
 
-    public init() { (intents, continuation) = AsyncStream.makeStream() }
+    public let hasMuteSwitch: Bool
+    public init(hasMuteSwitch: Bool = false) {
+        self.hasMuteSwitch = hasMuteSwitch
+        (intents, continuation) = AsyncStream.makeStream()
+    }
 
     public func press(_ intent: TalkIntent) { continuation.yield(intent) }
     public func show(_ state: LEDState) { self.state.withLock { $0.shown.append(state) } }

@@ -10,7 +10,7 @@ public final class LoopRig: Sendable {
     public let speech: FakeSpeech
     public let volume = FakeVolume()
     public let microphone: FakeMicrophone
-    public let board = FakeBoard()
+    public let board: FakeBoard
     public let hotPhrase: FakeHotPhrase?
     public let recorder = ActivityRecorder()
     public let commands = FakeCommands()
@@ -20,7 +20,8 @@ public final class LoopRig: Sendable {
     /// `clock` and `timerStore` from an earlier rig (stopped) make this one the same speaker restarted.
     public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
                 holdEarcons: Bool = false, clock: ManualClock = ManualClock(), timerStore: FakeTimerStore = FakeTimerStore(),
-                muteStore: FakeFlagStore? = nil, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+                muteStore: FakeFlagStore? = nil, muteSwitch: Bool = false, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+        board = FakeBoard(hasMuteSwitch: muteSwitch)
         self.clock = clock
         self.timerStore = timerStore
         search = FakeVoiceSearch(clock: clock)

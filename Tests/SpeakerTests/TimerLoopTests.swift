@@ -125,6 +125,22 @@ import Timers
 
 /// Mute (privacy) through the loop: the double press, the microphone released, a press answered, the setting kept.
 @Suite struct MuteLoopTests {
+    /// A mute switch on its own line: on mutes, off unmutes; its position decides at start, not the saved setting.
+    @Test func aMuteSwitchMutesAndItsPositionWinsAtStart() async {
+        let store = FakeFlagStore()
+        try? store.save(true)  // muted when it last stopped
+        let rig = await LoopRig(hotPhrase: true, muteStore: store, muteSwitch: true)
+        #expect(!rig.recorder.all.contains(.muted(true)))  // the switch has not said so
+        #expect(await rig.eventually { rig.microphone.openStreams == 1 })
+        rig.board.press(.muteSwitch(on: true))
+        #expect(await rig.saw(.muted(true)))
+        #expect(await rig.eventually { rig.microphone.openStreams == 0 })
+        rig.board.press(.muteSwitch(on: false))
+        #expect(await rig.saw(.muted(false)))
+        #expect(await rig.eventually { rig.microphone.openStreams == 1 })
+        await rig.stop()
+    }
+
     @Test func aDoublePressMutesAndReleasesTheMicrophoneAndAPressSaysSo() async {
         let store = FakeFlagStore()
         let rig = await LoopRig(hotPhrase: true, muteStore: store)
