@@ -4,6 +4,8 @@ public enum LEDState: String, Sendable, CaseIterable {
     case off, ready, listening, searching, speaking, error, offline, muted
     /// Ready, with a kitchen timer counting down.
     case timer
+    /// Ready, with a timer in its last minute: the ticks quicken.
+    case timerEnding = "timer_ending"
     /// A timer has gone off: a press stops it.
     case ringing
 }
@@ -92,6 +94,8 @@ public enum LEDScheme {
         case .muted: .flashes(2, flash: .milliseconds(150), gap: .milliseconds(150), pause: .milliseconds(2500))
         // Ticks: four short flashes a second and a bit, then a pause.
         case .timer: .flashes(4, flash: .milliseconds(60), gap: .milliseconds(190), pause: .milliseconds(1000))
+        // The last minute: quick double ticks, twice a second.
+        case .timerEnding: .flashes(2, flash: .milliseconds(60), gap: .milliseconds(110), pause: .milliseconds(250))
         // A strobe that cannot be missed from across the kitchen.
         case .ringing: .flashes(6, flash: .milliseconds(70), gap: .milliseconds(70), pause: .milliseconds(300))
         }
@@ -110,9 +114,9 @@ public enum LEDScheme {
             for role in [LEDRole.listening, .searching, .speaking] { leds[role] = singleLED(.error) }
         case .offline: leds[.searching] = singleLED(.offline)
         case .muted: leds[.listening] = singleLED(.muted)
-        case .timer:
+        case .timer, .timerEnding:
             leds[.listening] = singleLED(.ready)
-            leds[.speaking] = singleLED(.timer)
+            leds[.speaking] = singleLED(state)
         case .ringing:
             for role in [LEDRole.listening, .searching, .speaking] { leds[role] = singleLED(.ringing) }
         }

@@ -4,9 +4,10 @@ import Glibc
 /// Starting another program: the state hook and the local service. One place decides what a child's environment
 /// holds, so the Houndify credentials never reach one (a hook is anyone's script).
 enum ChildProcess {
-    /// This process's environment without the Houndify credentials, plus `extra`.
-    static func environment(adding extra: [String: String] = [:]) -> [String: String] {
-        var environment = ProcessInfo.processInfo.environment
+    /// This process's environment (or `base`) without the Houndify credentials, plus `extra`.
+    static func environment(adding extra: [String: String] = [:],
+                            base: [String: String] = ProcessInfo.processInfo.environment) -> [String: String] {
+        var environment = base
         environment["HOUNDIFY_CLIENT_ID"] = nil
         environment["HOUNDIFY_CLIENT_KEY"] = nil
         return environment.merging(extra) { _, new in new }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import Glibc
 public import Logging
 import Platform
@@ -35,11 +36,16 @@ public enum StateHook {
 /// its environment (ChildProcess), not waited for by the loop; an owned thread reaps it and reports its status.
 public struct ShellCommands: CommandPort {
     let logger: Logger
-    public init(logger: Logger) { self.logger = logger }
+    /// What the environment is made from (nil: this process's; tests give their own).
+    let baseEnvironment: [String: String]?
+    public init(logger: Logger, baseEnvironment: [String: String]? = nil) {
+        self.logger = logger
+        self.baseEnvironment = baseEnvironment
+    }
 
     public func run(_ command: String, ended: @escaping @Sendable (Result<Int32, DeviceProblem>) -> Void) {
         let child: pid_t
-        switch ChildProcess.spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: ChildProcess.environment()) {
+        switch ChildProcess.spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: ChildProcess.environment(base: baseEnvironment ?? ProcessInfo.processInfo.environment)) {
         case .success(let pid): child = pid
         case .failure(let error):
             ended(.failure(DeviceProblem("command \"\(command)\": cannot start /bin/sh: \(error)")))

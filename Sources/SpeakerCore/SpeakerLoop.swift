@@ -113,6 +113,7 @@ public final class SpeakerLoop: Sendable {
         var actionTranscript: String?
         /// What the machine was last told about running timers.
         var toldTimersRunning = false
+        var toldLastMinute = false
     }
 
     public init(ports: SpeakerPorts, settings: SpeakerLoopSettings = .init(), logger: Logger,
@@ -588,19 +589,29 @@ public final class SpeakerLoop: Sendable {
     }
 
     private func scheduleTimers() {
-        let (next, running, tellMachine) = state.withLock { s -> (WallTime?, Bool, Bool) in
-            let running = s.timers.anyRunning
-            defer { s.toldTimersRunning = running }
-            return (s.timers.nextDeadline, running, running != s.toldTimersRunning)
+        let now = ports.clock.wallTime
+        let (next, soonest, tellMachine) = state.withLock { s -> (WallTime?, Double?, Bool) in
+            let soonest = s.timers.timers.filter(\.isRunning).map { $0.remaining(at: now) }.min()
+            let running = soonest != nil, lastMinute = soonest.map { $0 <= 60 } ?? false
+            defer { s.toldTimersRunning = running; s.toldLastMinute = lastMinute }
+            return (s.timers.nextDeadline, soonest, running != s.toldTimersRunning || lastMinute != s.toldLastMinute)
         }
+        let running = soonest != nil
         if let next {
             let seconds = max(0, next - ports.clock.wallTime)
             timerAlarm.schedule(after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
         } else {
             timerAlarm.disarm()
         }
-        if running { timerTick.schedule(after: .seconds(60)) } else { timerTick.disarm() }
-        if tellMachine { continuation.yield(.event(.timersRunning(running))) }
+        if let soonest {
+            // Every minute, and also when the soonest enters its last minute (the LEDs quicken then).
+            let untilLastMinute = soonest - 60
+            let wait = untilLastMinute > 0 ? min(60, untilLastMinute) : 60
+            timerTick.schedule(after: .milliseconds(Int64((wait * 1000).rounded(.up))))
+        } else {
+            timerTick.disarm()
+        }
+        if tellMachine { continuation.yield(.event(.timersRunning(running, lastMinute: (soonest ?? 61) <= 60))) }
     }
 
     /// "What's your IP address": the first two, read out digit group by digit group.

@@ -236,8 +236,8 @@ public enum SpeakerEvent: Sendable, Equatable {
     case watchdog(generation: Int)
     /// A timer has gone off (the loop's timer list says which).
     case timerDue
-    /// Whether any timer is counting down now (ready shows it on the LEDs).
-    case timersRunning(Bool)
+    /// Whether a timer is counting down now, and whether one is in its last minute (ready shows it on the LEDs).
+    case timersRunning(Bool, lastMinute: Bool = false)
     /// Mute (privacy): the microphone off and the hot phrase not listened for. `toggleMute` is the button's double
     /// press; `setMuted` a command, or the saved setting at start.
     case toggleMute
@@ -364,6 +364,8 @@ public struct SpeakerMachine: Sendable {
     public private(set) var ringPending = false
     /// A timer is counting down: ready shows it.
     public private(set) var timersRunning = false
+    /// A timer is in its last minute: ready shows the quicker ticks.
+    public private(set) var timerLastMinute = false
     /// The microphone is off by the owner's choice: nothing is heard until unmuted.
     public private(set) var muted = false
     /// Said when someone presses to talk while muted.
@@ -408,8 +410,9 @@ public struct SpeakerMachine: Sendable {
             return effects + leave(to: .none) + [.leds(.off), .stopped]
         case (_, .watchdog(let g)) where g != watchdogGeneration:
             return []  // an old watchdog, from a state already left
-        case (_, .timersRunning(let running)):
+        case (_, .timersRunning(let running, let lastMinute)):
             timersRunning = running
+            timerLastMinute = running && lastMinute
             return state == .ready ? [.leds(readyLEDs)] : []
         case (_, .toggleMute):
             return mute(!muted)
@@ -502,7 +505,7 @@ public struct SpeakerMachine: Sendable {
     }
 
     private var readyLEDs: LEDState {
-        outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? .timer : .ready
+        outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? (timerLastMinute ? .timerEnding : .timer) : .ready
     }
 
     /// Mutes or unmutes from any state: what was going on stops (a question is dropped, not sent), a sound marks

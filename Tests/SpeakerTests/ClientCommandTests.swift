@@ -300,10 +300,10 @@ import Timers
     @Test func shellCommandsKeepTheKeyToThemselves() async throws {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cmd-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: out) }
-        setenv("HOUNDIFY_CLIENT_KEY", "secret-key", 1)
-        defer { unsetenv("HOUNDIFY_CLIENT_KEY") }
+        // The environment the speaker would have (not this process's: the tests beside this one spawn the CLI).
+        let environment = ProcessInfo.processInfo.environment.merging(["HOUNDIFY_CLIENT_KEY": "secret-key"]) { _, new in new }
         let status = await withCheckedContinuation { (done: CheckedContinuation<Result<Int32, DeviceProblem>, Never>) in
-            ShellCommands(logger: Logger(label: "test")).run("echo \"key=$HOUNDIFY_CLIENT_KEY\" > \(out); exit 4") { done.resume(returning: $0) }
+            ShellCommands(logger: Logger(label: "test"), baseEnvironment: environment).run("echo \"key=$HOUNDIFY_CLIENT_KEY\" > \(out); exit 4") { done.resume(returning: $0) }
         }
         #expect(status == .success(4))
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "key=\n")

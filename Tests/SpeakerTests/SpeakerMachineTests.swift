@@ -30,7 +30,7 @@ let allEvents: [SpeakerEvent] = [
     .speechEnded(.finished), .speechEnded(.interrupted), .speechEnded(.outputFailed), .soundEnded(.finished), .soundEnded(.interrupted),
     .soundEnded(.outputFailed), .watchdog(generation: -1), .shutdown,
     .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
-    .timerDue, .timersRunning(true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
+    .timerDue, .timersRunning(true), .timersRunning(true, lastMinute: true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.

@@ -92,6 +92,24 @@ import Timers
         await again.stop()
     }
 
+    /// The LEDs show the time left: ticks while a timer counts down, quicker ticks in its last minute.
+    @Test func theLastMinuteShowsOnTheLEDs() async {
+        let rig = await LoopRig()
+        await ask(rig, Self.setTimer(90))
+        #expect(await rig.saw(.leds(.timer)))
+        var mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(29))
+        #expect(!rig.recorder.all.dropFirst(mark).contains(.leds(.timerEnding)))
+        rig.clock.advance(by: .seconds(1))  // 60 s left
+        #expect(await rig.saw(.leds(.timerEnding), after: mark))
+        mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(60))
+        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
+        await rig.send(.press, expecting: .ready)
+        #expect(await rig.saw(.leds(.ready), after: mark))  // no timer left: plain ready again
+        await rig.stop()
+    }
+
     @Test func timeLeftIsTheSpeakersOwnCount() async {
         let rig = await LoopRig()
         await ask(rig, Self.setTimer(600))
