@@ -67,6 +67,14 @@ public final class LoopRig: Sendable {
     }
 
     /// Waits (up to 10 s, yielding) until `condition` holds: for what the loop does without telling an activity.
+    /// A question asked (the button): the search it starts, once the loop has started it (the listening LEDs come
+    /// just before the search does).
+    public func askQuestion() async -> FakeSearchSession? {
+        let before = search.sessions.count
+        guard await send(.talk, expecting: .listening), await eventually({ search.sessions.count > before }) else { return nil }
+        return search.latest
+    }
+
     public func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
         for _ in 0..<10_000 {
             if condition() { return true }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import AudioCore
 import BoardCore
 import Houndify
 import JSONKit
@@ -138,9 +139,9 @@ import Timers
 /// Client actions through the loop: the branch taken is spoken and its conversation state kept.
 @Suite struct ClientActionLoopTests {
     func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
-        await rig.send(.talk, expecting: .listening)
+        let session = await rig.askQuestion()
         let mark = rig.recorder.count
-        rig.search.latest?.send(.answer(answer))
+        session?.send(.answer(answer))
         #expect(await rig.saw(.leds(.speaking), after: mark))
         await rig.endSpeech()
     }
@@ -201,6 +202,21 @@ import Timers
                                      responses: ActionResponses(succeeded: "Done.", failed: "Couldn't.")))
         #expect(rig.speech.spoken.last == "Sorry, I couldn't change the volume.")
         #expect(await rig.recorder.wait { if case .deviceProblem = $0 { true } else { false } })
+        await rig.stop()
+    }
+
+    /// Houndify's voice goes the way espeak-ng's does: played with the speaking LEDs, stopped at once by a press.
+    @Test func houndifysVoiceIsPlayedAndAPressStopsIt() async {
+        let rig = await LoopRig()
+        let session = await rig.askQuestion()
+        let voice = MonoAudio(samples: Array(repeating: 1000, count: 22_050 * 3), sampleRate: 22_050)
+        session?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.", voice: voice)))
+        #expect(await rig.saw(.leds(.speaking)))
+        #expect(rig.speech.log.last == .recording(samples: 66_150))
+        #expect(rig.speech.spoken.isEmpty)  // not espeak-ng
+        #expect(await rig.saw(.finalTranscript(transcript: "what time is it", answer: "It is noon.", houndifyVoice: true)))
+        await rig.send(.talk, expecting: .ready)
+        #expect(rig.speech.playingCount == 0)
         await rig.stop()
     }
 
@@ -270,8 +286,7 @@ import Timers
 
     @Test func aCommandRunsAndItsFailureIsTold() async {
         let rig = await LoopRig()
-        await rig.send(.talk, expecting: .listening)
-        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "good night", text: "Good night.", action: .run(command: "lights off"))))
+        await rig.askQuestion()?.send(.answer(SpeakerAnswer(transcript: "good night", text: "Good night.", action: .run(command: "lights off"))))
         #expect(await rig.saw(.leds(.speaking)))
         #expect(rig.commands.started == ["lights off"])
         #expect(rig.speech.spoken.last == "Good night.")
@@ -286,8 +301,7 @@ import Timers
     @Test func aPhraseCanMuteTheMicrophone() async {
         let store = FakeFlagStore()
         let rig = await LoopRig(hotPhrase: true, muteStore: store)
-        await rig.send(.talk, expecting: .listening)
-        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "stop listening", text: "OK, I'm not listening.", action: .muteMicrophone)))
+        await rig.askQuestion()?.send(.answer(SpeakerAnswer(transcript: "stop listening", text: "OK, I'm not listening.", action: .muteMicrophone)))
         #expect(await rig.saw(.muted(true)))
         #expect(rig.speech.spoken.last == "OK, I'm not listening.")
         await rig.endSpeech()

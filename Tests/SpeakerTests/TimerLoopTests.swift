@@ -15,9 +15,9 @@ import Timers
 
     /// A question answered with `answer`, and its speech played to the end.
     func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
-        await rig.send(.talk, expecting: .listening)
+        let session = await rig.askQuestion()
         let mark = rig.recorder.count
-        rig.search.latest?.send(.answer(answer))
+        session?.send(.answer(answer))
         #expect(await rig.saw(.leds(.speaking), after: mark))
         await rig.endSpeech()
     }
@@ -127,13 +127,13 @@ import Timers
     @Test func aTimerDueDuringAQuestionRingsOnceItIsAnswered() async {
         let rig = await LoopRig()
         await ask(rig, Self.setTimer(10))
-        await rig.send(.talk, expecting: .listening)
+        let session = await rig.askQuestion()
         var mark = rig.recorder.count
         rig.clock.advance(by: .seconds(10))  // within the recording's watchdog
         #expect(await rig.recorder.wait(after: mark) { if case .timer(.ringing, _, _) = $0 { true } else { false } })
         #expect(rig.loop.currentState == .recording)  // the timer has gone off, and the question goes on
         mark = rig.recorder.count
-        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        session?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         #expect(await rig.saw(.leds(.speaking), after: mark))
         await rig.endSpeech()
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
@@ -203,9 +203,9 @@ import Timers
 @Suite struct AlarmLoopTests {
     @Test func anAlarmRingsAtItsTimeAndARepeatingOneWaitsForItsNextDay() async {
         let rig = await LoopRig()
-        await rig.send(.talk, expecting: .listening)
+        let session = await rig.askQuestion()
         var mark = rig.recorder.count
-        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "wake me at 8:05 on fridays", text: "",
+        session?.send(.answer(SpeakerAnswer(transcript: "wake me at 8:05 on fridays", text: "",
                                                       action: .alarm(.set(minuteOfDay: 8 * 60 + 5, days: [.friday], name: "")))))
         #expect(await rig.saw(.leds(.speaking), after: mark))
         #expect(rig.speech.spoken.last == "The alarm for 8:05 AM every Friday is set.")
