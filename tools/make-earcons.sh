@@ -8,6 +8,7 @@
 #   timer            a timer going off: four bright beeps and a pause (played again and again until stopped)
 #   mute_on          the microphone switched off: a low note sliding down
 #   mute_off         the microphone on again: the same note sliding up
+#   announce         an announcement follows (control API "say"): three descending notes, like a doorbell
 set -euo pipefail
 out="$(cd "$(dirname "$0")/.." && pwd)/share/earcons"
 mkdir -p "$out"
@@ -27,4 +28,6 @@ sox -n "${fmt[@]}" "$tmp/pause.wav" trim 0 0.6
 sox "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/short.wav" "$tmp/beep.wav" "$tmp/pause.wav" "$out/timer.wav"
 sox -n "${fmt[@]}" "$out/mute_on.wav" synth 0.25 sine 660-330 fade q 0.005 0.25 0.05 vol 0.35
 sox -n "${fmt[@]}" "$out/mute_off.wav" synth 0.25 sine 330-660 fade q 0.005 0.25 0.05 vol 0.35
+tone "$tmp/c1.wav" 0.1 1047 0.3; tone "$tmp/c2.wav" 0.1 784 0.3; tone "$tmp/c3.wav" 0.22 523 0.3
+sox "$tmp/c1.wav" "$tmp/c2.wav" "$tmp/c3.wav" "$out/announce.wav"
 ls -l "$out"

@@ -36,4 +36,6 @@ public enum Earcon: String, Sendable, CaseIterable {
     /// The microphone is switched off (mute) or on again.
     case muteOn = "mute_on"
     case muteOff = "mute_off"
+    /// An announcement follows (the control API's `say`): a three-note chime, like a doorbell.
+    case announce
 }

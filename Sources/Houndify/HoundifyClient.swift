@@ -164,6 +164,13 @@ public final class HoundifyClient: Sendable {
         }
     }
 
+    /// clearConversationState: the next query starts a new conversation.
+    public func clearConversation() {
+        do { try conversation.clear() } catch {
+            logger.warning("could not clear the conversation state: \(error)")
+        }
+    }
+
     /// libcurl's version, for `doctor`.
     public static var transportVersion: String { CurlWorker.versionDescription }
 }

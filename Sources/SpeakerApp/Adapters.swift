@@ -70,6 +70,12 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
         }
     }
 
+    public func startTextSearch(_ query: String) throws(SearchError) -> any VoiceSearchSession {
+        TextSession(query: query, client: client, reader: reader)
+    }
+
+    public func clearConversation() { client.clearConversation() }
+
     /// How a failed search is told to the person (nil: it was cancelled, nothing to tell).
     public static func searchError(_ error: HoundifyError) -> SearchError? {
         let failure: SearchFailure
@@ -108,6 +114,35 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
         func finish() { search.finish() }
         func cancel() { search.cancel() }
         var firstAudioSent: ContinuousClock.Instant? { search.timings.firstAudio }
+    }
+
+    /// A typed question: one text search, reported as a voice search's answer or failure.
+    final class TextSession: VoiceSearchSession {
+        let events: AsyncStream<SearchEvent>
+        private let task: Task<Void, Never>
+
+        init(query: String, client: HoundifyClient, reader: ClientCommandReader) {
+            let (events, continuation) = AsyncStream.makeStream(of: SearchEvent.self)
+            self.events = events
+            task = Task {
+                defer { continuation.finish() }
+                do throws(HoundifyError) {
+                    let response = try await client.textSearch(query)
+                    var (answer, keepNow) = reader.read(response)
+                    if let keepNow, client.configuration.callerKeepsActionState { client.keepConversation(keepNow) }
+                    // A text result carries no transcription: what was typed is the question.
+                    if answer.transcript.isEmpty { answer.transcript = query }
+                    continuation.yield(.answer(answer))
+                } catch {
+                    if let failure = HoundifyVoiceSearch.searchError(error) { continuation.yield(.failed(failure)) }
+                }
+            }
+        }
+
+        func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool { false }
+        func finish() {}
+        func cancel() { task.cancel() }
+        var firstAudioSent: ContinuousClock.Instant? { nil }
     }
 }
 

@@ -49,8 +49,17 @@ public struct ClientCommandReader: Sendable {
             return (SpeakerAnswer(transcript: transcript, text: SpeakerAnswer.cannotDoThat), best.conversationState)
         }
         return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), autoListen: best.autoListen,
-                              voice: Self.recording(best)),
+                              voice: Self.recording(best), display: Self.display(best)),
                 best.isClientAction ? best.conversationState : nil)
+    }
+
+    /// The parts of a result a screen shows (docs/control-api.md, "display"); nil when it has none of them.
+    static func display(_ result: CommandResult) -> JSONValue? {
+        var shown: [String: JSONValue] = [:]
+        for key in ["WrittenResponse", "WrittenResponseLong", "ViewType", "TemplateName", "TemplateData", "HTMLData", "NativeData"] {
+            if let value = result.json[key], value != .null { shown[key] = value }
+        }
+        return shown.keys.contains(where: { $0 != "WrittenResponse" && $0 != "WrittenResponseLong" && $0 != "ViewType" }) ? .object(shown) : nil
     }
 
     /// Houndify's own voice for the answer (`ResponseAudioBytes`, base64 of a WAV, when RequestInfo asked for a

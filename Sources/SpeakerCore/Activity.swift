@@ -53,6 +53,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     case searchFailed(SearchError)
     /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
     case answerShown(String)
+    /// What a screen shows of the answer that follows (Houndify's written response, HTML, templates, native data).
+    case display(JSONValue)
     case leds(LEDState)
     /// The output volume, 0-100, and whether the sound is switched off (Houndify's MuteSound).
     case volume(Int, soundOff: Bool = false)
@@ -85,6 +87,7 @@ extension SpeakerActivity {
         case .finalTranscript: "final"
         case .searchFailed: "error"
         case .answerShown: "answer"
+        case .display: "display"
         case .leds: "leds"
         case .volume: "volume"
         case .microphone: "microphone"
@@ -106,8 +109,10 @@ extension SpeakerActivity {
         case .partialTranscript(let text): [("text", .string(text))]
         case .finalTranscript(let transcript, let answer, let houndifyVoice):
             [("transcript", .string(transcript)), ("answer", .string(answer))] + (houndifyVoice ? [("voice", .string("houndify"))] : [])
-        case .searchFailed(let error): [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail))]
+        case .searchFailed(let error):
+            [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail)), ("said", .string(error.failure.sentence))]
         case .answerShown(let text): [("text", .string(text))]
+        case .display(let data): [("data", data)]
         case .leds(let state): [("show", .string(state.rawValue))]
         case .volume(let percent, let off): [("percent", .int(Int64(percent))), ("sound_off", .bool(off))]
         case .microphone(let event):
@@ -162,6 +167,7 @@ extension SpeakerActivity {
         case .finalTranscript(let transcript, _, _): (.info, "final transcript: \"\(transcript)\"")
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
         case .answerShown(let text): (.notice, "answer: \(text)")
+        case .display: nil
         case .leds: nil
         case .volume(let percent, let off): (.info, off ? "sound off (volume \(percent) when it is back on)" : "volume \(percent)")
         case .microphone(let event):
@@ -194,3 +200,30 @@ extension SpeakerActivity {
     }
 }
 
+
+/// What the speaker is doing and holds at one moment: what a screen or script shows when it connects, before the
+/// activities that follow.
+public struct SpeakerSnapshot: Sendable, Equatable {
+    public var state: SpeakerState
+    public var muted: Bool
+    /// The last search could not reach Houndify.
+    public var offline: Bool
+    public var volume: Int
+    public var soundOff: Bool
+    public var timers: [SpeakerTimer]
+    public var alarms: [SpeakerAlarm]
+    /// The wall time it was taken at (timers' remaining time is counted from it).
+    public var now: WallTime
+
+    public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
+                alarms: [SpeakerAlarm], now: WallTime) {
+        self.state = state
+        self.muted = muted
+        self.offline = offline
+        self.volume = volume
+        self.soundOff = soundOff
+        self.timers = timers
+        self.alarms = alarms
+        self.now = now
+    }
+}

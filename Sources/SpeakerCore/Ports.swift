@@ -56,6 +56,11 @@ public protocol VoiceSearchService: Sendable {
     /// Keeps the conversation state of the branch of a dynamic response the speaker took (the service keeps that
     /// of ordinary answers itself).
     func keepConversation(_ state: JSONValue)
+    /// A typed question (a text search) in the same conversation as the spoken ones. Its session takes no audio
+    /// (`write` refuses) and reports as a voice search's does.
+    func startTextSearch(_ query: String) throws(SearchError) -> any VoiceSearchSession
+    /// The next question starts a new conversation (clearConversationState).
+    func clearConversation()
 }
 
 extension VoiceSearchService {

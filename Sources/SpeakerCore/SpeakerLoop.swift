@@ -145,6 +145,13 @@ public final class SpeakerLoop: Sendable {
     /// The current state.
     public var currentState: SpeakerState { state.withLock { $0.machine.state } }
 
+    /// What the speaker is doing and holds now, for a screen or a script that has just connected.
+    public var snapshot: SpeakerSnapshot {
+        let (machine, book) = state.withLock { ($0.machine, $0.timers) }
+        return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
+                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime)
+    }
+
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
     /// intents, each search's events, each sound's end) is a child of this call and has ended when it returns.
     public func run() async {
@@ -276,6 +283,7 @@ public final class SpeakerLoop: Sendable {
         case .answer(let answer):
             // What a client action makes the speaker say is known once it is done (`actionSentence`).
             if answer.action == nil {
+                if let display = answer.display { tell(.display(display)) }
                 tell(.finalTranscript(transcript: answer.transcript, answer: answer.text, houndifyVoice: answer.voice != nil))
             } else {
                 state.withLock { $0.actionTranscript = answer.transcript }
@@ -304,6 +312,11 @@ public final class SpeakerLoop: Sendable {
         switch effect {
         case .startSearch(let preRoll):
             startSearch(preRoll: preRoll, in: &group)
+        case .startTextSearch(let query):
+            startTextSearch(query, in: &group)
+        case .clearConversation:
+            ports.search.clearConversation()
+            logger.info("conversation cleared: the next question starts anew")
         case .endAudio:
             router.detach()
             let (search, microphone) = state.withLock { s -> ((any VoiceSearchSession)?, (any MicrophoneStream)?) in
@@ -374,6 +387,7 @@ public final class SpeakerLoop: Sendable {
                 return outcome
             }
             timersChanged(outcome.changes)
+            stopRingingIfNothingRings()
         case .alarm(let action):
             let synchronized = ports.system.clockSynchronized()
             let outcome = state.withLock { s -> TimerOutcome in
@@ -382,6 +396,7 @@ public final class SpeakerLoop: Sendable {
                 return outcome
             }
             timersChanged([], alarms: outcome.alarmChanges)
+            stopRingingIfNothingRings()
         case .stopRinging:
             let (timers, alarms) = state.withLock { s in
                 (s.timers.stopRinging(), s.timers.stopRingingAlarms(now: ports.clock.wallTime, calendar: ports.clock.calendar))
@@ -406,12 +421,15 @@ public final class SpeakerLoop: Sendable {
         return false
     }
 
-    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) {
+    /// Starts a search (voice or text) as the one under way: its events come to the loop under a new id, so those
+    /// of any earlier search are ignored. Nil: it could not start, and the machine has been told.
+    private func begin(_ kind: String, in group: inout DiscardingTaskGroup,
+                       _ start: () throws(SearchError) -> any VoiceSearchSession) -> (any VoiceSearchSession, Int)? {
         let search: any VoiceSearchSession
-        do throws(SearchError) { search = try ports.search.startVoiceSearch(afterHotPhrase: preRoll) } catch {
-            tell(.searchFailed(SearchError(error.failure, detail: "cannot start a voice search: \(error.detail)")))
+        do throws(SearchError) { search = try start() } catch {
+            tell(.searchFailed(SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")))
             continuation.yield(.event(.searchFailed(error.failure)))
-            return
+            return nil
         }
         let id = state.withLock { s -> Int in
             s.searchID += 1
@@ -422,6 +440,16 @@ public final class SpeakerLoop: Sendable {
         group.addTask { [continuation] in
             for await event in search.events { continuation.yield(.search(id: id, event)) }
         }
+        return (search, id)
+    }
+
+    private func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) {
+        _ = begin("text", in: &group) { () throws(SearchError) in try ports.search.startTextSearch(query) }
+    }
+
+    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) {
+        guard let (search, id) = begin("voice", in: &group, { () throws(SearchError) in try ports.search.startVoiceSearch(afterHotPhrase: preRoll) })
+        else { return }
         router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
                       preRoll: preRoll)
         if ports.hotPhrase != nil {
@@ -549,6 +577,15 @@ public final class SpeakerLoop: Sendable {
         for timer in counting { tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up)))) }
         timersChanged(changes, alarms: alarms)
         if ringing { ring() }
+    }
+
+    /// The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for.
+    private func stopRingingIfNothingRings() {
+        let silent = state.withLock { s in
+            s.machine.state == .ringing && !s.timers.timers.contains(where: \.isRinging)
+                && !s.timers.alarms.contains(where: \.isRinging)
+        }
+        if silent { continuation.yield(.event(.cancel)) }
     }
 
     /// A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.

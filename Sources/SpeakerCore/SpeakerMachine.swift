@@ -147,14 +147,17 @@ public struct SpeakerAnswer: Sendable, Equatable {
     public var responses: ActionResponses?
     /// Houndify's own recording of `text` (ResponseAudioBytes), played instead of espeak-ng when there is one.
     public var voice: MonoAudio?
+    /// What a screen shows of it (the result's written response, HTML, template and native data), nil: none.
+    public var display: JSONValue?
     /// Said when the speaker cannot do what Houndify left to it (a call, a message, music).
     public static let cannotDoThat = "Sorry, this speaker can't do that."
     /// Said when Houndify's answer carries no text to speak.
     public static let nothingToSay = "Sorry, Houndify sent me an answer with nothing to say."
 
     public init(transcript: String, text: String, autoListen: Bool = false, action: ClientAction? = nil, responses: ActionResponses? = nil,
-                voice: MonoAudio? = nil) {
+                voice: MonoAudio? = nil, display: JSONValue? = nil) {
         self.voice = voice
+        self.display = display
         self.transcript = transcript
         self.text = text
         self.autoListen = autoListen
@@ -242,6 +245,18 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// press; `setMuted` a command, or the saved setting at start.
     case toggleMute
     case setMuted(Bool)
+    /// From the control API (docs/control-api.md). `listen`: as a tap on the button, except that over an answer it
+    /// starts the next question at once.
+    case listen
+    /// A typed question, in the same conversation as the spoken ones.
+    case textQuery(String)
+    /// Words for the household: a chime, then the words, once the speaker is free (nothing it is doing is cut
+    /// short for them, and none is lost).
+    case announce(String)
+    /// Something to do without a word (volume, a timer cancelled from the screen).
+    case carryOut(ClientAction)
+    /// The next question starts a new conversation.
+    case clearConversation
     case shutdown
 }
 
@@ -259,6 +274,10 @@ extension SpeakerEvent {
 public enum SpeakerEffect: Sendable, Equatable {
     /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked).
     case startSearch(preRoll: Bool)
+    /// Start a text search for a typed question.
+    case startTextSearch(String)
+    /// Forget the conversation state.
+    case clearConversation
     /// stopSearch: end the upload; the search goes on to its answer.
     case endAudio
     case cancelSearch
@@ -368,6 +387,10 @@ public struct SpeakerMachine: Sendable {
     public private(set) var timerLastMinute = false
     /// The microphone is off by the owner's choice: nothing is heard until unmuted.
     public private(set) var muted = false
+    /// Announcements waiting for the speaker to be free, oldest first.
+    public private(set) var pendingAnnouncements: [String] = []
+    /// More waiting than this and the oldest is dropped (a script in a loop must not queue an hour of speech).
+    public static let announcementLimit = 10
     /// Said when someone presses to talk while muted.
     public static let mutedSentence = "I'm muted. Double-press the button to unmute."
     /// The watchdog generation now armed (for tests and the loop).
@@ -384,8 +407,12 @@ public struct SpeakerMachine: Sendable {
         if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch) {
             effects.insert(.cancelSearch, at: 0)
         }
-        // A timer that went off during a question rings as soon as the question is over.
+        // A timer that went off during a question rings as soon as the question is over; announcements come after.
         if state == .ready && ringPending { effects += startRinging() }
+        while state == .ready && !pendingAnnouncements.isEmpty {
+            let text = pendingAnnouncements.removeFirst()
+            effects += [.playEarcon(.announce)] + say(.text(text))
+        }
         for effect in effects {
             switch effect {
             case .playEarcon, .speak: soundsPlaying += 1
@@ -418,6 +445,21 @@ public struct SpeakerMachine: Sendable {
             return mute(!muted)
         case (_, .setMuted(let on)):
             return on == muted ? [] : mute(on)
+        case (_, .clearConversation):
+            return [.clearConversation]
+        case (_, .carryOut(let action)):
+            return carryOut(action)
+        case (_, .announce(let text)):
+            // Played by handle() as soon as the speaker is ready (now, if it is).
+            pendingAnnouncements.append(text)
+            if pendingAnnouncements.count > Self.announcementLimit { pendingAnnouncements.removeFirst() }
+            return []
+        case (_, .textQuery(let query)):
+            return ask(query)
+        case (.speaking, .listen):
+            return [.stopSpeaking] + (muted ? say(.text(Self.mutedSentence)) : startListening(preRoll: false))
+        case (_, .listen):
+            return transition(.talk)
         case (.ringing, .soundEnded(let end)):
             // The ring goes round again until someone stops it; an output that failed is not retried in a spin.
             let effects = soundEnded(end)
@@ -523,6 +565,33 @@ public struct SpeakerMachine: Sendable {
         effects += [.setMicrophoneMuted(on), .playEarcon(on ? .muteOn : .muteOff)]
         if state != .ready { effects += leave(to: .ready) }
         return effects + [.leds(readyLEDs)]
+    }
+
+    /// A typed question: whatever is going on gives way to it (as a press does), and it is searched at once.
+    private mutating func ask(_ query: String) -> [SpeakerEffect] {
+        let effects: [SpeakerEffect]
+        switch state {
+        case .recording, .searching: effects = [.cancelSearch]
+        case .speaking: effects = [.stopSpeaking]
+        case .ringing: effects = [.stopSpeaking, .stopRinging]
+        case .ready, .none: effects = []
+        }
+        // A question typed over one being searched replaces it: a new search in the same state, no change of state.
+        let entered = enter(.searching(pressDown: false, held: nil)).filter {
+            if case .stateChanged(let from, let to) = $0 { from != to } else { true }
+        }
+        return effects + entered + [.leds(.searching), .startTextSearch(query)]
+    }
+
+    /// A client action asked for without a question: done, and nothing said (whoever asked sees the activity).
+    private mutating func carryOut(_ action: ClientAction) -> [SpeakerEffect] {
+        switch action {
+        case .timer(let action): [.timer(action)]
+        case .alarm(let action): [.alarm(action)]
+        case .volume(let action): [.volume(action)]
+        case .run(let command): [.runCommand(command)]
+        case .muteMicrophone: muted ? [] : mute(true)
+        }
     }
 
     private mutating func startRinging() -> [SpeakerEffect] {

@@ -143,6 +143,8 @@ public enum AlarmSelection: Sendable, Equatable {
     case named(String)
     /// By the time it is set for (minutes after midnight).
     case at(minuteOfDay: Int)
+    /// By its id (the control API).
+    case id(Int)
     case all
 }
 
@@ -196,6 +198,7 @@ extension TimerBook {
             case .all: found = alarms
             case .named(let name): found = alarms.filter { $0.name == Self.cleanName(name, suffix: "alarm") }
             case .at(let minute): found = alarms.filter { $0.minuteOfDay == minute }
+            case .id(let id): found = alarms.filter { $0.id == id }
             case .the: found = alarms.count == 1 ? alarms : alarms.filter(\.isRinging)
             }
             guard !alarms.isEmpty else { return TimerOutcome(succeeded: false, sentence: "There's no alarm to cancel.", matchedNothing: true) }

@@ -55,6 +55,8 @@ public enum TimerSelection: Sendable, Equatable {
     case length(seconds: Int)
     /// "the second timer": by the order they were set in, from 1.
     case position(Int)
+    /// By its id (the control API: a screen's cancel button).
+    case id(Int)
     case all
 }
 
@@ -293,6 +295,8 @@ public struct TimerBook: Sendable, Equatable {
             return found.count == 1 ? .found(found) : .ambiguous(found)
         case .position(let n):
             return timers.indices.contains(n - 1) ? .found([timers[n - 1]]) : .noMatch(SpokenDuration.ordinal(n))
+        case .id(let id):
+            return timers.first { $0.id == id }.map { .found([$0]) } ?? .noMatch("number \(id)")
         case .the:
             if timers.count == 1 { return .found(timers) }
             let ringing = self.ringing

@@ -82,9 +82,12 @@ public final class FakeSearchSession: VoiceSearchSession {
     private let state = Mutex<(samples: [Int16], finished: Bool, cancelled: Bool, accepting: Bool, firstAudio: ContinuousClock.Instant?, refused: Int)>(([], false, false, true, nil, 0))
     private let clock: ManualClock
     public let afterHotPhrase: Bool
+    /// The typed question of a text search (nil: a voice search).
+    public let query: String?
 
-    init(afterHotPhrase: Bool, clock: ManualClock) {
+    init(afterHotPhrase: Bool, clock: ManualClock, query: String? = nil) {
         self.afterHotPhrase = afterHotPhrase
+        self.query = query
         self.clock = clock
         (events, continuation) = AsyncStream.makeStream()
     }
@@ -122,7 +125,7 @@ public final class FakeSearchSession: VoiceSearchSession {
 }
 
 public final class FakeVoiceSearch: VoiceSearchService {
-    private let state = Mutex<(sessions: [FakeSearchSession], refusals: [SearchError], kept: [JSONValue])>(([], [], []))
+    private let state = Mutex<(sessions: [FakeSearchSession], refusals: [SearchError], kept: [JSONValue], cleared: Int)>(([], [], [], 0))
     private let clock: ManualClock
 
     public init(clock: ManualClock) { self.clock = clock }
@@ -140,6 +143,19 @@ public final class FakeVoiceSearch: VoiceSearchService {
 
     public var sessions: [FakeSearchSession] { state.withLock { $0.sessions } }
     public var latest: FakeSearchSession? { sessions.last }
+
+    /// A typed question: a session like a voice search's (the test answers it), its query kept.
+    public func startTextSearch(_ query: String) throws(SearchError) -> any VoiceSearchSession {
+        let refusal = state.withLock { s in s.refusals.isEmpty ? nil : s.refusals.removeFirst() }
+        if let refusal { throw refusal }
+        let session = FakeSearchSession(afterHotPhrase: false, clock: clock, query: query)
+        state.withLock { $0.sessions.append(session) }
+        return session
+    }
+
+    public func clearConversation() { state.withLock { $0.cleared += 1 } }
+    /// How many times the loop cleared the conversation.
+    public var conversationsCleared: Int { state.withLock { $0.cleared } }
 
     public func keepConversation(_ state: JSONValue) { self.state.withLock { $0.kept.append(state) } }
     /// The conversation states the loop chose to keep, in order.

@@ -31,19 +31,26 @@ let allEvents: [SpeakerEvent] = [
     .soundEnded(.outputFailed), .watchdog(generation: -1), .shutdown,
     .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
     .timerDue, .timersRunning(true), .timersRunning(true, lastMinute: true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
+    .listen, .textQuery("what time is it"), .announce("Dinner is ready."), .carryOut(.volume(.to(30))), .carryOut(.muteMicrophone),
+    .carryOut(.timer(.cancel(.all))), .clearConversation,
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
 func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState {
     if event == .shutdown { return .none }
     // Muting stops whatever was going on; unmuting a speaker that is not muted changes nothing.
-    if state != .none && (event == .toggleMute || event == .setMuted(true)) { return .ready }
+    if state != .none && (event == .toggleMute || event == .setMuted(true) || event == .carryOut(.muteMicrophone)) { return .ready }
+    // A typed question gives way to nothing: it is searched at once.
+    if state != .none, case .textQuery = event { return .searching }
+    // The control API's listen is a tap, except that over an answer it asks the next question.
+    if event == .listen { return state == .speaking ? .recording : expectedNext(state, .talk) }
     switch state {
     case .none: return event == .started ? .ready : .none
     case .ready:
         switch event {
         case .talk, .press, .hotPhrase: return .recording
         case .timerDue: return .ringing
+        case .announce: return .speaking
         default: return .ready
         }
     case .recording:
