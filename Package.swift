@@ -97,10 +97,20 @@ let package = Package(
                                .product(name: "CompressNIO", package: "compress-nio"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // The control API and kiosk page of `run` (HTTP and WebSocket on SwiftNIO): commands in, the speaker's
+        // activity out, to any number of clients, none of which can hold up the loop.
+        .target(name: "Control",
+                dependencies: ["SpeakerCore", "BoardCore", "JSONKit", "Timers", "CCrypto",
+                               .product(name: "NIOCore", package: "swift-nio"),
+                               .product(name: "NIOPosix", package: "swift-nio"),
+                               .product(name: "NIOHTTP1", package: "swift-nio"),
+                               .product(name: "NIOWebSocket", package: "swift-nio"),
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         // What the commands share, between the subsystems and the argument parsers: the config and logging
         // context, errors as exit codes, signals, the local service as a program of its own.
         .target(name: "SpeakerApp",
-                dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase",
+                dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase", "Control",
                                "Platform", "Systemd", "CShims", "CGPIOD", "CALSA", "CEspeakNG", "CCurl",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -144,6 +154,9 @@ let package = Package(
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
+        .testTarget(name: "ControlTests", dependencies: ["Control", "SpeakerCore", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
+                                                        .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                        .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["Audio"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

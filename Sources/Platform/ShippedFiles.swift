@@ -28,6 +28,8 @@ public enum ShippedFiles {
         public static let hotPhrase = Kind(installed: "hotphrase", source: "share/hotphrase", environment: "HOUND_SPEAKER_HOTPHRASE_PATH")
         public static let boards = Kind(installed: "board", source: "board", environment: "HOUND_SPEAKER_BOARD_PATH")
         public static let demo = Kind(installed: "demo", source: "share/demo")
+        /// The kiosk page served by the control API.
+        public static let kiosk = Kind(installed: "kiosk", source: "share/kiosk", environment: "HOUND_SPEAKER_KIOSK_PATH")
     }
 
     /// Where files of `kind` are looked for, first match wins.

@@ -1,5 +1,8 @@
 import Board
 import BoardCore
+import Control
+import FoundationEssentials
+import Platform
 import CShims
 import Glibc
 import Logging
@@ -37,7 +40,12 @@ public enum RunSpeaker {
             if let interval { context.logger.info("systemd watchdog: the loop reports every \(interval)") }
             speaker.settings.heartbeat = LoopHeartbeat(interval: interval) { notifier.loopAlive(status: "ready: \(prompt)") }
         }
+        let hub = ControlHub()
+        let control = context.config.control
+        if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let loop = speaker.makeLoop()
+        hub.attach(loop)
+        let server = await startControl(control, hub: hub, context: context)
         speaker.board?.start()
         context.logger.notice("hound-speaker running: \(prompt)")
         await withTaskGroup(of: Void.self) { group in
@@ -50,6 +58,27 @@ public enum RunSpeaker {
             }
             await loop.run()
             group.cancelAll()
+        }
+        await server?.stop()
+    }
+
+    /// The control API and kiosk page, if configured. A port already taken is logged and the speaker runs without
+    /// them: the speaker itself matters more than its remote control.
+    static func startControl(_ control: SpeakerConfiguration.ControlSection, hub: ControlHub, context: AppContext) async -> ControlServer? {
+        guard let address = control.listen else { return nil }
+        let page = ShippedFiles.locate("index.html", in: .kiosk).flatMap { FileManager.default.contents(atPath: $0).map { Array($0) } }
+        if page == nil { context.logger.warning("control API: the kiosk page is not installed (share/kiosk/index.html): / will say so") }
+        let server = ControlServer(hub: hub, token: control.token, page: page, logger: context.logger)
+        do {
+            let port = try await server.start(host: address.host, port: address.port)
+            var shown = address
+            shown.port = port
+            context.logger.notice("control API and kiosk page on http://\(shown)/\(control.token.isEmpty ? "" : " (token required from other machines)")")
+            return server
+        } catch {
+            context.logger.error("control API: cannot listen on \(address): \(error); the speaker runs without it ([control] listen)")
+            await server.stop()
+            return nil
         }
     }
 }

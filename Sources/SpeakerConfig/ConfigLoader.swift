@@ -239,6 +239,7 @@ struct Reader {
                   "earcons"],
         "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
+        "control": ["listen", "token"],
         "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
@@ -431,6 +432,26 @@ struct Reader {
                 config.serve.port = v
             }
             if let v = try string(t, "serve", "transcript") { config.serve.transcript = v }
+        }
+        if let t = root["control"]?.table {
+            if let v = try string(t, "control", "token") {
+                // Typed by hand into a phone or a script: long enough not to be guessed, nothing that needs quoting.
+                guard v.isEmpty || (v.count >= 16 && v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.~".contains($0)) })) else {
+                    throw error("control", "token", "must be at least 16 letters, digits or - _ . ~ (e.g. from `openssl rand -hex 16`)")
+                }
+                config.control.token = v
+            }
+            if let v = try string(t, "control", "listen") {
+                if v.isEmpty { config.control.listen = nil } else {
+                    switch ControlAddress.parse(v) {
+                    case .success(let address): config.control.listen = address
+                    case .failure(let problem): throw error("control", "listen", "\(problem)")
+                    }
+                }
+            }
+            if let address = config.control.listen, !address.isLoopback, config.control.token.isEmpty {
+                throw error("control", "listen", "\(address) can be reached from other machines: set [control] token too, or listen on 127.0.0.1")
+            }
         }
         if let t = root["board"]?.table { try readBoard(t, into: &config.board) }
         if let t = root["speech"]?.table {

@@ -101,6 +101,14 @@ public struct SpeakerConfiguration: Sendable {
         }
     }
 
+    /// The control API and kiosk page of `run` (`[control]`).
+    public struct ControlSection: Sendable, Equatable {
+        /// Where they listen; nil: off (`listen = ""`).
+        public var listen: ControlAddress? = ControlAddress(host: "127.0.0.1", port: 8780)
+        /// Asked of every client that is not on this machine; required to listen beyond loopback.
+        public var token = ""
+    }
+
     public struct ServeSection: Sendable, Equatable {
         public var port = 8080
         public var transcript = "what time is it"
@@ -154,6 +162,7 @@ public struct SpeakerConfiguration: Sendable {
     public var location = LocationSection()
     public var audio = AudioSection()
     public var serve = ServeSection()
+    public var control = ControlSection()
     public var logging = LoggingSection()
     public var board = BoardSection()
     /// espeak-ng's voice (`[speech]`).
@@ -249,4 +258,43 @@ extension SpeakerConfiguration {
         let digest = HMACSHA256.mac(key: Array("hound-speaker-device-id".utf8), message: Array(id.utf8))
         return "hs-" + digest.prefix(8).map { String(cFormat: "%02x", $0) }.joined()
     }
+}
+
+/// `HOST:PORT` for a server: an IPv4 address, `[IPv6]`, or `localhost`.
+public struct ControlAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Reads `HOST:PORT`; the reason it is not one otherwise.
+    public static func parse(_ text: String) -> Result<ControlAddress, ControlAddressError> {
+        guard let colon = text.lastIndex(of: ":") else { return .failure(.init("must be HOST:PORT, e.g. \"127.0.0.1:8780\"")) }
+        var host = String(text[..<colon])
+        let portText = text[text.index(after: colon)...]
+        guard let port = Int(portText), (0...65535).contains(port) else {
+            return .failure(.init("the port must be 0 to 65535, not \"\(portText)\""))
+        }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        let isIPv4 = host.split(separator: ".", omittingEmptySubsequences: false).count == 4
+            && host.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { UInt8($0) != nil }
+        let isIPv6 = host.contains(":") && host.allSatisfy { $0.isHexDigit || $0 == ":" || $0 == "." }
+        guard isIPv4 || isIPv6 || host == "localhost" else {
+            return .failure(.init("the host must be an IP address or localhost, not \"\(host)\""))
+        }
+        return .success(ControlAddress(host: host == "localhost" ? "127.0.0.1" : host, port: port))
+    }
+
+    /// Only this machine can connect (127.0.0.0/8 or ::1).
+    public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+public struct ControlAddressError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ description: String) { self.description = description }
 }

@@ -1,0 +1,195 @@
+import BoardCore
+public import JSONKit
+public import SpeakerCore
+import FoundationEssentials
+import Synchronization
+import Timers
+
+/// The speaker as the control API sees it: events in, a snapshot out (SpeakerLoop).
+public protocol ControlledSpeaker: AnyObject, Sendable {
+    func send(_ event: SpeakerEvent)
+    var snapshot: SpeakerSnapshot { get }
+}
+
+extension SpeakerLoop: ControlledSpeaker {}
+
+/// One connected client of the event stream (a WebSocket).
+public protocol ControlSubscriber: AnyObject, Sendable {
+    /// Hands one JSON line over without waiting for it to be sent; false when the client is too far behind to
+    /// keep (it has then been closed).
+    func deliver(_ line: String) -> Bool
+}
+
+/// Between the speaker and the control API's clients: every activity goes out to every client as one JSON line
+/// (the same line as `run --events json`), a client that connects first gets a snapshot, and commands go to the
+/// speaker's loop. Nothing here waits on a client: the loop calls `publish`, which only hands lines over.
+public final class ControlHub: Sendable {
+    struct State {
+        var speaker: (any ControlledSpeaker)?
+        var subscribers: [ObjectIdentifier: any ControlSubscriber] = [:]
+        /// The last of each, for the snapshot.
+        var partial = ""
+        var transcript = ""
+        var answer = ""
+        var problem = ""
+        var display: JSONValue = .null
+        var leds = "ready"
+        var waiters: [Int: CheckedContinuation<SpeakerActivity?, Never>] = [:]
+        var nextWaiter = 0
+        var dropped = 0
+        /// The activity just before was a display (it belongs to the final transcript right after it).
+        var displayJustTold = false
+    }
+
+    private let state = Mutex(State())
+
+    public init() {}
+
+    /// The speaker, once its loop exists (it is made after the hub, which is one of its observers).
+    public func attach(_ speaker: any ControlledSpeaker) { state.withLock { $0.speaker = speaker } }
+
+    /// How many clients are connected now.
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+    /// How many clients were dropped for not keeping up.
+    public var droppedCount: Int { state.withLock { $0.dropped } }
+
+    /// The loop's observer: remembers what the snapshot needs and hands the event to every client.
+    public func publish(_ activity: SpeakerActivity) {
+        let line = activity.json
+        let waiters = state.withLock { s -> [CheckedContinuation<SpeakerActivity?, Never>] in
+            switch activity {
+            case .partialTranscript(let text): s.partial = text
+            case .stateChanged(_, .recording): s.partial = ""
+            case .display(let data): s.display = data
+            case .finalTranscript(let transcript, let answer, _):
+                // An answer without a display of its own clears the last one's.
+                if !s.displayJustTold { s.display = .null }
+                s.transcript = transcript
+                s.answer = answer
+                s.partial = ""
+                s.problem = ""
+            case .answerShown(let text): s.answer = text
+            case .searchFailed(let error): s.problem = error.failure.sentence
+            case .leds(let leds): s.leds = leds.rawValue
+            default: break
+            }
+            s.displayJustTold = if case .display = activity { true } else { false }
+            for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
+                s.subscribers[id] = nil
+                s.dropped += 1
+            }
+            guard activity.isAnswer else { return [] }
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
+        }
+        for waiter in waiters { waiter.resume(returning: activity) }
+    }
+
+    /// Adds a client: it is handed the snapshot, then every activity after it, in order (the snapshot is handed
+    /// over under the same lock as the activities, so none falls between the two).
+    public func subscribe(_ subscriber: any ControlSubscriber) {
+        state.withLock { s in
+            if subscriber.deliver(Self.snapshotLine(s)) { s.subscribers[ObjectIdentifier(subscriber)] = subscriber }
+        }
+    }
+
+    public func unsubscribe(_ subscriber: any ControlSubscriber) {
+        _ = state.withLock { $0.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) }
+    }
+
+    /// The snapshot as one JSON line (`{"event":"snapshot",...}`).
+    public var snapshotLine: String { state.withLock { Self.snapshotLine($0) } }
+
+    private static func snapshotLine(_ s: State) -> String {
+        guard let snapshot = s.speaker?.snapshot else { return JSONLine.make([("event", "snapshot"), ("state", "none")]) }
+        return JSONLine.make([
+            ("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted)),
+            ("offline", .bool(snapshot.offline)), ("leds", .string(s.leds)),
+            ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
+            ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
+            ("alarms", .array(snapshot.alarms.map(alarm))),
+            ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
+            ("problem", .string(s.problem)), ("display", s.display),
+        ])
+    }
+
+    static func timer(_ timer: SpeakerTimer, now: WallTime) -> JSONValue {
+        let status = switch timer.status {
+        case .running: "running"
+        case .paused: "paused"
+        case .ringing: "ringing"
+        }
+        return .object(["id": .int(Int64(timer.id)), "name": .string(timer.name), "seconds": .int(Int64(timer.seconds)),
+                        "remaining_s": .int(Int64(timer.remaining(at: now).rounded(.up))), "status": .string(status)])
+    }
+
+    static func alarm(_ alarm: SpeakerAlarm) -> JSONValue {
+        var object: [String: JSONValue] = ["id": .int(Int64(alarm.id)), "name": .string(alarm.name), "time": .string(alarm.spokenTime),
+                                           "days": .array(alarm.days.sorted().map { .string($0.name) }),
+                                           "status": .string(alarm.isRinging ? "ringing" : "scheduled")]
+        if case .scheduled(let at) = alarm.status { object["next_at"] = .double(at) }
+        return .object(object)
+    }
+
+    /// Carries out a command. The reply says it was taken (`"ok":true`) or why not; a text question waits up to
+    /// `answerTimeout` for its answer when `waitForAnswer` is set, and the reply carries it.
+    public func perform(_ command: ControlCommand, waitForAnswer: Bool, answerTimeout: Duration = .seconds(30)) async -> JSONValue {
+        guard let speaker = state.withLock({ $0.speaker }) else { return Self.failure("the speaker is not running yet") }
+        if command == .status { return Self.snapshotValue(snapshotLine) }
+        guard let event = command.event else { return ["ok": true] }
+        guard waitForAnswer && command.waitsForAnswer else {
+            speaker.send(event)
+            return ["ok": true]
+        }
+        let id = state.withLock { s in defer { s.nextWaiter += 1 }; return s.nextWaiter }
+        let timeout = Task { [weak self] in
+            try? await Task.sleep(for: answerTimeout)
+            self?.resolve(id, nil)
+        }
+        let activity = await withCheckedContinuation { continuation in
+            state.withLock { $0.waiters[id] = continuation }
+            speaker.send(event)
+        }
+        timeout.cancel()
+        switch activity {
+        case .finalTranscript(let transcript, let answer, _)?: return ["ok": true, "transcript": .string(transcript), "answer": .string(answer)]
+        case .answerShown(let text)?: return ["ok": true, "answer": .string(text)]
+        case .searchFailed(let error)?:
+            return ["ok": false, "error": .string(error.failure.sentence), "detail": .string(error.detail)]
+        default: return Self.failure("no answer within \(answerTimeout)")
+        }
+    }
+
+    private func resolve(_ id: Int, _ activity: SpeakerActivity?) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: activity)
+    }
+
+    static func failure(_ message: String) -> JSONValue { ["ok": false, "error": .string(message)] }
+
+    static func snapshotValue(_ line: String) -> JSONValue {
+        var value = (try? JSONValue(parsing: Data(line.utf8))) ?? .null
+        if case .object(var object) = value {
+            object["event"] = nil
+            object["ok"] = true
+            value = .object(object)
+        }
+        return value
+    }
+}
+
+extension SpeakerActivity {
+    /// The end of a question: its answer (spoken or shown) or the failure.
+    var isAnswer: Bool {
+        switch self {
+        case .finalTranscript, .answerShown, .searchFailed: true
+        default: false
+        }
+    }
+}
+
+/// A JSON object on one line with its members in the given order ("event" first, as people read it).
+enum JSONLine {
+    static func make(_ members: [(String, JSONValue)]) -> String {
+        "{" + members.map { JSONValue.string($0.0).asciiJSON() + ":" + $0.1.asciiJSON() }.joined(separator: ",") + "}"
+    }
+}

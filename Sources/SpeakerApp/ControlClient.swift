@@ -1,0 +1,127 @@
+import CCurl
+import CShims
+import FoundationEssentials
+public import JSONKit
+import Platform
+public import SpeakerConfig
+
+/// `hound-speaker ctl`: one command to a running speaker's control API (`POST /api/command`, docs/control-api.md),
+/// over libcurl.
+public enum ControlClient {
+    /// The command's JSON from the words a script types: `say dinner is ready`, `volume 30`, `cancel-timer pasta`.
+    public static func request(_ words: [String]) throws(CommandFailure) -> JSONValue {
+        guard let name = words.first else { throw usage("a command is needed") }
+        let rest = words.dropFirst().joined(separator: " ")
+        func needsWords(_ what: String) throws(CommandFailure) {
+            if rest.allSatisfy(\.isWhitespace) { throw usage("\(name) needs \(what)") }
+        }
+        switch name {
+        case "listen", "stop", "mute", "unmute", "status", "timers", "clear":
+            guard rest.isEmpty else { throw usage("\(name) takes nothing after it") }
+            return ["command": .string(name)]
+        case "text":
+            try needsWords("a question, e.g. ctl text what time is it")
+            return ["command": "text", "query": .string(rest)]
+        case "say":
+            try needsWords("the words, e.g. ctl say dinner is ready")
+            return ["command": "say", "text": .string(rest)]
+        case "volume":
+            switch rest {
+            case "up", "down": return ["command": "volume", "step": .string(rest)]
+            case "off": return ["command": "volume", "sound_off": true]
+            case "on": return ["command": "volume", "sound_off": false]
+            default:
+                guard let percent = Int(rest), (0...100).contains(percent) else { throw usage("volume takes 0-100, up, down, off or on") }
+                return ["command": "volume", "percent": .int(Int64(percent))]
+            }
+        case "cancel-timer", "cancel-alarm":
+            try needsWords("a number (from ctl timers), a name, or all")
+            var request: [String: JSONValue] = ["command": .string(name == "cancel-timer" ? "cancel_timer" : "cancel_alarm")]
+            if rest == "all" { request["all"] = true } else if let id = Int(rest) { request["id"] = .int(Int64(id)) } else { request["name"] = .string(rest) }
+            return .object(request)
+        default:
+            throw usage("unknown command \"\(name)\"")
+        }
+    }
+
+    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear"
+
+    static func usage(_ problem: String) -> CommandFailure {
+        CommandFailure(message: "ctl: \(problem) (commands: \(commands))", exitCode: 64)
+    }
+
+    /// Where the speaker of this config listens, as a URL a client on this machine can reach.
+    public static func baseURL(_ config: SpeakerConfiguration) throws(CommandFailure) -> String {
+        guard var address = config.control.listen else {
+            throw CommandFailure(message: "\(config.path ?? "config"): [control] listen is \"\": the control API is off", exitCode: 78)
+        }
+        // A speaker listening on every address is reached here through loopback.
+        if address.host == "0.0.0.0" { address.host = "127.0.0.1" }
+        if address.host == "::" { address.host = "::1" }
+        return "http://\(address)"
+    }
+
+    /// Sends the command; the reply's JSON, or why there is none.
+    public static func send(_ request: JSONValue, config: SpeakerConfiguration) async throws(CommandFailure) -> JSONValue {
+        let base = try baseURL(config)
+        let token = config.control.token
+        let outcome = await withCheckedContinuation { continuation in
+            OwnedThread.start(name: "hs-ctl") {
+                continuation.resume(returning: post(url: "\(base)/api/command", body: Array(request.asciiJSON().utf8), token: token))
+            }
+        }
+        switch outcome {
+        case .failure(let problem):
+            throw CommandFailure(message: "cannot reach the speaker at \(base): \(problem) (is `hound-speaker run` running with this config's [control] listen?)")
+        case .success(let (status, body)):
+            guard let reply = try? JSONValue(parsing: Data(body)) else {
+                throw CommandFailure(message: "\(base) answered HTTP \(status) without JSON: is it the speaker's control API?")
+            }
+            guard reply["ok"] == .bool(true) else {
+                throw CommandFailure(message: "the speaker refused it (HTTP \(status)): \(reply["error"]?.stringValue ?? "no reason given")")
+            }
+            return reply
+        }
+    }
+
+    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
+
+    /// One blocking POST (on the caller's own thread).
+    static func post(url: String, body: [UInt8], token: String) -> Result<(Int, [UInt8]), CurlProblem> {
+        _ = globalInit
+        guard let easy = curl_easy_init() else { return .failure(CurlProblem(description: "curl_easy_init failed")) }
+        defer { curl_easy_cleanup(easy) }
+        var headers: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "Content-Type: application/json")
+        if !token.isEmpty { headers = curl_slist_append(headers, "Authorization: Bearer \(token)") }
+        defer { curl_slist_free_all(headers) }
+        let response = ResponseBody()
+        let unmanaged = Unmanaged.passRetained(response)
+        defer { unmanaged.release() }
+        hs_curl_setopt_string(easy, CURLOPT_URL, url)
+        hs_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
+        hs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, 3_000)
+        // A question waits for its answer (the API gives up at 30 s).
+        hs_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, 40_000)
+        hs_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)
+        hs_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
+        hs_curl_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { buffer, size, count, user in
+            guard let buffer, let user else { return 0 }
+            Unmanaged<ResponseBody>.fromOpaque(user).takeUnretainedValue().bytes += UnsafeRawBufferPointer(start: buffer, count: size * count)
+            return size * count
+        }
+        hs_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, unmanaged.toOpaque())
+        let code = body.withUnsafeBufferPointer { bytes in
+            // COPYPOSTFIELDS: libcurl keeps its own copy, so the buffer need only outlive this call.
+            hs_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
+            return curl_easy_perform(easy)
+        }
+        guard code == CURLE_OK else { return .failure(CurlProblem(description: String(cString: curl_easy_strerror(code)))) }
+        var status = 0
+        hs_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
+        return .success((status, response.bytes))
+    }
+
+    struct CurlProblem: Error, CustomStringConvertible { var description: String }
+
+    private final class ResponseBody { var bytes: [UInt8] = [] }
+}

@@ -1,0 +1,290 @@
+@testable import Control
+import AudioCore
+import FoundationEssentials
+import JSONKit
+import Logging
+import NIOHTTP1
+import SpeakerCore
+import SpeakerTestKit
+import Testing
+import Timers
+
+@Suite struct ControlCommandTests {
+    func parse(_ json: String) throws -> ControlCommand {
+        try ControlCommand.parse(try JSONValue(parsing: Data(json.utf8)))
+    }
+
+    func problem(_ json: String) -> String {
+        do { _ = try parse(json); return "" } catch { return "\(error)" }
+    }
+
+    @Test func everyCommandIsRead() throws {
+        #expect(try parse(#"{"command":"listen"}"#) == .listen)
+        #expect(try parse(#"{"command":"stop"}"#) == .stop)
+        #expect(try parse(#"{"command":"text","query":"what time is it"}"#) == .text("what time is it"))
+        #expect(try parse(#"{"command":"say","text":"Dinner is ready."}"#) == .say("Dinner is ready."))
+        #expect(try parse(#"{"command":"mute"}"#) == .mute(true))
+        #expect(try parse(#"{"command":"unmute"}"#) == .mute(false))
+        #expect(try parse(#"{"command":"volume","percent":30}"#) == .volume(.to(30)))
+        #expect(try parse(#"{"command":"volume","step":"down"}"#) == .volume(.step(up: false)))
+        #expect(try parse(#"{"command":"volume","sound_off":true}"#) == .volume(.mute(true)))
+        #expect(try parse(#"{"command":"timers"}"#) == .status)
+        #expect(try parse(#"{"command":"cancel_timer","id":3}"#) == .cancelTimer(.id(3)))
+        #expect(try parse(#"{"command":"cancel_timer","name":"pasta"}"#) == .cancelTimer(.named("pasta")))
+        #expect(try parse(#"{"command":"cancel_alarm","all":true}"#) == .cancelAlarm(.all))
+        #expect(try parse(#"{"command":"clear"}"#) == .clearConversation)
+        #expect(ControlCommand.text("hi").event == .textQuery("hi"))
+        #expect(ControlCommand.stop.event == .cancel)
+    }
+
+    @Test func badRequestsSayWhatIsWrong() {
+        #expect(problem(#"["stop"]"#).contains("a request is a JSON object"))
+        #expect(problem(#"{"cmd":"stop"}"#).contains("\"command\" is missing"))
+        #expect(problem(#"{"command":"dance"}"#).contains("unknown command \"dance\""))
+        #expect(problem(#"{"command":"dance"}"#).contains("listen, stop, text"))
+        #expect(problem(#"{"command":"text"}"#).contains("\"text\" needs \"query\""))
+        #expect(problem(#"{"command":"say","text":"  "}"#).contains("\"say\" needs \"text\""))
+        #expect(problem(#"{"command":"volume","percent":130}"#).contains("0 to 100, not 130"))
+        #expect(problem(#"{"command":"volume","step":"sideways"}"#).contains("\"up\" or \"down\""))
+        #expect(problem(#"{"command":"volume"}"#).contains("needs \"percent\""))
+        #expect(problem(#"{"command":"cancel_timer"}"#).contains("needs \"id\""))
+        let long = String(repeating: "a", count: ControlCommand.longestText + 1)
+        #expect(problem(#"{"command":"say","text":"\#(long)"}"#).contains("longer than"))
+    }
+}
+
+@Suite struct ControlAccessTests {
+    func head(_ uri: String = "/api/status", host: String = "127.0.0.1:8780", _ headers: [(String, String)] = []) -> HTTPRequestHead {
+        var h = HTTPHeaders([("Host", host)])
+        for (name, value) in headers { h.add(name: name, value: value) }
+        return HTTPRequestHead(version: .http1_1, method: .GET, uri: uri, headers: h)
+    }
+
+    @Test func thisMachineNeedsNoTokenButMustNameItself() {
+        let open = ControlAccess(token: "")
+        #expect(open.check(head(), peerIsLoopback: true) == nil)
+        #expect(open.check(head(host: "localhost"), peerIsLoopback: true) == nil)
+        #expect(open.check(head(host: "[::1]:8780"), peerIsLoopback: true) == nil)
+        // A page whose name was rebound to 127.0.0.1.
+        #expect(open.check(head(host: "evil.example:8780"), peerIsLoopback: true)?.status == .forbidden)
+    }
+
+    @Test func otherMachinesNeedTheToken() {
+        #expect(ControlAccess(token: "").check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .forbidden)
+        let guarded = ControlAccess(token: "0123456789abcdef0123")
+        #expect(guarded.check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .unauthorized)
+        #expect(guarded.check(head(host: "192.168.1.20:8780", [("Authorization", "Bearer wrong-token-0000000")]), peerIsLoopback: false)?.message == "the token is wrong")
+        #expect(guarded.check(head(host: "192.168.1.20:8780", [("Authorization", "Bearer 0123456789abcdef0123")]), peerIsLoopback: false) == nil)
+        #expect(guarded.check(head("/?token=0123456789abcdef0123", host: "192.168.1.20:8780"), peerIsLoopback: false) == nil)
+        #expect(guarded.check(head("/?token=0123456789abcdef012", host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .unauthorized)
+    }
+
+    @Test func pagesFromElsewhereAreRefused() {
+        let open = ControlAccess(token: "")
+        #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "http://127.0.0.1:8780")]), peerIsLoopback: true) == nil)
+        #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "http://evil.example")]), peerIsLoopback: true)?.status == .forbidden)
+        // The answer's HTML runs in a sandboxed frame, whose origin is "null".
+        #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "null")]), peerIsLoopback: true)?.status == .forbidden)
+    }
+}
+
+/// The server with a real loop (on fakes) behind it, and clients on plain sockets.
+final class ControlRig: Sendable {
+    let hub: ControlHub
+    let rig: LoopRig
+    let server: ControlServer
+    let port: Int
+
+    init(token: String = "") async throws {
+        let hub = ControlHub()
+        self.hub = hub
+        rig = await LoopRig(observers: [{ hub.publish($0) }])
+        hub.attach(rig.loop)
+        var logger = Logger(label: "control-test")
+        logger.logLevel = .critical
+        server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger)
+        port = try await server.start(host: "127.0.0.1", port: 0)
+    }
+
+    func client(receiveBuffer: Int32? = nil) throws -> RawClient { try RawClient(port: port, receiveBuffer: receiveBuffer) }
+
+    /// A WebSocket client past its snapshot.
+    func subscriber() async throws -> (RawClient, JSONValue) {
+        let client = try client()
+        let status = await client.upgrade()
+        #expect(status.hasPrefix("HTTP/1.1 101"), "\(status)")
+        let first = try #require(await client.nextMessage())
+        return (client, try JSONValue(parsing: Data(first.utf8)))
+    }
+
+    func post(_ body: String, contentType: String = "application/json") async throws -> (status: Int, json: JSONValue) {
+        let reply = try await client().request("POST", "/api/command", headers: ["Content-Type: \(contentType)"], body: body)
+        return (reply.status, (try? JSONValue(parsing: Data(reply.body.utf8))) ?? .null)
+    }
+
+    func stop() async {
+        await server.stop()
+        await rig.stop()
+    }
+}
+
+func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing: Data($0.utf8)) } ?? .null }
+
+@Suite(.serialized) struct ControlServerTests {
+    @Test func theSnapshotComesFirstThenEveryEvent() async throws {
+        let c = try await ControlRig()
+        c.rig.loop.send(.carryOut(.timer(.set(seconds: 600, name: "pasta"))))
+        #expect(await c.rig.eventually { c.rig.loop.snapshot.timers.count == 1 })
+        let (ws, snapshot) = try await c.subscriber()
+        #expect(snapshot["event"] == "snapshot")
+        #expect(snapshot["state"] == "ready")
+        #expect(snapshot["muted"] == false)
+        #expect(snapshot["volume"] == 50)
+        #expect(snapshot["timers"]?[0]?["name"] == "pasta")
+        #expect(snapshot["timers"]?[0]?["remaining_s"] == 600)
+        // A question by the button: its events as they happen.
+        let search = try #require(await c.rig.askQuestion())
+        search.send(.partialTranscript("what time"))
+        search.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(json(await ws.message { json($0)["event"] == "state" })["to"] == "recording")
+        #expect(json(await ws.message { json($0)["event"] == "partial" })["text"] == "what time")
+        let final = json(await ws.message { json($0)["event"] == "final" })
+        #expect(final["transcript"] == "what time is it" && final["answer"] == "It is noon.")
+        // A snapshot taken now has the last question and answer.
+        let status = try await c.client().request("GET", "/api/status")
+        #expect(status.status == 200)
+        #expect(json(status.body)["transcript"] == "what time is it")
+        #expect(json(status.body)["answer"] == "It is noon.")
+        await c.stop()
+    }
+
+    @Test func everyCommandOverHTTP() async throws {
+        let c = try await ControlRig()
+        #expect(try await c.post(#"{"command":"say","text":"Dinner is ready."}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.speech.spoken == ["Dinner is ready."] })
+        #expect(c.rig.speech.earcons.contains(.announce))
+        #expect(try await c.post(#"{"command":"stop"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.loop.currentState == .ready })
+        #expect(try await c.post(#"{"command":"volume","percent":30}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.volume.percent == 30 })
+        #expect(try await c.post(#"{"command":"mute"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.loop.snapshot.muted })
+        #expect(try await c.post(#"{"command":"status"}"#).json["muted"] == true)
+        #expect(try await c.post(#"{"command":"unmute"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { !c.rig.loop.snapshot.muted })
+        #expect(try await c.post(#"{"command":"clear"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.search.conversationsCleared == 1 })
+        #expect(try await c.post(#"{"command":"listen"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.loop.currentState == .recording })
+        #expect(try await c.post(#"{"command":"stop"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.loop.currentState == .ready })
+        // Timers: listed, then cancelled by the id the list gave.
+        c.rig.loop.send(.carryOut(.timer(.set(seconds: 300, name: "tea"))))
+        #expect(await c.rig.eventually { c.rig.loop.snapshot.timers.count == 1 })
+        let listed = try await c.post(#"{"command":"timers"}"#).json
+        let id = try #require(listed["timers"]?[0]?["id"]?.int64Value)
+        #expect(try await c.post(#"{"command":"cancel_timer","id":\#(id)}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.loop.snapshot.timers.isEmpty })
+        await c.stop()
+    }
+
+    @Test func aTypedQuestionOverHTTPWaitsForItsAnswer() async throws {
+        let c = try await ControlRig()
+        async let reply = c.post(#"{"command":"text","query":"what time is it"}"#)
+        #expect(await c.rig.eventually { c.rig.search.latest?.query == "what time is it" })
+        c.rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        let (status, body) = try await reply
+        #expect(status == 200)
+        #expect(body["answer"] == "It is noon.")
+        // A failed one says why, with the sentence the speaker said.
+        async let failed = c.post(#"{"command":"text","query":"and tomorrow"}"#)
+        #expect(await c.rig.eventually { c.rig.search.latest?.query == "and tomorrow" })
+        c.rig.search.latest?.send(.failed(SearchError(.offline, detail: "could not resolve host")))
+        let (failedStatus, failedBody) = try await failed
+        #expect(failedStatus == 409)
+        #expect(failedBody["error"]?.stringValue == SearchFailure.offline.sentence)
+        await c.stop()
+    }
+
+    @Test func badInputGetsAClearJSONError() async throws {
+        let c = try await ControlRig()
+        let notJSON = try await c.post("stop please")
+        #expect(notJSON.status == 400 && notJSON.json["error"] == "the body is not JSON")
+        let unknown = try await c.post(#"{"command":"dance"}"#)
+        #expect(unknown.status == 400 && unknown.json["error"]?.stringValue?.contains("unknown command \"dance\"") == true)
+        let form = try await c.post(#"{"command":"stop"}"#, contentType: "text/plain")
+        #expect(form.status == 415)
+        let big = try await c.post(#"{"command":"say","text":""# + String(repeating: "a", count: 70_000) + #""}"#)
+        #expect(big.status == 413)
+        let missing = try await c.client().request("GET", "/api/nothing")
+        #expect(missing.status == 404 && json(missing.body)["ok"] == false)
+        let wrongMethod = try await c.client().request("DELETE", "/api/status")
+        #expect(wrongMethod.status == 405)
+        let page = try await c.client().request("GET", "/")
+        #expect(page.status == 200 && page.body.contains("<title>kiosk</title>"))
+        // Over the WebSocket: each bad message answered, the connection kept.
+        let (ws, _) = try await c.subscriber()
+        ws.sendMessage("{not json")
+        #expect(json(await ws.message { json($0)["ok"] == false })["error"]?.stringValue?.contains("JSON object") == true)
+        ws.sendMessage(#"{"command":"volume","percent":300}"#)
+        #expect(json(await ws.message { json($0)["ok"] == false })["error"]?.stringValue?.contains("0 to 100") == true)
+        ws.sendMessage(#"{"command":"volume","percent":40}"#)
+        #expect(json(await ws.message { json($0)["reply"] == "volume" })["ok"] == true)
+        #expect(await c.rig.eventually { c.rig.volume.percent == 40 })
+        await c.stop()
+    }
+
+    @Test func aPageFromElsewhereCannotOpenTheWebSocket() async throws {
+        let c = try await ControlRig()
+        let client = try c.client()
+        let status = await client.upgrade(headers: ["Origin: null"])
+        #expect(status.hasPrefix("HTTP/1.1 403"), "\(status)")
+        await c.stop()
+    }
+
+    @Test func twentyClientsAtOnceEachGetEverything() async throws {
+        let c = try await ControlRig()
+        var clients: [RawClient] = []
+        for _ in 0..<20 {
+            let (client, snapshot) = try await c.subscriber()
+            #expect(snapshot["event"] == "snapshot")
+            clients.append(client)
+        }
+        #expect(c.hub.subscriberCount == 20)
+        c.rig.loop.send(.carryOut(.volume(.to(70))))
+        for client in clients {
+            #expect(json(await client.message { json($0)["event"] == "volume" })["percent"] == 70)
+        }
+        clients.removeAll()
+        #expect(await c.rig.eventually { c.hub.subscriberCount == 0 }, "closed clients are forgotten")
+        await c.stop()
+    }
+
+    @Test func aClientThatNeverReadsIsDroppedAndHoldsUpNobody() async throws {
+        let c = try await ControlRig()
+        // Connected, upgraded, and then never read again, with the smallest receive buffer the kernel allows.
+        let stuck = try c.client(receiveBuffer: 1024)
+        #expect(await stuck.upgrade().hasPrefix("HTTP/1.1 101"))
+        let (reader, _) = try await c.subscriber()
+        #expect(await c.rig.eventually { c.hub.subscriberCount == 2 })
+        // Far more than the backlog a client may have, in rounds the reader keeps up with: each publish only hands
+        // the line over and returns.
+        let text = String(repeating: "x", count: 4000)
+        var next = 0
+        for round in 0..<10 {
+            for i in (round * 100)..<(round * 100 + 100) { c.hub.publish(.partialTranscript("\(i) \(text)")) }
+            // The one that reads gets everything, in order.
+            while next < round * 100 + 100, let message = await reader.nextMessage() {
+                guard let words = json(message)["text"]?.stringValue else { continue }
+                #expect(words.hasPrefix("\(next) "))
+                next += 1
+            }
+        }
+        #expect(next == 1000)
+        #expect(c.hub.droppedCount == 1)
+        #expect(c.hub.subscriberCount == 1)
+        // And the speaker still answers.
+        #expect(try await c.post(#"{"command":"volume","percent":20}"#).json["ok"] == true)
+        await c.stop()
+    }
+}

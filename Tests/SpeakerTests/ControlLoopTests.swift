@@ -1,0 +1,146 @@
+import AudioCore
+import BoardCore
+import JSONKit
+import SpeakerCore
+import SpeakerTestKit
+import Testing
+import Timers
+
+/// What the control API asks of the speaker, through the loop on fakes (docs/control-api.md).
+@Suite struct ControlLoopTests {
+    @Test func aTypedQuestionIsSearchedAndSpokenInTheSameConversation() async throws {
+        let rig = await LoopRig()
+        #expect(await rig.send(.textQuery("what time is it"), expecting: .searching))
+        #expect(await rig.eventually { rig.search.latest?.query == "what time is it" })
+        let search = try #require(rig.search.latest)
+        #expect(!search.afterHotPhrase)
+        #expect(rig.microphone.opens == 0, "a typed question opens no microphone")
+        search.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(await rig.saw(.finalTranscript(transcript: "what time is it", answer: "It is noon.")))
+        #expect(await rig.eventually { rig.speech.spoken == ["It is noon."] })
+        await rig.endSpeech()
+        #expect(rig.loop.currentState == .ready)
+        await rig.stop()
+    }
+
+    @Test func aTypedQuestionOverAnAnswerStopsItAndIsAnswered() async throws {
+        let rig = await LoopRig()
+        let first = try #require(await rig.askQuestion())
+        first.send(.answer(SpeakerAnswer(transcript: "tell me a story", text: "Once upon a time...")))
+        #expect(await rig.eventually { rig.speech.spoken.count == 1 })
+        #expect(await rig.send(.textQuery("what time is it"), expecting: .searching))
+        #expect(await rig.eventually { rig.speech.playingCount == 0 }, "the story was stopped")
+        #expect(await rig.eventually { rig.search.latest?.query == "what time is it" })
+        rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(await rig.eventually { rig.speech.spoken.last == "It is noon." })
+        await rig.stop()
+    }
+
+    @Test func aFailedTypedQuestionIsSaid() async throws {
+        let rig = await LoopRig()
+        rig.search.refuseNextStart(SearchError(.offline, detail: "could not resolve host"))
+        let mark = rig.recorder.count
+        rig.loop.send(.textQuery("what time is it"))
+        #expect(await rig.saw(.stateChanged(from: .searching, to: .speaking), after: mark))
+        #expect(await rig.eventually { rig.speech.spoken == [SearchFailure.offline.sentence] })
+        await rig.stop()
+    }
+
+    @Test func anAnnouncementWaitsForTheAnswerAndNoneIsLost() async throws {
+        let rig = await LoopRig()
+        let search = try #require(await rig.askQuestion())
+        // Two announcements while a question is being asked: neither cuts in.
+        rig.loop.send(.announce("Dinner is ready."))
+        rig.loop.send(.announce("The door is open."))
+        search.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(await rig.eventually { rig.speech.spoken == ["It is noon."] })
+        await rig.endSpeech()
+        // Then each, with its chime first.
+        #expect(await rig.eventually { rig.speech.spoken == ["It is noon.", "Dinner is ready."] })
+        await rig.endSpeech()
+        #expect(await rig.eventually { rig.speech.spoken == ["It is noon.", "Dinner is ready.", "The door is open."] })
+        await rig.endSpeech()
+        #expect(rig.speech.earcons.filter { $0 == .announce }.count == 2)
+        let log = rig.speech.log
+        let chime = try #require(log.firstIndex(of: .earcon(.announce)))
+        #expect(log.firstIndex(of: .speech("Dinner is ready.")).map { $0 > chime } == true)
+        #expect(rig.loop.currentState == .ready)
+        await rig.stop()
+    }
+
+    @Test func anAnnouncementIsMadeWhileMuted() async throws {
+        let rig = await LoopRig()
+        #expect(await rig.send(.setMuted(true), expecting: .muted))
+        rig.loop.send(.announce("Dinner is ready."))
+        #expect(await rig.eventually { rig.speech.spoken == ["Dinner is ready."] })
+        await rig.stop()
+    }
+
+    @Test func listenOverAnAnswerAsksTheNextQuestion() async throws {
+        let rig = await LoopRig()
+        let first = try #require(await rig.askQuestion())
+        first.send(.answer(SpeakerAnswer(transcript: "tell me a story", text: "Once upon a time...")))
+        #expect(await rig.eventually { rig.speech.spoken.count == 1 })
+        let before = rig.search.sessions.count
+        #expect(await rig.send(.listen, expecting: .listening))
+        #expect(await rig.eventually { rig.search.sessions.count == before + 1 })
+        #expect(rig.speech.playingCount <= 1, "only the listening chime may still play")
+        await rig.stop()
+    }
+
+    @Test func volumeFromTheAPIChangesWithoutAWord() async throws {
+        let rig = await LoopRig()
+        let mark = rig.recorder.count
+        rig.loop.send(.carryOut(.volume(.to(30))))
+        #expect(await rig.saw(.volume(30, soundOff: false), after: mark))
+        #expect(rig.volume.percent == 30)
+        #expect(rig.speech.spoken.isEmpty)
+        #expect(rig.loop.snapshot.volume == 30)
+        await rig.stop()
+    }
+
+    @Test func cancellingTheRingingTimerFromTheScreenStopsTheRing() async throws {
+        let rig = await LoopRig()
+        rig.loop.send(.carryOut(.timer(.set(seconds: 600, name: "pasta"))))
+        #expect(await rig.eventually { rig.loop.snapshot.timers.count == 1 })
+        let timer = try #require(rig.loop.snapshot.timers.first)
+        #expect(timer.name == "pasta")
+        let mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(600))
+        #expect(await rig.saw(.leds(.ringing), after: mark))
+        #expect(await rig.send(.carryOut(.timer(.cancel(.id(timer.id)))), expecting: .ready))
+        #expect(rig.loop.snapshot.timers.isEmpty)
+        #expect(rig.loop.currentState == .ready)
+        await rig.stop()
+    }
+
+    @Test func clearingTheConversationReachesTheService() async throws {
+        let rig = await LoopRig()
+        rig.loop.send(.clearConversation)
+        #expect(await rig.eventually { rig.search.conversationsCleared == 1 })
+        await rig.stop()
+    }
+
+    @Test func theSnapshotHasWhatAScreenShows() async throws {
+        let rig = await LoopRig()
+        rig.loop.send(.carryOut(.timer(.set(seconds: 300, name: ""))))
+        #expect(await rig.eventually { rig.loop.snapshot.timers.count == 1 })
+        #expect(await rig.send(.setMuted(true), expecting: .muted))
+        let snapshot = rig.loop.snapshot
+        #expect(snapshot.state == .ready && snapshot.muted && !snapshot.offline)
+        #expect(snapshot.timers.first.map { $0.remaining(at: snapshot.now) } == 300)
+        await rig.stop()
+    }
+
+    @Test func anAnswersDisplayComesJustBeforeItsFinalEvent() async throws {
+        let rig = await LoopRig()
+        let search = try #require(await rig.askQuestion())
+        let display: JSONValue = ["TemplateData": ["TemplateName": "TextTemplate", "Title": "Noon"]]
+        search.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.", display: display)))
+        #expect(await rig.saw(.finalTranscript(transcript: "what time is it", answer: "It is noon.")))
+        let all = rig.recorder.all
+        let final = try #require(all.firstIndex(of: .finalTranscript(transcript: "what time is it", answer: "It is noon.")))
+        #expect(all[final - 1] == .display(display))
+        await rig.stop()
+    }
+}
