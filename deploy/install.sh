@@ -167,6 +167,9 @@ put "$BINARY" /usr/local/bin/hound-speaker 0755
 # Where the app looks: ConfigLoader.profileDirectories, Earcons.directories (and the hot-phrase model's directory).
 sync_dir "$SRC/board" /usr/share/hound-speaker/board '*.toml'
 sync_dir "$SRC/share/earcons" /usr/share/hound-speaker/earcons '*.wav'
+if [ -d "$SRC/share/kiosk" ]; then
+    sync_dir "$SRC/share/kiosk" /usr/share/hound-speaker/kiosk '*.html'
+fi
 if [ -d "$SRC/share/hotphrase" ]; then
     sync_dir "$SRC/share/hotphrase" /usr/share/hound-speaker/hotphrase '*'
 fi

@@ -506,3 +506,66 @@ struct CLI {
         #expect(none.stderr.contains("0 detections"))
     }
 }
+
+/// A port free right now on 127.0.0.1 (the kernel's pick for a socket bound to port 0, then closed).
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length); return getsockname(fd, $0, &length) }
+    }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+@Suite struct ControlCLITests {
+    /// `ctl` against `run` (simulated board, file devices, the local service): what a home-automation script does.
+    @Test func ctlTalksToARunningSpeaker() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let control = freePort()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false,
+                                     extraConfig: "[control]\nlisten = \"127.0.0.1:\(control)\"")
+        defer { fixture.remove() }
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", fixture.config, "--events", "json"]
+        process.currentDirectoryURL = RunFixture.root
+        process.environment = fixture.environment(hotPhrase: false)
+        let input = Pipe(), output = OutputWatcher()
+        process.standardInput = input
+        process.standardOutput = output.pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        #expect(output.wait(for: "\"to\":\"ready\""))
+
+        let asked = try CLI.run(["ctl", "text", "what", "time", "is", "it", "--config", fixture.config])
+        #expect(asked.status == 0, "\(asked.stderr)")
+        #expect(asked.stdout.hasPrefix("It"), "the answer is printed: \(asked.stdout)")
+        #expect(output.wait(for: "\"transcript\":\"what time is it\""))
+
+        let said = try CLI.run(["ctl", "say", "dinner", "is", "ready", "--config", fixture.config])
+        #expect(said.status == 0 && said.stdout.isEmpty, "\(said.stderr)")
+        #expect(output.wait(for: "\"from\":\"ready\",\"to\":\"speaking\""))
+
+        #expect(try CLI.run(["ctl", "volume", "30", "--config", fixture.config]).status == 0)
+        #expect(output.wait(for: "\"event\":\"volume\",\"percent\":30"))
+        let status = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(status.status == 0 && status.stdout.contains("\"volume\":30"), "\(status.stdout)")
+
+        let unknown = try CLI.run(["ctl", "dance", "--config", fixture.config])
+        #expect(unknown.status == 64 && unknown.stderr.contains("unknown command \"dance\""))
+        let refused = try CLI.run(["ctl", "volume", "300", "--config", fixture.config])
+        #expect(refused.status == 64 && refused.stderr.contains("volume takes 0-100"))
+
+        process.terminate()
+        output.readToEnd()
+        process.waitUntilExit()
+        let gone = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(gone.status == 1 && gone.stderr.contains("cannot reach the speaker at http://127.0.0.1:\(control)"), "\(gone.stderr)")
+    }
+}

@@ -38,7 +38,8 @@ class InstallTests(unittest.TestCase):
         self.assertEqual(os.readlink(f"{r}/etc/systemd/system/multi-user.target.wants/hound-speaker.service"),
                          "/etc/systemd/system/hound-speaker.service")
         for source_dir, installed, pattern in [("board", "usr/share/hound-speaker/board", "*.toml"),
-                                               ("share/earcons", "usr/share/hound-speaker/earcons", "*.wav")]:
+                                               ("share/earcons", "usr/share/hound-speaker/earcons", "*.wav"),
+                                               ("share/kiosk", "usr/share/hound-speaker/kiosk", "*.html")]:
             shipped = sorted(os.path.basename(p) for p in glob.glob(f"{REPO}/{source_dir}/{pattern}"))
             self.assertTrue(shipped)
             self.assertEqual(sorted(os.listdir(f"{r}/{installed}")), shipped)
