@@ -10,9 +10,10 @@ build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsn
 # Tools the tests and the demo use: real espeak-ng and sox for fixtures, the time zone database, alsa-utils and gpiod for
 # `doctor` advice, what the official Python SDK's C extension needs to build, numpy for the hot-phrase tools' unit
 # tests (tools/hotphrase/test.sh), and for Tests/deploy: systemd-analyze (systemd), a real sshd and ssh
-# (openssh-server, openssh-client), readelf (binutils).
+# (openssh-server, openssh-client), readelf (binutils); Debian's Chromium and a font for the kiosk page's tests
+# (Tests/kiosk).
 test=(espeak-ng sox alsa-utils gpiod ca-certificates tzdata python3 python3-venv python3-dev python3-numpy gcc
-      libc6-dev systemd openssh-server openssh-client binutils)
+      libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core)
 
 wanted=("${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then

@@ -2,8 +2,8 @@
 # The test command (README, and what CI's .ci/run calls): installs what it needs, runs the hot-phrase tools' Python
 # unit tests (numpy only), builds with no warnings, runs the Swift tests (real libcurl, libspeex, libsndfile,
 # libsoxr against the local Houndify service), the official Python Houndify SDK against `hound-speaker serve`, the
-# fault-injection suite, the deploy tests (Tests/deploy), a short fuzzing run (Tests/fuzz) and the Pi's release
-# build.
+# kiosk page in headless Chromium, the fault-injection suite, the deploy tests (Tests/deploy), a short fuzzing run
+# (Tests/fuzz) and the Pi's release build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
@@ -27,6 +27,9 @@ swift test --skip-build
 
 echo "== official Python Houndify SDK against hound-speaker serve"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/sdk/run.sh
+
+echo "== the kiosk page in headless Chromium against run and the local service"
+HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/kiosk/run.sh
 
 echo "== fault injection: text, voice and run against a misbehaving stand-in server, and the soak"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/faults/run.sh

@@ -29,7 +29,7 @@ log() { echo "setup-venv: $*" >&2; }
 # pySHSpeex produces the 80-byte Speex header StreamingHoundClient(useSpeex=True) sends.
 venv_ok() {
     "$VENV/bin/python" - <<'PY' 2>/dev/null
-import houndify, pySHSpeex, pytest, pytest_timeout, zoneinfo
+import houndify, pySHSpeex, pytest, pytest_timeout, zoneinfo, websocket
 assert houndify.__version__ == "2.1.4", houndify.__version__
 header = pySHSpeex.Init(0)
 assert len(header) == 80 and header[:8] == b"Speex   ", header

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The kiosk page in headless Chromium against `run` and the local service. Uses the official-SDK test venv for
+# pytest and websocket-client (Tests/sdk/setup-venv.sh).
+#   HOUND_SPEAKER_BIN=/path/to/hound-speaker Tests/kiosk/run.sh [extra pytest args]
+set -uo pipefail
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$HERE/../.." && pwd)"
+bash "$REPO/Tests/sdk/setup-venv.sh" || { echo "run.sh: Tests/sdk/setup-venv.sh failed" >&2; exit 2; }
+[[ "${HOUND_SPEAKER_BIN:-}" == */* ]] && export HOUND_SPEAKER_BIN="$(realpath "$HOUND_SPEAKER_BIN")"
+cd "$HERE"
+exec "$REPO/.venv-sdk/bin/python" -m pytest "$HERE/test_kiosk.py" -v -rs -p no:cacheprovider "$@"

@@ -1,0 +1,279 @@
+"""The kiosk page in a real headless Chromium (Debian's), driven over its DevTools protocol, against `hound-speaker
+run` (simulated board on stdin, file devices) and the local Houndify service: what a person sees on the speaker's
+screen.
+
+    HOUND_SPEAKER_BIN=.build/debug/hound-speaker Tests/kiosk/run.sh
+KIOSK_SCREENSHOT=path also saves a screenshot of the page with an answer and a timer (the README's picture).
+"""
+
+import itertools
+import json
+import os
+import queue
+import re
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+import pytest
+import websocket
+
+BIN = os.environ.get("HOUND_SPEAKER_BIN", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CLIENT_ID = "AAECAwQFBgcICQoLDA0ODw=="
+CLIENT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+# A guard against a hang, far above what any step takes; not a speed check.
+HANG_GUARD = 60
+
+pytestmark = [pytest.mark.skipif(not BIN, reason="set HOUND_SPEAKER_BIN to the hound-speaker to test"),
+              pytest.mark.skipif(not CHROMIUM, reason="Debian's chromium is not installed (apt-get install chromium)")]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def clean_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
+    env.update(extra)
+    return env
+
+
+class Service:
+    """The local Houndify-compatible service on a free port."""
+
+    def __init__(self, tmp):
+        self.config = os.path.join(tmp, "service.toml")
+        with open(self.config, "w") as f:
+            f.write(f'[houndify]\nclient_id = "{CLIENT_ID}"\nclient_key = "{CLIENT_KEY}"\n')
+        os.chmod(self.config, 0o600)
+        self.process = subprocess.Popen([BIN, "serve", "--port", "0", "--config", self.config], stdout=subprocess.PIPE,
+                                        stderr=subprocess.DEVNULL, text=True, env=clean_env())
+        line = self.process.stdout.readline()
+        match = re.match(r"listening on http://127\.0\.0\.1:(\d+)", line)
+        assert match, f"serve said {line!r}"
+        self.port = int(match.group(1))
+        threading.Thread(target=lambda: [None for _ in self.process.stdout], daemon=True).start()
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=HANG_GUARD)
+
+
+class Speaker:
+    """`run --events json` with the simulated board on stdin, file PCMs, and the control API on a free port."""
+
+    def __init__(self, tmp, service_port):
+        self.control = free_port()
+        mic = os.path.join(tmp, "mic.raw")
+        subprocess.run(["sox", os.path.join(ROOT, "share/demo/what-time-is-it.wav"), "-t", "raw", mic], check=True)
+        with open(os.path.join(tmp, "asoundrc"), "w") as f:
+            f.write(f'pcm.kiosk_mic {{ type file slave.pcm "null" file "/dev/null" infile "{mic}" format "raw" }}\n'
+                    f'pcm.kiosk_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}\n')
+        self.config = os.path.join(tmp, "speaker.toml")
+        with open(self.config, "w") as f:
+            f.write(f"""[houndify]
+client_id = "{CLIENT_ID}"
+client_key = "{CLIENT_KEY}"
+endpoint = "http://127.0.0.1:{service_port}"
+[houndify.request_info]
+LocalServiceTranscript = "what time is it"
+[location]
+latitude = 40.0
+longitude = -74.0
+[audio]
+input = "kiosk_mic"
+output = "kiosk_speaker"
+input_pacing = "none"
+[board]
+profile = "simulated"
+double_press_ms = 0
+debounce_ms = 0
+[hotphrase]
+enabled = false
+[speaker]
+timers_file = "{tmp}/timers.json"
+mute_file = "{tmp}/muted"
+[control]
+listen = "127.0.0.1:{self.control}"
+""")
+        os.chmod(self.config, 0o600)
+        env = clean_env(ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc",
+                        HOUND_SPEAKER_BOARD_PATH=os.path.join(ROOT, "board"), XDG_STATE_HOME=tmp)
+        self.process = subprocess.Popen([BIN, "run", "--config", self.config, "--events", "json"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "run.log"), "w"),
+                                        text=True, env=env, cwd=ROOT)
+        self.events = queue.Queue()
+        threading.Thread(target=self.read, daemon=True).start()
+        self.wait_for(lambda e: e.get("event") == "state" and e.get("to") == "ready")
+
+    def read(self):
+        for line in self.process.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except ValueError:
+                pass
+
+    def wait_for(self, match):
+        deadline = time.monotonic() + HANG_GUARD
+        while time.monotonic() < deadline:
+            event = self.events.get(timeout=HANG_GUARD)
+            if match(event):
+                return event
+        raise AssertionError("the speaker never told it")
+
+    def send(self, line):
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def ctl(self, *words):
+        return subprocess.run([BIN, "ctl", *words, "--config", self.config], capture_output=True, text=True,
+                              timeout=HANG_GUARD, env=clean_env())
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait(timeout=HANG_GUARD)
+
+
+class Browser:
+    """Headless Chromium with one page, over the DevTools protocol (a WebSocket)."""
+
+    def __init__(self, tmp):
+        self.process = subprocess.Popen(
+            [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run", "--remote-debugging-port=0",
+             "--remote-allow-origins=*", f"--user-data-dir={tmp}/chromium", "--window-size=1024,600", "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        port = None
+        deadline = time.monotonic() + HANG_GUARD
+        while port is None and time.monotonic() < deadline:
+            line = self.process.stderr.readline()
+            match = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
+            if match:
+                port = int(match.group(1))
+        assert port, "Chromium printed no DevTools address"
+        threading.Thread(target=lambda: [None for _ in self.process.stderr], daemon=True).start()
+        pages = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list"))
+        page = next(p for p in pages if p["type"] == "page")
+        self.socket = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=HANG_GUARD)
+        self.ids = itertools.count(1)
+
+    def call(self, method, **params):
+        id = next(self.ids)
+        self.socket.send(json.dumps({"id": id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == id:
+                assert "error" not in message, f"{method}: {message['error']}"
+                return message.get("result", {})
+
+    def evaluate(self, expression):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        assert "exceptionDetails" not in result, result
+        return result["result"].get("value")
+
+    def wait_until(self, expression, what):
+        """Polls `expression` in the page until it is true (no fixed sleeps: up to the hang guard)."""
+        deadline = time.monotonic() + HANG_GUARD
+        while time.monotonic() < deadline:
+            result = self.call("Runtime.evaluate", expression=expression, returnByValue=True)
+            # Not there yet (the page still loading) counts as not true yet.
+            if "exceptionDetails" not in result and result["result"].get("value"):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the page never showed {what}: {self.evaluate('document.body.innerText')!r}")
+
+    def stop(self):
+        self.socket.close()
+        self.process.terminate()
+        self.process.wait(timeout=HANG_GUARD)
+
+
+@pytest.fixture
+def rig():
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port)
+    browser = Browser(tmp)
+    browser.call("Page.enable")
+    browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/")
+    browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the ready state")
+    # Everything the state line and the partial transcript ever show, however briefly.
+    browser.evaluate("""window.seen = { state: [], partial: [] };
+        for (const id of ['state', 'partial']) new MutationObserver(() => {
+            const text = document.getElementById(id).textContent;
+            if (text && window.seen[id].at(-1) !== text) window.seen[id].push(text);
+        }).observe(document.getElementById(id), { childList: true, characterData: true, subtree: true }); true""")
+    yield speaker, browser
+    browser.stop()
+    speaker.stop()
+    service.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_question_by_the_button_shows_its_words_the_answer_and_the_states(rig):
+    speaker, browser = rig
+    speaker.send("press")
+    speaker.send("release")
+    final = speaker.wait_for(lambda e: e.get("event") == "final")
+    browser.wait_until("document.getElementById('answer-text').textContent.length > 0", "the answer")
+    assert browser.evaluate("document.getElementById('answer-text').textContent") == final["answer"]
+    assert browser.evaluate("document.getElementById('transcript').textContent") == "what time is it"
+    browser.wait_until("document.getElementById('state').textContent === 'Ready'", "ready again")
+    seen = browser.evaluate("window.seen")
+    for state in ("Listening…", "Thinking…", "Speaking"):
+        assert state in seen["state"], seen
+    assert seen["partial"], "no partial transcript was shown"
+    assert all("what time is it".startswith(p) for p in seen["partial"]), seen["partial"]
+
+
+def test_a_hound_link_in_the_answers_html_asks_in_the_same_conversation(rig):
+    speaker, browser = rig
+    # Houndify's HTML, as a display event brings it: a link that fills the sandboxed frame.
+    browser.evaluate("""showAnswer('Here you are.', { HTMLData: { SmallScreenHTML:
+        "<a href='hound://textsearch?q=what%20time%20is%20it' style='display:block;height:100vh'>What time is it?</a>" } }); true""")
+    box = browser.evaluate("(() => { const r = document.getElementById('answer-html').getBoundingClientRect();"
+                           " return [r.x + r.width / 2, r.y + 20]; })()")
+    browser.wait_until("document.getElementById('answer-html').contentWindow !== null", "the frame")
+    time.sleep(0.5)  # the frame's document loads on its own; there is no event for it across the sandbox
+    for kind in ("mousePressed", "mouseReleased"):
+        browser.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+    final = speaker.wait_for(lambda e: e.get("event") == "final")
+    assert final["transcript"] == "what time is it"
+    browser.wait_until(f"document.getElementById('answer-text').textContent === {json.dumps(final['answer'])}",
+                       "the linked question's answer")
+
+
+def test_a_timer_counts_down_rings_and_stops_from_the_screen(rig):
+    speaker, browser = rig
+    asked = speaker.ctl("text", "set a timer for 4 seconds")
+    assert asked.returncode == 0, asked.stderr
+    browser.wait_until("document.querySelector('#timers li[data-kind=timer]') !== null", "the timer")
+    shown = set()
+    deadline = time.monotonic() + HANG_GUARD
+    while time.monotonic() < deadline:
+        li = browser.evaluate("(() => { const li = document.querySelector('#timers li');"
+                              " return li && [li.dataset.status, li.querySelector('.left').textContent]; })()")
+        shown.add(tuple(li))
+        if li[0] == "ringing":
+            break
+        time.sleep(0.1)
+    counted = sorted(t for s, t in shown if s == "running")
+    assert len(counted) >= 2, f"the countdown did not move: {shown}"
+    assert all(re.fullmatch(r"0:0[0-4]", t) for t in counted), shown
+    browser.wait_until("document.getElementById('state').textContent === 'Timer!'", "the ringing state")
+    if os.environ.get("KIOSK_SCREENSHOT"):
+        shot = browser.call("Page.captureScreenshot", format="png")["data"]
+        import base64
+        with open(os.environ["KIOSK_SCREENSHOT"], "wb") as f:
+            f.write(base64.b64decode(shot))
+    browser.evaluate("document.querySelector('#timers .stop-ring').click(); true")
+    speaker.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == "stopped")
+    browser.wait_until("document.querySelector('#timers li') === null", "the timer gone")
+    browser.wait_until("document.getElementById('state').textContent === 'Ready'", "ready again")
