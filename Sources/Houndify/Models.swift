@@ -57,42 +57,37 @@ public struct PartialTranscript: Sendable, Equatable, Decodable {
 /// uses; `json` holds all.
 public struct CommandResult: Sendable, Equatable {
     public var commandKind: String
-    public var spokenResponse: String
-    public var spokenResponseLong: String
-    public var writtenResponse: String
-    public var writtenResponseLong: String
-    public var autoListen: Bool
-    public var conversationState: JSONValue?
+    /// The result's own words, AutoListen and conversation state: the same fields each of its dynamic responses
+    /// carries for one outcome of a client action.
+    public var response: DynamicResponse
     public var viewType: [String]
     public var errorType: String?
     /// The whole result as received.
     public var json: JSONValue
 
     public init(json: JSONValue) throws {
-        guard case .object = json else { throw HoundifyError.invalidResponse(detail: "a result in AllResults is not an object") }
+        guard let response = DynamicResponse(json: json) else {
+            throw HoundifyError.invalidResponse(detail: "a result in AllResults is not an object")
+        }
         guard let kind = json["CommandKind"]?.stringValue else {
             throw HoundifyError.invalidResponse(detail: "a result has no CommandKind")
         }
         commandKind = kind
-        spokenResponse = json["SpokenResponse"]?.stringValue ?? ""
-        spokenResponseLong = json["SpokenResponseLong"]?.stringValue ?? ""
-        writtenResponse = json["WrittenResponse"]?.stringValue ?? ""
-        writtenResponseLong = json["WrittenResponseLong"]?.stringValue ?? ""
-        autoListen = json["AutoListen"]?.boolValue ?? false
-        conversationState = json["ConversationState"].flatMap { $0 == .null ? nil : $0 }
+        self.response = response
         viewType = json["ViewType"]?.arrayValue?.compactMap(\.stringValue) ?? []
         errorType = json["ErrorType"]?.stringValue
         self.json = json
     }
+
+    public var autoListen: Bool { response.autoListen }
+    public var conversationState: JSONValue? { response.conversationState }
 
     /// What a speaker should say: the long spoken response, falling back to the short one and to the written
     /// one (NoResultCommand has an empty SpokenResponse).
     public var textToSpeak: String { text(long: true) }
 
     /// The long or the short spoken response, falling back to the other and to the written ones.
-    public func text(long: Bool) -> String {
-        DynamicResponse.pick(long: long, spokenResponse, spokenResponseLong, writtenResponse, writtenResponseLong)
-    }
+    public func text(long: Bool) -> String { response.text(long: long) }
 
     /// A dynamic response of this result by its key (`ClientActionSucceededResult`, `DeleteSingleDynamicResponse`).
     public func dynamicResponse(_ key: String) -> DynamicResponse? {
@@ -142,12 +137,10 @@ public struct DynamicResponse: Sendable, Equatable {
         conversationState = json["ConversationState"].flatMap { $0 == .null ? nil : $0 }
     }
 
+    /// The long or the short spoken response, falling back to the other and to the written ones.
     public func text(long: Bool) -> String {
-        Self.pick(long: long, spokenResponse, spokenResponseLong, writtenResponse, writtenResponseLong)
-    }
-
-    static func pick(long: Bool, _ spoken: String, _ spokenLong: String, _ written: String, _ writtenLong: String) -> String {
-        let order = long ? [spokenLong, spoken, writtenLong, written] : [spoken, spokenLong, written, writtenLong]
+        let order = long ? [spokenResponseLong, spokenResponse, writtenResponseLong, writtenResponse]
+                         : [spokenResponse, spokenResponseLong, writtenResponse, writtenResponseLong]
         return order.first { !$0.allSatisfy(\.isWhitespace) } ?? ""
     }
 }

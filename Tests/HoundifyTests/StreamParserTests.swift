@@ -89,7 +89,7 @@ let weatherResult = Data(weatherFixtureJSON.utf8)
     @Test func noResultSpeaksTheLongResponse() throws {
         guard case .result(let r) = try HoundMessage.parse(fixture("result-noresult")) else { Issue.record("not a result"); return }
         #expect(r.best?.commandKind == "NoResultCommand")
-        #expect(r.best?.spokenResponse == "")
+        #expect(r.best?.response.spokenResponse == "")
         #expect(r.best?.textToSpeak == "Didn't get that!")
         #expect(r.transcript == "call Milin Patel")
     }
