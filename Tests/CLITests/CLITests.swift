@@ -363,16 +363,7 @@ struct CLI {
         let recording = hotPhrase ? "share/demo/ok-hound-what-time-is-it.wav" : "share/demo/what-time-is-it.wav"
         let fixture = try RunFixture(recording: recording, port: port, hotPhrase: hotPhrase)
         defer { fixture.remove() }
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["run", "--config", fixture.config, "--events", "json"]
-        process.currentDirectoryURL = RunFixture.root
-        process.environment = fixture.environment(hotPhrase: hotPhrase)
-        let input = Pipe(), output = OutputWatcher()
-        process.standardInput = input
-        process.standardOutput = output.pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, input, output) = try fixture.startRun(hotPhrase: hotPhrase)
         #expect(output.wait(for: "\"to\":\"ready\""))
         if hotPhrase {
             #expect(output.wait(for: "\"event\":\"hotphrase\""))
@@ -402,21 +393,7 @@ struct CLI {
                                      transcript: "set a timer for 20 seconds",
                                      extraConfig: "[speaker]\ntimers_file = \"\(dir)/timers.json\"\nmute_file = \"\(dir)/muted\"")
         defer { fixture.remove() }
-        func start() throws -> (Process, Pipe, OutputWatcher) {
-            let process = Process()
-            process.executableURL = CLI.binary
-            process.arguments = ["run", "--config", fixture.config, "--events", "json"]
-            process.currentDirectoryURL = RunFixture.root
-            process.environment = fixture.environment(hotPhrase: false)
-            let input = Pipe(), output = OutputWatcher()
-            process.standardInput = input
-            process.standardOutput = output.pipe
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            return (process, input, output)
-        }
-
-        var (process, input, output) = try start()
+        var (process, input, output) = try fixture.startRun(hotPhrase: false)
         #expect(output.wait(for: "\"to\":\"ready\""))
         input.fileHandleForWriting.write(Data("click\n".utf8))
         #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"set\""))
@@ -430,7 +407,7 @@ struct CLI {
         let saved = try String(contentsOfFile: "\(dir)/timers.json", encoding: .utf8)
         #expect(saved.contains("\"seconds\":20"))
 
-        (process, input, output) = try start()
+        (process, input, output) = try fixture.startRun(hotPhrase: false)
         #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"tick\""))  // still counting down, said at once
         #expect(output.wait(for: "\"event\":\"timer\",\"change\":\"ringing\"", seconds: 40))
         #expect(output.wait(for: "\"to\":\"ringing\""))
@@ -530,16 +507,7 @@ func freePort() -> Int {
         let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false,
                                      extraConfig: "[control]\nlisten = \"127.0.0.1:\(control)\"")
         defer { fixture.remove() }
-        let process = Process()
-        process.executableURL = CLI.binary
-        process.arguments = ["run", "--config", fixture.config, "--events", "json"]
-        process.currentDirectoryURL = RunFixture.root
-        process.environment = fixture.environment(hotPhrase: false)
-        let input = Pipe(), output = OutputWatcher()
-        process.standardInput = input
-        process.standardOutput = output.pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let (process, _, output) = try fixture.startRun(hotPhrase: false)
         defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
         #expect(output.wait(for: "\"to\":\"ready\""))
 

@@ -53,6 +53,22 @@ struct RunFixture {
     }
 
     func remove() { try? FileManager.default.removeItem(atPath: dir) }
+
+    /// `run --events json` on these devices, from the repository: the process, its standard input (the simulated
+    /// button) and its events as they come.
+    func startRun(hotPhrase: Bool) throws -> (Process, Pipe, OutputWatcher) {
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", config, "--events", "json"]
+        process.currentDirectoryURL = Self.root
+        process.environment = environment(hotPhrase: hotPhrase)
+        let input = Pipe(), output = OutputWatcher()
+        process.standardInput = input
+        process.standardOutput = output.pipe
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        return (process, input, output)
+    }
 }
 
 /// A child's standard output, read as it comes until a text shows up (the `run` and `board` tests follow the

@@ -138,14 +138,6 @@ import Timers
 
 /// Client actions through the loop: the branch taken is spoken and its conversation state kept.
 @Suite struct ClientActionLoopTests {
-    func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
-        let session = await rig.askQuestion()
-        let mark = rig.recorder.count
-        session?.send(.answer(answer))
-        #expect(await rig.saw(.leds(.speaking), after: mark))
-        await rig.endSpeech()
-    }
-
     static func branches(_ prefix: String) -> ActionResponses {
         func reply(_ branch: String) -> DynamicReply { DynamicReply("\(prefix) \(branch).", conversationState: ["Branch": .string(branch)]) }
         return ActionResponses(succeeded: reply("single"), succeededSeveral: reply("several"), noMatch: reply("no match"),

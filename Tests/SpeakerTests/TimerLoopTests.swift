@@ -5,21 +5,21 @@ import Testing
 import SpeakerTestKit
 import Timers
 
+/// A question answered with `answer`, and its speech played to the end (the timer and client-action suites).
+func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
+    let session = await rig.askQuestion()
+    let mark = rig.recorder.count
+    session?.send(.answer(answer))
+    #expect(await rig.saw(.leds(.speaking), after: mark))
+    await rig.endSpeech()
+}
+
 /// Timers through the whole loop on fakes and a manual clock: a 10-minute timer is set by voice, ticks, rings and
 /// is stopped in milliseconds of test time.
 @Suite struct TimerLoopTests {
     static func setTimer(_ seconds: Int, name: String = "", said: String = "") -> SpeakerAnswer {
         SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: seconds, name: name)),
                       responses: ActionResponses(succeeded: said, failed: "I couldn't set the timer."))
-    }
-
-    /// A question answered with `answer`, and its speech played to the end.
-    func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
-        let session = await rig.askQuestion()
-        let mark = rig.recorder.count
-        session?.send(.answer(answer))
-        #expect(await rig.saw(.leds(.speaking), after: mark))
-        await rig.endSpeech()
     }
 
     func timerEvents(_ rig: LoopRig) -> [SpeakerActivity.TimerEvent] {
