@@ -1,7 +1,6 @@
 import BoardCore
 public import JSONKit
 public import SpeakerCore
-import FoundationEssentials
 import Synchronization
 import Timers
 
@@ -89,7 +88,7 @@ public final class ControlHub: Sendable {
     /// over under the same lock as the activities, so none falls between the two).
     public func subscribe(_ subscriber: any ControlSubscriber) {
         state.withLock { s in
-            if subscriber.deliver(Self.snapshotLine(s)) { s.subscribers[ObjectIdentifier(subscriber)] = subscriber }
+            if subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s))) { s.subscribers[ObjectIdentifier(subscriber)] = subscriber }
         }
     }
 
@@ -97,12 +96,17 @@ public final class ControlHub: Sendable {
         _ = state.withLock { $0.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) }
     }
 
-    /// The snapshot as one JSON line (`{"event":"snapshot",...}`).
-    public var snapshotLine: String { state.withLock { Self.snapshotLine($0) } }
+    /// The snapshot as a reply: `{"ok":true, "state":..., ...}`.
+    public var snapshotReply: JSONValue {
+        var members = Dictionary(uniqueKeysWithValues: state.withLock { Self.snapshot($0) }.dropFirst())
+        members["ok"] = true
+        return .object(members)
+    }
 
-    private static func snapshotLine(_ s: State) -> String {
-        guard let snapshot = s.speaker?.snapshot else { return JSONLine.make([("event", "snapshot"), ("state", "none")]) }
-        return JSONLine.make([
+    /// The snapshot's members, "event":"snapshot" first.
+    private static func snapshot(_ s: State) -> [(String, JSONValue)] {
+        guard let snapshot = s.speaker?.snapshot else { return [("event", "snapshot"), ("state", "none")] }
+        return [
             ("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted)),
             ("offline", .bool(snapshot.offline)), ("leds", .string(s.leds)),
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
@@ -110,7 +114,7 @@ public final class ControlHub: Sendable {
             ("alarms", .array(snapshot.alarms.map(alarm))),
             ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
             ("problem", .string(s.problem)), ("display", s.display),
-        ])
+        ]
     }
 
     static func timer(_ timer: SpeakerTimer, now: WallTime) -> JSONValue {
@@ -135,7 +139,7 @@ public final class ControlHub: Sendable {
     /// `answerTimeout` for its answer when `waitForAnswer` is set, and the reply carries it.
     public func perform(_ command: ControlCommand, waitForAnswer: Bool, answerTimeout: Duration = .seconds(30)) async -> JSONValue {
         guard let speaker = state.withLock({ $0.speaker }) else { return Self.failure("the speaker is not running yet") }
-        if command == .status { return Self.snapshotValue(snapshotLine) }
+        if command == .status { return snapshotReply }
         guard let event = command.event else { return ["ok": true] }
         guard waitForAnswer && command.waitsForAnswer else {
             speaker.send(event)
@@ -165,16 +169,6 @@ public final class ControlHub: Sendable {
     }
 
     static func failure(_ message: String) -> JSONValue { ["ok": false, "error": .string(message)] }
-
-    static func snapshotValue(_ line: String) -> JSONValue {
-        var value = (try? JSONValue(parsing: Data(line.utf8))) ?? .null
-        if case .object(var object) = value {
-            object["event"] = nil
-            object["ok"] = true
-            value = .object(object)
-        }
-        return value
-    }
 }
 
 extension SpeakerActivity {
@@ -184,12 +178,5 @@ extension SpeakerActivity {
         case .finalTranscript, .answerShown, .searchFailed: true
         default: false
         }
-    }
-}
-
-/// A JSON object on one line with its members in the given order ("event" first, as people read it).
-enum JSONLine {
-    static func make(_ members: [(String, JSONValue)]) -> String {
-        "{" + members.map { JSONValue.string($0.0).asciiJSON() + ":" + $0.1.asciiJSON() }.joined(separator: ",") + "}"
     }
 }

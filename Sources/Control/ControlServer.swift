@@ -137,7 +137,7 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             }
             respond(context: context, head: head, status: .ok, contentType: "text/html; charset=utf-8", body: page)
         case (.GET, "/api/status"):
-            respond(context: context, head: head, status: .ok, json: ControlHub.snapshotValue(hub.snapshotLine))
+            respond(context: context, head: head, status: .ok, json: hub.snapshotReply)
         case (.GET, "/api/ws"):
             respond(context: context, head: head, status: .badRequest,
                     json: ControlHub.failure("/api/ws is a WebSocket: connect with Upgrade: websocket"))

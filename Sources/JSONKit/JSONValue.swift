@@ -55,6 +55,19 @@ public enum JSONValue: Sendable, Hashable {
         return out
     }
 
+    /// An object whose members keep the given order (an `.object` sorts its keys), on one line, ASCII only: for
+    /// lines people read left to right, "event" first.
+    public static func asciiJSON(orderedMembers members: [(String, JSONValue)]) -> String {
+        var out = "{"
+        for (index, (key, value)) in members.enumerated() {
+            if index > 0 { out += "," }
+            JSONValue.string(key).write(into: &out)
+            out += ":"
+            value.write(into: &out)
+        }
+        return out + "}"
+    }
+
     private func write(into out: inout String) {
         switch self {
         case .null: out += "null"

@@ -144,8 +144,7 @@ extension SpeakerActivity {
     /// One JSON object on one line (`run --events json`), ASCII only.
     /// "event" first, then the fields in their order (scripts and people read it left to right).
     public var json: String {
-        let members = [("event", JSONValue.string(kind))] + fields
-        return "{" + members.map { JSONValue.string($0.0).asciiJSON() + ":" + $0.1.asciiJSON() }.joined(separator: ",") + "}"
+        JSONValue.asciiJSON(orderedMembers: [("event", .string(kind))] + fields)
     }
 
     /// The kind and the fields as log metadata (text as it is, numbers as digits).
