@@ -1,4 +1,5 @@
 import CCrypto
+import FoundationEssentials
 public import NIOHTTP1
 
 /// Who may use the control API. A client on this machine (a loopback peer) needs no token, but must name this
@@ -77,32 +78,14 @@ public struct ControlAccess: Sendable {
     }
 }
 
-/// A request's path and query parameters (percent-decoded).
+/// A request's path and query parameters (percent-decoded by Foundation's URLComponents).
 struct ControlPath {
     var path: String
     var query: [String: String] = [:]
 
     init(_ uri: String) {
-        let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        path = String(parts.first ?? "")
-        guard parts.count == 2 else { return }
-        for pair in parts[1].split(separator: "&") {
-            let kv = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            query[Self.decode(kv[0])] = kv.count == 2 ? Self.decode(kv[1]) : ""
-        }
-    }
-
-    static func decode(_ text: Substring) -> String {
-        var bytes: [UInt8] = []
-        var utf8 = Array(text.utf8)[...]
-        while let byte = utf8.popFirst() {
-            if byte == UInt8(ascii: "%"), utf8.count >= 2, let value = UInt8(String(decoding: utf8.prefix(2), as: UTF8.self), radix: 16) {
-                bytes.append(value)
-                utf8 = utf8.dropFirst(2)
-            } else {
-                bytes.append(byte == UInt8(ascii: "+") ? UInt8(ascii: " ") : byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        let components = URLComponents(string: uri)
+        path = components?.path ?? uri
+        for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
     }
 }
