@@ -576,11 +576,7 @@ public struct SpeakerMachine: Sendable {
         case .ringing: effects = [.stopSpeaking, .stopRinging]
         case .ready, .none: effects = []
         }
-        // A question typed over one being searched replaces it: a new search in the same state, no change of state.
-        let entered = enter(.searching(pressDown: false, held: nil)).filter {
-            if case .stateChanged(let from, let to) = $0 { from != to } else { true }
-        }
-        return effects + entered + [.leds(.searching), .startTextSearch(query)]
+        return effects + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching), .startTextSearch(query)]
     }
 
     /// A client action asked for without a question: done, and nothing said (whoever asked sees the activity).
@@ -676,19 +672,21 @@ public struct SpeakerMachine: Sendable {
 
     /// Enters a busy state, armed with its watchdog.
     private mutating func enter(_ next: Phase) -> [SpeakerEffect] {
-        let previous = state
-        phase = next
-        watchdogGeneration += 1
-        return [.stateChanged(from: previous, to: next.state),
-                .armWatchdog(generation: watchdogGeneration, ms: settings.limitMS(in: next.state))]
+        changeState(to: next) + [.armWatchdog(generation: watchdogGeneration, ms: settings.limitMS(in: next.state))]
     }
 
     /// Enters ready or none: no watchdog.
     private mutating func leave(to next: Phase) -> [SpeakerEffect] {
+        changeState(to: next) + [.disarmWatchdog]
+    }
+
+    /// A new phase, with a new watchdog generation. Re-entering the same state (a typed question replacing the one
+    /// being searched) starts it anew but is no change of state, so it is not announced.
+    private mutating func changeState(to next: Phase) -> [SpeakerEffect] {
         let previous = state
         phase = next
         watchdogGeneration += 1
-        return [.stateChanged(from: previous, to: next.state), .disarmWatchdog]
+        return previous == next.state ? [] : [.stateChanged(from: previous, to: next.state)]
     }
 }
 
