@@ -3,6 +3,8 @@
 # pytest and websocket-client (Tests/sdk/setup-venv.sh).
 #   HOUND_SPEAKER_BIN=/path/to/hound-speaker Tests/kiosk/run.sh [extra pytest args]
 set -uo pipefail
+# The speaker under test keeps its conversation here, not in the user's state directory.
+export XDG_STATE_HOME="$(mktemp -d)"
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 REPO="$(cd "$HERE/../.." && pwd)"
 bash "$REPO/Tests/sdk/setup-venv.sh" || { echo "run.sh: Tests/sdk/setup-venv.sh failed" >&2; exit 2; }

@@ -9,11 +9,12 @@ KIOSK_SCREENSHOT=path also saves a screenshot of the page with an answer and a t
 import itertools
 import json
 import os
-import queue
+import pathlib
 import re
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -22,13 +23,10 @@ import urllib.request
 import pytest
 import websocket
 
-BIN = os.environ.get("HOUND_SPEAKER_BIN", "")
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
+from run_speaker import BIN, CLIENT_ID, CLIENT_KEY, HANG_GUARD, Speaker as RunSpeaker  # noqa: E402
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CLIENT_ID = "AAECAwQFBgcICQoLDA0ODw=="
-CLIENT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
-# A guard against a hang, far above what any step takes; not a speed check.
-HANG_GUARD = 60
 
 pytestmark = [pytest.mark.skipif(not BIN, reason="set HOUND_SPEAKER_BIN to the hound-speaker to test"),
               pytest.mark.skipif(not CHROMIUM, reason="Debian's chromium is not installed (apt-get install chromium)")]
@@ -67,79 +65,23 @@ class Service:
         self.process.wait(timeout=HANG_GUARD)
 
 
-class Speaker:
-    """`run --events json` with the simulated board on stdin, file PCMs, and the control API on a free port."""
+class Speaker(RunSpeaker):
+    """`run` with the control API on a free port, against the local service."""
 
     def __init__(self, tmp, service_port):
         self.control = free_port()
-        mic = os.path.join(tmp, "mic.raw")
-        subprocess.run(["sox", os.path.join(ROOT, "share/demo/what-time-is-it.wav"), "-t", "raw", mic], check=True)
-        with open(os.path.join(tmp, "asoundrc"), "w") as f:
-            f.write(f'pcm.kiosk_mic {{ type file slave.pcm "null" file "/dev/null" infile "{mic}" format "raw" }}\n'
-                    f'pcm.kiosk_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}\n')
-        self.config = os.path.join(tmp, "speaker.toml")
-        with open(self.config, "w") as f:
-            f.write(f"""[houndify]
-client_id = "{CLIENT_ID}"
-client_key = "{CLIENT_KEY}"
-endpoint = "http://127.0.0.1:{service_port}"
-[houndify.request_info]
+        super().__init__(pathlib.Path(tmp), service_port, extra=f"""[houndify.request_info]
 LocalServiceTranscript = "what time is it"
-[location]
-latitude = 40.0
-longitude = -74.0
-[audio]
-input = "kiosk_mic"
-output = "kiosk_speaker"
-input_pacing = "none"
-[board]
-profile = "simulated"
-double_press_ms = 0
-debounce_ms = 0
-[hotphrase]
-enabled = false
 [speaker]
 timers_file = "{tmp}/timers.json"
 mute_file = "{tmp}/muted"
 [control]
 listen = "127.0.0.1:{self.control}"
 """)
-        os.chmod(self.config, 0o600)
-        env = clean_env(ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc",
-                        HOUND_SPEAKER_BOARD_PATH=os.path.join(ROOT, "board"), XDG_STATE_HOME=tmp)
-        self.process = subprocess.Popen([BIN, "run", "--config", self.config, "--events", "json"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=open(os.path.join(tmp, "run.log"), "w"),
-                                        text=True, env=env, cwd=ROOT)
-        self.events = queue.Queue()
-        threading.Thread(target=self.read, daemon=True).start()
-        self.wait_for(lambda e: e.get("event") == "state" and e.get("to") == "ready")
-
-    def read(self):
-        for line in self.process.stdout:
-            try:
-                self.events.put(json.loads(line))
-            except ValueError:
-                pass
-
-    def wait_for(self, match):
-        deadline = time.monotonic() + HANG_GUARD
-        while time.monotonic() < deadline:
-            event = self.events.get(timeout=HANG_GUARD)
-            if match(event):
-                return event
-        raise AssertionError("the speaker never told it")
-
-    def send(self, line):
-        self.process.stdin.write(line + "\n")
-        self.process.stdin.flush()
 
     def ctl(self, *words):
         return subprocess.run([BIN, "ctl", *words, "--config", self.config], capture_output=True, text=True,
                               timeout=HANG_GUARD, env=clean_env())
-
-    def stop(self):
-        self.process.terminate()
-        self.process.wait(timeout=HANG_GUARD)
 
 
 class Browser:
@@ -219,9 +161,8 @@ def rig():
 
 def test_a_question_by_the_button_shows_its_words_the_answer_and_the_states(rig):
     speaker, browser = rig
-    speaker.send("press")
-    speaker.send("release")
-    final = speaker.wait_for(lambda e: e.get("event") == "final")
+    seen = speaker.press()
+    final = next(e for e in seen if e.get("event") == "final")
     browser.wait_until("document.getElementById('answer-text').textContent.length > 0", "the answer")
     assert browser.evaluate("document.getElementById('answer-text').textContent") == final["answer"]
     assert browser.evaluate("document.getElementById('transcript').textContent") == "what time is it"

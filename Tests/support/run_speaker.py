@@ -1,0 +1,138 @@
+"""`hound-speaker run` as the Python suites drive it (Tests/faults, Tests/kiosk): a private config, file PCMs for the
+devices, the simulated board on stdin, and its `--events json` lines read as they come."""
+
+import json
+import os
+import queue
+import subprocess
+import threading
+import time
+
+BIN = os.environ.get("HOUND_SPEAKER_BIN", "")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Dummy credentials the local service and the stand-in accept.
+CLIENT_ID = "AAECAwQFBgcICQoLDA0ODw=="
+CLIENT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+# A guard against a hang, far above what any step takes; not a speed check.
+HANG_GUARD = 90
+
+
+def write_config(tmp_path, port, extra=""):
+    path = tmp_path / "speaker.toml"
+    path.write_text(f"""[houndify]
+client_id = "{CLIENT_ID}"
+client_key = "{CLIENT_KEY}"
+endpoint = "http://127.0.0.1:{port}"
+connect_timeout = 1.0
+response_timeout = 2.0
+[location]
+latitude = 40.0
+longitude = -74.0
+{extra}""")
+    path.chmod(0o600)
+    return str(path)
+
+
+
+class Speaker:
+    """`hound-speaker run --events json` with the simulated board on stdin and file PCMs for the devices."""
+
+    def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra=""):
+        self.dir = tmp_path
+        self.mic = str(tmp_path / "mic.raw")
+        subprocess.run(["sox", os.path.join(ROOT, recording), "-t", "raw", self.mic], check=True)
+        (tmp_path / "asoundrc").write_text(f"""
+pcm.soak_mic {{ type file slave.pcm "null" file "/dev/null" infile "{self.mic}" format "raw" }}
+pcm.soak_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}
+""")
+        self.config = write_config(tmp_path, port, extra='''[audio]
+input = "soak_mic"
+output = "soak_speaker"
+# The question at once (a file PCM would otherwise be read at a microphone's pace): presses come fast.
+input_pacing = "none"
+[board]
+profile = "simulated"
+# Presses come faster than a person's: none is a double press, and no edge is taken for contact bounce.
+double_press_ms = 0
+debounce_ms = 0
+[hotphrase]
+enabled = false
+''' + extra)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
+        env.update({"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{tmp_path}/asoundrc",
+                    "HOUND_SPEAKER_BOARD_PATH": os.path.join(ROOT, "board")})
+        self.log = tmp_path / "stderr.log"
+        self.process = subprocess.Popen([BIN, "run", "--config", self.config, "--events", "json"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=open(self.log, "w"), text=True, env=env, cwd=ROOT)
+        self.events = queue.Queue()
+        threading.Thread(target=self.read, daemon=True).start()
+        self.wait_state("ready")
+
+    def read(self):
+        for line in self.process.stdout:
+            try:
+                self.events.put(json.loads(line))
+            except ValueError:
+                pass
+        self.events.put(None)
+
+    def wait_for(self, match, seen=None):
+        """Waits for an event `match` accepts and returns it, collecting the events on the way into `seen`."""
+        deadline = time.monotonic() + HANG_GUARD
+        while time.monotonic() < deadline:
+            event = self.events.get(timeout=HANG_GUARD)
+            assert event is not None, "the speaker exited"
+            if seen is not None:
+                seen.append(event)
+            if match(event):
+                return event
+        raise AssertionError("the speaker never told it")
+
+    def wait_state(self, state, seen=None):
+        """Waits for the state `state`, collecting the events on the way into `seen`."""
+        self.wait_for(lambda event: event.get("event") == "state" and event.get("to") == state, seen)
+
+    def press(self):
+        """One click; returns the events until the speaker is ready again."""
+        seen = []
+        # Press and release as two lines rather than a timed "click": under load a click's timed release could
+        # land after the next press, which then vanished into a button already down.
+        self.send("press")
+        self.wait_state("recording", seen)
+        self.send("release")
+        self.wait_state("ready", seen)
+        return seen
+
+    def send(self, line):
+        self.process.stdin.write(line + "\n")
+        self.process.stdin.flush()
+
+    def resources(self):
+        pid = self.process.pid
+        fds = os.listdir(f"/proc/{pid}/fd")
+
+        def target(fd):
+            try:
+                return os.readlink(f"/proc/{pid}/fd/{fd}")
+            except FileNotFoundError:  # closed between the listing and the look (a socket libcurl let go of)
+                return None
+        mic = sum(1 for fd in fds if target(fd) == self.mic)
+        with open(f"/proc/{pid}/status") as status:
+            rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+        return {"threads": len(os.listdir(f"/proc/{pid}/task")), "fds": len(fds), "mic": mic, "rss_kb": rss}
+
+    def settled(self):
+        """Resources once the last interaction's loose ends are gone (a socket libcurl is still closing, a thread
+        on its way out): the least of samples over three seconds (a loaded machine schedules them late)."""
+        samples = []
+        for _ in range(30):
+            samples.append(self.resources())
+            time.sleep(0.1)
+        return {key: min(sample[key] for sample in samples) for key in samples[0]}
+
+    def log_tail(self, lines=15):
+        return "\n".join(self.log.read_text().splitlines()[-lines:])
+
+    def stop(self):
+        self.process.terminate()
+        return self.process.wait(timeout=HANG_GUARD)
