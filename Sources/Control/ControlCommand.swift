@@ -20,10 +20,12 @@ public enum ControlCommand: Sendable, Equatable {
     case cancelAlarm(AlarmSelection)
     /// The next question starts a new conversation.
     case clearConversation
+    /// The screen was touched: back to full brightness (it dims again after the quiet time).
+    case wake
 
     /// The command names, as a script writes them.
     public static let names = ["listen", "stop", "text", "say", "mute", "unmute", "volume", "status", "timers",
-                               "cancel_timer", "cancel_alarm", "clear"]
+                               "cancel_timer", "cancel_alarm", "clear", "wake"]
 
     /// What a request lacked or got wrong, in words for whoever wrote it.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -55,6 +57,7 @@ public enum ControlCommand: Sendable, Equatable {
         case "unmute": return .mute(false)
         case "status", "timers": return .status
         case "clear": return .clearConversation
+        case "wake": return .wake
         case "volume":
             if let step = object["step"]?.stringValue {
                 guard step == "up" || step == "down" else { throw Problem("\"step\" is \"up\" or \"down\", not \"\(step)\"") }
@@ -90,6 +93,7 @@ public enum ControlCommand: Sendable, Equatable {
         case .cancelTimer(let selection): .carryOut(.timer(.cancel(selection)))
         case .cancelAlarm(let selection): .carryOut(.alarm(.cancel(selection)))
         case .clearConversation: .clearConversation
+        case .wake: nil
         }
     }
 

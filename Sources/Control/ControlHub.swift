@@ -8,6 +8,8 @@ import Timers
 public protocol ControlledSpeaker: AnyObject, Sendable {
     func send(_ event: SpeakerEvent)
     var snapshot: SpeakerSnapshot { get }
+    /// The screen was touched: full brightness, and the quiet time before it dims starts again.
+    func wakeScreen()
 }
 
 extension SpeakerLoop: ControlledSpeaker {}
@@ -114,6 +116,7 @@ public final class ControlHub: Sendable {
             ("alarms", .array(snapshot.alarms.map(alarm))),
             ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
             ("problem", .string(s.problem)), ("display", s.display),
+            ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),
         ]
     }
 
@@ -140,6 +143,10 @@ public final class ControlHub: Sendable {
     public func perform(_ command: ControlCommand, waitForAnswer: Bool, answerTimeout: Duration = .seconds(30)) async -> JSONValue {
         guard let speaker = state.withLock({ $0.speaker }) else { return Self.failure("the speaker is not running yet") }
         if command == .status { return snapshotReply }
+        if command == .wake {
+            speaker.wakeScreen()
+            return ["ok": true]
+        }
         guard let event = command.event else { return ["ok": true] }
         guard waitForAnswer && command.waitsForAnswer else {
             speaker.send(event)

@@ -317,6 +317,7 @@ extension ControlCommand {
         case .cancelTimer: "cancel_timer"
         case .cancelAlarm: "cancel_alarm"
         case .clearConversation: "clear"
+        case .wake: "wake"
         }
     }
 }

@@ -54,6 +54,7 @@ public struct AnswerBook: Sendable {
             result = command("WeatherCommand",
                              spoken: "The weather is \(degrees) degrees and mostly cloudy near \(place.spoken).",
                              written: "The weather is \(degrees) \(metric ? "°C" : "°F") and mostly cloudy near \(place.written).")
+            if let nugget = weatherNugget(near: place.written, metric: metric) { result["InformationNuggets"] = [nugget] }
         } else if query.contains("weather"), let fixture = weatherFixture?["AllResults"]?[0]?.objectValue {
             // No position in the request: a real recorded answer (Houndify would place the speaker by its address).
             result = fixture
@@ -116,6 +117,32 @@ public struct AnswerBook: Sendable {
 
     /// The request's TimeZone (ICU's tz database, via FoundationInternationalization), else the system's.
     /// The request's Latitude and Longitude, as words ("48.86 north, 2.35 east") and as written ("48.86° N, 2.35° E").
+    /// The recorded answer's weather nugget (conditions and forecasts), placed at `place`, in °C when `metric`;
+    /// without its template, whose rows are written in the recording's units.
+    func weatherNugget(near place: String, metric: Bool) -> JSONValue? {
+        guard case .object(var nugget)? = weatherFixture?["AllResults"]?[0]?["InformationNuggets"]?[0] else { return nil }
+        nugget["TemplateData"] = nil
+        nugget["Location"] = ["Label": .string(place)]
+        return metric ? Self.celsius(.object(nugget)) : .object(nugget)
+    }
+
+    /// Every temperature (`{"Units": "F", "Value": x}`) in `value` in degrees Celsius.
+    static func celsius(_ value: JSONValue) -> JSONValue {
+        switch value {
+        case .object(var members):
+            if members["Units"]?.stringValue == "F", let fahrenheit = members["Value"]?.doubleValue {
+                members["Units"] = "C"
+                members["WrittenUnits"] = "°C"
+                members["Format"] = "Metric"
+                members["Value"] = .double(((fahrenheit - 32) * 5 / 9 * 10).rounded() / 10)
+                return .object(members)
+            }
+            return .object(members.mapValues(celsius))
+        case .array(let items): return .array(items.map(celsius))
+        default: return value
+        }
+    }
+
     static func position(_ requestInfo: [String: JSONValue]) -> (spoken: String, written: String)? {
         guard let latitude = requestInfo["Latitude"]?.doubleValue, let longitude = requestInfo["Longitude"]?.doubleValue,
               (-90...90).contains(latitude), (-180...180).contains(longitude) else { return nil }

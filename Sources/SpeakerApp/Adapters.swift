@@ -390,3 +390,32 @@ public struct FlagFile: FlagStore {
         }
     }
 }
+
+/// A display's backlight through sysfs (`/sys/class/backlight/NAME`: `max_brightness`, `brightness`), as the
+/// kernel's backlight class offers it for the Raspberry Pi touch displays. Writing it needs the file to be writable
+/// by the service's user (deploy/README.md, "The screen": a udev rule gives it to the video group).
+public struct SysfsBacklight: ScreenLight {
+    public let directory: String
+
+    public init(directory: String) { self.directory = directory }
+
+    public func set(percent: Int) throws(DeviceProblem) {
+        let maxPath = directory + "/max_brightness"
+        guard let data = FileManager.default.contents(atPath: maxPath),
+              let maximum = Int(String(decoding: data, as: UTF8.self).trimmed(.whitespacesAndNewlines)), maximum > 0 else {
+            throw DeviceProblem("[screen] backlight: cannot read \(maxPath) (ls /sys/class/backlight shows the displays' backlights)")
+        }
+        // Never 0 for a dimmed screen: some panels switch off at 0.
+        let value = max(1, (maximum * min(100, max(1, percent)) + 50) / 100)
+        let path = directory + "/brightness"
+        let fd = open(path, O_WRONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw DeviceProblem("[screen] backlight: cannot write \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        // sysfs takes an attribute in one write; it does not block.
+        let text = Array("\(value)\n".utf8)
+        let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        guard written == text.count else {
+            throw DeviceProblem("[screen] backlight: writing \(value) to \(path) failed: \(String(cString: strerror(errno)))")
+        }
+    }
+}

@@ -59,6 +59,7 @@ public struct ClientCommandReader: Sendable {
         for key in ["WrittenResponse", "WrittenResponseLong", "ViewType", "TemplateName", "TemplateData", "HTMLData", "NativeData"] {
             if let value = result.json[key], value != .null { shown[key] = value }
         }
+        if let weather = WeatherCard.read(result.json) { shown["Weather"] = weather }
         return shown.keys.contains(where: { $0 != "WrittenResponse" && $0 != "WrittenResponseLong" && $0 != "ViewType" }) ? .object(shown) : nil
     }
 

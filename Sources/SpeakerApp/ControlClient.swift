@@ -16,7 +16,7 @@ public enum ControlClient {
             if rest.allSatisfy(\.isWhitespace) { throw usage("\(name) needs \(what)") }
         }
         switch name {
-        case "listen", "stop", "mute", "unmute", "status", "timers", "clear":
+        case "listen", "stop", "mute", "unmute", "status", "timers", "clear", "wake":
             guard rest.isEmpty else { throw usage("\(name) takes nothing after it") }
             return ["command": .string(name)]
         case "text":
@@ -44,7 +44,7 @@ public enum ControlClient {
         }
     }
 
-    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear"
+    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake"
 
     static func usage(_ problem: String) -> CommandFailure {
         CommandFailure(message: "ctl: \(problem) (commands: \(commands))", exitCode: 64)

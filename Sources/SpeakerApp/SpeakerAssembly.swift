@@ -60,6 +60,8 @@ public struct SpeakerAssembly {
         settings.machine = config.speaker.machine
         if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
         if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
+        settings.screenDimAfter = config.screen.dimAfter > 0 ? .milliseconds(Int64(config.screen.dimAfter * 1000)) : nil
+        settings.screenDimPercent = config.screen.dimLevel
         if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
         if config.hotphrase.enabled {
             let model: HotPhraseModel
@@ -78,7 +80,8 @@ public struct SpeakerAssembly {
     public func makeLoop() -> SpeakerLoop {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
                                  board: board.map { RunnerBoard($0, hasMuteSwitch: !context.config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
-                                 timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger))
+                                 timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger),
+                                 screen: context.config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: context.config.screen.backlight))
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
 

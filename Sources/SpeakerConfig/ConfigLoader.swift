@@ -240,6 +240,7 @@ struct Reader {
         "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
         "control": ["listen", "token"],
+        "screen": ["dim_after", "dim_level", "backlight"],
         "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
@@ -451,6 +452,20 @@ struct Reader {
             }
             if let address = config.control.listen, !address.isLoopback, config.control.token.isEmpty {
                 throw error("control", "listen", "\(address) can be reached from other machines: set [control] token too, or listen on 127.0.0.1")
+            }
+        }
+        if let t = root["screen"]?.table {
+            if let v = try seconds(t, "screen", "dim_after", range: 0...86_400) { config.screen.dimAfter = v }
+            if let v = try integer(t, "screen", "dim_level") {
+                // 0 would be a screen switched off: it would show nothing of a timer across the room.
+                guard (1...100).contains(v) else { throw error("screen", "dim_level", "must be 1 to 100 (percent of full brightness), not \(v)") }
+                config.screen.dimLevel = v
+            }
+            if let v = try string(t, "screen", "backlight") {
+                guard v.isEmpty || v.hasPrefix("/") else {
+                    throw error("screen", "backlight", "must be a backlight's directory, e.g. \"/sys/class/backlight/10-0045\" (ls /sys/class/backlight), or \"\"")
+                }
+                config.screen.backlight = v
             }
         }
         if let t = root["board"]?.table { try readBoard(t, into: &config.board) }

@@ -109,6 +109,22 @@ public struct SpeakerConfiguration: Sendable {
         public var token = ""
     }
 
+    /// The kiosk screen's brightness (`[screen]`).
+    public struct ScreenSection: Sendable, Equatable {
+        /// Seconds of quiet (ready, nothing ringing) before the screen dims; 0: never.
+        public var dimAfter = 120.0
+        /// Brightness when dimmed, 1-100 percent of full.
+        public var dimLevel = 10
+        /// A sysfs backlight directory (`/sys/class/backlight/NAME`) the speaker sets; "": the page dims its picture.
+        public var backlight = ""
+
+        public init(dimAfter: Double = 120, dimLevel: Int = 10, backlight: String = "") {
+            self.dimAfter = dimAfter
+            self.dimLevel = dimLevel
+            self.backlight = backlight
+        }
+    }
+
     public struct ServeSection: Sendable, Equatable {
         public var port = 8080
         public var transcript = "what time is it"
@@ -163,6 +179,7 @@ public struct SpeakerConfiguration: Sendable {
     public var audio = AudioSection()
     public var serve = ServeSection()
     public var control = ControlSection()
+    public var screen = ScreenSection()
     public var logging = LoggingSection()
     public var board = BoardSection()
     /// espeak-ng's voice (`[speech]`).

@@ -48,6 +48,9 @@ public enum SpeakerActivity: Sendable, Equatable {
     case button(ButtonAction)
     case hotPhrase
     case partialTranscript(String)
+    /// How loud the microphone is while a question is recorded, in dB below full scale (RMS over the last
+    /// `CaptureRouter.levelSamples`, five times a second): what a screen's level meter shows. Never logged.
+    case level(dBFS: Double)
     /// `houndifyVoice`: the answer is played in Houndify's own voice (else espeak-ng speaks it).
     case finalTranscript(transcript: String, answer: String, houndifyVoice: Bool = false)
     case searchFailed(SearchError)
@@ -70,6 +73,25 @@ public enum SpeakerActivity: Sendable, Equatable {
     case alarm(AlarmChange.Kind, SpeakerAlarm)
     /// A timer was set, changed, ticked (every minute), went off, was stopped or missed; `remaining` in seconds.
     case timer(TimerEvent, SpeakerTimer, remaining: Int)
+    /// The screen dimmed after a quiet while, or came back to full brightness.
+    case screen(Screen)
+
+    /// The screen's brightness. `backlight`: the speaker set the display's backlight itself; else a kiosk page
+    /// dims its own picture to `percent`.
+    public struct Screen: Sendable, Equatable {
+        public var dimmed: Bool
+        public var percent: Int
+        public var backlight: Bool
+        public init(dimmed: Bool, percent: Int, backlight: Bool) {
+            self.dimmed = dimmed
+            self.percent = percent
+            self.backlight = backlight
+        }
+
+        public var fields: [(String, JSONValue)] {
+            [("dimmed", .bool(dimmed)), ("percent", .int(Int64(percent))), ("backlight", .bool(backlight))]
+        }
+    }
 
     public enum TimerEvent: String, Sendable {
         case set, cancelled, paused, resumed, extended, reset, ringing, stopped, missed, tick
@@ -84,6 +106,7 @@ extension SpeakerActivity {
         case .button: "button"
         case .hotPhrase: "hotphrase"
         case .partialTranscript: "partial"
+        case .level: "level"
         case .finalTranscript: "final"
         case .searchFailed: "error"
         case .answerShown: "answer"
@@ -97,6 +120,7 @@ extension SpeakerActivity {
         case .timer: "timer"
         case .muted: "mute"
         case .alarm: "alarm"
+        case .screen: "screen"
         }
     }
 
@@ -107,6 +131,7 @@ extension SpeakerActivity {
         case .button(let action): [("action", .string(action.rawValue))]
         case .hotPhrase: []
         case .partialTranscript(let text): [("text", .string(text))]
+        case .level(let dBFS): [("dbfs", .double((dBFS * 10).rounded() / 10))]
         case .finalTranscript(let transcript, let answer, let houndifyVoice):
             [("transcript", .string(transcript)), ("answer", .string(answer))] + (houndifyVoice ? [("voice", .string("houndify"))] : [])
         case .searchFailed(let error):
@@ -138,6 +163,7 @@ extension SpeakerActivity {
         case .timer(let event, let timer, let remaining):
             [("change", .string(event.rawValue)), ("id", .int(Int64(timer.id))), ("name", .string(timer.name)),
              ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
+        case .screen(let screen): screen.fields
         }
     }
 
@@ -167,6 +193,7 @@ extension SpeakerActivity {
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
         case .answerShown(let text): (.notice, "answer: \(text)")
         case .display: nil
+        case .level: nil
         case .leds: nil
         case .volume(let percent, let off): (.info, off ? "sound off (volume \(percent) when it is back on)" : "volume \(percent)")
         case .microphone(let event):
@@ -195,10 +222,22 @@ extension SpeakerActivity {
             case .set: (.info, "\(timer.spokenName) set for \(SpokenDuration.words(timer.seconds))")
             default: (.info, "\(timer.spokenName) \(event.rawValue) (\(SpokenDuration.words(remaining)) left)")
             }
+        case .screen(let screen): (.debug, screen.dimmed ? "screen dimmed to \(screen.percent) %" : "screen at full brightness")
         }
     }
 }
 
+
+extension SpeakerActivity {
+    /// Something a person would look at the screen for: it comes back to full brightness.
+    var wakesScreen: Bool {
+        switch self {
+        case .stateChanged, .button, .hotPhrase, .volume, .muted, .answerShown, .alarm: true
+        case .timer(let event, _, _): event != .tick
+        default: false
+        }
+    }
+}
 
 /// What the speaker is doing and holds at one moment: what a screen or script shows when it connects, before the
 /// activities that follow.
@@ -213,9 +252,12 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     public var alarms: [SpeakerAlarm]
     /// The wall time it was taken at (timers' remaining time is counted from it).
     public var now: WallTime
+    public var screen: SpeakerActivity.Screen
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
-                alarms: [SpeakerAlarm], now: WallTime) {
+                alarms: [SpeakerAlarm], now: WallTime,
+                screen: SpeakerActivity.Screen = .init(dimmed: false, percent: 100, backlight: false)) {
+        self.screen = screen
         self.state = state
         self.muted = muted
         self.offline = offline

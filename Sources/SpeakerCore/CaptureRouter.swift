@@ -1,4 +1,5 @@
 import AudioCore
+import Glibc
 import Synchronization
 
 /// The last `capacity` samples heard, oldest first: what came just before a hot phrase fired (its end, which the
@@ -40,7 +41,15 @@ final class CaptureRouter: Sendable {
         var searchID = 0
         var ring: PreRollRing
         var listenForHotPhrase = true
+        /// The sum of squares and count of the samples since the last level was told (while a question is recorded).
+        var levelEnergy = 0.0
+        var levelCount = 0
     }
+
+    /// 200 ms at 16 kHz: a level meter moves five times a second, slow enough for a socket and a screen.
+    static let levelSamples = 3_200
+    /// The level told for digital silence (log10 of zero has no value).
+    static let silenceDBFS = -96.0
 
     private let route: Mutex<Route>
     private let detector: (any HotPhraseDetecting)?
@@ -59,6 +68,8 @@ final class CaptureRouter: Sendable {
             r.search = search
             r.endpointer = endpointer
             r.searchID = id
+            r.levelEnergy = 0
+            r.levelCount = 0
             if preRoll { r.ring.read { _ = search.write($0) } }
         }
     }
@@ -80,21 +91,38 @@ final class CaptureRouter: Sendable {
 
     /// Called by the capture thread for every frame.
     func frame(_ samples: UnsafeBufferPointer<Int16>) {
-        let (decision, id, hot) = route.withLock { r -> (Endpointer.Decision?, Int, Bool) in
+        let (decision, id, hot, level) = route.withLock { r -> (Endpointer.Decision?, Int, Bool, Double?) in
             r.ring.append(samples)
             var decision: Endpointer.Decision? = nil
+            var level: Double? = nil
             if let search = r.search {
                 // Fed until the loop detaches it (the machine's endAudio or cancelSearch), even once refused or
                 // once the endpointer has decided: whether the upload has ended is the machine's to say, and a
                 // refused frame costs nothing. The endpointer says nothing after its one final decision.
                 _ = search.write(samples)
                 decision = r.endpointer?.process(samples)
+                for sample in samples { r.levelEnergy += Double(sample) * Double(sample) }
+                r.levelCount += samples.count
+                if r.levelCount >= Self.levelSamples {
+                    level = Self.dBFS(meanSquare: r.levelEnergy / Double(r.levelCount))
+                    r.levelEnergy = 0
+                    r.levelCount = 0
+                }
             }
             let hot = r.search == nil && r.listenForHotPhrase && detector?.process(samples) == true
-            return (decision, r.searchID, hot)
+            return (decision, r.searchID, hot, level)
         }
+        if let level { post(.tell(.level(dBFS: level))) }
         if let decision { post(.endpoint(id: id, decision)) }
         if hot { post(.event(.hotPhrase)) }
+    }
+}
+
+extension CaptureRouter {
+    /// RMS in dB relative to a full-scale square wave (32768), floored at `silenceDBFS`.
+    static func dBFS(meanSquare: Double) -> Double {
+        guard meanSquare > 0 else { return silenceDBFS }
+        return max(silenceDBFS, 10 * log10(meanSquare / (32768.0 * 32768.0)))
     }
 }
 
@@ -116,4 +144,8 @@ enum LoopInput: Sendable {
     case timerTick
     /// Something that happened off the loop (an owner's command ended), told from the loop.
     case tell(SpeakerActivity)
+    /// The screen was touched.
+    case wakeScreen
+    /// The speaker has been quiet long enough for the screen to dim.
+    case screenIdle
 }

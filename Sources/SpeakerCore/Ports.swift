@@ -143,6 +143,15 @@ public protocol HotPhraseDetecting: AnyObject, Sendable {
     func reset()
 }
 
+// MARK: Screen
+
+/// The screen's backlight (a kiosk display's), set by the loop: full while something happens, dimmed when the
+/// speaker has been quiet for a while, never off (a screen across the room still shows the time and the timers).
+public protocol ScreenLight: Sendable {
+    /// `percent`: 1-100 of the display's full brightness.
+    func set(percent: Int) throws(DeviceProblem)
+}
+
 // MARK: Time
 
 /// A one-shot timer that is moved, not re-made, each time it is armed.

@@ -20,12 +20,15 @@ public struct SpeakerPorts: Sendable {
     public var muteStore: (any FlagStore)?
     /// Runs the owner's commands; nil: none can run.
     public var commands: (any CommandPort)?
+    /// The screen's backlight; nil: the kiosk page dims its own picture instead.
+    public var screen: (any ScreenLight)?
 
     public init(search: any VoiceSearchService, speech: any SpeechOutputPort, volume: any VolumeControl,
                 microphone: any MicrophonePort, board: (any BoardPort)? = nil, hotPhrase: (any HotPhraseDetecting)? = nil,
                 clock: any LoopClock, system: any SystemInfo, timerStore: (any TimerStore)? = nil,
-                muteStore: (any FlagStore)? = nil, commands: (any CommandPort)? = nil) {
+                muteStore: (any FlagStore)? = nil, commands: (any CommandPort)? = nil, screen: (any ScreenLight)? = nil) {
         self.commands = commands
+        self.screen = screen
         self.timerStore = timerStore
         self.muteStore = muteStore
         self.search = search
@@ -60,6 +63,10 @@ public struct SpeakerLoopSettings: Sendable {
     /// Audio kept from before a hot phrase, for the query.
     public var preRollMS = 300
     public var heartbeat: LoopHeartbeat?
+    /// Quiet time (ready, nothing ringing) before the screen dims; nil: it never dims.
+    public var screenDimAfter: Duration? = .seconds(120)
+    /// The brightness of a dimmed screen, 1-100 percent (never 0: dimmed, not off).
+    public var screenDimPercent = 10
     public init() {}
 }
 
@@ -84,6 +91,8 @@ public final class SpeakerLoop: Sendable {
     private let timerAlarm: any LoopTimer
     /// Every minute while a timer counts down: the `tick` activity.
     private let timerTick: any LoopTimer
+    /// When the screen dims, armed whenever the speaker becomes ready.
+    private let screenIdle: any LoopTimer
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
@@ -114,6 +123,9 @@ public final class SpeakerLoop: Sendable {
         /// What the machine was last told about running timers.
         var toldTimersRunning = false
         var toldLastMinute = false
+        var screenDimmed = false
+        /// The backlight failed once: the page dims its own picture from then on.
+        var screenLightFailed = false
     }
 
     public init(ports: SpeakerPorts, settings: SpeakerLoopSettings = .init(), logger: Logger,
@@ -133,6 +145,7 @@ public final class SpeakerLoop: Sendable {
         pulse = ports.clock.makeTimer { continuation.yield(.heartbeat) }
         timerAlarm = ports.clock.makeTimer { continuation.yield(.timersDue) }
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
+        screenIdle = ports.clock.makeTimer { continuation.yield(.screenIdle) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
         // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
         // not be dropped in state none.
@@ -142,14 +155,22 @@ public final class SpeakerLoop: Sendable {
     /// Feeds an event from outside (a test, the demo's script, a signal handler's shutdown).
     public func send(_ event: SpeakerEvent) { continuation.yield(.event(event)) }
 
+    /// Someone touched the screen: it comes back to full brightness, and the quiet time starts again.
+    public func wakeScreen() { continuation.yield(.wakeScreen) }
+
     /// The current state.
     public var currentState: SpeakerState { state.withLock { $0.machine.state } }
 
     /// What the speaker is doing and holds now, for a screen or a script that has just connected.
     public var snapshot: SpeakerSnapshot {
         let (machine, book) = state.withLock { ($0.machine, $0.timers) }
+        let screen = state.withLock { s in
+            SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
+                                   backlight: ports.screen != nil && !s.screenLightFailed)
+        }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
-                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime)
+                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime,
+                               screen: screen)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -238,6 +259,12 @@ public final class SpeakerLoop: Sendable {
         case .tell(let activity):
             tell(activity)
             return nil
+        case .wakeScreen:
+            brightenScreen()
+            return nil
+        case .screenIdle:
+            dimScreen()
+            return nil
         case .timersDue:
             checkTimers()
             return nil
@@ -305,6 +332,40 @@ public final class SpeakerLoop: Sendable {
             logger.log(level: entry.level, "\(entry.message)", metadata: activity.metadata)
         }
         for observer in observers { observer(activity) }
+        if activity.wakesScreen { brightenScreen() }
+    }
+
+    /// Full brightness now (if dimmed), and the quiet time counted again from now if the speaker is ready.
+    private func brightenScreen() {
+        let (dimmed, ready) = state.withLock { s in
+            defer { s.screenDimmed = false }
+            return (s.screenDimmed, s.machine.state == .ready)
+        }
+        if dimmed { setScreen(percent: 100) }
+        if ready, let after = settings.screenDimAfter { screenIdle.schedule(after: after) } else { screenIdle.disarm() }
+    }
+
+    /// Dims the screen, if the speaker is still quiet (the timer may fire just as something starts).
+    private func dimScreen() {
+        let dim = state.withLock { s in
+            defer { if s.machine.state == .ready { s.screenDimmed = true } }
+            return s.machine.state == .ready && !s.screenDimmed
+        }
+        if dim { setScreen(percent: settings.screenDimPercent) }
+    }
+
+    private func setScreen(percent: Int) {
+        var backlight = false
+        if let light = ports.screen, !state.withLock({ $0.screenLightFailed }) {
+            do throws(DeviceProblem) {
+                try light.set(percent: percent)
+                backlight = true
+            } catch {
+                state.withLock { $0.screenLightFailed = true }
+                tell(.deviceProblem(DeviceProblem("\(error.message); the screen's page dims its own picture instead")))
+            }
+        }
+        tell(.screen(SpeakerActivity.Screen(dimmed: percent < 100, percent: percent, backlight: backlight)))
     }
 
     /// Carries out one effect; returns true when the loop must end.

@@ -33,6 +33,7 @@ import Timers
         #expect(try parse(#"{"command":"cancel_timer","name":"pasta"}"#) == .cancelTimer(.named("pasta")))
         #expect(try parse(#"{"command":"cancel_alarm","all":true}"#) == .cancelAlarm(.all))
         #expect(try parse(#"{"command":"clear"}"#) == .clearConversation)
+        #expect(try parse(#"{"command":"wake"}"#) == .wake)
         #expect(ControlCommand.text("hi").event == .textQuery("hi"))
         #expect(ControlCommand.stop.event == .cancel)
     }
@@ -174,6 +175,12 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         #expect(await c.rig.eventually { !c.rig.loop.snapshot.muted })
         #expect(try await c.post(#"{"command":"clear"}"#).json["ok"] == true)
         #expect(await c.rig.eventually { c.rig.search.conversationsCleared == 1 })
+        // A touch on a dimmed screen: full brightness again, in the snapshot too.
+        c.rig.clock.advance(by: .seconds(120))
+        #expect(await c.rig.eventually { c.rig.loop.snapshot.screen.dimmed })
+        #expect(try await c.post(#"{"command":"status"}"#).json["screen"]?["dimmed"] == true)
+        #expect(try await c.post(#"{"command":"wake"}"#).json["ok"] == true)
+        #expect(await c.rig.eventually { !c.rig.loop.snapshot.screen.dimmed })
         #expect(try await c.post(#"{"command":"listen"}"#).json["ok"] == true)
         #expect(await c.rig.eventually { c.rig.loop.currentState == .recording })
         #expect(try await c.post(#"{"command":"stop"}"#).json["ok"] == true)

@@ -33,3 +33,28 @@ import Testing
         #expect(short.line == 2 && short.problem.contains("at least 16"))
     }
 }
+
+@Suite struct ScreenConfigTests {
+    func problem(_ text: String) -> ConfigError? {
+        do throws(ConfigError) { _ = try ConfigLoader.parse(text: text, file: "c.toml"); return nil } catch { return error }
+    }
+
+    @Test func dimsAfterTwoMinutesToATenthByDefault() throws {
+        let screen = try ConfigLoader.parse(text: "", file: "c.toml").screen
+        #expect(screen == .init(dimAfter: 120, dimLevel: 10, backlight: ""))
+        let set = try ConfigLoader.parse(text: "[screen]\ndim_after = 0\ndim_level = 30\nbacklight = \"/sys/class/backlight/10-0045\"\n",
+                                         file: "c.toml").screen
+        #expect(set == .init(dimAfter: 0, dimLevel: 30, backlight: "/sys/class/backlight/10-0045"))
+    }
+
+    @Test func badValuesAreNamedWithTheirLine() throws {
+        let off = try #require(problem("[screen]\n\ndim_level = 0\n"))
+        #expect(off.line == 3 && off.key == "[screen] dim_level" && off.problem.contains("1 to 100"))
+        let negative = try #require(problem("[screen]\ndim_after = -5\n"))
+        #expect(negative.line == 2 && negative.key == "[screen] dim_after")
+        let relative = try #require(problem("[screen]\nbacklight = \"10-0045\"\n"))
+        #expect(relative.line == 2 && relative.problem.contains("/sys/class/backlight"))
+        let unknown = try #require(problem("[screen]\nbrightness = 5\n"))
+        #expect(unknown.line == 2)
+    }
+}

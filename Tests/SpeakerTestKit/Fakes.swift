@@ -453,3 +453,21 @@ public final class FakeCommands: CommandPort {
     /// Ends the latest command with `status`.
     public func end(_ status: Int32) { state.withLock { $0.last?.ended }?(.success(status)) }
 }
+
+/// A backlight that keeps what it was set to, or fails as a backlight the service may not write does.
+public final class FakeScreenLight: ScreenLight {
+    private let state = Mutex<(levels: [Int], failing: Bool)>(([], false))
+
+    public init(failing: Bool = false) { state.withLock { $0.failing = failing } }
+
+    public func set(percent: Int) throws(DeviceProblem) {
+        let failing = state.withLock { s in
+            s.levels.append(percent)
+            return s.failing
+        }
+        if failing { throw DeviceProblem("[screen] backlight: cannot write /sys/class/backlight/test/brightness: Permission denied") }
+    }
+
+    /// Every level asked for, failed or not.
+    public var levels: [Int] { state.withLock { $0.levels } }
+}

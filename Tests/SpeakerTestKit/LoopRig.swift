@@ -20,7 +20,8 @@ public final class LoopRig: Sendable {
     /// `clock` and `timerStore` from an earlier rig (stopped) make this one the same speaker restarted.
     public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
                 holdEarcons: Bool = false, clock: ManualClock = ManualClock(), timerStore: FakeTimerStore = FakeTimerStore(),
-                muteStore: FakeFlagStore? = nil, muteSwitch: Bool = false, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+                muteStore: FakeFlagStore? = nil, muteSwitch: Bool = false, screen: (any ScreenLight)? = nil,
+                observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
         board = FakeBoard(hasMuteSwitch: muteSwitch)
         self.clock = clock
         self.timerStore = timerStore
@@ -32,7 +33,7 @@ public final class LoopRig: Sendable {
         logger.logLevel = .critical
         let ports = SpeakerPorts(search: search, speech: speech, volume: volume, microphone: microphone, board: board,
                                  hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem(), timerStore: timerStore,
-                                 muteStore: muteStore, commands: commands)
+                                 muteStore: muteStore, commands: commands, screen: screen)
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }

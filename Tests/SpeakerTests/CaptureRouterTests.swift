@@ -66,3 +66,45 @@ import SpeakerApp
         #expect(pieces == [[3, 4], [5, 6]])
     }
 }
+
+/// The microphone's level, told five times a second while a question is recorded (a screen's level meter).
+@Suite struct CaptureRouterLevelTests {
+    final class Sink: VoiceSearchSession {
+        let events = AsyncStream<SearchEvent> { _ in }
+        func write(_ samples: UnsafeBufferPointer<Int16>) -> Bool { true }
+        func finish() {}
+        func cancel() {}
+        var firstAudioSent: ContinuousClock.Instant? { nil }
+    }
+
+    func levels(attached: Bool, samples: [Int16]) -> [Double] {
+        let told = Mutex<[Double]>([])
+        let router = CaptureRouter(preRollMS: 300, detector: nil) { input in
+            if case .tell(.level(let dBFS)) = input { told.withLock { $0.append(dBFS) } }
+        }
+        if attached { router.attach(Sink(), id: 1, endpointer: Endpointer(), preRoll: false) }
+        MonoAudio(samples: samples, sampleRate: 16_000).forEachFrame(wholeOnly: true) { router.frame($0); return true }
+        return told.withLock { $0 }
+    }
+
+    /// A square wave of amplitude `a` has an RMS of `a`: its level is 20 log10(a / 32768).
+    func square(amplitude: Int16, seconds: Double) -> [Int16] {
+        (0..<Int(seconds * 16_000)).map { $0 % 40 < 20 ? amplitude : -amplitude }
+    }
+
+    @Test func fiveTimesASecondAtTheSignalsLevel() {
+        let told = levels(attached: true, samples: square(amplitude: 3_277, seconds: 1))
+        #expect(told.count == 5)
+        for level in told { #expect(abs(level - -20.0) < 0.01) }
+    }
+
+    @Test func silenceIsTheFloorNotMinusInfinity() {
+        let told = levels(attached: true, samples: [Int16](repeating: 0, count: 6_400))
+        #expect(told == [CaptureRouter.silenceDBFS, CaptureRouter.silenceDBFS])
+    }
+
+    /// Between questions nothing is told: no one needs a meter of the kitchen, and no socket carries it.
+    @Test func nothingWhileNoQuestionIsRecorded() {
+        #expect(levels(attached: false, samples: square(amplitude: 10_000, seconds: 1)).isEmpty)
+    }
+}

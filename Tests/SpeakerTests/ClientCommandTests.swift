@@ -315,3 +315,42 @@ import Timers
         #expect(try String(contentsOfFile: out, encoding: .utf8) == "key=\n")
     }
 }
+
+/// The weather card a screen draws, read from Houndify's weather nugget (Sources/SpeakerApp/WeatherCard.swift).
+@Suite struct WeatherCardTests {
+    func display(_ query: String, info: [String: JSONValue]) throws -> JSONValue? {
+        let json = AnswerBook().answer(transcript: query, requestInfo: info.merging(["TimeZone": "UTC"]) { a, _ in a }, voice: false)
+        return ClientCommandReader().read(try HoundServerResponse(json: json, raw: Data())).answer.display
+    }
+
+    /// The recorded Houndify answer (no position in the request): its conditions, temperatures and forecast.
+    @Test func readsTheRecordedAnswersWeather() throws {
+        let weather = try #require(try display("what's the weather", info: [:])?["Weather"])
+        #expect(weather["location"] == "Prosper, Texas")
+        #expect(weather["conditions"] == "Mostly cloudy")
+        #expect(weather["key"] == "mostlycloudy")
+        #expect(weather["temperature"] == "84 °F")
+        #expect(weather["feels_like"] == "90 °F")
+        #expect(weather["humidity_pct"] == 66)
+        let day = try #require(weather["days"]?[0])
+        #expect(day == ["date": "2019-08-27", "conditions": "Showers", "key": "rain", "high": "84 °F", "low": "72 °F",
+                        "precipitation_pct": 65])
+    }
+
+    /// Asked with the speaker's position and metric units: the card is placed there and in degrees Celsius.
+    @Test func placedAndInTheUnitsAskedFor() throws {
+        let weather = try #require(try display("what's the weather", info: ["Latitude": 52.52, "Longitude": 13.4,
+                                                                           "UnitPreference": "METRIC"])?["Weather"])
+        #expect(weather["location"] == "52.52° N, 13.40° E")
+        #expect(weather["temperature"] == "29 °C")
+        #expect(weather["days"]?[0]?["low"] == "22 °C")
+    }
+
+    /// An answer without weather has no card; a nugget of another kind is not read as weather.
+    @Test func noWeatherNoCard() {
+        #expect(WeatherCard.read(["WrittenResponse": "It is noon."]) == nil)
+        #expect(WeatherCard.read(["InformationNuggets": [["NuggetKind": "DateAndTime", "CurrentTemperature": ["Value": ["Value": 1]]]]]) == nil)
+        #expect(WeatherCard.read(["NativeData": ["CurrentTemperature": ["Value": ["Value": 20.4, "WrittenUnits": "°C"]]]])
+                == ["temperature": "20 °C"])
+    }
+}

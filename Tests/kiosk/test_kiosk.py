@@ -68,7 +68,7 @@ class Service:
 class Speaker(RunSpeaker):
     """`run` with the control API on a free port, against the local service."""
 
-    def __init__(self, tmp, service_port):
+    def __init__(self, tmp, service_port, screen="dim_after = 0"):
         self.control = free_port()
         super().__init__(pathlib.Path(tmp), service_port, extra=f"""[houndify.request_info]
 LocalServiceTranscript = "what time is it"
@@ -77,6 +77,8 @@ timers_file = "{tmp}/timers.json"
 mute_file = "{tmp}/muted"
 [control]
 listen = "127.0.0.1:{self.control}"
+[screen]
+{screen}
 """)
 
     def ctl(self, *words):
@@ -147,11 +149,14 @@ def rig():
     browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/")
     browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the ready state")
     # Everything the state line and the partial transcript ever show, however briefly.
-    browser.evaluate("""window.seen = { state: [], partial: [] };
+    browser.evaluate("""window.seen = { state: [], partial: [], level: [] };
         for (const id of ['state', 'partial']) new MutationObserver(() => {
             const text = document.getElementById(id).textContent;
             if (text && window.seen[id].at(-1) !== text) window.seen[id].push(text);
-        }).observe(document.getElementById(id), { childList: true, characterData: true, subtree: true }); true""")
+        }).observe(document.getElementById(id), { childList: true, characterData: true, subtree: true });
+        const meter = document.querySelector('#level span');
+        new MutationObserver(() => window.seen.level.push(parseFloat(meter.style.width)))
+            .observe(meter, { attributes: true, attributeFilter: ['style'] }); true""")
     yield speaker, browser
     browser.stop()
     speaker.stop()
@@ -161,8 +166,8 @@ def rig():
 
 def test_a_question_by_the_button_shows_its_words_the_answer_and_the_states(rig):
     speaker, browser = rig
-    seen = speaker.press()
-    final = next(e for e in seen if e.get("event") == "final")
+    events = speaker.press()
+    final = next(e for e in events if e.get("event") == "final")
     browser.wait_until("document.getElementById('answer-text').textContent.length > 0", "the answer")
     assert browser.evaluate("document.getElementById('answer-text').textContent") == final["answer"]
     assert browser.evaluate("document.getElementById('transcript').textContent") == "what time is it"
@@ -172,6 +177,31 @@ def test_a_question_by_the_button_shows_its_words_the_answer_and_the_states(rig)
         assert state in seen["state"], seen
     assert seen["partial"], "no partial transcript was shown"
     assert all("what time is it".startswith(p) for p in seen["partial"]), seen["partial"]
+    # The level meter moved with the question's loudness, as the level events told it.
+    levels = [e["dbfs"] for e in events if e.get("event") == "level"]
+    assert levels, "no level events while the question was recorded"
+    widths = {max(0.0, min(100.0, (db + 60) / 60 * 100)) for db in levels}
+    widths.add(0.0)  # the meter starts empty for each question (CSS keeps widths to 6 digits)
+    assert seen["level"] and max(seen["level"]) > 0, seen["level"]
+    assert all(any(abs(w - x) < 1e-3 for x in widths) for w in seen["level"]), (seen["level"], widths)
+
+
+def test_the_weather_is_a_card_drawn_from_its_conditions(rig):
+    speaker, browser = rig
+    asked = speaker.ctl("text", "what's the weather like")
+    assert asked.returncode == 0, asked.stderr
+    weather = speaker.wait_for(lambda e: e.get("event") == "display")["data"]["Weather"]
+    browser.wait_until("document.querySelector('#card .weather .temp') !== null", "the weather card")
+    card = browser.evaluate("""(() => { const c = document.querySelector('#card .weather');
+        return { temp: c.querySelector('.temp').textContent, conditions: c.querySelector('.conditions').textContent,
+                 icon: c.querySelector('.now .icon').textContent, place: c.querySelector('.place').textContent,
+                 days: [...c.querySelectorAll('.day .name')].map((d) => d.textContent) }; })()""")
+    assert card["temp"] == weather["temperature"]
+    assert card["conditions"] == weather["conditions"] == "Mostly cloudy"
+    assert card["icon"] == "☁"  # "mostlycloudy", drawn by the page itself
+    assert card["place"].startswith(weather["location"])
+    assert card["days"] == ["Tue"]  # 2019-08-27, the recorded forecast's day
+    assert not browser.evaluate("document.getElementById('card').hidden")
 
 
 def test_a_hound_link_in_the_answers_html_asks_in_the_same_conversation(rig):
@@ -218,3 +248,33 @@ def test_a_timer_counts_down_rings_and_stops_from_the_screen(rig):
     speaker.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == "stopped")
     browser.wait_until("document.querySelector('#timers li') === null", "the timer gone")
     browser.wait_until("document.getElementById('state').textContent === 'Ready'", "ready again")
+
+
+def test_a_quiet_screen_dims_and_a_touch_wakes_it_without_pressing_anything():
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port, screen="dim_after = 2\ndim_level = 10")
+    browser = Browser(tmp)
+    try:
+        browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/")
+        dimmed = speaker.wait_for(lambda e: e.get("event") == "screen")
+        assert dimmed == {"event": "screen", "dimmed": True, "percent": 10, "backlight": False}
+        # No backlight of its own: the page darkens its picture to a tenth, and keeps showing it.
+        browser.wait_until("document.body.classList.contains('dimmed')", "the dimmed page")
+        browser.wait_until("getComputedStyle(document.getElementById('dim')).opacity === '0.9'", "the darkened picture")
+        assert browser.evaluate("document.getElementById('state').textContent") == "Ready"
+        # A touch on "Touch to talk" while dimmed only wakes the screen.
+        box = browser.evaluate("(() => { const r = document.getElementById('talk').getBoundingClientRect();"
+                               " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
+        for kind in ("mousePressed", "mouseReleased"):
+            browser.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+        seen = []
+        bright = speaker.wait_for(lambda e: e.get("event") == "screen", seen)
+        assert bright == {"event": "screen", "dimmed": False, "percent": 100, "backlight": False}
+        browser.wait_until("!document.body.classList.contains('dimmed')", "the page at full brightness")
+        assert not [e for e in seen if e.get("event") == "state"], f"the touch pressed a button: {seen}"
+    finally:
+        browser.stop()
+        speaker.stop()
+        service.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
