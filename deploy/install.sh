@@ -10,6 +10,8 @@
 #
 #   --config FILE   the config to put in /etc/hound-speaker/speaker.toml if there is none yet (default: the
 #                   documented config/speaker.toml). An existing config is never overwritten.
+#   --kiosk         also the screen: Chromium in kiosk mode on the speaker's page (hound-speaker-kiosk.service,
+#                   cage and chromium), and the backlight made writable for the speaker's dimming ([screen])
 #
 # Idempotent: a file already installed and identical is left alone (the last line counts what changed).
 set -euo pipefail
@@ -31,6 +33,11 @@ say() { printf 'install: %s\n' "$*"; }
 die() { printf 'install: error: %s\n' "$*" >&2; exit 1; }
 
 ROOT="${DESTDIR:-}"
+KIOSK=0
+# The screen (--kiosk): the Wayland kiosk compositor, Debian's Chromium, and the page's font.
+KIOSK_PACKAGES=(cage chromium fonts-dejavu-core)
+KIOSK_USER=hound-speaker-kiosk
+KIOSK_UNIT=hound-speaker-kiosk.service
 BINARY=""
 CONFIG_SRC="$SRC/config/speaker.toml"
 while [ $# -gt 0 ]; do
@@ -41,8 +48,9 @@ while [ $# -gt 0 ]; do
         --binary=*) BINARY="${1#--binary=}"; shift ;;
         --config) [ $# -ge 2 ] || die "--config needs a file"; CONFIG_SRC="$2"; shift 2 ;;
         --config=*) CONFIG_SRC="${1#--config=}"; shift ;;
+        --kiosk) KIOSK=1; shift ;;
         --list-packages) printf '%s\n' "${RUNTIME_PACKAGES[@]}"; exit 0 ;;
-        -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) die "unknown argument \"$1\" (see --help)" ;;
     esac
 done
@@ -62,7 +70,9 @@ note() { say "$*"; changed=$((changed + 1)); }
 
 # --- packages
 missing=()
-for p in "${RUNTIME_PACKAGES[@]}"; do
+packages=("${RUNTIME_PACKAGES[@]}")
+[ "$KIOSK" -eq 0 ] || packages+=("${KIOSK_PACKAGES[@]}")
+for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -gt 0 ]; then
@@ -135,6 +145,23 @@ else
     fi
 fi
 
+if [ "$KIOSK" -eq 1 ]; then
+    # The browser runs as a user of its own with the display, GPU and touch screen; the speaker joins video, the
+    # group the udev rule gives the backlight to.
+    if [ -n "$ROOT" ]; then
+        say "would create the system user $KIOSK_USER (groups video, render, input) and add $USER_NAME to video"
+    else
+        for g in video render input; do
+            getent group "$g" >/dev/null || { groupadd --system "$g"; note "created group $g"; }
+        done
+        if ! id "$KIOSK_USER" >/dev/null 2>&1; then
+            useradd --system --user-group --home-dir "/var/lib/$KIOSK_USER" --no-create-home \
+                    --shell /usr/sbin/nologin --groups video,render,input "$KIOSK_USER"
+            note "created system user $KIOSK_USER (groups video, render, input)"
+        fi
+        id -nG "$USER_NAME" | tr ' ' '\n' | grep -qx video || { usermod -a -G video "$USER_NAME"; note "added $USER_NAME to video"; }
+    fi
+fi
 # --- files
 # put SOURCE DEST MODE: copies only when the content differs, then makes the mode right.
 put() {
@@ -174,10 +201,9 @@ if [ -d "$SRC/share/hotphrase" ]; then
     sync_dir "$SRC/share/hotphrase" /usr/share/hound-speaker/hotphrase '*'
 fi
 
-unit_before="$(cat "$ROOT/etc/systemd/system/$UNIT" 2>/dev/null || true)"
+unit_before="$(cat "$ROOT/etc/systemd/system/$UNIT" "$ROOT/etc/systemd/system/$UNIT.d/"*.conf 2>/dev/null || true)"
 put "$SRC/deploy/$UNIT" "/etc/systemd/system/$UNIT" 0644
 unit_changed=0
-[ "$unit_before" = "$(cat "$ROOT/etc/systemd/system/$UNIT")" ] || unit_changed=1
 
 # The config holds the client key: private to the service user, and never replaced once there.
 install -d -m 0755 "$ROOT/etc/hound-speaker"
@@ -199,6 +225,30 @@ elif [ "$(stat -c %U:%G "$config")" != "$USER_NAME:$USER_NAME" ]; then
     note "owner $USER_NAME: /etc/hound-speaker/speaker.toml"
 fi
 
+if [ "$KIOSK" -eq 1 ]; then
+    put "$SRC/deploy/$KIOSK_UNIT" "/etc/systemd/system/$KIOSK_UNIT" 0644
+    put "$SRC/deploy/70-hound-speaker-backlight.rules" /etc/udev/rules.d/70-hound-speaker-backlight.rules 0644
+    # The speaker's sandbox keeps /sys read-only; the display's backlight (where /sys/class/backlight/NAME really
+    # is) is opened for it. A machine without one gets no drop-in, and the page dims its own picture.
+    dropin="$(mktemp)"
+    for b in "$ROOT"/sys/class/backlight/*; do
+        [ -e "$b" ] || continue
+        [ -s "$dropin" ] || printf '%s\n' "# Written by install.sh --kiosk: the displays' backlights, which [screen] backlight may name." "[Service]" >"$dropin"
+        real="$(readlink -f "$b")"
+        printf 'ReadWritePaths=-%s\n' "${real#"$ROOT"}" >>"$dropin"
+    done
+    if [ -s "$dropin" ]; then
+        put "$dropin" "/etc/systemd/system/$UNIT.d/backlight.conf" 0644
+    elif [ -e "$ROOT/etc/systemd/system/$UNIT.d/backlight.conf" ]; then
+        rm -f "$ROOT/etc/systemd/system/$UNIT.d/backlight.conf"
+        note "removed /etc/systemd/system/$UNIT.d/backlight.conf (no backlight now)"
+    fi
+    rm -f "$dropin"
+    [ -n "$ROOT" ] || udevadm trigger --subsystem-match=backlight --action=add 2>/dev/null || true
+fi
+unit_now="$(cat "$ROOT/etc/systemd/system/$UNIT" "$ROOT/etc/systemd/system/$UNIT.d/"*.conf 2>/dev/null || true)"
+[ "$unit_before" = "$unit_now" ] || unit_changed=1
+
 # --- the service
 wants="$ROOT/etc/systemd/system/multi-user.target.wants"
 if [ -n "$ROOT" ]; then
@@ -209,8 +259,12 @@ if [ -n "$ROOT" ]; then
         note "enabled $UNIT (multi-user.target.wants)"
     fi
     say "would run: systemctl daemon-reload; systemctl enable --now $UNIT"
+    if [ "$KIOSK" -eq 1 ] && [ "$(readlink "$wants/$KIOSK_UNIT" 2>/dev/null)" != "/etc/systemd/system/$KIOSK_UNIT" ]; then
+        ln -sfn "/etc/systemd/system/$KIOSK_UNIT" "$wants/$KIOSK_UNIT"
+        note "enabled $KIOSK_UNIT (multi-user.target.wants)"
+    fi
 else
-    [ "$unit_changed" -eq 0 ] || systemctl daemon-reload
+    [ "$unit_changed" -eq 0 ] && [ "$KIOSK" -eq 0 ] || systemctl daemon-reload
     if ! systemctl is-enabled --quiet "$UNIT" 2>/dev/null; then
         systemctl enable --quiet "$UNIT"
         note "enabled $UNIT"
@@ -220,6 +274,11 @@ else
         say "restarted $UNIT"
     elif ! systemctl is-active --quiet "$UNIT"; then
         systemctl start "$UNIT" || say "$UNIT did not start: journalctl -u hound-speaker -n 20 shows why"
+    fi
+    if [ "$KIOSK" -eq 1 ]; then
+        systemctl is-enabled --quiet "$KIOSK_UNIT" 2>/dev/null || { systemctl enable --quiet "$KIOSK_UNIT"; note "enabled $KIOSK_UNIT"; }
+        systemctl is-active --quiet "$KIOSK_UNIT" || systemctl start "$KIOSK_UNIT" ||
+            say "$KIOSK_UNIT did not start: journalctl -u $KIOSK_UNIT -n 20 shows why"
     fi
 fi
 

@@ -66,6 +66,36 @@ class InstallTests(unittest.TestCase):
         self.assertEqual(tree(r), before)
         self.assertTrue(again.rstrip().endswith("install: done: 0 change(s)"), again)
 
+    def test_kiosk_installs_the_screen_and_opens_the_backlight_to_the_speaker(self):
+        # A display's backlight as sysfs shows it: a link from the class directory to the device.
+        device = f"{self.root}/sys/devices/platform/rpi_backlight/backlight/rpi_backlight"
+        os.makedirs(device)
+        os.makedirs(f"{self.root}/sys/class/backlight")
+        os.symlink("../../devices/platform/rpi_backlight/backlight/rpi_backlight",
+                   f"{self.root}/sys/class/backlight/rpi_backlight")
+        out = self.install("--kiosk")
+        r = self.root
+        self.assertEqual(read(f"{r}/etc/systemd/system/hound-speaker-kiosk.service"), read(f"{DEPLOY}/hound-speaker-kiosk.service"))
+        self.assertEqual(os.readlink(f"{r}/etc/systemd/system/multi-user.target.wants/hound-speaker-kiosk.service"),
+                         "/etc/systemd/system/hound-speaker-kiosk.service")
+        self.assertEqual(mode(f"{r}/etc/udev/rules.d/70-hound-speaker-backlight.rules"), 0o644)
+        # The speaker's sandbox opens the device's real directory (where the class link leads), nothing else.
+        dropin = read(f"{r}/etc/systemd/system/hound-speaker.service.d/backlight.conf")
+        self.assertIn("[Service]\nReadWritePaths=-/sys/devices/platform/rpi_backlight/backlight/rpi_backlight\n", dropin)
+        self.assertEqual([l for l in dropin.splitlines() if l.startswith("ReadWritePaths")],
+                         ["ReadWritePaths=-/sys/devices/platform/rpi_backlight/backlight/rpi_backlight"])
+        self.assertIn("would create the system user hound-speaker-kiosk (groups video, render, input)", out)
+        before = tree(r)
+        again = self.install("--kiosk")
+        self.assertEqual(tree(r), before)
+        self.assertTrue(again.rstrip().endswith("install: done: 0 change(s)"), again)
+        # Without --kiosk nothing of the screen is installed.
+        plain = os.path.join(self.dir, "plain")
+        result = run(["bash", INSTALL, "--root", plain, "--binary", BINARY])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertFalse(os.path.exists(f"{plain}/etc/systemd/system/hound-speaker-kiosk.service"))
+        self.assertFalse(os.path.exists(f"{plain}/etc/systemd/system/hound-speaker.service.d"))
+
     def test_existing_config_is_kept_and_kept_private(self):
         self.install()
         config = f"{self.root}/etc/hound-speaker/speaker.toml"

@@ -37,6 +37,19 @@ class UnitTests(unittest.TestCase):
         result = self.verify(text.replace("Type=notify", "Tyep=notify"))
         self.assertIn("Unknown key 'Tyep'", result.stderr)
 
+    def test_the_kiosk_unit_verifies(self):
+        # cage and chromium are the Pi's (install.sh --kiosk installs them): stand-ins that exist here, all else as shipped.
+        text = read(os.path.join(DEPLOY, "hound-speaker-kiosk.service"))
+        self.assertIn("ExecStart=/usr/bin/cage -d -s -- /usr/bin/chromium --kiosk", text)
+        self.assertIn("${HOUND_SPEAKER_KIOSK_URL}", text)
+        self.assertIn("Environment=HOUND_SPEAKER_KIOSK_URL=http://127.0.0.1:8780/", text)
+        path = os.path.join(self.dir, "hound-speaker-kiosk.service")
+        with open(path, "w") as f:
+            f.write(text.replace("/usr/bin/cage", shutil.which("true")))
+        result = run(["systemd-analyze", "verify", path])
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertEqual(result.stderr.strip(), "")
+
     def test_security_exposure_at_most_2(self):
         result = run(["systemd-analyze", "security", "--offline=yes", UNIT])
         found = re.search(r"Overall exposure level for hound-speaker.service: (\d+\.\d+)", result.stdout)
