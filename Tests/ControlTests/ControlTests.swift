@@ -1,6 +1,7 @@
 @testable import Control
 import AudioCore
 import FoundationEssentials
+import Glibc
 import JSONKit
 import Logging
 import NIOHTTP1
@@ -96,7 +97,7 @@ final class ControlRig: Sendable {
     let server: ControlServer
     let port: Int
 
-    init(token: String = "") async throws {
+    init(token: String = "", host: String = "127.0.0.1") async throws {
         let hub = ControlHub()
         self.hub = hub
         rig = await LoopRig(observers: [{ hub.publish($0) }])
@@ -104,7 +105,7 @@ final class ControlRig: Sendable {
         var logger = Logger(label: "control-test")
         logger.logLevel = .critical
         server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger)
-        port = try await server.start(host: "127.0.0.1", port: 0)
+        port = try await server.start(host: host, port: 0)
     }
 
     func client(receiveBuffer: Int32? = nil) throws -> RawClient { try RawClient(port: port, receiveBuffer: receiveBuffer) }
@@ -292,6 +293,66 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         #expect(c.hub.subscriberCount == 1)
         // And the speaker still answers.
         #expect(try await c.post(#"{"command":"volume","percent":20}"#).json["ok"] == true)
+        await c.stop()
+    }
+}
+
+/// This machine's first up, non-loopback IPv4 address (nil when it has none).
+func nonLoopbackAddress() -> String? {
+    var list: UnsafeMutablePointer<ifaddrs>? = nil
+    guard getifaddrs(&list) == 0 else { return nil }
+    defer { freeifaddrs(list) }
+    var entry = list
+    while let e = entry {
+        defer { entry = e.pointee.ifa_next }
+        guard let address = e.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET),
+              e.pointee.ifa_flags & UInt32(IFF_UP) != 0, e.pointee.ifa_flags & UInt32(IFF_LOOPBACK) == 0 else { continue }
+        var text = [CChar](repeating: 0, count: Int(INET_ADDRSTRLEN))
+        address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { a in
+            var inAddr = a.pointee.sin_addr
+            _ = inet_ntop(AF_INET, &inAddr, &text, socklen_t(INET_ADDRSTRLEN))
+        }
+        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    return nil
+}
+
+/// Bound beyond loopback, as `[control] listen = "0.0.0.0:PORT"` with a token: a client reaching it through this
+/// machine's network address (not loopback) needs the token; a wrong or missing one is refused.
+@Suite(.serialized) struct ControlTokenTests {
+    static let token = "0123456789abcdef0123"
+
+    @Test(.enabled(if: nonLoopbackAddress() != nil, "this machine has no network address but loopback"))
+    func aClientFromTheNetworkNeedsTheToken() async throws {
+        let address = try #require(nonLoopbackAddress())
+        let c = try await ControlRig(token: Self.token, host: "0.0.0.0")
+        func status(_ path: String, _ headers: [String] = []) async throws -> Int {
+            try await RawClient(port: c.port, host: address).request("GET", path, headers: headers).status
+        }
+        #expect(try await status("/api/status") == 401)
+        #expect(try await status("/api/status", ["Authorization: Bearer wrong-token-00000000"]) == 401)
+        #expect(try await status("/api/status", ["Authorization: Bearer \(Self.token)"]) == 200)
+        #expect(try await status("/api/status?token=\(Self.token)") == 200)
+        // A command with the token is carried out; the WebSocket asks for it too.
+        let said = try await RawClient(port: c.port, host: address).request(
+            "POST", "/api/command", headers: ["Content-Type: application/json", "Authorization: Bearer \(Self.token)"],
+            body: #"{"command":"mute"}"#)
+        #expect(said.status == 200)
+        #expect(await c.rig.eventually { c.rig.loop.snapshot.muted })
+        #expect(try await RawClient(port: c.port, host: address).upgrade().contains("401"))
+        #expect(try await RawClient(port: c.port, host: address).upgrade(path: "/api/ws?token=\(Self.token)").contains("101"))
+        // Loopback still needs none.
+        #expect(try await RawClient(port: c.port).request("GET", "/api/status").status == 200)
+        await c.stop()
+    }
+
+    /// Without a token, nothing but this machine gets in, even when bound to every address.
+    @Test(.enabled(if: nonLoopbackAddress() != nil, "this machine has no network address but loopback"))
+    func withoutATokenOnlyThisMachine() async throws {
+        let address = try #require(nonLoopbackAddress())
+        let c = try await ControlRig(host: "0.0.0.0")
+        #expect(try await RawClient(port: c.port, host: address).request("GET", "/api/status").status == 403)
+        #expect(try await RawClient(port: c.port).request("GET", "/api/status").status == 200)
         await c.stop()
     }
 }

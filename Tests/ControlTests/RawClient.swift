@@ -12,7 +12,11 @@ final class RawClient: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible { var description: String }
 
     /// `receiveBuffer`: a small one makes a client that never reads fill up at once.
-    init(port: Int, receiveBuffer: Int32? = nil) throws {
+    /// The address connected to, named in `Host` as a browser would.
+    let host: String
+
+    init(port: Int, host: String = "127.0.0.1", receiveBuffer: Int32? = nil) throws {
+        self.host = host
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
         if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
@@ -21,7 +25,7 @@ final class RawClient: @unchecked Sendable {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_addr.s_addr = inet_addr(host)
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
@@ -61,7 +65,7 @@ final class RawClient: @unchecked Sendable {
 
     /// One request with `Connection: close`; the status and the body.
     func request(_ method: String, _ path: String, headers: [String] = [], body: String = "") async -> (status: Int, body: String) {
-        var head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
         for header in headers { head += header + "\r\n" }
         head += "Content-Length: \(body.utf8.count)\r\n\r\n"
         send(head + body)
@@ -78,7 +82,7 @@ final class RawClient: @unchecked Sendable {
 
     /// The opening handshake; the response's status line.
     func upgrade(path: String = "/api/ws", headers: [String] = []) async -> String {
-        var head = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        var head = "GET \(path) HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"
         for header in headers { head += header + "\r\n" }
         send(head + "\r\n")
