@@ -163,10 +163,11 @@ public final class SpeakerLoop: Sendable {
 
     /// What the speaker is doing and holds now, for a screen or a script that has just connected.
     public var snapshot: SpeakerSnapshot {
-        let (machine, book) = state.withLock { ($0.machine, $0.timers) }
-        let screen = state.withLock { s in
-            SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
-                                   backlight: ports.screen != nil && !s.screenLightFailed)
+        // One lock: the screen's brightness belongs to the same moment as the state beside it.
+        let (machine, book, screen) = state.withLock { s in
+            (s.machine, s.timers,
+             SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
+                                    backlight: ports.screen != nil && !s.screenLightFailed))
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
                                soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime,
@@ -347,9 +348,10 @@ public final class SpeakerLoop: Sendable {
 
     /// Dims the screen, if the speaker is still quiet (the timer may fire just as something starts).
     private func dimScreen() {
-        let dim = state.withLock { s in
-            defer { if s.machine.state == .ready { s.screenDimmed = true } }
-            return s.machine.state == .ready && !s.screenDimmed
+        let dim = state.withLock { s -> Bool in
+            guard s.machine.state == .ready, !s.screenDimmed else { return false }
+            s.screenDimmed = true
+            return true
         }
         if dim { setScreen(percent: settings.screenDimPercent) }
     }
