@@ -44,20 +44,29 @@ final class CaptureRouter: Sendable {
         /// The sum of squares and count of the samples since the last level was told (while a question is recorded).
         var levelEnergy = 0.0
         var levelCount = 0
+        /// When the last level was told (nil: none yet for this question).
+        var levelToldAt: ContinuousClock.Instant?
     }
 
     /// 200 ms at 16 kHz: a level meter moves five times a second, slow enough for a socket and a screen.
     static let levelSamples = 3_200
+    /// And never more often than this in real time: audio that comes faster than it is spoken (a file read at full
+    /// speed, a backlog after a stall) must not flood the loop with levels no one can watch.
+    static let levelInterval = Duration.milliseconds(200)
     /// The level told for digital silence (log10 of zero has no value).
     static let silenceDBFS = -96.0
 
     private let route: Mutex<Route>
     private let detector: (any HotPhraseDetecting)?
     private let post: @Sendable (LoopInput) -> Void
+    private let now: @Sendable () -> ContinuousClock.Instant
 
-    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, post: @escaping @Sendable (LoopInput) -> Void) {
+    /// `now`: the loop's clock, which paces the level events.
+    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
+         post: @escaping @Sendable (LoopInput) -> Void) {
         route = Mutex(Route(ring: PreRollRing(capacity: preRollMS * 16)))
         self.detector = detector
+        self.now = now
         self.post = post
     }
 
@@ -70,6 +79,7 @@ final class CaptureRouter: Sendable {
             r.searchID = id
             r.levelEnergy = 0
             r.levelCount = 0
+            r.levelToldAt = nil
             if preRoll { r.ring.read { _ = search.write($0) } }
         }
     }
@@ -104,7 +114,11 @@ final class CaptureRouter: Sendable {
                 for sample in samples { r.levelEnergy += Double(sample) * Double(sample) }
                 r.levelCount += samples.count
                 if r.levelCount >= Self.levelSamples {
-                    level = Self.dBFS(meanSquare: r.levelEnergy / Double(r.levelCount))
+                    let at = now()
+                    if r.levelToldAt.map({ $0.duration(to: at) >= Self.levelInterval }) ?? true {
+                        level = Self.dBFS(meanSquare: r.levelEnergy / Double(r.levelCount))
+                        r.levelToldAt = at
+                    }
                     r.levelEnergy = 0
                     r.levelCount = 0
                 }

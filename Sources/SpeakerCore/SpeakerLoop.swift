@@ -136,7 +136,9 @@ public final class SpeakerLoop: Sendable {
         self.observers = observers
         (inputs, continuation) = AsyncStream.makeStream(of: LoopInput.self, bufferingPolicy: .unbounded)
         let continuation = self.continuation
-        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, post: { continuation.yield($0) })
+        let clock = ports.clock
+        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, now: { clock.now },
+                               post: { continuation.yield($0) })
         let armed = armedGeneration
         watchdog = ports.clock.makeTimer {
             let generation = armed.value.withLock { $0 }

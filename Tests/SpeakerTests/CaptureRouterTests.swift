@@ -77,13 +77,24 @@ import SpeakerApp
         var firstAudioSent: ContinuousClock.Instant? { nil }
     }
 
-    func levels(attached: Bool, samples: [Int16]) -> [Double] {
+    /// `realTime`: the clock moves with the audio, as from a microphone; else it stands still (audio arriving all
+    /// at once).
+    func levels(attached: Bool, samples: [Int16], realTime: Bool = true) -> [Double] {
         let told = Mutex<[Double]>([])
-        let router = CaptureRouter(preRollMS: 300, detector: nil) { input in
+        let heard = Mutex(0)
+        let start = ContinuousClock.now
+        let now: @Sendable () -> ContinuousClock.Instant = {
+            realTime ? start + .microseconds(Int64(heard.withLock { $0 }) * 1_000_000 / 16_000) : start
+        }
+        let router = CaptureRouter(preRollMS: 300, detector: nil, now: now) { input in
             if case .tell(.level(let dBFS)) = input { told.withLock { $0.append(dBFS) } }
         }
+        let feed: (UnsafeBufferPointer<Int16>) -> Void = { frame in
+            heard.withLock { $0 += frame.count }
+            router.frame(frame)
+        }
         if attached { router.attach(Sink(), id: 1, endpointer: Endpointer(), preRoll: false) }
-        MonoAudio(samples: samples, sampleRate: 16_000).forEachFrame(wholeOnly: true) { router.frame($0); return true }
+        MonoAudio(samples: samples, sampleRate: 16_000).forEachFrame(wholeOnly: true) { feed($0); return true }
         return told.withLock { $0 }
     }
 
@@ -101,6 +112,12 @@ import SpeakerApp
     @Test func silenceIsTheFloorNotMinusInfinity() {
         let told = levels(attached: true, samples: [Int16](repeating: 0, count: 6_400))
         #expect(told == [CaptureRouter.silenceDBFS, CaptureRouter.silenceDBFS])
+    }
+
+    /// Ten seconds of audio arriving at once (a file read at full speed): one level, not fifty for the loop to wade
+    /// through before the events that matter.
+    @Test func audioFasterThanRealTimeIsNotAFlood() {
+        #expect(levels(attached: true, samples: square(amplitude: 3_277, seconds: 10), realTime: false).count == 1)
     }
 
     /// Between questions nothing is told: no one needs a meter of the kitchen, and no socket carries it.
