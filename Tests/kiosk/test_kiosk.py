@@ -66,11 +66,12 @@ class Service:
 
 
 class Speaker(RunSpeaker):
-    """`run` with the control API on a free port, against the local service."""
+    """`run` with the control API on a free port, against the local service; the microphone file read at a
+    microphone's pace, so the level meter moves as it would (levels are paced by real time too)."""
 
     def __init__(self, tmp, service_port, screen="dim_after = 0"):
         self.control = free_port()
-        super().__init__(pathlib.Path(tmp), service_port, extra=f"""[houndify.request_info]
+        super().__init__(pathlib.Path(tmp), service_port, pacing="auto", extra=f"""[houndify.request_info]
 LocalServiceTranscript = "what time is it"
 [speaker]
 timers_file = "{tmp}/timers.json"

@@ -37,7 +37,7 @@ longitude = -74.0
 class Speaker:
     """`hound-speaker run --events json` with the simulated board on stdin and file PCMs for the devices."""
 
-    def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra=""):
+    def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra="", pacing="none"):
         self.dir = tmp_path
         self.mic = str(tmp_path / "mic.raw")
         subprocess.run(["sox", os.path.join(ROOT, recording), "-t", "raw", self.mic], check=True)
@@ -48,8 +48,8 @@ pcm.soak_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}
         self.config = write_config(tmp_path, port, extra='''[audio]
 input = "soak_mic"
 output = "soak_speaker"
-# The question at once (a file PCM would otherwise be read at a microphone's pace): presses come fast.
-input_pacing = "none"
+# "none": the question at once (a file PCM would otherwise be read at a microphone's pace): presses come fast.
+input_pacing = "''' + pacing + '''"
 [board]
 profile = "simulated"
 # Presses come faster than a person's: none is a double press, and no edge is taken for contact bounce.
