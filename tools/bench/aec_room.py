@@ -203,7 +203,8 @@ def run(cmd, what):
 
 
 def sox_to_16k(src, dst):
-    run(["sox", src, "-r", str(SR), "-c", "1", "-b", "16", "-e", "signed-integer", dst, "rate", "-v"], "sox")
+    # -D: no dither (sox dithers with a random seed by default, which made each run's files differ)
+    run(["sox", "-D", src, "-r", str(SR), "-c", "1", "-b", "16", "-e", "signed-integer", dst, "rate", "-v"], "sox")
 
 
 def rng_for(seed, *what):
@@ -700,7 +701,7 @@ def phrase_labels(placements, gains, echo, near, R):
                     **p["meta"], "person_distance_m": person["distance_m"], "person_position_m": person["position"],
                     "gain_db": round(db(g), 2), "level_dbfs": round(db(ne), 2),
                     "echo_dbfs": round(db(ee), 2) if echo is not None else None,
-                    "esr_measured_db": round(db(ee) - db(ne), 3) if echo is not None else None,
+                    "esr_measured_db": round(db(ee) - db(ne), 3) + 0.0 if echo is not None else None,
                     "moved_later_s": p["nudged_s"]})
     return out
 
