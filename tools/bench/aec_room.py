@@ -1133,8 +1133,8 @@ def check(out, log, tol_db=0.5):
         log(f"{status:4} {rel}: {', '.join(x for x in (esr_txt, lag_txt) if x)}" + ("; " + "; ".join(msgs) if msgs else ""))
         problems += bool(msgs)
     log(f"check: {len(labels)} conditions, {problems} with problems; worst ESR error {worst['esr']:.3f} dB "
-        f"(from mic - near: {worst['esr_mic']:.3f} dB), worst lag error {worst['lag']} samples, "
-        f"worst rebuilt-echo error {worst['rebuild_db']:.1f} dB")
+        f"(from mic - near: {worst['esr_mic']:.3f} dB), worst lag error {worst['lag']} samples; "
+        + (f"worst echo.wav vs rebuilt echo {worst['rebuild_db']:.1f} dB" if worst["rebuild_db"] > -999 else ""))
     return problems
 
 
