@@ -40,6 +40,8 @@ let package = Package(
         systemLibrary("CCrypto", pkgConfig: "libcrypto", apt: "libssl-dev"),
         systemLibrary("CSpeex", pkgConfig: "speex", apt: "libspeex-dev"),
         systemLibrary("CSoxr", pkgConfig: "soxr", apt: "libsoxr-dev"),
+        // The echo canceller (issue #19): speexdsp's AEC, preprocessor and resampler.
+        systemLibrary("CSpeexDSP", pkgConfig: "speexdsp", apt: "libspeexdsp-dev"),
         // sndfile.h only: Audio loads libsndfile with dlopen while it reads or writes a file (Sources/Audio/Sndfile.swift).
         .systemLibrary(name: "CSndfile", providers: [.apt(["libsndfile1-dev"])]),
         systemLibrary("CALSA", pkgConfig: "alsa", apt: "libasound2-dev"),
@@ -59,7 +61,7 @@ let package = Package(
         .target(name: "AudioCore", swiftSettings: strict),
         .target(name: "BoardCore", swiftSettings: strict),
         .target(name: "Audio",
-                dependencies: ["AudioCore", "CSoxr", "CSndfile", "CALSA", "CShims", "Platform"],
+                dependencies: ["AudioCore", "CSoxr", "CSpeexDSP", "CSndfile", "CALSA", "CShims", "Platform"],
                 swiftSettings: strict),
         .target(name: "Board",
                 dependencies: ["BoardCore", "CGPIOD", "Platform"],

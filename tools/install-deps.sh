@@ -5,7 +5,7 @@
 # The Swift 6 toolchain itself is not a Debian package: it must be on PATH (see README, "Fresh machine").
 set -euo pipefail
 
-build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libsoxr-dev libsndfile1-dev
+build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libspeexdsp-dev libsoxr-dev libsndfile1-dev
        libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
 # Tools the tests and the demo use: real espeak-ng and sox for fixtures, the time zone database, alsa-utils and gpiod for
 # `doctor` advice, what the official Python SDK's C extension needs to build, numpy for the hot-phrase tools' unit

@@ -71,6 +71,8 @@ public final class ALSACapture: Sendable {
     private let control = Condition()
     private let flags = Mutex<(stop: Bool, done: Bool)>((false, false))
     private let first: Mutex<DeviceSession?>
+    /// Takes the speaker's own sound out of every frame before anyone hears it (`[audio] echo_cancel`).
+    private let echoCanceller: EchoCanceller?
     /// Why the device could not be opened at start, when the capture was told to wait for it.
     private let missingAtStart: AudioDeviceError?
 
@@ -79,9 +81,12 @@ public final class ALSACapture: Sendable {
     /// capture starts and looked for every `retryInterval` until it appears (`.recovered`): the always-on
     /// microphone of the hot phrase must not stay deaf because a USB microphone was plugged in after boot.
     /// Settings that can never work (frame length, rate, channel) throw either way.
-    public init(settings: CaptureSettings, waitForDevice: Bool = false, reader: Reader? = nil,
+    /// With `echoCanceller`, every frame is placed on the timeline (when it was heard, from the device's own delay)
+    /// and the speaker's own sound is taken out of it before the level is measured and `onFrame` is called.
+    public init(settings: CaptureSettings, waitForDevice: Bool = false, reader: Reader? = nil, echoCanceller: EchoCanceller? = nil,
                 onEvent: @escaping EventHandler = { _ in }, onFrame: @escaping FrameHandler) throws(AudioDeviceError) {
         self.settings = settings
+        self.echoCanceller = echoCanceller
         self.onFrame = onFrame
         self.onEvent = onEvent
         self.reader = reader ?? ALSACapture.readInterleaved
@@ -93,7 +98,7 @@ public final class ALSACapture: Sendable {
             throw AudioDeviceError(device: settings.device, message: "input channel \(settings.channel) is not one of the \(settings.channels) channels asked for")
         }
         do throws(AudioDeviceError) {
-            first = Mutex(try DeviceSession(settings: settings))
+            first = Mutex(try DeviceSession(settings: settings, echo: echoCanceller))
             missingAtStart = nil
         } catch {
             guard waitForDevice else { throw error }
@@ -153,7 +158,7 @@ public final class ALSACapture: Sendable {
                 control.unlock()
                 if stopping { break }
                 do throws(AudioDeviceError) {
-                    session = try DeviceSession(settings: settings)
+                    session = try DeviceSession(settings: settings, echo: echoCanceller)
                     lostReported = false
                     onEvent(.recovered)
                 } catch {
@@ -211,9 +216,15 @@ private final class DeviceSession: @unchecked Sendable {
     private var resampler: soxr_t?
     private var frame: [Int16]
     private var filled = 0
+    private let echo: EchoCanceller?
+    /// Keeps the frames' timeline positions continuous while following the device's delay (echo cancellation only).
+    private var clock = StreamClock()
+    /// Where the frame being filled starts on the timeline.
+    private var framePosition: TimelinePosition = 0
 
-    init(settings: CaptureSettings) throws(AudioDeviceError) {
+    init(settings: CaptureSettings, echo: EchoCanceller? = nil) throws(AudioDeviceError) {
         self.settings = settings
+        self.echo = echo
         _ = quietALSA
         var handle: OpaquePointer?
         var rc = snd_pcm_open(&handle, settings.device, SND_PCM_STREAM_CAPTURE, 0)
@@ -288,9 +299,18 @@ private final class DeviceSession: @unchecked Sendable {
         return snd_pcm_recover(pcm, code, 1) >= 0
     }
 
+    /// When the first of `n` frames just read was heard, on the timeline: now, less what the device still holds
+    /// after them (snd_pcm_delay: frames captured and not yet read, and its own latency), less the `n` frames.
+    private func heardPosition(framesRead n: Int) -> TimelinePosition {
+        var delay: snd_pcm_sframes_t = 0
+        if let pcm, snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
+        return timelineNow() - TimelinePosition.timeline(frames: max(0, Int(delay)) + n, rate: rate)
+    }
+
     /// Picks the channel, resamples, and hands over every completed frame.
     func deliver(frames n: Int, to handler: ALSACapture.FrameHandler) {
         guard n > 0 else { return }
+        let heard = echo == nil ? 0 : heardPosition(framesRead: n)
         let step = channels, pick = settings.channel
         for i in 0..<n { mono[i] = interleaved[i * step + pick] }
         if let resampler {
@@ -300,21 +320,29 @@ private final class DeviceSession: @unchecked Sendable {
                     _ = soxr_process(resampler, input.baseAddress, n, &used, output.baseAddress, output.count, &made)
                 }
             }
-            append(resampled, count: made, to: handler)
+            // What libsoxr gives now is what it was given `soxr_delay` output samples ago.
+            let latency = TimelinePosition(soxr_delay(resampler).rounded())
+            append(resampled, count: made, startingAt: heard - latency, to: handler)
         } else {
-            append(mono, count: n, to: handler)
+            append(mono, count: n, startingAt: heard, to: handler)
         }
     }
 
-    private func append(_ samples: [Int16], count: Int, to handler: ALSACapture.FrameHandler) {
+    private func append(_ samples: [Int16], count: Int, startingAt reported: TimelinePosition, to handler: ALSACapture.FrameHandler) {
+        let start = echo == nil || count == 0 ? 0 : clock.place(count: count, reported: reported)
         var index = 0
         while index < count {
+            if filled == 0 { framePosition = start + TimelinePosition(index) }
             let take = min(count - index, frame.count - filled)
             for i in 0..<take { frame[filled + i] = samples[index + i] }
             filled += take
             index += take
             if filled == frame.count {
                 filled = 0
+                if let echo {
+                    let at = framePosition
+                    frame.withUnsafeMutableBufferPointer { echo.process($0, heard: at) }
+                }
                 let level = AudioLevel.dBFS(frame)
                 frame.withUnsafeBufferPointer { handler($0, level) }
             }

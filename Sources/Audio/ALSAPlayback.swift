@@ -1,3 +1,4 @@
+import AudioCore
 import CALSA
 import CShims
 import FoundationEssentials
@@ -44,6 +45,8 @@ public final class ALSAPlayback {
     public let device: String
     public let sampleRate: Int
     private var pcm: OpaquePointer?
+    /// Told what was written and when it will be heard, as the echo canceller's reference (`[audio] echo_cancel`).
+    public var echo: EchoCanceller?
 
     /// Opens `device` for `sampleRate` Hz mono with about `latencyMS` of buffer (periods of a quarter of it);
     /// ALSA's plug layer converts to what the card supports.
@@ -70,22 +73,36 @@ public final class ALSAPlayback {
         guard let pcm, var base = samples.baseAddress else { return }
         var left = samples.count
         while left > 0 {
+            // Heard once what the device holds ahead of these has played (its delay, read before they join it).
+            var heard: TimelinePosition = 0
+            if echo != nil {
+                var delay: snd_pcm_sframes_t = 0
+                if snd_pcm_delay(pcm, &delay) < 0 { delay = 0 }
+                heard = timelineNow() + TimelinePosition.timeline(frames: max(0, Int(delay)), rate: sampleRate)
+            }
             let written = snd_pcm_writei(pcm, base, snd_pcm_uframes_t(left))
             if written < 0 {
                 let rc = snd_pcm_recover(pcm, Int32(written), 1)
                 if rc < 0 { throw .from(device: device, operation: "playback failed", code: rc) }
                 continue
             }
+            echo?.played(UnsafeBufferPointer(start: base, count: Int(written)), rate: sampleRate, heard: heard)
             left -= Int(written)
             base += Int(written)
         }
     }
 
     /// Plays out what is queued, then returns.
-    public func drain() { if let pcm { snd_pcm_drain(pcm); snd_pcm_prepare(pcm) } }
+    public func drain() {
+        if let pcm { snd_pcm_drain(pcm); snd_pcm_prepare(pcm) }
+        echo?.outputClosed()
+    }
 
     /// Drops what is queued at once (stopSpeaking): nothing more is heard.
-    public func stop() { if let pcm { snd_pcm_drop(pcm); snd_pcm_prepare(pcm) } }
+    public func stop() {
+        if let pcm { snd_pcm_drop(pcm); snd_pcm_prepare(pcm) }
+        echo?.outputStopped(at: timelineNow())
+    }
 
     public func close() {
         if let pcm { snd_pcm_close(pcm) }

@@ -46,7 +46,8 @@ final class ConvolutionalScorer: StepScorer {
 /// audio stream and is driven by one thread at a time (the capture thread); nothing is allocated per call.
 public final class HotPhraseDetector {
     public let model: HotPhraseModel
-    public let threshold: Double
+    /// May be changed between calls (the speaker listens at another threshold over its own sound).
+    public var threshold: Double
     private let scorer: any StepScorer
     private var recent: [Float]
     private var recentNext = 0

@@ -9,6 +9,9 @@ public struct HotPhraseSettings: Sendable, Equatable {
     public var sensitivity = 0.5
     /// Deaf time after a detection, so one "OK Hound" wakes the speaker once.
     public var refractoryMS = 2000
+    /// The sensitivity while the speaker talks or rings, over the echo-cancelled audio (`[audio] echo_cancel`): what
+    /// is left of its own voice must not wake it, and a person talking over it is often heard less well.
+    public var bargeInSensitivity = 0.5
 
     public init(enabled: Bool = true, model: String = "", sensitivity: Double = 0.5, refractoryMS: Int = 2000) {
         self.enabled = enabled

@@ -233,7 +233,12 @@ public struct RunnerBoard: BoardPort {
 /// ALSA capture, converted to 16 kHz mono on its own thread.
 public struct ALSAMicrophone: MicrophonePort {
     public var settings: CaptureSettings
-    public init(_ settings: CaptureSettings) { self.settings = settings }
+    /// Every frame goes through it before anyone hears it (`[audio] echo_cancel`).
+    public var echo: EchoCanceller?
+    public init(_ settings: CaptureSettings, echo: EchoCanceller? = nil) {
+        self.settings = settings
+        self.echo = echo
+    }
     public var device: String { settings.device }
     public var frameMS: Int { settings.frameMS }
 
@@ -245,7 +250,7 @@ public struct ALSAMicrophone: MicrophonePort {
     public func open(waitForDevice: Bool, onEvent: @escaping @Sendable (MicrophoneEvent) -> Void,
                      onFrame: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void) throws(DeviceProblem) -> any MicrophoneStream {
         do throws(AudioDeviceError) {
-            let capture = try ALSACapture(settings: settings, waitForDevice: waitForDevice, onEvent: { event in
+            let capture = try ALSACapture(settings: settings, waitForDevice: waitForDevice, echoCanceller: echo, onEvent: { event in
                 switch event {
                 case .opened(let device, let rate, let channels): onEvent(.opened(device: device, rate: rate, channels: channels))
                 case .overrun: onEvent(.overrun)

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Platform
+public import Audio
 public import HotPhrase
 public import SpeakerCore
 
@@ -12,17 +13,25 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private let detector: HotPhraseDetector
     private var score = 0.0
     public let threshold: Double
+    /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
+    public let bargeInThreshold: Double
     public let modelPath: String
+    /// The echo canceller the frames come through, if any: while it says an echo may still be in a frame (the
+    /// room's reverberation after the speaker stopped), the barge-in threshold holds.
+    private let echo: EchoCanceller?
 
-    public init(model: HotPhraseModel, settings: HotPhraseSettings) {
+    public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil) {
         threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
+        bargeInThreshold = HotPhraseDetector.threshold(sensitivity: settings.bargeInSensitivity, model: model)
         modelPath = model.path
+        self.echo = echo
         detector = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)
     }
 
-    public func process(_ frame: UnsafeBufferPointer<Int16>) -> Bool {
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool {
         lock.lock()
         defer { lock.unlock() }
+        detector.threshold = overOwnSound || echo?.echoActive == true ? bargeInThreshold : threshold
         var hit = false
         detector.process(frame) { detection in
             hit = true

@@ -20,6 +20,8 @@ public struct SpeakerAssembly {
     public var speech: EngineSpeech
     public var volume: OutputVolume
     public var capture: CaptureSettings
+    /// The echo canceller between the speech output and the microphone (`[audio] echo_cancel`); nil: off.
+    public var echo: EchoCanceller?
     public var board: BoardRunner?
     public var hotPhrase: HotPhraseListener?
     public var settings = SpeakerLoopSettings()
@@ -42,8 +44,11 @@ public struct SpeakerAssembly {
         }
         let engine: SpeechEngine
         let earcons: [Earcon: MonoAudio]
+        // Barge-in needs the hot phrase: without it the canceller would only clean questions asked by the button,
+        // which are never asked over the speaker's own sound (a press stops it first).
+        echo = config.audio.echo.enabled && config.hotphrase.enabled ? EchoCanceller(settings: config.audio.echo) : nil
         do throws(SpeechError) {
-            engine = try SpeechEngine(settings: config.speech, volume: volume)
+            engine = try SpeechEngine(settings: config.speech, volume: volume, echo: echo)
         } catch { throw CommandFailure(speech: error, config: config.path) }
         do throws(SpeechError) {
             earcons = try Earcons.load(overrides: config.audio.earcons)
@@ -58,6 +63,7 @@ public struct SpeakerAssembly {
         capture = config.audio.capture
         settings.endpointer = config.listening
         settings.machine = config.speaker.machine
+        settings.machine.bargeIn = echo != nil
         if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
         if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
         settings.screenDimAfter = config.screen.dimAfter > 0 ? .milliseconds(Int64(config.screen.dimAfter * 1000)) : nil
@@ -70,15 +76,18 @@ public struct SpeakerAssembly {
                 throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
                                      exitCode: 78)
             }
-            let listener = HotPhraseListener(model: model, settings: config.hotphrase)
+            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo)
             hotPhrase = listener
             context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold)))")
+            if let echo {
+                context.logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
+            }
         }
     }
 
     /// The loop over these parts, with the real clock.
     public func makeLoop() -> SpeakerLoop {
-        let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture),
+        let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
                                  board: board.map { RunnerBoard($0, hasMuteSwitch: !context.config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger),
                                  screen: context.config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: context.config.screen.backlight))

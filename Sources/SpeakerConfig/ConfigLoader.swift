@@ -236,12 +236,12 @@ struct Reader {
                      "supported_features", "voice", "client_match"],
         "location": ["latitude", "longitude", "accuracy", "timezone"],
         "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "input_pacing", "volume", "mixer_control",
-                  "earcons"],
+                  "earcons", "echo_cancel", "echo_delay_ms", "echo_tail_ms"],
         "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
         "serve": ["port", "transcript"],
         "control": ["listen", "token"],
         "screen": ["dim_after", "dim_level", "backlight"],
-        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms"],
+        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms", "barge_in_sensitivity"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
                     "timers_file", "mute_file", "follow_up"],
@@ -394,6 +394,9 @@ struct Reader {
                 config.audio.volume = v
             }
             if let v = try string(t, "audio", "mixer_control") { config.audio.mixerControl = v }
+            if let v = try bool(t, "audio", "echo_cancel") { config.audio.echo.enabled = v }
+            try readIntegers(t, "audio", into: &config.audio.echo, unit: " ms", [
+                ("echo_delay_ms", EchoCancelSettings.delayRange, \.delayMS), ("echo_tail_ms", EchoCancelSettings.tailRange, \.tailMS)])
             if let value = t["earcons"] {
                 guard let table = value.table else { throw error("audio", "earcons", "must be a table, e.g. { start_listening = \"/path/start.wav\" }") }
                 for name in table.keys {
@@ -425,6 +428,7 @@ struct Reader {
             if let v = try bool(t, "hotphrase", "enabled") { config.hotphrase.enabled = v }
             if let v = try string(t, "hotphrase", "model") { config.hotphrase.model = v }
             if let v = try number(t, "hotphrase", "sensitivity", range: 0...1) { config.hotphrase.sensitivity = v }
+            if let v = try number(t, "hotphrase", "barge_in_sensitivity", range: 0...1) { config.hotphrase.bargeInSensitivity = v }
             try readIntegers(t, "hotphrase", into: &config.hotphrase, unit: " ms", [("refractory_ms", 0...10_000, \.refractoryMS)])
         }
         if let t = root["serve"]?.table {

@@ -93,6 +93,9 @@ public struct SpeakerConfiguration: Sendable {
         public var mixerControl = ""
         /// Earcon WAVs replacing the built-in ones; an earcon not here keeps the built-in sound.
         public var earcons: [Earcon: String] = [:]
+        /// `echo_cancel`, `echo_delay_ms`, `echo_tail_ms`: the speaker's own sound taken out of the microphone's
+        /// (speexdsp), so "OK Hound" is heard while it talks or rings (barge-in).
+        public var echo = EchoCancelSettings()
 
         /// `[audio] input`: the microphone's ALSA PCM.
         public var input: String {

@@ -58,13 +58,16 @@ final class CaptureRouter: Sendable {
 
     private let route: Mutex<Route>
     private let detector: (any HotPhraseDetecting)?
+    /// The hot phrase is listened for over the speaker's own sound too (the audio is echo-cancelled).
+    private let bargeIn: Bool
     private let post: @Sendable (LoopInput) -> Void
     private let now: @Sendable () -> ContinuousClock.Instant
 
     /// `now`: the loop's clock, which paces the level events.
-    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, now: @escaping @Sendable () -> ContinuousClock.Instant = { .now },
-         post: @escaping @Sendable (LoopInput) -> Void) {
+    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, bargeIn: Bool = false,
+         now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, post: @escaping @Sendable (LoopInput) -> Void) {
         route = Mutex(Route(ring: PreRollRing(capacity: preRollMS * 16)))
+        self.bargeIn = bargeIn
         self.detector = detector
         self.now = now
         self.post = post
@@ -91,10 +94,13 @@ final class CaptureRouter: Sendable {
         }
     }
 
-    /// The speaker's own sound is playing (or not): the hot phrase is not listened for meanwhile.
+    /// The speaker's own sound is playing (or not): the hot phrase is not listened for meanwhile, or with barge-in
+    /// it is, over the echo-cancelled audio at the detector's threshold for that.
     func setHotPhraseListening(_ on: Bool) {
         route.withLock { r in
-            if on && !r.listenForHotPhrase { detector?.reset() }
+            // The detector heard our own sound, and what it remembers of it must not count towards a detection; with
+            // barge-in it heard the cancelled audio all along, and a phrase said as the answer ends still counts.
+            if on && !r.listenForHotPhrase && !bargeIn { detector?.reset() }
             r.listenForHotPhrase = on
         }
     }
@@ -123,7 +129,8 @@ final class CaptureRouter: Sendable {
                     r.levelCount = 0
                 }
             }
-            let hot = r.search == nil && r.listenForHotPhrase && detector?.process(samples) == true
+            let hot = r.search == nil && (r.listenForHotPhrase || bargeIn)
+                && detector?.process(samples, overOwnSound: !r.listenForHotPhrase) == true
             return (decision, r.searchID, hot, level)
         }
         if let level { post(.tell(.level(dBFS: level))) }

@@ -138,8 +138,9 @@ public protocol MicrophonePort: Sendable {
 
 /// Listens for the hot phrase on every 16 kHz frame.
 public protocol HotPhraseDetecting: AnyObject, Sendable {
-    /// True when this frame completes the hot phrase.
-    func process(_ frame: UnsafeBufferPointer<Int16>) -> Bool
+    /// True when this frame completes the hot phrase. `overOwnSound`: the speaker is talking or ringing and the
+    /// frame has been through the echo canceller (barge-in): the detector listens at its threshold for that.
+    func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool
     func reset()
 }
 

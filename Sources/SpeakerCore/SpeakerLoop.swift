@@ -137,7 +137,7 @@ public final class SpeakerLoop: Sendable {
         (inputs, continuation) = AsyncStream.makeStream(of: LoopInput.self, bufferingPolicy: .unbounded)
         let continuation = self.continuation
         let clock = ports.clock
-        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, now: { clock.now },
+        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, bargeIn: settings.machine.bargeIn, now: { clock.now },
                                post: { continuation.yield($0) })
         let armed = armedGeneration
         watchdog = ports.clock.makeTimer {

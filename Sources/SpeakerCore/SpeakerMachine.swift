@@ -328,6 +328,9 @@ public struct SpeakerMachine: Sendable {
         /// Follow-up mode: after each answer the microphone reopens (once the answer has played to its end) for
         /// another question; silence, "stop" or "thank you" ends it without a word.
         public var followUp = false
+        /// Barge-in: the microphone's audio goes through the echo canceller (`[audio] echo_cancel`), so the hot phrase
+        /// is listened for while the speaker talks or rings, and stops it to take the next question.
+        public var bargeIn = false
         public init() {}
     }
 
@@ -468,6 +471,9 @@ public struct SpeakerMachine: Sendable {
             return soundEnded(end)
         case (let p, .speechEnded(let end)) where p.state != .speaking:
             return soundEnded(end)  // speech that was stopped on the way to another state has now ended
+        case (.ringing, .hotPhrase) where settings.bargeIn && !muted:
+            // "OK Hound" over the ring: it stops, and the question after the phrase is heard.
+            return [.stopSpeaking, .stopRinging] + startListening(preRoll: true)
         case (.ringing, .cancel), (.ringing, .talk), (.ringing, .press), (.ringing, .hotPhrase), (.ringing, .endTalk):
             // A press stops the ringing first of all (and only that: the next press talks).
             return stopRinging()
@@ -492,7 +498,7 @@ public struct SpeakerMachine: Sendable {
             return []  // a detection already on its way when the microphone was released
         case (.ready, .hotPhrase):
             // The router gates the detector while our sound plays; this catches a detection already on its way.
-            return soundPlaying ? [] : startListening(preRoll: true)
+            return soundPlaying && !settings.bargeIn ? [] : startListening(preRoll: true)
         case (.ready, _):
             return []
 
@@ -533,6 +539,9 @@ public struct SpeakerMachine: Sendable {
 
         case (.speaking, .talk), (.speaking, .press):
             return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
+        case (.speaking, .hotPhrase) where settings.bargeIn && !muted:
+            // "OK Hound" over the answer (barge-in): it stops at once and the next question is heard.
+            return [.stopSpeaking] + startListening(preRoll: true)
         case (.speaking(let reopen), .speechEnded(let end)):
             _ = soundEnded(end)
             // Not into a microphone the owner has muted, nor after an answer that never reached the ear.

@@ -67,6 +67,8 @@ public final class SpeechTask: Sendable {
     fileprivate let content: Content
     fileprivate let output: SpeechOutput
     fileprivate let volume: OutputVolume?
+    /// Told what reaches the device, as the echo canceller's reference.
+    fileprivate let echo: EchoCanceller?
 
     enum Content: Sendable {
         case text(String)
@@ -86,9 +88,10 @@ public final class SpeechTask: Sendable {
     /// The engine that queued it (stopSpeaking stops only its own engine's speech).
     fileprivate let owner: Int
 
-    fileprivate init(content: Content, output: SpeechOutput, settings: VoiceSettings, volume: OutputVolume?,
+    fileprivate init(content: Content, output: SpeechOutput, settings: VoiceSettings, volume: OutputVolume?, echo: EchoCanceller?,
                      owner: Int, onFirstSample: (@Sendable () -> Void)?) {
         self.owner = owner
+        self.echo = echo
         self.content = content
         self.output = output
         self.volume = volume
@@ -155,18 +158,21 @@ public final class SpeechEngine: Sendable {
     public let sampleRate: Int
     /// Applied to what goes to a device (not to files or memory).
     public let volume: OutputVolume?
+    /// Told everything played on a device, as its reference (`[audio] echo_cancel`).
+    public let echo: EchoCanceller?
 
     /// Starts the speech thread if needed and checks the voice; fails with the reason if espeak-ng or the voice
     /// is missing.
-    public init(settings: VoiceSettings, volume: OutputVolume? = nil) throws(SpeechError) {
+    public init(settings: VoiceSettings, volume: OutputVolume? = nil, echo: EchoCanceller? = nil) throws(SpeechError) {
         self.settings = settings
         self.volume = volume
+        self.echo = echo
         sampleRate = try SpeechCore.shared.check(settings)
     }
 
     /// Plays a recorded sound (an earcon) through the same queue and output as speech.
     public func play(_ audio: MonoAudio, to output: SpeechOutput, onFirstSample: (@Sendable () -> Void)? = nil) -> SpeechTask {
-        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, owner: id, onFirstSample: onFirstSample)
+        let task = SpeechTask(content: .audio(audio), output: output, settings: settings, volume: volume, echo: echo, owner: id, onFirstSample: onFirstSample)
         SpeechCore.shared.enqueue(.speak(task))
         return task
     }
@@ -175,7 +181,7 @@ public final class SpeechEngine: Sendable {
     /// first block of speech goes out, before synthesis continues (for timing, and for tests that must act at a
     /// known point of the utterance).
     public func speak(_ text: String, to output: SpeechOutput, onFirstSample: (@Sendable () -> Void)? = nil) -> SpeechTask {
-        let task = SpeechTask(content: .text(text), output: output, settings: settings, volume: volume, owner: id, onFirstSample: onFirstSample)
+        let task = SpeechTask(content: .text(text), output: output, settings: settings, volume: volume, echo: echo, owner: id, onFirstSample: onFirstSample)
         SpeechCore.shared.enqueue(.speak(task))
         return task
     }
@@ -393,6 +399,7 @@ fileprivate final class SynthJob {
             do { playback = try ALSAPlayback(device: name, sampleRate: sampleRate) } catch {
                 throw SpeechError(error.description, isOutputDevice: true)
             }
+            playback?.echo = task.echo
         }
     }
 

@@ -399,18 +399,21 @@ public final class FakeBoard: BoardPort {
     public var isStopped: Bool { state.withLock { $0.stopped } }
 }
 
-/// Fires on a frame whose first sample is `HotPhraseMarker.value`; counts resets.
+/// Fires on a frame whose first sample is `HotPhraseMarker.value`; counts resets, and the frames heard over the
+/// speaker's own sound (barge-in).
 public final class FakeHotPhrase: HotPhraseDetecting {
     public static let marker: Int16 = 12_345
-    private let state = Mutex<(resets: Int, frames: Int)>((0, 0))
+    private let state = Mutex<(resets: Int, frames: Int, overOwnSound: Int)>((0, 0, 0))
     public init() {}
-    public func process(_ frame: UnsafeBufferPointer<Int16>) -> Bool {
-        state.withLock { $0.frames += 1 }
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool {
+        state.withLock { $0.frames += 1; if overOwnSound { $0.overOwnSound += 1 } }
         return frame.first == Self.marker
     }
     public func reset() { state.withLock { $0.resets += 1 } }
     public var resets: Int { state.withLock { $0.resets } }
     public var framesSeen: Int { state.withLock { $0.frames } }
+    /// Frames heard while the speaker's own sound played (only with barge-in: otherwise none reach the detector).
+    public var framesOverOwnSound: Int { state.withLock { $0.overOwnSound } }
 }
 
 public struct FakeSystem: SystemInfo {

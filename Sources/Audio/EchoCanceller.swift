@@ -1,0 +1,202 @@
+public import AudioCore
+import CSpeexDSP
+import Glibc
+import Platform
+import Synchronization
+
+/// `[audio] echo_cancel`, `echo_delay_ms`, `echo_tail_ms`: acoustic echo cancellation on the capture path
+/// (issue #19), so the hot phrase and the question are heard over the speaker's own voice and ringing.
+public struct EchoCancelSettings: Sendable, Equatable {
+    public var enabled = false
+    /// How much later than the devices' own delays say the echo reaches the microphone: the converters and the air
+    /// between speaker and microphone (`hound-speaker doctor` measures it on the configured devices).
+    public var delayMS = 0
+    /// The longest echo the filter models: the room's reverberation that matters, 50-1000 ms.
+    public var tailMS = 200
+
+    public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
+        self.enabled = enabled
+        self.delayMS = delayMS
+        self.tailMS = tailMS
+    }
+
+    public static let tailRange = 50...1000
+    public static let delayRange = 0...500
+}
+
+/// The monotonic clock as a timeline position (what both devices' positions are measured against).
+public func timelineNow() -> TimelinePosition {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    let nanoseconds: Int64 = Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    return TimelinePosition.timeline(nanoseconds: nanoseconds)
+}
+
+/// speexdsp's acoustic echo canceller between the speaker's output and the microphone. The output's thread tells
+/// it what it wrote and when that will be heard (`played`); the capture thread hands it each frame with when it was
+/// heard (`process`), and gets back the frame with the speaker's own sound taken out: speexdsp's adaptive filter
+/// (MDF) first, then its preprocessor's residual echo suppression while an echo may be in the frame. Everything
+/// is allocated up front; a frame allocates nothing. The state is touched only under `lock`.
+public final class EchoCanceller: @unchecked Sendable {
+    /// speexdsp's frame: 10 ms at 16 kHz. Capture frames (10 or 20 ms) are whole multiples.
+    public static let frameSamples = 160
+    /// The reference is taken this much earlier than the configured delay says: speexdsp's filter is causal, so a
+    /// reference that comes even a little after its echo cannot cancel it, while one a little before only uses a
+    /// few of the filter's taps.
+    public static let guardMS = 4
+    /// How long the output's reference is kept: the capture can be this late (a stall) and still find it.
+    static let referenceSeconds = 3
+    /// The longest capture frame handled in one call (samples).
+    static let maxFrame = 16_000 / 10
+    /// Room for one resampler call's output.
+    static let resampledCapacity = 8_192
+
+    public let settings: EchoCancelSettings
+    private let lock = Lock()
+    private let echo: OpaquePointer
+    private let preprocess: OpaquePointer
+    private var reference: EchoReference
+    private var playbackClock = StreamClock()
+    private var resampler: OpaquePointer?
+    private var resamplerRate = 0
+    private let resampled: UnsafeMutablePointer<Int16>
+    private let referenceFrame: UnsafeMutablePointer<Int16>
+    private let cancelled: UnsafeMutablePointer<Int16>
+    private let delaySamples: Int64
+    private let tailSamples: Int64
+    /// Whether the last frame processed may have held the speaker's own sound (read on the capture thread).
+    private let active = Atomic<Bool>(false)
+
+    public init(settings: EchoCancelSettings) {
+        self.settings = settings
+        let tailMS: Int = settings.tailMS.clamped(to: EchoCancelSettings.tailRange)
+        let delayMS: Int = max(0, settings.delayMS - Self.guardMS)
+        tailSamples = Int64(tailMS * 16)
+        delaySamples = Int64(delayMS * 16)
+        echo = speex_echo_state_init(Int32(Self.frameSamples), Int32(tailMS * 16))
+        var rate: Int32 = 16_000
+        speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
+        preprocess = speex_preprocess_state_init(Int32(Self.frameSamples), 16_000)
+        // Only the residual echo suppression is wanted, but speexdsp applies it through the noise suppressor's gain,
+        // so that stays on at its default; automatic gain and dereverberation stay off (the hot phrase was trained
+        // on plain audio). The preprocessor's output is used only while an echo may be present (`process`).
+        var on: Int32 = 1
+        var off: Int32 = 0
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_AGC, &off)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DEREVERB, &off)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
+        reference = EchoReference(capacity: Self.referenceSeconds * 16_000)
+        resampled = .allocate(capacity: Self.resampledCapacity)
+        referenceFrame = .allocate(capacity: Self.maxFrame)
+        cancelled = .allocate(capacity: Self.frameSamples)
+    }
+
+    deinit {
+        speex_preprocess_state_destroy(preprocess)
+        speex_echo_state_destroy(echo)
+        if let resampler { speex_resampler_destroy(resampler) }
+        resampled.deallocate()
+        referenceFrame.deallocate()
+        cancelled.deallocate()
+    }
+
+    // MARK: The output's side
+
+    /// `samples` at `rate` were written to the output; the first of them will be heard at `heard` (now plus what
+    /// the device had queued before them). Called on the output's thread.
+    public func played(_ samples: UnsafeBufferPointer<Int16>, rate: Int, heard: TimelinePosition) {
+        guard let input = samples.baseAddress, !samples.isEmpty, rate > 0 else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        if rate == 16_000 {
+            let start = playbackClock.place(count: samples.count, reported: heard)
+            reference.write(samples, at: start)
+            return
+        }
+        if resamplerRate != rate {
+            if let resampler { speex_resampler_destroy(resampler) }
+            var error: Int32 = 0
+            // Quality 4 of 10: the reference feeds an adaptive filter, not an ear; its latency is subtracted below.
+            resampler = speex_resampler_init(1, UInt32(rate), 16_000, 4, &error)
+            resamplerRate = resampler == nil ? 0 : rate
+        }
+        guard let resampler else { return }
+        let latency = Int64(speex_resampler_get_output_latency(resampler))
+        let room: Int = Self.resampledCapacity * 16_000 / rate / 2
+        var offset = 0
+        while offset < samples.count {
+            let left: Int = samples.count - offset
+            var inLength = UInt32(left < room ? left : room)
+            var outLength = UInt32(Self.resampledCapacity)
+            speex_resampler_process_int(resampler, 0, input + offset, &inLength, resampled, &outLength)
+            if inLength == 0 { break }
+            let at: TimelinePosition = TimelinePosition.timeline(frames: offset, rate: rate)
+            let start = playbackClock.place(count: Int(outLength), reported: heard + at - latency)
+            reference.write(UnsafeBufferPointer(start: resampled, count: Int(outLength)), at: start)
+            offset += Int(inLength)
+        }
+    }
+
+    /// The output dropped what it had queued at `now` (a stop): that was never heard, and the next sound starts a
+    /// new stream.
+    public func outputStopped(at now: TimelinePosition) {
+        lock.lock()
+        defer { lock.unlock() }
+        reference.truncate(from: now)
+        restartPlayback()
+    }
+
+    /// The output closed after playing everything out: the next sound starts a new stream.
+    public func outputClosed() {
+        lock.lock()
+        defer { lock.unlock() }
+        restartPlayback()
+    }
+
+    private func restartPlayback() {
+        playbackClock.restart()
+        if let resampler { speex_resampler_reset_mem(resampler) }
+    }
+
+    // MARK: The microphone's side
+
+    /// Takes the speaker's own sound out of `frame` (16 kHz, a multiple of 10 ms, at most 100 ms), whose first
+    /// sample was heard at `heard`. Called on the capture thread.
+    public func process(_ frame: UnsafeMutableBufferPointer<Int16>, heard: TimelinePosition) {
+        let n = Self.frameSamples
+        guard let mic = frame.baseAddress, frame.count % n == 0, frame.count <= Self.maxFrame else { return }
+        lock.lock()
+        defer { lock.unlock() }
+        let from = heard - delaySamples
+        reference.read(into: UnsafeMutableBufferPointer(start: referenceFrame, count: frame.count), from: from)
+        // An echo may be in this frame while the reference had sound within the filter's reach before it.
+        let echoing = reference.lastSound >= from - tailSamples
+        active.store(echoing, ordering: .relaxed)
+        var k = 0
+        while k < frame.count {
+            speex_echo_cancellation(echo, mic + k, referenceFrame + k, cancelled)
+            // The preprocessor runs on every frame so that its noise estimate stays current, but its output is used
+            // only while echoing: with nothing playing, the hot phrase hears what it always did.
+            if !echoing { (mic + k).update(from: cancelled, count: n) }
+            speex_preprocess_run(preprocess, cancelled)
+            if echoing { (mic + k).update(from: cancelled, count: n) }
+            k += n
+        }
+    }
+
+    /// Whether the last frame processed may have held the speaker's own sound (its reference had sound within the
+    /// filter's tail): the hot phrase then listens at its playback threshold.
+    public var echoActive: Bool { active.load(ordering: .relaxed) }
+
+    /// Forgets the learned echo path (a new device).
+    public func reset() {
+        lock.lock()
+        defer { lock.unlock() }
+        speex_echo_state_reset(echo)
+    }
+}
+
+extension Int {
+    fileprivate func clamped(to range: ClosedRange<Int>) -> Int { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
+}
