@@ -12,6 +12,7 @@ import Synchronization
 ///
 ///   swift run -c release hound-speaker-bench capture [minutes]
 ///   swift run -c release hound-speaker-bench speech [runs]
+///   swift run -c release hound-speaker-bench aec ROOMSET   (the echo canceller in tools/bench/aec_room.py's rooms)
 @main
 struct Bench {
     static func main() async throws {
@@ -27,7 +28,8 @@ struct Bench {
         case "loop": try await LoopBench.run(queries: Int(args.dropFirst().first ?? "") ?? 1000, directory: directory)
         case "hotphrase": try hotPhrase(minutes: Double(args.dropFirst().first ?? "") ?? 10, wav: args.dropFirst(2).first,
                                         model: args.dropFirst(3).first)
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL]")
+        case "aec": try EchoBench.run(Array(args.dropFirst()))
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options]")
         }
     }
 

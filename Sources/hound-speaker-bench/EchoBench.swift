@@ -1,0 +1,250 @@
+import Audio
+import AudioCore
+import Foundation
+import Glibc
+import HotPhrase
+
+/// The echo canceller in a simulated room (issue #19): `tools/bench/aec_room.py` makes the rooms (the speaker's
+/// output as played, what the microphone heard, where each "OK Hound" is); this runs the speaker's own canceller
+/// (`Audio.EchoCanceller`, speexdsp) and hot-phrase detector over them, 20 ms at a time as the capture thread does,
+/// with the output's reference written ahead of the microphone as a device queue would have it.
+///
+///   swift run -c release hound-speaker-bench aec ROOMSET [--delay-ms N] [--tail-ms N] [--model FILE]
+///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own]
+enum EchoBench {
+    struct Options {
+        var root = ""
+        var settings = EchoCancelSettings(enabled: true, delayMS: 8, tailMS: 200)
+        var model: String? = nil
+        var sensitivities = [0.5, 0.4, 0.3, 0.2]
+        var only: String? = nil
+    }
+
+    static func run(_ arguments: [String]) throws {
+        var o = Options()
+        var args = arguments[...]
+        while let a = args.popFirst() {
+            switch a {
+            case "--delay-ms": o.settings.delayMS = Int(args.popFirst() ?? "") ?? o.settings.delayMS
+            case "--tail-ms": o.settings.tailMS = Int(args.popFirst() ?? "") ?? o.settings.tailMS
+            case "--model": o.model = args.popFirst()
+            case "--sensitivities": o.sensitivities = (args.popFirst() ?? "").split(separator: ",").compactMap { Double($0) }
+            case "--only": o.only = args.popFirst()
+            default: o.root = a
+            }
+        }
+        guard !o.root.isEmpty, FileManager.default.fileExists(atPath: "\(o.root)/index.json") else {
+            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room.py) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
+            return
+        }
+        print("echo canceller: speexdsp MDF, \(EchoCanceller.frameSamples)-sample frames, tail \(o.settings.tailMS) ms, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms)")
+        if o.only == nil || o.only == "erle" { try erle(o) }
+        if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
+        if o.only == nil || o.only == "own" { try ownSpeech(o) }
+    }
+
+    // MARK: Running the canceller over a recording
+
+    /// Thread CPU seconds spent in the canceller, and the audio it processed, over the whole run.
+    nonisolated(unsafe) static var cancellerCPU = 0.0
+    nonisolated(unsafe) static var cancellerAudio = 0.0
+
+    static func threadCPU() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    /// The microphone after the canceller (or as heard, with `cancel` false). The reference goes in 20 ms blocks,
+    /// `lead` blocks ahead of the microphone frame they belong with (what an output's queue of 80 ms gives).
+    static func cancel(mic: [Int16], ref: [Int16], settings: EchoCancelSettings, cancel: Bool = true) -> [Int16] {
+        guard cancel else { return mic }
+        let canceller = EchoCanceller(settings: settings)
+        var out = mic
+        let frame = 320, lead = 4
+        let frames = mic.count / frame
+        let t0 = threadCPU()
+        ref.withUnsafeBufferPointer { r in
+            out.withUnsafeMutableBufferPointer { o in
+                for i in 0..<frames + lead {
+                    let p = i * frame
+                    if p + frame <= r.count {
+                        canceller.played(UnsafeBufferPointer(rebasing: r[p..<p + frame]), rate: 16_000, heard: TimelinePosition(p))
+                    }
+                    let m = (i - lead) * frame
+                    if m >= 0 && m + frame <= o.count {
+                        canceller.process(UnsafeMutableBufferPointer(rebasing: o[m..<m + frame]), heard: TimelinePosition(m))
+                    }
+                }
+            }
+        }
+        cancellerCPU += threadCPU() - t0
+        cancellerAudio += Double(frames * frame) / 16_000
+        return Array(out[0..<frames * frame])
+    }
+
+    static func read(_ path: String) throws -> [Int16] {
+        let audio = try AudioFile.readMono(path: path)
+        guard audio.sampleRate == 16_000 else { throw DeviceError("\(path): \(audio.sampleRate) Hz, not 16 kHz") }
+        return audio.samples
+    }
+
+    struct DeviceError: Error, CustomStringConvertible {
+        var description: String
+        init(_ d: String) { description = d }
+    }
+
+    // MARK: Echo return loss enhancement
+
+    static func energy(_ x: ArraySlice<Int16>) -> Double { x.reduce(0.0) { $0 + Double($1) * Double($1) } }
+
+    static func erle(_ o: Options) throws {
+        print("\n## Echo return loss enhancement (echo-only conditions; 10 log10 of the microphone's power over the output's)")
+        print("| condition | first second | after 1 s | after 1 s, median of 0.5 s windows | after 1 s, 10th percentile |")
+        print("|---|---|---|---|---|")
+        for kind in ["echo-only", "echo-only-ring"] {
+            for room in try rooms(o.root, kind) {
+                let dir = "\(o.root)/\(kind)/\(room)"
+                let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav"), echo = try read("\(dir)/echo.wav")
+                let out = cancel(mic: mic, ref: ref, settings: o.settings)
+                let n = out.count
+                let first = 10 * log10(energy(mic[0..<16_000]) / max(1, energy(out[0..<16_000])))
+                let after = 10 * log10(energy(mic[16_000..<n]) / max(1, energy(out[16_000..<n])))
+                // Windows where the echo is well above the room's noise (speech pauses say nothing of the canceller).
+                let noise = pow(10, -66.0 / 10) * 32768 * 32768 * 8_000
+                var windows: [Double] = []
+                var w = 16_000
+                while w + 8_000 <= n {
+                    if energy(echo[w..<w + 8_000]) > noise * 100 {
+                        windows.append(10 * log10(energy(mic[w..<w + 8_000]) / max(1, energy(out[w..<w + 8_000]))))
+                    }
+                    w += 8_000
+                }
+                windows.sort()
+                let median = windows.isEmpty ? .nan : windows[windows.count / 2]
+                let p10 = windows.isEmpty ? .nan : windows[windows.count / 10]
+                print("| \(kind) \(room) | \(f1(first)) dB | \(f1(after)) dB | \(f1(median)) dB | \(f1(p10)) dB |")
+            }
+        }
+        print("canceller CPU so far: \(f3(100 * cancellerCPU / max(1e-9, cancellerAudio))) % of one core (\(f1(cancellerAudio)) s of audio)")
+    }
+
+    // MARK: The hot phrase over the speaker's own sound
+
+    /// Every smoothed score with its time, from a detector that never fires (so no refractory period shapes them).
+    static func scores(_ audio: [Int16], model: HotPhraseModel) -> [(time: Double, score: Double)] {
+        let detector = HotPhraseDetector(model: model, threshold: 1.01)
+        var out: [(Double, Double)] = []
+        var samples = 0
+        detector.stepObserver = { score in out.append((Double(samples) / 16_000, score)) }
+        MonoAudio(samples: audio, sampleRate: 16_000).forEachFrame { frame in
+            samples += frame.count
+            detector.process(frame) { _ in }
+            return true
+        }
+        return out
+    }
+
+    /// Detections at `threshold` with the detector's refractory period.
+    static func detections(_ scores: [(time: Double, score: Double)], threshold: Double, refractory: Double) -> [Double] {
+        var out: [Double] = []
+        var deafUntil = -1.0
+        for (t, s) in scores where t >= deafUntil && s >= threshold {
+            out.append(t)
+            deafUntil = t + refractory
+        }
+        return out
+    }
+
+    struct Phrase { var start: Double; var end: Double }
+
+    static func phrases(_ dir: String) throws -> [Phrase] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/labels.json"))
+        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let list = json?["phrases"] as? [[String: Any]] ?? []
+        return list.compactMap { p in
+            guard let s = p["start"] as? Double, let e = p["end"] as? Double else { return nil }
+            return Phrase(start: s, end: e)
+        }
+    }
+
+    /// Phrases found (a detection from the phrase's start to 1.5 s after its end) and detections that match none.
+    static func score(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: Int) {
+        var hit = [Bool](repeating: false, count: phrases.count)
+        var falses = 0
+        for t in found {
+            if let i = phrases.firstIndex(where: { t >= $0.start && t <= $0.end + 1.5 }) { hit[i] = true } else { falses += 1 }
+        }
+        return (hit.filter { $0 }.count, falses)
+    }
+
+    static func rooms(_ root: String, _ kind: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: "\(root)/\(kind)").filter { !$0.hasPrefix(".") }.sorted()
+    }
+
+    static func hotPhrase(_ o: Options) throws {
+        let model = try HotPhraseModel.locate(o.model)
+        let thresholds = o.sensitivities.map { HotPhraseDetector.threshold(sensitivity: $0, model: model) }
+        print("\n## \"OK Hound\" over the speaker's own sound (model \(model.path); sensitivities \(o.sensitivities.map { f2($0) }.joined(separator: ", ")) = thresholds \(thresholds.map { f3($0) }.joined(separator: ", ")))")
+        print("Misses per condition, summed over the rooms; `off` = the microphone as heard, without the canceller.")
+        print("| condition | ESR | phrases | " + o.sensitivities.map { "missed at \(f2($0)) (false)" }.joined(separator: " | ") + " |")
+        print("|---|---|---|" + String(repeating: "---|", count: o.sensitivities.count))
+        for (kind, useAEC) in [("silence", true), ("talk", true), ("talk", false), ("ring", true), ("ring", false)] {
+            let roomList = try rooms(o.root, kind)
+            let esrs = try FileManager.default.contentsOfDirectory(atPath: "\(o.root)/\(kind)/\(roomList[0])").compactMap(Int.init).sorted()
+            for esr in esrs {
+                var total = 0
+                var missed = [Int](repeating: 0, count: thresholds.count), falses = [Int](repeating: 0, count: thresholds.count)
+                for room in roomList {
+                    let dir = "\(o.root)/\(kind)/\(room)/\(esr)"
+                    let list = try phrases(dir)
+                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: try read("\(dir)/ref.wav"), settings: o.settings, cancel: useAEC)
+                    let s = scores(heard, model: model)
+                    total += list.count
+                    for (i, t) in thresholds.enumerated() {
+                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds), list)
+                        missed[i] += list.count - r.hits
+                        falses[i] += r.falses
+                    }
+                }
+                let name = useAEC ? kind : "\(kind), off"
+                print("| \(name) | \(esr) dB | \(total) | " + thresholds.indices.map { "\(pct(missed[$0], total)) (\(falses[$0]))" }.joined(separator: " | ") + " |")
+            }
+        }
+        print("canceller CPU so far: \(f3(100 * cancellerCPU / max(1e-9, cancellerAudio))) % of one core (\(f1(cancellerAudio)) s of audio)")
+    }
+
+    static func ownSpeech(_ o: Options) throws {
+        let model = try HotPhraseModel.locate(o.model)
+        let thresholds = o.sensitivities.map { HotPhraseDetector.threshold(sensitivity: $0, model: model) }
+        var hours = 0.0
+        var wakes = [Int](repeating: 0, count: thresholds.count), wakesOff = wakes
+        var detectorCPU = 0.0
+        for part in try rooms(o.root, "own-speech") {
+            let dir = "\(o.root)/own-speech/\(part)"
+            let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav")
+            let out = cancel(mic: mic, ref: ref, settings: o.settings)
+            hours += Double(out.count) / 16_000 / 3600
+            let t0 = threadCPU()
+            let s = scores(out, model: model)
+            detectorCPU += threadCPU() - t0
+            let sOff = scores(mic, model: model)
+            for (i, t) in thresholds.enumerated() {
+                wakes[i] += detections(s, threshold: t, refractory: model.refractorySeconds).count
+                wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds).count
+            }
+        }
+        print("\n## False wakes in \(f2(hours)) h of the speaker's own speech and ringing (own-speech)")
+        print("| sensitivity | threshold | false wakes with the canceller | per hour | without it |")
+        print("|---|---|---|---|---|")
+        for (i, s) in o.sensitivities.enumerated() {
+            print("| \(f2(s)) | \(f3(thresholds[i])) | \(wakes[i]) | \(f2(Double(wakes[i]) / hours)) | \(wakesOff[i]) |")
+        }
+        print("canceller CPU: \(f3(100 * cancellerCPU / max(1e-9, cancellerAudio))) % of one core over \(f1(cancellerAudio)) s of audio; hot phrase on it: \(f3(100 * detectorCPU / (hours * 3600))) % of one core")
+    }
+
+    static func f1(_ x: Double) -> String { String(format: "%.1f", x) }
+    static func f2(_ x: Double) -> String { String(format: "%.2f", x) }
+    static func f3(_ x: Double) -> String { String(format: "%.3f", x) }
+    static func pct(_ a: Int, _ b: Int) -> String { b == 0 ? "-" : String(format: "%.1f %%", 100 * Double(a) / Double(b)) }
+}
