@@ -393,3 +393,54 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         }
     }
 }
+
+@Suite struct BargeInMachineTests {
+    static let bargeIn: SpeakerMachine.Settings = { var s = SpeakerMachine.Settings(); s.bargeIn = true; return s }()
+
+    @Test func theHotPhraseOverAnAnswerStopsItAndListensWithBargeIn() {
+        var m = machine(in: .speaking, settings: Self.bargeIn)
+        let effects = m.handle(.hotPhrase)
+        #expect(effects.first == .stopSpeaking)
+        #expect(effects.contains(.startSearch(preRoll: true)))
+        #expect(effects.contains(.leds(.listening)))
+        #expect(m.state == .recording)
+        // Without barge-in (the microphone hears the speaker itself), a detection over the answer changes nothing.
+        var plain = machine(in: .speaking)
+        #expect(plain.handle(.hotPhrase).isEmpty)
+        #expect(plain.state == .speaking)
+    }
+
+    @Test func theHotPhraseOverTheRingStopsItAndListensWithBargeIn() {
+        var m = machine(in: .ringing, settings: Self.bargeIn)
+        let effects = m.handle(.hotPhrase)
+        #expect(Array(effects.prefix(2)) == [.stopSpeaking, .stopRinging])
+        #expect(effects.contains(.startSearch(preRoll: true)))
+        #expect(m.state == .recording)
+        // Without it, the ring stops and that is all (as a press does).
+        var plain = machine(in: .ringing)
+        #expect(!plain.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
+        #expect(plain.state == .ready)
+    }
+
+    @Test func aMutedSpeakerIgnoresTheHotPhraseOverItsOwnSound() {
+        var m = machine(in: .ready, settings: Self.bargeIn)
+        _ = m.handle(.setMuted(true))
+        _ = m.handle(.textQuery("what time is it"))
+        _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(m.state == .speaking)
+        #expect(m.handle(.hotPhrase).isEmpty)
+        #expect(m.state == .speaking)
+    }
+
+    @Test func withBargeInADetectionDuringAnEarconInReadyStillListens() {
+        for bargeIn in [true, false] {
+            var m = machine(in: .ready, settings: bargeIn ? Self.bargeIn : .init())
+            _ = m.handle(.toggleMute)
+            _ = m.handle(.toggleMute)  // unmuted again, its earcon still playing
+            #expect(m.state == .ready && m.soundPlaying)
+            let effects = m.handle(.hotPhrase)
+            #expect(effects.contains(.startSearch(preRoll: true)) == bargeIn)
+            #expect(m.state == (bargeIn ? .recording : .ready))
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import AudioCore
+import BoardCore
+import Testing
+@testable import SpeakerCore
+import SpeakerTestKit
+import Timers
+
+/// Barge-in through the loop (issue #19), on fakes: with the echo canceller on, the hot phrase is listened for
+/// over the speaker's own sound, and a question asked over an answer or a ring stops it and is answered.
+@Suite struct BargeInLoopTests {
+    static let noon = SpeakerAnswer(transcript: "what time is it", text: "It is noon.")
+    static let weather = SpeakerAnswer(transcript: "what is the weather", text: "It is sunny and 21 degrees.")
+
+    static func rig() async -> LoopRig {
+        var settings = SpeakerLoopSettings()
+        settings.machine.bargeIn = true
+        return await LoopRig(settings: settings, hotPhrase: true)
+    }
+
+    /// "OK Hound", a question, its answer: the speaker is speaking it.
+    static func answerOverHotPhrase(_ rig: LoopRig, _ answer: SpeakerAnswer) async throws -> FakeSearchSession {
+        let mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        let session = try #require(rig.search.latest)
+        rig.speech.endEarcons()
+        rig.microphone.feed(frames: 5, value: 0)
+        session.send(.answer(answer))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        return session
+    }
+
+    @Test func aQuestionAskedOverAnAnswerStopsItAndIsAnswered() async throws {
+        let rig = await Self.rig()
+        let detector = try #require(rig.hotPhrase)
+        let first = try await Self.answerOverHotPhrase(rig, Self.noon)
+        #expect(rig.speech.spoken.last == "It is noon.")
+        #expect(rig.speech.playingCount == 1)
+
+        // While the answer plays the detector hears the (echo-cancelled) microphone, marked as over its own sound.
+        let over = detector.framesOverOwnSound
+        rig.microphone.feed(frames: 5, value: 0)
+        #expect(detector.framesOverOwnSound == over + 5)
+
+        // "OK Hound" over the answer: it stops at once, and the question after it goes to a new search, pre-roll first.
+        var mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.hotPhrase, after: mark))
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        #expect(rig.speech.playingCount <= 1)  // the answer was interrupted: only the listening earcon may play
+        let second = try #require(rig.search.latest)
+        #expect(second !== first)
+        #expect(second.afterHotPhrase)
+        #expect(second.uploaded.suffix(320) == ArraySlice(repeating: FakeHotPhrase.marker, count: 320))
+
+        // The new question is answered and spoken.
+        rig.speech.endEarcons()
+        mark = rig.recorder.count
+        rig.microphone.feed(frames: 5, value: 0)
+        second.send(.answer(Self.weather))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(rig.speech.spoken.last == "It is sunny and 21 degrees.")
+        mark = rig.recorder.count
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        await rig.stop()
+    }
+
+    @Test func withoutBargeInTheDetectorHearsNothingWhileTheSpeakerTalks() async throws {
+        let rig = await LoopRig(hotPhrase: true)
+        let detector = try #require(rig.hotPhrase)
+        _ = try await Self.answerOverHotPhrase(rig, Self.noon)
+        let seen = detector.framesSeen
+        rig.microphone.feed(frames: 5, value: FakeHotPhrase.marker)
+        #expect(detector.framesSeen == seen)
+        #expect(detector.framesOverOwnSound == 0)
+        #expect(rig.speech.spoken.count == 1)
+        await rig.stop()
+    }
+
+    @Test func theHotPhraseStopsARingingTimerAndTakesTheQuestion() async throws {
+        let rig = await Self.rig()
+        var mark = rig.recorder.count
+        // A timer set by voice and left to go off: it rings.
+        _ = try await Self.answerOverHotPhrase(rig, SpeakerAnswer(transcript: "set a timer for ten seconds", text: "",
+                                                                  action: .timer(.set(seconds: 10, name: ""))))
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready), after: mark))
+        mark = rig.recorder.count
+        rig.clock.advance(by: .seconds(11))
+        #expect(await rig.saw(.leds(.ringing), after: mark))
+
+        // "OK Hound" over the ring: it stops, and the speaker listens.
+        mark = rig.recorder.count
+        let sessions = rig.search.sessions.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        #expect(rig.search.sessions.count == sessions + 1)
+        #expect(rig.recorder.all[mark...].contains { if case .stateChanged(from: .ringing, to: .recording) = $0 { true } else { false } })
+        await rig.stop()
+    }
+}
