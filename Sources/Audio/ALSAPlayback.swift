@@ -109,6 +109,13 @@ public final class ALSAPlayback {
         pcm = nil
     }
 
+    /// The frames queued ahead of the next write (snd_pcm_delay); nil when the device cannot say.
+    public var queuedFrames: Int? {
+        var frames: snd_pcm_sframes_t = 0
+        guard let pcm, snd_pcm_delay(pcm, &frames) >= 0 else { return nil }
+        return Int(frames)
+    }
+
     /// The period the device was set up with, in frames (how long a write may block).
     public var periodFrames: Int {
         guard let pcm else { return 0 }

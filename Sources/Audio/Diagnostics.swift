@@ -27,5 +27,48 @@ public enum AudioDiagnostics {
         return out
     }
 
+    /// With `[audio] echo_cancel` on: plays two seconds of quiet noise on the speaker while the microphone listens
+    /// through the echo canceller, and reads where the canceller's filter found the echo (`EchoCanceller.echoPath`).
+    public static func echoDelay(capture: CaptureSettings, output: String, settings: EchoCancelSettings) -> Diagnostic {
+        // A long tail and no configured delay: the echo is looked for anywhere in the first half second.
+        let canceller = EchoCanceller(settings: EchoCancelSettings(enabled: true, delayMS: 0, tailMS: 500))
+        let capturing: ALSACapture
+        let playback: ALSAPlayback
+        do throws(AudioDeviceError) {
+            capturing = try ALSACapture(settings: capture, echoCanceller: canceller, onFrame: { _, _ in })
+            playback = try ALSAPlayback(device: output, sampleRate: 16_000)
+        } catch {
+            return Diagnostic(.warn, "echo delay not measured: \(error.description)")
+        }
+        playback.echo = canceller
+        capturing.start()
+        // Noise at -26 dBFS: loud enough for the microphone to hear it across a box, quiet enough not to startle.
+        var state: UInt32 = 19
+        let noise = (0..<32_000).map { _ -> Int16 in
+            state = state &* 1_664_525 &+ 1_013_904_223
+            return Int16(truncatingIfNeeded: Int32(bitPattern: state) >> 16) / 20
+        }
+        var failure: AudioDeviceError? = nil
+        noise.withUnsafeBufferPointer { samples in
+            do throws(AudioDeviceError) { try playback.write(samples) } catch { failure = error }
+        }
+        let outputDelay = playback.queuedFrames ?? 0
+        playback.drain()
+        playback.close()
+        capturing.stop()
+        if let failure { return Diagnostic(.warn, "echo delay not measured: \(failure.description)") }
+        let path = canceller.echoPath()
+        let devices = "the speaker's buffer held \(outputDelay / 16) ms"
+        guard path.prominence > 8 else {
+            return Diagnostic(.warn, "echo: the microphone did not hear the test noise from the speaker (\(devices))",
+                              advice: "turn the volume up or bring the microphone nearer; a file or null device has no echo to find")
+        }
+        let delay = Int(path.delayMS.rounded())
+        let advice = delay == settings.delayMS ? "" : "set [audio] echo_delay_ms = \(delay) (it is \(settings.delayMS))"
+        return Diagnostic(delay == settings.delayMS ? .ok : .warn,
+                          "echo: heard \(delay) ms after the devices' own delays say (\(devices); the echo stands \(Int(path.prominence)) times above the filter's noise)",
+                          advice: advice)
+    }
+
     public static var libraryVersion: Diagnostic { Diagnostic(.info, "libasound \(String(cString: snd_asoundlib_version()))") }
 }

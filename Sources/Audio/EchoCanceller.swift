@@ -189,6 +189,24 @@ public final class EchoCanceller: @unchecked Sendable {
     /// filter's tail): the hot phrase then listens at its playback threshold.
     public var echoActive: Bool { active.load(ordering: .relaxed) }
 
+    /// Where the filter has found the echo: its learned impulse response's strongest tap, as the milliseconds by
+    /// which the echo comes later than the devices' delays say (the configured delay included), and how far that tap
+    /// stands above the response's mean magnitude (a real echo path stands out; a filter that heard no echo has
+    /// learned only noise). For `hound-speaker doctor`.
+    public func echoPath() -> (delayMS: Double, prominence: Double) {
+        lock.lock()
+        defer { lock.unlock() }
+        var size: Int32 = 0
+        speex_echo_ctl(echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, &size)
+        guard size > 0 else { return (0, 0) }
+        var response = [Int32](repeating: 0, count: Int(size))
+        response.withUnsafeMutableBufferPointer { _ = speex_echo_ctl(echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE, $0.baseAddress) }
+        let magnitudes = response.map { abs(Double($0)) }
+        let mean = magnitudes.reduce(0, +) / Double(magnitudes.count)
+        guard let peak = magnitudes.indices.max(by: { magnitudes[$0] < magnitudes[$1] }), mean > 0 else { return (0, 0) }
+        return (Double(peak) / 16 + Double(delaySamples) / 16, magnitudes[peak] / mean)
+    }
+
     /// Forgets the learned echo path (a new device).
     public func reset() {
         lock.lock()

@@ -41,6 +41,9 @@ public struct Doctor {
             if endpoint.reached { show(await credentials(config)) }
             show(board(config.board))
             show(AudioDiagnostics.diagnostics(capture: config.audio.capture, output: config.audio.output))
+            if config.audio.echo.enabled {
+                show([AudioDiagnostics.echoDelay(capture: config.audio.capture, output: config.audio.output, settings: config.audio.echo)])
+            }
             show(SpeechEngine.diagnostics(voice: config.speech, earcons: config.audio.earcons))
             show(HotPhraseModel.diagnostics(config.hotphrase))
         }

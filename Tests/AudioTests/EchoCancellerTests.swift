@@ -3,6 +3,7 @@ import AudioCore
 @testable import Audio
 import TestSupport
 import Glibc
+import Platform
 
 /// The echo canceller's timing (pure) and speexdsp's canceller itself on a simulated room (real libspeexdsp).
 @Suite struct EchoTimelineTests {
@@ -151,6 +152,10 @@ import Glibc
         // The benchmark's rooms (BENCHMARKS.md) measure the goal of 25 dB; this denser synthetic room is a guard.
         #expect(erle > 20, "echo reduced by \(erle) dB after the first second")
         #expect(canceller.echoActive)
+        // The filter found the echo where the room put it: 12 ms after the output said it would be heard.
+        let path = canceller.echoPath()
+        #expect(abs(path.delayMS - 12) <= 1.5, "echo found at \(path.delayMS) ms")
+        #expect(path.prominence > 8)
     }
 
     @Test func withoutADelaySetTheDevicesDelaysAloneStillCancel() throws {
@@ -218,6 +223,34 @@ import Glibc
         frame.withUnsafeMutableBufferPointer { canceller.process($0, heard: timelineNow() + 16_000) }
         #expect(!canceller.echoActive)
         playback.close()
+    }
+}
+
+@Suite(.serialized) struct EchoDelayCheckTests {
+    /// A microphone that hears four seconds of silence (a file PCM).
+    static func silentMicrophone() throws {
+        _ = TestALSA.directory
+        let file = try #require(fopen(TestALSA.inputFile("test_echo_mic"), "wb"))
+        [UInt8](repeating: 0, count: 16_000 * 2 * 4).withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, file) }
+        fclose(file)
+    }
+
+    @Test func theDoctorSaysWhenTheMicrophoneDoesNotHearTheSpeaker() throws {
+        // File devices: what the speaker plays goes to a file, the microphone reads a silent one. No echo to find.
+        try Self.silentMicrophone()
+        var capture = CaptureSettings(device: "test_echo_mic")
+        capture.pacing = .realTime
+        let check = AudioDiagnostics.echoDelay(capture: capture, output: "test_echo_speaker", settings: EchoCancelSettings(enabled: true))
+        #expect(check.status == .warn)
+        #expect(check.summary.contains("did not hear the test noise"), "\(check.summary)")
+    }
+
+    @Test func aMissingSpeakerIsNamed() throws {
+        try Self.silentMicrophone()
+        let check = AudioDiagnostics.echoDelay(capture: CaptureSettings(device: "test_echo_mic"), output: "no_such_pcm_here",
+                                               settings: EchoCancelSettings(enabled: true))
+        #expect(check.status == .warn)
+        #expect(check.summary.contains("no_such_pcm_here"), "\(check.summary)")
     }
 }
 

@@ -32,7 +32,7 @@ public enum TestALSA {
     }
 
     /// Capture PCMs, each reading `<directory>/<name>.raw`.
-    public static let captureDevices = ["test_mic_a", "test_mic_b", "test_mic_c", "test_mic_d", "test_mic_e", "test_loop_mic", "test_late_mic"]
+    public static let captureDevices = ["test_mic_a", "test_mic_b", "test_mic_c", "test_mic_d", "test_mic_e", "test_loop_mic", "test_late_mic", "test_echo_mic"]
 
     /// Playback PCMs, each writing `<directory>/<name>.raw`.
     public static let playbackDevices = ["test_speaker", "test_loop_speaker", "test_earcon_speaker", "test_echo_speaker"]
