@@ -7,7 +7,7 @@ questions by "clicking" the simulated button, then leaves it idle for IDLE secon
 /proc. Peak memory is VmHWM from /proc/PID/status.
 
   python3 tools/bench/run_footprint.py [--queries 20] [--idle 30]
-  python3 tools/bench/run_footprint.py --hotphrase [--idle 60]
+  python3 tools/bench/run_footprint.py --hotphrase [--echo-cancel] [--idle 60]
 
 With --hotphrase the speaker listens for "OK Hound" all the time: the microphone (paced in real time, as a
 sound card would deliver it) plays the demo's "OK Hound, what time is it" once, then room tone; one query is
@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--idle", type=float, default=30)
     ap.add_argument("--hotphrase", action="store_true")
+    ap.add_argument("--echo-cancel", action="store_true", help="with --hotphrase: [audio] echo_cancel on (issue #19)")
     ap.add_argument("--smaps", action="store_true", help="also list the mappings holding the most resident memory")
     ap.add_argument("--binary", help="the hound-speaker to measure (default: swift build -c release's)")
     ap.add_argument("--service", help="the local Houndify-compatible service (default: houndify-local beside the binary, "
@@ -69,7 +70,8 @@ def main():
         open(f"{tmp}/speaker.toml", "w").write(
             f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n'
             # The always-open microphone of the hot phrase reads the file PCM at a microphone's pace (auto).
-            f'input_pacing = "{"auto" if args.hotphrase else "none"}"\n[board]\nprofile = "simulated"\n'
+            f'input_pacing = "{"auto" if args.hotphrase else "none"}"\n'
+            f'echo_cancel = {"true" if args.echo_cancel else "false"}\n[board]\nprofile = "simulated"\n'
             # The demo's sensitivity: this measures what listening costs, not accuracy, and the shipped model (v9)
             # scores the demo recording's synthetic voice 0.993, under the threshold of the default 0.5 (0.999).
             f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
