@@ -10,7 +10,8 @@ import HotPhrase
 /// with the output's reference written ahead of the microphone as a device queue would have it.
 ///
 ///   swift run -c release hound-speaker-bench aec ROOMSET [--delay-ms N] [--tail-ms N] [--model FILE]
-///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own]
+///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own] [--conditions silence,talk,talk-off,...]
+///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off)
 enum EchoBench {
     struct Options {
         var root = ""
@@ -18,6 +19,8 @@ enum EchoBench {
         var model: String? = nil
         var sensitivities = [0.5, 0.4, 0.3, 0.2]
         var only: String? = nil
+        /// The hot-phrase conditions: a folder of the room set, `-off` for the microphone without the canceller.
+        var conditions = ["silence", "talk", "talk-off", "ring", "ring-off"]
     }
 
     static func run(_ arguments: [String]) throws {
@@ -30,6 +33,7 @@ enum EchoBench {
             case "--model": o.model = args.popFirst()
             case "--sensitivities": o.sensitivities = (args.popFirst() ?? "").split(separator: ",").compactMap { Double($0) }
             case "--only": o.only = args.popFirst()
+            case "--conditions": o.conditions = (args.popFirst() ?? "").split(separator: ",").map(String.init)
             default: o.root = a
             }
         }
@@ -189,7 +193,9 @@ enum EchoBench {
         print("Misses per condition, summed over the rooms; `off` = the microphone as heard, without the canceller.")
         print("| condition | ESR | phrases | " + o.sensitivities.map { "missed at \(f2($0)) (false)" }.joined(separator: " | ") + " |")
         print("|---|---|---|" + String(repeating: "---|", count: o.sensitivities.count))
-        for (kind, useAEC) in [("silence", true), ("talk", true), ("talk", false), ("ring", true), ("ring", false)] {
+        for condition in o.conditions {
+            let useAEC = !condition.hasSuffix("-off")
+            let kind = useAEC ? condition : String(condition.dropLast(4))
             let roomList = try rooms(o.root, kind)
             let esrs = try FileManager.default.contentsOfDirectory(atPath: "\(o.root)/\(kind)/\(roomList[0])").compactMap(Int.init).sorted()
             for esr in esrs {
