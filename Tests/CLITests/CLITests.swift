@@ -355,13 +355,15 @@ struct CLI {
     }
 
     /// The speaker binary, whole: woken by the simulated button (hot phrase off, the microphone opened per
-    /// query) or by "OK Hound" in the recording (the microphone always on, paced as a sound card would be).
-    @Test(arguments: [false, true]) func runWithTheSimulatedBoardAnswersAndStopsOnSIGTERM(hotPhrase: Bool) throws {
+    /// query) or by "OK Hound" in the recording (the microphone always on, paced as a sound card would be), and so
+    /// again with the echo canceller between the speaker's output and the microphone.
+    @Test(arguments: [(false, false), (true, false), (true, true)])
+    func runWithTheSimulatedBoardAnswersAndStopsOnSIGTERM(hotPhrase: Bool, echoCancel: Bool) throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
         // The microphone plays the demo's question; the speaker writes to a file.
         let recording = hotPhrase ? "share/demo/ok-hound-what-time-is-it.wav" : "share/demo/what-time-is-it.wav"
-        let fixture = try RunFixture(recording: recording, port: port, hotPhrase: hotPhrase)
+        let fixture = try RunFixture(recording: recording, port: port, hotPhrase: hotPhrase, echoCancel: echoCancel)
         defer { fixture.remove() }
         let (process, input, output) = try fixture.startRun(hotPhrase: hotPhrase)
         #expect(output.wait(for: "\"to\":\"ready\""))

@@ -12,7 +12,9 @@ struct RunFixture {
     var spokenBytes: Int { (try? FileManager.default.attributesOfItem(atPath: "\(dir)/speaker.raw")[.size] as? Int) ?? 0 }
 
     /// `recording` is relative to the repository; `extraConfig` is appended to the config (TOML).
-    init(recording: String, port: Int, hotPhrase: Bool, transcript: String = "what day is it", extraConfig: String = "") throws {
+    /// `echoCancel`: `[audio] echo_cancel` (barge-in).
+    init(recording: String, port: Int, hotPhrase: Bool, echoCancel: Bool = false, transcript: String = "what day is it",
+         extraConfig: String = "") throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let sox = Process()
@@ -36,6 +38,7 @@ struct RunFixture {
             # With the microphone always open (the hot phrase), "auto" reads this file PCM at a microphone's pace,
             # as a sound card would deliver it; without, the question comes at once and the test does not wait.
             input_pacing = "\(hotPhrase ? "auto" : "none")"
+            echo_cancel = \(echoCancel)
             [board]
             profile = "simulated"
             [hotphrase]
