@@ -20,13 +20,13 @@ SRC="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 USER_NAME=hound-speaker
 UNIT=hound-speaker.service
 
-# What the binary links (readelf -d: libasound, libcurl, libcrypto, libspeex, libsoxr, libsndfile, libgpiod,
+# What the binary links (readelf -d: libasound, libcurl, libcrypto, libspeex, libspeexdsp, libsoxr, libsndfile, libgpiod,
 # libespeak-ng, libsystemd, libstdc++, libz; the Swift runtime is linked in statically), the voice data
 # espeak-ng loads, CA certificates for TLS to Houndify, the time zone database (the speaker tells Houndify its
 # zone by name and checks [location] timezone against it), and the tools doctor's advice names (arecord -L,
 # gpiodetect).
 # Tests/deploy checks this list against the built binary's libraries.
-RUNTIME_PACKAGES=(libasound2 libcurl4 libssl3 libspeex1 libsoxr0 libsndfile1 libgpiod2 libespeak-ng1 espeak-ng-data
+RUNTIME_PACKAGES=(libasound2 libcurl4 libssl3 libspeex1 libspeexdsp1 libsoxr0 libsndfile1 libgpiod2 libespeak-ng1 espeak-ng-data
                   libsystemd0 libstdc++6 zlib1g ca-certificates tzdata alsa-utils gpiod)
 
 say() { printf 'install: %s\n' "$*"; }
