@@ -4,6 +4,7 @@ import AudioCore
 import TestSupport
 import Glibc
 import Platform
+import Synchronization
 
 /// The echo canceller's timing (pure) and speexdsp's canceller itself on a simulated room (real libspeexdsp).
 @Suite struct EchoTimelineTests {
@@ -96,30 +97,37 @@ import Platform
     static let answer = "It is seventy two degrees and sunny in Mountain View, with a light breeze from the west. Tonight, "
         + "expect clear skies and a low of fifty four. Tomorrow will be warmer, with a high of eighty degrees."
 
-    /// The speaker's answer, its echo through a room (a direct path and an exponentially decaying tail, RT60
-    /// `rt60`) `delayMS` after it is played, and a little room noise.
+    /// The speaker's answer, its echo through a room (a direct path and 300 reflections decaying to -60 dB at
+    /// `rt60`) `delayMS` after it is played, and a little room noise. Sparse, and made once per delay: a dense
+    /// response in a debug build kept both of the test pool's threads busy for half a minute, and starved the
+    /// timing tests running beside these.
     static func room(delayMS: Int, rt60: Double = 0.3, seed: UInt64 = 7) throws -> (far: [Int16], echo: [Int16]) {
+        if let made = rooms.withLock({ $0[delayMS] }) { return made }
         var rng = SplitMix(seed: seed)
         let far = try speech(answer)
         let n = far.count
-        let taps = Int(rt60 * 16_000 / 2)
-        var rir = [Double](repeating: 0, count: taps)
-        rir[0] = 0.5
-        for k in 1..<taps {
+        let span = Int(rt60 * 16_000 / 2)
+        var taps: [(delay: Int, gain: Double)] = [(0, 0.5)]
+        for _ in 0..<300 {
+            let k = 1 + Int(rng.next() % UInt64(span - 1))
             let decay = pow(10, -3 * Double(k) / (rt60 * 16_000))  // -60 dB at rt60
-            rir[k] = 0.08 * decay * Double(Int64(rng.next() % 20_001) - 10_000) / 10_000
+            taps.append((k, 0.25 * decay * Double(Int64(rng.next() % 20_001) - 10_000) / 10_000))
         }
         let shift = delayMS * 16
-        var echo = [Int16](repeating: 0, count: n)
-        for t in 0..<n {
-            var acc = Double(Int64(rng.next() % 21) - 10)  // room noise, about -70 dBFS
-            if t - shift >= 0 {
-                for s in max(0, t - shift - taps + 1)...(t - shift) { acc += rir[t - shift - s] * Double(far[s]) }
+        var echo = (0..<n).map { _ in Double(Int64(rng.next() % 21) - 10) }  // room noise, about -70 dBFS
+        far.withUnsafeBufferPointer { x in
+            echo.withUnsafeMutableBufferPointer { y in
+                for (k, g) in taps where k + shift < n {
+                    for t in (k + shift)..<n { y[t] += g * Double(x[t - k - shift]) }
+                }
             }
-            echo[t] = Int16(clamping: Int(acc.rounded()))
         }
-        return (far, echo)
+        let made = (far, echo.map { Int16(clamping: Int($0.rounded())) })
+        rooms.withLock { $0[delayMS] = made }
+        return made
     }
+
+    static let rooms = Mutex<[Int: (far: [Int16], echo: [Int16])]>([:])
 
     /// Runs the canceller as the speaker does: the output's reference written ahead of the microphone's frames.
     static func cancel(_ canceller: EchoCanceller, mic: [Int16], far: [Int16], origin: TimelinePosition = 1_000_000) -> [Int16] {
