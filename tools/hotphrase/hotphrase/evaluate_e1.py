@@ -1,7 +1,11 @@
 """Recipe e1's honest evaluation: the head in WORKDIR/PHRASE/e1 through the reference inference
 (hotphrase/embedding.py).
 
-  python -m hotphrase.evaluate_e1 PHRASE WORKDIR [--head DIR] [--no-synthetic] [--set-threshold] [--extra-eval DIR ...]
+  python -m hotphrase.evaluate_e1 PHRASE WORKDIR [--head DIR ...] [--out FILE] [--no-synthetic] [--set-threshold]
+                                             [--extra-eval DIR ...]
+
+Several --head folders (heads trained on the same embeddings, e.g. other seeds) are scored as one detector whose
+score is the mean of theirs (an ensemble); its report goes to --out (default: eval_ensemble.json in the first).
 
 Reports (WORKDIR/PHRASE/e1/eval.json):
   - false accepts per hour over the negatives, and the thresholds for 0.1 and 0.5 per hour. The negatives are
@@ -191,12 +195,22 @@ def synthetic_positive_set(workdir, phrase, procs, limit):
 
 
 class Scorer:
-    def __init__(self, head, arrays):
-        self.head, self.arrays = head, arrays
+    """One head's scores, or with several heads the mean of their scores (the mean of smoothed outputs is the
+    smoothed mean, so this is one detector averaging the heads' outputs step by step)."""
+
+    def __init__(self, heads):
+        self.heads = heads
+        head = heads[0][0]
+        for h, _ in heads[1:]:
+            if (h["frames"], h["smoothing"], h["refractory_seconds"]) != (head["frames"], head["smoothing"],
+                                                                            head["refractory_seconds"]):
+                raise HotPhraseError(h.get("phrase", "head"), "an ensemble's heads must share frames, smoothing "
+                                     "and refractory period")
         self.refr = int(round(head["refractory_seconds"] / STEP_S))
 
     def scores(self, emb):
-        return E.head_scores(self.head, self.arrays, emb.astype(np.float32))[0]
+        emb = emb.astype(np.float32)
+        return np.mean([E.head_scores(h, a, emb)[0] for h, a in self.heads], axis=0)
 
     def fa_counts(self, score_list, grid):
         return np.array([sum(len(E.detections(s, t, self.refr)) for s in score_list) for t in grid])
@@ -335,7 +349,8 @@ def main(argv=None):
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
-    ap.add_argument("--head", help="head folder (default WORKDIR/PHRASE/e1)")
+    ap.add_argument("--head", nargs="+", help="head folder (default WORKDIR/PHRASE/e1); several: their mean score")
+    ap.add_argument("--out", help="the report (default HEAD/eval.json; several heads: FIRST/eval_ensemble.json)")
     ap.add_argument("--no-synthetic", action="store_true", help="skip the held-out synthetic positives/confusables")
     ap.add_argument("--limit", type=int, default=600, help="held-out synthetic positives per SNR (confusables: 1,000)")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
@@ -346,9 +361,13 @@ def main(argv=None):
                          "move the thresholds, so the numbers stay comparable)")
     a = ap.parse_args(argv)
     ph = PHRASES[a.phrase]
-    hdir = a.head or os.path.join(a.workdir, a.phrase, "e1")
-    head, arrays = E.load_head(hdir)
-    sc = Scorer(head, arrays)
+    hdirs = a.head or [os.path.join(a.workdir, a.phrase, "e1")]
+    hdir = hdirs[0]
+    if a.set_threshold and len(hdirs) > 1:
+        raise HotPhraseError(hdir, "--set-threshold writes one head's threshold; not with several heads")
+    heads = [E.load_head(d) for d in hdirs]
+    head = heads[0][0]
+    sc = Scorer(heads)
     t0 = time.time()
     syn, rsp, n_spk = negative_sets(a.workdir, a.procs)
     real = {w: real_keyword_set(a.workdir, w, a.procs) for w in REAL_WORDS}
@@ -357,7 +376,8 @@ def main(argv=None):
     parts = {"synthetic_speech_and_noise": syn, "real_speech_eval_speakers": rsp}
     parts.update({f"real_{w}": real[w][0] for w in REAL_WORDS if w != own})
     neg = Negatives(sc, parts, n_spk)
-    report = {"phrase": ph["display"], "head": hdir, "frames": head["frames"], "smoothing": head["smoothing"],
+    report = {"phrase": ph["display"], "head": hdir if len(hdirs) == 1 else hdirs, "frames": head["frames"],
+              "smoothing": head["smoothing"],
               "negatives": neg.report, "real_speech_alone": neg.real_speech}
     thr_all = None
     if a.extra_eval:
@@ -374,7 +394,7 @@ def main(argv=None):
         head["threshold"] = neg.thr01
         json.dump(head, open(os.path.join(hdir, "head.json"), "w"), indent=1)
         print(f"{hdir}/head.json: threshold set to {neg.thr01}", flush=True)
-    out = os.path.join(hdir, "eval.json")
+    out = a.out or os.path.join(hdir, "eval.json" if len(hdirs) == 1 else "eval_ensemble.json")
     json.dump(report, open(out, "w"), indent=1)
     print(f"wrote {out} in {time.time() - t0:.0f} s", flush=True)
 

@@ -3,6 +3,7 @@ synthetic voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the co
 
   python -m hotphrase.train_e1 PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
                                           [--extra-negatives DIR ... [--extra-copies 2]]
+                                          [--slow-share 0.3 [--slow-tempo 0.6 0.85]]
 
 Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each set embedded once and cached:
   - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
@@ -13,6 +14,8 @@ Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each 
   - WORKDIR/PHRASE/e1/feat_pos.npz: each positive COPIES times augmented (hotphrase/dataset.py: positive, as v9 trains),
     half of them moved to a real speaker's voice first;
   - WORKDIR/PHRASE/e1/feat_conf.npz: the phrase's confusables, twice, as a stream with their ends marked.
+  - with --slow-share S: a share S of the positive and of the confusable base clips first slowed down (sox tempo,
+    --slow-tempo), cached apart (feat_pos_slow*.npz, feat_conf_slow*.npz), the rest of the recipe unchanged;
   - with --extra-negatives: real recordings from those folders (get_public_negatives.py's WORKDIR/public/train),
     --extra-copies augmented passes, cached as WORKDIR/cache/e1_neg_extra_*.npz.
 No real keyword recording is used: their files carry no speaker, so they cannot be split by speaker, and they
@@ -200,15 +203,37 @@ def extra_negatives(workdir, procs, dirs, sents, tg, copies):
     return out
 
 
-def phrase_features(phrase, workdir, procs, sents, tg):
-    """(positive embeddings, offsets, phrase-end steps), (confusable stream embeddings, confusable end steps)."""
+SLOW_TEMPO = (0.6, 0.85)  # --slow-share's speeds: BENCHMARKS.md's longest quarter of real clips is where heads fail
+SLOW_SEED = 900
+
+
+def slowed(clips, share, tempo, seed):
+    """The clips, a share of them time-stretched (sox tempo: pitch and formants kept) to a speed drawn from
+    `tempo`. Its own random numbers, so the augmentation draws that follow are the recipe's own."""
+    if share <= 0:
+        return clips
+    rng = np.random.default_rng(seed)
+    return [A.sox_tempo(c, rng.uniform(*tempo)) if rng.random() < share else c for c in clips]
+
+
+def slow_tag(share, tempo):
+    """The feature caches' name suffix: none for the recipe's own data."""
+    return f"_slow{share:g}_{tempo[0]:g}-{tempo[1]:g}" if share > 0 else ""
+
+
+def phrase_features(phrase, workdir, procs, sents, tg, slow_share=0.0, slow_tempo=SLOW_TEMPO):
+    """(positive embeddings, offsets, phrase-end steps), (confusable stream embeddings, confusable end steps).
+    slow_share: that share of the positive and confusable base clips slowed to slow_tempo first (the confusables
+    too, so that slowness is no cue for the phrase)."""
     d = os.path.join(workdir, phrase, "e1")
     os.makedirs(d, exist_ok=True)
     fillers = sents[:FILLERS]
-    pos_path, conf_path = os.path.join(d, "feat_pos.npz"), os.path.join(d, "feat_conf.npz")
+    tag = slow_tag(slow_share, slow_tempo)
+    pos_path, conf_path = os.path.join(d, f"feat_pos{tag}.npz"), os.path.join(d, f"feat_conf{tag}.npz")
     if not os.path.exists(pos_path):
         pos = D.load_clips(os.path.join(workdir, phrase, "pos_train.npz"))[0]
         pos += D.load_clips(os.path.join(workdir, phrase, "pos_train_l2.npz"))[0]
+        pos = slowed(pos, slow_share, slow_tempo, SLOW_SEED)
         t = time.time()
         res = e1data.run(_pos_worker, [(s, (c, fillers, tg)) for s, c in e1data.split_jobs(100, pos)], procs)
         e1data.save_ragged(pos_path, [e for r in res for e in r[0]], ends=np.array([e for r in res for e in r[1]]))
@@ -216,7 +241,7 @@ def phrase_features(phrase, workdir, procs, sents, tg):
     if not os.path.exists(conf_path):
         conf = D.load_clips(os.path.join(workdir, phrase, "conf_train.npz"))[0]
         conf += D.load_clips(os.path.join(workdir, phrase, "conf_train_l2.npz"))[0]
-        pieces = conf + conf
+        pieces = slowed(conf + conf, slow_share, slow_tempo, SLOW_SEED + 1)
         t = time.time()
         res = e1data.run(_neg_worker, neg_jobs(300, pieces, set(range(len(pieces))), fillers, tg,
                                                [True] * len(pieces), 0), procs)
@@ -360,6 +385,10 @@ def main(argv=None):
                     help="folders of real recordings (16 kHz .flac/.wav) to add as negatives, e.g. WORKDIR/public/train "
                          "from get_public_negatives.py (default: none, the recipe as before)")
     ap.add_argument("--extra-copies", type=int, default=2, help="augmented passes over --extra-negatives")
+    ap.add_argument("--slow-share", type=float, default=0.0,
+                    help="share of the positive and confusable clips slowed down first (0: the recipe as before)")
+    ap.add_argument("--slow-tempo", type=float, nargs=2, default=list(SLOW_TEMPO), metavar=("LO", "HI"),
+                    help="the slowed clips' speed range (sox tempo factors)")
     ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
     ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
     a = ap.parse_args(argv)
@@ -370,7 +399,7 @@ def main(argv=None):
     extra = extra_negatives(a.workdir, a.procs, a.extra_negatives, sents, tg, a.extra_copies) \
         if a.extra_negatives else []
     neg = np.concatenate([neg] + real_speech_copies(a.workdir, a.procs, sents, tg, a.real_copies) + extra)
-    pos, conf = phrase_features(a.phrase, a.workdir, a.procs, sents, tg)
+    pos, conf = phrase_features(a.phrase, a.workdir, a.procs, sents, tg, a.slow_share, tuple(a.slow_tempo))
     if a.features_only:
         return
     s = Sampler(a.frames, pos, conf, neg, noise, a.seed)
@@ -409,6 +438,7 @@ def main(argv=None):
                          "real_speech_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "extra_negatives": [os.path.relpath(d, a.workdir) for d in a.extra_negatives],
                          "extra_copies": a.extra_copies if a.extra_negatives else 0,
+                         "slow_share": a.slow_share, "slow_tempo": list(a.slow_tempo) if a.slow_share > 0 else None,
                          "positive_clips": int(len(s.pos_end)), "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),
                          "seconds": round(time.time() - t0)}}
     head = export(m, a.layers, out, meta)
