@@ -1149,9 +1149,13 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a tiny set in seconds (2 rooms, ESR 0 and 20, 3 phrases)")
     ap.add_argument("--fallback-rirs", action="store_true",
                     help="exponentially decaying noise RIRs instead of pyroomacoustics (when it will not install)")
+    ap.add_argument("--ring", help="the timer's ring to play (default share/earcons/timer.wav): to measure another")
     ap.add_argument("--check", action="store_true", help="only check the set already in OUT")
     ap.add_argument("--no-check", action="store_true", help="do not check the set after generating it")
     args = ap.parse_args()
+    if args.ring:
+        global TIMER_WAV
+        TIMER_WAV = os.path.abspath(args.ring)
     t0 = time.time()
 
     def log(msg):
