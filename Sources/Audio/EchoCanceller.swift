@@ -13,6 +13,14 @@ public struct EchoCancelSettings: Sendable, Equatable {
     public var delayMS = 0
     /// The longest echo the filter models: the room's reverberation that matters, 50-1000 ms.
     public var tailMS = 200
+    /// The residual echo suppressor's greatest attenuation (dB, negative) with the person silent, and while the
+    /// person talks over the echo: speexdsp's defaults. Not config keys: `hound-speaker-bench aec --suppress` and
+    /// `--noise-suppress` measure other values (BENCHMARKS.md, "Echo cancellation": less suppression while a person
+    /// talks hears real voices a little better, and leaves more of the echo in a room's first seconds).
+    public var suppressDB = -40
+    public var suppressActiveDB = -15
+    /// The noise suppressor's greatest attenuation (dB, negative), applied with the echo's while echoing.
+    public var noiseSuppressDB = -15
 
     public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
         self.enabled = enabled
@@ -86,6 +94,12 @@ public final class EchoCanceller: @unchecked Sendable {
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_AGC, &off)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_DEREVERB, &off)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_STATE, UnsafeMutableRawPointer(echo))
+        var suppress = Int32(settings.suppressDB)
+        var suppressActive = Int32(settings.suppressActiveDB)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS, &suppress)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, &suppressActive)
+        var noiseSuppress = Int32(settings.noiseSuppressDB)
+        speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &noiseSuppress)
         reference = EchoReference(capacity: Self.referenceSeconds * 16_000)
         resampled = .allocate(capacity: Self.resampledCapacity)
         referenceFrame = .allocate(capacity: Self.maxFrame)
