@@ -21,6 +21,8 @@ public struct EchoCancelSettings: Sendable, Equatable {
     public var suppressActiveDB = -15
     /// The noise suppressor's greatest attenuation (dB, negative), applied with the echo's while echoing.
     public var noiseSuppressDB = -15
+    /// speexdsp's frame, 10 or 20 ms: the capture's frames (20 ms in the speaker) must be whole multiples of it.
+    public var frameMS = 10
 
     public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
         self.enabled = enabled
@@ -46,8 +48,8 @@ public func timelineNow() -> TimelinePosition {
 /// (MDF) first, then its preprocessor's residual echo suppression while an echo may be in the frame. Everything
 /// is allocated up front; a frame allocates nothing. The state is touched only under `lock`.
 public final class EchoCanceller: @unchecked Sendable {
-    /// speexdsp's frame: 10 ms at 16 kHz. Capture frames (10 or 20 ms) are whole multiples.
-    public static let frameSamples = 160
+    /// speexdsp's frame in samples at 16 kHz (`EchoCancelSettings.frameMS`).
+    public let frameSamples: Int
     /// The reference is taken this much earlier than the configured delay says: speexdsp's filter is causal, so a
     /// reference that comes even a little after its echo cannot cancel it, while one a little before only uses a
     /// few of the filter's taps.
@@ -80,11 +82,12 @@ public final class EchoCanceller: @unchecked Sendable {
         let tailMS: Int = settings.tailMS.clamped(to: EchoCancelSettings.tailRange)
         let delayMS: Int = max(0, settings.delayMS - Self.guardMS)
         tailSamples = Int64(tailMS * 16)
+        frameSamples = settings.frameMS == 20 ? 320 : 160
         delaySamples = Int64(delayMS * 16)
-        echo = speex_echo_state_init(Int32(Self.frameSamples), Int32(tailMS * 16))
+        echo = speex_echo_state_init(Int32(frameSamples), Int32(tailMS * 16))
         var rate: Int32 = 16_000
         speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
-        preprocess = speex_preprocess_state_init(Int32(Self.frameSamples), 16_000)
+        preprocess = speex_preprocess_state_init(Int32(frameSamples), 16_000)
         // Only the residual echo suppression is wanted, but speexdsp applies it through the noise suppressor's gain,
         // so that stays on at its default; automatic gain and dereverberation stay off (the hot phrase was trained
         // on plain audio). The preprocessor's output is used only while an echo may be present (`process`).
@@ -103,7 +106,7 @@ public final class EchoCanceller: @unchecked Sendable {
         reference = EchoReference(capacity: Self.referenceSeconds * 16_000)
         resampled = .allocate(capacity: Self.resampledCapacity)
         referenceFrame = .allocate(capacity: Self.maxFrame)
-        cancelled = .allocate(capacity: Self.frameSamples)
+        cancelled = .allocate(capacity: frameSamples)
     }
 
     deinit {
@@ -178,7 +181,7 @@ public final class EchoCanceller: @unchecked Sendable {
     /// Takes the speaker's own sound out of `frame` (16 kHz, a multiple of 10 ms, at most 100 ms), whose first
     /// sample was heard at `heard`. Called on the capture thread.
     public func process(_ frame: UnsafeMutableBufferPointer<Int16>, heard: TimelinePosition) {
-        let n = Self.frameSamples
+        let n = frameSamples
         guard let mic = frame.baseAddress, frame.count % n == 0, frame.count <= Self.maxFrame else { return }
         lock.lock()
         defer { lock.unlock() }

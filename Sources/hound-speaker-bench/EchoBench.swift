@@ -9,7 +9,7 @@ import HotPhrase
 /// (`Audio.EchoCanceller`, speexdsp) and hot-phrase detector over them, 20 ms at a time as the capture thread does,
 /// with the output's reference written ahead of the microphone as a device queue would have it.
 ///
-///   swift run -c release hound-speaker-bench aec ROOMSET [--delay-ms N] [--tail-ms N] [--suppress DB,DB] [--noise-suppress DB] [--model FILE]
+///   swift run -c release hound-speaker-bench aec ROOMSET [--delay-ms N] [--tail-ms N] [--suppress DB,DB] [--noise-suppress DB] [--frame-ms 10|20] [--model FILE]
 ///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own] [--conditions silence,talk,talk-off,...]
 ///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off)
 enum EchoBench {
@@ -34,6 +34,7 @@ enum EchoBench {
                 // "-40,-15": the residual suppressor's attenuation without and with the person talking
                 let v = (args.popFirst() ?? "").split(separator: ",").compactMap { Int($0) }
                 if v.count == 2 { (o.settings.suppressDB, o.settings.suppressActiveDB) = (v[0], v[1]) }
+            case "--frame-ms": o.settings.frameMS = Int(args.popFirst() ?? "") ?? o.settings.frameMS
             case "--noise-suppress": o.settings.noiseSuppressDB = Int(args.popFirst() ?? "") ?? o.settings.noiseSuppressDB
             case "--model": o.model = args.popFirst()
             case "--sensitivities": o.sensitivities = (args.popFirst() ?? "").split(separator: ",").compactMap { Double($0) }
@@ -46,7 +47,7 @@ enum EchoBench {
             print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room.py) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
             return
         }
-        print("echo canceller: speexdsp MDF, \(EchoCanceller.frameSamples)-sample frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms)")
+        print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms)")
         if o.only == nil || o.only == "erle" { try erle(o) }
         if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
         if o.only == nil || o.only == "own" { try ownSpeech(o) }
