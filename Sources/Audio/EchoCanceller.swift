@@ -22,6 +22,8 @@ public struct EchoCancelSettings: Sendable, Equatable {
     /// The noise suppressor's greatest attenuation (dB, negative), applied with the echo's while echoing.
     public var noiseSuppressDB = -15
     /// speexdsp's frame, 10 or 20 ms: the capture's frames (20 ms in the speaker) must be whole multiples of it.
+    /// 20 ms did better in the benchmark's rooms (BENCHMARKS.md, "Echo cancellation") but worse in the harsher room
+    /// of Tests/AudioTests; 10 ms stays until that is understood.
     public var frameMS = 10
 
     public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {

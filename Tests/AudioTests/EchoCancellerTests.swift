@@ -251,6 +251,21 @@ import Synchronization
         #expect(distance < 1, "\(distance) dB")
     }
 
+    @Test func captureFramesShorterThanTheCancellersAreRefusedByName() {
+        var settings = CaptureSettings(device: "test_echo_mic")
+        settings.frameMS = 10
+        var echo = EchoCancelSettings(enabled: true)
+        echo.frameMS = 20
+        let canceller = EchoCanceller(settings: echo)
+        do {
+            _ = try ALSACapture(settings: settings, echoCanceller: canceller, onFrame: { _, _ in })
+            Issue.record("10 ms capture frames were taken by a 20 ms canceller")
+        } catch {
+            #expect(error.device == "test_echo_mic")
+            #expect(error.message.contains("echo canceller's 20 ms frames"), "\(error.message)")
+        }
+    }
+
     @Test func theOutputTellsTheCancellerWhatItWroteAndWhatItDropped() throws {
         // A real ALSA playback (a file PCM over the null PCM): what it writes becomes the reference.
         _ = TestALSA.directory
