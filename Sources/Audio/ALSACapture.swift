@@ -93,7 +93,7 @@ public final class ALSACapture: Sendable {
         guard [10, 20].contains(settings.frameMS) else {
             throw AudioDeviceError(device: settings.device, message: "frames must be 10 or 20 ms, not \(settings.frameMS)")
         }
-        if let echoCanceller, (settings.frameMS * 16) % echoCanceller.frameSamples != 0 {
+        if let echoCanceller, (settings.frameMS * CaptureSettings.outputRate / 1000) % echoCanceller.frameSamples != 0 {
             throw AudioDeviceError(device: settings.device, message: "\(settings.frameMS) ms frames cannot go through the echo canceller's \(echoCanceller.frameSamples / 16) ms frames", isConfiguration: true)
         }
         guard settings.rate > 0 else { throw AudioDeviceError(device: settings.device, message: "capture rate must be positive, not \(settings.rate)") }

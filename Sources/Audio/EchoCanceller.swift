@@ -234,6 +234,31 @@ public final class EchoCanceller: @unchecked Sendable {
     }
 }
 
+extension EchoCanceller {
+    /// Runs a whole recording through the canceller as the speaker would: `reference` (what was played, 16 kHz)
+    /// written in 20 ms blocks `lead` blocks ahead of the microphone frame heard at the same time, as an output's
+    /// queue has it. The benchmark's rooms and the tests use it; a last partial frame is left as it was.
+    public func cancel(recording mic: [Int16], reference: [Int16], origin: TimelinePosition = 0, lead: Int = 4) -> [Int16] {
+        var out = mic
+        let frame = 320
+        reference.withUnsafeBufferPointer { r in
+            out.withUnsafeMutableBufferPointer { o in
+                for i in 0..<(mic.count / frame + lead) {
+                    let p = i * frame
+                    if p + frame <= r.count {
+                        played(UnsafeBufferPointer(rebasing: r[p..<p + frame]), rate: 16_000, heard: origin + TimelinePosition(p))
+                    }
+                    let m = (i - lead) * frame
+                    if m >= 0 && m + frame <= o.count {
+                        process(UnsafeMutableBufferPointer(rebasing: o[m..<m + frame]), heard: origin + TimelinePosition(m))
+                    }
+                }
+            }
+        }
+        return out
+    }
+}
+
 extension Int {
     fileprivate func clamped(to range: ClosedRange<Int>) -> Int { Swift.min(Swift.max(self, range.lowerBound), range.upperBound) }
 }

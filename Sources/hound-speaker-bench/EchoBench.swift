@@ -65,32 +65,17 @@ enum EchoBench {
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
-    /// The microphone after the canceller (or as heard, with `cancel` false). The reference goes in 20 ms blocks,
-    /// `lead` blocks ahead of the microphone frame they belong with (what an output's queue of 80 ms gives).
+    /// The microphone after the canceller (or as heard, with `cancel` false), in whole 20 ms frames
+    /// (`EchoCanceller.cancel(recording:)`: the reference 80 ms ahead, as an output's queue gives it).
     static func cancel(mic: [Int16], ref: [Int16], settings: EchoCancelSettings, cancel: Bool = true) -> [Int16] {
         guard cancel else { return mic }
         let canceller = EchoCanceller(settings: settings)
-        var out = mic
-        let frame = 320, lead = 4
-        let frames = mic.count / frame
+        let frames = mic.count / 320
         let t0 = threadCPU()
-        ref.withUnsafeBufferPointer { r in
-            out.withUnsafeMutableBufferPointer { o in
-                for i in 0..<frames + lead {
-                    let p = i * frame
-                    if p + frame <= r.count {
-                        canceller.played(UnsafeBufferPointer(rebasing: r[p..<p + frame]), rate: 16_000, heard: TimelinePosition(p))
-                    }
-                    let m = (i - lead) * frame
-                    if m >= 0 && m + frame <= o.count {
-                        canceller.process(UnsafeMutableBufferPointer(rebasing: o[m..<m + frame]), heard: TimelinePosition(m))
-                    }
-                }
-            }
-        }
+        let out = canceller.cancel(recording: mic, reference: ref)
         cancellerCPU += threadCPU() - t0
-        cancellerAudio += Double(frames * frame) / 16_000
-        return Array(out[0..<frames * frame])
+        cancellerAudio += Double(frames * 320) / 16_000
+        return Array(out[0..<frames * 320])
     }
 
     static func read(_ path: String) throws -> [Int16] {

@@ -136,24 +136,8 @@ import Synchronization
     static let rooms = Mutex<[Int: (far: [Int16], echo: [Int16])]>([:])
 
     /// Runs the canceller as the speaker does: the output's reference written ahead of the microphone's frames.
-    static func cancel(_ canceller: EchoCanceller, mic: [Int16], far: [Int16], origin: TimelinePosition = 1_000_000) -> [Int16] {
-        var out = mic
-        let frame = 320, lead = 4
-        far.withUnsafeBufferPointer { f in
-            out.withUnsafeMutableBufferPointer { o in
-                for i in 0..<(mic.count / frame + lead) {
-                    let p = i * frame
-                    if p + frame <= f.count {
-                        canceller.played(UnsafeBufferPointer(rebasing: f[p..<p + frame]), rate: 16_000, heard: origin + TimelinePosition(p))
-                    }
-                    let m = (i - lead) * frame
-                    if m >= 0 && m + frame <= o.count {
-                        canceller.process(UnsafeMutableBufferPointer(rebasing: o[m..<m + frame]), heard: origin + TimelinePosition(m))
-                    }
-                }
-            }
-        }
-        return out
+    static func cancel(_ canceller: EchoCanceller, mic: [Int16], far: [Int16]) -> [Int16] {
+        canceller.cancel(recording: mic, reference: far, origin: 1_000_000)
     }
 
     static func power(_ x: ArraySlice<Int16>) -> Double { x.reduce(0.0) { $0 + Double($1) * Double($1) } }
@@ -181,8 +165,7 @@ import Synchronization
         // The shipped ring (tools/make-earcons.sh) is a trill because speexdsp's filter learns the echo path only at
         // the frequencies it hears: a steady beep's echo was left 14-22 dB down in the benchmark's rooms, and its
         // ringing after each beep came from the filter itself.
-        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let ring = try AudioFile.readMono(path: root.appendingPathComponent("share/earcons/timer.wav").path, targetRate: 16_000).samples
+        let ring = try AudioFile.readMono(path: repositoryRoot + "/share/earcons/timer.wav", targetRate: 16_000).samples
         // The old ring: four 100 ms beeps of 1.76 kHz at the same peak, 100 ms apart, then 0.6 s of silence.
         var beep = [Int16](repeating: 0, count: 20_800)
         for b in 0..<4 {

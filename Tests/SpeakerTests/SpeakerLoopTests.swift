@@ -15,7 +15,6 @@ import TestSupport
 
 let clientID = "AAECAwQFBgcICQoLDA0ODw=="
 let clientKey = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
 let earconDirectory = repositoryRoot + "/share/earcons"
 
 /// Collects the loop's events (its JSON event lines) and lets a test wait for one, with a deadline. Waiting

@@ -5,10 +5,9 @@ import Testing
 @testable import Speech
 import TestSupport
 
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 @Suite(.serialized) struct EarconVolumeTests {
-    init() { setenv("HOUND_SPEAKER_EARCON_PATH", repositoryRoot.appendingPathComponent("share/earcons").path, 1) }
+    init() { setenv("HOUND_SPEAKER_EARCON_PATH", repositoryRoot + "/share/earcons", 1) }
 
     @Test func shippedEarconsAreShortAudibleAndDistinct() throws {
         let sounds = try Earcons.load()
