@@ -22,8 +22,9 @@ public struct EchoCancelSettings: Sendable, Equatable {
     /// The noise suppressor's greatest attenuation (dB, negative), applied with the echo's while echoing.
     public var noiseSuppressDB = -15
     /// speexdsp's frame, 10 or 20 ms: the capture's frames (20 ms in the speaker) must be whole multiples of it.
-    /// 20 ms did better in the benchmark's rooms (BENCHMARKS.md, "Echo cancellation") but worse in the harsher room
-    /// of Tests/AudioTests; 10 ms stays until that is understood.
+    /// 20 ms took speech down further in the benchmark's rooms, but with the timer's trill its filter can diverge
+    /// (output louder than the microphone, speexdsp resetting it) in other rooms and at other echo levels, where 10 ms
+    /// held 17-26 dB (BENCHMARKS.md, "Echo cancellation"): 10 ms.
     public var frameMS = 10
 
     public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
@@ -74,6 +75,11 @@ public final class EchoCanceller: @unchecked Sendable {
     private let resampled: UnsafeMutablePointer<Int16>
     private let referenceFrame: UnsafeMutablePointer<Int16>
     private let cancelled: UnsafeMutablePointer<Int16>
+    /// The last frame as the adaptive filter left it (before the residual suppressor), and as it was handed back,
+    /// for `hotPhraseFrame`.
+    private let filtered: UnsafeMutablePointer<Int16>
+    private let handedBack: UnsafeMutablePointer<Int16>
+    private var lastCount = 0
     private let delaySamples: Int64
     private let tailSamples: Int64
     /// Whether the last frame processed may have held the speaker's own sound (read on the capture thread).
@@ -109,6 +115,8 @@ public final class EchoCanceller: @unchecked Sendable {
         resampled = .allocate(capacity: Self.resampledCapacity)
         referenceFrame = .allocate(capacity: Self.maxFrame)
         cancelled = .allocate(capacity: frameSamples)
+        filtered = .allocate(capacity: Self.maxFrame)
+        handedBack = .allocate(capacity: Self.maxFrame)
     }
 
     deinit {
@@ -118,6 +126,8 @@ public final class EchoCanceller: @unchecked Sendable {
         resampled.deallocate()
         referenceFrame.deallocate()
         cancelled.deallocate()
+        filtered.deallocate()
+        handedBack.deallocate()
     }
 
     // MARK: The output's side
@@ -195,6 +205,7 @@ public final class EchoCanceller: @unchecked Sendable {
         var k = 0
         while k < frame.count {
             speex_echo_cancellation(echo, mic + k, referenceFrame + k, cancelled)
+            (filtered + k).update(from: cancelled, count: n)
             // The preprocessor runs on every frame so that its noise estimate stays current, but its output is used
             // only while echoing: with nothing playing, the hot phrase hears what it always did.
             if !echoing { (mic + k).update(from: cancelled, count: n) }
@@ -202,6 +213,24 @@ public final class EchoCanceller: @unchecked Sendable {
             if echoing { (mic + k).update(from: cancelled, count: n) }
             k += n
         }
+        handedBack.update(from: mic, count: frame.count)
+        lastCount = frame.count
+    }
+
+    /// What the hot phrase hears of `frame`, the frame `process` just handed back: the adaptive filter's output,
+    /// without the residual echo suppressor. While a person talks over the echo, the suppressor's gains change the
+    /// person's spectrum frame by frame, and real voices were missed more often for it (BENCHMARKS.md, "Echo
+    /// cancellation": 2.2-2.35 times their misses in silence against 1.8); the question's upload keeps the
+    /// suppressed frame. With nothing playing the two are the same. Copies into `into` (at least `frame.count`
+    /// long) and returns true, or returns false when `frame` is not the frame last processed (it did not come
+    /// through this canceller).
+    public func hotPhraseFrame(for frame: UnsafeBufferPointer<Int16>, into: UnsafeMutableBufferPointer<Int16>) -> Bool {
+        guard let given = frame.baseAddress, let target = into.baseAddress, into.count >= frame.count else { return false }
+        lock.lock()
+        defer { lock.unlock() }
+        guard frame.count == lastCount, memcmp(given, handedBack, frame.count * 2) == 0 else { return false }
+        target.update(from: filtered, count: frame.count)
+        return true
     }
 
     /// Whether the last frame processed may have held the speaker's own sound (its reference had sound within the
@@ -238,9 +267,13 @@ extension EchoCanceller {
     /// Runs a whole recording through the canceller as the speaker would: `reference` (what was played, 16 kHz)
     /// written in 20 ms blocks `lead` blocks ahead of the microphone frame heard at the same time, as an output's
     /// queue has it. The benchmark's rooms and the tests use it; a last partial frame is left as it was.
-    public func cancel(recording mic: [Int16], reference: [Int16], origin: TimelinePosition = 0, lead: Int = 4) -> [Int16] {
+    /// With `hotPhrase`, the frames are what the hot phrase hears of them (`hotPhraseFrame`) instead of what is
+    /// uploaded.
+    public func cancel(recording mic: [Int16], reference: [Int16], origin: TimelinePosition = 0, lead: Int = 4,
+                       hotPhrase: Bool = false) -> [Int16] {
         var out = mic
         let frame = 320
+        var heard = [Int16](repeating: 0, count: frame)
         reference.withUnsafeBufferPointer { r in
             out.withUnsafeMutableBufferPointer { o in
                 for i in 0..<(mic.count / frame + lead) {
@@ -250,7 +283,11 @@ extension EchoCanceller {
                     }
                     let m = (i - lead) * frame
                     if m >= 0 && m + frame <= o.count {
-                        process(UnsafeMutableBufferPointer(rebasing: o[m..<m + frame]), heard: origin + TimelinePosition(m))
+                        let part = UnsafeMutableBufferPointer(rebasing: o[m..<m + frame])
+                        process(part, heard: origin + TimelinePosition(m))
+                        if hotPhrase, heard.withUnsafeMutableBufferPointer({ hotPhraseFrame(for: UnsafeBufferPointer(part), into: $0) }) {
+                            _ = part.update(fromContentsOf: heard)
+                        }
                     }
                 }
             }

@@ -19,6 +19,9 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// The echo canceller the frames come through, if any: while it says an echo may still be in a frame (the
     /// room's reverberation after the speaker stopped), the barge-in threshold holds.
     private let echo: EchoCanceller?
+    /// What the detector hears of a frame that came through `echo`: the adaptive filter's output, without the
+    /// residual suppressor (`EchoCanceller.hotPhraseFrame`). Made once, as long as the longest capture frame.
+    private var filtered = [Int16](repeating: 0, count: 1_600)
 
     public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil) {
         threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
@@ -33,9 +36,14 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         defer { lock.unlock() }
         detector.threshold = overOwnSound || echo?.echoActive == true ? bargeInThreshold : threshold
         var hit = false
-        detector.process(frame) { detection in
+        let onDetection = { (detection: HotPhraseDetection) in
             hit = true
-            score = detection.score
+            self.score = detection.score
+        }
+        if let echo, filtered.withUnsafeMutableBufferPointer({ echo.hotPhraseFrame(for: frame, into: $0) }) {
+            filtered.withUnsafeBufferPointer { detector.process(UnsafeBufferPointer(rebasing: $0[0..<frame.count]), onDetection: onDetection) }
+        } else {
+            detector.process(frame, onDetection: onDetection)
         }
         return hit
     }

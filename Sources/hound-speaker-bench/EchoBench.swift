@@ -10,6 +10,7 @@ import HotPhrase
 /// with the output's reference written ahead of the microphone as a device queue would have it.
 ///
 ///   swift run -c release hound-speaker-bench aec ROOMSET [--delay-ms N] [--tail-ms N] [--suppress DB,DB] [--noise-suppress DB] [--frame-ms 10|20] [--model FILE]
+///       [--detector-input hotphrase|upload]
 ///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own] [--conditions silence,talk,talk-off,...]
 ///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off)
 enum EchoBench {
@@ -21,6 +22,9 @@ enum EchoBench {
         var only: String? = nil
         /// The hot-phrase conditions: a folder of the room set, `-off` for the microphone without the canceller.
         var conditions = ["silence", "talk", "talk-off", "ring", "ring-off"]
+        /// What the detector hears: the adaptive filter's output as the speaker gives it (`hotphrase`), or the
+        /// suppressed frames that are uploaded (`upload`, what it heard until session 15).
+        var detectorInput = "hotphrase"
     }
 
     static func run(_ arguments: [String]) throws {
@@ -39,6 +43,7 @@ enum EchoBench {
             case "--model": o.model = args.popFirst()
             case "--sensitivities": o.sensitivities = (args.popFirst() ?? "").split(separator: ",").compactMap { Double($0) }
             case "--only": o.only = args.popFirst()
+            case "--detector-input": o.detectorInput = args.popFirst() ?? o.detectorInput
             case "--conditions": o.conditions = (args.popFirst() ?? "").split(separator: ",").map(String.init)
             default: o.root = a
             }
@@ -47,7 +52,7 @@ enum EchoBench {
             print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room.py) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
             return
         }
-        print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms)")
+        print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorInput == "upload" ? "uploaded (suppressed)" : "adaptive filter's") output")
         if o.only == nil || o.only == "erle" { try erle(o) }
         if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
         if o.only == nil || o.only == "own" { try ownSpeech(o) }
@@ -67,12 +72,12 @@ enum EchoBench {
 
     /// The microphone after the canceller (or as heard, with `cancel` false), in whole 20 ms frames
     /// (`EchoCanceller.cancel(recording:)`: the reference 80 ms ahead, as an output's queue gives it).
-    static func cancel(mic: [Int16], ref: [Int16], settings: EchoCancelSettings, cancel: Bool = true) -> [Int16] {
+    static func cancel(mic: [Int16], ref: [Int16], settings: EchoCancelSettings, cancel: Bool = true, hotPhrase: Bool = false) -> [Int16] {
         guard cancel else { return mic }
         let canceller = EchoCanceller(settings: settings)
         let frames = mic.count / 320
         let t0 = threadCPU()
-        let out = canceller.cancel(recording: mic, reference: ref)
+        let out = canceller.cancel(recording: mic, reference: ref, hotPhrase: hotPhrase)
         cancellerCPU += threadCPU() - t0
         cancellerAudio += Double(frames * 320) / 16_000
         return Array(out[0..<frames * 320])
@@ -195,7 +200,7 @@ enum EchoBench {
                 for room in roomList {
                     let dir = "\(o.root)/\(kind)/\(room)/\(esr)"
                     let list = try phrases(dir)
-                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: try read("\(dir)/ref.wav"), settings: o.settings, cancel: useAEC)
+                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: try read("\(dir)/ref.wav"), settings: o.settings, cancel: useAEC, hotPhrase: o.detectorInput != "upload")
                     let s = scores(heard, model: model)
                     total += list.count
                     for (i, t) in thresholds.enumerated() {
@@ -220,7 +225,7 @@ enum EchoBench {
         for part in try rooms(o.root, "own-speech") {
             let dir = "\(o.root)/own-speech/\(part)"
             let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav")
-            let out = cancel(mic: mic, ref: ref, settings: o.settings)
+            let out = cancel(mic: mic, ref: ref, settings: o.settings, hotPhrase: o.detectorInput != "upload")
             hours += Double(out.count) / 16_000 / 3600
             let t0 = threadCPU()
             let s = scores(out, model: model)

@@ -225,6 +225,47 @@ import Synchronization
         #expect(after < before * 0.6, "the person's frame levels were \(before) dB off, are \(after) dB off")
     }
 
+    @Test func theHotPhraseHearsTheFiltersOutputWhileTheUploadIsSuppressedToo() throws {
+        let (far, echo) = try Self.room(delayMS: 10)
+        let person = try Self.speech("OK Hound, what is the weather like in Paris tomorrow morning?", pitchCents: 500)
+        var near = [Int16](repeating: 0, count: echo.count)
+        for t in 0..<min(person.count, echo.count - 48_000) { near[48_000 + t] = person[t] / 2 }
+        var mic = echo
+        for t in mic.indices { mic[t] = mic[t] &+ near[t] }
+        let settings = EchoCancelSettings(enabled: true, delayMS: 10)
+        let uploaded = Self.cancel(EchoCanceller(settings: settings), mic: mic, far: far)
+        let heard = EchoCanceller(settings: settings).cancel(recording: mic, reference: far, origin: 1_000_000, hotPhrase: true)
+        let span = 48_000..<min(48_000 + person.count, echo.count)
+        // Both take the echo out of the person's way; the hot phrase's frames, without the suppressor's gains, keep
+        // the person's levels closer to what the person alone would give.
+        let before = Self.levelDistance(near[span], mic[span])
+        let toUploaded = Self.levelDistance(near[span], uploaded[span])
+        let toHeard = Self.levelDistance(near[span], heard[span])
+        #expect(toHeard < before * 0.6, "the person's levels \(before) dB off at the microphone, \(toHeard) dB in what the hot phrase hears")
+        #expect(toHeard < toUploaded, "\(toHeard) dB off in what the hot phrase hears, \(toUploaded) dB in the upload")
+        // The echo is still taken out of what the hot phrase hears, by the filter alone.
+        let echoOnly = 16_000..<48_000
+        let filtered = 10 * log10(Self.power(mic[echoOnly]) / Self.power(heard[echoOnly]))
+        let suppressed = 10 * log10(Self.power(mic[echoOnly]) / Self.power(uploaded[echoOnly]))
+        #expect(filtered > 10 && suppressed > filtered, "the echo reduced by \(filtered) dB for the hot phrase, \(suppressed) dB in the upload")
+    }
+
+    @Test func aFrameThatDidNotComeThroughTheCancellerIsHeardAsItIs() throws {
+        let (far, echo) = try Self.room(delayMS: 10)
+        let canceller = EchoCanceller(settings: EchoCancelSettings(enabled: true, delayMS: 10))
+        _ = Self.cancel(canceller, mic: Array(echo[0..<32_000]), far: far)
+        var into = [Int16](repeating: 0, count: 320)
+        let other = Array(echo[40_000..<40_320])
+        let taken = other.withUnsafeBufferPointer { f in into.withUnsafeMutableBufferPointer { canceller.hotPhraseFrame(for: f, into: $0) } }
+        #expect(!taken)
+        // The frame just handed back is recognised, and what the hot phrase hears of it is the filter's output.
+        var frame = Array(echo[32_000..<32_320])
+        frame.withUnsafeMutableBufferPointer { canceller.process($0, heard: 1_000_000 + 32_000) }
+        let known = frame.withUnsafeBufferPointer { f in into.withUnsafeMutableBufferPointer { canceller.hotPhraseFrame(for: f, into: $0) } }
+        #expect(known)
+        #expect(into != frame, "while echoing, the filter's output is not the suppressed frame")
+    }
+
     @Test func withNothingPlayedTheMicrophoneIsLeftAsItWas() throws {
         let voice = try Self.speech("OK Hound, set a timer for ten minutes.")
         let canceller = EchoCanceller(settings: EchoCancelSettings(enabled: true))
@@ -232,6 +273,9 @@ import Synchronization
         #expect(!canceller.echoActive)
         let distance = Self.levelDistance(voice[0..<out.count], out[...])
         #expect(distance < 1, "\(distance) dB")
+        // With nothing played, the hot phrase hears exactly what is uploaded.
+        let heard = EchoCanceller(settings: EchoCancelSettings(enabled: true)).cancel(recording: voice, reference: [], origin: 1_000_000, hotPhrase: true)
+        #expect(heard == out)
     }
 
     @Test func captureFramesShorterThanTheCancellersAreRefusedByName() {
