@@ -24,7 +24,7 @@ public struct EchoCancelSettings: Sendable, Equatable {
     /// speexdsp's frame, 10 or 20 ms: the capture's frames (20 ms in the speaker) must be whole multiples of it.
     /// 20 ms took speech down further in the benchmark's rooms, but with the timer's trill its filter can diverge
     /// (output louder than the microphone, speexdsp resetting it) in other rooms and at other echo levels, where 10 ms
-    /// held 17-26 dB (BENCHMARKS.md, "Echo cancellation"): 10 ms.
+    /// held 17-31 dB (tools/bench/aec_frames.py; BENCHMARKS.md, "Echo cancellation"): 10 ms.
     public var frameMS = 10
 
     public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
