@@ -60,7 +60,7 @@ public final class EchoCanceller: @unchecked Sendable {
     /// How long the output's reference is kept: the capture can be this late (a stall) and still find it.
     static let referenceSeconds = 3
     /// The longest capture frame handled in one call (samples).
-    static let maxFrame = 16_000 / 10
+    public static let maxFrame = 16_000 / 10
     /// Room for one resampler call's output.
     static let resampledCapacity = 8_192
 

@@ -21,7 +21,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private let echo: EchoCanceller?
     /// What the detector hears of a frame that came through `echo`: the adaptive filter's output, without the
     /// residual suppressor (`EchoCanceller.hotPhraseFrame`). Made once, as long as the longest capture frame.
-    private var filtered = [Int16](repeating: 0, count: 1_600)
+    private var filtered = [Int16](repeating: 0, count: EchoCanceller.maxFrame)
 
     public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil) {
         threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)

@@ -22,9 +22,9 @@ enum EchoBench {
         var only: String? = nil
         /// The hot-phrase conditions: a folder of the room set, `-off` for the microphone without the canceller.
         var conditions = ["silence", "talk", "talk-off", "ring", "ring-off"]
-        /// What the detector hears: the adaptive filter's output as the speaker gives it (`hotphrase`), or the
-        /// suppressed frames that are uploaded (`upload`, what it heard until session 15).
-        var detectorInput = "hotphrase"
+        /// What the detector hears: the adaptive filter's output as the speaker gives it (`--detector-input
+        /// hotphrase`), or the suppressed frames that are uploaded (`upload`, what it heard until session 15).
+        var detectorHearsFilter = true
     }
 
     static func run(_ arguments: [String]) throws {
@@ -43,7 +43,7 @@ enum EchoBench {
             case "--model": o.model = args.popFirst()
             case "--sensitivities": o.sensitivities = (args.popFirst() ?? "").split(separator: ",").compactMap { Double($0) }
             case "--only": o.only = args.popFirst()
-            case "--detector-input": o.detectorInput = args.popFirst() ?? o.detectorInput
+            case "--detector-input": o.detectorHearsFilter = args.popFirst() != "upload"
             case "--conditions": o.conditions = (args.popFirst() ?? "").split(separator: ",").map(String.init)
             default: o.root = a
             }
@@ -52,7 +52,7 @@ enum EchoBench {
             print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room.py) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
             return
         }
-        print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorInput == "upload" ? "uploaded (suppressed)" : "adaptive filter's") output")
+        print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")
         if o.only == nil || o.only == "erle" { try erle(o) }
         if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
         if o.only == nil || o.only == "own" { try ownSpeech(o) }
@@ -200,7 +200,7 @@ enum EchoBench {
                 for room in roomList {
                     let dir = "\(o.root)/\(kind)/\(room)/\(esr)"
                     let list = try phrases(dir)
-                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: try read("\(dir)/ref.wav"), settings: o.settings, cancel: useAEC, hotPhrase: o.detectorInput != "upload")
+                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: try read("\(dir)/ref.wav"), settings: o.settings, cancel: useAEC, hotPhrase: o.detectorHearsFilter)
                     let s = scores(heard, model: model)
                     total += list.count
                     for (i, t) in thresholds.enumerated() {
@@ -225,7 +225,7 @@ enum EchoBench {
         for part in try rooms(o.root, "own-speech") {
             let dir = "\(o.root)/own-speech/\(part)"
             let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav")
-            let out = cancel(mic: mic, ref: ref, settings: o.settings, hotPhrase: o.detectorInput != "upload")
+            let out = cancel(mic: mic, ref: ref, settings: o.settings, hotPhrase: o.detectorHearsFilter)
             hours += Double(out.count) / 16_000 / 3600
             let t0 = threadCPU()
             let s = scores(out, model: model)

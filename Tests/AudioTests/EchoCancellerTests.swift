@@ -136,8 +136,8 @@ import Synchronization
     static let rooms = Mutex<[Int: (far: [Int16], echo: [Int16])]>([:])
 
     /// Runs the canceller as the speaker does: the output's reference written ahead of the microphone's frames.
-    static func cancel(_ canceller: EchoCanceller, mic: [Int16], far: [Int16]) -> [Int16] {
-        canceller.cancel(recording: mic, reference: far, origin: 1_000_000)
+    static func cancel(_ canceller: EchoCanceller, mic: [Int16], far: [Int16], hotPhrase: Bool = false) -> [Int16] {
+        canceller.cancel(recording: mic, reference: far, origin: 1_000_000, hotPhrase: hotPhrase)
     }
 
     static func power(_ x: ArraySlice<Int16>) -> Double { x.reduce(0.0) { $0 + Double($1) * Double($1) } }
@@ -207,16 +207,21 @@ import Synchronization
         return frames.reduce(0.0) { $0 + abs(a[$1] - b[$1]) } / Double(max(1, frames.count))
     }
 
-    @Test func aPersonTalkingOverTheSpeakerIsKept() throws {
-        let (far, echo) = try Self.room(delayMS: 10)
-        // Another voice, not played by the speaker, from 3 s on, while the speaker goes on talking.
-        let person = try Self.speech("OK Hound, what is the weather like in Paris tomorrow morning?", pitchCents: 500)
+    /// The speaker talking in the room (its echo 10 ms late) and another voice, not played by the speaker, from 3 s
+    /// on over it: what was played, the person alone at the microphone, the microphone, and the person's span.
+    static func personOverTheSpeaker() throws -> (far: [Int16], near: [Int16], mic: [Int16], span: Range<Int>) {
+        let (far, echo) = try room(delayMS: 10)
+        let person = try speech("OK Hound, what is the weather like in Paris tomorrow morning?", pitchCents: 500)
         var near = [Int16](repeating: 0, count: echo.count)
         for t in 0..<min(person.count, echo.count - 48_000) { near[48_000 + t] = person[t] / 2 }
         var mic = echo
         for t in mic.indices { mic[t] = mic[t] &+ near[t] }
+        return (far, near, mic, 48_000..<min(48_000 + person.count, echo.count))
+    }
+
+    @Test func aPersonTalkingOverTheSpeakerIsKept() throws {
+        let (far, near, mic, span) = try Self.personOverTheSpeaker()
         let out = Self.cancel(EchoCanceller(settings: EchoCancelSettings(enabled: true, delayMS: 10)), mic: mic, far: far)
-        let span = 48_000..<min(48_000 + person.count, echo.count)
         let before = Self.levelDistance(near[span], mic[span])
         let after = Self.levelDistance(near[span], out[span])
         // The echo is what stood between the microphone and the person: with it mostly gone the person's levels come
@@ -226,16 +231,10 @@ import Synchronization
     }
 
     @Test func theHotPhraseHearsTheFiltersOutputWhileTheUploadIsSuppressedToo() throws {
-        let (far, echo) = try Self.room(delayMS: 10)
-        let person = try Self.speech("OK Hound, what is the weather like in Paris tomorrow morning?", pitchCents: 500)
-        var near = [Int16](repeating: 0, count: echo.count)
-        for t in 0..<min(person.count, echo.count - 48_000) { near[48_000 + t] = person[t] / 2 }
-        var mic = echo
-        for t in mic.indices { mic[t] = mic[t] &+ near[t] }
+        let (far, near, mic, span) = try Self.personOverTheSpeaker()
         let settings = EchoCancelSettings(enabled: true, delayMS: 10)
         let uploaded = Self.cancel(EchoCanceller(settings: settings), mic: mic, far: far)
-        let heard = EchoCanceller(settings: settings).cancel(recording: mic, reference: far, origin: 1_000_000, hotPhrase: true)
-        let span = 48_000..<min(48_000 + person.count, echo.count)
+        let heard = Self.cancel(EchoCanceller(settings: settings), mic: mic, far: far, hotPhrase: true)
         // Both take the echo out of the person's way; the hot phrase's frames, without the suppressor's gains, keep
         // the person's levels closer to what the person alone would give.
         let before = Self.levelDistance(near[span], mic[span])
@@ -274,7 +273,7 @@ import Synchronization
         let distance = Self.levelDistance(voice[0..<out.count], out[...])
         #expect(distance < 1, "\(distance) dB")
         // With nothing played, the hot phrase hears exactly what is uploaded.
-        let heard = EchoCanceller(settings: EchoCancelSettings(enabled: true)).cancel(recording: voice, reference: [], origin: 1_000_000, hotPhrase: true)
+        let heard = Self.cancel(EchoCanceller(settings: EchoCancelSettings(enabled: true)), mic: voice, far: [], hotPhrase: true)
         #expect(heard == out)
     }
 
