@@ -58,11 +58,38 @@ public struct HotPhraseModel: Sendable {
     }
 
     public static func load(path: String) throws -> HotPhraseModel {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            let why = FileManager.default.fileExists(atPath: path) ? "cannot be read (permissions?)" : "no such file"
-            throw HotPhraseModelError(path: path, problem: why)
+        try HotPhraseModel(bytes: readFile(path), path: path)
+    }
+
+    /// The whole file, read straight into the array the loader walks: a format-2 model is 1.5 MB, and reading it
+    /// through Data first held it twice at start-up, which `run`'s peak memory counts (BENCHMARKS.md, issue #15).
+    static func readFile(_ path: String) throws -> [UInt8] {
+        func fail(_ code: Int32) -> HotPhraseModelError {
+            let why = switch code {
+            case ENOENT: "no such file"
+            case EACCES: "cannot be read (permissions?)"
+            case EISDIR: "is a folder, not a model file"
+            default: "cannot be read (\(String(cString: strerror(code))))"
+            }
+            return HotPhraseModelError(path: path, problem: why)
         }
-        return try HotPhraseModel(bytes: [UInt8](data), path: path)
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw fail(errno) }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw fail(errno) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else { throw fail((info.st_mode & S_IFMT) == S_IFDIR ? EISDIR : EINVAL) }
+        let size = Int(info.st_size)
+        var failure: Int32 = 0
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = 0
+            while count < size {
+                let n = read(fd, buffer.baseAddress! + count, size - count)
+                if n > 0 { count += n } else if n == 0 || errno != EINTR { failure = n == 0 ? 0 : errno; break }
+            }
+        }
+        if failure != 0 { throw fail(failure) }
+        return bytes  // shorter than `size` only if the file shrank meanwhile: the loader then says it is truncated
     }
 
     /// What every format's header has.

@@ -188,21 +188,24 @@ final class StreamingEmbedding {
         self.model = model
         var levels: [Level] = []
         var width = model.mel.mels, channels = 1
-        // A depth holds the frames kept for its reader (fewer than its time kernel) plus what one step adds
-        // (at most `step` frames).
-        let capacity = model.step + 8
+        // A depth holds the frames its reader keeps between steps (its time kernel less one: a convolution's
+        // kt - 1, a pooling's pt - 1) plus what one step adds there (step / the time strides above it; every
+        // stride divides the step, EmbeddingModel checks). Sized exactly, the 25 depths take 248 kB instead of
+        // the 788 kB of 16 frames each, which `run`'s peak memory counts (BENCHMARKS.md, issue #15).
+        var stride = 1
         for layer in model.layers {
             switch layer {
             case .conv(let c):
-                levels.append(Level(width: width, channels: channels, pad: c.padF, capacity: capacity))
+                levels.append(Level(width: width, channels: channels, pad: c.padF, capacity: c.kt - 1 + model.step / stride))
                 width += 2 * c.padF - c.kf + 1
                 channels = c.cout
-            case .pool(_, let pf):
-                levels.append(Level(width: width, channels: channels, pad: 0, capacity: capacity))
+            case .pool(let pt, let pf):
+                levels.append(Level(width: width, channels: channels, pad: 0, capacity: pt - 1 + model.step / stride))
                 width /= pf
+                stride *= pt
             }
         }
-        levels.append(Level(width: width, channels: channels, pad: 0, capacity: capacity))
+        levels.append(Level(width: width, channels: channels, pad: 0, capacity: max(1, model.step / stride)))
         self.levels = levels
         next = [Int](repeating: 0, count: model.layers.count)
     }

@@ -214,6 +214,28 @@ func withHeader(_ model: HotPhraseModel, replacing key: String, upTo end: String
         }
     }
 
+    @Test func aFolderOrAnEmptyFileIsNamedAsSuch() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hpm-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        #expect { try HotPhraseModel.load(path: dir) } throws: { error in
+            "\(error)" == "hot-phrase model \(dir): is a folder, not a model file"
+        }
+        let empty = dir + "/empty.hpm"
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        #expect { try HotPhraseModel.load(path: empty) } throws: { error in
+            "\(error)".contains("\(empty): not a hot-phrase model file")
+        }
+    }
+
+    @Test func theShippedFileLoadsAsItsBytesDo() throws {
+        // load(path:) reads the file itself; it must hand the loader exactly the file's bytes.
+        let loaded = try HotPhraseModel.load(path: Fixtures.modelPath)
+        let fromBytes = try HotPhraseModel(bytes: try bytes(), path: Fixtures.modelPath)
+        #expect(loaded.fileBytes == fromBytes.fileBytes)
+        #expect(loaded.defaultThreshold == fromBytes.defaultThreshold && loaded.phrase == fromBytes.phrase)
+    }
+
     @Test func notAModel() {
         #expect { try HotPhraseModel(bytes: Array("RIFF....WAVEfmt ".utf8), path: "x.hpm") } throws: { error in
             "\(error)".contains("x.hpm: not a hot-phrase model file")
