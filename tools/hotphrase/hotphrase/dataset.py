@@ -62,6 +62,13 @@ def real_speech(split):
     """[(clip, speaker, group)] of ../shared/data/real-speech for split 'train' or 'eval', split by speaker (a
     speaker's hash decides, so nobody is on both sides). group: 'child' (speechocean762, aged 12 or under),
     'female' or 'male'."""
+    return [(read_audio(f), spk, g) for f, spk, g in real_speech_files(groups=True)
+            if is_eval_speaker(spk) == (split == "eval")]
+
+
+def real_speech_files(groups=False):
+    """[(path, speaker)] of every recording in ../shared/data/real-speech ([(path, speaker, group)] with groups);
+    speaker ids are prefixed by corpus: 'so' speechocean762, 'ls' LibriSpeech."""
     import csv
     rows = []
     so = os.path.join(REAL_SPEECH, "speechocean762")
@@ -77,11 +84,7 @@ def real_speech(split):
     for f in sorted(glob.glob(os.path.join(ls, "*.flac"))):
         spk = os.path.basename(f).split("-")[0]
         rows.append((f, "ls" + spk, sex.get(spk, "male")))
-    out = []
-    for f, spk, g in rows:
-        if is_eval_speaker(spk) == (split == "eval"):
-            out.append((read_audio(f), spk, g))
-    return out
+    return rows if groups else [(f, spk) for f, spk, _ in rows]
 
 
 def active_seconds(x):

@@ -1,0 +1,123 @@
+"""False wakes on real recordings, through the speaker's own detector (`hound-speaker hotphrase`), at several
+thresholds: how often a model would wake in a home where people only talk.
+
+  python -m hotphrase.real_wakes MODEL --swift-bin BIN [--threshold T ...] [--set NAME=DIR ...]
+                                 [--real-speech all|eval|train] [--json FILE]
+
+Each set's recordings (16 kHz mono WAV or FLAC, found recursively under DIR and sorted by path) are joined into one
+long recording with 0.5 s of silence between them, so that a wake cannot straddle two speakers without the
+silence, and the Swift detector runs once over it per threshold with the model's own refractory period. Every
+detection is a false wake: none of these recordings holds the phrase. The real-speech folders
+(../shared/data/real-speech) are one set per corpus, split by speaker as the recipes split them (`--real-speech
+eval`, the default, for a model trained on the training speakers; `all` for a model that never saw them, such as
+recipe v9); `--set` adds others, for example `get_public_negatives`' folders.
+
+Prints a table of false wakes (and per hour) for each set and threshold, and the hours; `--json` writes it too.
+Counts are small: no false wake in H hours bounds the rate only below about 3/H per hour (95 %).
+"""
+import json
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+
+from . import cli
+from . import dataset as D
+from .constants import SAMPLE_RATE
+from .errors import HotPhraseError
+
+GAP_SECONDS = 0.5
+
+
+def gather(paths):
+    """The recordings, joined with GAP_SECONDS of silence, as int16."""
+    gap = np.zeros(int(GAP_SECONDS * SAMPLE_RATE), np.float32)
+    parts = []
+    for p in paths:
+        parts += [D.read_audio(p), gap]
+    if not parts:
+        return np.zeros(0, np.int16)
+    x = np.concatenate(parts)
+    return np.clip(np.round(x * 32768.0), -32768, 32767).astype(np.int16)
+
+
+def files_under(folder):
+    out = []
+    for root, _, names in os.walk(folder):
+        out += [os.path.join(root, n) for n in names if n.lower().endswith((".wav", ".flac"))]
+    if not out:
+        raise HotPhraseError(folder, "no .wav or .flac recordings here")
+    return sorted(out)
+
+
+def real_speech_sets(split):
+    """{name: [path]}: the real-speech folders, one set per corpus, the speakers of `split` (or all)."""
+    sets = {}
+    for path, speaker in D.real_speech_files():
+        if split != "all" and D.is_eval_speaker(speaker) != (split == "eval"):
+            continue
+        corpus = "real-speech/speechocean762" if speaker.startswith("so") else "real-speech/librispeech"
+        sets.setdefault(corpus, []).append(path)
+    return sets
+
+
+def detections(swift_bin, model, wav, threshold):
+    r = subprocess.run([swift_bin, "hotphrase", wav, "--model", model, "--threshold", repr(threshold), "--json"],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise HotPhraseError(swift_bin, f"hotphrase failed on {wav} (exit {r.returncode}): {r.stderr.strip()}")
+    return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
+
+
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("model")
+    ap.add_argument("--swift-bin", required=True, help="the hound-speaker binary")
+    ap.add_argument("--threshold", type=float, action="append", help="repeatable (default: 0.99 0.995 0.999)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=DIR")
+    ap.add_argument("--real-speech", choices=("all", "eval", "train", "none"), default="eval")
+    ap.add_argument("--json")
+    a = ap.parse_args(argv)
+    thresholds = sorted(a.threshold or [0.99, 0.995, 0.999])
+    sets = {} if a.real_speech == "none" else real_speech_sets(a.real_speech)
+    for s in a.set:
+        name, sep, folder = s.partition("=")
+        if not sep or not name or not folder:
+            raise HotPhraseError(s, "--set wants NAME=DIR")
+        sets[name] = files_under(folder)
+    report = {"model": a.model, "thresholds": thresholds, "sets": {}}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, paths in sets.items():
+            audio = gather(paths)
+            wav = os.path.join(tmp, "set.wav")
+            import soundfile
+            soundfile.write(wav, audio, SAMPLE_RATE, subtype="PCM_16")
+            hours = len(audio) / SAMPLE_RATE / 3600
+            row = {"recordings": len(paths), "hours": round(hours, 3), "false_wakes": {}, "examples": {}}
+            for t in thresholds:
+                found = detections(a.swift_bin, a.model, wav, t)
+                row["false_wakes"][repr(t)] = len(found)
+                row["examples"][repr(t)] = [round(d["time"], 2) for d in found[:20]]
+            report["sets"][name] = row
+            print(f"{name}: {len(paths)} recordings, {hours:.2f} h, false wakes "
+                  + ", ".join(f"{row['false_wakes'][repr(t)]} at {t}" for t in thresholds), flush=True)
+    total_h = sum(r["hours"] for r in report["sets"].values())
+    print()
+    print("| set | recordings | hours | " + " | ".join(f"false wakes at {t}" for t in thresholds) + " |")
+    print("|---|---|---|" + "---|" * len(thresholds))
+    for name, r in report["sets"].items():
+        print(f"| {name} | {r['recordings']} | {r['hours']:.2f} | "
+              + " | ".join(str(r["false_wakes"][repr(t)]) for t in thresholds) + " |")
+    totals = [sum(r["false_wakes"][repr(t)] for r in report["sets"].values()) for t in thresholds]
+    print(f"| all | {sum(r['recordings'] for r in report['sets'].values())} | {total_h:.2f} | "
+          + " | ".join(f"{n} ({n / total_h:.2f}/h)" if total_h else str(n) for n in totals) + " |")
+    report["total_hours"] = round(total_h, 3)
+    report["total_false_wakes"] = dict(zip(map(repr, thresholds), totals))
+    if a.json:
+        json.dump(report, open(a.json, "w"), indent=1)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
