@@ -7,7 +7,7 @@ questions by "clicking" the simulated button, then leaves it idle for IDLE secon
 /proc. Peak memory is VmHWM from /proc/PID/status.
 
   python3 tools/bench/run_footprint.py [--queries 20] [--idle 30]
-  python3 tools/bench/run_footprint.py --hotphrase [--echo-cancel] [--idle 60]
+  python3 tools/bench/run_footprint.py --hotphrase [--echo-cancel] [--idle 60] [--model HPM] [--sensitivity X]
 
 With --hotphrase the speaker listens for "OK Hound" all the time: the microphone (paced in real time, as a
 sound card would deliver it) plays the demo's "OK Hound, what time is it" once, then room tone; one query is
@@ -37,6 +37,9 @@ def main():
     ap.add_argument("--idle", type=float, default=30)
     ap.add_argument("--hotphrase", action="store_true")
     ap.add_argument("--echo-cancel", action="store_true", help="with --hotphrase: [audio] echo_cancel on (issue #19)")
+    ap.add_argument("--model", help="with --hotphrase: [hotphrase] model (default: the shipped one)")
+    ap.add_argument("--sensitivity", type=float, default=0.85,
+                    help="with --hotphrase: [hotphrase] sensitivity (default 0.85, the demo's)")
     ap.add_argument("--smaps", action="store_true", help="also list the mappings holding the most resident memory")
     ap.add_argument("--binary", help="the hound-speaker to measure (default: swift build -c release's)")
     ap.add_argument("--service", help="the local Houndify-compatible service (default: houndify-local beside the binary, "
@@ -75,7 +78,8 @@ def main():
             # The demo's sensitivity: this measures what listening costs, not accuracy, and the shipped model (v9)
             # scores the demo recording's synthetic voice 0.993, under the threshold of the default 0.5 (0.999).
             f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
-            f'sensitivity = 0.85\n')
+            f'sensitivity = {args.sensitivity}\n'
+            + (f'model = "{os.path.abspath(args.model)}"\n' if args.model else ''))
         run = subprocess.Popen([binary, "run", "--config", f"{tmp}/speaker.toml", "--events", "json"], env=env,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None if os.environ.get("FP_DEBUG") else subprocess.DEVNULL, text=True, bufsize=1)
         try:

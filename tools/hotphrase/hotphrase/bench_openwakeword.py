@@ -1,13 +1,15 @@
 """CPU of openWakeWord's own feature pipeline (pyopen-wakeword 1.1.0: melspectrogram.tflite + embedding_model.tflite
 through the wheel's TFLite C library) on the same audio as `hound-speaker-bench hotphrase`, for BENCHMARKS.md.
 
-  python -m hotphrase.bench_openwakeword [MINUTES] [WAV] [--head HEAD_DIR]
+  python -m hotphrase.bench_openwakeword [MINUTES] [WAV] [--head HEAD_DIR] [--pocketsphinx]
 
 The audio is WAV (default share/demo/ok-hound-what-time-is-it.wav) repeated to MINUTES, fed in 1280-sample
 chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY-NC-SA and are not run: with
 --head, a head of the project's contract (head.json + head.npz) is run in numpy on each step's last embeddings
-instead (its cost is a few hundred thousand multiply-adds, small beside the embedding's). Prints process CPU
-seconds and the share of one core.
+instead (its cost is a few hundred thousand multiply-adds, small beside the embedding's). With --pocketsphinx,
+PocketSphinx's keyphrase spotting ("okay hound", PyPI pocketsphinx and its US English model, in 100 ms chunks as
+`hotphrase.evaluate` runs it) then goes over the same audio in the same process. Prints process CPU seconds and
+the share of one core for each.
 """
 import os
 import sys
@@ -29,6 +31,7 @@ def main(argv=None):
     ap.add_argument("minutes", nargs="?", type=float, default=10)
     ap.add_argument("wav", nargs="?", default=os.path.join(ROOT, "share/demo/ok-hound-what-time-is-it.wav"))
     ap.add_argument("--head")
+    ap.add_argument("--pocketsphinx", action="store_true")
     a = ap.parse_args(argv)
     from pyopen_wakeword.openwakeword import OpenWakeWordFeatures
     with wave.open(a.wav) as w:
@@ -64,6 +67,12 @@ def main(argv=None):
     seconds = total / SAMPLE_RATE
     print(f"openWakeWord pipeline (TFLite mel + embedding{' + numpy head' if head else ''}): {seconds:.0f} s of audio, "
           f"{steps} embeddings, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
+    if a.pocketsphinx:
+        from .evaluate import POCKETSPHINX_THRESHOLDS, pocketsphinx_spot
+        kws = POCKETSPHINX_THRESHOLDS[0]  # its CPU hardly depends on the threshold (BENCHMARKS.md, issue #5)
+        times, cpu = pocketsphinx_spot(audio, "okay hound", kws)
+        print(f"PocketSphinx keyphrase spotting (kws_threshold {kws:g}): {seconds:.0f} s of audio, {len(times)} "
+              f"detections, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
 
 
 if __name__ == "__main__":

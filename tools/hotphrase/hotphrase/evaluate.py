@@ -77,10 +77,15 @@ def cpu_children():
 
 def pocketsphinx_run(wav, phrase, kws_threshold):
     """Keyphrase spotting over a WAV; returns (detection times in s, CPU seconds)."""
+    sr, x = wavfile.read(wav)
+    return pocketsphinx_spot(x, phrase, kws_threshold)
+
+
+def pocketsphinx_spot(x, phrase, kws_threshold):
+    """Keyphrase spotting over 16 kHz int16 samples; returns (detection times in s, CPU seconds)."""
     from pocketsphinx import Config, Decoder
     # keyphrase spotting replaces the language model (the two cannot be on at once)
     dec = Decoder(Config(lm=None, keyphrase=phrase, kws_threshold=kws_threshold, logfn="/dev/null"))
-    sr, x = wavfile.read(wav)
     t0 = time.process_time()
     dec.start_utt()
     times = []
