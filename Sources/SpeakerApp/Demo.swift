@@ -22,6 +22,9 @@ public struct Demo {
     /// `output`: a WAV file for the spoken answer (nil: the sound card, else hound-speaker-demo.wav).
     public init(output: String?) { self.output = output }
 
+    /// Above the default 0.5: the shipped model scores this recording's synthetic voice 0.99865, under the default's
+    /// threshold of 0.999, and lowering the default for it would cost 56 % more false wakes on real speech
+    /// (BENCHMARKS.md, issue #15, session 4).
     static let sensitivity = 0.85
     static let id = "AAECAwQFBgcICQoLDA0ODw=="
     static let key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
