@@ -62,7 +62,7 @@ public struct HotPhraseModel: Sendable {
     }
 
     /// The whole file, read straight into the array the loader walks: a format-2 model is 1.5 MB, and reading it
-    /// through Data first held it twice at start-up, which `run`'s peak memory counts (BENCHMARKS.md, issue #15).
+    /// through Data first held it twice while loading. The errors name the problem (no file, a folder, permissions).
     static func readFile(_ path: String) throws -> [UInt8] {
         func fail(_ code: Int32) -> HotPhraseModelError {
             let why = switch code {
