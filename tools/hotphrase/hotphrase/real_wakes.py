@@ -2,7 +2,7 @@
 thresholds: how often a model would wake in a home where people only talk.
 
   python -m hotphrase.real_wakes MODEL --swift-bin BIN [--threshold T ...] [--set NAME=DIR ...]
-                                 [--real-speech all|eval|train] [--json FILE]
+                                 [--real-speech all|eval|train|none] [--json FILE]
 
 Each set's recordings (16 kHz mono WAV or FLAC, found recursively under DIR and sorted by path) are joined into one
 long recording with 0.5 s of silence between them, so that a wake cannot straddle two speakers without the
@@ -10,7 +10,8 @@ silence, and the Swift detector runs once over it per threshold with the model's
 detection is a false wake: none of these recordings holds the phrase. The real-speech folders
 (../shared/data/real-speech) are one set per corpus, split by speaker as the recipes split them (`--real-speech
 eval`, the default, for a model trained on the training speakers; `all` for a model that never saw them, such as
-recipe v9); `--set` adds others, for example `get_public_negatives`' folders.
+recipe v9; `none` for only the `--set` folders); `--set` adds others, for example `get_public_negatives`' folders.
+Each set is held in memory whole while it runs (about 0.5 GB per hour of audio).
 
 Prints a table of false wakes (and per hour) for each set and threshold, and the hours; `--json` writes it too.
 Counts are small: no false wake in H hours bounds the rate only below about 3/H per hour (95 %).
@@ -88,11 +89,11 @@ def main(argv=None):
             raise HotPhraseError(s, "--set wants NAME=DIR")
         sets[name] = files_under(folder)
     report = {"model": a.model, "thresholds": thresholds, "sets": {}}
+    import soundfile
     with tempfile.TemporaryDirectory() as tmp:
         for name, paths in sets.items():
             audio = gather(paths)
             wav = os.path.join(tmp, "set.wav")
-            import soundfile
             soundfile.write(wav, audio, SAMPLE_RATE, subtype="PCM_16")
             hours = len(audio) / SAMPLE_RATE / 3600
             row = {"recordings": len(paths), "hours": round(hours, 3), "false_wakes": {}, "examples": {}}
