@@ -17,7 +17,6 @@ must stay the same from run to run and model to model).
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 
@@ -25,13 +24,13 @@ import numpy as np
 from scipy.io import wavfile
 
 from . import cli
+from . import real_wakes
 from . import augment as A
 from . import dataset as D
 from . import frontend, heldout, model
 from .constants import EVAL_CONFUSABLES, EVAL_SNRS_DB, FA_PER_HOUR_HIGH, FA_PER_HOUR_LOW, FOUND_WITHIN_SECONDS
 from .constants import INT16_MAX, SPEAKING_TIME_BINS
 from .constants import SAMPLE_RATE as SR
-from .errors import HotPhraseError
 from .phrases import PHRASES
 
 STEP_S = model.STACK * frontend.HOP / SR  # 0.03 s
@@ -272,12 +271,8 @@ def swift_detector(swift_bin, m, side, neg):
     sw = {}
     for name in ("negatives-1h", "positives-10dB"):
         c0 = cpu_children()
-        r = subprocess.run([swift_bin, "hotphrase", side.wav(name), "--model", m.path,
-                            "--threshold", str(neg.thr01), "--json"], capture_output=True, text=True)
+        times = [d["time"] for d in real_wakes.detections(swift_bin, m.path, side.wav(name), neg.thr01)]
         cpu = cpu_children() - c0
-        if r.returncode != 0:
-            raise HotPhraseError(swift_bin, f"the swift detector failed on {name}.wav: {r.stderr}")
-        times = [json.loads(line)["time"] for line in r.stdout.splitlines() if line.strip()]
         sw[name] = {"detections": len(times), "cpu_seconds": round(cpu, 2)}
         if name == "positives-10dB":
             sw[name]["found"] = side.hits(times)

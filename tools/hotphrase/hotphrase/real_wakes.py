@@ -64,6 +64,7 @@ def real_speech_sets(split):
 
 
 def detections(swift_bin, model, wav, threshold):
+    """`hound-speaker hotphrase WAV --json` at `threshold`: its detections, [{"time": s, "score": x}]."""
     r = subprocess.run([swift_bin, "hotphrase", wav, "--model", model, "--threshold", repr(threshold), "--json"],
                        capture_output=True, text=True)
     if r.returncode != 0:
