@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 // System libraries come from Debian's -dev packages (see README: "Fresh machine").
@@ -7,6 +8,28 @@ import PackageDescription
 func systemLibrary(_ name: String, pkgConfig: String, apt: String) -> Target {
     .systemLibrary(name: name, pkgConfig: pkgConfig, providers: [.apt([apt])])
 }
+
+/// Which libgpiod the board is built for: 2 (Debian 13, Raspberry Pi OS trixie: libgpiod-dev 2.x) or 1 (Debian 12,
+/// bookworm: 1.6), from pkg-config's version of the installed libgpiod (a cross build's PKG_CONFIG_SYSROOT_DIR and
+/// PKG_CONFIG_LIBDIR reach it too). HOUND_SPEAKER_LIBGPIOD=1 or 2 says it outright. Sources/Board/GPIODv1.swift and
+/// GPIODv2.swift are the two backends; nothing else knows which one was built.
+func libgpiodGeneration() -> Int {
+    if let forced = ProcessInfo.processInfo.environment["HOUND_SPEAKER_LIBGPIOD"], let generation = Int(forced) {
+        return generation
+    }
+    let pkgConfig = Process()
+    pkgConfig.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    pkgConfig.arguments = ["pkg-config", "--modversion", "libgpiod"]
+    let output = Pipe()
+    pkgConfig.standardOutput = output
+    pkgConfig.standardError = FileHandle.nullDevice
+    guard (try? pkgConfig.run()) != nil else { return 1 }
+    let version = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    pkgConfig.waitUntilExit()
+    // No libgpiod at all: the build stops at <gpiod.h> either way, and tools/install-deps.sh names the package.
+    return Int(version.split(separator: ".").first ?? "1") ?? 1
+}
+let libgpiod: [SwiftSetting] = libgpiodGeneration() >= 2 ? [.define("LIBGPIOD_V2")] : []
 
 let strict: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
@@ -65,7 +88,7 @@ let package = Package(
                 swiftSettings: strict),
         .target(name: "Board",
                 dependencies: ["BoardCore", "CGPIOD", "Platform"],
-                swiftSettings: strict),
+                swiftSettings: strict + libgpiod),
         .target(name: "Speech",
                 dependencies: ["CEspeakNG", "Audio", "Platform"],
                 swiftSettings: strict),

@@ -106,12 +106,14 @@ public final class BoardRunner: Sendable {
         }
 
         var firstDraw = true
+        var lastTick = ContinuousClock.now
         while true {
             let request = requests.withLock { r -> (LEDState?, Bool) in defer { r.state = nil }; return (r.state, r.stop) }
             if request.1 { break }
             if let state = request.0 { core.withLock { $0.show(state, at: .now) } }
 
             let now = ContinuousClock.now
+            lastTick = now
             if let due = pendingRelease, now >= due {
                 pendingRelease = nil
                 emit(core.withLock { $0.edge(pressed: false, at: now) })
@@ -137,7 +139,12 @@ public final class BoardRunner: Sendable {
             guard inputFD != nil, let last = fds.last, last.revents & Int16(POLLIN | POLLHUP) != 0 else { continue }
             switch hardware {
             case .gpio(let board):
-                for pressed in board.readButtonEdges() { emit(core.withLock { $0.edge(pressed: pressed, at: .now) }) }
+                // Each edge at the kernel's time of it, never before what the board has already been told.
+                let (now, monotonicNow) = (ContinuousClock.now, GPIOEdge.monotonicNow())
+                for edge in board.readButtonEdges() {
+                    let at = max(edge.instant(now: now, monotonicNow: monotonicNow), lastTick)
+                    emit(core.withLock { $0.edge(pressed: edge.pressed, at: at) })
+                }
             case .simulated(let fd, _, _):
                 let n = read(fd, &buffer, buffer.count)
                 if n == 0 {  // end of input: the LEDs go on without a button

@@ -1,5 +1,4 @@
 public import BoardCore
-import CGPIOD
 public import Platform
 
 extension GPIODBoard {
@@ -20,5 +19,5 @@ extension GPIODBoard {
         }
     }
 
-    public static var libraryVersion: Diagnostic { Diagnostic(.info, "libgpiod \(String(cString: gpiod_version_string()))") }
+    public static var libraryDiagnostic: Diagnostic { Diagnostic(.info, "libgpiod \(libraryVersion)") }
 }

@@ -1,10 +1,9 @@
-import CGPIOD
 public import BoardCore
 import FoundationEssentials
 import Glibc
 
-/// Where a GPIO line is: a chip (name such as `gpiochip0`, a path, a label or a number, as libgpiod's
-/// lookup takes) and a line (a name such as `GPIO17`, or an offset).
+/// Where a GPIO line is: a chip (name such as `gpiochip0`, a path, a label or a number, as libgpiod 1.6's
+/// lookup took them) and a line (a name such as `GPIO17`, or an offset).
 public struct GPIOLineSpec: Sendable, Equatable, CustomStringConvertible {
     public var chip: String
     public var line: String
@@ -31,130 +30,137 @@ public struct BoardError: Error, CustomStringConvertible, Equatable {
     public var description: String { message }
 
     static let howToCheck = "check with `gpiodetect` (chips) and `gpioinfo` (lines and who holds them)"
-}
 
-/// The real board through libgpiod 1.6 (Raspberry Pi OS bookworm, Debian 12). The button is requested for
-/// both edges and read from the line's event file descriptor (no polling); LEDs are output lines. Everything
-/// libgpiod-specific lives in this file, so a libgpiod 2.x backend (Pi OS trixie) can sit beside it.
-public final class GPIODBoard: @unchecked Sendable {
-    private var chips: [String: OpaquePointer] = [:]
-    private var button: OpaquePointer?
-    private var muteSwitch: OpaquePointer?
-    private var leds: [LEDRole: OpaquePointer] = [:]
-    private static let consumer = "hound-speaker"
-
-    /// Requests the lines; every failure names the chip and line and says how to check.
-    public init(button buttonSpec: GPIOLineSpec?, leds ledSpecs: [LEDRole: GPIOLineSpec], muteSwitch switchSpec: GPIOLineSpec? = nil) throws(BoardError) {
-        do throws(BoardError) {
-            if let spec = buttonSpec { button = try requestInput(spec, role: "button") }
-            if let spec = switchSpec { muteSwitch = try requestInput(spec, role: "mute switch") }
-            for (role, spec) in ledSpecs.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                let line = try lookup(spec)
-                let flags = spec.activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
-                guard gpiod_line_request_output_flags(line, Self.consumer, flags, 0) == 0 else {
-                    throw Self.requestError(spec, role: "\(role.rawValue) LED")
-                }
-                leds[role] = line
-            }
-        } catch {
-            close()
-            throw error
-        }
+    /// A chip that would not open, with the chips this machine has.
+    static func chipCannotOpen(_ spec: GPIOLineSpec, errno code: Int32, devices: [String] = GPIOChipName.devices()) -> BoardError {
+        let reason = String(cString: strerror(code))
+        return BoardError("GPIO chip \"\(spec.chip)\" (for \(spec)) cannot be opened: \(reason); "
+            + (devices.isEmpty ? "this machine has no /dev/gpiochip*" : "chips here: \(devices.joined(separator: ", "))")
+            + "; \(howToCheck)", isConfiguration: code == ENOENT || code == EACCES || code == EPERM)
     }
 
-    deinit { close() }
-
-    /// A contact to ground (active low, pulled up) or to 3.3 V (pulled down), both edges as events.
-    private func requestInput(_ spec: GPIOLineSpec, role: String) throws(BoardError) -> OpaquePointer {
-        let line = try lookup(spec)
-        var flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_UP)
-        if !spec.activeLow { flags = Int32(GPIOD_LINE_REQUEST_FLAG_BIAS_PULL_DOWN) }
-        if spec.activeLow { flags |= Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) }
-        guard gpiod_line_request_both_edges_events_flags(line, Self.consumer, flags) == 0 else {
-            throw Self.requestError(spec, role: role)
-        }
-        return line
+    static func noSuchOffset(_ spec: GPIOLineSpec, offset: UInt32, lines: Int) -> BoardError {
+        BoardError("GPIO chip \"\(spec.chip)\" has no line \(offset) (it has \(lines)); \(howToCheck)", isConfiguration: true)
     }
 
-    private func lookup(_ spec: GPIOLineSpec) throws(BoardError) -> OpaquePointer {
-        let chip: OpaquePointer
-        if let open = chips[spec.chip] {
-            chip = open
-        } else {
-            guard let opened = gpiod_chip_open_lookup(spec.chip) else {
-                let code = errno
-                let reason = String(cString: strerror(code))
-                let devices = (try? FileManager.default.contentsOfDirectory(atPath: "/dev"))?.filter { $0.hasPrefix("gpiochip") }.sorted() ?? []
-                throw BoardError("GPIO chip \"\(spec.chip)\" (for \(spec)) cannot be opened: \(reason); "
-                    + (devices.isEmpty ? "this machine has no /dev/gpiochip*" : "chips here: \(devices.joined(separator: ", "))")
-                    + "; \(BoardError.howToCheck)", isConfiguration: code == ENOENT || code == EACCES || code == EPERM)
-            }
-            chips[spec.chip] = opened
-            chip = opened
-        }
-        if let offset = UInt32(spec.line) {
-            guard let line = gpiod_chip_get_line(chip, offset) else {
-                throw BoardError("GPIO chip \"\(spec.chip)\" has no line \(offset) (it has \(gpiod_chip_num_lines(chip))); \(BoardError.howToCheck)",
-                                 isConfiguration: true)
-            }
-            return line
-        }
-        guard let line = gpiod_chip_find_line(chip, spec.line) else {
-            throw BoardError("GPIO chip \"\(spec.chip)\" has no line named \"\(spec.line)\"; \(BoardError.howToCheck)", isConfiguration: true)
-        }
-        return line
+    static func noSuchName(_ spec: GPIOLineSpec) -> BoardError {
+        BoardError("GPIO chip \"\(spec.chip)\" has no line named \"\(spec.line)\"; \(howToCheck)", isConfiguration: true)
     }
 
-    private static func requestError(_ spec: GPIOLineSpec, role: String) -> BoardError {
-        let code = errno
+    /// A line the kernel would not give: errno says whether another program holds it or the user may not.
+    static func cannotRequest(_ spec: GPIOLineSpec, role: String, errno code: Int32) -> BoardError {
         let hint = code == EBUSY ? " (another program holds it: see the consumer in `gpioinfo`)" :
             code == EACCES || code == EPERM ? " (permission: add the user to the gpio group)" : ""
-        return BoardError("cannot request \(spec) for the \(role): \(String(cString: strerror(code)))\(hint); \(BoardError.howToCheck)",
+        return BoardError("cannot request \(spec) for the \(role): \(String(cString: strerror(code)))\(hint); \(howToCheck)",
                           isConfiguration: code == EACCES || code == EPERM)
     }
+}
+
+/// One change of the button's line, as the kernel saw it: pressed or released (active-low already applied) and
+/// the kernel's timestamp of the edge on CLOCK_MONOTONIC.
+public struct GPIOEdge: Sendable, Equatable {
+    public var pressed: Bool
+    public var monotonicNanoseconds: UInt64
+
+    public init(pressed: Bool, monotonicNanoseconds: UInt64) {
+        self.pressed = pressed
+        self.monotonicNanoseconds = monotonicNanoseconds
+    }
+
+    /// When the edge happened on the board's clock: `now` less the edge's age on the kernel's clock, so a board
+    /// thread that ran late still measures a press from when the finger moved. An age that cannot be right (from
+    /// the future, or older than `maximumAge`: a kernel that stamps with another clock) is taken as now.
+    public func instant(now: ContinuousClock.Instant, monotonicNow: UInt64,
+                        maximumAge: Duration = .seconds(2)) -> ContinuousClock.Instant {
+        guard monotonicNow >= monotonicNanoseconds else { return now }
+        let age = Duration.nanoseconds(Int64(clamping: monotonicNow - monotonicNanoseconds))
+        return age <= maximumAge ? now - age : now
+    }
+
+    /// CLOCK_MONOTONIC now, in nanoseconds: the clock both libgpiod generations stamp edges with on the kernels
+    /// Raspberry Pi OS ships (5.7 and later).
+    public static func monotonicNow() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) &* 1_000_000_000 &+ UInt64(ts.tv_nsec)
+    }
+}
+
+/// How a config's chip names a GPIO chip device, as libgpiod 1.6's `gpiod_chip_open_lookup` took it: a path, a
+/// number, a device name (`gpiochip4`) or the chip's label (`pinctrl-rp1`). libgpiod 2 opens paths only, so its
+/// backend resolves names here; both backends say the same thing about a chip that is not there.
+public enum GPIOChipName: Equatable, Sendable {
+    case path(String)
+    case label(String)
+
+    public init(_ chip: String) {
+        if chip.contains("/") {
+            self = .path(chip)
+        } else if let number = UInt32(chip) {
+            self = .path("/dev/gpiochip\(number)")
+        } else if chip.hasPrefix("gpiochip") {
+            self = .path("/dev/\(chip)")
+        } else {
+            self = .label(chip)
+        }
+    }
+
+    /// The GPIO chip devices this machine has, by name (`gpiochip0`, ...), in number order.
+    public static func devices(in directory: String = "/dev") -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return names.filter { $0.hasPrefix("gpiochip") && UInt32($0.dropFirst(8)) != nil }
+            .sorted { UInt32($0.dropFirst(8))! < UInt32($1.dropFirst(8))! }
+    }
+}
+
+/// What the speaker needs of a GPIO library: the button's and mute switch's edges on a descriptor it can poll,
+/// the switch's level, the LEDs' levels. One implementation per libgpiod generation (GPIODv1.swift for 1.6 on
+/// Debian 12, GPIODv2.swift for 2.x on Debian 13), chosen at build time from pkg-config's libgpiod version
+/// (Package.swift), so that nothing above this file knows which.
+protocol GPIOLineBackend: AnyObject {
+    /// Requests the lines; every failure names the chip and line and says how to check.
+    init(button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec], muteSwitch: GPIOLineSpec?, debounce: Duration?) throws(BoardError)
+    var buttonFileDescriptor: Int32? { get }
+    func readButtonEdges() -> [GPIOEdge]
+    var muteSwitchFileDescriptor: Int32? { get }
+    func readMuteSwitch() -> Bool?
+    func setLEDs(_ levels: [LEDRole: Bool])
+    /// LEDs off, lines released. Safe to call twice.
+    func close()
+    static var libraryVersion: String { get }
+    /// Which libgpiod generation this backend speaks: 1 or 2.
+    static var generation: Int { get }
+}
+
+/// The real board: the button and mute switch as input lines with both edges as events (read from their
+/// descriptors, never polled), pulled up when active low and down otherwise; the LEDs as output lines.
+public final class GPIODBoard: @unchecked Sendable {
+    private let lines: any GPIOLineBackend
+    static let consumer = "hound-speaker"
+
+    /// Requests the lines; every failure names the chip and line and says how to check. `debounce` is asked of
+    /// the kernel for the button and the switch where the library can (libgpiod 2); the board's own debounce
+    /// (ButtonGestures) stays either way.
+    public init(button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec], muteSwitch: GPIOLineSpec? = nil,
+                debounce: Duration? = nil) throws(BoardError) {
+        lines = try GPIODLines(button: button, leds: leds, muteSwitch: muteSwitch, debounce: debounce)
+    }
+
+    deinit { lines.close() }
 
     /// The button's event descriptor, readable when an edge is waiting.
-    public var buttonFileDescriptor: Int32? { button.map { gpiod_line_event_get_fd($0) } }
-
-    /// Reads the waiting edges: (pressed, when). Active-low is already applied by the kernel.
-    public func readButtonEdges() -> [Bool] {
-        guard let line = button else { return [] }
-        var edges: [Bool] = []
-        var event = gpiod_line_event()
-        var pending = pollfd(fd: gpiod_line_event_get_fd(line), events: Int16(POLLIN), revents: 0)
-        while poll(&pending, 1, 0) > 0, gpiod_line_event_read(line, &event) == 0 {
-            edges.append(event.event_type == Int32(GPIOD_LINE_EVENT_RISING_EDGE))
-        }
-        return edges
-    }
-
+    public var buttonFileDescriptor: Int32? { lines.buttonFileDescriptor }
+    /// The waiting edges, oldest first.
+    public func readButtonEdges() -> [GPIOEdge] { lines.readButtonEdges() }
     /// The mute switch's event descriptor, readable when it has moved.
-    public var muteSwitchFileDescriptor: Int32? { muteSwitch.map { gpiod_line_event_get_fd($0) } }
-
+    public var muteSwitchFileDescriptor: Int32? { lines.muteSwitchFileDescriptor }
     /// Where the mute switch is now (true: muted), after taking its waiting edges; nil without one.
-    public func readMuteSwitch() -> Bool? {
-        guard let line = muteSwitch else { return nil }
-        var event = gpiod_line_event()
-        var pending = pollfd(fd: gpiod_line_event_get_fd(line), events: Int16(POLLIN), revents: 0)
-        while poll(&pending, 1, 0) > 0, gpiod_line_event_read(line, &event) == 0 {}
-        // The level, not the edges: a bouncing contact ends where it rests.
-        let value = gpiod_line_get_value(line)
-        return value < 0 ? nil : value == 1
-    }
-
-    public func setLEDs(_ levels: [LEDRole: Bool]) {
-        for (role, on) in levels { if let line = leds[role] { gpiod_line_set_value(line, on ? 1 : 0) } }
-    }
-
+    public func readMuteSwitch() -> Bool? { lines.readMuteSwitch() }
+    public func setLEDs(_ levels: [LEDRole: Bool]) { lines.setLEDs(levels) }
     /// LEDs off, lines released, chips closed. Safe to call twice.
-    public func close() {
-        for line in leds.values { gpiod_line_set_value(line, 0); gpiod_line_release(line) }
-        leds.removeAll()
-        if let line = button { gpiod_line_release(line) }
-        button = nil
-        if let line = muteSwitch { gpiod_line_release(line) }
-        muteSwitch = nil
-        for chip in chips.values { gpiod_chip_close(chip) }
-        chips.removeAll()
-    }
+    public func close() { lines.close() }
+
+    /// The libgpiod this binary was built for and runs with.
+    public static var libraryVersion: String { GPIODLines.libraryVersion }
+    public static var libraryGeneration: Int { GPIODLines.generation }
 }

@@ -47,7 +47,7 @@ public struct Doctor {
             show(SpeechEngine.diagnostics(voice: config.speech, earcons: config.audio.earcons))
             show(HotPhraseModel.diagnostics(config.hotphrase))
         }
-        show([HoundifyDiagnostics.libraryVersion, AudioDiagnostics.libraryVersion, GPIODBoard.libraryVersion, SpeechEngine.libraryVersion])
+        show([HoundifyDiagnostics.libraryVersion, AudioDiagnostics.libraryVersion, GPIODBoard.libraryDiagnostic, SpeechEngine.libraryVersion])
         return failures
     }
 

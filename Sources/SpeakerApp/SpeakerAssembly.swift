@@ -107,7 +107,8 @@ public struct SpeakerAssembly {
             roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0] != nil } : [.status]
         case .gpiod:
             let (button, leds) = BoardSetup.specs(board)
-            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board))) } catch {
+            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board),
+                                                                           debounce: board.gestures.debounce)) } catch {
                 // Lines or a chip this machine lacks (or may not use): 78; a line another program holds: 1, and the
                 // unit tries again.
                 throw CommandFailure(message: error.message, exitCode: error.isConfiguration ? 78 : 1)

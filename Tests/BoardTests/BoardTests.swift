@@ -292,3 +292,68 @@ final class DrawLog: @unchecked Sendable {
         #expect(error?.message.contains("\"/dev/gpiochip7\" (for line 22 on /dev/gpiochip7)") == true)
     }
 }
+
+/// What both libgpiod backends share, and which one this build chose.
+@Suite struct GPIOBackendTests {
+    /// Package.swift picks the backend from pkg-config's libgpiod version: a build on Debian 13 (libgpiod 2) that
+    /// compiled the 1.6 backend, or the reverse, would not link or would call the wrong API.
+    @Test func theBackendIsTheInstalledLibgpiodsGeneration() throws {
+        let pkgConfig = Process()
+        pkgConfig.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        pkgConfig.arguments = ["pkg-config", "--modversion", "libgpiod"]
+        let output = Pipe()
+        pkgConfig.standardOutput = output
+        try pkgConfig.run()
+        let version = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        pkgConfig.waitUntilExit()
+        let major = try #require(Int(version.split(separator: ".").first ?? ""))
+        if let forced = ProcessInfo.processInfo.environment["HOUND_SPEAKER_LIBGPIOD"].flatMap({ Int($0) }) {
+            #expect(GPIODBoard.libraryGeneration == forced)
+        } else {
+            #expect(GPIODBoard.libraryGeneration == (major >= 2 ? 2 : 1))
+        }
+        // The library the binary runs with says the same generation.
+        #expect(GPIODBoard.libraryVersion.hasPrefix("\(GPIODBoard.libraryGeneration)."), "\(GPIODBoard.libraryVersion)")
+    }
+
+    @Test func chipNamesResolveAsLibgpiodsLookupDid() {
+        #expect(GPIOChipName("gpiochip4") == .path("/dev/gpiochip4"))
+        #expect(GPIOChipName("4") == .path("/dev/gpiochip4"))
+        #expect(GPIOChipName("/dev/gpiochip0") == .path("/dev/gpiochip0"))
+        #expect(GPIOChipName("pinctrl-rp1") == .label("pinctrl-rp1"))
+        #expect(GPIOChipName("pinctrl-bcm2835") == .label("pinctrl-bcm2835"))
+    }
+
+    @Test func chipDevicesAreListedInNumberOrder() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gpio-dev-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for name in ["gpiochip10", "gpiochip2", "gpiochip0", "gpiochipX", "gpiomem", "ttyS0"] {
+            #expect(FileManager.default.createFile(atPath: "\(dir)/\(name)", contents: nil))
+        }
+        #expect(GPIOChipName.devices(in: dir) == ["gpiochip0", "gpiochip2", "gpiochip10"])
+    }
+
+    /// A chip named by its label that no chip here carries: named like a missing path, with the chips there are.
+    @Test func aLabelNoChipCarriesIsNamed() {
+        let error = #expect(throws: BoardError.self) {
+            try GPIODBoard(button: GPIOLineSpec(chip: "no-such-pinctrl", line: "GPIO17", activeLow: true), leds: [:])
+        }
+        let message = error?.message ?? ""
+        #expect(message.contains("GPIO chip \"no-such-pinctrl\" (for line GPIO17 on no-such-pinctrl) cannot be opened"), "\(message)")
+        #expect(message.contains(String(cString: strerror(ENOENT))))
+        #expect(error?.isConfiguration == true)
+    }
+
+    @Test func edgesAreTimedByTheKernelsClock() {
+        let now = ContinuousClock.now
+        let edge = GPIOEdge(pressed: true, monotonicNanoseconds: 10_000_000_000)
+        // 40 ms before the board read it.
+        #expect(edge.instant(now: now, monotonicNow: 10_040_000_000) == now - .milliseconds(40))
+        // A stamp from the future, or one too old to be on this clock: now.
+        #expect(edge.instant(now: now, monotonicNow: 9_000_000_000) == now)
+        #expect(edge.instant(now: now, monotonicNow: 10_000_000_000 + 5_000_000_000) == now)
+        // Absurd values do not trap.
+        #expect(GPIOEdge(pressed: false, monotonicNanoseconds: 0).instant(now: now, monotonicNow: .max) == now)
+    }
+}

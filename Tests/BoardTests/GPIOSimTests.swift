@@ -61,10 +61,14 @@ struct GPIOSimTests {
         try chip.pull(17, "pull-down")  // pressed: the button shorts the line to ground
         var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0)]
         #expect(poll(&fds, 1, 5000) == 1)
-        #expect(board.readButtonEdges() == [true])
+        let press = board.readButtonEdges()
+        #expect(press.map(\.pressed) == [true])
+        // The kernel's own timestamp, on CLOCK_MONOTONIC: in the past, and recent.
+        let now = GPIOEdge.monotonicNow()
+        #expect(press.allSatisfy { $0.monotonicNanoseconds <= now && now - $0.monotonicNanoseconds < 5_000_000_000 })
         try chip.pull(17, "pull-up")
         #expect(poll(&fds, 1, 5000) == 1)
-        #expect(board.readButtonEdges() == [false])
+        #expect(board.readButtonEdges().map(\.pressed) == [false])
         board.setLEDs([.listening: true])
         #expect(try chip.value(22) == "1")
         board.close()
