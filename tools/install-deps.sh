@@ -1,25 +1,37 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages hound-speaker needs to build, test and run (idempotent).
+# Installs the Debian packages hound-speaker needs to build, test and run (idempotent), on Debian 12 (bookworm) and
+# Debian 13 (trixie), the two Raspberry Pi OS generations in use. Every name here is the same on both: -dev
+# packages keep their names across 13's 64-bit time_t transition (libasound2-dev brings libasound2 on 12 and
+# libasound2t64 on 13; libgpiod-dev brings libgpiod 1.6 on 12 and 2.2 on 13, and Package.swift builds the matching
+# board backend).
 #   tools/install-deps.sh          build + run + test packages
 #   tools/install-deps.sh --build  only what building needs (deploy/install.sh uses it on the Pi)
-# The Swift 6 toolchain itself is not a Debian package: it must be on PATH (see README, "Fresh machine").
+#   tools/install-deps.sh --swift-tests  what building and the Swift tests need (the Debian 13 leg of tools/test.sh)
+# The Swift 6 toolchain itself is not a Debian package here (Debian 13's swiftlang is 6.0.3, older than this
+# project's dependencies need): it must be on PATH (see README, "Fresh machine"); `toolchain` is what it needs to run
+# and link.
 set -euo pipefail
 
+toolchain=(binutils git gcc g++ libc6-dev libcurl4-openssl-dev libedit2 libncurses6 libsqlite3-0 libxml2 tzdata)
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libspeexdsp-dev libsoxr-dev libsndfile1-dev
        libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
-# Tools the tests and the demo use: real espeak-ng and sox for fixtures, the time zone database, alsa-utils and gpiod for
-# `doctor` advice, what the official Python SDK's C extension needs to build, numpy for the hot-phrase tools' unit
-# tests (tools/hotphrase/test.sh), and for Tests/deploy: systemd-analyze (systemd), a real sshd and ssh
-# (openssh-server, openssh-client), readelf (binutils); Debian's Chromium and a font for the kiosk page's tests
-# (Tests/kiosk).
-test=(espeak-ng sox alsa-utils gpiod ca-certificates tzdata python3 python3-venv python3-dev python3-numpy gcc
-      libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core)
+# What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database.
+swift_tests=(espeak-ng sox ca-certificates tzdata)
+# Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
+# extension needs to build, numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
+# Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils);
+# Debian's Chromium and a font for the kiosk page's tests (Tests/kiosk); debootstrap for the Debian 13 leg
+# (tools/debian-chroot.sh).
+test=("${swift_tests[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy gcc
+      libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core debootstrap)
 
-wanted=("${build[@]}" "${test[@]}")
+wanted=("${toolchain[@]}" "${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then
-    wanted=("${build[@]}")
+    wanted=("${toolchain[@]}" "${build[@]}")
+elif [ "${1:-}" = "--swift-tests" ]; then
+    wanted=("${toolchain[@]}" "${build[@]}" "${swift_tests[@]}")
 elif [ $# -gt 0 ]; then
-    echo "install-deps: unknown argument \"$1\" (only --build)" >&2
+    echo "install-deps: unknown argument \"$1\" (--build or --swift-tests)" >&2
     exit 2
 fi
 missing=()
@@ -38,6 +50,6 @@ fi
 
 if ! command -v swift >/dev/null 2>&1; then
     [ -x /opt/swift/usr/bin/swift ] && echo "install-deps: add /opt/swift/usr/bin to PATH" >&2
-    echo "install-deps: no Swift toolchain on PATH: install Swift 6.x for Debian 12 from swift.org (see README)" >&2
+    echo "install-deps: no Swift toolchain on PATH: install Swift 6.x for Debian 12 from swift.org (it runs on Debian 13 too; see README)" >&2
     exit 1
 fi
