@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs hound-speaker as a systemd service on a Raspberry Pi (Raspberry Pi OS 64-bit / Debian 12 arm64).
+# Installs hound-speaker as a systemd service on a Raspberry Pi (Raspberry Pi OS 64-bit: Debian 13 or 12, arm64).
 # Run as root from a source tree, or from the bundle deploy/push copies over (deploy/README.md explains both):
 #
 #   sudo deploy/install.sh                  build with the Swift toolchain on the Pi, then install
@@ -26,8 +26,16 @@ UNIT=hound-speaker.service
 # zone by name and checks [location] timezone against it), and the tools doctor's advice names (arecord -L,
 # gpiodetect).
 # Tests/deploy checks this list against the built binary's libraries.
-RUNTIME_PACKAGES=(libasound2 libcurl4 libssl3 libspeex1 libspeexdsp1 libsoxr0 libsndfile1 libgpiod2 libespeak-ng1 espeak-ng-data
-                  libsystemd0 libstdc++6 zlib1g ca-certificates tzdata alsa-utils gpiod)
+# Debian 13 (Raspberry Pi OS trixie) renamed the libraries of its 64-bit time_t transition (libasound2t64,
+# libcurl4t64, libssl3t64) and ships libgpiod 2 (libgpiod3); the binary is built against the release it runs on.
+debian_release="$(. /etc/os-release 2>/dev/null; echo "${VERSION_ID:-12}")"
+if [ "$debian_release" -ge 13 ] 2>/dev/null; then
+    RUNTIME_PACKAGES=(libasound2t64 libcurl4t64 libssl3t64 libgpiod3)
+else
+    RUNTIME_PACKAGES=(libasound2 libcurl4 libssl3 libgpiod2)
+fi
+RUNTIME_PACKAGES+=(libspeex1 libspeexdsp1 libsoxr0 libsndfile1 libespeak-ng1 espeak-ng-data
+                   libsystemd0 libstdc++6 zlib1g ca-certificates tzdata alsa-utils gpiod)
 
 say() { printf 'install: %s\n' "$*"; }
 die() { printf 'install: error: %s\n' "$*" >&2; exit 1; }
