@@ -3,30 +3,37 @@
 # today), with this checkout and ../shared at the same paths, the Swift toolchain (/opt/swift) and the machine's
 # Swift package copies (/opt/swift-packages, with the same git insteadOf setting) made visible read-only.
 #
-#   tools/debian-chroot.sh [--suite SUITE] [--rebuild] [--] COMMAND [ARGS...]
+#   tools/debian-chroot.sh [--suite SUITE] [--rebuild] [--fresh] [--] COMMAND [ARGS...]
 #
-# The root file system comes from debootstrap (Debian's packages, this machine's own Debian mirror) and is kept
-# between runs under $HOUND_CHROOT_DIR (default /var/tmp/hound-speaker-chroot/SUITE, outside the checkout, so a
-# fresh clone on the same machine finds it); --rebuild makes it anew. The command runs as root in the checkout,
-# with PATH reaching the toolchain. Needs root (debootstrap, mount, chroot).
+# The root file system comes from debootstrap (Debian's packages, this machine's own Debian mirror, the minbase
+# variant) and is kept between runs under $HOUND_CHROOT_DIR (default /var/tmp/hound-speaker-chroot, outside the
+# checkout, so a fresh clone on the same machine finds it): SUITE.base as debootstrap left it, never entered, and
+# SUITE, a copy that keeps what commands install in it (the build packages). --fresh runs in a throwaway copy of
+# SUITE.base instead, a Debian system that has never seen this project (the package tests install into it);
+# --rebuild makes both anew. The command runs as root in the checkout, with PATH reaching the toolchain. Needs
+# root (debootstrap, mount, chroot).
 set -euo pipefail
 suite=trixie
 rebuild=0
+fresh=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --suite) suite="$2"; shift 2 ;;
         --rebuild) rebuild=1; shift ;;
+        --fresh) fresh=1; shift ;;
         --) shift; break ;;
         -*) echo "debian-chroot: unknown option $1" >&2; exit 2 ;;
         *) break ;;
     esac
 done
-[ $# -gt 0 ] || { echo "debian-chroot: no command given (usage: tools/debian-chroot.sh [--suite S] [--rebuild] -- COMMAND)" >&2; exit 2; }
+[ $# -gt 0 ] || { echo "debian-chroot: no command given (usage: tools/debian-chroot.sh [--suite S] [--rebuild] [--fresh] -- COMMAND)" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "debian-chroot: needs root (debootstrap, mount, chroot)" >&2; exit 1; }
 
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 parent="$(dirname "$repo")"
-root="${HOUND_CHROOT_DIR:-/var/tmp/hound-speaker-chroot}/$suite"
+cache="${HOUND_CHROOT_DIR:-/var/tmp/hound-speaker-chroot}"
+base="$cache/$suite.base"
+root="$cache/$suite"
 
 command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
 
@@ -35,16 +42,22 @@ mirror="$(grep -rhoE 'https?://[^ ]+/debian/?( |$)' /etc/apt/sources.list.d/*.so
           | head -1 | tr -d ' ' || true)"
 [ -n "$mirror" ] || { echo "debian-chroot: no Debian mirror in /etc/apt/sources.list*" >&2; exit 1; }
 
-if [ "$rebuild" = 1 ] || [ ! -f "$root/.hound-speaker-ready" ]; then
-    echo "debian-chroot: making a $suite root file system in $root (debootstrap from $mirror)" >&2
+if [ "$rebuild" = 1 ] || [ ! -f "$base/.hound-speaker-ready" ]; then
+    echo "debian-chroot: making a $suite root file system in $base (debootstrap from $mirror)" >&2
+    rm -rf "$base.new" "$root"
+    mkdir -p "$cache"
+    debootstrap --variant=minbase --include=ca-certificates "$suite" "$base.new" "$mirror" > "$cache/$suite.debootstrap.log" 2>&1 \
+        || { tail -20 "$cache/$suite.debootstrap.log" >&2; echo "debian-chroot: debootstrap failed ($cache/$suite.debootstrap.log)" >&2; exit 1; }
+    touch "$base.new/.hound-speaker-ready"
+    rm -rf "$base"
+    mv "$base.new" "$base"
+fi
+if [ "$fresh" = 1 ]; then
+    root="$(mktemp -d "$cache/$suite.fresh.XXXXXX")"
+    cp -a "$base/." "$root/"
+elif [ ! -f "$root/.hound-speaker-ready" ]; then
     rm -rf "$root.new"
-    mkdir -p "$(dirname "$root")"
-    debootstrap --variant=minbase --include=ca-certificates "$suite" "$root.new" "$mirror" > "$root.debootstrap.log" 2>&1 \
-        || { tail -20 "$root.debootstrap.log" >&2; echo "debian-chroot: debootstrap failed ($root.debootstrap.log)" >&2; exit 1; }
-    # What the Swift toolchain itself needs to run and link, named as both Debian 12 and 13 name them
-    # (tools/install-deps.sh adds the project's own packages).
-    touch "$root.new/.hound-speaker-ready"
-    rm -rf "$root"
+    cp -a "$base" "$root.new"
     mv "$root.new" "$root"
 fi
 
@@ -52,6 +65,8 @@ mounts=()
 cleanup() {
     local i
     for ((i=${#mounts[@]}-1; i>=0; i--)); do umount -l "${mounts[$i]}" 2>/dev/null || true; done
+    # A throwaway root goes once nothing is mounted in it any more.
+    if [ "$fresh" = 1 ] && ! grep -q " $root/" /proc/mounts; then rm -rf "$root"; fi
 }
 trap cleanup EXIT
 bind() {  # bind SOURCE [ro]: SOURCE at the same path inside the chroot

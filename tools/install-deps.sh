@@ -7,6 +7,7 @@
 #   tools/install-deps.sh          build + run + test packages
 #   tools/install-deps.sh --build  only what building needs (deploy/install.sh uses it on the Pi)
 #   tools/install-deps.sh --swift-tests  what building and the Swift tests need (the Debian 13 leg of tools/test.sh)
+#   tools/install-deps.sh --package      what building the Debian package needs (deploy/build-deb)
 # The Swift 6 toolchain itself is not a Debian package here (Debian 13's swiftlang is 6.0.3, older than this
 # project's dependencies need): it must be on PATH (see README, "Fresh machine"); `toolchain` is what it needs to run
 # and link.
@@ -15,6 +16,8 @@ set -euo pipefail
 toolchain=(binutils git gcc g++ libc6-dev libcurl4-openssl-dev libedit2 libncurses6 libsqlite3-0 libxml2 tzdata)
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libspeexdsp-dev libsoxr-dev libsndfile1-dev
        libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
+# deploy/build-deb: debhelper (dpkg-buildpackage, dh, dpkg-shlibdeps), help2man (the manual page) and lintian.
+package=(debhelper dpkg-dev help2man lintian)
 # What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database.
 swift_tests=(espeak-ng sox ca-certificates tzdata)
 # Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
@@ -22,16 +25,18 @@ swift_tests=(espeak-ng sox ca-certificates tzdata)
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils);
 # Debian's Chromium and a font for the kiosk page's tests (Tests/kiosk); debootstrap for the Debian 13 leg
 # (tools/debian-chroot.sh).
-test=("${swift_tests[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy gcc
+test=("${swift_tests[@]}" "${package[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy gcc
       libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core debootstrap)
 
 wanted=("${toolchain[@]}" "${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then
     wanted=("${toolchain[@]}" "${build[@]}")
+elif [ "${1:-}" = "--package" ]; then
+    wanted=("${toolchain[@]}" "${build[@]}" "${package[@]}")
 elif [ "${1:-}" = "--swift-tests" ]; then
     wanted=("${toolchain[@]}" "${build[@]}" "${swift_tests[@]}")
 elif [ $# -gt 0 ]; then
-    echo "install-deps: unknown argument \"$1\" (--build or --swift-tests)" >&2
+    echo "install-deps: unknown argument \"$1\" (--build, --swift-tests or --package)" >&2
     exit 2
 fi
 missing=()

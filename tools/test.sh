@@ -21,6 +21,9 @@ echo "== Debian 13 (Raspberry Pi OS trixie, libgpiod 2): the same build and Swif
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 $SUDO bash tools/debian-chroot.sh --suite trixie -- bash tools/swift-tests.sh --install-deps --scratch-path .build-trixie
 
+echo "== the Debian package: deploy/build-deb on Debian 13, installed with apt into a fresh Debian 13, upgraded, rolled back, purged"
+$SUDO bash Tests/deb/run.sh --suite trixie
+
 echo "== official Python Houndify SDK against hound-speaker serve"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/sdk/run.sh
 

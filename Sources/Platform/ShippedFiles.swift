@@ -50,11 +50,13 @@ public enum ShippedFiles {
         directories(kind).map { "\($0)/\(name)" }.first { FileManager.default.fileExists(atPath: $0) }
     }
 
-    /// Another program installed beside this one (same directory), e.g. the local Houndify service.
+    /// Another program of the speaker's, e.g. the local Houndify service: beside this one (same directory, as
+    /// `swift build` leaves them) or in `PREFIX/libexec/hound-speaker` (as the Debian package installs it beside
+    /// `PREFIX/bin/hound-speaker`).
     public static func siblingExecutable(_ name: String) -> String? {
         guard let directory = executableDirectory else { return nil }
-        let path = "\(directory)/\(name)"
-        return access(path, X_OK) == 0 ? path : nil
+        let parent = directory.lastIndex(of: "/").map { String(directory[..<$0]) } ?? ""
+        return ["\(directory)/\(name)", "\(parent)/libexec/hound-speaker/\(name)"].first { access($0, X_OK) == 0 }
     }
 
     /// The directory of the running executable, symlinks resolved (`/proc/self/exe`).

@@ -10,8 +10,9 @@ public enum LocalServiceProgram {
     public static func locate() throws(CommandFailure) -> String {
         guard let path = ShippedFiles.siblingExecutable(name) else {
             throw CommandFailure(message: "the local Houndify-compatible service (\(name)) is not installed beside this program "
-                                 + "(\(ShippedFiles.executableDirectory ?? "?")); it is a development tool: `swift build` "
-                                 + "builds it next to hound-speaker", exitCode: 69)  // EX_UNAVAILABLE
+                                 + "(\(ShippedFiles.executableDirectory ?? "?")) nor in ../libexec/hound-speaker; it is a development "
+                                 + "tool: `swift build` builds it next to hound-speaker, and the Debian package hound-speaker-local "
+                                 + "installs it", exitCode: 69)  // EX_UNAVAILABLE
         }
         return path
     }
