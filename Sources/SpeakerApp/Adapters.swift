@@ -296,7 +296,14 @@ public struct DispatchClock: LoopClock {
 
         func schedule(after delay: Duration) {
             let (seconds, attoseconds) = delay.components
-            source.schedule(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+            // Nanoseconds in an Int hold 292 years; a longer delay (the loop asks for a day at most) is never, and a
+            // negative one is now, rather than a trap.
+            guard seconds < 1 << 32 else {
+                source.schedule(deadline: .distantFuture)
+                return
+            }
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            source.schedule(deadline: .now() + .nanoseconds(max(0, nanoseconds)))
         }
 
         func disarm() { source.schedule(deadline: .distantFuture) }
@@ -347,21 +354,23 @@ public struct HostSystem: SystemInfo {
 }
 
 /// The timers kept in a JSON file (`[speaker] timers_file`, by default timers.json in the state directory), written
-/// atomically (Platform's AtomicFile): a power cut keeps the last list whole.
+/// atomically (Platform's AtomicFile): a power cut keeps the last list whole. An entry it cannot keep is named.
 public struct TimerFile: TimerStore {
     public let path: String
     public init(path: String) { self.path = path }
 
-    public func load() throws(DeviceProblem) -> TimerBook {
+    public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read the timers file \(path)") }
-            return TimerBook()
+            return (TimerBook(), [])
         }
+        let read: (book: TimerBook, rejected: [TimerFileRejection])
         do {
-            return try TimerBook(json: try JSONValue(parsing: data))
+            read = try TimerBook.reading(json: try JSONValue(parsing: data))
         } catch {
             throw DeviceProblem("the timers file \(path) is not readable (\(error))")
         }
+        return (read.book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out") })
     }
 
     public func save(_ book: TimerBook) throws(DeviceProblem) {

@@ -176,8 +176,9 @@ public protocol LoopClock: Sendable {
 
 /// Where the timers are kept between runs (a file in the state directory, written atomically).
 public protocol TimerStore: Sendable {
-    /// The saved timers (none when nothing was saved yet).
-    func load() throws(DeviceProblem) -> TimerBook
+    /// The saved timers (none when nothing was saved yet), and what was wrong with entries that could not be kept
+    /// (each is said in the log; the store keeps them aside). Throws when none could be read.
+    func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem])
     func save(_ book: TimerBook) throws(DeviceProblem)
 }
 

@@ -436,12 +436,18 @@ public final class FakeFlagStore: FlagStore {
     public func save(_ value: Bool) throws(DeviceProblem) { saved.withLock { $0 = value } }
 }
 
-/// Timers kept in memory; one store given to two rigs in turn is a restart.
+/// Timers kept in memory; one store given to two rigs in turn is a restart. `problems` are reported by each load,
+/// as a file with entries it could not keep reports them.
 public final class FakeTimerStore: TimerStore {
     private let saved = Mutex<TimerBook?>(nil)
-    public init() {}
+    private let problems: [DeviceProblem]
+    public convenience init() { self.init(nil) }
+    public init(_ book: TimerBook?, problems: [DeviceProblem] = []) {
+        saved.withLock { $0 = book }
+        self.problems = problems
+    }
     public var book: TimerBook? { saved.withLock { $0 } }
-    public func load() throws(DeviceProblem) -> TimerBook { saved.withLock { $0 } ?? TimerBook() }
+    public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) { (saved.withLock { $0 } ?? TimerBook(), problems) }
     public func save(_ book: TimerBook) throws(DeviceProblem) { saved.withLock { $0 = book } }
 }
 
