@@ -354,7 +354,8 @@ public struct HostSystem: SystemInfo {
 }
 
 /// The timers kept in a JSON file (`[speaker] timers_file`, by default timers.json in the state directory), written
-/// atomically (Platform's AtomicFile): a power cut keeps the last list whole. An entry it cannot keep is named.
+/// atomically (Platform's AtomicFile): a power cut keeps the last list whole. What it cannot read is kept aside
+/// (`timers.json.bad-DATE`) before anything replaces it, and named in the log.
 public struct TimerFile: TimerStore {
     public let path: String
     public init(path: String) { self.path = path }
@@ -368,15 +369,38 @@ public struct TimerFile: TimerStore {
         do {
             read = try TimerBook.reading(json: try JSONValue(parsing: data))
         } catch {
-            throw DeviceProblem("the timers file \(path) is not readable (\(error))")
+            let (_, kept) = setAside(data, keeping: TimerBook())
+            throw DeviceProblem("the timers file \(path) is not readable (\(error))\(kept)")
         }
-        return (read.book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out") })
+        guard !read.rejected.isEmpty else { return (read.book, []) }
+        let (book, kept) = setAside(data, keeping: read.book)
+        return (book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out\(kept)") })
     }
 
     public func save(_ book: TimerBook) throws(DeviceProblem) {
         do throws(AtomicFile.Failure) { try AtomicFile.write(Array(book.json.asciiJSON().utf8), to: path) } catch {
             throw DeviceProblem("timers: \(error)")
         }
+    }
+
+    /// Copies the file as it was beside it, then writes what was read in its place, so that the next start does not
+    /// find the same damage (and copy it again). Nothing is replaced unless the copy was made. Returns what is in
+    /// effect and the words for the log.
+    func setAside(_ data: Data, keeping book: TimerBook) -> (TimerBook, String) {
+        var now = time(nil), parts = tm()
+        var stamp = [CChar](repeating: 0, count: 32)
+        if gmtime_r(&now, &parts) != nil { _ = strftime(&stamp, stamp.count, "%Y%m%dT%H%M%SZ", &parts) }
+        let base = "\(path).bad-\(String(decoding: stamp.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+        var copy = base, n = 1
+        while FileManager.default.fileExists(atPath: copy) {
+            n += 1
+            copy = "\(base)-\(n)"
+        }
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(data), to: copy) } catch {
+            return (book, "; the file could not be kept aside (\(error)), and is replaced at the next change")
+        }
+        try? save(book)  // if this fails, the next start finds the damage again and copies it again: nothing is lost
+        return (book, "; the file as it was is kept as \(copy)")
     }
 }
 

@@ -112,6 +112,62 @@ struct SplitMix: RandomNumberGenerator {
     }
 }
 
+/// The timers file on a real disk: what is damaged is named, and kept aside before anything replaces it.
+@Suite struct StateFileTests {
+    func directory() -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-state-\(UUID().uuidString)").path
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    func write(_ text: String, to path: String) {
+        #expect(FileManager.default.createFile(atPath: path, contents: Data(text.utf8)))
+    }
+
+    func read(_ path: String) -> String? { FileManager.default.contents(atPath: path).map { String(decoding: $0, as: UTF8.self) } }
+
+    func asides(_ dir: String) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []).filter { $0.hasPrefix("timers.json.bad-") }.sorted()
+    }
+
+    @Test func aTimersFileWithAbsurdNumbersIsLoadedNamedAndKeptAside() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/timers.json"
+        let text = """
+            {"version":1,"timers":[{"id":1,"name":"pasta","seconds":600,"endsAt":1800000300},
+            {"id":2,"name":"soup","seconds":9999999999999999,"endsAt":1800000300},
+            {"id":3,"name":"tea","seconds":60,"endsAt":1e300},
+            {"id":9223372036854775807,"name":"egg","seconds":60,"pausedRemaining":-1}],"alarms":[]}
+            """
+        write(text, to: path)
+        let (book, problems) = try TimerFile(path: path).load()
+        #expect(book.timers.map(\.name) == ["pasta"])
+        let copies = asides(dir)
+        #expect(copies.count == 1)
+        #expect(read(dir + "/" + copies[0]) == text)  // the file as it was, byte for byte
+        #expect(problems.map(\.message) == [
+            "the timers file \(path): timer 2 \"soup\": its length (9999999999999999 s) is not 1 s to 24 hours; left out; the file as it was is kept as \(dir)/\(copies[0])",
+            "the timers file \(path): timer 3 \"tea\": its end (1e+300) is not a time; left out; the file as it was is kept as \(dir)/\(copies[0])",
+            "the timers file \(path): timer 9223372036854775807 \"egg\": its time left (-1) is not 0 to 24 hours; left out; the file as it was is kept as \(dir)/\(copies[0])",
+        ])
+        // The file now holds what was read, so the next start finds no damage (and makes no second copy).
+        let (again, none) = try TimerFile(path: path).load()
+        #expect(again == book && none.isEmpty && asides(dir).count == 1)
+    }
+
+    @Test func aTimersFileThatIsNotJSONIsKeptAsideNotOverwritten() throws {
+        let dir = directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/timers.json"
+        write("{\"version\":1,\"timers\":[{\"id\":1", to: path)
+        #expect(throws: DeviceProblem.self) { try TimerFile(path: path).load() }
+        let copies = asides(dir)
+        #expect(copies.count == 1 && read(dir + "/" + copies[0]) == "{\"version\":1,\"timers\":[{\"id\":1")
+        #expect(try TimerFile(path: path).load().book == TimerBook())
+    }
+}
+
 /// Absurd numbers and damaged state through the whole loop: refused in words, kept within limits, never a trap.
 @Suite struct AbsurdNumberLoopTests {
     static func addTime(_ seconds: Int, to name: String) -> SpeakerAnswer {
