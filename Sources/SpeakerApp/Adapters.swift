@@ -405,27 +405,56 @@ public struct TimerFile: TimerStore {
 }
 
 /// Mute kept in a small file (`[speaker] mute_file`, by default `muted` in the state directory): "true" or
-/// "false", written atomically. No file: not muted.
+/// "false", written atomically. No file means never muted (a new speaker). Anything else that does not say for
+/// certain (a damaged or empty file, one it may not read) is an error, which the loop takes as muted: a privacy
+/// setting fails closed.
 public struct FlagFile: FlagStore {
     public let path: String
     public init(path: String) { self.path = path }
 
     public func load() throws(DeviceProblem) -> Bool {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read \(path); starting unmuted") }
-            return false
+        // open(2) rather than FileManager: only "no such file" means never muted, and FileManager's nil cannot tell
+        // it from a directory it may not search.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            if error == ENOENT { return false }
+            throw DeviceProblem("cannot read \(path): \(String(cString: strerror(error)))")
         }
-        switch String(decoding: data, as: UTF8.self).trimmed(.whitespacesAndNewlines) {
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while bytes.count <= 64 {  // "false\n" and some whitespace: anything longer is not one of the two
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw DeviceProblem("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += buffer[..<n]
+        }
+        let text = String(decoding: bytes.prefix(65), as: UTF8.self).trimmed(.whitespacesAndNewlines)
+        switch text {
         case "true": return true
-        case "false", "": return false
-        default: throw DeviceProblem("\(path) holds neither true nor false; starting unmuted")
+        case "false": return false
+        default: throw DeviceProblem("\(path) holds neither true nor false (\(JSONValue.string(String(text.prefix(20))).asciiJSON()))")
         }
     }
 
     public func save(_ value: Bool) throws(DeviceProblem) {
         do throws(AtomicFile.Failure) { try AtomicFile.write(Array("\(value)\n".utf8), to: path) } catch {
-            throw DeviceProblem("mute: \(error)")
+            // A full disk must not undo a mute at the next start. An empty file needs no space, and reads as
+            // unknown, which starts muted.
+            if value && emptied() {
+                throw DeviceProblem("mute: \(error); the mute file is emptied instead, so a restart starts muted")
+            }
+            throw DeviceProblem("mute: \(error); \(value ? "muted now, but a restart would not remember it" : "unmuted now, but a restart may start muted")")
         }
+    }
+
+    private func emptied() -> Bool {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return ftruncate(fd, 0) == 0 && fsync(fd) == 0
     }
 }
 

@@ -184,7 +184,9 @@ public protocol TimerStore: Sendable {
 
 /// One setting kept between runs (mute): a file in the state directory.
 public protocol FlagStore: Sendable {
+    /// The saved value (false when nothing was saved yet). Throws when it cannot tell: the loop then starts muted.
     func load() throws(DeviceProblem) -> Bool
+    /// Throws when the value could not be kept as it is; the problem says what a restart would do.
     func save(_ value: Bool) throws(DeviceProblem)
 }
 

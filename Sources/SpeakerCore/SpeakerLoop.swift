@@ -195,10 +195,15 @@ public final class SpeakerLoop: Sendable {
                     }
                 }
             }
-            // A speaker muted when it stopped starts muted: its microphone is not opened at all.
+            // A speaker muted when it stopped starts muted: its microphone is not opened at all. Mute is privacy, so
+            // it fails closed: a setting that cannot be read for certain starts muted, and says so (the muted LEDs,
+            // the log); unmuting is one double press or `ctl unmute`.
             var startMuted = false
             if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
-                do throws(DeviceProblem) { startMuted = try store.load() } catch { tell(.deviceProblem(error)) }
+                do throws(DeviceProblem) { startMuted = try store.load() } catch {
+                    startMuted = true
+                    tell(.deviceProblem(DeviceProblem("\(error.message); starting muted, since mute is unknown")))
+                }
             }
             if startMuted { continuation.yield(.event(.setMuted(true))) }
             if ports.hotPhrase != nil && !startMuted { openAlwaysOnMicrophone() }
@@ -615,9 +620,8 @@ public final class SpeakerLoop: Sendable {
             openAlwaysOnMicrophone()
         }
         if let store = ports.muteStore {
-            do throws(DeviceProblem) { try store.save(on) } catch {
-                tell(.deviceProblem(DeviceProblem("\(error.message); mute will not be remembered after a restart")))
-            }
+            // The state here stays as asked either way; the store's problem says what a restart would do.
+            do throws(DeviceProblem) { try store.save(on) } catch { tell(.deviceProblem(error)) }
         }
     }
 
