@@ -122,16 +122,14 @@ public struct TimerBook: Sendable, Equatable {
     public private(set) var timers: [SpeakerTimer] = []
     public internal(set) var alarms: [SpeakerAlarm] = []
     private var nextID = 1
-    /// A timer set for longer than this is refused (a day: a longer wait is an alarm's job), and no timer ever has
-    /// more than this left: adding time is held to it too, and a timer read from the file is brought within it.
+    /// A timer set for longer than this is refused (a day: a longer wait is an alarm's job); adding time is held to
+    /// it too, and so is a paused timer's time left read from the file.
     public static let longestSeconds = 24 * 3600
     /// Ids are counted from 1; one beyond this in a file is damage, not a timer (and would overflow the count).
     public static let largestID = Int(Int32.max)
     /// A time read from the timers file must fall in this range (1970 to the year 5138): any real time does, and
     /// every sum and conversion on such a time stays exact and within Int.
     public static let plausibleTimes: ClosedRange<WallTime> = 0...100_000_000_000
-    /// An alarm is never due more than this far ahead (a week and a day): one read further off is scheduled again.
-    static let longestAlarmWait: Double = 8 * 86_400
     /// A timer that rang while the speaker was off is still rung if it fell due at most this long ago; an older
     /// one is reported as missed (a pasta timer from last night must not ring at breakfast).
     public static let stillWorthRinging: Double = 15 * 60
@@ -282,17 +280,18 @@ public struct TimerBook: Sendable, Equatable {
         return (changes, alarmChanges, anyRinging)
     }
 
-    /// Brings what no command can make within the limits, before anything is scheduled on it: a timer with more
-    /// than a day left (a file edited by hand, or written while the clock was far ahead) counts down from a day; an
-    /// alarm further off than its next time is scheduled for its next time; a timer or alarm whose numbers are not
-    /// numbers (a book made in code) is removed and returned as missed.
+    /// Brings what no command can make within the limits, before anything is scheduled on it (the file's reader
+    /// refuses all of these; a book made in code may hold them): a length or a paused time beyond a day is a day, a
+    /// timer or alarm whose time is not a number is removed and returned as missed (or scheduled for its next time,
+    /// for an alarm). A running timer or an alarm far ahead is kept as it is: the wall clock may be behind after a
+    /// boot (a Pi has no battery clock), and its time is right again once the clock is set.
     mutating func keepWithinLimits(now: WallTime, calendar: any LocalCalendar) -> ([TimerChange], [AlarmChange]) {
         let limit = Double(Self.longestSeconds)
         var missed: [TimerChange] = []
         for index in timers.indices {
             timers[index].seconds = min(max(timers[index].seconds, 1), Self.longestSeconds)
             switch timers[index].status {
-            case .running(let end) where end.isFinite: if end - now > limit { timers[index].status = .running(endsAt: now + limit) }
+            case .running(let end) where end.isFinite: break
             case .paused(let left) where left.isFinite: timers[index].status = .paused(remaining: min(max(left, 0), limit))
             case .ringing(let since) where since.isFinite: break
             default: missed.append(TimerChange(.missed, timers[index]))
@@ -306,7 +305,7 @@ public struct TimerBook: Sendable, Equatable {
                 continue
             }
             switch alarms[index].status {
-            case .scheduled(let at) where at.isFinite && at - now <= Self.longestAlarmWait: break
+            case .scheduled(let at) where at.isFinite: break
             case .ringing(let since) where since.isFinite: break
             default: alarms[index].status = .scheduled(at: alarms[index].next(after: now, calendar))
             }
