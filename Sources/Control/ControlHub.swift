@@ -127,7 +127,7 @@ public final class ControlHub: Sendable {
         case .ringing: "ringing"
         }
         return .object(["id": .int(Int64(timer.id)), "name": .string(timer.name), "seconds": .int(Int64(timer.seconds)),
-                        "remaining_s": .int(Int64(timer.remaining(at: now).rounded(.up))), "status": .string(status)])
+                        "remaining_s": .int(Int64(timer.remainingSeconds(at: now))), "status": .string(status)])
     }
 
     static func alarm(_ alarm: SpeakerAlarm) -> JSONValue {

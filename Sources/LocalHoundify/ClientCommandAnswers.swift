@@ -198,7 +198,11 @@ struct ClientCommandAnswers {
             }
             let before = words[index - 1]
             guard let n = Int(before) ?? numbers[before] else { continue }
-            total += n * unit
+            // Saturating: "9999999999999999 hours" is a question, not a reason for the service to trap. The speaker
+            // refuses it as too long.
+            let (product, overflow) = n.multipliedReportingOverflow(by: unit)
+            let (sum, sumOverflow) = total.addingReportingOverflow(product)
+            total = overflow || sumOverflow ? Int.max : sum
             found = true
         }
         return found ? total : nil

@@ -296,7 +296,14 @@ public struct DispatchClock: LoopClock {
 
         func schedule(after delay: Duration) {
             let (seconds, attoseconds) = delay.components
-            source.schedule(deadline: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+            // Nanoseconds in an Int hold 292 years; a longer delay (the loop asks for a day at most) is never, and a
+            // negative one is now, rather than a trap.
+            guard seconds < 1 << 32 else {
+                source.schedule(deadline: .distantFuture)
+                return
+            }
+            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
+            source.schedule(deadline: .now() + .nanoseconds(max(0, nanoseconds)))
         }
 
         func disarm() { source.schedule(deadline: .distantFuture) }
@@ -347,21 +354,27 @@ public struct HostSystem: SystemInfo {
 }
 
 /// The timers kept in a JSON file (`[speaker] timers_file`, by default timers.json in the state directory), written
-/// atomically (Platform's AtomicFile): a power cut keeps the last list whole.
+/// atomically (Platform's AtomicFile): a power cut keeps the last list whole. What it cannot read is kept aside
+/// (`timers.json.bad-DATE`) before anything replaces it, and named in the log.
 public struct TimerFile: TimerStore {
     public let path: String
     public init(path: String) { self.path = path }
 
-    public func load() throws(DeviceProblem) -> TimerBook {
+    public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read the timers file \(path)") }
-            return TimerBook()
+            return (TimerBook(), [])
         }
+        let read: (book: TimerBook, rejected: [TimerFileRejection])
         do {
-            return try TimerBook(json: try JSONValue(parsing: data))
+            read = try TimerBook.reading(json: try JSONValue(parsing: data))
         } catch {
-            throw DeviceProblem("the timers file \(path) is not readable (\(error))")
+            let (_, kept) = setAside(data, keeping: TimerBook())
+            throw DeviceProblem("the timers file \(path) is not readable (\(error))\(kept)")
         }
+        guard !read.rejected.isEmpty else { return (read.book, []) }
+        let (book, kept) = setAside(data, keeping: read.book)
+        return (book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out\(kept)") })
     }
 
     public func save(_ book: TimerBook) throws(DeviceProblem) {
@@ -369,30 +382,79 @@ public struct TimerFile: TimerStore {
             throw DeviceProblem("timers: \(error)")
         }
     }
+
+    /// Copies the file as it was beside it, then writes what was read in its place, so that the next start does not
+    /// find the same damage (and copy it again). Nothing is replaced unless the copy was made. Returns what is in
+    /// effect and the words for the log.
+    func setAside(_ data: Data, keeping book: TimerBook) -> (TimerBook, String) {
+        var now = time(nil), parts = tm()
+        var stamp = [CChar](repeating: 0, count: 32)
+        if gmtime_r(&now, &parts) != nil { _ = strftime(&stamp, stamp.count, "%Y%m%dT%H%M%SZ", &parts) }
+        let base = "\(path).bad-\(String(decoding: stamp.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))"
+        var copy = base, n = 1
+        while FileManager.default.fileExists(atPath: copy) {
+            n += 1
+            copy = "\(base)-\(n)"
+        }
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(data), to: copy) } catch {
+            return (book, "; the file could not be kept aside (\(error)), and is replaced at the next change")
+        }
+        try? save(book)  // if this fails, the next start finds the damage again and copies it again: nothing is lost
+        return (book, "; the file as it was is kept as \(copy)")
+    }
 }
 
 /// Mute kept in a small file (`[speaker] mute_file`, by default `muted` in the state directory): "true" or
-/// "false", written atomically. No file: not muted.
+/// "false", written atomically. No file means never muted (a new speaker). Anything else that does not say for
+/// certain (a damaged or empty file, one it may not read) is an error, which the loop takes as muted: a privacy
+/// setting fails closed.
 public struct FlagFile: FlagStore {
     public let path: String
     public init(path: String) { self.path = path }
 
     public func load() throws(DeviceProblem) -> Bool {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read \(path); starting unmuted") }
-            return false
+        // open(2) rather than FileManager: only "no such file" means never muted, and FileManager's nil cannot tell
+        // it from a directory it may not search.
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            if error == ENOENT { return false }
+            throw DeviceProblem("cannot read \(path): \(String(cString: strerror(error)))")
         }
-        switch String(decoding: data, as: UTF8.self).trimmed(.whitespacesAndNewlines) {
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while bytes.count <= 64 {  // "false\n" and some whitespace: anything longer is not one of the two
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { throw DeviceProblem("cannot read \(path): \(String(cString: strerror(errno)))") }
+            if n == 0 { break }
+            bytes += buffer[..<n]
+        }
+        let text = String(decoding: bytes.prefix(65), as: UTF8.self).trimmed(.whitespacesAndNewlines)
+        switch text {
         case "true": return true
-        case "false", "": return false
-        default: throw DeviceProblem("\(path) holds neither true nor false; starting unmuted")
+        case "false": return false
+        default: throw DeviceProblem("\(path) holds neither true nor false (\(JSONValue.string(String(text.prefix(20))).asciiJSON()))")
         }
     }
 
     public func save(_ value: Bool) throws(DeviceProblem) {
         do throws(AtomicFile.Failure) { try AtomicFile.write(Array("\(value)\n".utf8), to: path) } catch {
-            throw DeviceProblem("mute: \(error)")
+            // A full disk must not undo a mute at the next start. An empty file needs no space, and reads as
+            // unknown, which starts muted.
+            if value && emptied() {
+                throw DeviceProblem("mute: \(error); the mute file is emptied instead, so a restart starts muted")
+            }
+            throw DeviceProblem("mute: \(error); \(value ? "muted now, but a restart would not remember it" : "unmuted now, but a restart may start muted")")
         }
+    }
+
+    private func emptied() -> Bool {
+        let fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        return ftruncate(fd, 0) == 0 && fsync(fd) == 0
     }
 }
 

@@ -139,7 +139,7 @@ public struct ClientCommandReader: Sendable {
             return .set(seconds: duration(timer) ?? 0, name: timer["Title"]?.stringValue ?? "")
         case "TimerAddTimeCommand":
             let criterion = native?["TimerCriteria"]?[0]
-            guard let seconds = criterion?["SecondsToAdd"]?.int64Value.map(Int.init) ?? native?["Timer"].flatMap(duration) else { return nil }
+            guard let seconds = criterion?["SecondsToAdd"]?.doubleValue.map(wholeSeconds) ?? native?["Timer"].flatMap(duration) else { return nil }
             return .addTime(seconds: seconds, selection)
         case "TimerDeleteCommand", "TimerUnsetCommand": return .cancel(selection)
         case "TimerDisplayCommand": return .timeLeft(selection)
@@ -160,9 +160,15 @@ public struct ClientCommandReader: Sendable {
         return .the
     }
 
+    /// Seconds from Houndify, as a whole number that cannot trap: a length beyond Int32 is as absurd as one at its
+    /// edge (TimerBook refuses anything over a day, saying so), and a NaN (inf - inf among the parts) is no length.
+    static func wholeSeconds(_ value: Double) -> Int {
+        Saturating.int(value, in: Int(Int32.min)...Int(Int32.max))
+    }
+
     /// A Timer's or criterion's length: DurationInSeconds, else the sum of its parts (Hours, Minutes, ...).
     static func duration(_ timer: JSONValue) -> Int? {
-        if let seconds = timer["DurationInSeconds"]?.doubleValue { return Int(seconds.rounded()) }
+        if let seconds = timer["DurationInSeconds"]?.doubleValue { return wholeSeconds(seconds) }
         let parts: [(String, Double)] = [("Centuries", 3_153_600_000), ("Decades", 315_360_000), ("Years", 31_536_000),
                                          ("Months", 2_592_000), ("Weeks", 604_800), ("Days", 86_400), ("Hours", 3_600),
                                          ("Minutes", 60), ("Seconds", 1)]
@@ -170,22 +176,21 @@ public struct ClientCommandReader: Sendable {
         for (key, unit) in parts {
             if let n = timer[key]?.doubleValue { total += n * unit; any = true }
         }
-        return any ? Int(min(total, Double(Int32.max)).rounded()) : nil
+        return any ? wholeSeconds(total) : nil
     }
 
     static func alarmAction(_ kind: String, _ native: JSONValue?) -> AlarmAction? {
         switch kind {
         case "AlarmSetCommand":
             guard let alarm = native?["Alarms"]?[0] ?? native?["Alarm"], let hour = alarm["Hour"]?.int64Value else { return nil }
-            let minute = alarm["Minute"]?.int64Value ?? 0
             var days = Set((alarm["DaysOfWeek"]?.arrayValue ?? []).compactMap { $0.stringValue.flatMap(weekday) })
             if days.isEmpty, alarm["IsRecurring"]?.boolValue == true { days = Set(Weekday.allCases) }
-            return .set(minuteOfDay: Int(hour) * 60 + Int(minute), days: days, name: alarm["Title"]?.stringValue ?? "")
+            return .set(minuteOfDay: minuteOfDay(hour: hour, minute: alarm["Minute"]?.int64Value ?? 0), days: days, name: alarm["Title"]?.stringValue ?? "")
         case "AlarmUnsetCommand":
             guard let criterion = native?["AlarmCriteria"]?[0] else { return .cancel(.all) }
             if let title = criterion["Title"]?.stringValue, !title.allSatisfy(\.isWhitespace) { return .cancel(.named(title)) }
             if let hour = criterion["Hour"]?.int64Value {
-                return .cancel(.at(minuteOfDay: Int(hour) * 60 + Int(criterion["Minute"]?.int64Value ?? 0)))
+                return .cancel(.at(minuteOfDay: minuteOfDay(hour: hour, minute: criterion["Minute"]?.int64Value ?? 0)))
             }
             return .cancel(.the)
         case "AlarmDisplayCommand": return .list
@@ -195,18 +200,26 @@ public struct ClientCommandReader: Sendable {
 
     static func weekday(_ name: String) -> Weekday? { Weekday.allCases.first { $0.name == name } }
 
+    /// Minutes after midnight, or -1 (no time of day: TimerBook answers "What time should the alarm be for?", and
+    /// a cancel matches nothing) when the hour or minute is out of range; `hour * 60` on any Int64 could trap.
+    static func minuteOfDay(hour: Int64, minute: Int64) -> Int {
+        guard (0..<24).contains(hour), (0..<60).contains(minute) else { return -1 }
+        return Int(hour) * 60 + Int(minute)
+    }
+
     /// VolumeCommand: `CommandType` AdjustVolume (by `VolumeDelta`),
     /// SetVolume (`VolumeValue` or `VolumeLevel`), MuteSound, UnMuteSound. A value of at most 1 is read as a
     /// fraction of the range, above 1 as a percentage.
     static func volumeAction(_ json: JSONValue) -> VolumeAction? {
-        func percent(_ value: Double) -> Int { Int((abs(value) <= 1 ? value * 100 : value).rounded()) }
+        // Saturating at the ends of the range: a level or step beyond them means the end, and Int(_:) would trap.
+        func percent(_ value: Double) -> Int { Saturating.int(abs(value) <= 1 ? value * 100 : value, in: -100...100) }
         switch json["CommandType"]?.stringValue {
         case "AdjustVolume":
             guard let delta = json["VolumeDelta"]?.doubleValue, delta != 0 else { return nil }
             return .by(percent(delta))
         case "SetVolume":
             guard let value = json["VolumeValue"]?.doubleValue ?? json["VolumeLevel"]?.doubleValue else { return nil }
-            return .to(percent(value))
+            return .to(max(0, percent(value)))
         case "MuteSound": return .mute(true)
         case "UnMuteSound": return .mute(false)
         default: return nil

@@ -40,7 +40,8 @@ public enum WeatherCard {
 
     /// `{"Value": {"Value": 84, "WrittenUnits": "°F"}}` as "84 °F" (whole degrees).
     static func written(_ measure: JSONValue?) -> JSONValue? {
-        guard let value = measure?["Value"], let number = value["Value"]?.doubleValue else { return nil }
+        // No reading beyond a million degrees is a temperature, and Int(_:) would trap on 1e300 from the service.
+        guard let value = measure?["Value"], let number = value["Value"]?.doubleValue, abs(number) < 1_000_000 else { return nil }
         let units = value["WrittenUnits"]?.stringValue ?? ""
         let whole = Int(number.rounded())
         return .string(units.isEmpty ? "\(whole)" : "\(whole) \(units)")

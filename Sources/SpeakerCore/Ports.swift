@@ -176,14 +176,17 @@ public protocol LoopClock: Sendable {
 
 /// Where the timers are kept between runs (a file in the state directory, written atomically).
 public protocol TimerStore: Sendable {
-    /// The saved timers (none when nothing was saved yet).
-    func load() throws(DeviceProblem) -> TimerBook
+    /// The saved timers (none when nothing was saved yet), and what was wrong with entries that could not be kept
+    /// (each is said in the log; the store keeps them aside). Throws when none could be read.
+    func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem])
     func save(_ book: TimerBook) throws(DeviceProblem)
 }
 
 /// One setting kept between runs (mute): a file in the state directory.
 public protocol FlagStore: Sendable {
+    /// The saved value (false when nothing was saved yet). Throws when it cannot tell: the loop then starts muted.
     func load() throws(DeviceProblem) -> Bool
+    /// Throws when the value could not be kept as it is; the problem says what a restart would do.
     func save(_ value: Bool) throws(DeviceProblem)
 }
 

@@ -195,10 +195,15 @@ public final class SpeakerLoop: Sendable {
                     }
                 }
             }
-            // A speaker muted when it stopped starts muted: its microphone is not opened at all.
+            // A speaker muted when it stopped starts muted: its microphone is not opened at all. Mute is privacy, so
+            // it fails closed: a setting that cannot be read for certain starts muted, and says so (the muted LEDs,
+            // the log); unmuting is one double press or `ctl unmute`.
             var startMuted = false
             if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
-                do throws(DeviceProblem) { startMuted = try store.load() } catch { tell(.deviceProblem(error)) }
+                do throws(DeviceProblem) { startMuted = try store.load() } catch {
+                    startMuted = true
+                    tell(.deviceProblem(DeviceProblem("\(error.message); starting muted, since mute is unknown")))
+                }
             }
             if startMuted { continuation.yield(.event(.setMuted(true))) }
             if ports.hotPhrase != nil && !startMuted { openAlwaysOnMicrophone() }
@@ -276,7 +281,7 @@ public final class SpeakerLoop: Sendable {
             scheduleTimers()  // the next minute is armed before anyone hears of this one
             // Not a timer at its very end: it is about to ring (its alarm may be handled just after this).
             for timer in timers where timer.isRunning && timer.remaining(at: now) >= 1 {
-                tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up))))
+                tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now)))
             }
             return nil
         }
@@ -588,7 +593,8 @@ public final class SpeakerLoop: Sendable {
         do throws(DeviceProblem) {
             switch action {
             case .step(let up): _ = try volume.step(up: up)
-            case .by(let points): _ = try volume.set(volume.percent + points)
+            // Clamped before adding: the step comes from outside, and Int.max points would overflow the sum.
+            case .by(let points): _ = try volume.set(volume.percent + min(max(points, -100), 100))
             case .to(let percent): _ = try volume.set(percent)
             case .mute(let off): try volume.setSoundOff(off)
             }
@@ -614,9 +620,8 @@ public final class SpeakerLoop: Sendable {
             openAlwaysOnMicrophone()
         }
         if let store = ports.muteStore {
-            do throws(DeviceProblem) { try store.save(on) } catch {
-                tell(.deviceProblem(DeviceProblem("\(error.message); mute will not be remembered after a restart")))
-            }
+            // The state here stays as asked either way; the store's problem says what a restart would do.
+            do throws(DeviceProblem) { try store.save(on) } catch { tell(.deviceProblem(error)) }
         }
     }
 
@@ -627,8 +632,9 @@ public final class SpeakerLoop: Sendable {
     private func loadTimers() {
         if let store = ports.timerStore {
             do throws(DeviceProblem) {
-                let book = try store.load()
+                let (book, problems) = try store.load()
                 state.withLock { $0.timers = book }
+                for problem in problems { tell(.deviceProblem(problem)) }
             } catch {
                 tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
             }
@@ -639,7 +645,7 @@ public final class SpeakerLoop: Sendable {
             return (changes, alarms, ringing, s.timers.timers.filter(\.isRunning))
         }
         // Whoever follows the speaker's events learns at once what it counts down after a restart.
-        for timer in counting { tell(.timer(.tick, timer, remaining: Int(timer.remaining(at: now).rounded(.up)))) }
+        for timer in counting { tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now))) }
         timersChanged(changes, alarms: alarms)
         if ringing { ring() }
     }
@@ -683,12 +689,15 @@ public final class SpeakerLoop: Sendable {
         scheduleTimers()
         let now = ports.clock.wallTime
         for change in changes {
-            let remaining = Int(change.timer.remaining(at: now).rounded(.up))
+            let remaining = change.timer.remainingSeconds(at: now)
             tell(.timer(SpeakerActivity.TimerEvent(rawValue: change.kind.rawValue) ?? .tick, change.timer, remaining: remaining))
         }
         for change in alarms { tell(.alarm(change.kind, change.alarm)) }
         if let problem { tell(.deviceProblem(DeviceProblem("\(problem.message); a restart would lose the timers' last change"))) }
     }
+
+    /// The longest the timer alarm is armed for, in seconds.
+    static let longestWait: Double = 86_400
 
     private func scheduleTimers() {
         let now = ports.clock.wallTime
@@ -700,8 +709,10 @@ public final class SpeakerLoop: Sendable {
         }
         let running = soonest != nil
         if let next {
-            let seconds = max(0, next - ports.clock.wallTime)
-            timerAlarm.schedule(after: .milliseconds(Int64((seconds * 1000).rounded(.up))))
+            // At most a day ahead: an alarm next week is armed again when this fires (nothing is due then), and a
+            // day in milliseconds is far inside Int64 whatever the deadline (a NaN one included: armed at once).
+            let seconds = min(max(0, next - ports.clock.wallTime), Self.longestWait)
+            timerAlarm.schedule(after: .milliseconds(Saturating.int(seconds * 1000, .up, in: 0...Int(Self.longestWait) * 1000)))
         } else {
             timerAlarm.disarm()
         }
@@ -709,7 +720,7 @@ public final class SpeakerLoop: Sendable {
             // Every minute, and also when the soonest enters its last minute (the LEDs quicken then).
             let untilLastMinute = soonest - 60
             let wait = untilLastMinute > 0 ? min(60, untilLastMinute) : 60
-            timerTick.schedule(after: .milliseconds(Int64((wait * 1000).rounded(.up))))
+            timerTick.schedule(after: .milliseconds(Saturating.int(wait * 1000, .up, in: 0...60_000)))
         } else {
             timerTick.disarm()
         }

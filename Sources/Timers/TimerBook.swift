@@ -37,6 +37,12 @@ public struct SpeakerTimer: Sendable, Equatable {
         }
     }
 
+    /// Whole seconds left at `now`, rounded up: what is said and shown. Saturating, so that a number no command can
+    /// make (a timer built by hand, a wall clock far off) cannot trap whoever says it.
+    public func remainingSeconds(at now: WallTime) -> Int {
+        Saturating.int(remaining(at: now), .up, in: 0...Int.max)
+    }
+
     public var isRunning: Bool { if case .running = status { true } else { false } }
     public var isRinging: Bool { if case .ringing = status { true } else { false } }
 
@@ -116,8 +122,14 @@ public struct TimerBook: Sendable, Equatable {
     public private(set) var timers: [SpeakerTimer] = []
     public internal(set) var alarms: [SpeakerAlarm] = []
     private var nextID = 1
-    /// A timer set for longer than this is refused (a day: a longer wait is an alarm's job).
+    /// A timer set for longer than this is refused (a day: a longer wait is an alarm's job); adding time is held to
+    /// it too, and so is a paused timer's time left read from the file.
     public static let longestSeconds = 24 * 3600
+    /// Ids are counted from 1; one beyond this in a file is damage, not a timer (and would overflow the count).
+    public static let largestID = Int(Int32.max)
+    /// A time read from the timers file must fall in this range (1970 to the year 5138): any real time does, and
+    /// every sum and conversion on such a time stays exact and within Int.
+    public static let plausibleTimes: ClosedRange<WallTime> = 0...100_000_000_000
     /// A timer that rang while the speaker was off is still rung if it fell due at most this long ago; an older
     /// one is reported as missed (a pasta timer from last night must not ring at breakfast).
     public static let stillWorthRinging: Double = 15 * 60
@@ -125,7 +137,8 @@ public struct TimerBook: Sendable, Equatable {
     public init(timers: [SpeakerTimer] = [], alarms: [SpeakerAlarm] = []) {
         self.timers = timers
         self.alarms = alarms
-        nextID = ((timers.map(\.id) + alarms.map(\.id)).max() ?? 0) + 1
+        // Clamped: ids from a file are checked, but a book made in code could hold any Int.
+        nextID = min(max((timers.map(\.id) + alarms.map(\.id)).max() ?? 0, 0), Self.largestID) + 1
     }
 
     public var ringing: [SpeakerTimer] { timers.filter(\.isRinging) }
@@ -174,8 +187,8 @@ public struct TimerBook: Sendable, Equatable {
             let parts = found.map { timer -> String in
                 switch timer.status {
                 case .ringing: return "\(timer.spokenName) is ringing"
-                case .paused(let left): return "\(timer.spokenName) is paused with \(SpokenDuration.words(Int(left.rounded(.up)))) left"
-                case .running: return "\(SpokenDuration.words(Int(timer.remaining(at: now).rounded(.up)))) left on \(timer.spokenName)"
+                case .paused: return "\(timer.spokenName) is paused with \(SpokenDuration.words(timer.remainingSeconds(at: now))) left"
+                case .running: return "\(SpokenDuration.words(timer.remainingSeconds(at: now))) left on \(timer.spokenName)"
                 }
             }
             let sentence = (found.count > 1 ? "You have \(found.count) timers: " : "") + Self.list(parts) + "."
@@ -185,6 +198,19 @@ public struct TimerBook: Sendable, Equatable {
             let chosen = select(selection, now: now)
             guard case .found(let found) = chosen, seconds > 0 else {
                 return seconds > 0 ? chosen.failure(doing: "change", in: self) : TimerOutcome(succeeded: false, sentence: "How much time should I add?")
+            }
+            // Held to the same day as setting one: "add 9999999999999999 seconds" once made a deadline no clock
+            // could arm (a trap in the loop, and again at every start, since the timer was saved first). All are
+            // checked before any is changed, so a refusal changes nothing.
+            let limit = Double(Self.longestSeconds)
+            if found.contains(where: { $0.remaining(at: now) + Double(seconds) > limit }) {
+                guard found.count == 1 else {
+                    return TimerOutcome(succeeded: false, sentence: "Timers can run for up to 24 hours, so I didn't add that.")
+                }
+                let room = Saturating.int(limit - found[0].remaining(at: now), .down, in: 0...Self.longestSeconds)
+                let sentence = room < 1 ? "Timers can run for up to 24 hours, and \(found[0].spokenName) already has 24 hours left."
+                    : "Timers can run for up to 24 hours: I can add at most \(SpokenDuration.words(room)) to \(found[0].spokenName)."
+                return TimerOutcome(succeeded: false, sentence: sentence)
             }
             var changes: [TimerChange] = []
             for timer in found {
@@ -196,7 +222,7 @@ public struct TimerBook: Sendable, Equatable {
                 }
                 changes.append(TimerChange(.extended, timers[index]))
             }
-            let left = changes.count == 1 ? ": \(SpokenDuration.words(Int(changes[0].timer.remaining(at: now).rounded(.up)))) left" : ""
+            let left = changes.count == 1 ? ": \(SpokenDuration.words(changes[0].timer.remainingSeconds(at: now))) left" : ""
             return TimerOutcome(succeeded: true, sentence: "Added \(SpokenDuration.words(seconds))\(left).", changes: changes)
 
         case .pause(let selection):
@@ -239,11 +265,12 @@ public struct TimerBook: Sendable, Equatable {
     /// After a restart: what `due` does, and a timer that was still ringing when the speaker went off rings on if
     /// it started at most `stillWorthRinging` ago (else it is missed, and removed). True when any is ringing.
     public mutating func restarted(now: WallTime, calendar: any LocalCalendar) -> (changes: [TimerChange], alarmChanges: [AlarmChange], ringing: Bool) {
-        var changes = due(now: now)
+        let (unusable, unusableAlarms) = keepWithinLimits(now: now, calendar: calendar)
+        var changes = unusable + due(now: now)
         let stale = timers.filter { if case .ringing(let since) = $0.status { now - since > Self.stillWorthRinging } else { false } }
         timers.removeAll { t in stale.contains { $0.id == t.id } }
         changes += stale.map { TimerChange(.missed, $0) }
-        var alarmChanges = alarmsDue(now: now, calendar: calendar)
+        var alarmChanges = unusableAlarms + alarmsDue(now: now, calendar: calendar)
         for index in alarms.indices {
             guard case .ringing(let since) = alarms[index].status, now - since > Self.stillWorthRinging else { continue }
             alarmChanges.append(AlarmChange(.missed, alarms[index]))
@@ -251,6 +278,40 @@ public struct TimerBook: Sendable, Equatable {
         }
         alarms.removeAll { alarm in alarm.days.isEmpty && alarmChanges.contains { $0.kind == .missed && $0.alarm.id == alarm.id } }
         return (changes, alarmChanges, anyRinging)
+    }
+
+    /// Brings what no command can make within the limits, before anything is scheduled on it (the file's reader
+    /// refuses all of these; a book made in code may hold them): a length or a paused time beyond a day is a day, a
+    /// timer or alarm whose time is not a number is removed and returned as missed (or scheduled for its next time,
+    /// for an alarm). A running timer or an alarm far ahead is kept as it is: the wall clock may be behind after a
+    /// boot (a Pi has no battery clock), and its time is right again once the clock is set.
+    mutating func keepWithinLimits(now: WallTime, calendar: any LocalCalendar) -> ([TimerChange], [AlarmChange]) {
+        let limit = Double(Self.longestSeconds)
+        var missed: [TimerChange] = []
+        for index in timers.indices {
+            timers[index].seconds = min(max(timers[index].seconds, 1), Self.longestSeconds)
+            switch timers[index].status {
+            case .running(let end) where end.isFinite: break
+            case .paused(let left) where left.isFinite: timers[index].status = .paused(remaining: min(max(left, 0), limit))
+            case .ringing(let since) where since.isFinite: break
+            default: missed.append(TimerChange(.missed, timers[index]))
+            }
+        }
+        timers.removeAll { t in missed.contains { $0.timer.id == t.id } }
+        var missedAlarms: [AlarmChange] = []
+        for index in alarms.indices {
+            guard (0..<1440).contains(alarms[index].minuteOfDay) else {
+                missedAlarms.append(AlarmChange(.missed, alarms[index]))
+                continue
+            }
+            switch alarms[index].status {
+            case .scheduled(let at) where at.isFinite: break
+            case .ringing(let since) where since.isFinite: break
+            default: alarms[index].status = .scheduled(at: alarms[index].next(after: now, calendar))
+            }
+        }
+        alarms.removeAll { a in missedAlarms.contains { $0.alarm.id == a.id } }
+        return (missed, missedAlarms)
     }
 
     /// The ringing timers are done: removed, and returned.
@@ -294,7 +355,7 @@ public struct TimerBook: Sendable, Equatable {
             if found.isEmpty { return .noMatch(SpokenDuration.adjective(seconds)) }
             return found.count == 1 ? .found(found) : .ambiguous(found)
         case .position(let n):
-            return timers.indices.contains(n - 1) ? .found([timers[n - 1]]) : .noMatch(SpokenDuration.ordinal(n))
+            return n >= 1 && timers.indices.contains(n - 1) ? .found([timers[n - 1]]) : .noMatch(SpokenDuration.ordinal(n))
         case .id(let id):
             return timers.first { $0.id == id }.map { .found([$0]) } ?? .noMatch("number \(id)")
         case .the:
@@ -363,7 +424,7 @@ public enum SpokenDuration {
     /// "first", "second", ... "10th".
     public static func ordinal(_ n: Int) -> String {
         let words = ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth"]
-        if words.indices.contains(n - 1) { return words[n - 1] }
+        if n >= 1, words.indices.contains(n - 1) { return words[n - 1] }
         let suffix = (11...13).contains(n % 100) ? "th" : [1: "st", 2: "nd", 3: "rd"][n % 10] ?? "th"
         return "\(n)\(suffix)"
     }
@@ -394,34 +455,136 @@ extension TimerBook {
         })])
     }
 
-    /// Reads what `json` wrote; a timer that does not make sense is left out, never fatal.
+    /// Reads what `json` wrote, keeping the entries that make sense (`reading(json:)` also names the others).
     public init(json: JSONValue) throws(TimerFileError) {
+        self = try Self.reading(json: json).book
+    }
+
+    /// Reads what `json` wrote. An entry whose numbers are out of their limits (ids, lengths, times: the file is
+    /// outside input, and a number in it once crashed the speaker at every start) or that does not parse is not
+    /// kept, and is named in `rejected` with its reason, so that the caller can say so and keep the file aside.
+    public static func reading(json: JSONValue) throws(TimerFileError) -> (book: TimerBook, rejected: [TimerFileRejection]) {
         guard json["version"]?.int64Value == 1, let items = json["timers"]?.arrayValue else {
             throw TimerFileError(problem: "not a timers file of version 1")
         }
+        var rejected: [TimerFileRejection] = []
+        var ids: Set<Int> = []
         var timers: [SpeakerTimer] = []
-        for item in items {
-            guard let id = item["id"]?.int64Value, let seconds = item["seconds"]?.int64Value, seconds > 0,
-                  let name = item["name"]?.stringValue else { continue }
-            let status: SpeakerTimer.Status
-            if let end = item["endsAt"]?.doubleValue, end.isFinite { status = .running(endsAt: end) }
-            else if let left = item["pausedRemaining"]?.doubleValue, left.isFinite, left >= 0 { status = .paused(remaining: left) }
-            else if let since = item["ringingSince"]?.doubleValue, since.isFinite { status = .ringing(since: since) }
-            else { continue }
-            timers.append(SpeakerTimer(id: Int(id), name: name, seconds: Int(seconds), status: status))
+        for (index, item) in items.enumerated() {
+            switch timer(item, ids: &ids) {
+            case .success(let timer): timers.append(timer)
+            case .failure(let reason): rejected.append(TimerFileRejection(what: Self.entryName("timer", item, index: index), reason: reason.text))
+            }
         }
         var alarms: [SpeakerAlarm] = []
-        for item in json["alarms"]?.arrayValue ?? [] {
-            guard let id = item["id"]?.int64Value, let minute = item["minuteOfDay"]?.int64Value, (0..<1440).contains(minute),
-                  let name = item["name"]?.stringValue else { continue }
-            let days = Set((item["days"]?.arrayValue ?? []).compactMap { $0.int64Value.flatMap { Weekday(rawValue: Int($0)) } })
-            let status: SpeakerAlarm.Status
-            if let at = item["at"]?.doubleValue, at.isFinite { status = .scheduled(at: at) }
-            else if let since = item["ringingSince"]?.doubleValue, since.isFinite { status = .ringing(since: since) }
-            else { continue }
-            alarms.append(SpeakerAlarm(id: Int(id), name: name, minuteOfDay: Int(minute), days: days, status: status))
+        for (index, item) in (json["alarms"]?.arrayValue ?? []).enumerated() {
+            switch alarm(item, ids: &ids) {
+            case .success(let alarm): alarms.append(alarm)
+            case .failure(let reason): rejected.append(TimerFileRejection(what: Self.entryName("alarm", item, index: index), reason: reason.text))
+            }
         }
-        self.init(timers: timers, alarms: alarms)
+        return (TimerBook(timers: timers, alarms: alarms), rejected)
+    }
+
+    struct Reason: Error { var text: String }
+
+    /// "timer 3 \"pasta\"", or "timer entry 4" for one without a readable id.
+    static func entryName(_ kind: String, _ item: JSONValue, index: Int) -> String {
+        let name = item["name"]?.stringValue.map { " \"\($0)\"" } ?? ""
+        guard let id = item["id"], id.int64Value != nil else { return "\(kind) entry \(index + 1)\(name)" }
+        return "\(kind) \(shown(id))\(name)"
+    }
+
+    /// A value as the log shows it: a Double as Swift prints it (JSON cannot show NaN or infinity), the rest as JSON.
+    static func shown(_ value: JSONValue) -> String {
+        if case .double(let d) = value { return "\(d)" }
+        return value.asciiJSON()
+    }
+
+    static func id(_ item: JSONValue, ids: inout Set<Int>) -> Result<Int, Reason> {
+        guard let raw = item["id"]?.int64Value else { return .failure(Reason(text: "it has no id")) }
+        guard (1...Int64(largestID)).contains(raw) else { return .failure(Reason(text: "its id is not 1 to \(largestID)")) }
+        guard ids.insert(Int(raw)).inserted else { return .failure(Reason(text: "its id is used by an earlier entry")) }
+        return .success(Int(raw))
+    }
+
+    /// A time of the status `key`, if the entry has one: nil when it has none, a reason when it is not a time.
+    static func time(_ item: JSONValue, _ key: String, _ what: String) -> Result<WallTime, Reason>? {
+        guard let value = item[key] else { return nil }
+        guard let time = value.doubleValue, plausibleTimes.contains(time) else {
+            return .failure(Reason(text: "its \(what) (\(shown(value))) is not a time"))
+        }
+        return .success(time)
+    }
+
+    static func timer(_ item: JSONValue, ids: inout Set<Int>) -> Result<SpeakerTimer, Reason> {
+        guard item.objectValue != nil else { return .failure(Reason(text: "not an object")) }
+        guard let name = item["name"]?.stringValue else { return .failure(Reason(text: "its name is not text")) }
+        let length = item["seconds"] ?? .null
+        guard let seconds = length.int64Value, (1...Int64(longestSeconds)).contains(seconds) else {
+            return .failure(Reason(text: "its length (\(shown(length)) s) is not 1 s to 24 hours"))
+        }
+        let status: SpeakerTimer.Status
+        if let end = time(item, "endsAt", "end") {
+            guard case .success(let end) = end else { return .failure(end.reason) }
+            status = .running(endsAt: end)
+        } else if let value = item["pausedRemaining"] {
+            guard let left = value.doubleValue, left >= 0, left <= Double(longestSeconds) else {
+                return .failure(Reason(text: "its time left (\(shown(value))) is not 0 to 24 hours"))
+            }
+            status = .paused(remaining: left)
+        } else if let since = time(item, "ringingSince", "ringing start") {
+            guard case .success(let since) = since else { return .failure(since.reason) }
+            status = .ringing(since: since)
+        } else {
+            return .failure(Reason(text: "it is neither running, paused nor ringing"))
+        }
+        return id(item, ids: &ids).map { SpeakerTimer(id: $0, name: name, seconds: Int(seconds), status: status) }
+    }
+
+    static func alarm(_ item: JSONValue, ids: inout Set<Int>) -> Result<SpeakerAlarm, Reason> {
+        guard item.objectValue != nil else { return .failure(Reason(text: "not an object")) }
+        guard let name = item["name"]?.stringValue else { return .failure(Reason(text: "its name is not text")) }
+        let minuteValue = item["minuteOfDay"] ?? .null
+        guard let minute = minuteValue.int64Value, (0..<1440).contains(minute) else {
+            return .failure(Reason(text: "its time of day (\(shown(minuteValue))) is not 0 to 1439 minutes"))
+        }
+        let dayValues = item["days"] ?? .array([])
+        // Every day must be one: a repeating alarm that lost a day it did not understand would ring on others.
+        guard let list = dayValues.arrayValue else { return .failure(Reason(text: "its days (\(shown(dayValues))) are not a list")) }
+        let days = list.compactMap { $0.int64Value.flatMap { (1...7).contains($0) ? Weekday(rawValue: Int($0)) : nil } }
+        guard days.count == list.count else {
+            return .failure(Reason(text: "its days (\(shown(dayValues))) are not 1 (Monday) to 7 (Sunday)"))
+        }
+        let status: SpeakerAlarm.Status
+        if let at = time(item, "at", "time") {
+            guard case .success(let at) = at else { return .failure(at.reason) }
+            status = .scheduled(at: at)
+        } else if let since = time(item, "ringingSince", "ringing start") {
+            guard case .success(let since) = since else { return .failure(since.reason) }
+            status = .ringing(since: since)
+        } else {
+            return .failure(Reason(text: "it is neither scheduled nor ringing"))
+        }
+        return id(item, ids: &ids).map { SpeakerAlarm(id: $0, name: name, minuteOfDay: Int(minute), days: Set(days), status: status) }
+    }
+}
+
+/// An entry of the timers file that was not kept, and why: "timer 3 \"pasta\": its end (1e+300) is not a time".
+public struct TimerFileRejection: Sendable, Equatable, CustomStringConvertible {
+    public var what: String
+    public var reason: String
+    public init(what: String, reason: String) {
+        self.what = what
+        self.reason = reason
+    }
+    public var description: String { "\(what): \(reason)" }
+}
+
+extension Result where Failure == TimerBook.Reason {
+    var reason: TimerBook.Reason {
+        if case .failure(let reason) = self { return reason }
+        return TimerBook.Reason(text: "")
     }
 }
 

@@ -430,18 +430,37 @@ public struct FakeSystem: SystemInfo {
 /// A remembered setting (mute) kept in memory; one store given to two rigs in turn is a restart.
 public final class FakeFlagStore: FlagStore {
     private let saved = Mutex(false)
-    public init() {}
+    private let loadFailure: DeviceProblem?
+    private let saveFailure: DeviceProblem?
+    /// `loadFailure`: every load throws it (a damaged file); `saveFailure`: every save throws it (a full disk), and
+    /// keeps nothing.
+    public init(loadFailure: DeviceProblem? = nil, saveFailure: DeviceProblem? = nil) {
+        self.loadFailure = loadFailure
+        self.saveFailure = saveFailure
+    }
     public var value: Bool { saved.withLock { $0 } }
-    public func load() throws(DeviceProblem) -> Bool { saved.withLock { $0 } }
-    public func save(_ value: Bool) throws(DeviceProblem) { saved.withLock { $0 = value } }
+    public func load() throws(DeviceProblem) -> Bool {
+        if let loadFailure { throw loadFailure }
+        return saved.withLock { $0 }
+    }
+    public func save(_ value: Bool) throws(DeviceProblem) {
+        if let saveFailure { throw saveFailure }
+        saved.withLock { $0 = value }
+    }
 }
 
-/// Timers kept in memory; one store given to two rigs in turn is a restart.
+/// Timers kept in memory; one store given to two rigs in turn is a restart. `problems` are reported by each load,
+/// as a file with entries it could not keep reports them.
 public final class FakeTimerStore: TimerStore {
     private let saved = Mutex<TimerBook?>(nil)
-    public init() {}
+    private let problems: [DeviceProblem]
+    public convenience init() { self.init(nil) }
+    public init(_ book: TimerBook?, problems: [DeviceProblem] = []) {
+        saved.withLock { $0 = book }
+        self.problems = problems
+    }
     public var book: TimerBook? { saved.withLock { $0 } }
-    public func load() throws(DeviceProblem) -> TimerBook { saved.withLock { $0 } ?? TimerBook() }
+    public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) { (saved.withLock { $0 } ?? TimerBook(), problems) }
     public func save(_ book: TimerBook) throws(DeviceProblem) { saved.withLock { $0 = book } }
 }
 

@@ -353,4 +353,10 @@ import Timers
         #expect(WeatherCard.read(["NativeData": ["CurrentTemperature": ["Value": ["Value": 20.4, "WrittenUnits": "°C"]]]])
                 == ["temperature": "20 °C"])
     }
+
+    /// A temperature no thermometer reads (here 1e300, which trapped Int(_:)) is left off the card.
+    @Test func anAbsurdTemperatureIsLeftOff() {
+        #expect(WeatherCard.read(["NativeData": ["CurrentTemperature": ["Value": ["Value": .double(1e300), "WrittenUnits": "°C"]],
+                                                 "FeelsLikeTemperature": ["Value": ["Value": .double(-1e300)]]]]) == nil)
+    }
 }
