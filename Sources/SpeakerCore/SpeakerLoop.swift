@@ -184,7 +184,7 @@ public final class SpeakerLoop: Sendable {
                 group.addTask { [continuation] in
                     for await intent in board.intents {
                         switch intent {
-                        case .talk: continuation.yield(.event(.talk))
+                        case .talk: continuation.yield(.event(.hold))  // hold-to-talk: TalkIntent.talk
                         case .press: continuation.yield(.event(.press))
                         case .tapEnded: continuation.yield(.event(.tapEnded))
                         case .endTalk: continuation.yield(.event(.endTalk))
@@ -323,7 +323,7 @@ public final class SpeakerLoop: Sendable {
             } else {
                 state.withLock { $0.actionTranscript = answer.transcript }
             }
-        case .talk, .press: tell(.button(.talk))
+        case .talk, .hold, .press: tell(.button(.talk))
         case .endTalk: tell(.button(.endTalk))
         case .cancel: tell(.button(.cancel))
         case .tapEnded: tell(.button(.release))
