@@ -126,6 +126,19 @@ public final class SpeakerLoop: Sendable {
         var screenDimmed = false
         /// The backlight failed once: the page dims its own picture from then on.
         var screenLightFailed = false
+        /// What reading the saved state found, for the start to tell and carry out (nil once it has).
+        var startup: Startup?
+    }
+
+    /// The saved state as read when the loop is made (readSavedState), and what it leads to at the start.
+    struct Startup {
+        var muted = false
+        var muteProblem: DeviceProblem?
+        var timerProblems: [DeviceProblem] = []
+        /// What the restart did to the timers and alarms (missed, ringing), told and saved at the start.
+        var changes: [TimerChange] = []
+        var alarms: [AlarmChange] = []
+        var ringing = false
     }
 
     public init(ports: SpeakerPorts, settings: SpeakerLoopSettings = .init(), logger: Logger,
@@ -149,6 +162,10 @@ public final class SpeakerLoop: Sendable {
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
         screenIdle = ports.clock.makeTimer { continuation.yield(.screenIdle) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
+        // The saved timers and mute are read now, before anything can ask: the control API and the screen are
+        // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
+        // none, the API answering before the file was read). What they lead to waits for the start.
+        readSavedState()
         // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
         // not be dropped in state none.
         continuation.yield(.event(.started))
@@ -195,18 +212,10 @@ public final class SpeakerLoop: Sendable {
                     }
                 }
             }
-            // A speaker muted when it stopped starts muted: its microphone is not opened at all. Mute is privacy, so
-            // it fails closed: a setting that cannot be read for certain starts muted, and says so (the muted LEDs,
-            // the log); unmuting is one double press or `ctl unmute`.
-            var startMuted = false
-            if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
-                do throws(DeviceProblem) { startMuted = try store.load() } catch {
-                    startMuted = true
-                    tell(.deviceProblem(DeviceProblem("\(error.message); starting muted, since mute is unknown")))
-                }
-            }
-            if startMuted { continuation.yield(.event(.setMuted(true))) }
-            if ports.hotPhrase != nil && !startMuted { openAlwaysOnMicrophone() }
+            let startup = state.withLock { s in defer { s.startup = nil }; return s.startup } ?? Startup()
+            if let problem = startup.muteProblem { tell(.deviceProblem(problem)) }
+            // Muted (readSavedState): the microphone is not opened at all.
+            if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
             loop: for await input in inputs {
                 guard let event = take(input) else { continue }
                 announce(event)
@@ -226,7 +235,7 @@ public final class SpeakerLoop: Sendable {
                 }
                 if event == .started {
                     beat()
-                    loadTimers()
+                    started(startup)
                 }
             }
             group.cancelAll()
@@ -627,27 +636,47 @@ public final class SpeakerLoop: Sendable {
 
     // MARK: Timers
 
-    /// The saved timers, once the speaker is up; those that fell due while it was off ring now (or are reported
-    /// missed, if long past).
-    private func loadTimers() {
-        if let store = ports.timerStore {
-            do throws(DeviceProblem) {
-                let (book, problems) = try store.load()
-                state.withLock { $0.timers = book }
-                for problem in problems { tell(.deviceProblem(problem)) }
-            } catch {
-                tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
+    /// Reads the saved mute and timers into the machine and the book, so that the snapshot holds them from the
+    /// moment the loop exists. A speaker muted when it stopped starts muted. Mute is privacy, so it fails closed:
+    /// a setting that cannot be read for certain starts muted, and says so (the muted LEDs, the log); unmuting is
+    /// one double press or `ctl unmute`. With a mute switch, its position decides, not the saved setting.
+    private func readSavedState() {
+        var startup = Startup()
+        if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
+            do throws(DeviceProblem) { startup.muted = try store.load() } catch {
+                startup.muted = true
+                startup.muteProblem = DeviceProblem("\(error.message); starting muted, since mute is unknown")
             }
         }
-        let now = ports.clock.wallTime
-        let (changes, alarms, ringing, counting) = state.withLock { s in
-            let (changes, alarms, ringing) = s.timers.restarted(now: now, calendar: ports.clock.calendar)
-            return (changes, alarms, ringing, s.timers.timers.filter(\.isRunning))
+        var book = TimerBook()
+        if let store = ports.timerStore {
+            do throws(DeviceProblem) {
+                let (loaded, problems) = try store.load()
+                book = loaded
+                startup.timerProblems = problems
+            } catch {
+                startup.timerProblems = [DeviceProblem("\(error.message); timers start empty")]
+            }
         }
+        // Those that fell due while the speaker was off ring at the start (or are missed, if long past).
+        (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: ports.clock.wallTime, calendar: ports.clock.calendar)
+        state.withLock { s in
+            s.timers = book
+            if startup.muted { _ = s.machine.handle(.setMuted(true)) }
+            s.startup = startup
+        }
+    }
+
+    /// The speaker is up: what reading the saved state found is told, saved and armed, and what fell due rings.
+    private func started(_ startup: Startup) {
+        if startup.muted { tell(.muted(true)) }
+        for problem in startup.timerProblems { tell(.deviceProblem(problem)) }
+        let now = ports.clock.wallTime
+        let counting = state.withLock { $0.timers.timers.filter(\.isRunning) }
         // Whoever follows the speaker's events learns at once what it counts down after a restart.
         for timer in counting { tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now))) }
-        timersChanged(changes, alarms: alarms)
-        if ringing { ring() }
+        timersChanged(startup.changes, alarms: startup.alarms)
+        if startup.ringing { ring() }
     }
 
     /// The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for.

@@ -428,9 +428,14 @@ public struct SpeakerMachine: Sendable {
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
         switch (phase, event) {
         case (.none, .started):
-            return leave(to: .ready) + [.leds(.ready)]
+            return leave(to: .ready) + [.leds(readyLEDs)]  // muted, when it starts muted
         case (.none, .shutdown):
             return [.leds(.off), .stopped]
+        case (.none, .setMuted(let on)):
+            // The saved mute, read before the start so that nothing can see the speaker unmuted meanwhile: nothing
+            // is open yet, and the start shows it (the muted LEDs).
+            muted = on
+            return []
         case (.none, _):
             return []
         case (_, .shutdown):
