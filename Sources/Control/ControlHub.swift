@@ -137,6 +137,9 @@ public final class ControlHub: Sendable {
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
             ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
             ("alarms", .array(snapshot.alarms.map(alarm))),
+            // A timer that could not be saved still rings in this run; a restart would lose it.
+            ("timers_saved", .bool(snapshot.timersSaveProblem == nil)),
+            ("timers_save_problem", snapshot.timersSaveProblem.map { .string($0) } ?? .null),
             ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
             ("problem", .string(s.problem)), ("display", s.display),
             ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),

@@ -93,6 +93,8 @@ public final class SpeakerLoop: Sendable {
     private let timerTick: any LoopTimer
     /// When the screen dims, armed whenever the speaker becomes ready.
     private let screenIdle: any LoopTimer
+    /// Set while the timers could not be saved: the save is tried again.
+    private let timersSaveRetry: any LoopTimer
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
@@ -128,6 +130,8 @@ public final class SpeakerLoop: Sendable {
         var screenLightFailed = false
         /// What reading the saved state found, for the start to tell and carry out (nil once it has).
         var startup: Startup?
+        /// Why the last save of the timers failed (nil: the last one worked, or none was needed).
+        var timersSaveProblem: DeviceProblem?
     }
 
     /// The saved state as read when the loop is made (readSavedState), and what it leads to at the start.
@@ -161,6 +165,7 @@ public final class SpeakerLoop: Sendable {
         timerAlarm = ports.clock.makeTimer { continuation.yield(.timersDue) }
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
         screenIdle = ports.clock.makeTimer { continuation.yield(.screenIdle) }
+        timersSaveRetry = ports.clock.makeTimer { continuation.yield(.retryTimersSave) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
@@ -183,14 +188,15 @@ public final class SpeakerLoop: Sendable {
     /// What the speaker is doing and holds now, for a screen or a script that has just connected.
     public var snapshot: SpeakerSnapshot {
         // One lock: the screen's brightness belongs to the same moment as the state beside it.
-        let (machine, book, screen) = state.withLock { s in
+        let (machine, book, screen, saveProblem) = state.withLock { s in
             (s.machine, s.timers,
              SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
-                                    backlight: ports.screen != nil && !s.screenLightFailed))
+                                    backlight: ports.screen != nil && !s.screenLightFailed),
+             s.timersSaveProblem)
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
                                soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime,
-                               screen: screen)
+                               screen: screen, timersSaveProblem: saveProblem?.message)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -284,6 +290,9 @@ public final class SpeakerLoop: Sendable {
             return nil
         case .timersDue:
             checkTimers()
+            return nil
+        case .retryTimersSave:
+            saveTimers()
             return nil
         case .timerTick:
             let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.wallTime) }
@@ -465,7 +474,10 @@ public final class SpeakerLoop: Sendable {
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
-            timersChanged(outcome.changes)
+            if timersChanged(outcome.changes) != nil, outcome.changes.contains(where: { $0.kind != .ringing }) {
+                let lost = outcome.changes.contains { $0.kind == .set }
+                state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
+            }
             stopRingingIfNothingRings()
         case .alarm(let action):
             let synchronized = ports.system.clockSynchronized()
@@ -474,7 +486,10 @@ public final class SpeakerLoop: Sendable {
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
-            timersChanged([], alarms: outcome.alarmChanges)
+            if timersChanged([], alarms: outcome.alarmChanges) != nil, outcome.alarmChanges.contains(where: { $0.kind != .ringing }) {
+                let lost = outcome.alarmChanges.contains { $0.kind == .set }
+                state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
+            }
             stopRingingIfNothingRings()
         case .stopRinging:
             let (timers, alarms) = state.withLock { s in
@@ -708,13 +723,42 @@ public final class SpeakerLoop: Sendable {
         if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) { ring() }
     }
 
-    /// Tells and saves what changed, and sets the alarm for the next timer due.
-    /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
-    private func timersChanged(_ changes: [TimerChange], alarms: [AlarmChange] = []) {
-        var problem: DeviceProblem? = nil
-        if !changes.isEmpty || !alarms.isEmpty, let store = ports.timerStore {
-            do throws(DeviceProblem) { try store.save(state.withLock { $0.timers }) } catch { problem = error }
+    /// Said after the confirmation of a timer or alarm set that could not be saved: it rings in this run, but the
+    /// person must not believe it would survive a restart (issue #34: "Your soup timer is set", then gone).
+    public static let setButNotSaved = "I couldn't save it, though, so a restart would lose it."
+    /// The same for any other change (a cancelled timer would come back).
+    public static let changedButNotSaved = "I couldn't save that, though, so a restart would undo it."
+    /// How long after a failed save of the timers it is tried again (besides at every change).
+    static let timersSaveRetryInterval: Duration = .seconds(60)
+
+    /// Saves the timers and alarms. A save that fails is kept as the snapshot's `timersSaveProblem` and tried
+    /// again at every change and every minute, until one works (a full disk freed, a state directory fixed).
+    /// The problem, or nil.
+    @discardableResult
+    private func saveTimers() -> DeviceProblem? {
+        guard let store = ports.timerStore else { return nil }
+        let problem: DeviceProblem?
+        do throws(DeviceProblem) {
+            try store.save(state.withLock { $0.timers })
+            problem = nil
+        } catch { problem = error }
+        let before = state.withLock { s in defer { s.timersSaveProblem = problem }; return s.timersSaveProblem }
+        if let problem {
+            timersSaveRetry.schedule(after: Self.timersSaveRetryInterval)
+            if before != nil { logger.debug("timers: still cannot be saved: \(problem.message)") }
+        } else if before != nil {
+            timersSaveRetry.disarm()
+            logger.notice("timers: saved again; a restart keeps them")
         }
+        return problem
+    }
+
+    /// Tells and saves what changed, and sets the alarm for the next timer due. Returns the save's problem.
+    /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
+    @discardableResult
+    private func timersChanged(_ changes: [TimerChange], alarms: [AlarmChange] = []) -> DeviceProblem? {
+        var problem: DeviceProblem? = nil
+        if !changes.isEmpty || !alarms.isEmpty { problem = saveTimers() }
         scheduleTimers()
         let now = ports.clock.wallTime
         for change in changes {
@@ -723,6 +767,7 @@ public final class SpeakerLoop: Sendable {
         }
         for change in alarms { tell(.alarm(change.kind, change.alarm)) }
         if let problem { tell(.deviceProblem(DeviceProblem("\(problem.message); a restart would lose the timers' last change"))) }
+        return problem
     }
 
     /// The longest the timer alarm is armed for, in seconds.
@@ -807,6 +852,7 @@ public final class SpeakerLoop: Sendable {
         pulse.disarm()
         timerAlarm.disarm()
         timerTick.disarm()
+        timersSaveRetry.disarm()
         search?.cancel()
         question?.stop()
         alwaysOn?.stop()
