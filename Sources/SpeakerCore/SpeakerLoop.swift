@@ -745,10 +745,12 @@ public final class SpeakerLoop: Sendable {
         let before = state.withLock { s in defer { s.timersSaveProblem = problem }; return s.timersSaveProblem }
         if let problem {
             timersSaveRetry.schedule(after: Self.timersSaveRetryInterval)
-            if before != nil { logger.debug("timers: still cannot be saved: \(problem.message)") }
+            if before == nil { tell(.timersSaved(problem: problem.message)) } else {
+                logger.debug("timers: still cannot be saved: \(problem.message)")
+            }
         } else if before != nil {
             timersSaveRetry.disarm()
-            logger.notice("timers: saved again; a restart keeps them")
+            tell(.timersSaved(problem: nil))
         }
         return problem
     }
