@@ -111,6 +111,9 @@ public struct ActionOutcome: Sendable, Equatable {
     public var result: Result
     /// The speaker's own sentence for it.
     public var sentence: String
+    /// Said after whichever words are chosen: what was done could not be kept (the timers file could not be
+    /// written), so the person is not told a timer is set that a restart would lose.
+    public var caveat = ""
 
     public init(_ result: Result, sentence: String) {
         self.result = result
@@ -132,8 +135,8 @@ public struct ActionOutcome: Sendable, Equatable {
         case .changed: useTheirs = true
         case .told, .noMatch, .failed: useTheirs = sentence.allSatisfy(\.isWhitespace)
         }
-        if useTheirs, let said = branch?.text, !said.allSatisfy(\.isWhitespace) { return (said, branch) }
-        return (sentence, branch)
+        let said = if useTheirs, let theirs = branch?.text, !theirs.allSatisfy(\.isWhitespace) { theirs } else { sentence }
+        return (caveat.isEmpty ? said : said + " " + caveat, branch)
     }
 }
 
@@ -432,9 +435,14 @@ public struct SpeakerMachine: Sendable {
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
         switch (phase, event) {
         case (.none, .started):
-            return leave(to: .ready) + [.leds(.ready)]
+            return leave(to: .ready) + [.leds(readyLEDs)]  // muted, when it starts muted
         case (.none, .shutdown):
             return [.leds(.off), .stopped]
+        case (.none, .setMuted(let on)):
+            // The saved mute, read before the start so that nothing can see the speaker unmuted meanwhile: nothing
+            // is open yet, and the start shows it (the muted LEDs).
+            muted = on
+            return []
         case (.none, _):
             return []
         case (.ready, .hold):
