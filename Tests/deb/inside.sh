@@ -51,5 +51,12 @@ check "purge removes the config" test ! -e "$config"
 check "purge removes the state" test ! -e "$state"
 check "purge removes the config's statoverride" bash -c "! dpkg-statoverride --list $config"
 
+# deploy/install.sh, as an owner runs it on the speaker: the package with apt, a first config given.
+printf '[board]\nprofile = "generic-breadboard"\n' > /tmp/mine.toml
+check "deploy/install.sh --deb installs the package" bash -c "bash deploy/install.sh --deb '$new' --config /tmp/mine.toml > /tmp/install.log 2>&1 || { cat /tmp/install.log; false; }"
+check "install.sh: the newer version is installed" bash -c "[ \"\$(dpkg-query -W -f='\${Version}' hound-speaker)\" = \"$(dpkg-deb -f "$new" Version)\" ]"
+check "install.sh: the given config, the service user's alone" bash -c "grep -q generic-breadboard $config && [ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
+check "install.sh again changes nothing" bash -c "bash deploy/install.sh --deb '$new' --config /tmp/mine.toml > /tmp/install2.log 2>&1 && grep -q 'is installed already' /tmp/install2.log && tail -3 /tmp/install2.log | grep -q 'done: 0 change(s)' || { cat /tmp/install2.log; false; }"
+
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,4 +1,5 @@
-"""deploy/install.sh --root: the tree a Pi gets, its modes, idempotence, and a config that is never overwritten."""
+"""deploy/install.sh --root: the tree the package gives a Pi, its modes, idempotence, a config that is never
+overwritten, the package's dependencies against what the binary links."""
 import glob
 import os
 import shutil
@@ -10,10 +11,37 @@ import unittest
 from support import BINARY, DEPLOY, REPO, read, run, tree
 
 INSTALL = os.path.join(DEPLOY, "install.sh")
+PACKAGE_DIR = tempfile.mkdtemp(prefix="hs-deb-")
+DEB = None
+
+
+def setUpModule():
+    # One package for the tests, made from the built binary as deploy/push --binary makes it.
+    global DEB
+    result = run(["bash", os.path.join(DEPLOY, "build-deb"), "--binary", BINARY, "--no-lintian", "--out", PACKAGE_DIR],
+                 timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    DEB = result.stdout.strip().splitlines()[-1]
+
+
+def tearDownModule():
+    shutil.rmtree(PACKAGE_DIR, True)
 
 
 def mode(path):
     return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def packaged(path):
+    """A file's bytes as the package holds it."""
+    tar = subprocess.run(["dpkg-deb", "--fsys-tarfile", DEB], capture_output=True, check=True).stdout
+    return subprocess.run(["tar", "-xO", f".{path}"], input=tar, capture_output=True, check=True).stdout
+
+
+def unit_path(root):
+    """Where the package puts the unit (/lib/systemd/system on Debian 12, /usr/lib/systemd/system on 13)."""
+    found = glob.glob(f"{root}/lib/systemd/system/hound-speaker.service") + glob.glob(f"{root}/usr/lib/systemd/system/hound-speaker.service")
+    return found[0] if found else None
 
 
 class InstallTests(unittest.TestCase):
@@ -23,7 +51,7 @@ class InstallTests(unittest.TestCase):
         self.root = os.path.join(self.dir, "root")
 
     def install(self, *extra, env=None):
-        result = run(["bash", INSTALL, "--root", self.root, "--binary", BINARY, *extra], env=env)
+        result = run(["bash", INSTALL, "--root", self.root, "--deb", DEB, *extra], env=env)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         return result.stdout
 
@@ -31,34 +59,35 @@ class InstallTests(unittest.TestCase):
         out = self.install()
         r = self.root
         # The binary, the unit (enabled as `systemctl enable` does), the shared files where the app looks for them.
-        self.assertEqual(mode(f"{r}/usr/local/bin/hound-speaker"), 0o755)
-        self.assertEqual(read_bytes(f"{r}/usr/local/bin/hound-speaker"), read_bytes(BINARY))
-        self.assertEqual(mode(f"{r}/etc/systemd/system/hound-speaker.service"), 0o644)
-        self.assertEqual(read(f"{r}/etc/systemd/system/hound-speaker.service"), read(f"{DEPLOY}/hound-speaker.service"))
+        self.assertEqual(mode(f"{r}/usr/bin/hound-speaker"), 0o755)
+        self.assertEqual(read_bytes(f"{r}/usr/bin/hound-speaker"), packaged("/usr/bin/hound-speaker"))
+        unit = unit_path(r)
+        self.assertIsNotNone(unit)
+        self.assertEqual(mode(unit), 0o644)
+        self.assertIn("ExecStart=/usr/bin/hound-speaker run --config /etc/hound-speaker/speaker.toml", read(unit))
+        self.assertEqual(read(unit), read(f"{DEPLOY}/hound-speaker.service").replace("/usr/local/bin/hound-speaker", "/usr/bin/hound-speaker"))
         self.assertEqual(os.readlink(f"{r}/etc/systemd/system/multi-user.target.wants/hound-speaker.service"),
-                         "/etc/systemd/system/hound-speaker.service")
+                         unit[len(r):])
+        self.assertTrue(os.path.exists(f"{r}/usr/lib/sysusers.d/hound-speaker.conf"))
         for source_dir, installed, pattern in [("board", "usr/share/hound-speaker/board", "*.toml"),
                                                ("share/earcons", "usr/share/hound-speaker/earcons", "*.wav"),
-                                               ("share/kiosk", "usr/share/hound-speaker/kiosk", "*.html")]:
+                                               ("share/kiosk", "usr/share/hound-speaker/kiosk", "*.html"),
+                                               ("share/hotphrase", "usr/share/hound-speaker/hotphrase", "*")]:
             shipped = sorted(os.path.basename(p) for p in glob.glob(f"{REPO}/{source_dir}/{pattern}"))
             self.assertTrue(shipped)
             self.assertEqual(sorted(os.listdir(f"{r}/{installed}")), shipped)
             for name in shipped:
                 self.assertEqual(mode(f"{r}/{installed}/{name}"), 0o644)
                 self.assertEqual(read_bytes(f"{r}/{installed}/{name}"), read_bytes(f"{REPO}/{source_dir}/{name}"))
-        # The hot-phrase model directory follows share/hotphrase when the source has one.
-        self.assertEqual(os.path.isdir(f"{r}/usr/share/hound-speaker/hotphrase"), os.path.isdir(f"{REPO}/share/hotphrase"))
+        # The local service is not part of a speaker's package.
+        self.assertFalse(os.path.exists(f"{r}/usr/libexec/hound-speaker/houndify-local"))
         # The config: the documented one, private.
         config = f"{r}/etc/hound-speaker/speaker.toml"
         self.assertEqual(mode(config), 0o600)
         self.assertEqual(read(config), read(f"{REPO}/config/speaker.toml"))
         self.assertEqual(mode(f"{r}/etc/hound-speaker"), 0o755)
         # Nothing outside the root: what would be done on a real system is said, not done.
-        self.assertIn("would create the system user hound-speaker", out)
-        self.assertIn("would run: systemctl daemon-reload; systemctl enable --now hound-speaker.service", out)
-        self.assertIn("would chown hound-speaker:hound-speaker /etc/hound-speaker/speaker.toml", out)
-        # No apt-get on the real system (all packages may be there already: then it is not mentioned at all).
-        self.assertTrue(all("would apt-get install" in line for line in out.splitlines() if "apt-get" in line), out)
+        self.assertIn(f"would run: apt-get install {DEB} (the user hound-speaker from sysusers.d", out)
 
         # Second run: nothing changes, not even a timestamp.
         before = tree(r)
@@ -91,7 +120,7 @@ class InstallTests(unittest.TestCase):
         self.assertTrue(again.rstrip().endswith("install: done: 0 change(s)"), again)
         # Without --kiosk nothing of the screen is installed.
         plain = os.path.join(self.dir, "plain")
-        result = run(["bash", INSTALL, "--root", plain, "--binary", BINARY])
+        result = run(["bash", INSTALL, "--root", plain, "--deb", DEB])
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertFalse(os.path.exists(f"{plain}/etc/systemd/system/hound-speaker-kiosk.service"))
         self.assertFalse(os.path.exists(f"{plain}/etc/systemd/system/hound-speaker.service.d"))
@@ -108,7 +137,7 @@ class InstallTests(unittest.TestCase):
             f.write("# not this one\n")
         out = self.install("--config", other)
         self.assertEqual(read(config), edited)
-        self.assertIn("kept the existing /etc/hound-speaker/speaker.toml", out)
+        self.assertIn("kept the existing /etc/hound-speaker/speaker.toml (edited)", out)
         # It may hold the key: made private again.
         self.assertEqual(mode(config), 0o600)
         self.assertIn("mode 600: /etc/hound-speaker/speaker.toml", out)
@@ -118,50 +147,57 @@ class InstallTests(unittest.TestCase):
         with open(mine, "w") as f:
             f.write('[board]\nprofile = "aiy-voice-hat"\n')
         os.chmod(mine, 0o644)
-        self.install("--config", mine)
+        out = self.install("--config", mine)
         config = f"{self.root}/etc/hound-speaker/speaker.toml"
         self.assertEqual(read(config), read(mine))
         self.assertEqual(mode(config), 0o600)
+        self.assertIn("installed /etc/hound-speaker/speaker.toml from mine.toml (mode 600)", out)
+        # Given again: nothing to do.
+        self.assertTrue(self.install("--config", mine).rstrip().endswith("install: done: 0 change(s)"))
 
-    def test_upgrade_replaces_changed_files_and_drops_unshipped_ones(self):
+    def test_a_damaged_binary_is_replaced_by_the_packages(self):
         self.install()
-        stale = f"{self.root}/usr/share/hound-speaker/board/old-board.toml"
-        with open(stale, "w") as f:
-            f.write("[board]\n")
-        binary = f"{self.root}/usr/local/bin/hound-speaker"
+        binary = f"{self.root}/usr/bin/hound-speaker"
         with open(binary, "ab") as f:
             f.write(b"older build")
         out = self.install()
-        self.assertFalse(os.path.exists(stale))
-        self.assertIn("removed /usr/share/hound-speaker/board/old-board.toml (no longer shipped)", out)
-        self.assertEqual(read_bytes(binary), read_bytes(BINARY))
-        self.assertIn("installed /usr/local/bin/hound-speaker", out)
+        self.assertEqual(read_bytes(binary), packaged("/usr/bin/hound-speaker"))
+        self.assertIn("unpacked hound-speaker", out)
 
-    def test_without_a_binary_it_builds_with_swift(self):
+    def test_with_a_binary_it_makes_the_package(self):
+        out = run(["bash", INSTALL, "--root", self.root, "--binary", BINARY])
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+        self.assertIn("would run: apt-get install", out.stdout)
+        result = run([f"{self.root}/usr/bin/hound-speaker", "--version"])
+        self.assertEqual(result.stdout.strip(), "0.1.0", result.stderr)
+
+    def test_without_a_binary_it_builds_the_package_with_swift(self):
         # A copy of the source tree, so the stand-in swift (Tests/deploy/standins) "builds" there, not here.
         src = os.path.join(self.dir, "src")
-        for part in ("deploy", "board", "share/earcons", "config", "tools"):
+        for part in ("deploy", "board", "share", "config", "tools"):
             shutil.copytree(os.path.join(REPO, part), os.path.join(src, part))
         shutil.copy(os.path.join(REPO, "Package.swift"), src)
+        os.makedirs(os.path.join(src, "Sources/hound-speaker"))
+        shutil.copy(os.path.join(REPO, "Sources/hound-speaker/HoundSpeaker.swift"), os.path.join(src, "Sources/hound-speaker"))
         state = os.path.join(self.dir, "state")
         os.makedirs(state)
         env = dict(os.environ, PATH=os.path.join(os.path.dirname(__file__), "standins") + ":" + os.environ["PATH"],
                    STANDIN_DIR=state, STANDIN_BINARY=BINARY)
-        result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=env)
+        result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=env, timeout=600)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation"])
-        self.assertIn("would install the build packages (tools/install-deps.sh --build)", result.stdout)
-        self.assertEqual(read_bytes(f"{self.root}/usr/local/bin/hound-speaker"), read_bytes(BINARY))
+        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation --scratch-path .build-release"])
+        self.assertIn("would install the packages building needs (tools/install-deps.sh --package)", result.stdout)
+        self.assertEqual(run([f"{self.root}/usr/bin/hound-speaker", "--version"]).stdout.strip(), "0.1.0")
         # No toolchain anywhere: the way out is named.
         bare = dict(env, PATH="/usr/bin:/bin")
         if not os.path.exists("/opt/swift/usr/bin/swift") and not shutil.which("swift", path=bare["PATH"]):
             result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=bare)
             self.assertEqual(result.returncode, 1)
-            self.assertIn("no --binary and no Swift toolchain", result.stderr)
+            self.assertIn("no --deb, no --binary and no Swift toolchain", result.stderr)
 
     def test_destdir_works_like_root(self):
         env = dict(os.environ, DESTDIR=self.root)
-        result = run(["bash", INSTALL, "--binary", BINARY], env=env)
+        result = run(["bash", INSTALL, "--deb", DEB], env=env)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertEqual(mode(f"{self.root}/etc/hound-speaker/speaker.toml"), 0o600)
 
@@ -169,8 +205,11 @@ class InstallTests(unittest.TestCase):
         cases = [
             (["--binary", "/nonexistent/hound-speaker"], "binary /nonexistent/hound-speaker: not an executable file"),
             (["--binary", os.path.join(REPO, "README.md")], "not an executable file"),
-            (["--binary", BINARY, "--config", "/nonexistent.toml"], "config /nonexistent.toml: no such file"),
-            (["--binary", BINARY, "--frobnicate"], 'unknown argument "--frobnicate"'),
+            (["--deb", "/nonexistent.deb"], "package /nonexistent.deb: no such file"),
+            (["--deb", os.path.join(REPO, "README.md")], "README.md: not a Debian package"),
+            (["--deb", DEB, "--binary", BINARY], "--binary or --deb, not both"),
+            (["--deb", DEB, "--config", "/nonexistent.toml"], "config /nonexistent.toml: no such file"),
+            (["--deb", DEB, "--frobnicate"], 'unknown argument "--frobnicate"'),
             (["--binary"], "--binary needs a path"),
         ]
         for args, message in cases:
@@ -187,13 +226,15 @@ class InstallTests(unittest.TestCase):
         self.assertIn("not an ELF executable", result.stderr)
         # Without --root it must be root.
         if os.geteuid() != 0:
-            result = run(["bash", INSTALL, "--binary", BINARY])
+            result = run(["bash", INSTALL, "--deb", DEB])
             self.assertIn("run as root", result.stderr)
 
-    def test_runtime_packages_cover_what_the_binary_links(self):
-        # Every library the binary needs comes from a package install.sh installs (the Swift runtime, linked
-        # statically in the release build, and the C library aside).
-        listed = set(run(["bash", INSTALL, "--list-packages"], check=True).stdout.split())
+    def test_the_packages_dependencies_cover_what_the_binary_links(self):
+        # Every library the binary needs comes from a package the package depends on (dpkg-shlibdeps' work, and
+        # debian/control's for what it loads with dlopen); the Swift toolchain's libraries of a debug build and the
+        # C library aside.
+        depends = run(["dpkg-deb", "-f", DEB, "Depends"], check=True).stdout
+        listed = {alternative.strip().split(" ")[0] for part in depends.split(",") for alternative in part.split("|")}
         needed = run(["readelf", "-d", BINARY], check=True).stdout
         libraries = [line.split("[")[1].rstrip("]") for line in needed.splitlines() if "(NEEDED)" in line]
         self.assertIn("libsystemd.so.0", libraries)
@@ -213,9 +254,9 @@ class InstallTests(unittest.TestCase):
             self.assertIsNotNone(package, f"{library} ({paths[library]}): no Debian package owns it")
             if package not in listed and package not in base:
                 missing.append(f"{library} ({package})")
-        self.assertEqual(missing, [], "add these packages to RUNTIME_PACKAGES in deploy/install.sh")
-        self.assertIn("espeak-ng-data", listed)  # the voices, loaded at run time
-        self.assertIn("ca-certificates", listed)  # TLS to Houndify
+        self.assertEqual(missing, [], "the package's Depends miss these (deploy/debian/control)")
+        for package in ("libsndfile1", "espeak-ng-data", "ca-certificates", "tzdata"):  # loaded at run time
+            self.assertIn(package, listed)
 
 
 def owning_package(path):

@@ -125,7 +125,7 @@ class SSHTests(unittest.TestCase):
     # --- push
 
     def push(self, *args, **env):
-        return run([PUSH, self.server.host, *args], env=self.server.environment(**env), timeout=120)
+        return run([PUSH, self.server.host, *args], env=self.server.environment(**env), timeout=600)
 
     def test_push_binary_installs_restarts_and_keeps_the_config(self):
         root = os.path.join(self.dir, "pi")
@@ -136,18 +136,20 @@ class SSHTests(unittest.TestCase):
         # The port and key as ssh options on the command line; the rest from HOUND_SPEAKER_SSH_OPTS.
         result = run([PUSH, self.server.host, "--binary", BINARY, "--config", config, "-p", str(self.server.port),
                       "-i", self.server.key],
-                     env=dict(os.environ, HOUND_SPEAKER_SSH_OPTS=self.server.options, HOUND_SPEAKER_INSTALL_ROOT=root))
+                     env=dict(os.environ, HOUND_SPEAKER_SSH_OPTS=self.server.options, HOUND_SPEAKER_INSTALL_ROOT=root),
+                     timeout=600)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
+        self.assertIn("making the package from", result.stdout)
         self.assertIn("the Pi has no config yet: sending", result.stdout)
-        with open(BINARY, "rb") as a, open(f"{root}/usr/local/bin/hound-speaker", "rb") as b:
-            self.assertEqual(a.read(), b.read())
-        self.assertEqual(mode(f"{root}/usr/local/bin/hound-speaker"), 0o755)
+        # The package's binary (debhelper strips it) runs there.
+        self.assertEqual(mode(f"{root}/usr/bin/hound-speaker"), 0o755)
+        self.assertEqual(run([f"{root}/usr/bin/hound-speaker", "--version"]).stdout.strip(), "0.1.0")
         self.assertEqual(read(f"{root}/etc/hound-speaker/speaker.toml"), read(config))
         self.assertEqual(mode(f"{root}/etc/hound-speaker/speaker.toml"), 0o600)
         self.assertEqual(sorted(os.listdir(f"{root}/usr/share/hound-speaker/board")), sorted(os.listdir(f"{REPO}/board")))
         self.assertEqual(sorted(os.listdir(f"{root}/usr/share/hound-speaker/earcons")), sorted(os.listdir(f"{REPO}/share/earcons")))
-        self.assertEqual(read(f"{root}/etc/systemd/system/hound-speaker.service"), read(f"{DEPLOY}/hound-speaker.service"))
         self.assertTrue(os.path.islink(f"{root}/etc/systemd/system/multi-user.target.wants/hound-speaker.service"))
+        self.assertIn("would run: apt-get install", result.stdout)
         # Restarted, then its status shown.
         self.assertEqual(self.server.recorded("systemctl.log").splitlines(),
                          ["restart hound-speaker.service", "status --no-pager --lines=10 hound-speaker.service"])
@@ -155,14 +157,18 @@ class SSHTests(unittest.TestCase):
         # The bundle (with the key in it) does not stay on the Pi.
         self.assertEqual([n for n in os.listdir(tempfile.gettempdir()) if n.startswith("hound-speaker-push.")], [])
 
-        # Again, with another config: the Pi's is kept and the new one is not even sent.
+        # Again, a package this time, with another config: the Pi's is kept and the new one is not even sent.
         with open(config, "w") as f:
             f.write('[houndify]\nclient_id = "changed"\n')
-        again = self.push("--binary", BINARY, "--config", config, HOUND_SPEAKER_INSTALL_ROOT=root)
+        made = run(["bash", os.path.join(DEPLOY, "build-deb"), "--binary", BINARY, "--no-lintian", "--out",
+                    os.path.join(self.dir, "deb")], timeout=600)
+        self.assertEqual(made.returncode, 0, made.stderr)
+        deb = made.stdout.strip().splitlines()[-1]
+        again = self.push("--deb", deb, "--config", config, HOUND_SPEAKER_INSTALL_ROOT=root)
         self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
         self.assertIn("the Pi already has /etc/hound-speaker/speaker.toml", again.stdout)
+        self.assertIn(f"sending {os.path.basename(deb)}", again.stdout)
         self.assertEqual(read(f"{root}/etc/hound-speaker/speaker.toml"), '[houndify]\nclient_id = "mine"\n')
-        self.assertIn("install: done: 0 change(s)", again.stdout)
 
     def test_push_source_tree_builds_on_the_pi(self):
         root = os.path.join(self.dir, "pi")
@@ -170,13 +176,13 @@ class SSHTests(unittest.TestCase):
         result = self.push(HOUND_SPEAKER_INSTALL_ROOT=root, HOUND_SPEAKER_REMOTE_DIR=src)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         where, how = self.server.recorded("swift.call").splitlines()
-        self.assertEqual((where, how), (src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation"))
+        self.assertEqual((where, how), (src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation --scratch-path .build-release"))
         self.assertEqual(read(f"{src}/Sources/hound-speaker/Doctor.swift"), read(f"{REPO}/Sources/hound-speaker/Doctor.swift"))
         self.assertTrue(os.path.exists(f"{src}/Package.swift"))
         self.assertFalse(os.path.exists(f"{src}/.git"))
-        self.assertTrue(os.path.exists(f"{root}/usr/local/bin/hound-speaker"))
+        self.assertTrue(os.path.exists(f"{root}/usr/bin/hound-speaker"))
         self.assertIn("restart hound-speaker.service", self.server.recorded("systemctl.log"))
-        # The next push: the build directory stays (incremental builds), a file gone from the tree goes.
+        # The next push: the build directories stay (incremental builds), a file gone from the tree goes.
         with open(f"{src}/.build/marker", "w") as f:
             f.write("kept")
         with open(f"{src}/Sources/Removed.swift", "w") as f:
@@ -189,6 +195,8 @@ class SSHTests(unittest.TestCase):
     def test_push_bad_inputs_are_named(self):
         for args, message in [([], "usage: deploy/push HOST"),
                               (["pi", "--binary", "/nonexistent"], "--binary /nonexistent: not an executable file"),
+                              (["pi", "--deb", "/nonexistent.deb"], "--deb /nonexistent.deb: not a Debian package"),
+                              (["pi", "--deb", "/nonexistent.deb", "--binary", "/bin/true"], "--deb or --binary, not both"),
                               (["pi", "--config", "/nonexistent.toml"], "--config /nonexistent.toml: no such file"),
                               (["pi", "-x"], 'unknown option "-x"')]:
             result = run([PUSH, *args])
