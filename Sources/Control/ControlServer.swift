@@ -13,10 +13,12 @@ import Synchronization
 public final class ControlServer: Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let hub: ControlHub
-    private let access: ControlAccess
+    private let token: String
     private let page: [UInt8]?
     private let logger: Logger
     private let channel = Mutex<(any Channel)?>(nil)
+    /// Set once the port is known (before any client can know it when the port was 0).
+    private let access = Mutex<ControlAccess?>(nil)
 
     /// A request body larger than this is refused (a command is a line of JSON).
     static let largestBody = 64 * 1024
@@ -26,21 +28,23 @@ public final class ControlServer: Sendable {
     /// `page`: the kiosk page's HTML (nil: not installed; `/` then says so).
     public init(hub: ControlHub, token: String, page: [UInt8]?, logger: Logger) {
         self.hub = hub
-        access = ControlAccess(token: token)
+        self.token = token
         self.page = page
         self.logger = logger
     }
 
     /// Listens on `host:port` (port 0: any free one); returns the port.
     public func start(host: String, port: Int) async throws -> Int {
-        let hub = hub, access = access, page = page, logger = logger
+        let hub = hub, page = page, logger = logger
+        if port != 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: port) } }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // A client that stops reading fills a small buffer, not the speaker's memory: the rest waits in the
             // backlog that drops it (largestBacklog).
             .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+            .childChannelInitializer { [self] channel in
+                guard let access = access.withLock({ $0 }) else { return channel.close() }
+                return channel.eventLoop.makeCompletedFuture {
                     let http = HTTPHandler(hub: hub, access: access, page: page, logger: logger)
                     let boundHTTP = NIOLoopBound(http, eventLoop: channel.eventLoop)
                     let upgrader = NIOWebSocketServerUpgrader(
@@ -67,8 +71,10 @@ public final class ControlServer: Sendable {
                 }
             }
         let bound = try await bootstrap.bind(host: host, port: port).get()
+        let actual = bound.localAddress?.port ?? port
+        if port == 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: actual) } }
         channel.withLock { $0 = bound }
-        return bound.localAddress?.port ?? port
+        return actual
     }
 
     public func stop() async {

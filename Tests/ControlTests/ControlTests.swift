@@ -63,7 +63,7 @@ import Timers
     }
 
     @Test func thisMachineNeedsNoTokenButMustNameItself() {
-        let open = ControlAccess(token: "")
+        let open = ControlAccess(token: "", port: 8780)
         #expect(open.check(head(), peerIsLoopback: true) == nil)
         #expect(open.check(head(host: "localhost"), peerIsLoopback: true) == nil)
         #expect(open.check(head(host: "[::1]:8780"), peerIsLoopback: true) == nil)
@@ -71,9 +71,66 @@ import Timers
         #expect(open.check(head(host: "evil.example:8780"), peerIsLoopback: true)?.status == .forbidden)
     }
 
+    /// DNS rebinding: a page on a name that its owner points at 127.0.0.1 is refused, however the name is spelled;
+    /// only the exact loopback names, with this server's port or none, get in.
+    @Test func onlyTheExactLoopbackNamesWithThisPort() {
+        let open = ControlAccess(token: "", port: 8780, hostName: "speaker")
+        for host in ["127.0.0.1", "127.0.0.1:8780", "localhost", "localhost:8780", "[::1]", "[::1]:8780",
+                     // Host names are case-insensitive (RFC 3986), and no one can own LOCALHOST.
+                     "LOCALHOST:8780", "LocalHost"] {
+            #expect(open.allows(host: host, peerIsLoopback: true), "\(host)")
+            #expect(open.check(head(host: host), peerIsLoopback: true) == nil, "\(host)")
+        }
+        for host in ["127.0.0.1.evil.com", "127.0.0.1.evil.com:8780", "127.1.2.3", "127.1.2.3:8780", "127.0.0.2:8780",
+                     "127.0.0.1:8781", "127.0.0.1:wrongport", "127.0.0.1:", "127.0.0.1:8780:8780", "127.0.0.1:+8780",
+                     "127.0.0.1: 8780", "localhost.evil", "localhost.evil:8780", "localhost.", "evil.localhost",
+                     "localhost:80", "", ":8780", "[::1", "[::1]x", "[::1]:", "[::1]:8781", "::1", "::1:8780",
+                     "[0:0:0:0:0:0:0:1]:8780", "[::ffff:127.0.0.1]:8780", "[::1].evil.com", "0.0.0.0:8780",
+                     "2130706433:8780", "0x7f000001", "127.1:8780", "speaker:8780", "speaker.local",
+                     "192.168.1.20:8780", "127.0.0.1 evil.com", "127.0.0.1\tevil"] {
+            #expect(!open.allows(host: host, peerIsLoopback: true), "\(host)")
+            #expect(open.check(head(host: host), peerIsLoopback: true)?.status == .forbidden, "\(host)")
+        }
+        // No Host, or two.
+        let none = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/api/status", headers: HTTPHeaders())
+        #expect(open.check(none, peerIsLoopback: true)?.status == .forbidden)
+        let two = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/api/status",
+                                  headers: HTTPHeaders([("Host", "evil.example"), ("Host", "127.0.0.1:8780")]))
+        #expect(open.check(two, peerIsLoopback: true)?.status == .forbidden)
+        // Loopback listened on at another address: that address too.
+        let other = ControlAccess(token: "", listenHost: "127.0.0.2", port: 8780)
+        #expect(other.allows(host: "127.0.0.2:8780", peerIsLoopback: true))
+        #expect(!other.allows(host: "127.0.0.3:8780", peerIsLoopback: true))
+        #expect(!other.allows(host: "speaker:8780", peerIsLoopback: true))
+    }
+
+    /// Reachable from the network (a token configured): the configured address, this machine's name and, from
+    /// another machine, any IP address (which no one can rebind) also name it; other names still do not.
+    @Test func fromTheNetworkTheConfiguredNames() {
+        let lan = ControlAccess(token: "0123456789abcdef0123", listenHost: "192.168.1.20", port: 8780, hostName: "Speaker")
+        for host in ["192.168.1.20:8780", "192.168.1.20", "speaker:8780", "speaker.local:8780", "SPEAKER.local", "127.0.0.1:8780"] {
+            #expect(lan.allows(host: host, peerIsLoopback: true), "\(host)")
+            #expect(lan.allows(host: host, peerIsLoopback: false), "\(host)")
+        }
+        for host in ["192.168.1.20.evil.com", "192.168.1.20:8781", "speaker.evil.com", "evil.speaker", "speaker.local.evil", "evil.example:8780"] {
+            #expect(!lan.allows(host: host, peerIsLoopback: false), "\(host)")
+            #expect(lan.check(head(host: host, [("Authorization", "Bearer 0123456789abcdef0123")]), peerIsLoopback: false)?.status == .forbidden, "\(host)")
+        }
+        // Every address: the network's clients come by any of this machine's addresses.
+        let every = ControlAccess(token: "0123456789abcdef0123", listenHost: "0.0.0.0", port: 8780, hostName: "speaker")
+        #expect(every.allows(host: "10.0.0.7:8780", peerIsLoopback: false))
+        #expect(every.allows(host: "[fe80::1]:8780", peerIsLoopback: false))
+        #expect(every.allows(host: "speaker.local:8780", peerIsLoopback: false))
+        #expect(!every.allows(host: "0.0.0.0.evil.com:8780", peerIsLoopback: false))
+        #expect(!every.allows(host: "10.0.0.7.nip.io:8780", peerIsLoopback: false))
+        #expect(!every.allows(host: "256.0.0.1:8780", peerIsLoopback: false))
+        // From this machine, still only the exact names.
+        #expect(!every.allows(host: "127.1.2.3:8780", peerIsLoopback: true))
+    }
+
     @Test func otherMachinesNeedTheToken() {
-        #expect(ControlAccess(token: "").check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .forbidden)
-        let guarded = ControlAccess(token: "0123456789abcdef0123")
+        #expect(ControlAccess(token: "", listenHost: "0.0.0.0", port: 8780).check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .forbidden)
+        let guarded = ControlAccess(token: "0123456789abcdef0123", listenHost: "0.0.0.0", port: 8780)
         #expect(guarded.check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .unauthorized)
         #expect(guarded.check(head(host: "192.168.1.20:8780", [("Authorization", "Bearer wrong-token-0000000")]), peerIsLoopback: false)?.message == "the token is wrong")
         #expect(guarded.check(head(host: "192.168.1.20:8780", [("Authorization", "Bearer 0123456789abcdef0123")]), peerIsLoopback: false) == nil)
@@ -82,7 +139,7 @@ import Timers
     }
 
     @Test func pagesFromElsewhereAreRefused() {
-        let open = ControlAccess(token: "")
+        let open = ControlAccess(token: "", port: 8780)
         #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "http://127.0.0.1:8780")]), peerIsLoopback: true) == nil)
         #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "http://evil.example")]), peerIsLoopback: true)?.status == .forbidden)
         // The answer's HTML runs in a sandboxed frame, whose origin is "null".
@@ -293,6 +350,44 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         #expect(c.hub.subscriberCount == 1)
         // And the speaker still answers.
         #expect(try await c.post(#"{"command":"volume","percent":20}"#).json["ok"] == true)
+        await c.stop()
+    }
+}
+
+/// What a web page can do to the control API.
+@Suite(.serialized) struct ControlHardeningTests {
+    /// A page on a name rebound to 127.0.0.1 reaches the server from the kiosk's browser as a loopback client; it
+    /// is refused by its Host before its command is read or done, and learns nothing of the speaker.
+    @Test func aRebindingPageIsRefusedBeforeAnyWork() async throws {
+        let c = try await ControlRig()
+        for host in ["127.0.0.1.evil.com:\(c.port)", "127.1.2.3:\(c.port)", "127.0.0.1:\(c.port + 1)", "localhost.evil:\(c.port)", "evil.example"] {
+            let client = try c.client()
+            let command = #"{"command":"volume","step":"up"}"#
+            client.send("POST /api/command HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: \(command.utf8.count)\r\n\r\n" + command)
+            let reply = await client.response()
+            #expect(reply.status == 403, "\(host): \(reply.head)")
+            #expect(!reply.body.contains("volume"), "\(host): \(reply.body)")
+            let status = try c.client()
+            status.send("GET /api/status HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            let snapshot = await status.response()
+            #expect(snapshot.status == 403 && !snapshot.body.contains("\"state\""), "\(host): \(snapshot.body)")
+            let ws = try c.client()
+            ws.send("GET /api/ws HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade, close\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            #expect(await ws.response().status == 403, "\(host)")
+        }
+        // No Host at all (HTTP/1.0 allows it; this API does not).
+        let bare = try c.client()
+        bare.send("GET /api/status HTTP/1.0\r\n\r\n")
+        #expect(await bare.response().status == 403)
+        // The exact names with the right port still work, and nothing was done for the refused ones.
+        for host in ["127.0.0.1:\(c.port)", "localhost:\(c.port)", "LOCALHOST", "127.0.0.1"] {
+            let client = try c.client()
+            client.send("GET /api/status HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            #expect(await client.response().status == 200, "\(host)")
+        }
+        #expect(c.rig.volume.percent == 50)
         await c.stop()
     }
 }
