@@ -154,14 +154,14 @@ final class ControlRig: Sendable {
     let server: ControlServer
     let port: Int
 
-    init(token: String = "", host: String = "127.0.0.1") async throws {
+    init(token: String = "", host: String = "127.0.0.1", limits: ControlServer.Limits = .init()) async throws {
         let hub = ControlHub()
         self.hub = hub
         rig = await LoopRig(observers: [{ hub.publish($0) }])
         hub.attach(rig.loop)
         var logger = Logger(label: "control-test")
         logger.logLevel = .critical
-        server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger)
+        server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger, limits: limits)
         port = try await server.start(host: host, port: 0)
     }
 
@@ -354,7 +354,7 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
     }
 }
 
-/// What a web page can do to the control API.
+/// What a web page, or a flood of connections, can do to the control API.
 @Suite(.serialized) struct ControlHardeningTests {
     /// A page on a name rebound to 127.0.0.1 reaches the server from the kiosk's browser as a loopback client; it
     /// is refused by its Host before its command is read or done, and learns nothing of the speaker.
@@ -388,6 +388,141 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
             #expect(await client.response().status == 200, "\(host)")
         }
         #expect(c.rig.volume.percent == 50)
+        await c.stop()
+    }
+
+    /// No page elsewhere may show the kiosk or the API in a frame: every response forbids it, errors included.
+    @Test func everyResponseForbidsFraming() async throws {
+        let c = try await ControlRig()
+        func expectNoFraming(_ head: String, _ what: String) {
+            let lines = head.lowercased().split(separator: "\r\n")
+            #expect(lines.contains("content-security-policy: frame-ancestors 'none'"), "\(what): \(head)")
+            #expect(lines.contains("x-frame-options: deny"), "\(what): \(head)")
+        }
+        expectNoFraming(try await c.client().request("GET", "/").head, "the page")
+        expectNoFraming(try await c.client().request("GET", "/api/status").head, "the snapshot")
+        expectNoFraming(try await c.client().request("POST", "/api/command", headers: ["Content-Type: application/json"],
+                                                     body: #"{"command":"stop"}"#).head, "a command")
+        expectNoFraming(try await c.client().request("GET", "/api/nothing").head, "404")
+        expectNoFraming(try await c.client().request("DELETE", "/api/status").head, "405")
+        expectNoFraming(try await c.client().request("GET", "/", headers: ["Origin: null"]).head, "403")
+        // NIO's own answer to a request it cannot parse.
+        let garbage = try c.client()
+        garbage.send("NOT HTTP AT ALL\r\n\r\n")
+        let parse = await garbage.response()
+        #expect(parse.status == 400, "\(parse.head)")
+        expectNoFraming(parse.head, "400")
+        // The WebSocket's handshake.
+        let ws = try c.client()
+        let handshake = await ws.upgrade()
+        #expect(handshake.hasPrefix("HTTP/1.1 101"))
+        await c.stop()
+    }
+
+    /// A body over the limit is refused as soon as that is known (its Content-Length, or its chunks as they come),
+    /// without waiting for the rest, and the connection is closed.
+    @Test func anOversizedBodyIsRefusedAtOnce() async throws {
+        // No timeout will close anything here: what is closed is closed for its error.
+        let c = try await ControlRig(limits: .init(requestTimeout: .seconds(600)))
+        // 100 MB declared; only the head and a little is sent. The answer comes without the rest.
+        let declared = try c.client()
+        declared.send("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      + "Content-Length: 100000000\r\n\r\n" + String(repeating: "a", count: 1000))
+        let early = await declared.response()
+        #expect(early.status == 413, "\(early.head)")
+        #expect(json(early.body)["ok"] == false)
+        #expect(early.head.lowercased().contains("connection: close"))
+        // Chunked, with no length: refused once the chunks pass the limit, with more never sent.
+        let chunked = try c.client()
+        chunked.send("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     + "Transfer-Encoding: chunked\r\n\r\n")
+        for _ in 0..<20 { chunked.send("1000\r\n" + String(repeating: "a", count: 4096) + "\r\n") }
+        #expect(await chunked.response().status == 413)
+        // A keep-alive request that errs: answered, then closed.
+        let kept = try c.client()
+        kept.send("GET /api/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(await kept.closedByServer())
+        #expect(await kept.response().status == 404)
+        // And one NIO cannot parse (NIO answers 400).
+        let garbage = try c.client()
+        garbage.send("NOT HTTP AT ALL\r\n\r\n")
+        #expect(await garbage.closedByServer())
+        #expect(await garbage.response().status == 400)
+        // The speaker was not disturbed.
+        #expect(try await c.post(#"{"command":"volume","percent":20}"#).json["ok"] == true)
+        await c.stop()
+    }
+
+    /// Connections that send half a request and wait cannot take every descriptor: past the cap a new one is
+    /// closed at once, unanswered, however complete its request; once one ends, a good request is answered again.
+    @Test func connectionsAreCapped() async throws {
+        let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .seconds(600)))
+        var held: [RawClient] = []
+        for _ in 0..<8 {
+            let client = try c.client()
+            client.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            held.append(client)
+        }
+        for _ in 0..<40 {
+            let extra = try c.client()
+            extra.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(await extra.closedByServer())
+            #expect(await extra.response().status == 0, "answered beyond the cap")
+        }
+        #expect(c.server.openConnections == 8)
+        held.removeFirst()
+        #expect(await c.rig.eventually { c.server.openConnections == 7 })
+        #expect(try await c.client().request("GET", "/api/status").status == 200)
+        await c.stop()
+    }
+
+    /// A connection that sends half a request, or nothing more, is closed after the request timeout, however
+    /// slowly its bytes trickle in; a WebSocket is not timed.
+    @Test func halfSentRequestsAreTimedOut() async throws {
+        let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .milliseconds(300)))
+        let (ws, _) = try await c.subscriber()
+        var held: [RawClient] = []
+        for _ in 0..<7 {
+            let client = try c.client()
+            client.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            held.append(client)
+        }
+        for client in held {
+            #expect(await client.closedByServer())
+            #expect(await client.response().status == 0)
+        }
+        // A head that trickles in: each byte resets no timer (the decoder passes nothing on until it is whole).
+        let trickle = try c.client()
+        trickle.send("G")
+        #expect(await trickle.closedByServer())
+        // A body that never ends.
+        let body = try c.client()
+        body.send("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        #expect(await body.closedByServer())
+        // A keep-alive connection between requests.
+        let kept = try c.client()
+        kept.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(await kept.closedByServer())
+        #expect(await kept.response().status == 200)
+        // Only the WebSocket is left, and it still gets every event.
+        #expect(await c.rig.eventually { c.server.openConnections == 1 })
+        c.rig.loop.send(.carryOut(.volume(.to(70))))
+        #expect(json(await ws.message { json($0)["event"] == "volume" })["percent"] == 70)
+        #expect(try await c.client().request("GET", "/api/status").status == 200)
+        await c.stop()
+    }
+
+    /// A request that is being answered (a typed question waits for Houndify) is not cut off by the timeout.
+    @Test func aSlowAnswerIsNotTimedOut() async throws {
+        let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .milliseconds(200)))
+        async let reply = c.post(#"{"command":"text","query":"what time is it"}"#)
+        #expect(await c.rig.eventually { c.rig.search.latest?.query == "what time is it" })
+        // Twice the timeout, measured by the server's own timer closing two idle connections one after the other.
+        #expect(try await c.client().closedByServer())
+        #expect(try await c.client().closedByServer())
+        c.rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        let (status, body) = try await reply
+        #expect(status == 200 && body["answer"] == "It is noon.")
         await c.stop()
     }
 }

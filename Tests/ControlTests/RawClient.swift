@@ -83,6 +83,19 @@ final class RawClient: @unchecked Sendable {
         }
     }
 
+    /// Whether the server closes the connection within 20 s (whatever it sends first is kept for `response`).
+    func closedByServer() async -> Bool {
+        await offPool { [self] in
+            while true {
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count > 0 { pending += buffer[..<count]; continue }
+                // 0: the end of the stream; ECONNRESET: closed with our bytes unread. EAGAIN: the 20 s passed.
+                return count == 0 || errno == ECONNRESET
+            }
+        }
+    }
+
     // MARK: WebSocket
 
     /// The opening handshake; the response's status line.
