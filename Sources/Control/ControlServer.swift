@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 public import Logging
 import NIOCore
 import NIOHTTP1
@@ -58,7 +59,17 @@ public final class ControlServer: Sendable {
         self.logger = logger
     }
 
-    /// Listens on `host:port` (port 0: any free one); returns the port.
+    public struct ListenFailure: Error, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var reason: String
+        public var description: String {
+            "cannot listen on \(host.contains(":") ? "[\(host)]" : host):\(port): \(reason)"
+        }
+    }
+
+    /// Listens on `host:port` (port 0: any free one); returns the port. Throws `ListenFailure` when the address
+    /// cannot be had (a port already taken, an address this machine does not have).
     public func start(host: String, port: Int) async throws -> Int {
         if port != 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: port) } }
         let bootstrap = ServerBootstrap(group: group)
@@ -72,7 +83,13 @@ public final class ControlServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture { try self.configure(channel, access: access) }
             }
-        let bound = try await bootstrap.bind(host: host, port: port).get()
+        let bound: any Channel
+        do {
+            bound = try await bootstrap.bind(host: host, port: port).get()
+        } catch {
+            // "Address already in use", not NIO's "bind(descriptor:ptr:bytes:): ... (errno: 98)".
+            throw ListenFailure(host: host, port: port, reason: (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)")
+        }
         let actual = bound.localAddress?.port ?? port
         if port == 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: actual) } }
         channel.withLock { $0 = bound }

@@ -559,9 +559,38 @@ func freePort() -> Int {
         let sent = proxy.acceptPending()
         #expect(sent == nil, "the proxy was sent: \(sent ?? "")")
     }
+
+    /// A control port already taken (by another program, or a speaker already running) stops `run`, naming the
+    /// address, rather than leaving a speaker running without its API and screen; systemd then restarts it (the
+    /// exit is not 78, which it does not restart on).
+    @Test func aTakenControlPortStopsRun() throws {
+        let taken = try ListeningSocket()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: 9, hotPhrase: false,
+                                     extraConfig: "[control]\nlisten = \"127.0.0.1:\(taken.port)\"")
+        defer { fixture.remove() }
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", fixture.config]
+        process.currentDirectoryURL = RunFixture.root
+        process.environment = fixture.environment(hotPhrase: false)
+        let errors = OutputWatcher()
+        process.standardInput = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors.pipe
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        // Its log ends when it exits (or after a minute of silence if it runs on).
+        let ended = errors.waitForEnd()
+        #expect(ended, "run kept running without its control API: \(errors.seen)")
+        guard ended else { return }
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0 && process.terminationStatus != 78, "\(process.terminationStatus)")
+        #expect(errors.seen.contains("cannot listen on 127.0.0.1:\(taken.port)"), "\(errors.seen)")
+        #expect(!errors.seen.contains("hound-speaker running:"), "\(errors.seen)")
+    }
 }
 
-/// A TCP socket listening on 127.0.0.1 (a proxy that records who came).
+/// A TCP socket listening on 127.0.0.1 (a port taken, or a proxy that records who came).
 final class ListeningSocket {
     let fd: Int32
     let port: Int

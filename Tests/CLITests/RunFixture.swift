@@ -94,6 +94,18 @@ final class OutputWatcher {
         return true
     }
 
+    /// Reads to the end of the output: true when it ended (the child exited or closed it), false if nothing came
+    /// for `seconds`.
+    func waitForEnd(seconds: Double = 60) -> Bool {
+        while true {
+            var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(seconds * 1000)) > 0 else { return false }
+            let data = pipe.fileHandleForReading.availableData
+            if data.isEmpty { return true }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+    }
+
     /// Reads the rest, to the end of the output.
     func readToEnd() {
         seen += String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
