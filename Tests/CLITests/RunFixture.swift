@@ -45,9 +45,14 @@ struct RunFixture {
             enabled = \(hotPhrase)
             sensitivity = 0.85
             \(extraConfig)
+            \(extraConfig.contains("[control]") ? "" : Self.noControl)
             """.utf8).write(to: URL(fileURLWithPath: config))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
     }
+
+    /// No control API unless a test asks for one: `run` stops when its port is taken, and the default
+    /// (127.0.0.1:8780) is shared by every `run` on this machine, tests in parallel included.
+    static let noControl = "[control]\nlisten = \"\""
 
     /// The environment that makes `run` use these devices and the repository's board profiles.
     func environment(hotPhrase: Bool) -> [String: String] {
