@@ -357,9 +357,9 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         outputClosed = false
         body = []
         respond(context: context, head: head, status: status, json: ControlHub.failure(message))
-        if deadline == nil {
-            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { context.close(promise: nil) }
-        }
+        // However fast the rest keeps coming, it is not read for longer than a request may take.
+        deadline?.cancel()
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { context.close(promise: nil) }
     }
 
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, json: JSONValue) {
@@ -378,15 +378,15 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
         let closing: Bool
         if case .closing = state { closing = true } else { closing = false }
+        // Idle before the end is written: HTTPServerPipelineHandler hands on a pipelined request as soon as it is.
+        if keepAlive && !closing { state = .idle }
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { [self] _ in
             if closing {
                 // Unless the request has ended, the rest is still coming: stop answering, keep reading until it
                 // ends (channelRead closes then).
                 outputClosed = true
                 context.close(mode: requestEnded ? .all : .output, promise: nil)
-            } else if keepAlive {
-                state = .idle
-            } else {
+            } else if !keepAlive {
                 context.close(promise: nil)
             }
         }

@@ -512,6 +512,19 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         await c.stop()
     }
 
+    /// Good requests keep their connection, pipelined ones too (each answered in turn), until one errs.
+    @Test func keepAliveAndPipelinedRequestsAreAnswered() async throws {
+        let c = try await ControlRig(limits: .init(requestTimeout: .seconds(600)))
+        let client = try c.client()
+        let status = "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        client.send(status + status + status + "GET /api/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + status)
+        #expect(await client.closedByServer())
+        let all = await client.response()
+        let statuses = (all.head + "\r\n\r\n" + all.body).components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses == ["200", "200", "200", "404"], "\(statuses)")
+        await c.stop()
+    }
+
     /// A request that is being answered (a typed question waits for Houndify) is not cut off by the timeout.
     @Test func aSlowAnswerIsNotTimedOut() async throws {
         let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .milliseconds(200)))
