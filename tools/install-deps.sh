@@ -24,9 +24,9 @@ swift_tests=(espeak-ng sox ca-certificates tzdata)
 # extension needs to build, numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils);
 # Debian's Chromium and a font for the kiosk page's tests (Tests/kiosk); debootstrap for the Debian 13 leg
-# (tools/debian-chroot.sh).
+# (tools/debian-chroot.sh); aptly and gnupg for the apt repository's test (deploy/apt-repo, Tests/deb).
 test=("${swift_tests[@]}" "${package[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy gcc
-      libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core debootstrap)
+      libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core debootstrap aptly gnupg)
 
 wanted=("${toolchain[@]}" "${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then

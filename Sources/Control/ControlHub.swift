@@ -44,7 +44,26 @@ public final class ControlHub: Sendable {
 
     private let state = Mutex(State())
 
-    public init() {}
+    /// At most this many WebSocket clients at once, by default: a kiosk screen, a few phones and a home
+    /// automation need far fewer. Each may queue at most ControlServer.largestBacklog, so together they hold
+    /// a bounded amount of memory (60 clients that never read once took 73 MB, issue #34).
+    public static let defaultLargestSubscriberCount = 32
+    /// The limit this hub keeps.
+    public let largestSubscriberCount: Int
+
+    public init(largestSubscriberCount: Int = ControlHub.defaultLargestSubscriberCount) {
+        self.largestSubscriberCount = largestSubscriberCount
+    }
+
+    /// What `subscribe` did.
+    public enum Subscription: Sendable, Equatable {
+        /// Handed the snapshot; every activity follows.
+        case subscribed
+        /// Refused: `largestSubscriberCount` clients are connected already. Nothing was handed over.
+        case full
+        /// Too far behind already to take the snapshot (it has been closed).
+        case dropped
+    }
 
     /// The speaker, once its loop exists (it is made after the hub, which is one of its observers).
     public func attach(_ speaker: any ControlledSpeaker) { state.withLock { $0.speaker = speaker } }
@@ -88,9 +107,13 @@ public final class ControlHub: Sendable {
 
     /// Adds a client: it is handed the snapshot, then every activity after it, in order (the snapshot is handed
     /// over under the same lock as the activities, so none falls between the two).
-    public func subscribe(_ subscriber: any ControlSubscriber) {
+    @discardableResult
+    public func subscribe(_ subscriber: any ControlSubscriber) -> Subscription {
         state.withLock { s in
-            if subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s))) { s.subscribers[ObjectIdentifier(subscriber)] = subscriber }
+            guard s.subscribers.count < largestSubscriberCount else { return .full }
+            guard subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s))) else { return .dropped }
+            s.subscribers[ObjectIdentifier(subscriber)] = subscriber
+            return .subscribed
         }
     }
 
@@ -114,6 +137,9 @@ public final class ControlHub: Sendable {
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
             ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
             ("alarms", .array(snapshot.alarms.map(alarm))),
+            // A timer that could not be saved still rings in this run; a restart would lose it.
+            ("timers_saved", .bool(snapshot.timersSaveProblem == nil)),
+            ("timers_save_problem", snapshot.timersSaveProblem.map { .string($0) } ?? .null),
             ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
             ("problem", .string(s.problem)), ("display", s.display),
             ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),

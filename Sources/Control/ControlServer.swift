@@ -26,8 +26,16 @@ public final class ControlServer: Sendable {
 
     /// A request body larger than this is refused (a command is a line of JSON).
     static let largestBody = 64 * 1024
-    /// A WebSocket client this far behind (bytes written but not yet taken by it) is dropped.
-    static let largestBacklog = 1 << 20
+    /// A WebSocket client whose queue (frames handed to its connection, not yet taken by its socket) costs more
+    /// than this is closed, not its messages dropped: a screen that silently missed an event would go on showing
+    /// what is no longer so (a timer cancelled meanwhile); closed, it reconnects and starts from a fresh snapshot,
+    /// as the kiosk page does. The queue is counted in what it costs, not in its text alone (frameCost): most
+    /// events are short lines (the level meter five times a second), and a megabyte of them once held several
+    /// times that in SwiftNIO's bookkeeping (issue #34: 60 clients that never read, 73 MB).
+    static let largestBacklog = 256 * 1024
+    /// What one queued frame costs beyond its text: SwiftNIO's pending write and its buffer, the frame's header,
+    /// the completion callback and the allocator's rounding (an estimate on the generous side).
+    static let frameOverhead = 512
 
     /// What one client may hold, so that no number of clients can take the speaker's file descriptors, memory or
     /// time (the microphone, the sound card and Houndify need descriptors of their own).
@@ -410,9 +418,23 @@ final class WebSocketHandler: ChannelInboundHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         let subscriber = WebSocketSubscriber(channel: context.channel, logger: logger)
-        self.subscriber = subscriber
-        logger.debug("control API: a WebSocket client connected from \(context.channel.remoteAddress?.ipAddress ?? "?")")
-        hub.subscribe(subscriber)
+        let peer = context.channel.remoteAddress?.ipAddress ?? "?"
+        switch hub.subscribe(subscriber) {
+        case .subscribed:
+            self.subscriber = subscriber
+            logger.debug("control API: a WebSocket client connected from \(peer)")
+        case .full:
+            // Told why (1013, "try again later"), then closed: a page that reconnects gets in once one has left.
+            logger.warning("control API: refused a WebSocket client from \(peer): \(hub.largestSubscriberCount) are connected already")
+            var data = context.channel.allocator.buffer(capacity: 64)
+            data.writeInteger(UInt16(1013))
+            data.writeString("too many clients (\(hub.largestSubscriberCount))")
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete {
+                [channel = context.channel] _ in channel.close(promise: nil)
+            }
+        case .dropped:
+            break  // closed already
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -479,11 +501,13 @@ final class WebSocketSubscriber: ControlSubscriber {
 
     func deliver(_ line: String) -> Bool {
         guard !closed.load(ordering: .relaxed) else { return false }
-        let size = line.utf8.count
-        let behind = backlog.add(size, ordering: .relaxed).newValue
-        if behind > ControlServer.largestBacklog {
+        let size = line.utf8.count + ControlServer.frameOverhead
+        let (before, behind) = backlog.add(size, ordering: .relaxed)
+        // A client with nothing queued takes any one message, however large (a big display): only one that is
+        // behind is closed.
+        if before > 0 && behind > ControlServer.largestBacklog {
             if !closed.exchange(true, ordering: .relaxed) {
-                logger.warning("control API: dropped a client \(behind) bytes behind (it stopped reading)")
+                logger.warning("control API: closed a WebSocket client that stopped reading (its queue passed \(ControlServer.largestBacklog / 1024) kB)")
                 channel.close(promise: nil)
             }
             return false

@@ -23,7 +23,7 @@ public enum SystemTimeZone {
                 if isKnown(name) { return name }
             }
         }
-        if let file = fopen(timezoneFile, "r") {
+        if let file = fopen(timezoneFile, "re") {  // "e": close-on-exec, as every descriptor the app opens
             defer { fclose(file) }
             var line = [CChar](repeating: 0, count: 256)
             if fgets(&line, Int32(line.count), file) != nil {
@@ -38,7 +38,7 @@ public enum SystemTimeZone {
     /// files the C library itself reads), so a misspelt `[location] timezone` is caught at start-up.
     public static func isKnown(_ name: String, zoneinfo: String = zoneinfo) -> Bool {
         guard !name.isEmpty, !name.hasPrefix("/"), !name.split(separator: "/").contains(".."),
-              let file = fopen(zoneinfo + name, "r") else { return false }
+              let file = fopen(zoneinfo + name, "re") else { return false }
         defer { fclose(file) }
         var magic = [UInt8](repeating: 0, count: 4)
         return fread(&magic, 1, 4, file) == 4 && magic == Array("TZif".utf8)

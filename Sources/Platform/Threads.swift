@@ -74,7 +74,7 @@ public final class Condition: @unchecked Sendable {
 
 /// pthread_setname_np is a GNU extension Swift's Glibc module does not show; it writes this same file.
 private func setCurrentThreadName(_ name: String) {
-    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    let fd = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)  // close-on-exec, as every descriptor the app opens
     guard fd >= 0 else { return }  // no /proc (a chroot): the name is only a convenience
     let bytes = Array(name.utf8.prefix(15))
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }

@@ -1,3 +1,5 @@
+import CShims
+import Platform
 import FoundationEssentials
 import Glibc
 
@@ -13,23 +15,42 @@ enum ChildProcess {
         return environment.merging(extra) { _, new in new }
     }
 
-    /// posix_spawn of `path` with `arguments` (argv[0] first); `stdout`: a descriptor for its standard output,
-    /// and one to close in the child. The pid, or the error number.
+    /// posix_spawn of `path` with `arguments` (argv[0] first); `stdout`: a descriptor for its standard output.
+    /// The child gets standard input, output and error and nothing else: every descriptor from 3 up is closed in
+    /// it, whoever opened it. Close-on-exec where this app opens descriptors is not enough, since libraries open
+    /// theirs without it (SwiftNIO's listening socket): a hook that outlived a kill -9 of the speaker kept the
+    /// control API's port, and the restarted speaker ran without its API (issue #34). The pid, or the error number.
     static func spawn(_ path: String, arguments: [String], environment: [String: String],
-                      stdout: (write: Int32, closeInChild: Int32)? = nil) -> Result<pid_t, Errno> {
+                      stdout: Int32? = nil) -> Result<pid_t, Errno> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdout {
-            posix_spawn_file_actions_adddup2(&actions, stdout.write, STDOUT_FILENO)
-            posix_spawn_file_actions_addclose(&actions, stdout.closeInChild)
-        }
+        if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, STDOUT_FILENO) }
+        // After the dup2, so the descriptor it copied is closed too.
+        let closing = hs_spawn_close_from(&actions, 3)
+        guard closing == 0 else { return .failure(Errno(closing)) }
         let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
         let status = posix_spawn(&pid, path, &actions, nil, argv, envp)
         return status == 0 ? .success(pid) : .failure(Errno(status))
+    }
+
+    /// `/bin/sh -c command` in `environment`, not waited for: an owned thread reaps it (so no zombie is left) and
+    /// hands `ended` its exit status (128 + the signal if a signal ended it). The pid, or the error number.
+    static func shell(_ command: String, environment: [String: String], threadName: String,
+                      ended: (@Sendable (Int32) -> Void)? = nil) -> Result<pid_t, Errno> {
+        let spawned = spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: environment)
+        guard case .success(let child) = spawned else { return spawned }
+        OwnedThread.start(name: threadName) {
+            var result: Int32 = 0
+            while waitpid(child, &result, 0) < 0 && errno == EINTR {}
+            // WIFEXITED / WEXITSTATUS, which Swift does not import: the low 7 bits are the signal, bits 8-15 the status.
+            let signal = result & 0x7f
+            ended?(signal == 0 ? (result >> 8) & 0xff : 128 + signal)
+        }
+        return spawned
     }
 
     struct Errno: Error, CustomStringConvertible {

@@ -49,7 +49,7 @@ public struct Demo {
 
         // The service's own config: the demo's made-up credentials, readable by this user only.
         let serviceConfig = "\(work)/service.toml"
-        close(open(serviceConfig, O_CREAT | O_WRONLY, 0o600))
+        close(open(serviceConfig, O_CREAT | O_WRONLY | O_CLOEXEC, 0o600))
         try Data("[houndify]\nclient_id = \"\(Self.id)\"\nclient_key = \"\(Self.key)\"\n[logging]\nlevel = \"warning\"\n".utf8)
             .write(to: URL(fileURLWithPath: serviceConfig))
         let service = try await LocalServiceProcess.start(configPath: serviceConfig)

@@ -1,3 +1,4 @@
+import CShims
 import FoundationEssentials
 import Glibc
 import Platform
@@ -38,10 +39,11 @@ public final class LocalServiceProcess: Sendable {
     public static func start(configPath: String, seconds: Double = 20) async throws(CommandFailure) -> LocalServiceProcess {
         let path = try LocalServiceProgram.locate()
         var pipeEnds: [Int32] = [0, 0]
-        guard pipe(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))") }
+        // Close-on-exec: no other child (a state hook started meanwhile) may hold the pipe open.
+        guard hs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))") }
         let spawned = ChildProcess.spawn(path, arguments: [path, "--port", "0", "--config", configPath],
                                          environment: ChildProcess.environment(),
-                                         stdout: (write: pipeEnds[1], closeInChild: pipeEnds[0]))
+                                         stdout: pipeEnds[1])
         close(pipeEnds[1])
         let child: pid_t
         switch spawned {

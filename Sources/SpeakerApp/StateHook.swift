@@ -16,18 +16,15 @@ public enum StateHook {
         }
     }
 
-    static func run(_ command: String, state: String, previous: String, logger: Logger) {
-        let environment = ChildProcess.environment(adding: ["HOUND_SPEAKER_STATE": state, "HOUND_SPEAKER_PREVIOUS_STATE": previous])
-        let child: pid_t
-        switch ChildProcess.spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: environment) {
-        case .success(let pid): child = pid
-        case .failure(let error):
+    /// `baseEnvironment`: what the hook's environment is made from (this process's; tests give their own).
+    /// `ended`: told the hook's exit status (tests).
+    static func run(_ command: String, state: String, previous: String, logger: Logger,
+                    baseEnvironment: [String: String] = ProcessInfo.processInfo.environment,
+                    ended: (@Sendable (Int32) -> Void)? = nil) {
+        let environment = ChildProcess.environment(adding: ["HOUND_SPEAKER_STATE": state, "HOUND_SPEAKER_PREVIOUS_STATE": previous],
+                                                   base: baseEnvironment)
+        if case .failure(let error) = ChildProcess.shell(command, environment: environment, threadName: "hs-hook", ended: ended) {
             logger.warning("state hook \"\(command)\": cannot start /bin/sh: \(error)")
-            return
-        }
-        OwnedThread.start(name: "hs-hook") {
-            var result: Int32 = 0
-            while waitpid(child, &result, 0) < 0 && errno == EINTR {}
         }
     }
 }
@@ -44,20 +41,10 @@ public struct ShellCommands: CommandPort {
     }
 
     public func run(_ command: String, ended: @escaping @Sendable (Result<Int32, DeviceProblem>) -> Void) {
-        let child: pid_t
-        switch ChildProcess.spawn("/bin/sh", arguments: ["/bin/sh", "-c", command], environment: ChildProcess.environment(base: baseEnvironment ?? ProcessInfo.processInfo.environment)) {
-        case .success(let pid): child = pid
-        case .failure(let error):
-            ended(.failure(DeviceProblem("command \"\(command)\": cannot start /bin/sh: \(error)")))
-            return
-        }
-        logger.info("command \"\(command)\" started (pid \(child))")
-        OwnedThread.start(name: "hs-command") {
-            var result: Int32 = 0
-            while waitpid(child, &result, 0) < 0 && errno == EINTR {}
-            // WIFEXITED / WEXITSTATUS, which Swift does not import: the low 7 bits are the signal, bits 8-15 the status.
-            let signal = result & 0x7f
-            ended(signal == 0 ? .success((result >> 8) & 0xff) : .success(128 + signal))
+        let environment = ChildProcess.environment(base: baseEnvironment ?? ProcessInfo.processInfo.environment)
+        switch ChildProcess.shell(command, environment: environment, threadName: "hs-command", ended: { ended(.success($0)) }) {
+        case .success(let child): logger.info("command \"\(command)\" started (pid \(child))")
+        case .failure(let error): ended(.failure(DeviceProblem("command \"\(command)\": cannot start /bin/sh: \(error)")))
         }
     }
 }

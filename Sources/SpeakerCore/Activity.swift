@@ -75,6 +75,9 @@ public enum SpeakerActivity: Sendable, Equatable {
     case timer(TimerEvent, SpeakerTimer, remaining: Int)
     /// The screen dimmed after a quiet while, or came back to full brightness.
     case screen(Screen)
+    /// The timers and alarms could not be saved (the problem), or, nil, are saved again after that: a screen
+    /// shows that a restart would lose them for as long as it is so.
+    case timersSaved(problem: String?)
 
     /// The screen's brightness. `backlight`: the speaker set the display's backlight itself; else a kiosk page
     /// dims its own picture to `percent`.
@@ -121,6 +124,7 @@ extension SpeakerActivity {
         case .muted: "mute"
         case .alarm: "alarm"
         case .screen: "screen"
+        case .timersSaved: "timers_saved"
         }
     }
 
@@ -164,6 +168,7 @@ extension SpeakerActivity {
             [("change", .string(event.rawValue)), ("id", .int(Int64(timer.id))), ("name", .string(timer.name)),
              ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
         case .screen(let screen): screen.fields
+        case .timersSaved(let problem): [("saved", .bool(problem == nil)), ("problem", problem.map { .string($0) } ?? .null)]
         }
     }
 
@@ -223,6 +228,8 @@ extension SpeakerActivity {
             default: (.info, "\(timer.spokenName) \(event.rawValue) (\(SpokenDuration.words(remaining)) left)")
             }
         case .screen(let screen): (.debug, screen.dimmed ? "screen dimmed to \(screen.percent) %" : "screen at full brightness")
+        // The failure itself is logged as the device problem told with it.
+        case .timersSaved(let problem): problem == nil ? (.notice, "timers saved again: a restart keeps them") : nil
         }
     }
 }
@@ -253,11 +260,16 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     /// The wall time it was taken at (timers' remaining time is counted from it).
     public var now: WallTime
     public var screen: SpeakerActivity.Screen
+    /// Why the timers and alarms as they are now could not be saved (nil: they are saved, or kept in memory
+    /// only by design). Until a save works (tried at each change and every minute) a restart would lose changes.
+    public var timersSaveProblem: String?
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
                 alarms: [SpeakerAlarm], now: WallTime,
-                screen: SpeakerActivity.Screen = .init(dimmed: false, percent: 100, backlight: false)) {
+                screen: SpeakerActivity.Screen = .init(dimmed: false, percent: 100, backlight: false),
+                timersSaveProblem: String? = nil) {
         self.screen = screen
+        self.timersSaveProblem = timersSaveProblem
         self.state = state
         self.muted = muted
         self.offline = offline

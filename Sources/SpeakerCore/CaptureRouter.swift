@@ -169,4 +169,6 @@ enum LoopInput: Sendable {
     case wakeScreen
     /// The speaker has been quiet long enough for the screen to dim.
     case screenIdle
+    /// Time to try again to save the timers, which could not be saved.
+    case retryTimersSave
 }

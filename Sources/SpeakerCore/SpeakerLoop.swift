@@ -93,6 +93,8 @@ public final class SpeakerLoop: Sendable {
     private let timerTick: any LoopTimer
     /// When the screen dims, armed whenever the speaker becomes ready.
     private let screenIdle: any LoopTimer
+    /// Set while the timers could not be saved: the save is tried again.
+    private let timersSaveRetry: any LoopTimer
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
@@ -126,6 +128,21 @@ public final class SpeakerLoop: Sendable {
         var screenDimmed = false
         /// The backlight failed once: the page dims its own picture from then on.
         var screenLightFailed = false
+        /// What reading the saved state found, for the start to tell and carry out (nil once it has).
+        var startup: Startup?
+        /// Why the last save of the timers failed (nil: the last one worked, or none was needed).
+        var timersSaveProblem: DeviceProblem?
+    }
+
+    /// The saved state as read when the loop is made (readSavedState), and what it leads to at the start.
+    struct Startup {
+        var muted = false
+        var muteProblem: DeviceProblem?
+        var timerProblems: [DeviceProblem] = []
+        /// What the restart did to the timers and alarms (missed, ringing), told and saved at the start.
+        var changes: [TimerChange] = []
+        var alarms: [AlarmChange] = []
+        var ringing = false
     }
 
     public init(ports: SpeakerPorts, settings: SpeakerLoopSettings = .init(), logger: Logger,
@@ -148,7 +165,12 @@ public final class SpeakerLoop: Sendable {
         timerAlarm = ports.clock.makeTimer { continuation.yield(.timersDue) }
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
         screenIdle = ports.clock.makeTimer { continuation.yield(.screenIdle) }
+        timersSaveRetry = ports.clock.makeTimer { continuation.yield(.retryTimersSave) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
+        // The saved timers and mute are read now, before anything can ask: the control API and the screen are
+        // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
+        // none, the API answering before the file was read). What they lead to waits for the start.
+        readSavedState()
         // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
         // not be dropped in state none.
         continuation.yield(.event(.started))
@@ -166,14 +188,15 @@ public final class SpeakerLoop: Sendable {
     /// What the speaker is doing and holds now, for a screen or a script that has just connected.
     public var snapshot: SpeakerSnapshot {
         // One lock: the screen's brightness belongs to the same moment as the state beside it.
-        let (machine, book, screen) = state.withLock { s in
+        let (machine, book, screen, saveProblem) = state.withLock { s in
             (s.machine, s.timers,
              SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
-                                    backlight: ports.screen != nil && !s.screenLightFailed))
+                                    backlight: ports.screen != nil && !s.screenLightFailed),
+             s.timersSaveProblem)
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
                                soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime,
-                               screen: screen)
+                               screen: screen, timersSaveProblem: saveProblem?.message)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -184,7 +207,7 @@ public final class SpeakerLoop: Sendable {
                 group.addTask { [continuation] in
                     for await intent in board.intents {
                         switch intent {
-                        case .talk: continuation.yield(.event(.talk))
+                        case .talk: continuation.yield(.event(.hold))  // hold-to-talk: TalkIntent.talk
                         case .press: continuation.yield(.event(.press))
                         case .tapEnded: continuation.yield(.event(.tapEnded))
                         case .endTalk: continuation.yield(.event(.endTalk))
@@ -195,18 +218,10 @@ public final class SpeakerLoop: Sendable {
                     }
                 }
             }
-            // A speaker muted when it stopped starts muted: its microphone is not opened at all. Mute is privacy, so
-            // it fails closed: a setting that cannot be read for certain starts muted, and says so (the muted LEDs,
-            // the log); unmuting is one double press or `ctl unmute`.
-            var startMuted = false
-            if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
-                do throws(DeviceProblem) { startMuted = try store.load() } catch {
-                    startMuted = true
-                    tell(.deviceProblem(DeviceProblem("\(error.message); starting muted, since mute is unknown")))
-                }
-            }
-            if startMuted { continuation.yield(.event(.setMuted(true))) }
-            if ports.hotPhrase != nil && !startMuted { openAlwaysOnMicrophone() }
+            let startup = state.withLock { s in defer { s.startup = nil }; return s.startup } ?? Startup()
+            if let problem = startup.muteProblem { tell(.deviceProblem(problem)) }
+            // Muted (readSavedState): the microphone is not opened at all.
+            if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
             loop: for await input in inputs {
                 guard let event = take(input) else { continue }
                 announce(event)
@@ -226,7 +241,7 @@ public final class SpeakerLoop: Sendable {
                 }
                 if event == .started {
                     beat()
-                    loadTimers()
+                    started(startup)
                 }
             }
             group.cancelAll()
@@ -276,6 +291,9 @@ public final class SpeakerLoop: Sendable {
         case .timersDue:
             checkTimers()
             return nil
+        case .retryTimersSave:
+            saveTimers()
+            return nil
         case .timerTick:
             let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.wallTime) }
             scheduleTimers()  // the next minute is armed before anyone hears of this one
@@ -323,7 +341,7 @@ public final class SpeakerLoop: Sendable {
             } else {
                 state.withLock { $0.actionTranscript = answer.transcript }
             }
-        case .talk, .press: tell(.button(.talk))
+        case .talk, .hold, .press: tell(.button(.talk))
         case .endTalk: tell(.button(.endTalk))
         case .cancel: tell(.button(.cancel))
         case .tapEnded: tell(.button(.release))
@@ -456,7 +474,10 @@ public final class SpeakerLoop: Sendable {
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
-            timersChanged(outcome.changes)
+            if timersChanged(outcome.changes) != nil, outcome.changes.contains(where: { $0.kind != .ringing }) {
+                let lost = outcome.changes.contains { $0.kind == .set }
+                state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
+            }
             stopRingingIfNothingRings()
         case .alarm(let action):
             let synchronized = ports.system.clockSynchronized()
@@ -465,7 +486,10 @@ public final class SpeakerLoop: Sendable {
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
-            timersChanged([], alarms: outcome.alarmChanges)
+            if timersChanged([], alarms: outcome.alarmChanges) != nil, outcome.alarmChanges.contains(where: { $0.kind != .ringing }) {
+                let lost = outcome.alarmChanges.contains { $0.kind == .set }
+                state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
+            }
             stopRingingIfNothingRings()
         case .stopRinging:
             let (timers, alarms) = state.withLock { s in
@@ -627,27 +651,47 @@ public final class SpeakerLoop: Sendable {
 
     // MARK: Timers
 
-    /// The saved timers, once the speaker is up; those that fell due while it was off ring now (or are reported
-    /// missed, if long past).
-    private func loadTimers() {
-        if let store = ports.timerStore {
-            do throws(DeviceProblem) {
-                let (book, problems) = try store.load()
-                state.withLock { $0.timers = book }
-                for problem in problems { tell(.deviceProblem(problem)) }
-            } catch {
-                tell(.deviceProblem(DeviceProblem("\(error.message); timers start empty")))
+    /// Reads the saved mute and timers into the machine and the book, so that the snapshot holds them from the
+    /// moment the loop exists. A speaker muted when it stopped starts muted. Mute is privacy, so it fails closed:
+    /// a setting that cannot be read for certain starts muted, and says so (the muted LEDs, the log); unmuting is
+    /// one double press or `ctl unmute`. With a mute switch, its position decides, not the saved setting.
+    private func readSavedState() {
+        var startup = Startup()
+        if let store = ports.muteStore, ports.board?.hasMuteSwitch != true {
+            do throws(DeviceProblem) { startup.muted = try store.load() } catch {
+                startup.muted = true
+                startup.muteProblem = DeviceProblem("\(error.message); starting muted, since mute is unknown")
             }
         }
-        let now = ports.clock.wallTime
-        let (changes, alarms, ringing, counting) = state.withLock { s in
-            let (changes, alarms, ringing) = s.timers.restarted(now: now, calendar: ports.clock.calendar)
-            return (changes, alarms, ringing, s.timers.timers.filter(\.isRunning))
+        var book = TimerBook()
+        if let store = ports.timerStore {
+            do throws(DeviceProblem) {
+                let (loaded, problems) = try store.load()
+                book = loaded
+                startup.timerProblems = problems
+            } catch {
+                startup.timerProblems = [DeviceProblem("\(error.message); timers start empty")]
+            }
         }
+        // Those that fell due while the speaker was off ring at the start (or are missed, if long past).
+        (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: ports.clock.wallTime, calendar: ports.clock.calendar)
+        state.withLock { s in
+            s.timers = book
+            if startup.muted { _ = s.machine.handle(.setMuted(true)) }
+            s.startup = startup
+        }
+    }
+
+    /// The speaker is up: what reading the saved state found is told, saved and armed, and what fell due rings.
+    private func started(_ startup: Startup) {
+        if startup.muted { tell(.muted(true)) }
+        for problem in startup.timerProblems { tell(.deviceProblem(problem)) }
+        let now = ports.clock.wallTime
+        let counting = state.withLock { $0.timers.timers.filter(\.isRunning) }
         // Whoever follows the speaker's events learns at once what it counts down after a restart.
         for timer in counting { tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now))) }
-        timersChanged(changes, alarms: alarms)
-        if ringing { ring() }
+        timersChanged(startup.changes, alarms: startup.alarms)
+        if startup.ringing { ring() }
     }
 
     /// The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for.
@@ -679,13 +723,44 @@ public final class SpeakerLoop: Sendable {
         if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) { ring() }
     }
 
-    /// Tells and saves what changed, and sets the alarm for the next timer due.
-    /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
-    private func timersChanged(_ changes: [TimerChange], alarms: [AlarmChange] = []) {
-        var problem: DeviceProblem? = nil
-        if !changes.isEmpty || !alarms.isEmpty, let store = ports.timerStore {
-            do throws(DeviceProblem) { try store.save(state.withLock { $0.timers }) } catch { problem = error }
+    /// Said after the confirmation of a timer or alarm set that could not be saved: it rings in this run, but the
+    /// person must not believe it would survive a restart (issue #34: "Your soup timer is set", then gone).
+    public static let setButNotSaved = "I couldn't save it, though, so a restart would lose it."
+    /// The same for any other change (a cancelled timer would come back).
+    public static let changedButNotSaved = "I couldn't save that, though, so a restart would undo it."
+    /// How long after a failed save of the timers it is tried again (besides at every change).
+    static let timersSaveRetryInterval: Duration = .seconds(60)
+
+    /// Saves the timers and alarms. A save that fails is kept as the snapshot's `timersSaveProblem` and tried
+    /// again at every change and every minute, until one works (a full disk freed, a state directory fixed).
+    /// The problem, or nil.
+    @discardableResult
+    private func saveTimers() -> DeviceProblem? {
+        guard let store = ports.timerStore else { return nil }
+        let problem: DeviceProblem?
+        do throws(DeviceProblem) {
+            try store.save(state.withLock { $0.timers })
+            problem = nil
+        } catch { problem = error }
+        let before = state.withLock { s in defer { s.timersSaveProblem = problem }; return s.timersSaveProblem }
+        if let problem {
+            timersSaveRetry.schedule(after: Self.timersSaveRetryInterval)
+            if before == nil { tell(.timersSaved(problem: problem.message)) } else {
+                logger.debug("timers: still cannot be saved: \(problem.message)")
+            }
+        } else if before != nil {
+            timersSaveRetry.disarm()
+            tell(.timersSaved(problem: nil))
         }
+        return problem
+    }
+
+    /// Tells and saves what changed, and sets the alarm for the next timer due. Returns the save's problem.
+    /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
+    @discardableResult
+    private func timersChanged(_ changes: [TimerChange], alarms: [AlarmChange] = []) -> DeviceProblem? {
+        var problem: DeviceProblem? = nil
+        if !changes.isEmpty || !alarms.isEmpty { problem = saveTimers() }
         scheduleTimers()
         let now = ports.clock.wallTime
         for change in changes {
@@ -694,6 +769,7 @@ public final class SpeakerLoop: Sendable {
         }
         for change in alarms { tell(.alarm(change.kind, change.alarm)) }
         if let problem { tell(.deviceProblem(DeviceProblem("\(problem.message); a restart would lose the timers' last change"))) }
+        return problem
     }
 
     /// The longest the timer alarm is armed for, in seconds.
@@ -778,6 +854,7 @@ public final class SpeakerLoop: Sendable {
         pulse.disarm()
         timerAlarm.disarm()
         timerTick.disarm()
+        timersSaveRetry.disarm()
         search?.cancel()
         question?.stop()
         alwaysOn?.stop()

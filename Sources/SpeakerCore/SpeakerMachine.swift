@@ -111,6 +111,9 @@ public struct ActionOutcome: Sendable, Equatable {
     public var result: Result
     /// The speaker's own sentence for it.
     public var sentence: String
+    /// Said after whichever words are chosen: what was done could not be kept (the timers file could not be
+    /// written), so the person is not told a timer is set that a restart would lose.
+    public var caveat = ""
 
     public init(_ result: Result, sentence: String) {
         self.result = result
@@ -132,8 +135,8 @@ public struct ActionOutcome: Sendable, Equatable {
         case .changed: useTheirs = true
         case .told, .noMatch, .failed: useTheirs = sentence.allSatisfy(\.isWhitespace)
         }
-        if useTheirs, let said = branch?.text, !said.allSatisfy(\.isWhitespace) { return (said, branch) }
-        return (sentence, branch)
+        let said = if useTheirs, let theirs = branch?.text, !theirs.allSatisfy(\.isWhitespace) { theirs } else { sentence }
+        return (caveat.isEmpty ? said : said + " " + caveat, branch)
     }
 }
 
@@ -219,6 +222,9 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// The button: talk (press), endTalk (hold-to-talk release), cancel (long press). `talk` also comes from
     /// what has no release (a script, a test).
     case talk, endTalk, cancel
+    /// Hold-to-talk: the button went down and stays down until `endTalk`. Like `talk`, except that the question
+    /// it starts is the person's to end: a pause is not its end while they hold.
+    case hold
     /// The button went down in tap-to-talk: `talk`, and then `tapEnded` or `cancel` (a long press) follows.
     case press
     /// The tap-to-talk button came up without being held long enough to cancel.
@@ -346,8 +352,9 @@ public struct SpeakerMachine: Sendable {
 
     enum Phase: Sendable, Equatable {
         case none, ready
-        /// `quiet`: a follow-up window, where hearing nothing is no failure.
-        case recording(quiet: Bool)
+        /// `quiet`: a follow-up window, where hearing nothing is no failure. `held`: hold-to-talk, the button is
+        /// still down, so the question ends when it comes up, not at a pause.
+        case recording(quiet: Bool, held: Bool)
         /// `pressDown`: the press that ended the recording is still down; it may yet become a long press (cancel),
         /// so the answer (or failure) waits in `held` until the button comes up, instead of playing for a second
         /// and being cut off.
@@ -428,11 +435,20 @@ public struct SpeakerMachine: Sendable {
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
         switch (phase, event) {
         case (.none, .started):
-            return leave(to: .ready) + [.leds(.ready)]
+            return leave(to: .ready) + [.leds(readyLEDs)]  // muted, when it starts muted
         case (.none, .shutdown):
             return [.leds(.off), .stopped]
+        case (.none, .setMuted(let on)):
+            // The saved mute, read before the start so that nothing can see the speaker unmuted meanwhile: nothing
+            // is open yet, and the start shows it (the muted LEDs).
+            muted = on
+            return []
         case (.none, _):
             return []
+        case (.ready, .hold):
+            return muted ? say(.text(Self.mutedSentence)) : startListening(preRoll: false, held: true)
+        case (_, .hold):
+            return transition(.talk)  // in every other state a hold is what any press is
         case (_, .shutdown):
             var effects: [SpeakerEffect] = []
             if state == .recording || state == .searching { effects.append(.cancelSearch) }
@@ -502,11 +518,17 @@ public struct SpeakerMachine: Sendable {
         case (.ready, _):
             return []
 
+        case (.recording(_, held: true), .endOfSpeech), (.recording(_, held: true), .noSpeech):
+            // A pause (or the service's SafeToStopAudio) while the button is held: the person is still asking.
+            return []
+        case (.recording(_, held: true), .watchdog):
+            // Held past the speaker's recording limit: what was said is sent, as a release would.
+            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
         case (.recording, .talk), (.recording, .press), (.recording, .endTalk), (.recording, .endOfSpeech):
             // Only the press that sends the question can hold its answer back.
             return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: event == .press, held: nil))
                 + [.leds(.searching)]
-        case (.recording(quiet: true), .noSpeech):
+        case (.recording(quiet: true, _), .noSpeech):
             return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
@@ -608,8 +630,8 @@ public struct SpeakerMachine: Sendable {
         [.stopSpeaking, .stopRinging] + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    private mutating func startListening(preRoll: Bool, quiet: Bool = false) -> [SpeakerEffect] {
-        [.playEarcon(.startListening)] + enter(.recording(quiet: quiet)) + [.leds(.listening), .startSearch(preRoll: preRoll)]
+    private mutating func startListening(preRoll: Bool, quiet: Bool = false, held: Bool = false) -> [SpeakerEffect] {
+        [.playEarcon(.startListening)] + enter(.recording(quiet: quiet, held: held)) + [.leds(.listening), .startSearch(preRoll: preRoll)]
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {

@@ -154,8 +154,9 @@ final class ControlRig: Sendable {
     let server: ControlServer
     let port: Int
 
-    init(token: String = "", host: String = "127.0.0.1", limits: ControlServer.Limits = .init()) async throws {
-        let hub = ControlHub()
+    init(token: String = "", host: String = "127.0.0.1", limits: ControlServer.Limits = .init(),
+         largestSubscriberCount: Int = ControlHub.defaultLargestSubscriberCount) async throws {
+        let hub = ControlHub(largestSubscriberCount: largestSubscriberCount)
         self.hub = hub
         rig = await LoopRig(observers: [{ hub.publish($0) }])
         hub.attach(rig.loop)
@@ -332,14 +333,14 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         #expect(await stuck.upgrade().hasPrefix("HTTP/1.1 101"))
         let (reader, _) = try await c.subscriber()
         #expect(await c.rig.eventually { c.hub.subscriberCount == 2 })
-        // Far more than the backlog a client may have, in rounds the reader keeps up with: each publish only hands
-        // the line over and returns.
+        // Far more than the backlog a client may have, in rounds the reader keeps up with (each well under the
+        // backlog): each publish only hands the line over and returns.
         let text = String(repeating: "x", count: 4000)
         var next = 0
-        for round in 0..<10 {
-            for i in (round * 100)..<(round * 100 + 100) { c.hub.publish(.partialTranscript("\(i) \(text)")) }
+        for round in 0..<25 {
+            for i in (round * 40)..<(round * 40 + 40) { c.hub.publish(.partialTranscript("\(i) \(text)")) }
             // The one that reads gets everything, in order.
-            while next < round * 100 + 100, let message = await reader.nextMessage() {
+            while next < round * 40 + 40, let message = await reader.nextMessage() {
                 guard let words = json(message)["text"]?.stringValue else { continue }
                 #expect(words.hasPrefix("\(next) "))
                 next += 1
@@ -536,6 +537,47 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         c.rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         let (status, body) = try await reply
         #expect(status == 200 && body["answer"] == "It is noon.")
+        await c.stop()
+    }
+}
+
+/// Issue #34: 60 WebSocket clients that never read held 73 MB. Each client's queue is bounded in what it costs
+/// (its frames, not only their text), and so is the number of clients.
+@Suite(.serialized) struct ControlMemoryTests {
+    /// Short events (as the level meter's, five a second) to a client that never reads: 10,000 of them are well
+    /// under a megabyte of text but hold several in queued frames. The client is closed long before.
+    @Test func aClientThatNeverReadsShortEventsIsClosed() async throws {
+        let c = try await ControlRig()
+        let stuck = try c.client(receiveBuffer: 1024)
+        #expect(await stuck.upgrade().hasPrefix("HTTP/1.1 101"))
+        #expect(await c.rig.eventually { c.hub.subscriberCount == 1 })
+        for i in 0..<10_000 { c.hub.publish(.partialTranscript("\(i)")) }
+        #expect(c.hub.droppedCount == 1)
+        #expect(c.hub.subscriberCount == 0)
+        // Closed by the server: what reached the client is followed by the end of the stream.
+        #expect(await stuck.readsToTheEnd())
+        await c.stop()
+    }
+
+    /// One more client than the limit is told why (close code 1013, try again later) and closed; the others keep
+    /// everything, and once one leaves a new one gets in.
+    @Test func noMoreClientsThanTheLimit() async throws {
+        let c = try await ControlRig(largestSubscriberCount: 3)
+        var clients: [RawClient] = []
+        for _ in 0..<3 { clients.append(try await c.subscriber().0) }
+        let refused = try c.client()
+        #expect(await refused.upgrade().hasPrefix("HTTP/1.1 101"))
+        #expect(await refused.closeCode() == 1013)
+        #expect(c.hub.subscriberCount == 3)
+        c.rig.loop.send(.carryOut(.volume(.to(70))))
+        for client in clients {
+            #expect(json(await client.message { json($0)["event"] == "volume" })["percent"] == 70)
+        }
+        clients.removeFirst()
+        #expect(await c.rig.eventually { c.hub.subscriberCount == 2 })
+        let (_, snapshot) = try await c.subscriber()
+        #expect(snapshot["event"] == "snapshot")
+        #expect(c.hub.subscriberCount == 3)
         await c.stop()
     }
 }

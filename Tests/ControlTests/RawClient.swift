@@ -177,4 +177,31 @@ final class RawClient: @unchecked Sendable {
         frame += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
         send(frame)
     }
+
+    /// Reads whatever is there until the server ends the stream: true at the end, false on an error or the
+    /// receive timeout.
+    func readsToTheEnd() async -> Bool {
+        await offPool { [self] in
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count == 0 { return true }
+                if count < 0 { return false }
+            }
+        }
+    }
+
+    /// The status code of the server's close frame (nil: the connection ended, or timed out, without one).
+    func closeCode() async -> UInt16? {
+        await offPool { [self] in
+            while true {
+                if let (opcode, payload, used) = frame() {
+                    pending.removeFirst(used)
+                    if opcode == 8 { return payload.count >= 2 ? UInt16(payload[0]) << 8 | UInt16(payload[1]) : nil }
+                    continue
+                }
+                guard fill() else { return nil }
+            }
+        }
+    }
 }

@@ -459,9 +459,15 @@ public final class FakeTimerStore: TimerStore {
         saved.withLock { $0 = book }
         self.problems = problems
     }
+    private let saveFailure = Mutex<DeviceProblem?>(nil)
     public var book: TimerBook? { saved.withLock { $0 } }
     public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) { (saved.withLock { $0 } ?? TimerBook(), problems) }
-    public func save(_ book: TimerBook) throws(DeviceProblem) { saved.withLock { $0 = book } }
+    public func save(_ book: TimerBook) throws(DeviceProblem) {
+        if let failure = saveFailure.withLock({ $0 }) { throw failure }
+        saved.withLock { $0 = book }
+    }
+    /// From now on every save fails with `problem` (a full disk), or, with nil, works again.
+    public func failSaves(_ problem: DeviceProblem?) { saveFailure.withLock { $0 = problem } }
 }
 
 /// The owner's commands, recorded; the test ends each with the status it wants.

@@ -37,7 +37,8 @@ public final class LoopRig: Sendable {
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }
-        _ = await recorder.wait(for: .leds(.ready))
+        // The start ends with the LEDs: ready, or muted when it starts muted.
+        _ = await recorder.wait { if case .leds = $0 { true } else { false } }
     }
 
     /// Shuts the loop down and waits for run() to return.

@@ -81,6 +81,24 @@ import SpeakerTestKit
         #expect(rig.board.shown.contains(.listening))
     }
 
+    /// Hold-to-talk through the board port: a pause while the button is held does not end the question; the
+    /// release does (it ended at the first pause while the button was still held).
+    @Test func holdToTalkListensUntilTheRelease() async {
+        let rig = await LoopRig()
+        let mark = rig.recorder.count
+        rig.board.press(.talk)  // hold-to-talk: the button went down
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        rig.loop.send(.endOfSpeech)  // the endpointer hears a pause
+        rig.board.press(.endTalk)  // then the button comes up
+        #expect(await rig.saw(.leds(.searching), after: mark))
+        #expect(await rig.saw(.button(.endTalk), after: mark))
+        let all = rig.recorder.all
+        let released = all.firstIndex(of: .button(.endTalk))
+        let sent = all.firstIndex(of: .stateChanged(from: .recording, to: .searching))
+        #expect(released != nil && sent != nil && released! < sent!, "the question ended before the release: \(all[mark...])")
+        await rig.stop()
+    }
+
     @Test func aPressWhileSpeakingStopsTheAnswerAtOnce() async {
         let rig = await LoopRig()
         _ = await ask(rig)

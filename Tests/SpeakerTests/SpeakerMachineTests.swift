@@ -22,7 +22,7 @@ func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()
 }
 
 let allEvents: [SpeakerEvent] = [
-    .started, .talk, .endTalk, .cancel, .press, .tapEnded, .hotPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
+    .started, .talk, .hold, .endTalk, .cancel, .press, .tapEnded, .hotPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
     .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
@@ -44,6 +44,8 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     if state != .none, case .textQuery = event { return .searching }
     // The control API's listen is a tap, except that over an answer it asks the next question.
     if event == .listen { return state == .speaking ? .recording : expectedNext(state, .talk) }
+    // A hold-to-talk press is a press, but for what happens while it is held (HoldToTalkTests).
+    if event == .hold { return expectedNext(state, .talk) }
     switch state {
     case .none: return event == .started ? .ready : .none
     case .ready:
@@ -442,5 +444,76 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
             #expect(effects.contains(.startSearch(preRoll: true)) == bargeIn)
             #expect(m.state == (bargeIn ? .recording : .ready))
         }
+    }
+}
+
+/// Hold-to-talk: the question is the person's to end while they hold the button (issue #35: it ended at the
+/// first pause while the button was still held).
+@Suite struct HoldToTalkTests {
+    func holding() -> SpeakerMachine {
+        var m = machine(in: .ready)
+        let effects = m.handle(.hold)
+        #expect(m.state == .recording)
+        #expect(effects.contains(.startSearch(preRoll: false)))
+        return m
+    }
+
+    @Test func aPauseWhileHeldKeepsListening() {
+        var m = holding()
+        #expect(m.handle(.endOfSpeech) == [])
+        #expect(m.handle(.noSpeech) == [])
+        #expect(m.state == .recording)
+        // The release ends it, and the question is sent.
+        let effects = m.handle(.endTalk)
+        #expect(m.state == .searching)
+        #expect(effects.contains(.endAudio))
+    }
+
+    @Test func aTapOrAScriptStillEndsAtThePause() {
+        var m = machine(in: .recording)  // by .talk, which has no release
+        _ = m.handle(.endOfSpeech)
+        #expect(m.state == .searching)
+        var tapped = machine(in: .ready)
+        _ = tapped.handle(.press)
+        _ = tapped.handle(.tapEnded)
+        _ = tapped.handle(.endOfSpeech)
+        #expect(tapped.state == .searching)
+    }
+
+    @Test func heldPastTheRecordingLimitTheQuestionIsSentNotFailed() {
+        var m = holding()
+        let effects = m.handle(.watchdog(generation: m.watchdogGeneration))
+        #expect(m.state == .searching)
+        #expect(effects.contains(.endAudio))
+        #expect(!effects.contains(.playEarcon(.error)))
+    }
+
+    @Test func aLongHoldCanStillBeCancelledAndTheAnswerStillArrives() {
+        var cancelled = holding()
+        _ = cancelled.handle(.cancel)
+        #expect(cancelled.state == .ready)
+        var answered = holding()
+        _ = answered.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(answered.state == .speaking)
+    }
+
+    @Test func holdingWhileMutedSaysSo() {
+        var m = machine(in: .ready)
+        _ = m.handle(.setMuted(true))
+        let effects = m.handle(.hold)
+        #expect(m.state == .speaking)
+        #expect(effects.contains(.speak(.text(SpeakerMachine.mutedSentence))))
+    }
+
+    /// The next press after the hold-to-talk question is a new question (held again), not left over.
+    @Test func theNextHoldIsHeldToo() {
+        var m = holding()
+        _ = m.handle(.endTalk)
+        _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        _ = m.handle(.speechEnded(.finished))
+        #expect(m.state == .ready)
+        _ = m.handle(.hold)
+        #expect(m.handle(.endOfSpeech) == [])
+        #expect(m.state == .recording)
     }
 }

@@ -2,7 +2,9 @@
 # The Debian package as an owner meets it: built by deploy/build-deb in the Debian 13 chroot (so dpkg-shlibdeps
 # sees Debian 13's libraries), then installed with apt into a fresh Debian 13 system that has never seen the
 # project (tools/debian-chroot.sh --fresh), where Tests/deb/inside.sh checks the install, the programs, an
-# upgrade, a downgrade, a removal and a purge.
+# upgrade, a downgrade, a removal and a purge. Then the fleet's way: a signed apt repository made with
+# deploy/apt-repo (aptly, GnuPG), and another fresh Debian 13 set up as deploy/README.md tells a speaker's owner,
+# where Tests/deb/inside-repo.sh installs from it, upgrades through unattended-upgrades and rolls back with apt.
 #   Tests/deb/run.sh [--suite SUITE]     (default trixie; needs root, as tools/debian-chroot.sh does)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,5 +29,26 @@ bash tools/debian-chroot.sh --suite "$suite" -- bash -c '
 [ -s "$out/new" ] && [ -s "$out/old" ] || { echo "deb: build-deb failed (all of it in $out/build.log)" >&2; exit 1; }
 if grep -E "^E: " "$out/build.log"; then echo "deb: lintian found errors (above)" >&2; exit 1; fi
 
+echo "== an arm64 package from an arm64 binary, made the same way"
+bash tools/debian-chroot.sh --suite "$suite" -- bash Tests/deb/arm64.sh "$out"
+
 echo "== install, run, upgrade, downgrade, remove and purge in a fresh $suite system"
 bash tools/debian-chroot.sh --suite "$suite" --fresh -- bash Tests/deb/inside.sh "$(cat "$out/old")" "$(cat "$out/new")"
+
+echo "== a signed apt repository (deploy/apt-repo): the previous release published, then this one"
+repo="$out/repo"
+bash deploy/apt-repo init "$repo" > "$out/repo.log"
+old_local="$(cat "$out/old")"; old_local="${old_local/hound-speaker_/hound-speaker-local_}"
+new_local="$(cat "$out/new")"; new_local="${new_local/hound-speaker_/hound-speaker-local_}"
+# What the speakers see before and after the update is published: aptly's public tree at each step (the test
+# switches its source from one to the other, as a web server's root would change).
+bash deploy/apt-repo add "$repo" "$(cat "$out/old")" "$old_local" --suite "$suite" >> "$out/repo.log"
+cp -a "$repo/public" "$repo/before"
+bash deploy/apt-repo add "$repo" "$(cat "$out/new")" "$new_local" --suite "$suite" >> "$out/repo.log"
+cp -a "$repo/public" "$repo/after"
+ln -sfn before "$repo/served"
+bash deploy/apt-repo sources "$repo" "file://$PWD/$repo/served" --suite "$suite" > "$out/hound-speaker.sources"
+
+echo "== a fresh $suite speaker on the repository: install, unattended upgrade, rollback"
+bash tools/debian-chroot.sh --suite "$suite" --fresh -- bash Tests/deb/inside-repo.sh "$PWD/$out" \
+    "$(dpkg-deb -f "$(cat "$out/old")" Version)" "$(dpkg-deb -f "$(cat "$out/new")" Version)"

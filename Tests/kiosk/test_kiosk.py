@@ -69,12 +69,12 @@ class Speaker(RunSpeaker):
     """`run` with the control API on a free port, against the local service; the microphone file read at a
     microphone's pace, so the level meter moves as it would (levels are paced by real time too)."""
 
-    def __init__(self, tmp, service_port, screen="dim_after = 0"):
+    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None):
         self.control = free_port()
         super().__init__(pathlib.Path(tmp), service_port, pacing="auto", extra=f"""[houndify.request_info]
 LocalServiceTranscript = "what time is it"
 [speaker]
-timers_file = "{tmp}/timers.json"
+timers_file = "{timers_file or f'{tmp}/timers.json'}"
 mute_file = "{tmp}/muted"
 [control]
 listen = "127.0.0.1:{self.control}"
@@ -274,6 +274,42 @@ def test_a_quiet_screen_dims_and_a_touch_wakes_it_without_pressing_anything():
         assert bright == {"event": "screen", "dimmed": False, "percent": 100, "backlight": False}
         browser.wait_until("!document.body.classList.contains('dimmed')", "the page at full brightness")
         assert not [e for e in seen if e.get("event") == "state"], f"the touch pressed a button: {seen}"
+    finally:
+        browser.stop()
+        speaker.stop()
+        service.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_timers_that_could_not_be_saved_say_so_on_the_screen():
+    """Issue #34: a timer confirmed that a restart would lose. Here the state directory is a file (the tests run as
+    root, who may write any directory): the timer is set and counts down all the same, the answer says it could
+    not be saved, and the screen says so until a save works."""
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    with open(f"{tmp}/state", "w") as f:
+        f.write("not a directory")
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port, timers_file=f"{tmp}/state/timers.json")
+    browser = Browser(tmp)
+    try:
+        browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/")
+        browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the ready state")
+        assert browser.evaluate("document.getElementById('unsaved').hidden")
+        asked = speaker.ctl("text", "set a timer for 10 minutes")
+        assert asked.returncode == 0, asked.stderr
+        assert "I couldn't save it, though, so a restart would lose it." in asked.stdout, asked.stdout
+        browser.wait_until("document.querySelector('#timers li[data-kind=timer]') !== null", "the timer")
+        browser.wait_until("!document.getElementById('unsaved').hidden", "that the timers are not saved")
+        notice = browser.evaluate("document.getElementById('unsaved').textContent")
+        assert notice.startswith("Timers not saved: a restart would lose them") and f"{tmp}/state" in notice, notice
+        status = speaker.ctl("status")
+        assert status.returncode == 0, status.stderr
+        snapshot = json.loads(status.stdout)
+        assert snapshot["timers_saved"] is False and f"{tmp}/state" in snapshot["timers_save_problem"], snapshot
+        # A page opened now learns it from the snapshot.
+        browser.call("Page.reload")
+        browser.wait_until("document.querySelector('#timers li[data-kind=timer]') !== null", "the timer after a reload")
+        browser.wait_until("!document.getElementById('unsaved').hidden", "the notice after a reload")
     finally:
         browser.stop()
         speaker.stop()

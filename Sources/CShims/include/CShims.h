@@ -3,3 +3,4 @@
 #include "hs_alsa.h"
 #include "hs_clock.h"
 #include "hs_malloc.h"
+#include "hs_spawn.h"

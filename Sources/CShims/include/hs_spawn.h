@@ -1,0 +1,11 @@
+#pragma once
+#include <spawn.h>
+
+/// posix_spawn_file_actions_addclosefrom_np(actions, from): the child closes every descriptor from `from` up,
+/// whoever opened it (libraries open descriptors without close-on-exec, e.g. SwiftNIO's listening socket and
+/// epoll descriptor). Swift's Glibc module does not import it (a GNU extension). Returns 0, or an error number:
+/// ENOSYS where glibc is older than 2.34 and lacks it.
+int hs_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
+
+/// pipe2(fds, O_CLOEXEC), which Swift's Glibc module does not import: a pipe no child inherits.
+int hs_pipe_cloexec(int fds[2]);
