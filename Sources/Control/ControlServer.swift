@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Glibc
 public import Logging
 import NIOCore
 import NIOHTTP1
@@ -13,10 +14,15 @@ import Synchronization
 public final class ControlServer: Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let hub: ControlHub
-    private let access: ControlAccess
+    private let token: String
+    private let limits: Limits
     private let page: [UInt8]?
     private let logger: Logger
     private let channel = Mutex<(any Channel)?>(nil)
+    /// Set once the port is known (before any client can know it when the port was 0).
+    private let access = Mutex<ControlAccess?>(nil)
+    private let connections = Atomic<Int>(0)
+    private let warnedFull = Atomic<Bool>(false)
 
     /// A request body larger than this is refused (a command is a line of JSON).
     static let largestBody = 64 * 1024
@@ -31,52 +37,133 @@ public final class ControlServer: Sendable {
     /// the completion callback and the allocator's rounding (an estimate on the generous side).
     static let frameOverhead = 512
 
+    /// What one client may hold, so that no number of clients can take the speaker's file descriptors, memory or
+    /// time (the microphone, the sound card and Houndify need descriptors of their own).
+    public struct Limits: Sendable {
+        /// Connections open at once, WebSockets included; one more is closed as soon as it is accepted. The kiosk
+        /// and a few scripts need a handful.
+        public var connections = 64
+        /// A request must arrive whole (its head and body) within this; a connection that sends nothing for this
+        /// long between requests is closed too. WebSockets are not timed: they are the kiosk's, and send nothing.
+        public var requestTimeout = Duration.seconds(10)
+
+        public init(connections: Int = 64, requestTimeout: Duration = .seconds(10)) {
+            self.connections = connections
+            self.requestTimeout = requestTimeout
+        }
+
+        var requestTimeAmount: TimeAmount {
+            let (seconds, attoseconds) = requestTimeout.components
+            return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        }
+    }
+
     /// `page`: the kiosk page's HTML (nil: not installed; `/` then says so).
-    public init(hub: ControlHub, token: String, page: [UInt8]?, logger: Logger) {
+    public init(hub: ControlHub, token: String, page: [UInt8]?, logger: Logger, limits: Limits = Limits()) {
         self.hub = hub
-        access = ControlAccess(token: token)
+        self.token = token
+        self.limits = limits
         self.page = page
         self.logger = logger
     }
 
-    /// Listens on `host:port` (port 0: any free one); returns the port.
+    public struct ListenFailure: Error, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+        public var reason: String
+        public var description: String {
+            "cannot listen on \(host.contains(":") ? "[\(host)]" : host):\(port): \(reason)"
+        }
+    }
+
+    /// Listens on `host:port` (port 0: any free one); returns the port. Throws `ListenFailure` when the address
+    /// cannot be had (a port already taken, an address this machine does not have).
     public func start(host: String, port: Int) async throws -> Int {
-        let hub = hub, access = access, page = page, logger = logger
+        if port != 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: port) } }
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // A client that stops reading fills a small buffer, not the speaker's memory: the rest waits in the
             // backlog that drops it (largestBacklog).
             .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let http = HTTPHandler(hub: hub, access: access, page: page, logger: logger)
-                    let boundHTTP = NIOLoopBound(http, eventLoop: channel.eventLoop)
-                    let upgrader = NIOWebSocketServerUpgrader(
-                        maxFrameSize: ControlServer.largestBody,
-                        shouldUpgrade: { channel, head in
-                            let allowed = ControlPath(head.uri).path == "/api/ws"
-                                && access.check(head, peerIsLoopback: channel.remoteAddress.isLoopback) == nil
-                            // Not upgraded: the HTTP handler answers with the reason.
-                            return channel.eventLoop.makeSucceededFuture(allowed ? HTTPHeaders() : nil)
-                        },
-                        upgradePipelineHandler: { channel, _ in
-                            channel.eventLoop.makeCompletedFuture {
-                                try channel.pipeline.syncOperations.addHandler(
-                                    NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
-                                                                maxAccumulatedFrameSize: ControlServer.largestBody))
-                                try channel.pipeline.syncOperations.addHandler(WebSocketHandler(hub: hub, logger: logger))
-                            }
-                        })
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                        withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
-                            context.pipeline.syncOperations.removeHandler(boundHTTP.value, promise: nil)
-                        }))
-                    try channel.pipeline.syncOperations.addHandler(http)
+            .childChannelInitializer { [self] channel in
+                guard let access = access.withLock({ $0 }), admit(channel) else {
+                    return channel.close()
                 }
+                return channel.eventLoop.makeCompletedFuture { try self.configure(channel, access: access) }
             }
-        let bound = try await bootstrap.bind(host: host, port: port).get()
+        let bound: any Channel
+        do {
+            bound = try await bootstrap.bind(host: host, port: port).get()
+        } catch {
+            // "Address already in use", not NIO's "bind(descriptor:ptr:bytes:): ... (errno: 98)".
+            throw ListenFailure(host: host, port: port, reason: (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)")
+        }
+        let actual = bound.localAddress?.port ?? port
+        if port == 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: actual) } }
         channel.withLock { $0 = bound }
-        return bound.localAddress?.port ?? port
+        return actual
+    }
+
+    /// Connections open now (for the tests).
+    var openConnections: Int { connections.load(ordering: .relaxed) }
+
+    /// Counts a new connection in; false (and a warning, once until there is room again) when `limits.connections`
+    /// are open already.
+    private func admit(_ channel: any Channel) -> Bool {
+        let open = connections.add(1, ordering: .relaxed).newValue
+        guard open <= limits.connections else {
+            connections.subtract(1, ordering: .relaxed)
+            if !warnedFull.exchange(true, ordering: .relaxed) {
+                logger.warning("control API: \(limits.connections) connections are open; closing new ones until one ends")
+            }
+            return false
+        }
+        channel.closeFuture.whenComplete { [self] _ in
+            if connections.subtract(1, ordering: .relaxed).newValue < limits.connections {
+                warnedFull.store(false, ordering: .relaxed)
+            }
+        }
+        return true
+    }
+
+    private func configure(_ channel: any Channel, access: ControlAccess) throws {
+        let hub = hub, page = page, logger = logger, limits = limits
+        let http = HTTPHandler(hub: hub, access: access, page: page, logger: logger, requestTimeout: limits.requestTimeAmount)
+        let idle = IdleStateHandler(readTimeout: limits.requestTimeAmount)
+        let headers = FramingHeaders()
+        let bound = NIOLoopBound((http, idle, headers), eventLoop: channel.eventLoop)
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: ControlServer.largestBody,
+            shouldUpgrade: { channel, head in
+                let allowed = ControlPath(head.uri).path == "/api/ws"
+                    && access.check(head, peerIsLoopback: channel.remoteAddress.isLoopback) == nil
+                // Not upgraded: the HTTP handler answers with the reason.
+                return channel.eventLoop.makeSucceededFuture(allowed ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(
+                        NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
+                                                    maxAccumulatedFrameSize: ControlServer.largestBody))
+                    try channel.pipeline.syncOperations.addHandler(WebSocketHandler(hub: hub, logger: logger))
+                }
+            })
+        let sync = channel.pipeline.syncOperations
+        try sync.configureHTTPServerPipeline(
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+                // The HTTP handlers go before the first frame is written: what is left speaks WebSocket.
+                let (http, idle, headers) = bound.value
+                context.pipeline.syncOperations.removeHandler(http, promise: nil)
+                context.pipeline.syncOperations.removeHandler(idle, promise: nil)
+                context.pipeline.syncOperations.removeHandler(headers, promise: nil)
+            }))
+        // Next to the encoder, so that every response has them: ours, NIO's 400 for a request it cannot parse, and
+        // the 101 of a WebSocket.
+        try sync.addHandler(headers, position: .after(try sync.handler(type: HTTPResponseEncoder.self)))
+        // After the decoder, which passes nothing on until a request's head is whole: a head sent slowly, or a
+        // connection left open with nothing more, is timed out from the last whole part.
+        try sync.addHandler(idle)
+        try sync.addHandler(http)
     }
 
     public func stop() async {
@@ -94,48 +181,130 @@ extension Optional where Wrapped == SocketAddress {
     }
 }
 
-/// Plain HTTP: the page, the snapshot and commands.
+/// Adds to every response the headers that forbid showing it in a frame of another page (clickjacking: a page
+/// that frames the kiosk could trick a click on it): CSP's `frame-ancestors`, and `X-Frame-Options` for browsers
+/// that predate it.
+final class FramingHeaders: ChannelOutboundHandler, RemovableChannelHandler {
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    static let headers = [("Content-Security-Policy", "frame-ancestors 'none'"), ("X-Frame-Options", "DENY")]
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard case .head(var head) = unwrapOutboundIn(data) else { return context.write(data, promise: promise) }
+        for (name, value) in Self.headers { head.headers.replaceOrAdd(name: name, value: value) }
+        context.write(wrapOutboundOut(.head(head)), promise: promise)
+    }
+}
+
+/// Plain HTTP: the page, the snapshot and commands. A request is refused as soon as its head shows it must be (the
+/// Host, the token, a body declared too large) or its body grows past `largestBody`, without reading the rest; a
+/// refused connection is closed.
 final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
+
+    private enum State {
+        /// Between requests.
+        case idle
+        /// A request's body is coming.
+        case reading(HTTPRequestHead)
+        /// The request is whole; its answer is being made (a `text` waits for Houndify).
+        case answering
+        /// Refused and answered; the rest of the request is read and dropped until it ends, then the connection is
+        /// closed (closing with unread bytes would reset it, and the client could lose the answer).
+        case closing
+    }
 
     private let hub: ControlHub
     private let access: ControlAccess
     private let page: [UInt8]?
     private let logger: Logger
-    private var head: HTTPRequestHead?
+    private let requestTimeout: TimeAmount
+    private var state = State.idle
     private var body: [UInt8] = []
-    private var bodyTooLarge = false
+    /// Closes a connection whose request has not arrived whole in time (a body sent a byte at a time).
+    private var deadline: Scheduled<Void>?
+    /// While closing: the refused request has been read to its end; the refusal has been sent and the output closed.
+    private var requestEnded = false
+    private var outputClosed = false
 
-    init(hub: ControlHub, access: ControlAccess, page: [UInt8]?, logger: Logger) {
+    init(hub: ControlHub, access: ControlAccess, page: [UInt8]?, logger: Logger, requestTimeout: TimeAmount) {
         self.hub = hub
         self.access = access
         self.page = page
         self.logger = logger
+        self.requestTimeout = requestTimeout
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadline?.cancel()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
+        switch (unwrapInboundIn(data), state) {
+        case (.head(let head), .idle):
             body = []
-            bodyTooLarge = false
-        case .body(var buffer):
-            if body.count + buffer.readableBytes > ControlServer.largestBody { bodyTooLarge = true } else {
-                body += buffer.readBytes(length: buffer.readableBytes) ?? []
+            if let refusal = refusal(of: head, context: context) {
+                return refuse(context: context, head: head, status: refusal.status, message: refusal.message)
             }
-        case .end:
-            guard let head else { return }
-            self.head = nil
+            state = .reading(head)
+            deadline = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { [self] in
+                guard case .reading = state else { return }
+                context.close(promise: nil)
+            }
+        case (.body(let buffer), .reading(let head)):
+            guard body.count + buffer.readableBytes <= ControlServer.largestBody else {
+                return refuse(context: context, head: head, status: .payloadTooLarge,
+                              message: "the request is larger than \(ControlServer.largestBody) bytes")
+            }
+            body += buffer.readableBytesView
+        case (.end, .reading(let head)):
+            deadline?.cancel()
+            state = .answering
             route(context: context, head: head)
+        case (.end, .closing):
+            requestEnded = true
+            if outputClosed { context.close(promise: nil) }
+        case (_, .closing):
+            break
+        case (.head, _), (.body, _), (.end, _):
+            // HTTPServerPipelineHandler holds a pipelined request back until the answer to the one before is sent.
+            context.close(promise: nil)
         }
     }
 
-    private func route(context: ChannelHandlerContext, head: HTTPRequestHead) {
+    /// A request NIO could not parse (it has answered 400), or a broken connection: closed, not left to time out.
+    /// (A WebSocket handshake that is not allowed also comes here as an error; the request goes on to be refused.)
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is HTTPParserError || error is IOError { context.close(promise: nil) }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // Nothing for requestTimeout: a connection between requests, in the middle of one (its head still coming
+        // counts: the decoder passes nothing on until it is whole), or not taking the rest of its refusal. Not while
+        // an answer is being made: the client is waiting for it, not idle.
+        if event is IdleStateHandler.IdleStateEvent {
+            if case .answering = state { return }
+            return context.close(promise: nil)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Why the request must be refused from its head alone, before anything is read or done for it.
+    private func refusal(of head: HTTPRequestHead, context: ChannelHandlerContext) -> ControlAccess.Refusal? {
         if let refusal = access.check(head, peerIsLoopback: context.channel.remoteAddress.isLoopback) {
             logger.info("control API: refused \(head.method) \(ControlPath(head.uri).path) from \(context.channel.remoteAddress?.ipAddress ?? "?"): \(refusal.message)")
-            return respond(context: context, head: head, status: refusal.status, json: ControlHub.failure(refusal.message))
+            return refusal
         }
+        let lengths = head.headers["content-length"]
+        if let length = lengths.first.flatMap({ Int($0) }), length > ControlServer.largestBody || lengths.count > 1 {
+            return .init(status: .payloadTooLarge, message: "the request is larger than \(ControlServer.largestBody) bytes")
+        }
+        return nil
+    }
+
+    private func route(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = ControlPath(head.uri).path
         switch (head.method, path) {
         case (.GET, "/"), (.GET, "/index.html"):
@@ -166,10 +335,6 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             return respond(context: context, head: head, status: .unsupportedMediaType,
                            json: ControlHub.failure("send the command as Content-Type: application/json"))
         }
-        guard !bodyTooLarge else {
-            return respond(context: context, head: head, status: .payloadTooLarge,
-                           json: ControlHub.failure("the request is larger than \(ControlServer.largestBody) bytes"))
-        }
         let command: ControlCommand
         do {
             let json = try JSONValue(parsing: Data(body))
@@ -179,6 +344,7 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         } catch {
             return respond(context: context, head: head, status: .badRequest, json: ControlHub.failure("the body is not JSON"))
         }
+        body = []
         logger.info("control API: \(command.name)")
         let hub = hub, eventLoop = context.eventLoop
         let bound = NIOLoopBound((self, context), eventLoop: eventLoop)
@@ -191,21 +357,46 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
     }
 
+    /// Answers a request refused before its end, and closes: the output at once, the rest once the client has
+    /// sent what it had started (or requestTimeout has passed, by the idle handler or the deadline).
+    private func refuse(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, message: String) {
+        state = .closing
+        requestEnded = false
+        outputClosed = false
+        body = []
+        respond(context: context, head: head, status: status, json: ControlHub.failure(message))
+        // However fast the rest keeps coming, it is not read for longer than a request may take.
+        deadline?.cancel()
+        deadline = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { context.close(promise: nil) }
+    }
+
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, json: JSONValue) {
         respond(context: context, head: head, status: status, contentType: "application/json", body: Array((json.asciiJSON() + "\n").utf8))
     }
 
+    /// A response; after an error (4xx, 5xx) or when the client asked, the connection is closed.
     private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, contentType: String, body: [UInt8]) {
+        let keepAlive = head.isKeepAlive && status.code < 400
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: "\(body.count)")
         headers.add(name: "Cache-Control", value: "no-store")
-        if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
-        let keepAlive = head.isKeepAlive
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
-            if !keepAlive { channel.close(promise: nil) }
+        let closing: Bool
+        if case .closing = state { closing = true } else { closing = false }
+        // Idle before the end is written: HTTPServerPipelineHandler hands on a pipelined request as soon as it is.
+        if keepAlive && !closing { state = .idle }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { [self] _ in
+            if closing {
+                // Unless the request has ended, the rest is still coming: stop answering, keep reading until it
+                // ends (channelRead closes then).
+                outputClosed = true
+                context.close(mode: requestEnded ? .all : .output, promise: nil)
+            } else if !keepAlive {
+                context.close(promise: nil)
+            }
         }
     }
 }

@@ -98,6 +98,10 @@ public enum ControlClient {
         let unmanaged = Unmanaged.passRetained(response)
         defer { unmanaged.release() }
         hs_curl_setopt_string(easy, CURLOPT_URL, url)
+        // The speaker is this machine's own (the config's [control] listen): never through a proxy, whatever
+        // http_proxy, HTTP_PROXY or all_proxy say, which would otherwise get the command and the token. "" turns
+        // the environment's proxy off (libcurl sends even 127.0.0.1 through it: checked with 7.88, Debian 12).
+        hs_curl_setopt_string(easy, CURLOPT_PROXY, "")
         hs_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
         hs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, 3_000)
         // A question waits for its answer (the API gives up at 30 s).

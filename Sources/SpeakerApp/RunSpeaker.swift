@@ -45,7 +45,7 @@ public enum RunSpeaker {
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let loop = speaker.makeLoop()
         hub.attach(loop)
-        let server = await startControl(control, hub: hub, context: context)
+        let server = try await startControl(control, hub: hub, context: context)
         speaker.board?.start()
         context.logger.notice("hound-speaker running: \(prompt)")
         await withTaskGroup(of: Void.self) { group in
@@ -62,9 +62,11 @@ public enum RunSpeaker {
         await server?.stop()
     }
 
-    /// The control API and kiosk page, if configured. A port already taken is logged and the speaker runs without
-    /// them: the speaker itself matters more than its remote control.
-    static func startControl(_ control: SpeakerConfiguration.ControlSection, hub: ControlHub, context: AppContext) async -> ControlServer? {
+    /// The control API and kiosk page, if configured. An address that cannot be had (the port taken by another
+    /// program, or by a speaker already running) stops `run` with the reason: a speaker without its screen and
+    /// remote control would look dead to whoever uses them, while an exit is seen (systemd restarts the service and
+    /// `systemctl status` shows why).
+    static func startControl(_ control: SpeakerConfiguration.ControlSection, hub: ControlHub, context: AppContext) async throws(CommandFailure) -> ControlServer? {
         guard let address = control.listen else { return nil }
         let page = ShippedFiles.locate("index.html", in: .kiosk).flatMap { FileManager.default.contents(atPath: $0).map { Array($0) } }
         if page == nil { context.logger.warning("control API: the kiosk page is not installed (share/kiosk/index.html): / will say so") }
@@ -76,9 +78,8 @@ public enum RunSpeaker {
             context.logger.notice("control API and kiosk page on http://\(shown)/\(control.token.isEmpty ? "" : " (token required from other machines)")")
             return server
         } catch {
-            context.logger.error("control API: cannot listen on \(address): \(error); the speaker runs without it ([control] listen)")
             await server.stop()
-            return nil
+            throw CommandFailure(message: "control API: \(error) (is another hound-speaker running? [control] listen in \(context.config.path ?? "the config") sets the address; \"\" turns the API off)")
         }
     }
 }

@@ -526,6 +526,11 @@ func freePort() -> Int {
         #expect(output.wait(for: "\"event\":\"volume\",\"percent\":30"))
         let status = try CLI.run(["ctl", "status", "--config", fixture.config])
         #expect(status.status == 0 && status.stdout.contains("\"volume\":30"), "\(status.stdout)")
+        // A proxy in the environment (here a closed port) is not used: the speaker is this machine's.
+        let deadProxy = "http://127.0.0.1:\(freePort())"
+        let proxied = try CLI.run(["ctl", "status", "--config", fixture.config],
+                                  environment: ["http_proxy": deadProxy, "HTTP_PROXY": deadProxy, "all_proxy": deadProxy, "ALL_PROXY": deadProxy])
+        #expect(proxied.status == 0 && proxied.stdout.contains("\"volume\":30"), "\(proxied.stderr)")
 
         let unknown = try CLI.run(["ctl", "dance", "--config", fixture.config])
         #expect(unknown.status == 64 && unknown.stderr.contains("unknown command \"dance\""))
@@ -537,5 +542,84 @@ func freePort() -> Int {
         process.waitUntilExit()
         let gone = try CLI.run(["ctl", "status", "--config", fixture.config])
         #expect(gone.status == 1 && gone.stderr.contains("cannot reach the speaker at http://127.0.0.1:\(control)"), "\(gone.stderr)")
+    }
+
+    /// `ctl` with a proxy in the environment: neither the command nor the token goes to it. (The speaker here is
+    /// not running, so ctl fails to reach it; a proxy that was used would have been connected to.)
+    @Test func ctlNeverSendsThroughAProxy() throws {
+        let proxy = try ListeningSocket()
+        let control = freePort()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: 9, hotPhrase: false,
+                                     extraConfig: "[control]\nlisten = \"127.0.0.1:\(control)\"\ntoken = \"0123456789abcdef0123\"")
+        defer { fixture.remove() }
+        let url = "http://127.0.0.1:\(proxy.port)"
+        let result = try CLI.run(["ctl", "status", "--config", fixture.config],
+                                 environment: ["http_proxy": url, "HTTP_PROXY": url, "all_proxy": url, "ALL_PROXY": url])
+        #expect(result.status == 1 && result.stderr.contains("cannot reach the speaker at http://127.0.0.1:\(control)"), "\(result.stderr)")
+        let sent = proxy.acceptPending()
+        #expect(sent == nil, "the proxy was sent: \(sent ?? "")")
+    }
+
+    /// A control port already taken (by another program, or a speaker already running) stops `run`, naming the
+    /// address, rather than leaving a speaker running without its API and screen; systemd then restarts it (the
+    /// exit is not 78, which it does not restart on).
+    @Test func aTakenControlPortStopsRun() throws {
+        let taken = try ListeningSocket()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: 9, hotPhrase: false,
+                                     extraConfig: "[control]\nlisten = \"127.0.0.1:\(taken.port)\"")
+        defer { fixture.remove() }
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", fixture.config]
+        process.currentDirectoryURL = RunFixture.root
+        process.environment = fixture.environment(hotPhrase: false)
+        let errors = OutputWatcher()
+        process.standardInput = Pipe()
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = errors.pipe
+        try process.run()
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        // Its log ends when it exits (or after a minute of silence if it runs on).
+        let ended = errors.waitForEnd()
+        #expect(ended, "run kept running without its control API: \(errors.seen)")
+        guard ended else { return }
+        process.waitUntilExit()
+        #expect(process.terminationStatus != 0 && process.terminationStatus != 78, "\(process.terminationStatus)")
+        #expect(errors.seen.contains("cannot listen on 127.0.0.1:\(taken.port)"), "\(errors.seen)")
+        #expect(!errors.seen.contains("hound-speaker running:"), "\(errors.seen)")
+    }
+}
+
+/// A TCP socket listening on 127.0.0.1 (a port taken, or a proxy that records who came).
+final class ListeningSocket {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        self.fd = fd
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        }
+        guard bound, listen(fd, 16) == 0 else { close(fd); throw CLI.CLIError.noPort("bind or listen: \(errno)") }
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
+
+    /// What a client that connected has sent so far, without waiting; nil when no one connected.
+    func acceptPending() -> String? {
+        var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        guard poll(&ready, 1, 0) > 0 else { return nil }
+        let client = accept(fd, nil, nil)
+        guard client >= 0 else { return nil }
+        defer { close(client) }
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let count = recv(client, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+        return String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self)
     }
 }

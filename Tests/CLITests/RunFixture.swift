@@ -45,9 +45,14 @@ struct RunFixture {
             enabled = \(hotPhrase)
             sensitivity = 0.85
             \(extraConfig)
+            \(extraConfig.contains("[control]") ? "" : Self.noControl)
             """.utf8).write(to: URL(fileURLWithPath: config))
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: config)
     }
+
+    /// No control API unless a test asks for one: `run` stops when its port is taken, and the default
+    /// (127.0.0.1:8780) is shared by every `run` on this machine, tests in parallel included.
+    static let noControl = "[control]\nlisten = \"\""
 
     /// The environment that makes `run` use these devices and the repository's board profiles.
     func environment(hotPhrase: Bool) -> [String: String] {
@@ -92,6 +97,18 @@ final class OutputWatcher {
             seen += String(decoding: data, as: UTF8.self)
         }
         return true
+    }
+
+    /// Reads to the end of the output: true when it ended (the child exited or closed it), false if nothing came
+    /// for `seconds`.
+    func waitForEnd(seconds: Double = 60) -> Bool {
+        while true {
+            var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, Int32(seconds * 1000)) > 0 else { return false }
+            let data = pipe.fileHandleForReading.availableData
+            if data.isEmpty { return true }
+            seen += String(decoding: data, as: UTF8.self)
+        }
     }
 
     /// Reads the rest, to the end of the output.

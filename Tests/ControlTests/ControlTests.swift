@@ -63,7 +63,7 @@ import Timers
     }
 
     @Test func thisMachineNeedsNoTokenButMustNameItself() {
-        let open = ControlAccess(token: "")
+        let open = ControlAccess(token: "", port: 8780)
         #expect(open.check(head(), peerIsLoopback: true) == nil)
         #expect(open.check(head(host: "localhost"), peerIsLoopback: true) == nil)
         #expect(open.check(head(host: "[::1]:8780"), peerIsLoopback: true) == nil)
@@ -71,9 +71,66 @@ import Timers
         #expect(open.check(head(host: "evil.example:8780"), peerIsLoopback: true)?.status == .forbidden)
     }
 
+    /// DNS rebinding: a page on a name that its owner points at 127.0.0.1 is refused, however the name is spelled;
+    /// only the exact loopback names, with this server's port or none, get in.
+    @Test func onlyTheExactLoopbackNamesWithThisPort() {
+        let open = ControlAccess(token: "", port: 8780, hostName: "speaker")
+        for host in ["127.0.0.1", "127.0.0.1:8780", "localhost", "localhost:8780", "[::1]", "[::1]:8780",
+                     // Host names are case-insensitive (RFC 3986), and no one can own LOCALHOST.
+                     "LOCALHOST:8780", "LocalHost"] {
+            #expect(open.allows(host: host, peerIsLoopback: true), "\(host)")
+            #expect(open.check(head(host: host), peerIsLoopback: true) == nil, "\(host)")
+        }
+        for host in ["127.0.0.1.evil.com", "127.0.0.1.evil.com:8780", "127.1.2.3", "127.1.2.3:8780", "127.0.0.2:8780",
+                     "127.0.0.1:8781", "127.0.0.1:wrongport", "127.0.0.1:", "127.0.0.1:8780:8780", "127.0.0.1:+8780",
+                     "127.0.0.1: 8780", "localhost.evil", "localhost.evil:8780", "localhost.", "evil.localhost",
+                     "localhost:80", "", ":8780", "[::1", "[::1]x", "[::1]:", "[::1]:8781", "::1", "::1:8780",
+                     "[0:0:0:0:0:0:0:1]:8780", "[::ffff:127.0.0.1]:8780", "[::1].evil.com", "0.0.0.0:8780",
+                     "2130706433:8780", "0x7f000001", "127.1:8780", "speaker:8780", "speaker.local",
+                     "192.168.1.20:8780", "127.0.0.1 evil.com", "127.0.0.1\tevil"] {
+            #expect(!open.allows(host: host, peerIsLoopback: true), "\(host)")
+            #expect(open.check(head(host: host), peerIsLoopback: true)?.status == .forbidden, "\(host)")
+        }
+        // No Host, or two.
+        let none = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/api/status", headers: HTTPHeaders())
+        #expect(open.check(none, peerIsLoopback: true)?.status == .forbidden)
+        let two = HTTPRequestHead(version: .http1_1, method: .GET, uri: "/api/status",
+                                  headers: HTTPHeaders([("Host", "evil.example"), ("Host", "127.0.0.1:8780")]))
+        #expect(open.check(two, peerIsLoopback: true)?.status == .forbidden)
+        // Loopback listened on at another address: that address too.
+        let other = ControlAccess(token: "", listenHost: "127.0.0.2", port: 8780)
+        #expect(other.allows(host: "127.0.0.2:8780", peerIsLoopback: true))
+        #expect(!other.allows(host: "127.0.0.3:8780", peerIsLoopback: true))
+        #expect(!other.allows(host: "speaker:8780", peerIsLoopback: true))
+    }
+
+    /// Reachable from the network (a token configured): the configured address, this machine's name and, from
+    /// another machine, any IP address (which no one can rebind) also name it; other names still do not.
+    @Test func fromTheNetworkTheConfiguredNames() {
+        let lan = ControlAccess(token: "0123456789abcdef0123", listenHost: "192.168.1.20", port: 8780, hostName: "Speaker")
+        for host in ["192.168.1.20:8780", "192.168.1.20", "speaker:8780", "speaker.local:8780", "SPEAKER.local", "127.0.0.1:8780"] {
+            #expect(lan.allows(host: host, peerIsLoopback: true), "\(host)")
+            #expect(lan.allows(host: host, peerIsLoopback: false), "\(host)")
+        }
+        for host in ["192.168.1.20.evil.com", "192.168.1.20:8781", "speaker.evil.com", "evil.speaker", "speaker.local.evil", "evil.example:8780"] {
+            #expect(!lan.allows(host: host, peerIsLoopback: false), "\(host)")
+            #expect(lan.check(head(host: host, [("Authorization", "Bearer 0123456789abcdef0123")]), peerIsLoopback: false)?.status == .forbidden, "\(host)")
+        }
+        // Every address: the network's clients come by any of this machine's addresses.
+        let every = ControlAccess(token: "0123456789abcdef0123", listenHost: "0.0.0.0", port: 8780, hostName: "speaker")
+        #expect(every.allows(host: "10.0.0.7:8780", peerIsLoopback: false))
+        #expect(every.allows(host: "[fe80::1]:8780", peerIsLoopback: false))
+        #expect(every.allows(host: "speaker.local:8780", peerIsLoopback: false))
+        #expect(!every.allows(host: "0.0.0.0.evil.com:8780", peerIsLoopback: false))
+        #expect(!every.allows(host: "10.0.0.7.nip.io:8780", peerIsLoopback: false))
+        #expect(!every.allows(host: "256.0.0.1:8780", peerIsLoopback: false))
+        // From this machine, still only the exact names.
+        #expect(!every.allows(host: "127.1.2.3:8780", peerIsLoopback: true))
+    }
+
     @Test func otherMachinesNeedTheToken() {
-        #expect(ControlAccess(token: "").check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .forbidden)
-        let guarded = ControlAccess(token: "0123456789abcdef0123")
+        #expect(ControlAccess(token: "", listenHost: "0.0.0.0", port: 8780).check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .forbidden)
+        let guarded = ControlAccess(token: "0123456789abcdef0123", listenHost: "0.0.0.0", port: 8780)
         #expect(guarded.check(head(host: "192.168.1.20:8780"), peerIsLoopback: false)?.status == .unauthorized)
         #expect(guarded.check(head(host: "192.168.1.20:8780", [("Authorization", "Bearer wrong-token-0000000")]), peerIsLoopback: false)?.message == "the token is wrong")
         #expect(guarded.check(head(host: "192.168.1.20:8780", [("Authorization", "Bearer 0123456789abcdef0123")]), peerIsLoopback: false) == nil)
@@ -82,7 +139,7 @@ import Timers
     }
 
     @Test func pagesFromElsewhereAreRefused() {
-        let open = ControlAccess(token: "")
+        let open = ControlAccess(token: "", port: 8780)
         #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "http://127.0.0.1:8780")]), peerIsLoopback: true) == nil)
         #expect(open.check(head(host: "127.0.0.1:8780", [("Origin", "http://evil.example")]), peerIsLoopback: true)?.status == .forbidden)
         // The answer's HTML runs in a sandboxed frame, whose origin is "null".
@@ -97,7 +154,7 @@ final class ControlRig: Sendable {
     let server: ControlServer
     let port: Int
 
-    init(token: String = "", host: String = "127.0.0.1",
+    init(token: String = "", host: String = "127.0.0.1", limits: ControlServer.Limits = .init(),
          largestSubscriberCount: Int = ControlHub.defaultLargestSubscriberCount) async throws {
         let hub = ControlHub(largestSubscriberCount: largestSubscriberCount)
         self.hub = hub
@@ -105,7 +162,7 @@ final class ControlRig: Sendable {
         hub.attach(rig.loop)
         var logger = Logger(label: "control-test")
         logger.logLevel = .critical
-        server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger)
+        server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger, limits: limits)
         port = try await server.start(host: host, port: 0)
     }
 
@@ -294,6 +351,192 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         #expect(c.hub.subscriberCount == 1)
         // And the speaker still answers.
         #expect(try await c.post(#"{"command":"volume","percent":20}"#).json["ok"] == true)
+        await c.stop()
+    }
+}
+
+/// What a web page, or a flood of connections, can do to the control API.
+@Suite(.serialized) struct ControlHardeningTests {
+    /// A page on a name rebound to 127.0.0.1 reaches the server from the kiosk's browser as a loopback client; it
+    /// is refused by its Host before its command is read or done, and learns nothing of the speaker.
+    @Test func aRebindingPageIsRefusedBeforeAnyWork() async throws {
+        let c = try await ControlRig()
+        for host in ["127.0.0.1.evil.com:\(c.port)", "127.1.2.3:\(c.port)", "127.0.0.1:\(c.port + 1)", "localhost.evil:\(c.port)", "evil.example"] {
+            let client = try c.client()
+            let command = #"{"command":"volume","step":"up"}"#
+            client.send("POST /api/command HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: \(command.utf8.count)\r\n\r\n" + command)
+            let reply = await client.response()
+            #expect(reply.status == 403, "\(host): \(reply.head)")
+            #expect(!reply.body.contains("volume"), "\(host): \(reply.body)")
+            let status = try c.client()
+            status.send("GET /api/status HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            let snapshot = await status.response()
+            #expect(snapshot.status == 403 && !snapshot.body.contains("\"state\""), "\(host): \(snapshot.body)")
+            let ws = try c.client()
+            ws.send("GET /api/ws HTTP/1.1\r\nHost: \(host)\r\nUpgrade: websocket\r\nConnection: Upgrade, close\r\n"
+                    + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n")
+            #expect(await ws.response().status == 403, "\(host)")
+        }
+        // No Host at all (HTTP/1.0 allows it; this API does not).
+        let bare = try c.client()
+        bare.send("GET /api/status HTTP/1.0\r\n\r\n")
+        #expect(await bare.response().status == 403)
+        // The exact names with the right port still work, and nothing was done for the refused ones.
+        for host in ["127.0.0.1:\(c.port)", "localhost:\(c.port)", "LOCALHOST", "127.0.0.1"] {
+            let client = try c.client()
+            client.send("GET /api/status HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n\r\n")
+            #expect(await client.response().status == 200, "\(host)")
+        }
+        #expect(c.rig.volume.percent == 50)
+        await c.stop()
+    }
+
+    /// No page elsewhere may show the kiosk or the API in a frame: every response forbids it, errors included.
+    @Test func everyResponseForbidsFraming() async throws {
+        let c = try await ControlRig()
+        func expectNoFraming(_ head: String, _ what: String) {
+            let lines = head.lowercased().split(separator: "\r\n")
+            #expect(lines.contains("content-security-policy: frame-ancestors 'none'"), "\(what): \(head)")
+            #expect(lines.contains("x-frame-options: deny"), "\(what): \(head)")
+        }
+        expectNoFraming(try await c.client().request("GET", "/").head, "the page")
+        expectNoFraming(try await c.client().request("GET", "/api/status").head, "the snapshot")
+        expectNoFraming(try await c.client().request("POST", "/api/command", headers: ["Content-Type: application/json"],
+                                                     body: #"{"command":"stop"}"#).head, "a command")
+        expectNoFraming(try await c.client().request("GET", "/api/nothing").head, "404")
+        expectNoFraming(try await c.client().request("DELETE", "/api/status").head, "405")
+        expectNoFraming(try await c.client().request("GET", "/", headers: ["Origin: null"]).head, "403")
+        // NIO's own answer to a request it cannot parse.
+        let garbage = try c.client()
+        garbage.send("NOT HTTP AT ALL\r\n\r\n")
+        let parse = await garbage.response()
+        #expect(parse.status == 400, "\(parse.head)")
+        expectNoFraming(parse.head, "400")
+        // The WebSocket's handshake.
+        let ws = try c.client()
+        let handshake = await ws.upgrade()
+        #expect(handshake.hasPrefix("HTTP/1.1 101"))
+        await c.stop()
+    }
+
+    /// A body over the limit is refused as soon as that is known (its Content-Length, or its chunks as they come),
+    /// without waiting for the rest, and the connection is closed.
+    @Test func anOversizedBodyIsRefusedAtOnce() async throws {
+        // No timeout will close anything here: what is closed is closed for its error.
+        let c = try await ControlRig(limits: .init(requestTimeout: .seconds(600)))
+        // 100 MB declared; only the head and a little is sent. The answer comes without the rest.
+        let declared = try c.client()
+        declared.send("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      + "Content-Length: 100000000\r\n\r\n" + String(repeating: "a", count: 1000))
+        let early = await declared.response()
+        #expect(early.status == 413, "\(early.head)")
+        #expect(json(early.body)["ok"] == false)
+        #expect(early.head.lowercased().contains("connection: close"))
+        // Chunked, with no length: refused once the chunks pass the limit, with more never sent.
+        let chunked = try c.client()
+        chunked.send("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                     + "Transfer-Encoding: chunked\r\n\r\n")
+        for _ in 0..<20 { chunked.send("1000\r\n" + String(repeating: "a", count: 4096) + "\r\n") }
+        #expect(await chunked.response().status == 413)
+        // A keep-alive request that errs: answered, then closed.
+        let kept = try c.client()
+        kept.send("GET /api/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(await kept.closedByServer())
+        #expect(await kept.response().status == 404)
+        // And one NIO cannot parse (NIO answers 400).
+        let garbage = try c.client()
+        garbage.send("NOT HTTP AT ALL\r\n\r\n")
+        #expect(await garbage.closedByServer())
+        #expect(await garbage.response().status == 400)
+        // The speaker was not disturbed.
+        #expect(try await c.post(#"{"command":"volume","percent":20}"#).json["ok"] == true)
+        await c.stop()
+    }
+
+    /// Connections that send half a request and wait cannot take every descriptor: past the cap a new one is
+    /// closed at once, unanswered, however complete its request; once one ends, a good request is answered again.
+    @Test func connectionsAreCapped() async throws {
+        let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .seconds(600)))
+        var held: [RawClient] = []
+        for _ in 0..<8 {
+            let client = try c.client()
+            client.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            held.append(client)
+        }
+        for _ in 0..<40 {
+            let extra = try c.client()
+            extra.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(await extra.closedByServer())
+            #expect(await extra.response().status == 0, "answered beyond the cap")
+        }
+        #expect(c.server.openConnections == 8)
+        held.removeFirst()
+        #expect(await c.rig.eventually { c.server.openConnections == 7 })
+        #expect(try await c.client().request("GET", "/api/status").status == 200)
+        await c.stop()
+    }
+
+    /// A connection that sends half a request, or nothing more, is closed after the request timeout, however
+    /// slowly its bytes trickle in; a WebSocket is not timed.
+    @Test func halfSentRequestsAreTimedOut() async throws {
+        let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .milliseconds(300)))
+        let (ws, _) = try await c.subscriber()
+        var held: [RawClient] = []
+        for _ in 0..<7 {
+            let client = try c.client()
+            client.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            held.append(client)
+        }
+        for client in held {
+            #expect(await client.closedByServer())
+            #expect(await client.response().status == 0)
+        }
+        // A head that trickles in: each byte resets no timer (the decoder passes nothing on until it is whole).
+        let trickle = try c.client()
+        trickle.send("G")
+        #expect(await trickle.closedByServer())
+        // A body that never ends.
+        let body = try c.client()
+        body.send("POST /api/command HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{")
+        #expect(await body.closedByServer())
+        // A keep-alive connection between requests.
+        let kept = try c.client()
+        kept.send("GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        #expect(await kept.closedByServer())
+        #expect(await kept.response().status == 200)
+        // Only the WebSocket is left, and it still gets every event.
+        #expect(await c.rig.eventually { c.server.openConnections == 1 })
+        c.rig.loop.send(.carryOut(.volume(.to(70))))
+        #expect(json(await ws.message { json($0)["event"] == "volume" })["percent"] == 70)
+        #expect(try await c.client().request("GET", "/api/status").status == 200)
+        await c.stop()
+    }
+
+    /// Good requests keep their connection, pipelined ones too (each answered in turn), until one errs.
+    @Test func keepAliveAndPipelinedRequestsAreAnswered() async throws {
+        let c = try await ControlRig(limits: .init(requestTimeout: .seconds(600)))
+        let client = try c.client()
+        let status = "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+        client.send(status + status + status + "GET /api/nothing HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + status)
+        #expect(await client.closedByServer())
+        let all = await client.response()
+        let statuses = (all.head + "\r\n\r\n" + all.body).components(separatedBy: "HTTP/1.1 ").dropFirst().map { $0.prefix(3) }
+        #expect(statuses == ["200", "200", "200", "404"], "\(statuses)")
+        await c.stop()
+    }
+
+    /// A request that is being answered (a typed question waits for Houndify) is not cut off by the timeout.
+    @Test func aSlowAnswerIsNotTimedOut() async throws {
+        let c = try await ControlRig(limits: .init(connections: 8, requestTimeout: .milliseconds(200)))
+        async let reply = c.post(#"{"command":"text","query":"what time is it"}"#)
+        #expect(await c.rig.eventually { c.rig.search.latest?.query == "what time is it" })
+        // Twice the timeout, measured by the server's own timer closing two idle connections one after the other.
+        #expect(try await c.client().closedByServer())
+        #expect(try await c.client().closedByServer())
+        c.rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        let (status, body) = try await reply
+        #expect(status == 200 && body["answer"] == "It is noon.")
         await c.stop()
     }
 }

@@ -63,18 +63,36 @@ final class RawClient: @unchecked Sendable {
 
     // MARK: HTTP
 
-    /// One request with `Connection: close`; the status and the body.
-    func request(_ method: String, _ path: String, headers: [String] = [], body: String = "") async -> (status: Int, body: String) {
+    /// One request with `Connection: close`; the status, the response's head and the body.
+    func request(_ method: String, _ path: String, headers: [String] = [], body: String = "") async -> (status: Int, head: String, body: String) {
         var head = "\(method) \(path) HTTP/1.1\r\nHost: \(host)\r\nConnection: close\r\n"
         for header in headers { head += header + "\r\n" }
         head += "Content-Length: \(body.utf8.count)\r\n\r\n"
         send(head + body)
-        return await offPool { [self] in
+        return await response()
+    }
+
+    /// Everything the server sends until it closes the connection (or 20 s pass): the status, the head and the body.
+    func response() async -> (status: Int, head: String, body: String) {
+        await offPool { [self] in
             while fill() {}
             let text = String(decoding: pending, as: UTF8.self)
             let status = Int(text.split(separator: " ", maxSplits: 2).dropFirst().first ?? "") ?? 0
-            let body = headEnd().map { String(decoding: pending[($0 + 4)...], as: UTF8.self) } ?? ""
-            return (status, body)
+            guard let end = headEnd() else { return (status, text, "") }
+            return (status, String(decoding: pending[..<end], as: UTF8.self), String(decoding: pending[(end + 4)...], as: UTF8.self))
+        }
+    }
+
+    /// Whether the server closes the connection within 20 s (whatever it sends first is kept for `response`).
+    func closedByServer() async -> Bool {
+        await offPool { [self] in
+            while true {
+                var buffer = [UInt8](repeating: 0, count: 65536)
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                if count > 0 { pending += buffer[..<count]; continue }
+                // 0: the end of the stream; ECONNRESET: closed with our bytes unread. EAGAIN: the 20 s passed.
+                return count == 0 || errno == ECONNRESET
+            }
         }
     }
 

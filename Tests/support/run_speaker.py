@@ -13,6 +13,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # Dummy credentials the local service and the stand-in accept.
 CLIENT_ID = "AAECAwQFBgcICQoLDA0ODw=="
 CLIENT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+# No control API unless a test asks for one: `run` stops when its port is taken, and the default (127.0.0.1:8780)
+# is shared by every `run` on this machine, tests in parallel included.
+NO_CONTROL = '\n[control]\nlisten = ""\n'
 # A guard against a hang, far above what any step takes; not a speed check.
 HANG_GUARD = 90
 
@@ -57,7 +60,7 @@ double_press_ms = 0
 debounce_ms = 0
 [hotphrase]
 enabled = false
-''' + extra)
+''' + extra + ("" if "[control]" in extra else NO_CONTROL))
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
         env.update({"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{tmp_path}/asoundrc",
                     "HOUND_SPEAKER_BOARD_PATH": os.path.join(ROOT, "board")})
