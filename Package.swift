@@ -176,7 +176,7 @@ let package = Package(
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit"], swiftSettings: strict),
+        .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "SpeakerCore", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",

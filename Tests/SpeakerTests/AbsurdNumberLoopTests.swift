@@ -7,21 +7,12 @@ import JSONKit
 import LocalHoundify
 @testable import SpeakerApp
 import SpeakerCore
+import TestSupport
 import SpeakerTestKit
 import Testing
 import Timers
 
-/// A small deterministic generator (SplitMix64): a failing random case is the same case on every run.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
+extension SplitMix {
     /// A number as Houndify's JSON (or a damaged file) could hold it, or something that is not a number.
     mutating func number() -> JSONValue {
         switch Int.random(in: 0..<6, using: &self) {
@@ -70,7 +61,7 @@ struct SplitMix: RandomNumberGenerator {
     /// A seeded loop of commands: every kind, every number field filled from every corner, applied to a book with
     /// a timer and an alarm in it.
     @Test func randomCommandsNeverTrapAndStayWithinLimits() {
-        var g = SplitMix(state: 34)
+        var g = SplitMix(seed: 34)
         let t0: WallTime = 1_800_000_000
         let timerKinds = ["TimerSetCommand", "TimerAddTimeCommand", "TimerDeleteCommand", "TimerDisplayCommand", "TimerResetCommand",
                           "TimerResumeCommand", "TimerStopCommand"]

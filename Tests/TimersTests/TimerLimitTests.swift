@@ -2,19 +2,8 @@ import Foundation
 import JSONKit
 import Testing
 import Timers
+import TestSupport
 
-/// A small deterministic generator (SplitMix64), so that a failing random case is the same case on every run.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Numbers as they can arrive from outside (Houndify's JSON, a control client, a damaged file): the edges of Int
 /// and Double, zero, negatives, and ordinary values.
@@ -25,7 +14,7 @@ enum AbsurdNumbers {
                                     .greatestFiniteMagnitude, -.greatestFiniteMagnitude, .infinity, -.infinity, .nan,
                                     .leastNonzeroMagnitude, 1_800_000_000, -1_800_000_000]
 
-    static func integer(_ g: inout SeededGenerator) -> Int {
+    static func integer(_ g: inout SplitMix) -> Int {
         switch Int.random(in: 0..<3, using: &g) {
         case 0: integers.randomElement(using: &g)!
         case 1: Int.random(in: -100_000...100_000, using: &g)
@@ -33,7 +22,7 @@ enum AbsurdNumbers {
         }
     }
 
-    static func double(_ g: inout SeededGenerator) -> Double {
+    static func double(_ g: inout SplitMix) -> Double {
         switch Int.random(in: 0..<3, using: &g) {
         case 0: doubles.randomElement(using: &g)!
         case 1: Double.random(in: -100_000...100_000, using: &g)
@@ -42,7 +31,7 @@ enum AbsurdNumbers {
     }
 
     /// A JSON number, or something that is not one (a string "nan", null, a bool).
-    static func json(_ g: inout SeededGenerator) -> JSONValue {
+    static func json(_ g: inout SplitMix) -> JSONValue {
         switch Int.random(in: 0..<5, using: &g) {
         case 0: .int(Int64(clamping: integer(&g)))
         case 1: .int([Int64.max, Int64.min, -1, 0].randomElement(using: &g)!)
@@ -188,7 +177,7 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
     /// Random actions with numbers from every corner, applied one after another: nothing traps, and the book
     /// stays within its limits after each.
     @Test func randomActionsWithAbsurdNumbersStayWithinLimits() {
-        var g = SeededGenerator(seed: 34)
+        var g = SplitMix(seed: 34)
         var book = TimerBook()
         var now = t0
         let calendar = FixedOffsetCalendar(offset: 3600)
@@ -216,7 +205,7 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
     /// Random timers files: entries of every shape with numbers from every corner. Reading never traps, and the
     /// book read (after a restart) is within limits; every entry is either kept or named.
     @Test func randomTimersFilesNeverTrap() throws {
-        var g = SeededGenerator(seed: 3434)
+        var g = SplitMix(seed: 3434)
         let keys = ["id", "name", "seconds", "endsAt", "pausedRemaining", "ringingSince"]
         let alarmKeys = ["id", "name", "minuteOfDay", "days", "at", "ringingSince"]
         for _ in 0..<2000 {
