@@ -280,6 +280,18 @@ public struct DispatchClock: LoopClock {
         clock_gettime(CLOCK_REALTIME, &t)
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
+    /// CLOCK_BOOTTIME, the clock ContinuousClock reads on Linux: it never steps, and counts across suspend.
+    public var bootTime: BootTime {
+        var t = timespec()
+        clock_gettime(CLOCK_BOOTTIME, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+    public var bootID: String { Self.bootID }
+    /// The kernel's id of this boot, read once (it cannot change while the process runs).
+    static let bootID: String = {
+        guard let data = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") else { return "" }
+        return String(decoding: data, as: UTF8.self).trimmed(.whitespacesAndNewlines)
+    }()
     public var calendar: any LocalCalendar { SystemCalendar() }
 
     final class Timer: LoopTimer, @unchecked Sendable {  // a dispatch source is thread-safe, not marked Sendable
@@ -360,25 +372,25 @@ public struct TimerFile: TimerStore {
     public let path: String
     public init(path: String) { self.path = path }
 
-    public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
+    public func load(at now: ClockReading) throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
         guard let data = FileManager.default.contents(atPath: path) else {
             if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read the timers file \(path)") }
             return (TimerBook(), [])
         }
         let read: (book: TimerBook, rejected: [TimerFileRejection])
         do {
-            read = try TimerBook.reading(json: try JSONValue(parsing: data))
+            read = try TimerBook.reading(json: try JSONValue(parsing: data), at: now)
         } catch {
-            let (_, kept) = setAside(data, keeping: TimerBook())
+            let (_, kept) = setAside(data, keeping: TimerBook(), at: now)
             throw DeviceProblem("the timers file \(path) is not readable (\(error))\(kept)")
         }
         guard !read.rejected.isEmpty else { return (read.book, []) }
-        let (book, kept) = setAside(data, keeping: read.book)
+        let (book, kept) = setAside(data, keeping: read.book, at: now)
         return (book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out\(kept)") })
     }
 
-    public func save(_ book: TimerBook) throws(DeviceProblem) {
-        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(book.json.asciiJSON().utf8), to: path) } catch {
+    public func save(_ book: TimerBook, at now: ClockReading) throws(DeviceProblem) {
+        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(book.json(at: now).asciiJSON().utf8), to: path) } catch {
             throw DeviceProblem("timers: \(error)")
         }
     }
@@ -386,7 +398,7 @@ public struct TimerFile: TimerStore {
     /// Copies the file as it was beside it, then writes what was read in its place, so that the next start does not
     /// find the same damage (and copy it again). Nothing is replaced unless the copy was made. Returns what is in
     /// effect and the words for the log.
-    func setAside(_ data: Data, keeping book: TimerBook) -> (TimerBook, String) {
+    func setAside(_ data: Data, keeping book: TimerBook, at clocks: ClockReading) -> (TimerBook, String) {
         var now = time(nil), parts = tm()
         var stamp = [CChar](repeating: 0, count: 32)
         if gmtime_r(&now, &parts) != nil { _ = strftime(&stamp, stamp.count, "%Y%m%dT%H%M%SZ", &parts) }
@@ -399,7 +411,7 @@ public struct TimerFile: TimerStore {
         do throws(AtomicFile.Failure) { try AtomicFile.write(Array(data), to: copy) } catch {
             return (book, "; the file could not be kept aside (\(error)), and is replaced at the next change")
         }
-        try? save(book)  // if this fails, the next start finds the damage again and copies it again: nothing is lost
+        try? save(book, at: clocks)  // if this fails, the next start finds the damage again and copies it again: nothing is lost
         return (book, "; the file as it was is kept as \(copy)")
     }
 }

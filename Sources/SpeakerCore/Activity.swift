@@ -257,15 +257,15 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     public var soundOff: Bool
     public var timers: [SpeakerTimer]
     public var alarms: [SpeakerAlarm]
-    /// The wall time it was taken at (timers' remaining time is counted from it).
-    public var now: WallTime
+    /// The monotonic time it was taken at (`LoopClock.bootTime`): timers' remaining time is counted from it.
+    public var now: BootTime
     public var screen: SpeakerActivity.Screen
     /// Why the timers and alarms as they are now could not be saved (nil: they are saved, or kept in memory
     /// only by design). Until a save works (tried at each change and every minute) a restart would lose changes.
     public var timersSaveProblem: String?
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
-                alarms: [SpeakerAlarm], now: WallTime,
+                alarms: [SpeakerAlarm], now: BootTime,
                 screen: SpeakerActivity.Screen = .init(dimmed: false, percent: 100, backlight: false),
                 timersSaveProblem: String? = nil) {
         self.screen = screen

@@ -165,21 +165,33 @@ public protocol LoopTimer: Sendable {
 
 public protocol LoopClock: Sendable {
     var now: ContinuousClock.Instant { get }
-    /// The time of day, in seconds since 1970 (what timers are kept in, so they outlast a restart).
+    /// The time of day, in seconds since 1970: what alarms are kept in. It steps when the clock is set.
     var wallTime: WallTime { get }
+    /// Seconds on the monotonic clock that counts across suspend (CLOCK_BOOTTIME): what running timers are kept
+    /// in, so that a step of the wall clock moves none of them.
+    var bootTime: BootTime { get }
+    /// Which boot this is (the kernel's boot_id; "" if unknown): a saved `bootTime` means something only in the
+    /// same boot.
+    var bootID: String { get }
     /// The local time zone and its daylight saving, for alarms.
     var calendar: any LocalCalendar { get }
     func makeTimer(_ fire: @escaping @Sendable () -> Void) -> any LoopTimer
+}
+
+extension LoopClock {
+    /// Both clocks and the boot, read together.
+    public var reading: ClockReading { ClockReading(wall: wallTime, boot: bootTime, bootID: bootID) }
 }
 
 // MARK: Timers
 
 /// Where the timers are kept between runs (a file in the state directory, written atomically).
 public protocol TimerStore: Sendable {
-    /// The saved timers (none when nothing was saved yet), and what was wrong with entries that could not be kept
-    /// (each is said in the log; the store keeps them aside). Throws when none could be read.
-    func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem])
-    func save(_ book: TimerBook) throws(DeviceProblem)
+    /// The saved timers as they stand at `now` (none when nothing was saved yet), and what was wrong with entries
+    /// that could not be kept (each is said in the log; the store keeps them aside). Throws when none could be read.
+    func load(at now: ClockReading) throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem])
+    /// Saves the timers as they stand at `now` (their time left: `TimerBook.json(at:)`).
+    func save(_ book: TimerBook, at now: ClockReading) throws(DeviceProblem)
 }
 
 /// One setting kept between runs (mute): a file in the state directory.

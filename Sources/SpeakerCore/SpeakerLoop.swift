@@ -132,6 +132,9 @@ public final class SpeakerLoop: Sendable {
         var startup: Startup?
         /// Why the last save of the timers failed (nil: the last one worked, or none was needed).
         var timersSaveProblem: DeviceProblem?
+        /// When the alarms were last checked (monotonic): an alarm found due since then was crossed while the
+        /// speaker was on, by time or by a step of the wall clock (`TimerBook.alarmsDue`).
+        var alarmsChecked: BootTime?
     }
 
     /// The saved state as read when the loop is made (readSavedState), and what it leads to at the start.
@@ -195,7 +198,7 @@ public final class SpeakerLoop: Sendable {
              s.timersSaveProblem)
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
-                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.wallTime,
+                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.bootTime,
                                screen: screen, timersSaveProblem: saveProblem?.message)
     }
 
@@ -295,7 +298,11 @@ public final class SpeakerLoop: Sendable {
             saveTimers()
             return nil
         case .timerTick:
-            let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.wallTime) }
+            let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.bootTime) }
+            // Saved each minute a timer runs: after a reboot (a power cut) a timer goes on with the time left in the
+            // file, so the file must not hold the time left when it was set (a restart in the same boot counts from
+            // any save exactly, on the monotonic clock).
+            if timers.contains(where: \.isRunning) { saveTimers() }
             scheduleTimers()  // the next minute is armed before anyone hears of this one
             // Not a timer at its very end: it is about to ring (its alarm may be handled just after this).
             for timer in timers where timer.isRunning && timer.remaining(at: now) >= 1 {
@@ -470,7 +477,7 @@ public final class SpeakerLoop: Sendable {
             state.withLock { $0.lastActionOutcome = outcome }
         case .timer(let action):
             let outcome = state.withLock { s -> TimerOutcome in
-                let outcome = s.timers.apply(action, now: ports.clock.wallTime)
+                let outcome = s.timers.apply(action, now: ports.clock.bootTime)
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
@@ -664,9 +671,10 @@ public final class SpeakerLoop: Sendable {
             }
         }
         var book = TimerBook()
+        let now = ports.clock.reading
         if let store = ports.timerStore {
             do throws(DeviceProblem) {
-                let (loaded, problems) = try store.load()
+                let (loaded, problems) = try store.load(at: now)
                 book = loaded
                 startup.timerProblems = problems
             } catch {
@@ -674,9 +682,10 @@ public final class SpeakerLoop: Sendable {
             }
         }
         // Those that fell due while the speaker was off ring at the start (or are missed, if long past).
-        (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: ports.clock.wallTime, calendar: ports.clock.calendar)
+        (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: now, calendar: ports.clock.calendar)
         state.withLock { s in
             s.timers = book
+            s.alarmsChecked = now.boot
             if startup.muted { _ = s.machine.handle(.setMuted(true)) }
             s.startup = startup
         }
@@ -686,7 +695,7 @@ public final class SpeakerLoop: Sendable {
     private func started(_ startup: Startup) {
         if startup.muted { tell(.muted(true)) }
         for problem in startup.timerProblems { tell(.deviceProblem(problem)) }
-        let now = ports.clock.wallTime
+        let now = ports.clock.bootTime
         let counting = state.withLock { $0.timers.timers.filter(\.isRunning) }
         // Whoever follows the speaker's events learns at once what it counts down after a restart.
         for timer in counting { tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now))) }
@@ -716,8 +725,11 @@ public final class SpeakerLoop: Sendable {
 
     /// Timers due now start ringing; then the next one is waited for.
     private func checkTimers() {
+        let now = ports.clock.reading
         let (changes, alarms) = state.withLock { s in
-            (s.timers.due(now: ports.clock.wallTime), s.timers.alarmsDue(now: ports.clock.wallTime, calendar: ports.clock.calendar))
+            defer { s.alarmsChecked = now.boot }
+            return (s.timers.due(now: now.boot),
+                    s.timers.alarmsDue(now: now.wall, calendar: ports.clock.calendar, checkedAgo: s.alarmsChecked.map { now.boot - $0 }))
         }
         timersChanged(changes, alarms: alarms)
         if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) { ring() }
@@ -739,7 +751,7 @@ public final class SpeakerLoop: Sendable {
         guard let store = ports.timerStore else { return nil }
         let problem: DeviceProblem?
         do throws(DeviceProblem) {
-            try store.save(state.withLock { $0.timers })
+            try store.save(state.withLock { $0.timers }, at: ports.clock.reading)
             problem = nil
         } catch { problem = error }
         let before = state.withLock { s in defer { s.timersSaveProblem = problem }; return s.timersSaveProblem }
@@ -762,7 +774,7 @@ public final class SpeakerLoop: Sendable {
         var problem: DeviceProblem? = nil
         if !changes.isEmpty || !alarms.isEmpty { problem = saveTimers() }
         scheduleTimers()
-        let now = ports.clock.wallTime
+        let now = ports.clock.bootTime
         for change in changes {
             let remaining = change.timer.remainingSeconds(at: now)
             tell(.timer(SpeakerActivity.TimerEvent(rawValue: change.kind.rawValue) ?? .tick, change.timer, remaining: remaining))
@@ -774,20 +786,27 @@ public final class SpeakerLoop: Sendable {
 
     /// The longest the timer alarm is armed for, in seconds.
     static let longestWait: Double = 86_400
+    /// The longest the timer alarm is armed for while an alarm is set: the wall clock is looked at this often, so
+    /// that a step of it (time sync) brings an alarm's time nearer or further within a minute. (The alarm is armed
+    /// on the monotonic clock, which a step does not move: armed once for 7:00 at 6:00, a +50 min step at 6:05 would
+    /// have it ring at 7:50, missed.)
+    static let longestAlarmWait: Double = 60
 
     private func scheduleTimers() {
-        let now = ports.clock.wallTime
-        let (next, soonest, tellMachine) = state.withLock { s -> (WallTime?, Double?, Bool) in
-            let soonest = s.timers.timers.filter(\.isRunning).map { $0.remaining(at: now) }.min()
+        let now = ports.clock.reading
+        let (timerDue, alarmDue, soonest, tellMachine) = state.withLock { s -> (BootTime?, WallTime?, Double?, Bool) in
+            let soonest = s.timers.timers.filter(\.isRunning).map { $0.remaining(at: now.boot) }.min()
             let running = soonest != nil, lastMinute = soonest.map { $0 <= 60 } ?? false
             defer { s.toldTimersRunning = running; s.toldLastMinute = lastMinute }
-            return (s.timers.nextDeadline, soonest, running != s.toldTimersRunning || lastMinute != s.toldLastMinute)
+            return (s.timers.nextTimerDeadline, s.timers.nextAlarm, soonest, running != s.toldTimersRunning || lastMinute != s.toldLastMinute)
         }
         let running = soonest != nil
-        if let next {
-            // At most a day ahead: an alarm next week is armed again when this fires (nothing is due then), and a
-            // day in milliseconds is far inside Int64 whatever the deadline (a NaN one included: armed at once).
-            let seconds = min(max(0, next - ports.clock.wallTime), Self.longestWait)
+        // Each on its own clock: a timer's end on the monotonic one, an alarm's time on the wall clock.
+        let waits = [timerDue.map { $0 - now.boot }, alarmDue.map { min($0 - now.wall, Self.longestAlarmWait) }].compactMap { $0 }
+        if let next = waits.min() {
+            // At most a day ahead, and a day in milliseconds is far inside Int64 whatever the deadline (a NaN one
+            // included: armed at once).
+            let seconds = min(max(0, next), Self.longestWait)
             timerAlarm.schedule(after: .milliseconds(Saturating.int(seconds * 1000, .up, in: 0...Int(Self.longestWait) * 1000)))
         } else {
             timerAlarm.disarm()
@@ -854,6 +873,8 @@ public final class SpeakerLoop: Sendable {
         pulse.disarm()
         timerAlarm.disarm()
         timerTick.disarm()
+        // The time left as it is now, for a reboot (a clean stop: `reboot`, an upgrade): not the last minute's.
+        if state.withLock({ $0.timers.anyRunning }) { saveTimers() }
         timersSaveRetry.disarm()
         search?.cancel()
         question?.stop()

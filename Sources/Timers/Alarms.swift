@@ -220,20 +220,28 @@ extension TimerBook {
         }
     }
 
-    /// Alarms due by `now` start ringing; one due long before (the speaker was off) is missed. A repeating alarm
-    /// that is missed waits for its next day; a one-off is removed.
-    public mutating func alarmsDue(now: WallTime, calendar: any LocalCalendar) -> [AlarmChange] {
+    /// Alarms due by `now` (wall clock) start ringing; one due long before (the speaker was off) is missed. A
+    /// repeating alarm that is missed waits for its next day; a one-off is removed.
+    ///
+    /// `checkedAgo`: the monotonic seconds since the alarms were last checked in this run (nil at a start). Each
+    /// alarm still scheduled was not due then, so one due now fell due within those seconds, however far the wall
+    /// clock went meanwhile: one crossed by a step of the clock forward (time sync) while the speaker was on rings,
+    /// once, rather than being taken for one that fell due while it was off.
+    public mutating func alarmsDue(now: WallTime, calendar: any LocalCalendar, checkedAgo: Double? = nil) -> [AlarmChange] {
         var changes: [AlarmChange] = []
         var removed: Set<Int> = []
+        let justChecked = checkedAgo.map { $0 <= Self.stillWorthRinging } ?? false
         for index in alarms.indices {
             guard case .scheduled(let at) = alarms[index].status, at <= now else { continue }
-            if now - at > Self.stillWorthRinging {
+            if now - at > Self.stillWorthRinging && !justChecked {
                 changes.append(AlarmChange(.missed, alarms[index]))
                 if alarms[index].days.isEmpty { removed.insert(alarms[index].id) } else {
                     alarms[index].status = .scheduled(at: alarms[index].next(after: now, calendar))
                 }
             } else {
-                alarms[index].status = .ringing(since: at)
+                // One crossed by a step rang from now, not from its time long ago by the stepped clock (a restart
+                // would take it for one that has rung too long).
+                alarms[index].status = .ringing(since: now - at > Self.stillWorthRinging ? now : at)
                 changes.append(AlarmChange(.ringing, alarms[index]))
             }
         }

@@ -1,17 +1,46 @@
 public import JSONKit
 
-/// Wall-clock time in seconds since 1970 (UTC). Timers are kept in it, not in the monotonic clock, so that they
-/// survive a restart or a power cut: a timer set before is due at the same moment after.
+/// Wall-clock time in seconds since 1970 (UTC): what alarms (a time of day) are kept in. It steps whenever the
+/// clock is set (a Pi has no battery clock: time sync sets it after every boot and power cut).
 public typealias WallTime = Double
+
+/// Seconds on the monotonic clock that keeps counting across suspend (CLOCK_BOOTTIME, which is what Swift's
+/// ContinuousClock reads on Linux): what running timers are kept in. A timer is a duration, so it must not move
+/// when the wall clock is stepped (issue #34: a 10-minute timer and a +1 h step was deleted as missed; -1 h, it rang
+/// after 70 minutes). It starts again at each boot, so the timers file keeps time left, not instants (`json(at:)`).
+public typealias BootTime = Double
+
+/// Both clocks read at one moment, and which boot it was in (/proc/sys/kernel/random/boot_id): what a saved timer
+/// needs to be counted on after a restart.
+public struct ClockReading: Sendable, Equatable {
+    public var wall: WallTime
+    public var boot: BootTime
+    /// "" when it is not known (then no two readings are taken to be in the same boot).
+    public var bootID: String
+
+    public init(wall: WallTime, boot: BootTime, bootID: String) {
+        self.wall = wall
+        self.boot = boot
+        self.bootID = bootID
+    }
+
+    /// The monotonic seconds from `earlier` to this reading, when both were taken in the same boot (nil when not:
+    /// CLOCK_BOOTTIME started again in between, and says nothing of how long the machine was off).
+    public func seconds(since earlier: ClockReading) -> Double? {
+        guard !bootID.isEmpty, bootID == earlier.bootID, boot >= earlier.boot, (boot - earlier.boot).isFinite else { return nil }
+        return boot - earlier.boot
+    }
+}
 
 /// A kitchen timer the speaker keeps itself (Houndify leaves timers to the client: docs/houndify-protocol.md,
 /// "Timers").
 public struct SpeakerTimer: Sendable, Equatable {
     public enum Status: Sendable, Equatable {
-        case running(endsAt: WallTime)
+        /// Due at `endsAt` on the monotonic clock.
+        case running(endsAt: BootTime)
         case paused(remaining: Double)
-        /// Rang at `since` and has not been stopped.
-        case ringing(since: WallTime)
+        /// Rang at `since` (monotonic) and has not been stopped.
+        case ringing(since: BootTime)
     }
 
     public var id: Int
@@ -28,8 +57,8 @@ public struct SpeakerTimer: Sendable, Equatable {
         self.status = status
     }
 
-    /// Seconds left at `now` (0 once due or ringing).
-    public func remaining(at now: WallTime) -> Double {
+    /// Seconds left at `now` (monotonic; 0 once due or ringing).
+    public func remaining(at now: BootTime) -> Double {
         switch status {
         case .running(let end): max(0, end - now)
         case .paused(let left): left
@@ -37,9 +66,9 @@ public struct SpeakerTimer: Sendable, Equatable {
         }
     }
 
-    /// Whole seconds left at `now`, rounded up: what is said and shown. Saturating, so that a number no command can
-    /// make (a timer built by hand, a wall clock far off) cannot trap whoever says it.
-    public func remainingSeconds(at now: WallTime) -> Int {
+    /// Whole seconds left at `now` (monotonic), rounded up: what is said and shown. Saturating, so that a number no
+    /// command can make (a timer built by hand) cannot trap whoever says it.
+    public func remainingSeconds(at now: BootTime) -> Int {
         Saturating.int(remaining(at: now), .up, in: 0...Int.max)
     }
 
@@ -151,14 +180,19 @@ public struct TimerBook: Sendable, Equatable {
         return nextID
     }
 
-    /// When the next running timer or scheduled alarm is due.
-    public var nextDeadline: WallTime? {
-        (timers.compactMap { if case .running(let end) = $0.status { end } else { nil } }
-            + alarms.compactMap { if case .scheduled(let at) = $0.status { at } else { nil } }).min()
+    /// When the next running timer is due, on the monotonic clock.
+    public var nextTimerDeadline: BootTime? {
+        timers.compactMap { if case .running(let end) = $0.status { end } else { nil } }.min()
     }
 
-    /// Carries out `action` at `now`.
-    public mutating func apply(_ action: TimerAction, now: WallTime) -> TimerOutcome {
+    /// When the next scheduled alarm is due, on the wall clock. (Two answers, not one: the two clocks drift apart
+    /// at every step of the wall clock, so their times cannot be compared.)
+    public var nextAlarm: WallTime? {
+        alarms.compactMap { if case .scheduled(let at) = $0.status { at } else { nil } }.min()
+    }
+
+    /// Carries out `action` at `now` (monotonic).
+    public mutating func apply(_ action: TimerAction, now: BootTime) -> TimerOutcome {
         switch action {
         case .set(let seconds, let name):
             guard seconds > 0 else { return TimerOutcome(succeeded: false, sentence: "How long should the timer be?") }
@@ -244,9 +278,9 @@ public struct TimerBook: Sendable, Equatable {
         }
     }
 
-    /// Running timers due by `now` start ringing; they are returned (each once). Timers that fell due long before
-    /// `now` (the speaker was off) are removed and returned as missed instead.
-    public mutating func due(now: WallTime) -> [TimerChange] {
+    /// Running timers due by `now` (monotonic) start ringing; they are returned (each once). Timers that fell due
+    /// long before `now` (the speaker was off) are removed and returned as missed instead.
+    public mutating func due(now: BootTime) -> [TimerChange] {
         var changes: [TimerChange] = []
         for index in timers.indices {
             guard case .running(let end) = timers[index].status, end <= now else { continue }
@@ -264,17 +298,17 @@ public struct TimerBook: Sendable, Equatable {
 
     /// After a restart: what `due` does, and a timer that was still ringing when the speaker went off rings on if
     /// it started at most `stillWorthRinging` ago (else it is missed, and removed). True when any is ringing.
-    public mutating func restarted(now: WallTime, calendar: any LocalCalendar) -> (changes: [TimerChange], alarmChanges: [AlarmChange], ringing: Bool) {
-        let (unusable, unusableAlarms) = keepWithinLimits(now: now, calendar: calendar)
-        var changes = unusable + due(now: now)
-        let stale = timers.filter { if case .ringing(let since) = $0.status { now - since > Self.stillWorthRinging } else { false } }
+    public mutating func restarted(now: ClockReading, calendar: any LocalCalendar) -> (changes: [TimerChange], alarmChanges: [AlarmChange], ringing: Bool) {
+        let (unusable, unusableAlarms) = keepWithinLimits(now: now.wall, calendar: calendar)
+        var changes = unusable + due(now: now.boot)
+        let stale = timers.filter { if case .ringing(let since) = $0.status { now.boot - since > Self.stillWorthRinging } else { false } }
         timers.removeAll { t in stale.contains { $0.id == t.id } }
         changes += stale.map { TimerChange(.missed, $0) }
-        var alarmChanges = unusableAlarms + alarmsDue(now: now, calendar: calendar)
+        var alarmChanges = unusableAlarms + alarmsDue(now: now.wall, calendar: calendar)
         for index in alarms.indices {
-            guard case .ringing(let since) = alarms[index].status, now - since > Self.stillWorthRinging else { continue }
+            guard case .ringing(let since) = alarms[index].status, now.wall - since > Self.stillWorthRinging else { continue }
             alarmChanges.append(AlarmChange(.missed, alarms[index]))
-            alarms[index].status = .scheduled(at: alarms[index].next(after: now, calendar))
+            alarms[index].status = .scheduled(at: alarms[index].next(after: now.wall, calendar))
         }
         alarms.removeAll { alarm in alarm.days.isEmpty && alarmChanges.contains { $0.kind == .missed && $0.alarm.id == alarm.id } }
         return (changes, alarmChanges, anyRinging)
@@ -283,8 +317,8 @@ public struct TimerBook: Sendable, Equatable {
     /// Brings what no command can make within the limits, before anything is scheduled on it (the file's reader
     /// refuses all of these; a book made in code may hold them): a length or a paused time beyond a day is a day, a
     /// timer or alarm whose time is not a number is removed and returned as missed (or scheduled for its next time,
-    /// for an alarm). A running timer or an alarm far ahead is kept as it is: the wall clock may be behind after a
-    /// boot (a Pi has no battery clock), and its time is right again once the clock is set.
+    /// for an alarm). An alarm far ahead is kept as it is: the wall clock may be behind after a boot (a Pi has no
+    /// battery clock), and its time is right again once the clock is set.
     mutating func keepWithinLimits(now: WallTime, calendar: any LocalCalendar) -> ([TimerChange], [AlarmChange]) {
         let limit = Double(Self.longestSeconds)
         var missed: [TimerChange] = []
@@ -341,7 +375,7 @@ public struct TimerBook: Sendable, Equatable {
         }
     }
 
-    func select(_ selection: TimerSelection, now: WallTime) -> Choice {
+    func select(_ selection: TimerSelection, now: BootTime) -> Choice {
         guard !timers.isEmpty else { return .none }
         switch selection {
         case .all:
@@ -366,7 +400,7 @@ public struct TimerBook: Sendable, Equatable {
         }
     }
 
-    private mutating func change(_ selection: TimerSelection, now: WallTime, doing verb: String, kind: TimerChange.Kind, past: String,
+    private mutating func change(_ selection: TimerSelection, now: BootTime, doing verb: String, kind: TimerChange.Kind, past: String,
                                  _ next: (SpeakerTimer) -> SpeakerTimer.Status?) -> TimerOutcome {
         let chosen = select(selection, now: now)
         guard case .found(let found) = chosen else { return chosen.failure(doing: verb, in: self) }
@@ -433,9 +467,16 @@ public enum SpokenDuration {
 // MARK: Saving
 
 extension TimerBook {
-    /// The timers as saved in the state directory (`timers.json`).
-    public var json: JSONValue {
-        .object(["version": 1, "alarms": .array(alarms.map { alarm in
+    /// The timers as saved in the state directory (`timers.json`) at `now`. A running timer's end is an instant on
+    /// this boot's monotonic clock, which means nothing after a reboot, so each timer is saved with its time left
+    /// (`remaining`, or `ringingFor` for one ringing), and the file with both clocks and the boot as they were at
+    /// the save (`savedAt`): `reading(json:at:)` counts on from there. Each also keeps the wall-clock instant the
+    /// file held before (`endsAt`, `ringingSince`), and the file its version 1, so that an older speaker (apt rolls
+    /// back) reads it as it always did. Alarms are times of day: saved as wall-clock instants, as before.
+    public func json(at now: ClockReading) -> JSONValue {
+        .object(["version": 1,
+                 "savedAt": ["wall": .double(now.wall), "boot": .double(now.boot), "bootID": .string(now.bootID)],
+                 "alarms": .array(alarms.map { alarm in
             var object: [String: JSONValue] = ["id": .int(Int64(alarm.id)), "name": .string(alarm.name),
                                                "minuteOfDay": .int(Int64(alarm.minuteOfDay)),
                                                "days": .array(alarm.days.sorted().map { .int(Int64($0.rawValue)) })]
@@ -447,31 +488,43 @@ extension TimerBook {
         }), "timers": .array(timers.map { timer in
             var object: [String: JSONValue] = ["id": .int(Int64(timer.id)), "name": .string(timer.name), "seconds": .int(Int64(timer.seconds))]
             switch timer.status {
-            case .running(let end): object["endsAt"] = .double(end)
+            case .running(let end):
+                // Held to what the reader takes: one due and not yet rung (it is rung at the next check, within
+                // milliseconds) has 0 left, and rings at the start.
+                let left = min(max(end - now.boot, 0), Double(Self.longestSeconds))
+                object["remaining"] = .double(left.isFinite ? left : 0)
+                object["endsAt"] = .double(now.wall + (left.isFinite ? left : 0))
             case .paused(let left): object["pausedRemaining"] = .double(left)
-            case .ringing(let since): object["ringingSince"] = .double(since)
+            case .ringing(let since):
+                let rung = max(now.boot - since, 0)
+                object["ringingFor"] = .double(rung.isFinite ? rung : 0)
+                object["ringingSince"] = .double(now.wall - (rung.isFinite ? rung : 0))
             }
             return .object(object)
         })])
     }
 
-    /// Reads what `json` wrote, keeping the entries that make sense (`reading(json:)` also names the others).
-    public init(json: JSONValue) throws(TimerFileError) {
-        self = try Self.reading(json: json).book
+    /// Reads what `json(at:)` wrote, at `now`, keeping the entries that make sense (`reading(json:at:)` also names
+    /// the others).
+    public init(json: JSONValue, at now: ClockReading) throws(TimerFileError) {
+        self = try Self.reading(json: json, at: now).book
     }
 
-    /// Reads what `json` wrote. An entry whose numbers are out of their limits (ids, lengths, times: the file is
-    /// outside input, and a number in it once crashed the speaker at every start) or that does not parse is not
-    /// kept, and is named in `rejected` with its reason, so that the caller can say so and keep the file aside.
-    public static func reading(json: JSONValue) throws(TimerFileError) -> (book: TimerBook, rejected: [TimerFileRejection]) {
+    /// Reads what `json(at:)` wrote (or a file from before it, which has only wall-clock instants), at `now`: each
+    /// running timer is due its time left after `now`, less the time the speaker was off. An entry whose numbers
+    /// are out of their limits (ids, lengths, times: the file is outside input, and a number in it once crashed the
+    /// speaker at every start) or that does not parse is not kept, and is named in `rejected` with its reason, so
+    /// that the caller can say so and keep the file aside.
+    public static func reading(json: JSONValue, at now: ClockReading) throws(TimerFileError) -> (book: TimerBook, rejected: [TimerFileRejection]) {
         guard json["version"]?.int64Value == 1, let items = json["timers"]?.arrayValue else {
             throw TimerFileError(problem: "not a timers file of version 1")
         }
+        let off = savedAt(json).map { offFor(since: $0, now: now) }
         var rejected: [TimerFileRejection] = []
         var ids: Set<Int> = []
         var timers: [SpeakerTimer] = []
         for (index, item) in items.enumerated() {
-            switch timer(item, ids: &ids) {
+            switch timer(item, ids: &ids, now: now, off: off) {
             case .success(let timer): timers.append(timer)
             case .failure(let reason): rejected.append(TimerFileRejection(what: Self.entryName("timer", item, index: index), reason: reason.text))
             }
@@ -484,6 +537,24 @@ extension TimerBook {
             }
         }
         return (TimerBook(timers: timers, alarms: alarms), rejected)
+    }
+
+    /// The clocks as the file was saved with them; nil for a file from before they were kept, or if they are not
+    /// numbers a clock could show (the timers' wall-clock instants are read instead).
+    static func savedAt(_ json: JSONValue) -> ClockReading? {
+        guard let saved = json["savedAt"], let wall = saved["wall"]?.doubleValue, plausibleTimes.contains(wall),
+              let boot = saved["boot"]?.doubleValue, plausibleTimes.contains(boot), let id = saved["bootID"]?.stringValue else { return nil }
+        return ClockReading(wall: wall, boot: boot, bootID: id)
+    }
+
+    /// How long the timers are counted to have run while the speaker was off. In the same boot the monotonic
+    /// clock says it exactly, whatever the wall clock did meanwhile. After a reboot the time left is taken as it was
+    /// saved, not less the wall-clock difference: on a Pi the wall clock is not to be trusted across a boot (it has
+    /// no battery clock: until time sync steps it, it reads the time saved at the last shutdown, or 1970, so the
+    /// difference can be hours either way), and a reboot is mostly a power cut, which stopped the oven and the
+    /// kitchen's other clocks too: the pasta needs the minutes it had left, not a timer that rings at breakfast.
+    static func offFor(since saved: ClockReading, now: ClockReading) -> Double {
+        now.seconds(since: saved) ?? 0
     }
 
     struct Reason: Error { var text: String }
@@ -517,25 +588,43 @@ extension TimerBook {
         return .success(time)
     }
 
-    static func timer(_ item: JSONValue, ids: inout Set<Int>) -> Result<SpeakerTimer, Reason> {
+    /// Seconds a status counts (time left, time rung) under `key`, if the entry has them: nil when it has none, a
+    /// reason when they are not within `limits`.
+    static func seconds(_ item: JSONValue, _ key: String, _ what: String, _ limits: ClosedRange<Double>, _ limitText: String) -> Result<Double, Reason>? {
+        guard let value = item[key] else { return nil }
+        guard let seconds = value.doubleValue, limits.contains(seconds) else {
+            return .failure(Reason(text: "its \(what) (\(shown(value))) is not \(limitText)"))
+        }
+        return .success(seconds)
+    }
+
+    /// `off`: how long the speaker was off by the file's own clocks (`offFor`), nil for a file without them.
+    static func timer(_ item: JSONValue, ids: inout Set<Int>, now: ClockReading, off: Double?) -> Result<SpeakerTimer, Reason> {
         guard item.objectValue != nil else { return .failure(Reason(text: "not an object")) }
         guard let name = item["name"]?.stringValue else { return .failure(Reason(text: "its name is not text")) }
         let length = item["seconds"] ?? .null
         guard let seconds = length.int64Value, (1...Int64(longestSeconds)).contains(seconds) else {
             return .failure(Reason(text: "its length (\(shown(length)) s) is not 1 s to 24 hours"))
         }
+        let day = Double(longestSeconds)
         let status: SpeakerTimer.Status
-        if let end = time(item, "endsAt", "end") {
+        if let off, let left = Self.seconds(item, "remaining", "time left", 0...day, "0 to 24 hours") {
+            guard case .success(let left) = left else { return .failure(left.reason) }
+            status = .running(endsAt: now.boot + left - off)
+        } else if let end = time(item, "endsAt", "end") {
             guard case .success(let end) = end else { return .failure(end.reason) }
-            status = .running(endsAt: end)
-        } else if let value = item["pausedRemaining"] {
-            guard let left = value.doubleValue, left >= 0, left <= Double(longestSeconds) else {
-                return .failure(Reason(text: "its time left (\(shown(value))) is not 0 to 24 hours"))
-            }
+            // A file from before the time left was kept: the wall clock is all it has. Held to a day ahead, the most
+            // a timer can have left, in case the wall clock is behind (a boot before time sync).
+            status = .running(endsAt: now.boot + min(end - now.wall, day))
+        } else if let left = Self.seconds(item, "pausedRemaining", "time left", 0...day, "0 to 24 hours") {
+            guard case .success(let left) = left else { return .failure(left.reason) }
             status = .paused(remaining: left)
+        } else if let off, let rung = Self.seconds(item, "ringingFor", "time ringing", plausibleTimes, "a time") {
+            guard case .success(let rung) = rung else { return .failure(rung.reason) }
+            status = .ringing(since: now.boot - off - rung)
         } else if let since = time(item, "ringingSince", "ringing start") {
             guard case .success(let since) = since else { return .failure(since.reason) }
-            status = .ringing(since: since)
+            status = .ringing(since: now.boot - (now.wall - since))
         } else {
             return .failure(Reason(text: "it is neither running, paused nor ringing"))
         }

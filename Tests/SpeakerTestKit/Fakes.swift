@@ -10,7 +10,8 @@ public import JSONKit
 // with no ALSA, curl or espeak-ng. Each fake records what the loop asked of it, and the test decides what
 // happens next (an answer arrives, speech ends, time passes).
 
-/// Time that moves only when the test says so. Timers fire, in deadline order, inside `advance`.
+/// Time that moves only when the test says so. Timers fire, in deadline order, inside `advance`. The wall clock
+/// moves with it, and can also be stepped on its own (`stepWallClock`), as time sync steps a real one.
 public final class ManualClock: LoopClock {
     private struct Armed {
         var deadline: Duration
@@ -18,18 +19,43 @@ public final class ManualClock: LoopClock {
     }
 
     private let base = ContinuousClock.now
-    private let state = Mutex<(elapsed: Duration, timers: [Int: Armed], nextID: Int)>((.zero, [:], 0))
+    private let state = Mutex<(elapsed: Duration, timers: [Int: Armed], nextID: Int, wallSteps: Double)>((.zero, [:], 0, 0))
 
-    /// The wall-clock time when the clock was made (a second clock made with the first's `wallTime` continues it:
-    /// a restart).
+    /// The wall-clock time when the clock was made.
     private let wallStart: WallTime
+    /// The monotonic time (seconds since boot) when the clock was made: far from any wall time, so that a test
+    /// that mixes the two clocks up fails.
+    private let bootStart: BootTime
+    public let bootID: String
 
-    public init(wallStart: WallTime = 1_800_000_000) { self.wallStart = wallStart }
+    public init(wallStart: WallTime = 1_800_000_000, bootStart: BootTime = 5_000, bootID: String = "boot-1") {
+        self.wallStart = wallStart
+        self.bootStart = bootStart
+        self.bootID = bootID
+    }
+
+    /// The clock of the same machine when the speaker starts again `after` later (a restart): in the same boot
+    /// unless `newBoot` (the monotonic clock then starts again, a minute after the boot), with the wall clock moved
+    /// on by `after` and stepped by `wallStep` seconds.
+    public func restarted(after: Duration = .zero, wallStep: Double = 0, newBoot: Bool = false) -> ManualClock {
+        let seconds = Double(after / .milliseconds(1)) / 1000
+        return ManualClock(wallStart: wallTime + seconds + wallStep, bootStart: newBoot ? 60 : bootTime + seconds,
+                           bootID: newBoot ? bootID + "-next" : bootID)
+    }
 
     public var now: ContinuousClock.Instant { base + state.withLock { $0.elapsed } }
 
-    public var wallTime: WallTime { wallStart + Double(state.withLock { $0.elapsed } / .milliseconds(1)) / 1000 }
+    public var wallTime: WallTime {
+        state.withLock { s in wallStart + s.wallSteps + Double(s.elapsed / .milliseconds(1)) / 1000 }
+    }
+    public var bootTime: BootTime { bootStart + Double(state.withLock { $0.elapsed } / .milliseconds(1)) / 1000 }
     public let calendar: any LocalCalendar = FixedOffsetCalendar()
+
+    /// Steps the wall clock by `seconds` (either way), as time sync does: the monotonic clock and the armed timers
+    /// (which count on it) stay where they are.
+    public func stepWallClock(by seconds: Double) {
+        state.withLock { $0.wallSteps += seconds }
+    }
 
     /// Milliseconds since the clock was made.
     public var elapsedMS: Int { Int(state.withLock { $0.elapsed } / .milliseconds(1)) }
@@ -449,22 +475,34 @@ public final class FakeFlagStore: FlagStore {
     }
 }
 
-/// Timers kept in memory; one store given to two rigs in turn is a restart. `problems` are reported by each load,
-/// as a file with entries it could not keep reports them.
+/// Timers kept in memory; one store given to two rigs in turn is a restart. What a loop saves is kept as the
+/// timers file would hold it (`TimerBook.json(at:)`) and read back as the file is, at the loading clock's time, so
+/// that a restart counts on as a real one does. `problems` are reported by each load, as a file with entries it
+/// could not keep reports them.
 public final class FakeTimerStore: TimerStore {
-    private let saved = Mutex<TimerBook?>(nil)
+    private let saved = Mutex<(book: TimerBook?, file: JSONValue?)>((nil, nil))
     private let problems: [DeviceProblem]
     public convenience init() { self.init(nil) }
+    /// `book`: made in code on the clock of the loop that loads it, and loaded as it is.
     public init(_ book: TimerBook?, problems: [DeviceProblem] = []) {
-        saved.withLock { $0 = book }
+        saved.withLock { $0 = (book, nil) }
         self.problems = problems
     }
     private let saveFailure = Mutex<DeviceProblem?>(nil)
-    public var book: TimerBook? { saved.withLock { $0 } }
-    public func load() throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) { (saved.withLock { $0 } ?? TimerBook(), problems) }
-    public func save(_ book: TimerBook) throws(DeviceProblem) {
+    /// The book as the loop last saved it (on that loop's clock).
+    public var book: TimerBook? { saved.withLock { $0.book } }
+    /// What the timers file would hold.
+    public var file: JSONValue? { saved.withLock { $0.file } }
+    public func load(at now: ClockReading) throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
+        let (book, file) = saved.withLock { ($0.book, $0.file) }
+        guard let file else { return (book ?? TimerBook(), problems) }
+        do throws(TimerFileError) { return (try TimerBook(json: file, at: now), problems) } catch {
+            throw DeviceProblem("timers: \(error)")
+        }
+    }
+    public func save(_ book: TimerBook, at now: ClockReading) throws(DeviceProblem) {
         if let failure = saveFailure.withLock({ $0 }) { throw failure }
-        saved.withLock { $0 = book }
+        saved.withLock { $0 = (book, book.json(at: now)) }
     }
     /// From now on every save fails with `problem` (a full disk), or, with nil, works again.
     public func failSaves(_ problem: DeviceProblem?) { saveFailure.withLock { $0 = problem } }

@@ -13,7 +13,7 @@ import Timers
     @Test func theSavedTimersAndMuteAreThereBeforeTheLoopRuns() async {
         let clock = ManualClock()
         var book = TimerBook()
-        _ = book.apply(.set(seconds: 600, name: "soup"), now: clock.wallTime)
+        _ = book.apply(.set(seconds: 600, name: "soup"), now: clock.bootTime)
         let mute = FakeFlagStore()
         try? mute.save(true)
         let microphone = FakeMicrophone()

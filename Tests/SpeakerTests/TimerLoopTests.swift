@@ -78,8 +78,8 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         await ask(first, Self.setTimer(600, name: "roast"))
         first.clock.advance(by: .seconds(120))
         await first.stop()
-        // The same speaker, started again two minutes later (the wall clock moved on; the monotonic one restarts).
-        let rig = await LoopRig(clock: ManualClock(wallStart: first.clock.wallTime + 120), timerStore: first.timerStore)
+        // The same speaker, started again two minutes later in the same boot: the monotonic clock counted them.
+        let rig = await LoopRig(clock: first.clock.restarted(after: .seconds(120)), timerStore: first.timerStore)
         #expect(await rig.saw(.leds(.timer)))
         rig.clock.advance(by: .seconds(359))
         #expect(!rig.recorder.all.contains(.leds(.ringing)))
@@ -87,7 +87,7 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         #expect(await rig.saw(.leds(.ringing)))
         await rig.stop()
         // Shut down while ringing: it is still ringing after the next start (within 15 minutes).
-        let again = await LoopRig(clock: ManualClock(wallStart: rig.clock.wallTime + 30), timerStore: first.timerStore)
+        let again = await LoopRig(clock: rig.clock.restarted(after: .seconds(30)), timerStore: first.timerStore)
         #expect(await again.saw(.stateChanged(from: .ready, to: .ringing)))
         await again.stop()
     }

@@ -86,7 +86,7 @@ import Timers
         defer { try? FileManager.default.removeItem(atPath: dir) }
         files.write("not a directory", to: dir + "/state")
         let file = TimerFile(path: dir + "/state/timers.json")
-        #expect(throws: DeviceProblem.self) { try file.save(TimerBook()) }
+        #expect(throws: DeviceProblem.self) { try file.save(TimerBook(), at: files.clocks) }
 
         let clock = ManualClock()
         let recorder = ActivityRecorder()

@@ -64,6 +64,9 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
 @Suite struct TimerLimitTests {
     let t0: WallTime = 1_800_000_000
 
+    /// Both clocks at `t` (the same number on each keeps these tests' arithmetic simple), in one boot.
+    func clocks(_ t: Double) -> ClockReading { ClockReading(wall: t, boot: t, bootID: "b") }
+
     @Test func addingAnAbsurdTimeIsRefusedAndTheTimerKeepsItsTime() {
         var book = TimerBook()
         _ = book.apply(.set(seconds: 600, name: "pasta"), now: t0)
@@ -131,7 +134,7 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
             ["id": 12, "name": "odd day", "minuteOfDay": 420, "days": [1, 99], "at": .double(t0)],
             ["id": .int(Int64.min), "name": "small id", "minuteOfDay": 420, "days": [], "at": .double(t0)],
         ]]
-        let (book, rejected) = try TimerBook.reading(json: json)
+        let (book, rejected) = try TimerBook.reading(json: json, at: clocks(t0))
         #expect(book.timers.map(\.name) == ["pasta"])
         #expect(book.alarms.map(\.name) == ["wake"])
         #expect(rejected.count == 12)
@@ -147,10 +150,10 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
         // New ids still count on from the good ones, and nothing read can trap what follows.
         var next = book
         #expect(next.apply(.set(seconds: 5, name: "x"), now: t0).changes[0].timer.id == 11)
-        _ = next.restarted(now: t0, calendar: FixedOffsetCalendar())
+        _ = next.restarted(now: clocks(t0), calendar: FixedOffsetCalendar())
         expectWithinLimits(next, now: t0, longestLeft: TimerBook.plausibleTimes.upperBound - t0)
         // The convenience reader keeps the good entries the same way.
-        #expect(try TimerBook(json: json) == book)
+        #expect(try TimerBook(json: json, at: clocks(t0)) == book)
     }
 
     /// A book made in code with numbers no command or file makes: a restart brings lengths and paused times within
@@ -164,13 +167,13 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
             SpeakerTimer(id: Int.max, name: "ringing", seconds: 60, status: .ringing(since: -.infinity)),
         ], alarms: [SpeakerAlarm(id: 5, name: "", minuteOfDay: 420, days: [], status: .scheduled(at: .nan)),
                     SpeakerAlarm(id: 6, name: "", minuteOfDay: Int.max, days: [], status: .scheduled(at: t0))])
-        let (changes, alarmChanges, _) = book.restarted(now: t0, calendar: FixedOffsetCalendar())
+        let (changes, alarmChanges, _) = book.restarted(now: clocks(t0), calendar: FixedOffsetCalendar())
         #expect(Set(changes.filter { $0.kind == .missed }.map(\.timer.name)) == ["nan", "ringing"])
         #expect(alarmChanges.map(\.kind) == [.missed] && alarmChanges[0].alarm.id == 6)
         #expect(book.timers.map(\.name) == ["far", "paused"])
         #expect(book.timers.map(\.seconds) == [TimerBook.longestSeconds, 1])
         #expect(book.timers[0].remaining(at: t0) == 1e9 && book.timers[1].remaining(at: t0) == Double(TimerBook.longestSeconds))
-        #expect(book.alarms.map(\.id) == [5] && book.nextDeadline.map { $0 > t0 && $0 <= t0 + 86_400 } == true)
+        #expect(book.alarms.map(\.id) == [5] && book.nextAlarm.map { $0 > t0 && $0 <= t0 + 86_400 } == true)
         #expect(book.apply(.set(seconds: 60, name: "next"), now: t0).changes.first?.timer.id == Int(Int32.max) + 1)
     }
 
@@ -206,7 +209,7 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
     /// book read (after a restart) is within limits; every entry is either kept or named.
     @Test func randomTimersFilesNeverTrap() throws {
         var g = SplitMix(seed: 3434)
-        let keys = ["id", "name", "seconds", "endsAt", "pausedRemaining", "ringingSince"]
+        let keys = ["id", "name", "seconds", "endsAt", "pausedRemaining", "ringingSince", "remaining", "ringingFor"]
         let alarmKeys = ["id", "name", "minuteOfDay", "days", "at", "ringingSince"]
         for _ in 0..<2000 {
             func entry(_ keys: [String]) -> JSONValue {
@@ -222,17 +225,23 @@ func expectWithinLimits(_ book: TimerBook, now: WallTime, longestLeft: Double = 
             }
             let timers = (0..<Int.random(in: 0...4, using: &g)).map { _ in entry(keys) }
             let alarms = (0..<Int.random(in: 0...3, using: &g)).map { _ in entry(alarmKeys) }
-            let json: JSONValue = ["version": 1, "timers": .array(timers), "alarms": .array(alarms)]
-            var (book, rejected) = try TimerBook.reading(json: json)
-            #expect(book.timers.count + book.alarms.count + rejected.count == timers.count + alarms.count)
+            var top: [String: JSONValue] = ["version": 1, "timers": .array(timers), "alarms": .array(alarms)]
+            if Bool.random(using: &g) {  // the clocks of the save: of this boot, of another, or absurd
+                top["savedAt"] = .object(["wall": AbsurdNumbers.json(&g), "boot": Bool.random(using: &g) ? .double(t0 - 100) : AbsurdNumbers.json(&g),
+                                          "bootID": .string(Bool.random(using: &g) ? "b" : "other")])
+            }
+            let json = JSONValue.object(top)
             let now = t0 + Double(Int.random(in: 0...100_000, using: &g))
-            _ = book.restarted(now: now, calendar: FixedOffsetCalendar())
+            var (book, rejected) = try TimerBook.reading(json: json, at: clocks(now))
+            #expect(book.timers.count + book.alarms.count + rejected.count == timers.count + alarms.count)
+            _ = book.restarted(now: clocks(now), calendar: FixedOffsetCalendar())
             expectWithinLimits(book, now: now, longestLeft: TimerBook.plausibleTimes.upperBound - now)
             _ = book.apply(.timeLeft(.all), now: now)
             _ = book.apply(.addTime(seconds: 60, .all), now: now)
             _ = book.apply(.set(seconds: 60, name: "new"), now: now)
-            _ = book.nextDeadline
-            _ = book.json.asciiJSON()
+            _ = book.nextTimerDeadline
+            _ = book.nextAlarm
+            _ = book.json(at: clocks(now)).asciiJSON()
         }
     }
 

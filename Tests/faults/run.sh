@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The fault-injection suite: `text`, `voice` and `run` against the misbehaving stand-in server (standin.py), and
-# the soak. Uses the official-SDK test venv for pytest (Tests/sdk/setup-venv.sh).
+# the soak, and `run` with its wall clock stepped (a shim built with gcc at test time: wallclock_shift.c). Uses the
+# official-SDK test venv for pytest (Tests/sdk/setup-venv.sh).
 #   HOUND_SPEAKER_BIN=/path/to/hound-speaker Tests/faults/run.sh [extra pytest args]
 set -uo pipefail
 # The commands under test keep their conversations here, not in the user's state directory.

@@ -215,3 +215,108 @@ def test_a_flood_of_half_sent_requests_leaves_the_speaker_working(standin, tmp_p
             client.close()
         assert speaker.stop() == 0
 
+
+# --- clock steps: `run` with its wall clock stepped (issue #34) ----------------------------------------------
+# A Pi has no battery clock: time sync steps its clock after every boot and power cut, just when people set timers.
+# A shim (wallclock_shift.c, built here with gcc, loaded with LD_PRELOAD) moves only the speaker's wall clock, by the
+# seconds in a file the test writes; the monotonic clocks, which timers count on, are left alone.
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+@pytest.fixture(scope="module")
+def wallclock_shim(tmp_path_factory):
+    out = str(tmp_path_factory.mktemp("shim") / "wallclock_shift.so")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o", out, os.path.join(HERE, "wallclock_shift.c"),
+                    "-ldl", "-lpthread"], check=True)
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_service(tmp_path_factory):
+    """The local Houndify-compatible service (it answers "set a timer for ..." with a TimerCommand)."""
+    import re
+    config = tmp_path_factory.mktemp("service") / "service.toml"
+    config.write_text(f'[houndify]\nclient_id = "AAECAwQFBgcICQoLDA0ODw=="\nclient_key = "{CLIENT_KEY}"\n')
+    config.chmod(0o600)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
+    process = subprocess.Popen([BIN, "serve", "--port", "0", "--config", str(config)], stdout=subprocess.PIPE,
+                               stderr=subprocess.DEVNULL, text=True, env=env)
+    match = re.match(r"listening on http://127\.0\.0\.1:(\d+)", process.stdout.readline())
+    assert match, "serve did not say where it listens"
+    threading.Thread(target=lambda: [None for _ in process.stdout], daemon=True).start()
+    yield int(match.group(1))
+    process.terminate()
+    process.wait(timeout=HANG_GUARD)
+
+
+class SteppedSpeaker(Speaker):
+    """`run` with the shim, its timers in a file, and every question heard as `question`."""
+
+    def __init__(self, tmp_path, port, shim, question):
+        self.shift_file = tmp_path / "wall-shift"
+        if not self.shift_file.exists():
+            self.step_to(0)
+        super().__init__(tmp_path, port, extra=f"""[houndify.request_info]
+LocalServiceTranscript = "{question}"
+[speaker]
+timers_file = "{tmp_path}/timers.json"
+mute_file = "{tmp_path}/muted"
+""", more_env={"LD_PRELOAD": shim, "WALLCLOCK_SHIFT_FILE": str(self.shift_file)})
+
+    def step_to(self, seconds):
+        """The speaker's wall clock from now on reads `seconds` away from the real one (as one step)."""
+        tmp = self.shift_file.with_suffix(".tmp")
+        tmp.write_text(f"{seconds}\n")
+        os.replace(tmp, self.shift_file)
+
+    def timer_events(self, until):
+        """The timer events until one whose change is `until` (which is returned last)."""
+        seen = []
+        self.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == until, seen)
+        return [e for e in seen if e.get("event") == "timer"]
+
+
+@pytest.mark.parametrize("seconds,step", [(20, 3600), (20, -3600), (90, 60)])
+def test_run_timer_rings_after_its_time_whatever_the_wall_clock_does(local_service, wallclock_shim, tmp_path, seconds, step):
+    """Once, +1 h deleted the timer as missed, -1 h made it ring an hour late, and +60 s (seen at the tick that
+    starts a 90 s timer's last minute) a minute early. It rings once, not before its time, never missed."""
+    speaker = SteppedSpeaker(tmp_path, local_service, wallclock_shim, f"set a timer for {seconds} seconds")
+    try:
+        pressed = time.monotonic()
+        events = speaker.press()
+        assert any(e.get("event") == "timer" and e.get("change") == "set" for e in events), speaker.log_tail()
+        speaker.step_to(step)
+        timers = speaker.timer_events(until="ringing")
+        rang = time.monotonic()
+        assert [e["change"] for e in timers if e["change"] not in ("tick",)] == ["ringing"], timers
+        # Set after `pressed`, so it must not have rung sooner than its length after it (a lower bound only: a busy
+        # machine may be late, never early).
+        assert rang - pressed >= seconds, f"rang {rang - pressed:.1f} s after the press, a {seconds} s timer"
+        speaker.send("click")  # a press stops it
+        stopped = speaker.timer_events(until="stopped")
+        assert [e["change"] for e in stopped] == ["stopped"], stopped
+    finally:
+        assert speaker.stop() == 0
+
+
+def test_run_timer_outlives_a_restart_with_the_clock_stepped_back(local_service, wallclock_shim, tmp_path):
+    """Stopped (as for an upgrade), the wall clock set back an hour meanwhile, started again in the same boot: the
+    timer goes on with its time left by the monotonic clock (it once gained the hour), and rings once."""
+    speaker = SteppedSpeaker(tmp_path, local_service, wallclock_shim, "set a timer for 30 seconds")
+    try:
+        speaker.press()
+    finally:
+        assert speaker.stop() == 0
+    saved = json.loads((tmp_path / "timers.json").read_text())
+    assert saved["timers"][0]["remaining"] <= 30 and saved["savedAt"]["bootID"], saved
+    speaker.step_to(-3600)
+    again = SteppedSpeaker(tmp_path, local_service, wallclock_shim, "set a timer for 30 seconds")
+    try:
+        # Told at once after the start: the time left, which is at most what it was set for.
+        first = again.wait_for(lambda e: e.get("event") == "timer")
+        assert first["change"] == "tick" and 0 < first["remaining_s"] <= 30, first
+        timers = again.timer_events(until="ringing")
+        assert "missed" not in [e["change"] for e in timers], timers
+    finally:
+        assert again.stop() == 0
