@@ -6,12 +6,7 @@
 # with. Prints a line per check and "N passed, N failed".
 set -uo pipefail
 out="$1"
-passed=0 failed=0
-check() {
-    local what="$1"; shift
-    if "$@" >/tmp/check.out 2>&1; then passed=$((passed + 1)); echo "ok: $what"
-    else failed=$((failed + 1)); echo "FAILED: $what"; sed 's/^/    /' /tmp/check.out | tail -15; fi
-}
+. "$(dirname "$0")/checks.sh"
 # The arm64 C library's shlibs for dpkg-shlibdeps, and the cross binutils for dh_strip: what a cross-building
 # machine has anyway (deploy/README.md, "The Debian package").
 dpkg --add-architecture arm64
@@ -31,5 +26,4 @@ check "the same files at the same paths as the amd64 package" diff <(listing "$a
 check "the same maintainer scripts" bash -c "diff <(dpkg-deb -I '$amd' postinst) <(dpkg-deb -I '$arm' postinst) && diff <(dpkg-deb -I '$amd' postrm) <(dpkg-deb -I '$arm' postrm)"
 check "the same conffiles" diff <(dpkg-deb -I "$amd" conffiles) <(dpkg-deb -I "$arm" conffiles)
 rm -rf "$work"
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

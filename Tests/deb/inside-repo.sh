@@ -5,13 +5,7 @@
 # repository before the update (OLD) to after it (NEW). Prints a line per check and "N passed, N failed".
 set -uo pipefail
 out="$1" old="$2" new="$3"
-passed=0 failed=0
-check() {  # check "what" COMMAND...: passes when COMMAND succeeds
-    local what="$1"; shift
-    if "$@" >/tmp/check.out 2>&1; then passed=$((passed + 1)); echo "ok: $what"
-    else failed=$((failed + 1)); echo "FAILED: $what"; sed 's/^/    /' /tmp/check.out | tail -15; fi
-}
-apt() { DEBIAN_FRONTEND=noninteractive apt-get -y -q "$@" > /tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; return 1; }; }
+. "$(dirname "$0")/checks.sh"
 installed() { [ "$(dpkg-query -W -f='${Version}' "$1" 2>/dev/null)" = "$2" ]; }
 config=/etc/hound-speaker/speaker.toml
 state=/var/lib/hound-speaker
@@ -47,5 +41,4 @@ check "the previous release is installed" installed hound-speaker "$old"
 check "the rollback kept the config, the timers and the mute state" bash -c "grep -q 'the owner was here' $config && [ -f $state/timers.json ] && grep -qx true $state/mute"
 check "the binary runs after the rollback" bash -c "hound-speaker --version | grep -qx '0.1.0'"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish

@@ -4,14 +4,7 @@
 set -uo pipefail
 old="$1" new="$2"
 old_local="${old/hound-speaker_/hound-speaker-local_}" new_local="${new/hound-speaker_/hound-speaker-local_}"
-passed=0 failed=0
-check() {  # check "what" COMMAND...: passes when COMMAND succeeds
-    local what="$1"; shift
-    if "$@" >/tmp/check.out 2>&1; then passed=$((passed + 1)); echo "ok: $what"
-    else failed=$((failed + 1)); echo "FAILED: $what"; sed 's/^/    /' /tmp/check.out | tail -15; fi
-}
-version_of() { dpkg-query -W -f='${Version}' hound-speaker 2>/dev/null; }
-apt() { DEBIAN_FRONTEND=noninteractive apt-get -y -q "$@" > /tmp/apt.log 2>&1 || { tail -20 /tmp/apt.log; return 1; }; }
+. "$(dirname "$0")/checks.sh"
 config=/etc/hound-speaker/speaker.toml
 state=/var/lib/hound-speaker
 
@@ -58,5 +51,4 @@ check "install.sh: the newer version is installed" bash -c "[ \"\$(dpkg-query -W
 check "install.sh: the given config, the service user's alone" bash -c "grep -q generic-breadboard $config && [ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
 check "install.sh again changes nothing" bash -c "bash deploy/install.sh --deb '$new' --config /tmp/mine.toml > /tmp/install2.log 2>&1 && grep -q 'is installed already' /tmp/install2.log && tail -3 /tmp/install2.log | grep -q 'done: 0 change(s)' || { cat /tmp/install2.log; false; }"
 
-echo "$passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish
