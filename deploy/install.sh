@@ -81,21 +81,23 @@ if [ -z "$DEB" ]; then
         [ -n "$swift" ] || die "no --deb, no --binary and no Swift toolchain (swift on PATH or /opt/swift): build elsewhere and pass --deb PATH (deploy/README.md)"
         [ -f "$SRC/Package.swift" ] || die "no --deb, no --binary and no source tree at $SRC to build"
     fi
+    # The toolchain found above first on PATH, for install-deps' check and for the build.
+    tool_path="${swift:+$(dirname "$swift"):}$PATH"
     if [ -n "$ROOT" ]; then
         say "would install the packages building needs (tools/install-deps.sh --package)"
     else
-        env "PATH=${swift:+$(dirname "$swift"):}$PATH" bash "$SRC/tools/install-deps.sh" --package
+        env "PATH=$tool_path" bash "$SRC/tools/install-deps.sh" --package
     fi
     build=(bash deploy/build-deb --no-local --no-lintian --out "$work")
     [ -z "$BINARY" ] || build+=(--binary "$(cd "$(dirname "$BINARY")" && pwd)/$(basename "$BINARY")")
     [ -n "$BINARY" ] || say "building in $SRC: deploy/build-deb (deploy/build-release, then the package)"
     # Under sudo, build as the person who asked (with their home for SwiftPM's caches), so their source tree does
     # not fill with root-owned files.
-    as=(env "PATH=${swift:+$(dirname "$swift"):}$PATH" ${swift:+"SWIFT=$swift"})
+    as=(env "PATH=$tool_path" ${swift:+"SWIFT=$swift"})
     if [ -z "$ROOT" ] && [ -n "${SUDO_USER:-}" ] && [ "$SUDO_USER" != root ]; then
         home="$(getent passwd "$SUDO_USER" | cut -d: -f6)"
         chown "$SUDO_USER" "$work"
-        as=(runuser -u "$SUDO_USER" -- env "HOME=$home" "PATH=${swift:+$(dirname "$swift"):}$PATH" ${swift:+"SWIFT=$swift"})
+        as=(runuser -u "$SUDO_USER" -- env "HOME=$home" "PATH=$tool_path" ${swift:+"SWIFT=$swift"})
     fi
     DEB="$(cd "$SRC" && "${as[@]}" "${build[@]}" | tail -1)" || die "the package could not be made (above)"
 fi

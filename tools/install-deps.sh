@@ -21,12 +21,12 @@ package=(debhelper dpkg-dev help2man lintian)
 # What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database.
 swift_tests=(espeak-ng sox ca-certificates tzdata)
 # Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
-# extension needs to build, numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
-# Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils);
+# extension needs to build (gcc and libc6-dev, in toolchain), numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
+# Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils, in toolchain);
 # Debian's Chromium and a font for the kiosk page's tests (Tests/kiosk); debootstrap for the Debian 13 leg
 # (tools/debian-chroot.sh); aptly and gnupg for the apt repository's test (deploy/apt-repo, Tests/deb).
-test=("${swift_tests[@]}" "${package[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy gcc
-      libc6-dev systemd openssh-server openssh-client binutils chromium fonts-dejavu-core debootstrap aptly gnupg)
+test=("${swift_tests[@]}" "${package[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy
+      systemd openssh-server openssh-client chromium fonts-dejavu-core debootstrap aptly gnupg)
 
 wanted=("${toolchain[@]}" "${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then
