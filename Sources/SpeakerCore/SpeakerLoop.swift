@@ -481,10 +481,7 @@ public final class SpeakerLoop: Sendable {
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
-            if timersChanged(outcome.changes) != nil, outcome.changes.contains(where: { $0.kind != .ringing }) {
-                let lost = outcome.changes.contains { $0.kind == .set }
-                state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
-            }
+            keep(outcome)
             stopRingingIfNothingRings()
         case .alarm(let action):
             let synchronized = ports.system.clockSynchronized()
@@ -493,10 +490,7 @@ public final class SpeakerLoop: Sendable {
                 s.lastActionOutcome = ActionOutcome(outcome)
                 return outcome
             }
-            if timersChanged([], alarms: outcome.alarmChanges) != nil, outcome.alarmChanges.contains(where: { $0.kind != .ringing }) {
-                let lost = outcome.alarmChanges.contains { $0.kind == .set }
-                state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
-            }
+            keep(outcome)
             stopRingingIfNothingRings()
         case .stopRinging:
             let (timers, alarms) = state.withLock { s in
@@ -733,6 +727,15 @@ public final class SpeakerLoop: Sendable {
         }
         timersChanged(changes, alarms: alarms)
         if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) { ring() }
+    }
+
+    /// Tells and saves what a timer or alarm command changed; a change the person asked for (not a ring) that could
+    /// not be saved gets its caveat after the confirmation.
+    private func keep(_ outcome: TimerOutcome) {
+        let asked = outcome.changes.contains { $0.kind != .ringing } || outcome.alarmChanges.contains { $0.kind != .ringing }
+        guard timersChanged(outcome.changes, alarms: outcome.alarmChanges) != nil, asked else { return }
+        let lost = outcome.changes.contains { $0.kind == .set } || outcome.alarmChanges.contains { $0.kind == .set }
+        state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
     }
 
     /// Said after the confirmation of a timer or alarm set that could not be saved: it rings in this run, but the
