@@ -89,7 +89,9 @@ import Synchronization
     /// Real speech from espeak-ng at 16 kHz, made once per text (sox `pitch` moves it to another voice).
     static func speech(_ text: String, pitchCents: Int = 0) throws -> [Int16] {
         let dir = TestALSA.directory
-        let name = "echo-\(abs(text.hashValue))-\(pitchCents)"
+        // A name of its own for each call: tests run in parallel, and two making the same sentence into one file at
+        // once read each other's half-written file (a room made from it once cancelled only 10 dB).
+        let name = "echo-\(UUID().uuidString)-\(pitchCents)"
         try espeakWAV(text, to: "\(dir)/\(name).wav")
         try runSox(["\(dir)/\(name).wav", "-r", "16000", "-t", "raw", "-e", "signed", "-b", "16", "\(dir)/\(name).raw", "pitch", "\(pitchCents)"])
         return try readRawInt16("\(dir)/\(name).raw")
