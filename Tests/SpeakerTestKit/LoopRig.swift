@@ -37,8 +37,13 @@ public final class LoopRig: Sendable {
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }
-        // The start ends with the LEDs: ready, or muted when it starts muted.
-        _ = await recorder.wait { if case .leds = $0 { true } else { false } }
+        // The start ends with the LEDs (ready, or muted when it starts muted) that follow the machine leaving none:
+        // LEDs told before that (the saved state read when the loop is made) do not mean the loop takes events yet,
+        // and an event sent while it is still in none is dropped.
+        let leftNone: @Sendable (SpeakerActivity) -> Bool = { if case .stateChanged(from: .none, to: _) = $0 { true } else { false } }
+        _ = await recorder.wait(for: leftNone)
+        let started = recorder.all.firstIndex(where: leftNone) ?? 0
+        _ = await recorder.wait(after: started) { if case .leds = $0 { true } else { false } }
     }
 
     /// Shuts the loop down and waits for run() to return.
