@@ -171,4 +171,6 @@ enum LoopInput: Sendable {
     case screenIdle
     /// Time to try again to save the timers, which could not be saved.
     case retryTimersSave
+    /// Resumed once everything sent before it has been handled (`SpeakerLoop.settled()`).
+    case barrier(CheckedContinuation<Void, Never>)
 }

@@ -182,6 +182,16 @@ public final class SpeakerLoop: Sendable {
     /// Feeds an event from outside (a test, the demo's script, a signal handler's shutdown).
     public func send(_ event: SpeakerEvent) { continuation.yield(.event(event)) }
 
+    /// Returns once the loop has handled everything sent to it before this call, each event to the end of the
+    /// effects it causes (a search started, the microphone opened, the LEDs shown): for a caller that must see
+    /// what it sent take effect before it looks (the demo's script, the tests). Returns at once once the loop
+    /// has ended.
+    public func settled() async {
+        await withCheckedContinuation { (barrier: CheckedContinuation<Void, Never>) in
+            if case .terminated = continuation.yield(.barrier(barrier)) { barrier.resume() }
+        }
+    }
+
     /// Someone touched the screen: it comes back to full brightness, and the quiet time starts again.
     public func wakeScreen() { continuation.yield(.wakeScreen) }
 
@@ -225,7 +235,8 @@ public final class SpeakerLoop: Sendable {
             if let problem = startup.muteProblem { tell(.deviceProblem(problem)) }
             // Muted (readSavedState): the microphone is not opened at all.
             if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
-            loop: for await input in inputs {
+            var iterator = inputs.makeAsyncIterator()
+            loop: while let input = await iterator.next() {
                 guard let event = take(input) else { continue }
                 announce(event)
                 let (effects, soundPlaying, watchdogExpired) = state.withLock { s in
@@ -246,6 +257,11 @@ public final class SpeakerLoop: Sendable {
                     beat()
                     started(startup)
                 }
+            }
+            // Whoever waits for the loop to settle is let go: it has ended, nothing it sent will be handled now.
+            continuation.finish()
+            while let input = await iterator.next() {
+                if case .barrier(let waiting) = input { waiting.resume() }
             }
             group.cancelAll()
         }
@@ -296,6 +312,9 @@ public final class SpeakerLoop: Sendable {
             return nil
         case .retryTimersSave:
             saveTimers()
+            return nil
+        case .barrier(let waiting):
+            waiting.resume()
             return nil
         case .timerTick:
             let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.bootTime) }

@@ -82,6 +82,11 @@ public final class ManualClock: LoopClock {
         Timer(clock: self, id: state.withLock { s -> Int in s.nextID += 1; return s.nextID }, fire: fire)
     }
 
+    /// How long until the soonest armed timer falls due (nil: none armed).
+    public var untilNextTimer: Duration? {
+        state.withLock { s in s.timers.values.map(\.deadline).min().map { max(.zero, $0 - s.elapsed) } }
+    }
+
     /// Moves time on by `duration`, firing every timer that falls due, each at its own deadline.
     public func advance(by duration: Duration) {
         let end = state.withLock { $0.elapsed } + duration

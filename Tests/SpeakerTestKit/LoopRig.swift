@@ -44,6 +44,7 @@ public final class LoopRig: Sendable {
         _ = await recorder.wait(for: leftNone)
         let started = recorder.all.firstIndex(where: leftNone) ?? 0
         _ = await recorder.wait(after: started) { if case .leds = $0 { true } else { false } }
+        await loop.settled()
     }
 
     /// Shuts the loop down and waits for run() to return.
@@ -52,9 +53,20 @@ public final class LoopRig: Sendable {
         await task.value
     }
 
-    /// Waits for an activity after `mark` (a `recorder.count` taken earlier).
+    /// Waits for an activity after `mark` (a `recorder.count` taken earlier), and for the loop to finish what it
+    /// was doing when it told it: the activity is told part way through an event's effects (the LEDs before the
+    /// search starts), and a test that looks at the fakes at once would race the rest of them.
     public func saw(_ activity: SpeakerActivity, after mark: Int = 0) async -> Bool {
-        await recorder.wait(for: activity, after: mark)
+        let seen = await recorder.wait(for: activity, after: mark)
+        await loop.settled()
+        return seen
+    }
+
+    /// `recorder.wait` for a matching activity, then the loop settled (as `saw`).
+    public func saw(after mark: Int = 0, _ match: @escaping @Sendable (SpeakerActivity) -> Bool) async -> Bool {
+        let seen = await recorder.wait(after: mark, for: match)
+        await loop.settled()
+        return seen
     }
 
     /// Sends `event` and waits until the loop has handled it to the end of the state change it causes, which ends
@@ -63,14 +75,28 @@ public final class LoopRig: Sendable {
     public func send(_ event: SpeakerEvent, expecting leds: LEDState) async -> Bool {
         let mark = recorder.count
         loop.send(event)
-        return await recorder.wait(for: .leds(leds), after: mark)
+        return await saw(.leds(leds), after: mark)
+    }
+
+    /// Moves the clock on by `duration` as the loop would live it: at each timer's deadline the loop handles what
+    /// fell due (and arms what comes next) before time goes on. (`clock.advance` alone moves to the end at once,
+    /// and a timer the loop arms while handling the first one would count from the end instead.)
+    public func advance(by duration: Duration) async {
+        var left = duration
+        while let next = clock.untilNextTimer, next <= left {
+            clock.advance(by: next)
+            left -= next
+            await loop.settled()
+        }
+        clock.advance(by: left)
+        await loop.settled()
     }
 
     /// Ends the utterance playing and waits until the loop has left speaking.
     public func endSpeech(_ end: SoundEnd = .finished) async {
         let mark = recorder.count
         speech.endSpeech(end)
-        _ = await recorder.wait(after: mark) { if case .stateChanged(.speaking, _) = $0 { true } else { false } }
+        _ = await saw(after: mark) { if case .stateChanged(.speaking, _) = $0 { true } else { false } }
     }
 
     /// Waits (up to 10 s, yielding) until `condition` holds: for what the loop does without telling an activity.

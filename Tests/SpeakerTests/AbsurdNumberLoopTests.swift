@@ -181,7 +181,7 @@ extension SplitMix {
         await first.stop()
         let rig = await LoopRig(clock: first.clock.restarted(), timerStore: first.timerStore)
         #expect(await rig.saw(.leds(.timer)))
-        rig.clock.advance(by: .seconds(600))
+        await rig.advance(by: .seconds(600))
         #expect(await rig.saw(.leds(.ringing)))
         await rig.stop()
     }
@@ -202,12 +202,12 @@ extension SplitMix {
         #expect(await rig.recorder.wait { if case .timer(.missed, let timer, _) = $0 { timer.name == "nan" } else { false } })
         #expect(await rig.recorder.wait { if case .timer(.tick, let timer, let left) = $0 { timer.name == "far" && left == Int.max } else { false } })
         #expect(rig.loop.snapshot.timers.first { $0.name == "paused" }?.remaining(at: t0) == Double(TimerBook.longestSeconds))
-        rig.clock.advance(by: .seconds(90))
+        await rig.advance(by: .seconds(90))
         #expect(await rig.saw(.leds(.ringing)))
         #expect(await rig.send(.press, expecting: .timer))
         // Two days on: the timer alarm, armed a day at most, fired and was armed again; nothing else was due.
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(2 * 86_400))
+        await rig.advance(by: .seconds(2 * 86_400))
         #expect(await rig.recorder.wait(after: mark) { if case .timer(.tick, _, _) = $0 { true } else { false } })
         #expect(rig.loop.snapshot.timers.map(\.name) == ["far", "paused"] && rig.loop.currentState == .ready)
         await rig.stop()

@@ -87,7 +87,7 @@ import Timers
         rig.speech.endSpeech()
         #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready), after: mark))
         mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(11))
+        await rig.advance(by: .seconds(11))
         #expect(await rig.saw(.leds(.ringing), after: mark))
 
         // "OK Hound" over the ring: it stops, and the speaker listens.

@@ -218,7 +218,7 @@ import Timers
         await ask(rig, SpeakerAnswer(transcript: "mute", text: "", action: .volume(.mute(true))))
         #expect(rig.volume.soundOff)
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(!rig.volume.soundOff)
         #expect(await rig.saw(.volume(50, soundOff: false), after: mark))

@@ -30,7 +30,7 @@ import Timers
     func minutes(_ rig: LoopRig, _ count: Int, from left: Int) async -> Bool {
         for minute in 1...count {
             let mark = rig.recorder.count
-            rig.clock.advance(by: .seconds(60))
+            await rig.advance(by: .seconds(60))
             guard await tick(rig, left: left - 60 * minute, after: mark) else { return false }
         }
         return true
@@ -46,13 +46,13 @@ import Timers
         #expect(await minutes(rig, 1, from: 540))
         rig.clock.stepWallClock(by: step)  // and again, in the last minutes
         #expect(await minutes(rig, 7, from: 480))
-        rig.clock.advance(by: .seconds(59))
+        await rig.advance(by: .seconds(59))
         // One second before its ten minutes of monotonic time it is still running, with a second left.
         let snapshot = rig.loop.snapshot
         #expect(snapshot.timers.map { $0.isRunning } == [true] && snapshot.timers.first?.remainingSeconds(at: snapshot.now) == 1)
         #expect(!rig.states.contains(.ringing))
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(await rig.send(.press, expecting: .ready))
         await rig.stop()
@@ -72,18 +72,18 @@ import Timers
         let rig = await LoopRig()
         await setAlarm(rig)
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         rig.clock.stepWallClock(by: 3600)  // 8:01 becomes 9:01: 8:10 was crossed
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         // Two minutes in by the monotonic clock: not ten minutes in, when 8:10 was once armed for (and then found
         // 50 minutes late, missed).
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(await rig.send(.press, expecting: .ready))
         // A one-off: gone once stopped, so no later check or step can ring it again.
         #expect(rig.timerStore.book?.alarms.isEmpty == true)
-        rig.clock.advance(by: .seconds(3600))
+        await rig.advance(by: .seconds(3600))
         rig.clock.stepWallClock(by: 3600)
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         await rig.stop()  // what the advances set off is handled before the shutdown
         #expect(alarmEvents(rig) == [.set, .ringing, .stopped])
         #expect(rig.timerStore.book?.alarms.isEmpty == true)
@@ -96,16 +96,16 @@ import Timers
         let rig = await LoopRig()
         await setAlarm(rig)
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         rig.clock.stepWallClock(by: step)
         let due = 9 * 60 - step  // seconds of monotonic time from here until the wall clock reads 8:10
-        rig.clock.advance(by: .seconds(due - 1))
+        await rig.advance(by: .seconds(due - 1))
         let alarm = rig.loop.snapshot.alarms.first
         #expect(alarm.map { !$0.isRinging } == true)
         #expect(!rig.states.contains(.ringing))
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         // Looked at within the minute: it rings by then, late by at most that minute.
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(await rig.send(.press, expecting: .ready))
         await rig.stop()
@@ -118,7 +118,7 @@ import Timers
     func aTimerOutlivesARestartByItsTimeLeft(newBoot: Bool) async {
         let first = await LoopRig()
         await ask(first, TimerLoopTests.setTimer(600, name: "roast"))
-        first.clock.advance(by: .seconds(120))
+        await first.advance(by: .seconds(120))
         await first.stop()
         #expect(first.timerStore.file?["timers"]?[0]?["remaining"]?.doubleValue == 480)
         // Off for a minute, and the wall clock stepped an hour back meanwhile (that would once have added the hour).
@@ -126,10 +126,10 @@ import Timers
                                 timerStore: first.timerStore)
         let left = newBoot ? 480 : 420
         #expect(await rig.recorder.wait { if case .timer(.tick, _, remaining: left) = $0 { true } else { false } })
-        rig.clock.advance(by: .seconds(Double(left - 1)))
+        await rig.advance(by: .seconds(Double(left - 1)))
         #expect(rig.loop.snapshot.timers.first?.isRunning == true)
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         await rig.stop()
         #expect(!rig.recorder.all.contains { if case .timer(.missed, _, _) = $0 { true } else { false } })

@@ -106,7 +106,7 @@ import Timers
         let timer = try #require(rig.loop.snapshot.timers.first)
         #expect(timer.name == "pasta")
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(600))
+        await rig.advance(by: .seconds(600))
         #expect(await rig.saw(.leds(.ringing), after: mark))
         #expect(await rig.send(.carryOut(.timer(.cancel(.id(timer.id)))), expecting: .ready))
         #expect(rig.loop.snapshot.timers.isEmpty)

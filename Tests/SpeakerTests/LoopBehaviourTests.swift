@@ -31,26 +31,26 @@ import SpeakerTestKit
         let session = try #require(rig.search.latest)
         #expect(!session.afterHotPhrase)
         #expect(rig.microphone.openStreams == 1)  // opened for this question only (no hot phrase)
-        rig.clock.advance(by: .milliseconds(200))
+        await rig.advance(by: .milliseconds(200))
         rig.microphone.feed(frames: 10, value: 0)
         rig.microphone.speak(frames: 20)
         session.send(.partialTranscript("what time"))
         #expect(await rig.saw(.partialTranscript("what time")))
-        rig.clock.advance(by: .milliseconds(1000))
+        await rig.advance(by: .milliseconds(1000))
         let mark = rig.recorder.count
         rig.microphone.feed(frames: 30, value: 0)  // the endpointer hears the question end
         #expect(await rig.saw(.leds(.searching), after: mark))
         #expect(session.isFinished && !session.isCancelled)
         #expect(rig.microphone.openStreams == 0)
         #expect(session.uploaded.count >= 50 * 320)
-        rig.clock.advance(by: .milliseconds(300))
+        await rig.advance(by: .milliseconds(300))
         session.send(.answer(Self.noon))
         #expect(await rig.saw(.finalTranscript(transcript: "what time is it", answer: "It is noon.")))
         #expect(await rig.saw(.leds(.speaking)))
         #expect(rig.speech.spoken == ["It is noon."])
-        rig.clock.advance(by: .milliseconds(50))
+        await rig.advance(by: .milliseconds(50))
         rig.speech.firstSampleOfLatest()
-        rig.clock.advance(by: .milliseconds(2000))
+        await rig.advance(by: .milliseconds(2000))
         rig.speech.endSpeech()
         #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready)))
         #expect(await rig.recorder.wait { if case .timings = $0 { true } else { false } })
@@ -149,9 +149,9 @@ import SpeakerTestKit
 
         // Recording with no audio arriving: the microphone is what failed.
         await rig.send(.talk, expecting: .listening)
-        rig.clock.advance(by: .milliseconds(14_999))
+        await rig.advance(by: .milliseconds(14_999))
         var mark = rig.recorder.count
-        rig.clock.advance(by: .milliseconds(1))
+        await rig.advance(by: .milliseconds(1))
         #expect(await rig.saw(.watchdogExpired(.recording, limitMS: 15_000), after: mark))
         #expect(await rig.saw(.leds(.error), after: mark))
         #expect(rig.speech.spoken.last == SearchFailure.microphone.sentence)
@@ -162,11 +162,11 @@ import SpeakerTestKit
         // Searching with no answer: Houndify.
         await rig.send(.talk, expecting: .listening)
         mark = rig.recorder.count
-        rig.clock.advance(by: .milliseconds(10_000))  // recording's own watchdog is moved, not added to
+        await rig.advance(by: .milliseconds(10_000))  // recording's own watchdog is moved, not added to
         await rig.send(.endOfSpeech, expecting: .searching)
-        rig.clock.advance(by: .milliseconds(19_999))
+        await rig.advance(by: .milliseconds(19_999))
         #expect(!rig.recorder.all[mark...].contains { if case .watchdogExpired = $0 { true } else { false } })
-        rig.clock.advance(by: .milliseconds(1))
+        await rig.advance(by: .milliseconds(1))
         #expect(await rig.saw(.watchdogExpired(.searching, limitMS: 20_000), after: mark))
         #expect(await rig.saw(.leds(.error), after: mark))
         #expect(rig.speech.spoken.last == SearchFailure.serviceFailing.sentence)
@@ -175,7 +175,7 @@ import SpeakerTestKit
         // Speech that never ends: it is stopped, and the error earcon says so.
         _ = await ask(rig)
         mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.watchdogExpired(.speaking, limitMS: 60_000), after: mark))
         #expect(await rig.saw(.leds(.ready), after: mark))
         #expect(rig.speech.earcons.last == .error)
@@ -329,6 +329,7 @@ import SpeakerTestKit
         loop.send(.talk)  // before run()
         let task = Task { await loop.run() }
         #expect(await recorder.wait(for: .stateChanged(from: .ready, to: .recording)))
+        await loop.settled()  // the state is told before the search starts
         #expect(search.sessions.count == 1)
         loop.send(.shutdown)
         await task.value

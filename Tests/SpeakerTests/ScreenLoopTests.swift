@@ -26,44 +26,44 @@ import Timers
         settings.machine.recordingLimitMS = 600_000
         settings.machine.speakingLimitMS = 600_000
         let rig = await LoopRig(settings: settings)
-        rig.clock.advance(by: .seconds(119))
+        await rig.advance(by: .seconds(119))
         #expect(await rig.eventually { rig.loop.snapshot.state == .ready })
         #expect(screenChanges(rig).isEmpty, "not yet: two minutes have not passed")
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.saw(Self.dimmed))
         #expect(rig.loop.snapshot.screen == .init(dimmed: true, percent: 10, backlight: false))
         // A question: full brightness as it starts, and no dimming however long it lasts.
         let mark = rig.recorder.count
         let search = try #require(await rig.askQuestion())
         #expect(await rig.saw(Self.bright, after: mark))
-        rig.clock.advance(by: .seconds(300))
+        await rig.advance(by: .seconds(300))
         search.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         #expect(await rig.eventually { rig.speech.spoken == ["It is noon."] })
-        rig.clock.advance(by: .seconds(300))
+        await rig.advance(by: .seconds(300))
         #expect(screenChanges(rig) == [Self.dimmed, Self.bright], "not dimmed while busy")
         // Ready again: the quiet time starts over from there.
         await rig.endSpeech()
-        rig.clock.advance(by: .seconds(119))
+        await rig.advance(by: .seconds(119))
         #expect(screenChanges(rig) == [Self.dimmed, Self.bright])
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.eventually { screenChanges(rig) == [Self.dimmed, Self.bright, Self.dimmed] })
         await rig.stop()
     }
 
     @Test func aTouchBrightensItAndStartsTheQuietTimeAgain() async throws {
         let rig = await LoopRig(settings: settings())
-        rig.clock.advance(by: .seconds(120))
+        await rig.advance(by: .seconds(120))
         #expect(await rig.saw(Self.dimmed))
         let mark = rig.recorder.count
         rig.loop.wakeScreen()
         #expect(await rig.saw(Self.bright, after: mark))
         #expect(rig.loop.snapshot.screen.dimmed == false)
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         rig.loop.wakeScreen()  // a touch while bright: only the countdown starts again
-        #expect(await rig.eventually { rig.clock.armedTimers > 0 })
-        rig.clock.advance(by: .seconds(119))
+        await rig.loop.settled()
+        await rig.advance(by: .seconds(119))
         #expect(screenChanges(rig) == [Self.dimmed, Self.bright])
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.eventually { screenChanges(rig).count == 3 })
         await rig.stop()
     }
@@ -73,10 +73,10 @@ import Timers
         let rig = await LoopRig(settings: settings())
         rig.loop.send(.carryOut(.timer(.set(seconds: 600, name: "tea"))))
         #expect(await rig.eventually { rig.loop.snapshot.timers.count == 1 })
-        rig.clock.advance(by: .seconds(300))
+        await rig.advance(by: .seconds(300))
         #expect(await rig.saw(Self.dimmed))
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(300))
+        await rig.advance(by: .seconds(300))
         #expect(await rig.saw(Self.bright, after: mark))
         #expect(rig.loop.currentState == .ringing)
         await rig.stop()
@@ -85,7 +85,7 @@ import Timers
     @Test func theBacklightIsSetWhenThereIsOne() async throws {
         let light = FakeScreenLight()
         let rig = await LoopRig(settings: settings(), screen: light)
-        rig.clock.advance(by: .seconds(120))
+        await rig.advance(by: .seconds(120))
         #expect(await rig.saw(.screen(.init(dimmed: true, percent: 10, backlight: true))))
         rig.loop.wakeScreen()
         #expect(await rig.saw(.screen(.init(dimmed: false, percent: 100, backlight: true))))
@@ -97,7 +97,7 @@ import Timers
     @Test func aBacklightThatFailsIsToldOnceAndThePageDimsInstead() async throws {
         let light = FakeScreenLight(failing: true)
         let rig = await LoopRig(settings: settings(), screen: light)
-        rig.clock.advance(by: .seconds(120))
+        await rig.advance(by: .seconds(120))
         #expect(await rig.saw(Self.dimmed))
         let problems = rig.recorder.all.filter { if case .deviceProblem(let p) = $0 { p.message.contains("Permission denied") } else { false } }
         #expect(problems.count == 1)
@@ -110,7 +110,7 @@ import Timers
 
     @Test func neverDimsWhenSwitchedOff() async throws {
         let rig = await LoopRig(settings: settings(dimAfter: nil))
-        rig.clock.advance(by: .seconds(86_400))
+        await rig.advance(by: .seconds(86_400))
         #expect(screenChanges(rig).isEmpty)
         await rig.stop()
     }

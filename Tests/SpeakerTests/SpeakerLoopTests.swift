@@ -271,7 +271,8 @@ struct Rig {
         }
         await rig.stop()
         #expect(rig.events.states.filter { $0 == "recording" }.count == 3)
-        #expect(!rig.events.states.contains("searching"))  // each failed while recording
+        // Whether a round fails while recording or just after depends on how fast the file microphone is read
+        // (it is not paced) against the refusal: the microphone must be back either way, as checked each round.
     }
 
     /// With the hot phrase on, a microphone missing at start is looked for until it appears; meanwhile a press is

@@ -34,13 +34,13 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         #expect(rig.timerStore.book?.timers.map(\.name) == ["pasta"])  // saved at once
         for minute in 1...9 {  // a tick a minute, with the time left
             let mark = rig.recorder.count
-            rig.clock.advance(by: .seconds(60))
+            await rig.advance(by: .seconds(60))
             #expect(await rig.recorder.wait(after: mark) { if case .timer(.tick, _, remaining: 600 - 60 * minute) = $0 { true } else { false } })
         }
-        rig.clock.advance(by: .seconds(59))
+        await rig.advance(by: .seconds(59))
         #expect(rig.loop.currentState == .ready)
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(await rig.saw(.leds(.ringing), after: mark))
         #expect(rig.speech.earcons.last == .timer)
@@ -63,10 +63,10 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         let rig = await LoopRig()
         await ask(rig, Self.setTimer(60))
         #expect(rig.speech.spoken == ["Timer set for 1 minute."])  // no words from Houndify: the speaker's own
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.leds(.ringing)))
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(15 * 60))
+        await rig.advance(by: .seconds(15 * 60))
         #expect(await rig.saw(.stateChanged(from: .ringing, to: .ready), after: mark))
         #expect(await rig.saw(.watchdogExpired(.ringing, limitMS: 15 * 60_000), after: mark))
         #expect(rig.timerStore.book?.timers.isEmpty == true)
@@ -76,14 +76,14 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
     @Test func aTimerOutlivesARestart() async {
         let first = await LoopRig()
         await ask(first, Self.setTimer(600, name: "roast"))
-        first.clock.advance(by: .seconds(120))
+        await first.advance(by: .seconds(120))
         await first.stop()
         // The same speaker, started again two minutes later in the same boot: the monotonic clock counted them.
         let rig = await LoopRig(clock: first.clock.restarted(after: .seconds(120)), timerStore: first.timerStore)
         #expect(await rig.saw(.leds(.timer)))
-        rig.clock.advance(by: .seconds(359))
+        await rig.advance(by: .seconds(359))
         #expect(!rig.recorder.all.contains(.leds(.ringing)))
-        rig.clock.advance(by: .seconds(1))
+        await rig.advance(by: .seconds(1))
         #expect(await rig.saw(.leds(.ringing)))
         await rig.stop()
         // Shut down while ringing: it is still ringing after the next start (within 15 minutes).
@@ -98,12 +98,12 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         await ask(rig, Self.setTimer(90))
         #expect(await rig.saw(.leds(.timer)))
         var mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(29))
+        await rig.advance(by: .seconds(29))
         #expect(!rig.recorder.all.dropFirst(mark).contains(.leds(.timerEnding)))
-        rig.clock.advance(by: .seconds(1))  // 60 s left
+        await rig.advance(by: .seconds(1))  // 60 s left
         #expect(await rig.saw(.leds(.timerEnding), after: mark))
         mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         await rig.send(.press, expecting: .ready)
         #expect(await rig.saw(.leds(.ready), after: mark))  // no timer left: plain ready again
@@ -113,7 +113,7 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
     @Test func timeLeftIsTheSpeakersOwnCount() async {
         let rig = await LoopRig()
         await ask(rig, Self.setTimer(600))
-        rig.clock.advance(by: .seconds(190))
+        await rig.advance(by: .seconds(190))
         await ask(rig, SpeakerAnswer(transcript: "how much time is left", text: "", action: .timer(.timeLeft(.the)),
                                      responses: ActionResponses(succeeded: "Here is your timer.")))
         #expect(rig.speech.spoken.last == "6 minutes and 50 seconds left on the 10 minute timer.")
@@ -129,7 +129,7 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         await ask(rig, Self.setTimer(10))
         let session = await rig.askQuestion()
         var mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(10))  // within the recording's watchdog
+        await rig.advance(by: .seconds(10))  // within the recording's watchdog
         #expect(await rig.recorder.wait(after: mark) { if case .timer(.ringing, _, _) = $0 { true } else { false } })
         #expect(rig.loop.currentState == .recording)  // the timer has gone off, and the question goes on
         mark = rig.recorder.count
@@ -211,7 +211,7 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         #expect(rig.speech.spoken.last == "The alarm for 8:05 AM every Friday is set.")
         await rig.endSpeech()
         mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(5 * 60))
+        await rig.advance(by: .seconds(5 * 60))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(rig.speech.earcons.last == .timer)
         #expect(await rig.send(.press, expecting: .ready))

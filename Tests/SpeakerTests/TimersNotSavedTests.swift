@@ -43,7 +43,7 @@ import Timers
 
         // It rings in this run all the same (the retries, once a minute meanwhile, keep failing).
         var mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(600))
+        await rig.advance(by: .seconds(600))
         #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         #expect(await rig.send(.press, expecting: .ready))
         #expect(store.book == nil)  // never saved
@@ -53,7 +53,7 @@ import Timers
         await setSoup(rig)
         store.failSaves(nil)
         mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.timersSaved(problem: nil), after: mark))
         #expect(rig.loop.snapshot.timersSaveProblem == nil)
         #expect(store.book?.timers.map(\.name) == ["soup"])
