@@ -397,6 +397,9 @@ public struct SpeakerMachine: Sendable {
     public private(set) var timerLastMinute = false
     /// The microphone is off by the owner's choice: nothing is heard until unmuted.
     public private(set) var muted = false
+    /// The question being asked (or just answered) was started by the hot phrase, not by a person at the button:
+    /// if nothing follows the phrase it was most likely a false wake, and the speaker goes back to ready quietly.
+    public private(set) var wokenByHotPhrase = false
     /// Announcements waiting for the speaker to be free, oldest first.
     public private(set) var pendingAnnouncements: [String] = []
     /// More waiting than this and the oldest is dropped (a script in a loop must not queue an hour of speech).
@@ -530,6 +533,11 @@ public struct SpeakerMachine: Sendable {
                 + [.leds(.searching)]
         case (.recording(quiet: true, _), .noSpeech):
             return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
+        case (.recording, .noSpeech) where wokenByHotPhrase:
+            // Nothing after "OK Hound": most wakes like this are false (the TV, a word like it), and a sentence each
+            // time would make them worse. The earcon and the LEDs say it went back to ready (as peers do); a press
+            // that hears nothing is still told so below, since a person is certainly there.
+            return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
         case (.recording, .answer(let answer)):
@@ -631,7 +639,8 @@ public struct SpeakerMachine: Sendable {
     }
 
     private mutating func startListening(preRoll: Bool, quiet: Bool = false, held: Bool = false) -> [SpeakerEffect] {
-        [.playEarcon(.startListening)] + enter(.recording(quiet: quiet, held: held)) + [.leds(.listening), .startSearch(preRoll: preRoll)]
+        wokenByHotPhrase = preRoll  // only the hot phrase starts a question with its pre-roll
+        return [.playEarcon(.startListening)] + enter(.recording(quiet: quiet, held: held)) + [.leds(.listening), .startSearch(preRoll: preRoll)]
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
@@ -646,6 +655,10 @@ public struct SpeakerMachine: Sendable {
             muted = true
             return [.setMicrophoneMuted(true)] + say(.text(answer.text))
         case nil: break
+        }
+        if wokenByHotPhrase && answer.transcript.allSatisfy(\.isWhitespace) {
+            // Houndify heard no words after the hot phrase (a noise ended the recording): a false wake, as above.
+            return [.playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         switch LocalCommand.match(answer.transcript) {
         case .stop?:

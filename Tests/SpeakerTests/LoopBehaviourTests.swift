@@ -225,6 +225,23 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// Issue #37: "OK Hound" (or something like it) and then nothing: back to ready with the earcon, no sentence.
+    @Test func aHotPhraseWakeThatHearsNothingGoesBackQuietly() async throws {
+        let rig = await LoopRig(hotPhrase: true)
+        let mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        #expect(await rig.saw(.leds(.listening), after: mark))
+        let session = try #require(rig.search.latest)
+        rig.speech.endEarcons()
+        rig.microphone.feed(frames: 1000, value: 0)  // 20 s of silence: longer than any wait for speech
+        #expect(await rig.saw(.stateChanged(from: .recording, to: .ready), after: mark))
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        #expect(session.isCancelled)
+        #expect(rig.speech.spoken.isEmpty)
+        #expect(!rig.states.contains(.speaking))
+        await rig.stop()
+    }
+
     @Test func theHotPhraseWakesItWithThePreRollAndIsNotHeardOverOurOwnSound() async throws {
         let rig = await LoopRig(hotPhrase: true)
         let detector = try #require(rig.hotPhrase)

@@ -353,6 +353,43 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(e.contains(.speak(.text("Sorry, I didn't hear anything."))))
     }
 
+    /// Issue #37: a hot-phrase wake that hears nothing goes back to ready with the earcon and LEDs only; a press
+    /// that hears nothing is still told so (a person is there).
+    @Test func aHotPhraseWakeThatHearsNothingIsQuiet() {
+        var m = machine(in: .ready)
+        _ = m.handle(.hotPhrase)
+        #expect(m.state == .recording && m.wokenByHotPhrase)
+        let e = m.handle(.noSpeech)
+        #expect(e.first == .cancelSearch)
+        #expect(e.contains(.playEarcon(.stopListening)) && e.contains(.leds(.ready)))
+        #expect(!e.contains { if case .speak = $0 { true } else { false } })
+        #expect(m.state == .ready)
+        // The next question, by the button, is not a hot-phrase one.
+        _ = m.handle(.talk)
+        #expect(!m.wokenByHotPhrase)
+        #expect(m.handle(.noSpeech).contains(.speak(.text(SearchFailure.nothingHeard.sentence))))
+    }
+
+    /// Houndify heard no words after the hot phrase (a noise ended the recording): quiet too; the same answer to
+    /// a press is spoken.
+    @Test func aHotPhraseWakeWithAnEmptyTranscriptIsQuiet() {
+        let nothing = SpeakerAnswer(transcript: " ", text: "Didn't get that!")
+        var m = machine(in: .ready)
+        _ = m.handle(.hotPhrase)
+        _ = m.handle(.endOfSpeech)
+        let e = m.handle(.answer(nothing))
+        #expect(!e.contains { if case .speak = $0 { true } else { false } })
+        #expect(e.contains(.leds(.ready)) && m.state == .ready)
+        var pressed = machine(in: .searching)
+        #expect(pressed.handle(.answer(nothing)).contains(.speak(.text("Didn't get that!"))))
+        // Words after the hot phrase are answered as ever (once the earcons have ended: the hot phrase is not
+        // listened for over our own sound).
+        while m.soundPlaying { _ = m.handle(.soundEnded(.finished)) }
+        _ = m.handle(.hotPhrase)
+        _ = m.handle(.endOfSpeech)
+        #expect(m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))).contains(.speak(.text("It is noon."))))
+    }
+
     @Test func localCommandsComeBeforeTheServersAnswer() {
         var m = machine(in: .searching)
         var e = m.handle(.answer(SpeakerAnswer(transcript: "Volume up", text: "server text")))
