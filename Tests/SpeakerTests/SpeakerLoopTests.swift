@@ -81,13 +81,15 @@ struct Rig {
     let search: HoundifyVoiceSearch
     let events: EventLog
     let task: Task<Void, Never>
+    /// The speaker's output read at twice real time (`start(pacedSpeaker: true)`), nil: written at once to its file.
+    var sink: PacedSink? = nil
 
     /// `question` is spoken by espeak-ng into the microphone fixture, between silences.
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
                       stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true,
-                      speaker: String = "test_loop_speaker") async throws -> Rig {
+                      speaker: String = "test_loop_speaker", pacedSpeaker: Bool = false) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -103,6 +105,8 @@ struct Rig {
             try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile(microphone), "pad", "0.3", "2"])
         }
         try? FileManager.default.removeItem(atPath: TestALSA.outputFile(speaker))
+        // espeak-ng's 22,050 Hz mono 16-bit, read at twice real time.
+        let sink = pacedSpeaker ? try PacedSink(path: TestALSA.outputFile(speaker), bytesPerSecond: 2 * 2 * 22_050) : nil
 
         var service: LocalHoundifyService? = nil
         var port = 9
@@ -146,7 +150,7 @@ struct Rig {
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: observers)
         let task = Task.detached { await loop.run() }
         #expect(await events.wait(for: "\"to\":\"ready\""))
-        return Rig(service: service, loop: loop, search: search, events: events, task: task)
+        return Rig(service: service, loop: loop, search: search, events: events, task: task, sink: sink)
     }
 
     /// "OK Hound, what time is it" (the demo's recording) as the raw file a test capture PCM reads.
@@ -158,10 +162,11 @@ struct Rig {
         loop.send(.shutdown)
         await task.value
         await service?.stop()
+        sink?.stop()
     }
 
     /// What the speaker played (speech and earcons), as 16-bit samples.
-    var played: [Int16] { (try? readRawInt16(TestALSA.outputFile("test_loop_speaker"))) ?? [] }
+    var played: [Int16] { sink?.samples ?? (try? readRawInt16(TestALSA.outputFile("test_loop_speaker"))) ?? [] }
 }
 
 @Suite(.serialized) struct SpeakerLoopTests {
@@ -218,7 +223,8 @@ struct Rig {
     }
 
     @Test func pressWhileSpeakingStopsTheAnswerShort() async throws {
-        let rig = try await Rig.start(question: "tell me a story", transcript: "tell me a story")
+        // Played at a sound card's pace (twice real time), or the whole story is written before the press lands.
+        let rig = try await Rig.start(question: "tell me a story", transcript: "tell me a story", pacedSpeaker: true)
         // The press comes as the speaker starts to speak.
         let loop = rig.loop
         rig.events.react.withLock { $0 = { line in if line.contains("\"to\":\"speaking\"") { loop.send(.talk) } } }
@@ -229,6 +235,7 @@ struct Rig {
         let engine = try SpeechEngine(settings: VoiceSettings())
         let full = try await engine.speak(AnswerBook.story, to: .memory).result().get().sampleCount
         #expect(rig.played.count < full / 4, "played \(rig.played.count) of \(full) samples")
+        #expect(rig.played.count > 2205, "nothing reached the speaker")
     }
 
     @Test func serverDownIsSpokenAsNoInternet() async throws {
