@@ -81,7 +81,7 @@ public final class ControlHub: Sendable {
             case .partialTranscript(let text): s.partial = text
             case .stateChanged(_, .recording): s.partial = ""
             case .display(let data): s.display = data
-            case .finalTranscript(let transcript, let answer, _):
+            case .finalTranscript(let transcript, let answer, _, _):
                 // An answer without a display of its own clears the last one's.
                 if !s.displayJustTold { s.display = .null }
                 s.transcript = transcript
@@ -189,7 +189,7 @@ public final class ControlHub: Sendable {
         }
         timeout.cancel()
         switch activity {
-        case .finalTranscript(let transcript, let answer, _)?: return ["ok": true, "transcript": .string(transcript), "answer": .string(answer)]
+        case .finalTranscript(let transcript, let answer, _, _)?: return ["ok": true, "transcript": .string(transcript), "answer": .string(answer)]
         case .answerShown(let text)?: return ["ok": true, "answer": .string(text)]
         case .searchFailed(let error)?:
             return ["ok": false, "error": .string(error.failure.sentence), "detail": .string(error.detail)]
