@@ -96,7 +96,4 @@ public enum ControlCommand: Sendable, Equatable {
         case .wake: nil
         }
     }
-
-    /// A question whose answer the reply waits for (HTTP only: a WebSocket client hears it as an event).
-    public var waitsForAnswer: Bool { if case .text = self { true } else { false } }
 }

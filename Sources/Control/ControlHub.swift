@@ -35,8 +35,10 @@ public final class ControlHub: Sendable {
         var problem = ""
         var display: JSONValue = .null
         var leds = "ready"
-        var waiters: [Int: CheckedContinuation<SpeakerActivity?, Never>] = [:]
-        var nextWaiter = 0
+        /// Typed questions waited for, by their number: until the question is taken (`asked`) or until its end.
+        var waiters: [Int: (untilEnd: Bool, continuation: CheckedContinuation<SpeakerActivity.QuestionReport?, Never>)] = [:]
+        /// The next typed question's number (0 is nobody's: `SpeakerEvent.textQuery`).
+        var nextQuestion = 1
         var dropped = 0
         /// The activity just before was a display (it belongs to the final transcript right after it).
         var displayJustTold = false
@@ -76,12 +78,12 @@ public final class ControlHub: Sendable {
     /// The loop's observer: remembers what the snapshot needs and hands the event to every client.
     public func publish(_ activity: SpeakerActivity) {
         let line = activity.json
-        let waiters = state.withLock { s -> [CheckedContinuation<SpeakerActivity?, Never>] in
+        let waiter = state.withLock { s -> (CheckedContinuation<SpeakerActivity.QuestionReport?, Never>, SpeakerActivity.QuestionReport)? in
             switch activity {
             case .partialTranscript(let text): s.partial = text
             case .stateChanged(_, .recording): s.partial = ""
             case .display(let data): s.display = data
-            case .finalTranscript(let transcript, let answer, _):
+            case .finalTranscript(let transcript, let answer, _, _):
                 // An answer without a display of its own clears the last one's.
                 if !s.displayJustTold { s.display = .null }
                 s.transcript = transcript
@@ -98,11 +100,14 @@ public final class ControlHub: Sendable {
                 s.subscribers[id] = nil
                 s.dropped += 1
             }
-            guard activity.isAnswer else { return [] }
-            defer { s.waiters = [:] }
-            return Array(s.waiters.values)
+            // Each question's reply is made of its own reports only: another's answer is not its answer.
+            guard case .question(let report) = activity, let waiter = s.waiters[report.id], report.isEnd || !waiter.untilEnd else {
+                return nil
+            }
+            s.waiters[report.id] = nil
+            return (waiter.continuation, report)
         }
-        for waiter in waiters { waiter.resume(returning: activity) }
+        if let (continuation, report) = waiter { continuation.resume(returning: report) }
     }
 
     /// Adds a client: it is handed the snapshot, then every activity after it, in order (the snapshot is handed
@@ -164,52 +169,73 @@ public final class ControlHub: Sendable {
         return .object(object)
     }
 
-    /// Carries out a command. The reply says it was taken (`"ok":true`) or why not; a text question waits up to
-    /// `answerTimeout` for its answer when `waitForAnswer` is set, and the reply carries it.
+    /// Carries out a command. The reply says it was taken (`"ok":true`) or why not. A typed question is numbered,
+    /// and its reply is made of what the speaker tells of that number only: with `waitForAnswer`, its answer (or
+    /// why it has none) within `answerTimeout`; without, that it was asked (`"id"`, which its `question` events
+    /// carry) or why it was refused.
     public func perform(_ command: ControlCommand, waitForAnswer: Bool, answerTimeout: Duration = .seconds(30)) async -> JSONValue {
         guard let speaker = state.withLock({ $0.speaker }) else { return Self.failure("the speaker is not running yet") }
-        if command == .status { return snapshotReply }
-        if command == .wake {
+        switch command {
+        case .status: return snapshotReply
+        case .wake:
             speaker.wakeScreen()
             return ["ok": true]
+        case .text(let query):
+            return await ask(query, of: speaker, untilAnswered: waitForAnswer, timeout: answerTimeout)
+        case .cancelTimer(let selection):
+            // Looked up in the timers as they are now, as the loop will (TimerBook): a timer that is not there is
+            // the script's mistake to hear of, not a command taken and silently doing nothing.
+            let snapshot = speaker.snapshot
+            var book = TimerBook(timers: snapshot.timers, alarms: snapshot.alarms)
+            let outcome = book.apply(.cancel(selection), now: snapshot.now)
+            guard outcome.succeeded else { return Self.failure(Self.notFound(outcome.sentence, selection == .all ? nil : "timer")) }
+        case .cancelAlarm(let selection):
+            let snapshot = speaker.snapshot
+            var book = TimerBook(timers: snapshot.timers, alarms: snapshot.alarms)
+            // Cancelling reads neither the time nor the calendar.
+            let outcome = book.apply(.cancel(selection), now: 0, calendar: FixedOffsetCalendar(), clockSynchronized: true)
+            guard outcome.succeeded else { return Self.failure(Self.notFound(outcome.sentence, selection == .all ? nil : "alarm")) }
+        default: break
         }
-        guard let event = command.event else { return ["ok": true] }
-        guard waitForAnswer && command.waitsForAnswer else {
-            speaker.send(event)
-            return ["ok": true]
-        }
-        let id = state.withLock { s in defer { s.nextWaiter += 1 }; return s.nextWaiter }
-        let timeout = Task { [weak self] in
-            try? await Task.sleep(for: answerTimeout)
+        if let event = command.event { speaker.send(event) }
+        return ["ok": true]
+    }
+
+    /// The speaker's sentence for a cancel that found nothing, and where the right number is found.
+    private static func notFound(_ sentence: String, _ kind: String?) -> String {
+        guard let kind else { return sentence }
+        return "\(sentence) (\"status\" lists the \(kind)s, with their ids)"
+    }
+
+    private func ask(_ query: String, of speaker: any ControlledSpeaker, untilAnswered: Bool, timeout: Duration) async -> JSONValue {
+        let id = state.withLock { s in defer { s.nextQuestion += 1 }; return s.nextQuestion }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: timeout)
             self?.resolve(id, nil)
         }
-        let activity = await withCheckedContinuation { continuation in
-            state.withLock { $0.waiters[id] = continuation }
-            speaker.send(event)
+        let report = await withCheckedContinuation { continuation in
+            state.withLock { $0.waiters[id] = (untilAnswered, continuation) }
+            speaker.send(.textQuery(query, id: id))
         }
-        timeout.cancel()
-        switch activity {
-        case .finalTranscript(let transcript, let answer, _)?: return ["ok": true, "transcript": .string(transcript), "answer": .string(answer)]
-        case .answerShown(let text)?: return ["ok": true, "answer": .string(text)]
-        case .searchFailed(let error)?:
-            return ["ok": false, "error": .string(error.failure.sentence), "detail": .string(error.detail)]
-        default: return Self.failure("no answer within \(answerTimeout)")
+        timer.cancel()
+        switch report?.status {
+        case .asked?: return ["ok": true, "id": .int(Int64(id))]
+        case .answered(let transcript, let answer, let done)?:
+            var reply: [String: JSONValue] = ["ok": true, "id": .int(Int64(id)), "transcript": .string(transcript), "answer": .string(answer)]
+            if !done.isEmpty { reply["done"] = .string(done) }
+            return .object(reply)
+        case .refused(let reason)?: return ["ok": false, "id": .int(Int64(id)), "error": .string(reason)]
+        case .failed(let error)?:
+            return ["ok": false, "id": .int(Int64(id)), "error": .string(error.failure.sentence), "detail": .string(error.detail)]
+        case .dropped(let reason)?: return ["ok": false, "id": .int(Int64(id)), "error": .string("the question was dropped: \(reason)")]
+        case nil: return Self.failure(untilAnswered ? "no answer within \(timeout)" : "the speaker did not take the question within \(timeout)")
         }
     }
 
-    private func resolve(_ id: Int, _ activity: SpeakerActivity?) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.resume(returning: activity)
+    private func resolve(_ id: Int, _ report: SpeakerActivity.QuestionReport?) {
+        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: report)
     }
 
     static func failure(_ message: String) -> JSONValue { ["ok": false, "error": .string(message)] }
 }
 
-extension SpeakerActivity {
-    /// The end of a question: its answer (spoken or shown) or the failure.
-    var isAnswer: Bool {
-        switch self {
-        case .finalTranscript, .answerShown, .searchFailed: true
-        default: false
-        }
-    }
-}

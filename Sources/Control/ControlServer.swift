@@ -304,9 +304,24 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         return nil
     }
 
+    /// The methods each path answers (`Allow` in a 405). HEAD is GET without the body, as HTTP has it.
+    static func allowedMethods(_ path: String) -> [HTTPMethod]? {
+        switch path {
+        case "/", "/index.html", "/api/status": [.GET, .HEAD]
+        case "/api/ws": [.GET]
+        case "/api/command": [.POST]
+        default: nil
+        }
+    }
+
     private func route(context: ChannelHandlerContext, head: HTTPRequestHead) {
         let path = ControlPath(head.uri).path
-        switch (head.method, path) {
+        if let allowed = Self.allowedMethods(path), !allowed.contains(head.method) {
+            let list = allowed.map(\.rawValue).joined(separator: ", ")
+            return respond(context: context, head: head, status: .methodNotAllowed,
+                           json: ControlHub.failure("\(head.method.rawValue) is not allowed on \(path) (only \(list))"), headers: [("Allow", list)])
+        }
+        switch (head.method == .HEAD ? .GET : head.method, path) {
         case (.GET, "/"), (.GET, "/index.html"):
             guard let page else {
                 return respond(context: context, head: head, status: .notFound,
@@ -320,9 +335,6 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
                     json: ControlHub.failure("/api/ws is a WebSocket: connect with Upgrade: websocket"))
         case (.POST, "/api/command"):
             command(context: context, head: head)
-        case (_, "/"), (_, "/index.html"), (_, "/api/status"), (_, "/api/ws"), (_, "/api/command"):
-            respond(context: context, head: head, status: .methodNotAllowed,
-                    json: ControlHub.failure("\(head.method) is not allowed on \(path)"))
         default:
             respond(context: context, head: head, status: .notFound,
                     json: ControlHub.failure("no such path: \(path) (the API is /api/status, /api/command and /api/ws)"))
@@ -370,20 +382,25 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         deadline = context.eventLoop.assumeIsolated().scheduleTask(in: requestTimeout) { context.close(promise: nil) }
     }
 
-    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, json: JSONValue) {
-        respond(context: context, head: head, status: status, contentType: "application/json", body: Array((json.asciiJSON() + "\n").utf8))
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, json: JSONValue,
+                         headers: [(String, String)] = []) {
+        respond(context: context, head: head, status: status, contentType: "application/json", body: Array((json.asciiJSON() + "\n").utf8),
+                headers: headers)
     }
 
-    /// A response; after an error (4xx, 5xx) or when the client asked, the connection is closed.
-    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, contentType: String, body: [UInt8]) {
+    /// A response; after an error (4xx, 5xx) or when the client asked, the connection is closed. To a HEAD, the
+    /// head alone, with the length the body would have.
+    private func respond(context: ChannelHandlerContext, head: HTTPRequestHead, status: HTTPResponseStatus, contentType: String, body: [UInt8],
+                         headers extra: [(String, String)] = []) {
         let keepAlive = head.isKeepAlive && status.code < 400
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: contentType)
         headers.add(name: "Content-Length", value: "\(body.count)")
         headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(contentsOf: extra)
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil)
+        if head.method != .HEAD { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: body)))), promise: nil) }
         let closing: Bool
         if case .closing = state { closing = true } else { closing = false }
         // Idle before the end is written: HTTPServerPipelineHandler hands on a pipelined request as soon as it is.

@@ -53,6 +53,21 @@ public struct ClientCommandReader: Sendable {
                 best.isClientAction ? best.conversationState : nil)
     }
 
+    /// Why `text` and `voice`, which only print, cannot give this answer (nil: they can): it is a command the speaker
+    /// carries out itself (a timer, an alarm, the volume, one of the owner's phrases), whose words depend on what it
+    /// did. Houndify's own text for it is a fallback ("Timers are not supported by this client."), not the answer.
+    public func notCarriedOutHere(_ response: HoundServerResponse, query: String) -> String? {
+        guard let best = response.best, let (action, _) = clientAction(best) else { return nil }
+        let what = switch action {
+        case .timer: "timers live on the speaker, which sets them"
+        case .alarm: "alarms live on the speaker, which sets them"
+        case .volume: "the volume is the speaker's to change"
+        case .run, .muteMicrophone: "that is one of the owner's phrases ([[houndify.client_match]]), which the speaker carries out"
+        }
+        let quoted = query.contains("\"") ? "'\(query)'" : "\"\(query)\""
+        return "not answered here: \(what). Ask the speaker (`hound-speaker run`), or, while it runs, `hound-speaker ctl text \(quoted)`"
+    }
+
     /// The parts of a result a screen shows (docs/control-api.md, "display"); nil when it has none of them.
     static func display(_ result: CommandResult) -> JSONValue? {
         var shown: [String: JSONValue] = [:]

@@ -4,6 +4,7 @@ import FoundationEssentials
 public import JSONKit
 import Platform
 public import SpeakerConfig
+import Timers
 
 /// `hound-speaker ctl`: one command to a running speaker's control API (`POST /api/command`, docs/control-api.md),
 /// over libcurl.
@@ -48,6 +49,36 @@ public enum ControlClient {
 
     static func usage(_ problem: String) -> CommandFailure {
         CommandFailure(message: "ctl: \(problem) (commands: \(commands))", exitCode: 64)
+    }
+
+    /// What `ctl text` prints of a reply: the answer, and what the speaker did, when it carried the question out
+    /// itself (`"done"`: "stopped", "ran ..."), in brackets on a line of its own.
+    public static func answerLines(_ reply: JSONValue) -> [String] {
+        let answer = reply["answer"]?.stringValue ?? "", done = reply["done"]?.stringValue ?? ""
+        return (answer.isEmpty && !done.isEmpty ? [] : [answer]) + (done.isEmpty ? [] : ["(\(done))"])
+    }
+
+    /// What `ctl timers` prints of the snapshot: each timer and alarm, one a line, with the number `cancel-timer`
+    /// and `cancel-alarm` take; or that there are none.
+    public static func timerLines(_ snapshot: JSONValue) -> [String] {
+        let timers = snapshot["timers"]?.arrayValue ?? [], alarms = snapshot["alarms"]?.arrayValue ?? []
+        guard !timers.isEmpty || !alarms.isEmpty else { return ["no timers or alarms"] }
+        func named(_ item: JSONValue, _ kind: String) -> String {
+            let name = item["name"]?.stringValue ?? ""
+            return name.isEmpty || name == kind ? kind : "\(kind) \"\(name)\""
+        }
+        var lines = timers.map { timer in
+            let left = Int(timer["remaining_s"]?.int64Value ?? 0), status = timer["status"]?.stringValue ?? "?"
+            func two(_ n: Int) -> String { n < 10 ? "0\(n)" : "\(n)" }
+            let time = left >= 3600 ? "\(left / 3600):\(two(left % 3600 / 60)):\(two(left % 60))" : "\(left / 60):\(two(left % 60))"
+            return "\(timer["id"]?.int64Value ?? 0)  \(named(timer, "timer")): \(time) left of \(SpokenDuration.words(Int(timer["seconds"]?.int64Value ?? 0))), \(status)"
+        }
+        lines += alarms.map { alarm in
+            let days = (alarm["days"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let when = (alarm["time"]?.stringValue ?? "?") + (days.isEmpty ? "" : " on " + days.joined(separator: ", "))
+            return "\(alarm["id"]?.int64Value ?? 0)  \(named(alarm, "alarm")): \(when), \(alarm["status"]?.stringValue ?? "?")"
+        }
+        return lines
     }
 
     /// Where the speaker of this config listens, as a URL a client on this machine can reach.

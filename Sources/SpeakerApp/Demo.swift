@@ -10,12 +10,14 @@ import Logging
 import SpeakerCore
 import SpeakerConfig
 import Speech
+import Timers
 
 /// One whole interaction with no hardware and no credentials: the local Houndify service (its own program, as a
 /// child on a free loopback port), the
 /// microphone played from a recording ("OK Hound ... what time is it") through a real ALSA `file` PCM in real
 /// time, the hot-phrase detector waking the speaker, the real libcurl client, end-of-speech detection, espeak-ng
-/// speaking the answer.
+/// speaking the answer. Then a typed conversation with the same speaker, as `ctl text` has it: a timer, set in
+/// two turns, and cancelled (the speaker carries timers out itself; `hound-speaker text` only prints answers).
 public struct Demo {
     let output: String?
 
@@ -85,11 +87,40 @@ public struct Demo {
             guard await recorder.wait(for: .stateChanged(from: .speaking, to: .ready), timeout: .seconds(60)) else {
                 return .failure(CommandFailure(message: "the interaction did not complete within 60 s"))
             }
-            return .success(())
+            return await Self.typedConversation(loop, recorder)
         }
         await service.stop()
         try done.get()
         if case .file(let path) = speechOutput { printLine("the answer was spoken into \(path)") }
+    }
+
+    /// The typed questions, each once the answer before has been said. The second comes while the microphone is
+    /// open for a spoken reply to "For how long?": a typed reply takes its place.
+    static let typed = ["set a timer", "ten minutes", "how much time is left on my timer", "cancel the timer"]
+
+    static func typedConversation(_ loop: SpeakerLoop, _ recorder: ActivityRecorder) async -> Result<Void, CommandFailure> {
+        printLine("== typed questions to the same speaker (as `hound-speaker ctl text` sends them to `run`)")
+        for (index, query) in typed.enumerated() {
+            let id = index + 1
+            printLine("[you typed] \(query)")
+            let mark = recorder.count
+            loop.send(.textQuery(query, id: id))
+            // The demo alone speaks to this loop, so its own reports are among the last few.
+            let ended: @Sendable (SpeakerActivity) -> Bool = { if case .question(let r) = $0, r.id == id, r.isEnd { true } else { false } }
+            guard await recorder.wait(after: mark, timeout: .seconds(30), for: ended) else {
+                return .failure(CommandFailure(message: "the typed question \"\(query)\" was not answered within 30 s"))
+            }
+            let report = recorder.all.last(where: ended).flatMap { if case .question(let r) = $0 { r } else { nil } }
+            guard case .answered? = report?.status else {
+                return .failure(CommandFailure(message: "the typed question \"\(query)\" was not answered: \(String(describing: report?.status))"))
+            }
+            // Said whole before the next (to ready, or to the microphone reopened for a spoken reply).
+            let said: @Sendable (SpeakerActivity) -> Bool = { if case .stateChanged(from: .speaking, _) = $0 { true } else { false } }
+            guard await recorder.wait(after: mark, timeout: .seconds(60), for: said) else {
+                return .failure(CommandFailure(message: "the answer to \"\(query)\" did not end within 60 s"))
+            }
+        }
+        return .success(())
     }
 
     /// The loop's activity as lines a person reads.
@@ -98,10 +129,15 @@ public struct Demo {
         case .hotPhrase: printLine("[hot phrase] \"OK Hound\" heard")
         case .stateChanged(let from, let to): printLine("[state] \(from.rawValue) -> \(to.rawValue)")
         case .partialTranscript(let text) where !text.isEmpty: printLine("[heard so far] \(text)")
-        case .finalTranscript(let transcript, let answer, _):
+        case .finalTranscript(let transcript, let answer, _, _):
             printLine("[transcript] \(transcript)")
             printLine("[answer] \(answer)")
         case .searchFailed(let error): printLine("[error] \(error.failure.rawValue)")
+        case .timer(let change, let timer, let remaining) where change != .tick:
+            printLine("[timer \(timer.id)] \(change.rawValue): \(timer.spokenName), \(SpokenDuration.words(remaining)) left")
+        case .question(let report):
+            if case .refused(let reason) = report.status { printLine("[refused] \(reason)") }
+            if case .dropped(let reason) = report.status { printLine("[dropped] \(reason)") }
         case .timings(let timings): printLine("[\(timings.line)]")
         default: break
         }

@@ -51,8 +51,13 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// How loud the microphone is while a question is recorded, in dB below full scale (RMS over the last
     /// `CaptureRouter.levelSamples`, five times a second): what a screen's level meter shows. Never logged.
     case level(dBFS: Double)
-    /// `houndifyVoice`: the answer is played in Houndify's own voice (else espeak-ng speaks it).
-    case finalTranscript(transcript: String, answer: String, houndifyVoice: Bool = false)
+    /// `houndifyVoice`: the answer is played in Houndify's own voice (else espeak-ng speaks it). `answer` is what the
+    /// speaker says (for a command it carries out itself, its own words, not Houndify's); `done`, for those, what
+    /// it did ("stopped", "ran \"lights off\"", ...; "" when the words say it all or it only answered).
+    case finalTranscript(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "")
+    /// How a typed question with a number (`SpeakerEvent.textQuery(_, id:)`) went: asked, refused, answered, failed
+    /// or dropped. What the control API's reply to it is made of.
+    case question(QuestionReport)
     case searchFailed(SearchError)
     /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
     case answerShown(String)
@@ -96,6 +101,48 @@ public enum SpeakerActivity: Sendable, Equatable {
         }
     }
 
+    /// One step of a typed question's way, by its number.
+    public struct QuestionReport: Sendable, Equatable {
+        public enum Status: Sendable, Equatable {
+            /// Its search has started.
+            case asked
+            /// Not asked, and why (`SpeakerEffect.refuseQuestion`).
+            case refused(String)
+            /// Its answer: what was said (or shown) and done, as its `final` event.
+            case answered(transcript: String, answer: String, done: String)
+            /// The search failed; the speaker said why.
+            case failed(SearchError)
+            /// Stopped before its answer came, and by what.
+            case dropped(String)
+        }
+        public var id: Int
+        public var query: String
+        public var status: Status
+        public init(id: Int, query: String, _ status: Status) {
+            self.id = id
+            self.query = query
+            self.status = status
+        }
+
+        /// The question is over: nothing more will be told of it.
+        public var isEnd: Bool { if case .asked = status { false } else { true } }
+
+        public var fields: [(String, JSONValue)] {
+            var fields: [(String, JSONValue)] = [("id", .int(Int64(id))), ("query", .string(query))]
+            switch status {
+            case .asked: fields.append(("status", "asked"))
+            case .refused(let reason): fields += [("status", "refused"), ("reason", .string(reason))]
+            case .answered(let transcript, let answer, let done):
+                fields += [("status", "answered"), ("transcript", .string(transcript)), ("answer", .string(answer))]
+                if !done.isEmpty { fields.append(("done", .string(done))) }
+            case .failed(let error):
+                fields += [("status", "failed"), ("reason", .string(error.failure.sentence)), ("detail", .string(error.detail))]
+            case .dropped(let reason): fields += [("status", "dropped"), ("reason", .string(reason))]
+            }
+            return fields
+        }
+    }
+
     public enum TimerEvent: String, Sendable {
         case set, cancelled, paused, resumed, extended, reset, ringing, stopped, missed, tick
     }
@@ -111,6 +158,7 @@ extension SpeakerActivity {
         case .partialTranscript: "partial"
         case .level: "level"
         case .finalTranscript: "final"
+        case .question: "question"
         case .searchFailed: "error"
         case .answerShown: "answer"
         case .display: "display"
@@ -136,8 +184,10 @@ extension SpeakerActivity {
         case .hotPhrase: []
         case .partialTranscript(let text): [("text", .string(text))]
         case .level(let dBFS): [("dbfs", .double((dBFS * 10).rounded() / 10))]
-        case .finalTranscript(let transcript, let answer, let houndifyVoice):
+        case .finalTranscript(let transcript, let answer, let houndifyVoice, let done):
             [("transcript", .string(transcript)), ("answer", .string(answer))] + (houndifyVoice ? [("voice", .string("houndify"))] : [])
+                + (done.isEmpty ? [] : [("done", .string(done))])
+        case .question(let report): report.fields
         case .searchFailed(let error):
             [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail)), ("said", .string(error.failure.sentence))]
         case .answerShown(let text): [("text", .string(text))]
@@ -194,7 +244,15 @@ extension SpeakerActivity {
         case .button(let action): (.info, "button: \(action.rawValue)")
         case .hotPhrase: (.notice, "hot phrase heard")
         case .partialTranscript(let text): (.debug, "partial transcript: \(text)")
-        case .finalTranscript(let transcript, _, _): (.info, "final transcript: \"\(transcript)\"")
+        case .finalTranscript(let transcript, _, _, let done):
+            (.info, "final transcript: \"\(transcript)\"" + (done.isEmpty ? "" : " (\(done))"))
+        case .question(let report):
+            switch report.status {
+            // Its answer or failure is logged as its `final` or `error`.
+            case .asked, .answered, .failed: (.debug, "typed question \(report.id): \(report.fields[2].1.stringValue ?? "")")
+            case .refused(let reason): (.notice, "typed question \(report.id) refused: \(reason)")
+            case .dropped(let reason): (.info, "typed question \(report.id) dropped: \(reason)")
+            }
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
         case .answerShown(let text): (.notice, "answer: \(text)")
         case .display: nil

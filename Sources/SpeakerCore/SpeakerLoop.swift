@@ -120,8 +120,13 @@ public final class SpeakerLoop: Sendable {
         var timers = TimerBook()
         /// What the last client action (`.timer`, `.alarm`, `.volume`) did, for the sentence that follows it.
         var lastActionOutcome: ActionOutcome?
-        /// The transcript of the answer whose client action is under way, told with the words that follow it.
-        var actionTranscript: String?
+        /// The `final` of an answer whose words the speaker chooses itself (a client action's outcome, the volume,
+        /// the IP address): told with those words, once they are known (`tellPendingFinal`).
+        var pendingFinal: (transcript: String, done: String)?
+        /// The typed question whose search is under way, when someone waits for it (its id is not 0).
+        var question: (id: Int, query: String)?
+        /// What stopped a question now, if the event being handled does (`dropReason`).
+        var dropReason = ""
         /// What the machine was last told about running timers.
         var toldTimersRunning = false
         var toldLastMinute = false
@@ -248,6 +253,7 @@ public final class SpeakerLoop: Sendable {
                 if let expired = watchdogExpired {
                     tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))
                 }
+                state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
                 // The machine alone decides whether our own sound is playing; the router only follows it.
                 router.setHotPhraseListening(!soundPlaying)
                 for effect in effects {
@@ -350,6 +356,7 @@ public final class SpeakerLoop: Sendable {
             return .answer(answer)
         case .failed(let error):
             tell(.searchFailed(error))
+            questionFailed(error)
             return .searchFailed(error.failure)
         }
     }
@@ -360,12 +367,20 @@ public final class SpeakerLoop: Sendable {
         switch event {
         case .partialTranscript(let text): tell(.partialTranscript(text))
         case .answer(let answer):
-            // What a client action makes the speaker say is known once it is done (`actionSentence`).
-            if answer.action == nil {
+            // What the speaker does itself is told as it does it: what a client action or a local command makes it
+            // say is known once it is done (`tellPendingFinal`), not Houndify's words for it.
+            let transcript = answer.transcript
+            func later(_ done: String) { state.withLock { $0.pendingFinal = (transcript, done) } }
+            switch (answer.action, LocalCommand.match(transcript)) {
+            case (nil, nil):
                 if let display = answer.display { tell(.display(display)) }
-                tell(.finalTranscript(transcript: answer.transcript, answer: answer.text, houndifyVoice: answer.voice != nil))
-            } else {
-                state.withLock { $0.actionTranscript = answer.transcript }
+                tellFinal(transcript: transcript, answer: answer.text, houndifyVoice: answer.voice != nil)
+            case (.run(let command)?, _): tellFinal(transcript: transcript, answer: answer.text, done: "ran \"\(command)\"")
+            case (.muteMicrophone?, _): tellFinal(transcript: transcript, answer: answer.text, done: "muted the microphone")
+            case (nil, .stop?): tellFinal(transcript: transcript, answer: "", done: "stopped")
+            case (nil, .volumeUp?): later("turned the volume up")
+            case (nil, .volumeDown?): later("turned the volume down")
+            case (nil, .ipAddress?), (.timer?, _), (.alarm?, _), (.volume?, _): later("")
             }
         case .talk, .hold, .press: tell(.button(.talk))
         case .endTalk: tell(.button(.endTalk))
@@ -373,6 +388,39 @@ public final class SpeakerLoop: Sendable {
         case .tapEnded: tell(.button(.release))
         case .hotPhrase: tell(.hotPhrase)
         default: break
+        }
+    }
+
+    /// An answer's `final`, and, for a typed question someone waits for, its report.
+    private func tellFinal(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "") {
+        tell(.finalTranscript(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done))
+        if let question = state.withLock({ s in defer { s.question = nil }; return s.question }) {
+            tell(.question(.init(id: question.id, query: question.query, .answered(transcript: transcript, answer: answer, done: done))))
+        }
+    }
+
+    /// The `final` of an answer whose words the speaker chose itself, with those words (said or shown now).
+    private func tellPendingFinal(_ words: String) {
+        guard let pending = state.withLock({ s in defer { s.pendingFinal = nil }; return s.pendingFinal }) else { return }
+        tellFinal(transcript: pending.transcript, answer: words, done: pending.done)
+    }
+
+    private func questionFailed(_ error: SearchError) {
+        if let question = state.withLock({ s in defer { s.question = nil }; return s.question }) {
+            tell(.question(.init(id: question.id, query: question.query, .failed(error))))
+        }
+    }
+
+    /// What stops a question under way when `event` does, in words for whoever typed it.
+    static func dropReason(_ event: SpeakerEvent, watchdogExpired: SpeakerState?, settings: SpeakerMachine.Settings) -> String {
+        if watchdogExpired == .searching { return "no answer came within \(settings.searchingLimitMS / 1000) s" }
+        switch event {
+        case .cancel: return "it was stopped (a long press, or the stop command)"
+        case .talk, .press, .hold, .listen: return "the button (or the listen command) started another question"
+        case .hotPhrase: return "the hot phrase started another question"
+        case .toggleMute, .setMuted, .carryOut(.muteMicrophone): return "the microphone was muted"
+        case .shutdown: return "the speaker is shutting down"
+        default: return "it was stopped before its answer came"
         }
     }
 
@@ -426,8 +474,22 @@ public final class SpeakerLoop: Sendable {
         switch effect {
         case .startSearch(let preRoll):
             startSearch(preRoll: preRoll, in: &group)
-        case .startTextSearch(let query):
+        case .startTextSearch(let query, let id):
+            if id != 0 {
+                state.withLock { $0.question = (id, query) }
+                tell(.question(.init(id: id, query: query, .asked)))
+            }
             startTextSearch(query, in: &group)
+        case .refuseQuestion(let id, let query, let reason):
+            tell(.question(.init(id: id, query: query, .refused(reason))))
+        case .stopRecording:
+            router.detach()
+            let microphone = state.withLock { s -> (any MicrophoneStream)? in
+                if s.timings?.endOfSpeech == nil { s.timings?.endOfSpeech = ports.clock.now }
+                defer { s.questionMicrophone = nil }
+                return s.questionMicrophone
+            }
+            microphone?.stop()
         case .clearConversation:
             ports.search.clearConversation()
             logger.info("conversation cleared: the next question starts anew")
@@ -442,12 +504,13 @@ public final class SpeakerLoop: Sendable {
             microphone?.stop()
         case .cancelSearch:
             router.detach()
-            let (search, microphone) = state.withLock { s -> ((any VoiceSearchSession)?, (any MicrophoneStream)?) in
-                defer { s.questionMicrophone = nil; s.searchID += 1 }
-                return (s.search, s.questionMicrophone)
+            let (search, microphone, question, reason) = state.withLock { s in
+                defer { s.questionMicrophone = nil; s.searchID += 1; s.question = nil }
+                return (s.search, s.questionMicrophone, s.question, s.dropReason)
             }
             search?.cancel()
             microphone?.stop()
+            if let question { tell(.question(.init(id: question.id, query: question.query, .dropped(reason)))) }
             finishInteraction()
         case .speak(let utterance):
             let firstSample: @Sendable () -> Void = { [weak self] in
@@ -455,10 +518,12 @@ public final class SpeakerLoop: Sendable {
                 state.withLock { s in if s.timings?.firstTTSSample == nil { s.timings?.firstTTSSample = ports.clock.now } }
             }
             let playback: any Playback
+            let words = render(utterance)
+            tellPendingFinal(words)
             if case .recorded(let audio, _) = utterance {
                 playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
             } else {
-                playback = ports.speech.speak(render(utterance), onFirstSample: firstSample)
+                playback = ports.speech.speak(words, onFirstSample: firstSample)
             }
             group.addTask { [continuation] in
                 let (end, problem) = await playback.ended()
@@ -527,7 +592,9 @@ public final class SpeakerLoop: Sendable {
         case .stateChanged(let from, let to):
             stateChanged(from: from, to: to)
         case .show(let utterance):
-            tell(.answerShown(render(utterance)))
+            let words = render(utterance)
+            tellPendingFinal(words)
+            tell(.answerShown(words))
         case .stopped:
             shutDown()
             return true
@@ -541,7 +608,9 @@ public final class SpeakerLoop: Sendable {
                        _ start: () throws(SearchError) -> any VoiceSearchSession) -> (any VoiceSearchSession, Int)? {
         let search: any VoiceSearchSession
         do throws(SearchError) { search = try start() } catch {
-            tell(.searchFailed(SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")))
+            let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")
+            tell(.searchFailed(failure))
+            questionFailed(failure)
             continuation.yield(.event(.searchFailed(error.failure)))
             return nil
         }
@@ -625,9 +694,6 @@ public final class SpeakerLoop: Sendable {
         guard let outcome = state.withLock({ $0.lastActionOutcome }) else { return "Sorry, something went wrong." }
         let (text, branch) = outcome.reply(from: responses)
         if let kept = branch?.conversationState ?? responses?.conversationState { ports.search.keepConversation(kept) }
-        if let transcript = state.withLock({ s in defer { s.actionTranscript = nil }; return s.actionTranscript }) {
-            tell(.finalTranscript(transcript: transcript, answer: text))
-        }
         return text
     }
 
@@ -869,6 +935,8 @@ public final class SpeakerLoop: Sendable {
 
     private func finishInteraction() {
         let finished = state.withLock { s -> InteractionTimings? in
+            // An answer's words that never came (a long press over it) are not told with the next one's.
+            s.pendingFinal = nil
             guard var t = s.timings else { return nil }
             t.firstAudioSent = s.search?.firstAudioSent
             s.timings = nil

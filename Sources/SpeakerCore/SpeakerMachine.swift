@@ -254,8 +254,9 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// From the control API (docs/control-api.md). `listen`: as a tap on the button, except that over an answer it
     /// starts the next question at once.
     case listen
-    /// A typed question, in the same conversation as the spoken ones.
-    case textQuery(String)
+    /// A typed question, in the same conversation as the spoken ones. `id`: the asker's number for it (the control
+    /// API's request), told back in the `question` activities that say how it went; 0: nobody waits for it.
+    case textQuery(String, id: Int = 0)
     /// Words for the household: a chime, then the words, once the speaker is free (nothing it is doing is cut
     /// short for them, and none is lost).
     case announce(String)
@@ -280,12 +281,18 @@ extension SpeakerEvent {
 public enum SpeakerEffect: Sendable, Equatable {
     /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked).
     case startSearch(preRoll: Bool)
-    /// Start a text search for a typed question.
-    case startTextSearch(String)
+    /// Start a text search for a typed question (`id` as in `SpeakerEvent.textQuery`).
+    case startTextSearch(String, id: Int = 0)
+    /// A typed question is not asked now, and why (a person is asking one, a timer rings): it cuts nobody off.
+    case refuseQuestion(id: Int, query: String, reason: String)
     /// Forget the conversation state.
     case clearConversation
     /// stopSearch: end the upload; the search goes on to its answer.
     case endAudio
+    /// The microphone stops feeding the question, but its upload is left open, unfinished: a press that ended it
+    /// may yet be a long press (cancel), and a cancelled question must never reach Houndify whole. `endAudio`
+    /// (the press was a tap) or `cancelSearch` (it was long) follows.
+    case stopRecording
     case cancelSearch
     case speak(Utterance)
     case stopSpeaking
@@ -353,11 +360,12 @@ public struct SpeakerMachine: Sendable {
     enum Phase: Sendable, Equatable {
         case none, ready
         /// `quiet`: a follow-up window, where hearing nothing is no failure. `held`: hold-to-talk, the button is
-        /// still down, so the question ends when it comes up, not at a pause.
-        case recording(quiet: Bool, held: Bool)
+        /// still down, so the question ends when it comes up, not at a pause. `reopened`: the microphone reopened
+        /// by itself after an answer (AutoListen, follow-up), not for a person who asked to speak.
+        case recording(quiet: Bool, held: Bool, reopened: Bool = false)
         /// `pressDown`: the press that ended the recording is still down; it may yet become a long press (cancel),
-        /// so the answer (or failure) waits in `held` until the button comes up, instead of playing for a second
-        /// and being cut off.
+        /// so the question's upload is left unfinished (`stopRecording`) and an answer (or failure) that comes
+        /// anyway waits in `held` until the button comes up, instead of playing for a second and being cut off.
         case searching(pressDown: Bool, held: SpeakerEvent?)
         /// `reopen`: whether (and why) the microphone reopens when the answer has been spoken.
         case speaking(reopen: Reopen)
@@ -417,7 +425,8 @@ public struct SpeakerMachine: Sendable {
         // Every way out of recording closes what recording opened: the microphone and the upload. A path that
         // forgot it (a search that failed while the person was still speaking) once left the capture running and
         // every later query uploaded the audio two or three times over.
-        if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch) {
+        if before == .recording && state != .recording && !effects.contains(.endAudio) && !effects.contains(.cancelSearch)
+            && !effects.contains(.stopRecording) {
             effects.insert(.cancelSearch, at: 0)
         }
         // A timer that went off during a question rings as soon as the question is over; announcements come after.
@@ -441,6 +450,8 @@ public struct SpeakerMachine: Sendable {
             return leave(to: .ready) + [.leds(readyLEDs)]  // muted, when it starts muted
         case (.none, .shutdown):
             return [.leds(.off), .stopped]
+        case (.none, .textQuery(let query, let id)):
+            return [.refuseQuestion(id: id, query: query, reason: "the speaker is not running")]
         case (.none, .setMuted(let on)):
             // The saved mute, read before the start so that nothing can see the speaker unmuted meanwhile: nothing
             // is open yet, and the start shows it (the muted LEDs).
@@ -476,8 +487,9 @@ public struct SpeakerMachine: Sendable {
             pendingAnnouncements.append(text)
             if pendingAnnouncements.count > Self.announcementLimit { pendingAnnouncements.removeFirst() }
             return []
-        case (_, .textQuery(let query)):
-            return ask(query)
+        case (_, .textQuery(let query, let id)):
+            if let reason = questionRefusal { return [.refuseQuestion(id: id, query: query, reason: reason)] }
+            return ask(query, id: id)
         case (.speaking, .listen):
             return [.stopSpeaking] + (muted ? say(.text(Self.mutedSentence)) : startListening(preRoll: false))
         case (_, .listen):
@@ -521,17 +533,19 @@ public struct SpeakerMachine: Sendable {
         case (.ready, _):
             return []
 
-        case (.recording(_, held: true), .endOfSpeech), (.recording(_, held: true), .noSpeech):
+        case (.recording(_, held: true, _), .endOfSpeech), (.recording(_, held: true, _), .noSpeech):
             // A pause (or the service's SafeToStopAudio) while the button is held: the person is still asking.
             return []
-        case (.recording(_, held: true), .watchdog):
+        case (.recording(_, held: true, _), .watchdog):
             // Held past the speaker's recording limit: what was said is sent, as a release would.
             return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
-        case (.recording, .talk), (.recording, .press), (.recording, .endTalk), (.recording, .endOfSpeech):
-            // Only the press that sends the question can hold its answer back.
-            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: event == .press, held: nil))
-                + [.leds(.searching)]
-        case (.recording(quiet: true, _), .noSpeech):
+        case (.recording, .press):
+            // The press that ends the question may become a long press, which cancels it: until the button comes
+            // up, the upload is left unfinished, so a cancelled question never reaches Houndify whole.
+            return [.stopRecording, .playEarcon(.stopListening)] + enter(.searching(pressDown: true, held: nil)) + [.leds(.searching)]
+        case (.recording, .talk), (.recording, .endTalk), (.recording, .endOfSpeech):
+            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
+        case (.recording(quiet: true, _, _), .noSpeech):
             return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech) where wokenByHotPhrase:
             // Nothing after "OK Hound": most wakes like this are false (the TV, a word like it), and a sentence each
@@ -554,8 +568,9 @@ public struct SpeakerMachine: Sendable {
             phase = .searching(pressDown: true, held: event)
             return []
         case (.searching(pressDown: true, let held), .tapEnded):
+            // A tap after all: the question is sent whole now.
             phase = .searching(pressDown: false, held: nil)
-            return held.map { transition($0) } ?? []
+            return [.endAudio] + (held.map { transition($0) } ?? [])
         case (.searching, .answer(let answer)):
             return answered(answer)
         case (.searching, .searchFailed(let failure)):
@@ -576,7 +591,7 @@ public struct SpeakerMachine: Sendable {
             _ = soundEnded(end)
             // Not into a microphone the owner has muted, nor after an answer that never reached the ear.
             guard reopen != .no, !muted, end != .outputFailed else { return leave(to: .ready) + [.leds(readyLEDs)] }
-            return startListening(preRoll: false, quiet: reopen == .followUp)
+            return startListening(preRoll: false, quiet: reopen == .followUp, reopened: true)
         case (.speaking, .watchdog):
             // The speech output itself is what hangs, so another sentence would hang too: the earcon says it.
             return [.stopSpeaking, .playEarcon(.error)] + leave(to: .ready) + [.leds(readyLEDs)]
@@ -606,8 +621,27 @@ public struct SpeakerMachine: Sendable {
         return effects + [.leds(readyLEDs)]
     }
 
-    /// A typed question: whatever is going on gives way to it (as a press does), and it is searched at once.
-    private mutating func ask(_ query: String) -> [SpeakerEffect] {
+    /// Why a typed question cannot be asked now (nil: it can). It cuts no one off: not a person asking a question
+    /// (from the press or the hot phrase until the answer comes), nor a timer or alarm ringing, which must be
+    /// stopped by someone who heard it. (A microphone reopened by itself after an answer is nobody's question yet,
+    /// and an answer being spoken is stopped for it, as a press stops one.)
+    private var questionRefusal: String? {
+        switch phase {
+        case .recording(_, _, reopened: false):
+            "someone is asking a question by voice; ask again once it has been answered"
+        case .searching:
+            "the speaker is answering another question; ask again once it has been answered"
+        case .ringing:
+            "a timer or alarm is ringing; stop it first (the button, or the stop command)"
+        case .none:
+            "the speaker is not running"
+        case .ready, .recording, .speaking:
+            nil
+        }
+    }
+
+    /// A typed question, when `questionRefusal` allows it: searched at once.
+    private mutating func ask(_ query: String, id: Int) -> [SpeakerEffect] {
         let effects: [SpeakerEffect]
         switch state {
         case .recording, .searching: effects = [.cancelSearch]
@@ -615,7 +649,7 @@ public struct SpeakerMachine: Sendable {
         case .ringing: effects = [.stopSpeaking, .stopRinging]
         case .ready, .none: effects = []
         }
-        return effects + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching), .startTextSearch(query)]
+        return effects + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching), .startTextSearch(query, id: id)]
     }
 
     /// A client action asked for without a question: done, and nothing said (whoever asked sees the activity).
@@ -638,9 +672,10 @@ public struct SpeakerMachine: Sendable {
         [.stopSpeaking, .stopRinging] + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    private mutating func startListening(preRoll: Bool, quiet: Bool = false, held: Bool = false) -> [SpeakerEffect] {
+    private mutating func startListening(preRoll: Bool, quiet: Bool = false, held: Bool = false, reopened: Bool = false) -> [SpeakerEffect] {
         wokenByHotPhrase = preRoll  // only the hot phrase starts a question with its pre-roll
-        return [.playEarcon(.startListening)] + enter(.recording(quiet: quiet, held: held)) + [.leds(.listening), .startSearch(preRoll: preRoll)]
+        return [.playEarcon(.startListening)] + enter(.recording(quiet: quiet, held: held, reopened: reopened))
+            + [.leds(.listening), .startSearch(preRoll: preRoll)]
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {

@@ -6,8 +6,10 @@ struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Talk to a running speaker's control API ([control] listen in the config).",
         discussion: """
-            Commands: \(ControlClient.commands). `text` prints the answer; `status` and `timers` print the speaker's \
-            state as JSON; the others print nothing and exit 0 once the speaker has taken them.
+            Commands: \(ControlClient.commands). `text` prints the answer (and, in brackets, what the speaker did, \
+            for a command it carries out itself); `status` prints the speaker's state as JSON; `timers` lists the \
+            timers and alarms, one a line; the others print nothing and exit 0 once the speaker has taken them. A \
+            refusal (a question while someone asks one by voice, a timer that is not there) exits 1 with the reason.
             """)
     // Every word that is not one of this command's options (so --config may come before or after them).
     @Argument(parsing: .allUnrecognized, help: "The command and its words, e.g. say dinner is ready.")
@@ -20,8 +22,9 @@ struct Ctl: AsyncParsableCommand {
             let context = try AppContext(configPath: options.config)
             let reply = try await ControlClient.send(request, config: context.config)
             switch request["command"]?.stringValue {
-            case "text": printLine(reply["answer"]?.stringValue ?? "")
-            case "status", "timers": printLine(reply.asciiJSON())
+            case "text": for line in ControlClient.answerLines(reply) { printLine(line) }
+            case "timers": for line in ControlClient.timerLines(reply) { printLine(line) }
+            case "status": printLine(reply.asciiJSON())
             default: break
             }
         }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AudioCore
 import SpeakerApp
+import SpeakerConfig
 import Audio
 import FoundationEssentials
 import Houndify
@@ -26,7 +27,7 @@ struct Text: AsyncParsableCommand {
             if json {
                 printLine(String(decoding: response.raw, as: UTF8.self))
             } else {
-                printLine(try spokenAnswer(response))
+                printLine(try spokenAnswer(response, query: query, config: context.config))
             }
         }
     }
@@ -78,7 +79,7 @@ struct Voice: AsyncParsableCommand {
                             printLine(String(decoding: response.raw, as: UTF8.self))
                         } else {
                             if let transcript = response.transcript { printError("heard: \(transcript)") }
-                            printLine(try spokenAnswer(response))
+                            printLine(try spokenAnswer(response, query: response.transcript ?? "", config: context.config))
                         }
                     case .failed:
                         break
@@ -94,8 +95,11 @@ struct Voice: AsyncParsableCommand {
 }
 
 /// The answer to print. One with nothing to say (no results, or responses that are not text) is a failure a script
-/// can see, not an empty line and success.
-func spokenAnswer(_ response: HoundServerResponse) throws -> String {
+/// can see, not an empty line and success; so is a command only the speaker carries out (a timer), which is not
+/// answered by printing Houndify's fallback for clients that cannot.
+func spokenAnswer(_ response: HoundServerResponse, query: String, config: SpeakerConfiguration) throws -> String {
+    let reader = ClientCommandReader(supportedFeatures: Set(config.houndify.supportedFeatures), clientMatches: config.houndify.clientMatches)
+    if let reason = reader.notCarriedOutHere(response, query: query) { throw CommandFailure(message: reason) }
     let text = response.best?.textToSpeak ?? ""
     guard text.contains(where: { !$0.isWhitespace }) else {
         throw CommandFailure(message: "Houndify's answer has nothing to say (\(response.results.isEmpty ? "no results" : "no spoken response in the first result")) [InvalidResponse]")

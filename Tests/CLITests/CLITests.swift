@@ -135,10 +135,12 @@ struct CLI {
         let environment = ["XDG_STATE_HOME": state]
         #expect(try CLI.run(["text", "set a timer", "--config", config], environment: environment).stdout == "For how long?\n")
         #expect(FileManager.default.fileExists(atPath: "\(state)/hound-speaker/conversation.json"))
-        // Understood as the answer to "for how long?": a timer command, which `text` (no timers of its own) can
-        // only report in Houndify's words for a client that does not carry it out.
-        #expect(try CLI.run(["text", "five minutes", "--config", config], environment: environment).stdout
-                == "Timers are not supported by this client.\n")
+        // Understood as the answer to "for how long?": a timer command, which only the speaker carries out. `text`
+        // says where timers live (it once printed Houndify's "Timers are not supported by this client." as the
+        // answer).
+        let timer = try CLI.run(["text", "five minutes", "--config", config], environment: environment)
+        #expect(timer.status == 1 && timer.stdout.isEmpty, "\(timer.stdout)")
+        #expect(timer.stderr.contains("timers live on the speaker") && timer.stderr.contains("ctl text \"five minutes\""), "\(timer.stderr)")
         #expect(try CLI.run(["text", "set a timer", "--config", config], environment: environment).stdout == "For how long?\n")
         let fresh = try CLI.run(["text", "five minutes", "--config", config, "--new-conversation"], environment: environment)
         #expect(fresh.status == 0 && fresh.stdout != "OK, a timer for 5 minutes, starting now.\n", "\(fresh.stdout)")
@@ -347,7 +349,11 @@ struct CLI {
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "\(text)")
         for line in ["[state] ready -> recording", "[state] recording -> searching", "[transcript] what time is it",
-                     "[answer] It is ", "[state] speaking -> ready", "[timings (ms from trigger): first audio sent"] {
+                     "[answer] It is ", "[state] speaking -> ready", "[timings (ms from trigger): first audio sent",
+                     // Then typed questions to the same speaker: a timer set in two turns, asked about, cancelled.
+                     "[you typed] set a timer", "[answer] For how long?", "[timer 1] set: the 10 minute timer",
+                     "[answer] Your timer is set for 10 minutes.", "[answer] 10 minutes left on the 10 minute timer.",
+                     "[timer 1] cancelled", "[answer] Done: the timer is cancelled."] {
             #expect(text.contains(line), "missing \(line)")
         }
         let size = (try? FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int) ?? 0

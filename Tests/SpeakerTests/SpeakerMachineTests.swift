@@ -40,8 +40,9 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     if event == .shutdown { return .none }
     // Muting stops whatever was going on; unmuting a speaker that is not muted changes nothing.
     if state != .none && (event == .toggleMute || event == .setMuted(true) || event == .carryOut(.muteMicrophone)) { return .ready }
-    // A typed question gives way to nothing: it is searched at once.
-    if state != .none, case .textQuery = event { return .searching }
+    // A typed question cuts no one off: refused while a person asks one (recording, searching) or a timer rings;
+    // otherwise searched at once, over an answer being spoken too.
+    if case .textQuery = event { return state == .ready || state == .speaking ? .searching : state }
     // The control API's listen is a tap, except that over an answer it asks the next question.
     if event == .listen { return state == .speaking ? .recording : expectedNext(state, .talk) }
     // A hold-to-talk press is a press, but for what happens while it is held (HoldToTalkTests).
@@ -113,7 +114,9 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
             var m = machine(in: .recording)
             let effects = m.handle(event)
             guard m.state != .recording else { continue }
-            #expect(effects.contains(.endAudio) || effects.contains(.cancelSearch), "recording + \(event) left the microphone open")
+            // (A press leaves the upload open but unfinished until the button comes up: stopRecording.)
+            #expect(effects.contains(.endAudio) || effects.contains(.cancelSearch) || effects.contains(.stopRecording),
+                    "recording + \(event) left the microphone open")
         }
         var m = machine(in: .recording)
         #expect(m.handle(.searchFailed(.authentication)).first == .cancelSearch)
@@ -185,13 +188,15 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(m.state == .ready && e.contains(.leds(.ready)))
     }
 
-    /// A long press while recording: its press sends the question, its long press cancels. The answer that
-    /// arrives in between once played for about a second before the cancel; now it waits for the button.
+    /// A long press while recording: its press ends the recording, its long press cancels. The question is not
+    /// sent whole until the button comes up as a tap (it once reached Houndify anyway); an answer that arrives in
+    /// between once played for about a second before the cancel; now it waits for the button.
     @Test func aLongPressWhileRecordingCancelsBeforeTheAnswerPlays() {
         let answer = SpeakerEvent.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))
         for outcome in [answer, .searchFailed(.offline)] {
             var m = machine(in: .recording)
-            #expect(m.handle(.press).contains(.endAudio))
+            let pressed = m.handle(.press)
+            #expect(pressed.contains(.stopRecording) && !pressed.contains(.endAudio))
             #expect(m.state == .searching)
             let early = m.handle(outcome)
             #expect(m.state == .searching, "\(outcome)")
@@ -215,7 +220,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
 
         var late = machine(in: .recording)
         _ = late.handle(.press)
-        #expect(late.handle(.tapEnded).isEmpty && late.state == .searching)
+        #expect(late.handle(.tapEnded) == [.endAudio] && late.state == .searching)
         #expect(late.handle(answer).contains(.speak(.text("It is noon."))))
         // A talk with no release to come (a script, the hot phrase's follow-up) never holds its answer.
         var scripted = machine(in: .recording)
