@@ -435,11 +435,14 @@ public final class SpeakerLoop: Sendable {
                 guard let self else { return }
                 state.withLock { s in if s.timings?.firstTTSSample == nil { s.timings?.firstTTSSample = ports.clock.now } }
             }
+            // Rendered once: a client action's words are chosen (and its final transcript told) as they are.
+            let text = render(utterance)
+            tell(.speech(text))
             let playback: any Playback
             if case .recorded(let audio, _) = utterance {
                 playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
             } else {
-                playback = ports.speech.speak(render(utterance), onFirstSample: firstSample)
+                playback = ports.speech.speak(text, onFirstSample: firstSample)
             }
             group.addTask { [continuation] in
                 let (end, problem) = await playback.ended()

@@ -225,6 +225,21 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// Every sentence the speaker says is told as it starts (a screen's captions): an announcement, the muted reply.
+    @Test func everySentenceSpokenIsTold() async {
+        let rig = await LoopRig()
+        var mark = rig.recorder.count
+        rig.loop.send(.announce("Dinner is ready."))
+        #expect(await rig.saw(.speech("Dinner is ready."), after: mark))
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        await rig.send(.setMuted(true), expecting: .muted)
+        mark = rig.recorder.count
+        rig.loop.send(.talk)
+        #expect(await rig.saw(.speech(SpeakerMachine.mutedSentence), after: mark))
+        await rig.stop()
+    }
+
     @Test func theHotPhraseWakesItWithThePreRollAndIsNotHeardOverOurOwnSound() async throws {
         let rig = await LoopRig(hotPhrase: true)
         let detector = try #require(rig.hotPhrase)
