@@ -171,4 +171,7 @@ enum LoopInput: Sendable {
     case screenIdle
     /// Time to try again to save the timers, which could not be saved.
     case retryTimersSave
+    /// Offline: time to check whether the service answers again (`networkChecked` brings the result).
+    case checkNetwork
+    case networkChecked(Bool)
 }
