@@ -76,6 +76,15 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
 
     public func clearConversation() { client.clearConversation() }
 
+    /// One HEAD request to the endpoint, as `doctor` makes (on a thread of its own): any HTTP answer is the service
+    /// there again. No query, so nothing counts against the account.
+    public func reachable() async -> Bool {
+        let configuration = client.configuration
+        let probe = await EndpointProbe.run(endpoint: configuration.endpoint,
+                                            timeoutMS: configuration.connectTimeoutMS + configuration.responseTimeoutMS)
+        return probe.outcome == .reached
+    }
+
     /// How a failed search is told to the person (nil: it was cancelled, nothing to tell).
     public static func searchError(_ error: HoundifyError) -> SearchError? {
         let failure: SearchFailure

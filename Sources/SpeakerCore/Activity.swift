@@ -61,6 +61,9 @@ public enum SpeakerActivity: Sendable, Equatable {
     case searchFailed(SearchError)
     /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
     case answerShown(String)
+    /// A sentence the speaker is starting to say, whatever it is (an answer, an announcement, the muted reply, an
+    /// error): what a screen shows as a caption.
+    case speech(String)
     /// What a screen shows of the answer that follows (Houndify's written response, HTML, templates, native data).
     case display(JSONValue)
     case leds(LEDState)
@@ -161,6 +164,7 @@ extension SpeakerActivity {
         case .question: "question"
         case .searchFailed: "error"
         case .answerShown: "answer"
+        case .speech: "speech"
         case .display: "display"
         case .leds: "leds"
         case .volume: "volume"
@@ -191,6 +195,7 @@ extension SpeakerActivity {
         case .searchFailed(let error):
             [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail)), ("said", .string(error.failure.sentence))]
         case .answerShown(let text): [("text", .string(text))]
+        case .speech(let text): [("text", .string(text))]
         case .display(let data): [("data", data)]
         case .leds(let state): [("show", .string(state.rawValue))]
         case .volume(let percent, let off): [("percent", .int(Int64(percent))), ("sound_off", .bool(off))]
@@ -255,6 +260,7 @@ extension SpeakerActivity {
             }
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
         case .answerShown(let text): (.notice, "answer: \(text)")
+        case .speech(let text): (.debug, "saying: \(text)")
         case .display: nil
         case .level: nil
         case .leds: nil

@@ -173,4 +173,7 @@ enum LoopInput: Sendable {
     case retryTimersSave
     /// Resumed once everything sent before it has been handled (`SpeakerLoop.settled()`).
     case barrier(CheckedContinuation<Void, Never>)
+    /// Offline: time to check whether the service answers again (`networkChecked` brings the result).
+    case checkNetwork
+    case networkChecked(Bool)
 }

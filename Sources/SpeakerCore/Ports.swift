@@ -61,10 +61,14 @@ public protocol VoiceSearchService: Sendable {
     func startTextSearch(_ query: String) throws(SearchError) -> any VoiceSearchSession
     /// The next question starts a new conversation (clearConversationState).
     func clearConversation()
+    /// Whether the service answers now: a light check (no query), made while the speaker is offline.
+    func reachable() async -> Bool
 }
 
 extension VoiceSearchService {
     public func keepConversation(_ state: JSONValue) {}
+    /// A service that cannot tell: offline lasts until a question works.
+    public func reachable() async -> Bool { false }
 }
 
 // MARK: Speech and sounds

@@ -95,12 +95,18 @@ public final class SpeakerLoop: Sendable {
     private let screenIdle: any LoopTimer
     /// Set while the timers could not be saved: the save is tried again.
     private let timersSaveRetry: any LoopTimer
+    /// Set while the speaker is offline: the next light check of the service (`reachable`).
+    private let networkCheck: any LoopTimer
     private let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
 
     /// How many interactions and states are remembered.
     public static let historyLimit = 1000
+    /// Offline, the service is checked this long after the failure, then at twice the last wait, up to the longest:
+    /// back within seconds after a blink, and no more than a request a minute through a long outage.
+    public static let networkCheckFirst = Duration.seconds(5)
+    public static let networkCheckLongest = Duration.seconds(60)
 
     /// The last completed interactions' timings, oldest first (for the benchmark and tests).
     public var interactions: [InteractionTimings] { history.withLock { $0 } }
@@ -140,6 +146,8 @@ public final class SpeakerLoop: Sendable {
         /// When the alarms were last checked (monotonic): an alarm found due since then was crossed while the
         /// speaker was on, by time or by a step of the wall clock (`TimerBook.alarmsDue`).
         var alarmsChecked: BootTime?
+        /// The wait before the network check now armed or under way (nil: none is).
+        var networkCheckDelay: Duration?
     }
 
     /// The saved state as read when the loop is made (readSavedState), and what it leads to at the start.
@@ -174,6 +182,7 @@ public final class SpeakerLoop: Sendable {
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
         screenIdle = ports.clock.makeTimer { continuation.yield(.screenIdle) }
         timersSaveRetry = ports.clock.makeTimer { continuation.yield(.retryTimersSave) }
+        networkCheck = ports.clock.makeTimer { continuation.yield(.checkNetwork) }
         state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
@@ -242,6 +251,11 @@ public final class SpeakerLoop: Sendable {
             if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
             var iterator = inputs.makeAsyncIterator()
             loop: while let input = await iterator.next() {
+                if case .checkNetwork = input {
+                    // On a thread of the service's own (EndpointProbe), a child of the loop like a search.
+                    group.addTask { [continuation, search = ports.search] in continuation.yield(.networkChecked(await search.reachable())) }
+                    continue
+                }
                 guard let event = take(input) else { continue }
                 announce(event)
                 let (effects, soundPlaying, watchdogExpired) = state.withLock { s in
@@ -259,6 +273,7 @@ public final class SpeakerLoop: Sendable {
                 for effect in effects {
                     if perform(effect, in: &group) { break loop }
                 }
+                watchNetwork()
                 if event == .started {
                     beat()
                     started(startup)
@@ -322,6 +337,25 @@ public final class SpeakerLoop: Sendable {
         case .barrier(let waiting):
             waiting.resume()
             return nil
+        case .checkNetwork:
+            return nil  // run() starts the check
+        case .networkChecked(let answers):
+            if answers {
+                state.withLock { $0.networkCheckDelay = nil }
+                logger.notice("Houndify answers again: no longer offline")
+                return .networkBack
+            }
+            // Not yet: checked again, less often, for as long as the speaker is offline.
+            let next = state.withLock { s -> Duration? in
+                guard s.machine.offline, let delay = s.networkCheckDelay else {
+                    s.networkCheckDelay = nil
+                    return nil
+                }
+                s.networkCheckDelay = min(delay * 2, Self.networkCheckLongest)
+                return s.networkCheckDelay
+            }
+            if let next { networkCheck.schedule(after: next) }
+            return nil
         case .timerTick:
             let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.bootTime) }
             // Saved each minute a timer runs: after a reboot (a power cut) a timer goes on with the time left in the
@@ -335,6 +369,17 @@ public final class SpeakerLoop: Sendable {
             }
             return nil
         }
+    }
+
+    /// Offline (a search could not reach the service) with no check armed: the first is armed. The offline
+    /// pattern and a screen's "No internet" then go when the service answers, not only after the next question.
+    private func watchNetwork() {
+        let arm = state.withLock { s -> Bool in
+            guard s.machine.offline, s.networkCheckDelay == nil else { return false }
+            s.networkCheckDelay = Self.networkCheckFirst
+            return true
+        }
+        if arm { networkCheck.schedule(after: Self.networkCheckFirst) }
     }
 
     /// One heartbeat, and the next one armed (only after this one was taken: at most one waits in the queue).
@@ -517,13 +562,15 @@ public final class SpeakerLoop: Sendable {
                 guard let self else { return }
                 state.withLock { s in if s.timings?.firstTTSSample == nil { s.timings?.firstTTSSample = ports.clock.now } }
             }
+            // Rendered once: a client action's words are chosen (and its final transcript told) as they are.
+            let text = render(utterance)
+            tellPendingFinal(text)
+            tell(.speech(text))
             let playback: any Playback
-            let words = render(utterance)
-            tellPendingFinal(words)
             if case .recorded(let audio, _) = utterance {
                 playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
             } else {
-                playback = ports.speech.speak(words, onFirstSample: firstSample)
+                playback = ports.speech.speak(text, onFirstSample: firstSample)
             }
             group.addTask { [continuation] in
                 let (end, problem) = await playback.ended()

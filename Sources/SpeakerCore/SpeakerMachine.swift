@@ -264,6 +264,9 @@ public enum SpeakerEvent: Sendable, Equatable {
     case carryOut(ClientAction)
     /// The next question starts a new conversation.
     case clearConversation
+    /// Houndify answered the light check the loop makes while the speaker is offline: the offline pattern (and a
+    /// screen's "No internet") goes without waiting for the next question.
+    case networkBack
     case shutdown
 }
 
@@ -480,6 +483,10 @@ public struct SpeakerMachine: Sendable {
             return on == muted ? [] : mute(on)
         case (_, .clearConversation):
             return [.clearConversation]
+        case (_, .networkBack):
+            guard offline else { return [] }
+            offline = false
+            return state == .ready ? [.leds(readyLEDs)] : []
         case (_, .carryOut(let action)):
             return carryOut(action)
         case (_, .announce(let text)):

@@ -191,6 +191,18 @@ public final class FakeVoiceSearch: VoiceSearchService {
     public func keepConversation(_ state: JSONValue) { self.state.withLock { $0.kept.append(state) } }
     /// The conversation states the loop chose to keep, in order.
     public var keptConversations: [JSONValue] { state.withLock { $0.kept } }
+
+    private let reachability = Mutex<(answers: Bool, checks: Int)>((false, 0))
+    /// Whether the service answers the loop's light check from now on.
+    public func setReachable(_ answers: Bool) { reachability.withLock { $0.answers = answers } }
+    /// How many times the loop checked.
+    public var reachabilityChecks: Int { reachability.withLock { $0.checks } }
+    public func reachable() async -> Bool {
+        reachability.withLock { r in
+            r.checks += 1
+            return r.answers
+        }
+    }
 }
 
 /// Speech and earcons that play until the test ends them (or the loop stops them). Earcons end by themselves,

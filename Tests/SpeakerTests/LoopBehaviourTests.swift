@@ -242,6 +242,56 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// Issue 35: "No internet" went only with the next question. Offline, the loop checks the service in the
+    /// background (5 s after, then at twice the last wait, up to a minute) and shows ready when it answers.
+    @Test func offlineGoesWhenTheServiceAnswersALightCheck() async {
+        var settings = SpeakerLoopSettings()
+        settings.screenDimAfter = nil  // no other timer comes and goes meanwhile
+        let rig = await LoopRig(settings: settings)
+        rig.search.refuseNextStart(SearchError(.offline, detail: "[ConnectionFailure] could not resolve host"))
+        let mark = rig.recorder.count
+        rig.loop.send(.talk)
+        #expect(await rig.saw(.leds(.error), after: mark))
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.offline), after: mark))
+        let armed = rig.clock.armedTimers
+        #expect(rig.search.reachabilityChecks == 0)
+        rig.clock.advance(by: .seconds(5))
+        // Checked, not there yet: still offline, and the next check armed (the timer back among the armed ones).
+        #expect(await rig.eventually { rig.search.reachabilityChecks == 1 && rig.clock.armedTimers == armed })
+        rig.clock.advance(by: .seconds(9))
+        #expect(rig.search.reachabilityChecks == 1, "the second check waits twice as long")
+        rig.clock.advance(by: .seconds(1))
+        #expect(await rig.eventually { rig.search.reachabilityChecks == 2 && rig.clock.armedTimers == armed })
+        #expect(rig.loop.snapshot.offline)
+        rig.search.setReachable(true)
+        let back = rig.recorder.count
+        rig.clock.advance(by: .seconds(20))
+        #expect(await rig.saw(.leds(.ready), after: back))
+        #expect(rig.search.reachabilityChecks == 3)
+        #expect(!rig.loop.snapshot.offline)
+        #expect(rig.loop.currentState == .ready)
+        // Online: no more checks.
+        rig.clock.advance(by: .seconds(600))
+        #expect(rig.search.reachabilityChecks == 3)
+        await rig.stop()
+    }
+
+    /// Every sentence the speaker says is told as it starts (a screen's captions): an announcement, the muted reply.
+    @Test func everySentenceSpokenIsTold() async {
+        let rig = await LoopRig()
+        var mark = rig.recorder.count
+        rig.loop.send(.announce("Dinner is ready."))
+        #expect(await rig.saw(.speech("Dinner is ready."), after: mark))
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        await rig.send(.setMuted(true), expecting: .muted)
+        mark = rig.recorder.count
+        rig.loop.send(.talk)
+        #expect(await rig.saw(.speech(SpeakerMachine.mutedSentence), after: mark))
+        await rig.stop()
+    }
+
     @Test func theHotPhraseWakesItWithThePreRollAndIsNotHeardOverOurOwnSound() async throws {
         let rig = await LoopRig(hotPhrase: true)
         let detector = try #require(rig.hotPhrase)

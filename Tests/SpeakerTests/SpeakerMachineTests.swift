@@ -32,7 +32,7 @@ let allEvents: [SpeakerEvent] = [
     .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
     .timerDue, .timersRunning(true), .timersRunning(true, lastMinute: true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
     .listen, .textQuery("what time is it"), .announce("Dinner is ready."), .carryOut(.volume(.to(30))), .carryOut(.muteMicrophone),
-    .carryOut(.timer(.cancel(.all))), .clearConversation,
+    .carryOut(.timer(.cancel(.all))), .clearConversation, .networkBack,
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.

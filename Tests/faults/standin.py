@@ -1,10 +1,11 @@
 """A misbehaving stand-in for Houndify on 127.0.0.1, for the fault-injection suite (test_faults.py).
 
-Each request takes the next fault from `plan` (cycling), so a test can say "this request fails this way, the next
-one is answered". It speaks just enough HTTP/1.1 to be a real peer for libcurl: it reads the request head and the
-body (fixed-length for text, chunked for voice) unless the fault is to stop reading, and every fault is something a
-real server or a broken network does: refuse, stall, trickle, close mid-stream, send an error status with or
-without a body, send JSON that is malformed, truncated, huge, deeply nested or of the wrong shape.
+Each request takes the next fault from `plan` (cycling; a HEAD request, the speaker's check while offline, takes
+none and is answered 200), so a test can say "this request fails this way, the next one is answered". It speaks just
+enough HTTP/1.1 to be a real peer for libcurl: it reads the request head and the body (fixed-length for text,
+chunked for voice) unless the fault is to stop reading, and every fault is something a real server or a broken
+network does: refuse, stall, trickle, close mid-stream, send an error status with or without a body, send JSON that
+is malformed, truncated, huge, deeply nested or of the wrong shape.
 """
 
 import json
@@ -82,13 +83,18 @@ FAULTS = {
 class Handler(socketserver.BaseRequestHandler):
     def handle(self):
         server = self.server
-        fault = server.next_fault()
         sock = self.request
         sock.settimeout(HOLD_SECONDS)
         try:
             head, rest = self.read_head(sock)
             if head is None:
                 return
+            if head.startswith("head "):
+                # The speaker's light check while it is offline (SpeakerLoop.watchNetwork): answered, and no fault
+                # of the plan taken, so the plan stays in step with the questions.
+                sock.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                return
+            fault = server.next_fault()
             if fault == "stop-reading-upload":
                 # Take nothing more: the client's socket buffer fills and its upload stalls.
                 self.hold(sock, read=False)

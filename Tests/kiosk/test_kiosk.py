@@ -3,9 +3,11 @@ run` (simulated board on stdin, file devices) and the local Houndify service: wh
 screen.
 
     HOUND_SPEAKER_BIN=.build/debug/hound-speaker Tests/kiosk/run.sh
-KIOSK_SCREENSHOT=path also saves a screenshot of the page with an answer and a timer (the README's picture).
+Screenshots of each state at each screen size are kept under out/kiosk/ (KIOSK_ARTEFACTS=dir elsewhere); the
+README's picture is out/kiosk/800x480/weather-and-timer.png.
 """
 
+import base64
 import itertools
 import json
 import os
@@ -47,12 +49,13 @@ def clean_env(**extra):
 class Service:
     """The local Houndify-compatible service on a free port."""
 
-    def __init__(self, tmp):
+    def __init__(self, tmp, port=0):
+        """`port`: the port of a service stopped before (the speaker's endpoint), else any free one."""
         self.config = os.path.join(tmp, "service.toml")
         with open(self.config, "w") as f:
             f.write(f'[houndify]\nclient_id = "{CLIENT_ID}"\nclient_key = "{CLIENT_KEY}"\n')
         os.chmod(self.config, 0o600)
-        self.process = subprocess.Popen([BIN, "serve", "--port", "0", "--config", self.config], stdout=subprocess.PIPE,
+        self.process = subprocess.Popen([BIN, "serve", "--port", str(port), "--config", self.config], stdout=subprocess.PIPE,
                                         stderr=subprocess.DEVNULL, text=True, env=clean_env())
         line = self.process.stdout.readline()
         match = re.match(r"listening on http://127\.0\.0\.1:(\d+)", line)
@@ -134,10 +137,116 @@ class Browser:
             time.sleep(0.05)
         raise AssertionError(f"the page never showed {what}: {self.evaluate('document.body.innerText')!r}")
 
+    def set_screen(self, width, height):
+        """The page as on a touch screen of this size (CSS pixels, one device pixel each), as the Pi's kiosk is."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height, deviceScaleFactor=1, mobile=False)
+        self.call("Emulation.setTouchEmulationEnabled", enabled=True, maxTouchPoints=5)
+        assert self.evaluate("[innerWidth, innerHeight]") == [width, height]
+
+    def touch(self, x, y, held_until=None):
+        """A finger down and up at (x, y): touch events, as Chromium gets them from the Pi's touch screen (a tap
+        then becomes pointer events and a click of its own). `held_until`: the finger stays down until this
+        expression is true in the page, as a real tap lasts a moment (a tenth of a second or so)."""
+        self.call("Input.dispatchTouchEvent", type="touchStart", touchPoints=[{"x": x, "y": y}])
+        if held_until:
+            self.wait_until(held_until, "what the finger waited for")
+        self.call("Input.dispatchTouchEvent", type="touchEnd", touchPoints=[])
+
+    def box(self, selector):
+        """The element's box (x, y, width, height), or None when it is not shown."""
+        return self.evaluate(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            if (!e || !e.getClientRects().length) return null;
+            const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }})()""")
+
+    def touch_element(self, selector, held_until=None):
+        box = self.box(selector)
+        assert box, f"{selector} is not shown"
+        self.touch(box[0] + box[2] / 2, box[1] + box[3] / 2, held_until)
+
+    def type_and_ask(self, text):
+        """Touches the question box, types `text` and touches Ask."""
+        self.touch_element("#query")
+        self.call("Input.insertText", text=text)
+        self.touch_element("#ask-button")
+
+    def text_height(self, selector):
+        """How tall the element's capitals and digits are drawn, in CSS pixels: the ink above the baseline of its
+        text in its own font (Canvas measureText), which is what "readable across the room" is about."""
+        return self.evaluate(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            const style = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');
+            c.font = [style.fontStyle, style.fontWeight, style.fontSize, style.fontFamily].join(' ');
+            if (!c.font.includes(style.fontSize)) throw new Error('the canvas took no font from ' + c.font);
+            return c.measureText(e.textContent).actualBoundingBoxAscent; }})()""")
+
+    def text_box(self, selector):
+        """The box of the element's text itself (a Range over it): text that overflows its element shows here."""
+        return self.evaluate(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            const range = document.createRange(); range.selectNodeContents(e);
+            const r = range.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }})()""")
+
+    def screenshot(self, path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(self.call("Page.captureScreenshot", format="png")["data"]))
+
     def stop(self):
         self.socket.close()
         self.process.terminate()
         self.process.wait(timeout=HANG_GUARD)
+
+
+# Screenshots of each state at each screen size, kept as the test's artefacts (git-ignored: /out/ in .gitignore).
+ARTEFACTS = pathlib.Path(os.environ.get("KIOSK_ARTEFACTS") or
+                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "out", "kiosk")).resolve()
+
+# The screens the page is checked on: the Pi's 7-inch display (800x480) and the same turned upright, the common
+# 7-inch 1024x600 and a 1280x720 one.
+SCREENS = [(800, 480), (1024, 600), (1280, 720), (480, 800)]
+
+
+def smallest_readable(width, height):
+    """10 mm in CSS pixels on a 7-inch (177.8 mm diagonal) screen of this many pixels: the least height for the
+    clock, the nearest timer and the state word to read at 2 m (issue 35). On the Pi's 800x480 (about 154x86 mm)
+    that is 52.5 px."""
+    return 10 * (width ** 2 + height ** 2) ** 0.5 / 177.8
+
+
+def assert_inside(browser, selector, width, height, text=False):
+    """The element (or, `text`, its text itself) is shown and wholly on the screen, and not cut off by a box it is
+    in that scrolls or clips."""
+    box = browser.text_box(selector) if text else browser.box(selector)
+    assert box and box[2] > 0 and box[3] > 0, f"{selector} is not shown"
+
+    def within(inner, outer):
+        return (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5 and
+                inner[0] + inner[2] <= outer[0] + outer[2] + 0.5 and inner[1] + inner[3] <= outer[1] + outer[3] + 0.5)
+    assert within(box, [0, 0, width, height]), \
+        f"{selector}{' text' if text else ''} at {box} is not inside the {width}x{height} screen"
+    clips = browser.evaluate(f"""(() => {{ const boxes = [];
+        for (let e = document.querySelector({json.dumps(selector)}).parentElement; e; e = e.parentElement) {{
+            if (getComputedStyle(e).overflow === 'visible') continue;
+            const r = e.getBoundingClientRect(); boxes.push([e.id || e.tagName, [r.x, r.y, r.width, r.height]]); }}
+        return boxes; }})()""")
+    for name, clip in clips:
+        assert within(box, clip), f"{selector} at {box} is cut off by #{name} at {clip}"
+    return box
+
+
+def assert_readable(browser, selector, width, height):
+    assert_inside(browser, selector, width, height, text=True)
+    drawn = browser.text_height(selector)
+    least = smallest_readable(width, height)
+    assert drawn >= least, (f"{selector} ({browser.evaluate(f'document.querySelector({json.dumps(selector)}).textContent')!r}) "
+                            f"is drawn {drawn:.1f} px tall, less than {least:.1f} px (10 mm on a 7-inch {width}x{height})")
+
+
+def overlaps(a, b):
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def open_page(browser, speaker, query=""):
+    browser.call("Page.enable")
+    browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/{query}")
+    browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the ready state")
 
 
 @pytest.fixture
@@ -239,15 +348,13 @@ def test_a_timer_counts_down_rings_and_stops_from_the_screen(rig):
     counted = sorted(t for s, t in shown if s == "running")
     assert len(counted) >= 2, f"the countdown did not move: {shown}"
     assert all(re.fullmatch(r"0:0[0-4]", t) for t in counted), shown
-    browser.wait_until("document.getElementById('state').textContent === 'Timer!'", "the ringing state")
-    if os.environ.get("KIOSK_SCREENSHOT"):
-        shot = browser.call("Page.captureScreenshot", format="png")["data"]
-        import base64
-        with open(os.environ["KIOSK_SCREENSHOT"], "wb") as f:
-            f.write(base64.b64decode(shot))
-    browser.evaluate("document.querySelector('#timers .stop-ring').click(); true")
+    # Going off: the whole screen, and a touch anywhere on it stops it.
+    browser.wait_until("!document.getElementById('ring').hidden", "the ringing screen")
+    browser.set_screen(800, 480)
+    browser.touch(20, 460)
     speaker.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == "stopped")
     browser.wait_until("document.querySelector('#timers li') === null", "the timer gone")
+    browser.wait_until("document.getElementById('ring').hidden", "the ringing screen gone")
     browser.wait_until("document.getElementById('state').textContent === 'Ready'", "ready again")
 
 
@@ -264,16 +371,22 @@ def test_a_quiet_screen_dims_and_a_touch_wakes_it_without_pressing_anything():
         browser.wait_until("document.body.classList.contains('dimmed')", "the dimmed page")
         browser.wait_until("getComputedStyle(document.getElementById('dim')).opacity === '0.9'", "the darkened picture")
         assert browser.evaluate("document.getElementById('state').textContent") == "Ready"
-        # A touch on "Touch to talk" while dimmed only wakes the screen.
-        box = browser.evaluate("(() => { const r = document.getElementById('talk').getBoundingClientRect();"
-                               " return [r.x + r.width / 2, r.y + r.height / 2]; })()")
-        for kind in ("mousePressed", "mouseReleased"):
-            browser.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
-        seen = []
-        bright = speaker.wait_for(lambda e: e.get("event") == "screen", seen)
+        # A touch (touch events, as the Pi's screen gives) on "Touch to talk" while dimmed only wakes the screen,
+        # even when the screen is bright again before the finger comes up (on the Pi it is, within milliseconds).
+        browser.set_screen(800, 480)
+        # Every command the page sends, in order.
+        browser.evaluate("""(() => { window.sent = []; const original = WebSocket.prototype.send;
+            WebSocket.prototype.send = function (data) { window.sent.push(JSON.parse(data).command); return original.call(this, data); };
+            return true; })()""")
+        browser.touch_element("#talk", held_until="!document.body.classList.contains('dimmed')")
+        bright = speaker.wait_for(lambda e: e.get("event") == "screen")
         assert bright == {"event": "screen", "dimmed": False, "percent": 100, "backlight": False}
-        browser.wait_until("!document.body.classList.contains('dimmed')", "the page at full brightness")
-        assert not [e for e in seen if e.get("event") == "state"], f"the touch pressed a button: {seen}"
+        # Awake, the same touch talks: the one "listen" the page sends comes after the second touch's "wake".
+        seen = []
+        browser.touch_element("#talk")
+        speaker.wait_state("recording", seen)
+        assert browser.evaluate("window.sent") == ["wake", "wake", "listen"], "the waking touch pressed a button"
+        assert [e["to"] for e in seen if e.get("event") == "state"] == ["recording"], seen
     finally:
         browser.stop()
         speaker.stop()
@@ -310,6 +423,219 @@ def test_timers_that_could_not_be_saved_say_so_on_the_screen():
         browser.call("Page.reload")
         browser.wait_until("document.querySelector('#timers li[data-kind=timer]') !== null", "the timer after a reload")
         browser.wait_until("!document.getElementById('unsaved').hidden", "the notice after a reload")
+    finally:
+        browser.stop()
+        speaker.stop()
+        service.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def long_answer_events(rows=40):
+    """A `display` and its `final`, as the speaker sends them, for an answer far taller than any screen."""
+    data = {"TemplateData": {"Title": "All the rows", "Rows": [{"LeftText": f"Row {i}", "RightText": f"{i * 7} things"}
+                                                               for i in range(rows)]}}
+    return [{"event": "display", "data": data},
+            {"event": "final", "transcript": "show me everything", "answer": "Here is everything."}]
+
+
+@pytest.mark.parametrize("width,height", SCREENS, ids=[f"{w}x{h}" for w, h in SCREENS])
+def test_each_state_reads_across_the_room_and_stays_on_the_screen(width, height):
+    """Issue 35, "The screen a person lives with": at each screen size, each state a person sees (idle, an answer
+    with a timer running, a timer ringing, an error, the speaker gone) has its parts inside the screen and its big
+    words big enough; a screenshot of each is kept."""
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    shots = ARTEFACTS / f"{width}x{height}"
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port)
+    browser = Browser(tmp)
+    try:
+        browser.set_screen(width, height)
+        open_page(browser, speaker)
+        controls = ["#state", "#talk", "#stop", "#query", "#ask-button", "#mute", "#vol-down", "#vol-up", "#volume"]
+
+        # Idle: the clock and the date, large.
+        assert browser.evaluate("!document.getElementById('idle').hidden")
+        assert re.fullmatch(r"\d{1,2}:\d\d", browser.evaluate("document.getElementById('time').textContent"))
+        for selector in controls + ["#date", "#clock"]:
+            assert_inside(browser, selector, width, height)
+        for selector in ["#time", "#state"]:
+            assert_readable(browser, selector, width, height)
+        for selector in ["#talk", "#stop", "#mute", "#vol-down", "#vol-up", "#ask-button"]:
+            assert browser.box(selector)[3] >= 44, f"{selector} is too small a target for a finger"
+        browser.screenshot(shots / "idle.png")
+
+        # A timer running, and an answer far taller than the screen: the answer scrolls in its own box, the timer
+        # stays whole and large beside it (above it, upright).
+        asked = speaker.ctl("text", "set a timer for 10 minutes")
+        assert asked.returncode == 0, asked.stderr
+        browser.wait_until("document.querySelector('#timers li.nearest') !== null", "the timer")
+        for event in long_answer_events():
+            browser.evaluate(f"handle({json.dumps(event)}); true")
+        browser.wait_until("!document.getElementById('card').hidden", "the long answer")
+        assert browser.evaluate("(() => { const t = document.getElementById('talkbox');"
+                                " return t.scrollHeight > t.clientHeight; })()"), "the answer was not taller than its box"
+        assert browser.evaluate("document.getElementById('idle').hidden"), "the clock is shown over an answer"
+        browser.evaluate("document.getElementById('talkbox').scrollTop = 1e6; true")  # scrolled to its end
+        timer = assert_inside(browser, "#timers li.nearest", width, height)
+        assert not overlaps(timer, browser.box("#talkbox")), "the answer covers the timer"
+        assert_readable(browser, "#timers li.nearest .left", width, height)
+        assert re.fullmatch(r"(10:00|9:[0-5]\d)", browser.evaluate("document.querySelector('#timers li.nearest .left').textContent"))
+        progress = browser.evaluate("parseFloat(document.querySelector('#timers li.nearest .bar span').style.width)")
+        assert 90 <= progress <= 100, f"a timer that has just started shows {progress}% left"
+        for selector in controls:
+            assert_inside(browser, selector, width, height)
+        browser.screenshot(shots / "answer-and-timer.png")
+
+        # A timer going off: the whole screen, a large Stop, and a touch anywhere (here a corner) stops it.
+        asked = speaker.ctl("text", "set a timer for 1 second")
+        assert asked.returncode == 0, asked.stderr
+        browser.wait_until("!document.getElementById('ring').hidden", "the ringing screen")
+        assert browser.box("#ring") == [0, 0, width, height]
+        assert_readable(browser, "#ring-stop", width, height)
+        assert_inside(browser, "#ring-what", width, height)
+        browser.screenshot(shots / "ringing.png")
+        browser.touch(8, height - 8)
+        stopped = speaker.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == "stopped")
+        assert stopped["seconds"] == 1
+        browser.wait_until("document.getElementById('ring').hidden", "the ringing screen gone")
+        assert browser.evaluate("document.querySelectorAll('#timers li').length") == 1, "the 10-minute timer went too"
+
+        # An error, shown with the question it is about (typed here), not under the last answer.
+        service.stop()
+        browser.type_and_ask("what time is it")
+        browser.wait_until("!document.getElementById('problem').hidden", "the error")
+        assert browser.evaluate("document.getElementById('problem').textContent") == "I can't reach the internet."
+        assert browser.evaluate("document.getElementById('transcript').textContent") == "what time is it"
+        assert browser.evaluate("document.getElementById('answer-text').textContent") == ""
+        assert browser.evaluate("document.getElementById('card').hidden")
+        browser.wait_until("document.getElementById('state').textContent === 'No internet'", "No internet")
+        for selector in ["#problem", "#transcript", "#timers li.nearest"] + controls:
+            assert_inside(browser, selector, width, height)
+        assert_readable(browser, "#state", width, height)
+        browser.screenshot(shots / "error.png")
+
+        # The speaker gone: the page says so, and a question typed meanwhile stays in its box, with a word why.
+        speaker.stop()
+        browser.wait_until("document.getElementById('state').textContent === 'Not connected'", "Not connected")
+        assert not browser.evaluate("document.getElementById('connection').hidden")
+        browser.type_and_ask("is it raining")
+        browser.wait_until("!document.getElementById('notice').hidden", "why the question was not sent")
+        assert browser.evaluate("document.getElementById('query').value") == "is it raining"
+        assert browser.evaluate("document.getElementById('notice').textContent").startswith("Not sent:")
+        for selector in ["#connection", "#notice", "#query", "#state", "#timers li.nearest"]:
+            assert_inside(browser, selector, width, height)
+        assert_readable(browser, "#state", width, height)
+        browser.screenshot(shots / "disconnected.png")
+        print(f"screenshots: {shots}")
+    finally:
+        browser.stop()
+        speaker.stop()
+        service.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_a_new_question_and_a_quiet_while_clear_the_last_answer():
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port)
+    browser = Browser(tmp)
+    try:
+        browser.set_screen(800, 480)
+        open_page(browser, speaker, "?clear_after=3")
+        for question in ("set a timer for 10 minutes", "what's the weather like"):
+            asked = speaker.ctl("text", question)
+            assert asked.returncode == 0, asked.stderr
+        browser.wait_until("!document.getElementById('card').hidden", "the weather card")
+        speaker.wait_for(lambda e: e.get("event") == "final" and "weather" in e["transcript"])
+        speaker.wait_state("ready")  # said to its end (a press over it would only stop it)
+        # The README's picture.
+        browser.screenshot(ARTEFACTS / "800x480" / "weather-and-timer.png")
+        # The next question, by the button: the weather goes as soon as it starts, before its own answer.
+        browser.evaluate("""window.stale = [];
+            new MutationObserver(() => { if (document.body.dataset.state === 'recording') window.stale.push(
+                [document.getElementById('card').hidden, document.getElementById('transcript').textContent,
+                 document.getElementById('answer-text').textContent]); })
+                .observe(document.body, { attributes: true, attributeFilter: ['data-state'] }); true""")
+        events = speaker.press()
+        final = next(e for e in events if e.get("event") == "final")
+        assert browser.evaluate("window.stale")[0] == [True, "", ""], "the last answer stayed while the next was asked"
+        browser.wait_until(f"document.getElementById('answer-text').textContent === {json.dumps(final['answer'])}", "the answer")
+        assert browser.evaluate("document.getElementById('card').hidden")
+        # Ready and quiet for clear_after seconds: back to the clock.
+        browser.wait_until("!document.getElementById('idle').hidden", "the clock after a quiet while")
+        for id in ("transcript", "answer-text", "caption", "partial"):
+            assert browser.evaluate(f"document.getElementById('{id}').textContent") == "", id
+        # A page opened later does not bring an error back under an older question (the snapshot's).
+        service.stop()
+        assert speaker.ctl("text", "what time is it").returncode != 0
+        browser.wait_until("!document.getElementById('problem').hidden", "the error")
+        browser.call("Page.reload")
+        browser.wait_until("!document.getElementById('problem').hidden", "the error after a reload")
+        assert browser.evaluate("document.getElementById('answer-text').textContent") == ""
+    finally:
+        browser.stop()
+        speaker.stop()
+        service.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_every_sentence_spoken_is_a_caption_and_mute_and_volume_are_on_the_screen(rig):
+    speaker, browser = rig
+    browser.set_screen(800, 480)
+    # An announcement: its words on the screen as it is said.
+    said = speaker.ctl("say", "Dinner is ready")
+    assert said.returncode == 0, said.stderr
+    speaker.wait_for(lambda e: e.get("event") == "speech" and e.get("text") == "Dinner is ready")
+    browser.wait_until("document.getElementById('caption').textContent === 'Dinner is ready'", "the announcement")
+    assert not browser.evaluate("document.getElementById('caption').hidden")
+    assert_inside(browser, "#caption", 800, 480)
+    browser.screenshot(ARTEFACTS / "800x480" / "announcement.png")
+    speaker.wait_state("ready")
+    # Muted from the screen, then "Touch to talk": the muted reply is a caption too.
+    browser.touch_element("#mute")
+    assert speaker.wait_for(lambda e: e.get("event") == "mute")["muted"] is True
+    browser.wait_until("document.getElementById('state').textContent === 'Muted'", "Muted")
+    assert browser.evaluate("document.getElementById('mute').textContent") == "Unmute"
+    browser.touch_element("#talk")
+    muted = speaker.wait_for(lambda e: e.get("event") == "speech")["text"]
+    assert muted.startswith("I'm muted"), muted
+    browser.wait_until(f"document.getElementById('caption').textContent === {json.dumps(muted)}", "the muted reply")
+    browser.screenshot(ARTEFACTS / "800x480" / "muted.png")
+    speaker.wait_state("ready")
+    browser.touch_element("#mute")
+    assert speaker.wait_for(lambda e: e.get("event") == "mute")["muted"] is False
+    browser.wait_until("document.getElementById('mute').textContent === 'Mute'", "unmuted")
+    # The volume, a step at a time, shown as the speaker tells it.
+    before = json.loads(speaker.ctl("status").stdout)["volume"]
+    browser.touch_element("#vol-down")
+    quieter = speaker.wait_for(lambda e: e.get("event") == "volume")["percent"]
+    assert quieter < before
+    browser.wait_until(f"document.getElementById('volume').textContent === '{quieter}'", "the lower volume")
+    browser.touch_element("#vol-up")
+    assert speaker.wait_for(lambda e: e.get("event") == "volume")["percent"] > quieter
+
+
+def test_no_internet_goes_when_the_service_is_back_without_another_question():
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port)
+    browser = Browser(tmp)
+    try:
+        browser.set_screen(800, 480)
+        open_page(browser, speaker)
+        port = service.port
+        service.stop()
+        asked = speaker.ctl("text", "what time is it")
+        assert asked.returncode != 0 and "I can't reach the internet." in asked.stdout + asked.stderr, asked
+        browser.wait_until("document.getElementById('state').textContent === 'No internet'", "No internet")
+        # The network back (the service again where the speaker looks for it): the speaker's light check finds it,
+        # and the screen says Ready with nobody asking anything.
+        seen = []
+        service = Service(tmp, port)
+        speaker.wait_for(lambda e: e.get("event") == "leds" and e.get("show") != "offline", seen)
+        assert not [e for e in seen if e.get("event") in ("state", "final")], seen
+        browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready again")
+        assert json.loads(speaker.ctl("status").stdout)["offline"] is False
     finally:
         browser.stop()
         speaker.stop()
