@@ -509,6 +509,9 @@ def test_each_state_reads_across_the_room_and_stays_on_the_screen(width, height)
         assert browser.evaluate("document.getElementById('answer-text').textContent") == ""
         assert browser.evaluate("document.getElementById('card').hidden")
         browser.wait_until("document.getElementById('state').textContent === 'No internet'", "No internet")
+        # The error is shown with its own question, typed elsewhere (ctl), not under nothing.
+        browser.wait_until("document.getElementById('transcript').textContent === 'what time is it'", "the failed question")
+        assert "I can't reach the internet." in browser.evaluate("document.getElementById('problem').textContent")
         for selector in ["#problem", "#transcript", "#timers li.nearest"] + controls:
             assert_inside(browser, selector, width, height)
         assert_readable(browser, "#state", width, height)
@@ -628,6 +631,9 @@ def test_no_internet_goes_when_the_service_is_back_without_another_question():
         asked = speaker.ctl("text", "what time is it")
         assert asked.returncode != 0 and "I can't reach the internet." in asked.stdout + asked.stderr, asked
         browser.wait_until("document.getElementById('state').textContent === 'No internet'", "No internet")
+        # The error is shown with its own question, typed elsewhere (ctl), not under nothing.
+        browser.wait_until("document.getElementById('transcript').textContent === 'what time is it'", "the failed question")
+        assert "I can't reach the internet." in browser.evaluate("document.getElementById('problem').textContent")
         # The network back (the service again where the speaker looks for it): the speaker's light check finds it,
         # and the screen says Ready with nobody asking anything.
         seen = []
