@@ -32,13 +32,19 @@ import Timers
         await rig.stop()
     }
 
-    @Test func aTypedQuestionWhileATimerRingsIsRefusedAndTheRingGoesOn() async throws {
+    /// A speaker whose one-minute timer "tea" is ringing, and the recorder's count from before it rang.
+    static func ringing() async -> (LoopRig, Int) {
         let rig = await LoopRig()
         rig.loop.send(.carryOut(.timer(.set(seconds: 60, name: "tea"))))
         #expect(await rig.eventually { rig.loop.snapshot.timers.count == 1 })
         let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
+        await rig.advance(by: .seconds(60))
         #expect(await rig.saw(.leds(.ringing), after: mark))
+        return (rig, mark)
+    }
+
+    @Test func aTypedQuestionWhileATimerRingsIsRefusedAndTheRingGoesOn() async throws {
+        let (rig, mark) = await Self.ringing()
         rig.loop.send(.textQuery("what time is it", id: 3))
         let report = await Self.end(of: 3, in: rig, after: mark)
         guard case .refused(let reason)? = report?.status else { Issue.record("not refused: \(String(describing: report))"); return }
@@ -49,12 +55,7 @@ import Timers
     }
 
     @Test func anAnnouncementWhileATimerRingsWaitsForTheRingToStop() async throws {
-        let rig = await LoopRig()
-        rig.loop.send(.carryOut(.timer(.set(seconds: 60, name: "tea"))))
-        #expect(await rig.eventually { rig.loop.snapshot.timers.count == 1 })
-        let mark = rig.recorder.count
-        rig.clock.advance(by: .seconds(60))
-        #expect(await rig.saw(.leds(.ringing), after: mark))
+        let (rig, _) = await Self.ringing()
         rig.loop.send(.announce("Dinner is ready."))
         // The loop takes events in order: once this one is carried out, the announcement has been handled too.
         rig.loop.send(.clearConversation)

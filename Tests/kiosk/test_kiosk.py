@@ -249,12 +249,23 @@ def open_page(browser, speaker, query=""):
     browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the ready state")
 
 
-@pytest.fixture
-def rig():
+def start_all():
+    """A directory, the local service, a speaker using it and a browser, for a test that stops them itself."""
     tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
     service = Service(tmp)
-    speaker = Speaker(tmp, service.port)
-    browser = Browser(tmp)
+    return tmp, service, Speaker(tmp, service.port), Browser(tmp)
+
+
+def stop_all(tmp, *parts):
+    """Stops the browser, speaker and service a test started (in that order) and removes its directory."""
+    for part in parts:
+        part.stop()
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+@pytest.fixture
+def rig():
+    tmp, service, speaker, browser = start_all()
     browser.call("Page.enable")
     browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/")
     browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the ready state")
@@ -268,10 +279,7 @@ def rig():
         new MutationObserver(() => window.seen.level.push(parseFloat(meter.style.width)))
             .observe(meter, { attributes: true, attributeFilter: ['style'] }); true""")
     yield speaker, browser
-    browser.stop()
-    speaker.stop()
-    service.stop()
-    shutil.rmtree(tmp, ignore_errors=True)
+    stop_all(tmp, browser, speaker, service)
 
 
 def test_a_question_by_the_button_shows_its_words_the_answer_and_the_states(rig):
@@ -388,10 +396,7 @@ def test_a_quiet_screen_dims_and_a_touch_wakes_it_without_pressing_anything():
         assert browser.evaluate("window.sent") == ["wake", "wake", "listen"], "the waking touch pressed a button"
         assert [e["to"] for e in seen if e.get("event") == "state"] == ["recording"], seen
     finally:
-        browser.stop()
-        speaker.stop()
-        service.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(tmp, browser, speaker, service)
 
 
 def test_timers_that_could_not_be_saved_say_so_on_the_screen():
@@ -424,10 +429,7 @@ def test_timers_that_could_not_be_saved_say_so_on_the_screen():
         browser.wait_until("document.querySelector('#timers li[data-kind=timer]') !== null", "the timer after a reload")
         browser.wait_until("!document.getElementById('unsaved').hidden", "the notice after a reload")
     finally:
-        browser.stop()
-        speaker.stop()
-        service.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(tmp, browser, speaker, service)
 
 
 def long_answer_events(rows=40):
@@ -531,17 +533,11 @@ def test_each_state_reads_across_the_room_and_stays_on_the_screen(width, height)
         browser.screenshot(shots / "disconnected.png")
         print(f"screenshots: {shots}")
     finally:
-        browser.stop()
-        speaker.stop()
-        service.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(tmp, browser, speaker, service)
 
 
 def test_a_new_question_and_a_quiet_while_clear_the_last_answer():
-    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
-    service = Service(tmp)
-    speaker = Speaker(tmp, service.port)
-    browser = Browser(tmp)
+    tmp, service, speaker, browser = start_all()
     try:
         browser.set_screen(800, 480)
         open_page(browser, speaker, "?clear_after=3")
@@ -576,10 +572,7 @@ def test_a_new_question_and_a_quiet_while_clear_the_last_answer():
         browser.wait_until("!document.getElementById('problem').hidden", "the error after a reload")
         assert browser.evaluate("document.getElementById('answer-text').textContent") == ""
     finally:
-        browser.stop()
-        speaker.stop()
-        service.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(tmp, browser, speaker, service)
 
 
 def test_every_sentence_spoken_is_a_caption_and_mute_and_volume_are_on_the_screen(rig):
@@ -619,10 +612,7 @@ def test_every_sentence_spoken_is_a_caption_and_mute_and_volume_are_on_the_scree
 
 
 def test_no_internet_goes_when_the_service_is_back_without_another_question():
-    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
-    service = Service(tmp)
-    speaker = Speaker(tmp, service.port)
-    browser = Browser(tmp)
+    tmp, service, speaker, browser = start_all()
     try:
         browser.set_screen(800, 480)
         open_page(browser, speaker)
@@ -643,7 +633,4 @@ def test_no_internet_goes_when_the_service_is_back_without_another_question():
         browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready again")
         assert json.loads(speaker.ctl("status").stdout)["offline"] is False
     finally:
-        browser.stop()
-        speaker.stop()
-        service.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
+        stop_all(tmp, browser, speaker, service)
