@@ -320,3 +320,16 @@ def test_run_timer_outlives_a_restart_with_the_clock_stepped_back(local_service,
         assert "missed" not in [e["change"] for e in timers], timers
     finally:
         assert again.stop() == 0
+
+
+def test_run_stopped_as_soon_as_it_is_ready_stops_cleanly(standin, tmp_path):
+    """SIGTERM right after the speaker says it is ready (a restart, `systemctl stop` just after the start): it
+    stops as it always does (exit 0, the timers saved), not by the signal's default action (it once trapped the
+    signal only after the loop was running)."""
+    for attempt in range(5):
+        directory = tmp_path / f"start-{attempt}"
+        directory.mkdir()
+        speaker = Speaker(directory, standin.port)
+        code = speaker.stop()
+        assert code == 0, f"start {attempt + 1}: exit {code}\n{speaker.log_tail()}"
+        assert "stopping (signal)" in speaker.log.read_text(), speaker.log_tail()
