@@ -322,6 +322,182 @@ def test_run_timer_outlives_a_restart_with_the_clock_stepped_back(local_service,
         assert again.stop() == 0
 
 
+# --- the state directory: a full disk, a damaged or unreadable timers file (issue #34) ------------------------------
+# What a person would meet: a timer confirmed that was not kept (a full disk), and a timers file the speaker could
+# not read replaced by the next timer, with what it held lost.
+
+TIMER_SET = "set a soup timer for 10 minutes"
+
+
+class StateSpeaker(Speaker):
+    """`run` with its timers and mute in `state`, every question heard as "set a soup timer for 10 minutes" (the
+    local service answers it with a TimerCommand). `wrap`: a command it runs under; `control`: a control API port."""
+
+    def __init__(self, tmp_path, port, state, wrap=(), control=None):
+        listen = f'[control]\nlisten = "127.0.0.1:{control}"\n' if control else ""
+        super().__init__(tmp_path, port, wrap=wrap, extra=f"""[houndify.request_info]
+LocalServiceTranscript = "{TIMER_SET}"
+[speaker]
+timers_file = "{state}/timers.json"
+mute_file = "{state}/muted"
+{listen}""")
+
+    def timer_set(self):
+        """Asks for the soup timer; returns what was answered and what the speaker told of saving the timers."""
+        events = self.press()
+        assert any(e.get("event") == "timer" and e.get("change") == "set" and e.get("name") == "soup" for e in events), \
+            f"{events}\n{self.log_tail()}"
+        answers = [e.get("answer") for e in events if e.get("event") == "final"]
+        saved = [e.get("saved") for e in events if e.get("event") == "timers_saved"]
+        return answers, saved
+
+    def counting_after_start(self):
+        """The name of the first timer the speaker says it counts down right after its start."""
+        first = self.wait_for(lambda e: e.get("event") == "timer")
+        assert first["change"] == "tick", first
+        return first["name"]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 kB tmpfs as the state directory (mounting needs root: skipped without it)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(state)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs (needs root): {mounted.stderr.strip()}")
+    yield state
+    subprocess.run(["umount", "--lazy", str(state)], check=True)
+
+
+def fill(directory):
+    """Fills the file system of `directory` to the last byte; returns the file that fills it."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"\0" * 4096)
+        except OSError as error:
+            assert error.errno == 28, error  # ENOSPC
+    return filler
+
+
+DAMAGED = b'{"version":1,"timers":[{"id":1,"name":"pasta","seconds":600,"endsAt":18'
+
+
+def asides(state):
+    return sorted(p for p in os.listdir(state) if p.startswith("timers.json.bad-"))
+
+
+def test_a_timer_set_on_a_full_disk_is_said_not_kept_and_saved_once_there_is_room(local_service, tmp_path, small_disk):
+    """The state directory full, and a damaged timers file in it that cannot be copied aside: the speaker starts,
+    leaves the damaged file as it is, says the soup timer could not be saved (it still counts), and once there is
+    room again keeps the damaged file aside and saves the timer, by the next minute's try; a restart keeps it."""
+    (small_disk / "timers.json").write_bytes(DAMAGED)
+    filler = fill(small_disk)
+    speaker = StateSpeaker(tmp_path, local_service, small_disk)
+    try:
+        answers, saved = speaker.timer_set()
+        assert len(answers) == 1 and "soup timer" in answers[0] and "I couldn't save it, though" in answers[0], answers
+        assert saved == [False], saved
+        log = speaker.log.read_text()
+        assert "could not be kept aside" in log and "left as it is" in log, speaker.log_tail()
+        assert (small_disk / "timers.json").read_bytes() == DAMAGED, "the damaged file was replaced"
+        assert asides(small_disk) == []
+        assert speaker.resources()["threads"] > 0  # alive
+
+        filler.unlink()
+        speaker.wait_for(lambda e: e.get("event") == "timers_saved" and e.get("saved") is True)
+        kept = asides(small_disk)
+        assert len(kept) == 1 and (small_disk / kept[0]).read_bytes() == DAMAGED, kept
+        saved_now = json.loads((small_disk / "timers.json").read_text())
+        assert [t["name"] for t in saved_now["timers"]] == ["soup"], saved_now
+    finally:
+        assert speaker.stop() == 0
+    again = StateSpeaker(tmp_path, local_service, small_disk)
+    try:
+        assert again.counting_after_start() == "soup"
+    finally:
+        assert again.stop() == 0
+
+
+@pytest.mark.parametrize("damage", ["not JSON", "an absurd number"])
+def test_a_damaged_timers_file_is_kept_aside_named_and_never_crashes(local_service, tmp_path, damage):
+    """What could be read is kept (and counts down), what could not is named in the log, and the file as it was
+    is kept aside before the timers replace it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    if damage == "not JSON":
+        original = DAMAGED
+    else:
+        original = json.dumps({"version": 1, "timers": [
+            {"id": 1, "name": "pasta", "seconds": 600, "remaining": 500},
+            {"id": 2, "name": "stew", "seconds": 9999999999999999, "remaining": 9999999999999999}],
+            "savedAt": {"wall": 1800000000, "boot": 1, "bootID": "another boot"}, "alarms": []}).encode()
+    (state / "timers.json").write_bytes(original)
+    speaker = StateSpeaker(tmp_path, local_service, state)
+    try:
+        if damage == "an absurd number":
+            assert speaker.counting_after_start() == "pasta"
+        answers, saved = speaker.timer_set()
+        assert saved == [] and len(answers) == 1 and "couldn't save" not in answers[0], answers
+        log = speaker.log.read_text()
+        kept = asides(state)
+        assert len(kept) == 1 and (state / kept[0]).read_bytes() == original, kept
+        assert f"the file as it was is kept as {state}/{kept[0]}" in log, speaker.log_tail()
+        if damage == "an absurd number":
+            assert 'timer 2 "stew": its length (9999999999999999 s) is not 1 s to 24 hours; left out' in log, speaker.log_tail()
+        names = [t["name"] for t in json.loads((state / "timers.json").read_text())["timers"]]
+        assert names == (["pasta", "soup"] if damage == "an absurd number" else ["soup"]), names
+    finally:
+        assert speaker.stop() == 0
+
+
+def test_a_timers_file_the_speaker_cannot_read_is_never_replaced(local_service, tmp_path):
+    """Two timers and an alarm in a file the service's user may not read (another user's, mode 0600): the speaker
+    says so, leaves it as it is, and a timer set then is said not saved (it once replaced the file). Made readable,
+    the next start has all three back."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to give the file to another user and run the speaker without the right to read it")
+    state = tmp_path / "state"
+    state.mkdir()
+    original = json.dumps({"version": 1, "timers": [
+        {"id": 1, "name": "pasta", "seconds": 600, "remaining": 500},
+        {"id": 2, "name": "stew", "seconds": 3600, "pausedRemaining": 1200}],
+        "savedAt": {"wall": 1800000000, "boot": 1, "bootID": "another boot"},
+        "alarms": [{"id": 3, "name": "work", "minuteOfDay": 420, "days": [1, 2, 3, 4, 5], "at": 1800025200}]}).encode()
+    path = state / "timers.json"
+    path.write_bytes(original)
+    os.chown(path, 12345, 12345)
+    path.chmod(0o600)
+    # Root, less the two capabilities that let it read any file: as a service user meets a file not its own.
+    drop = "-dac_override,-dac_read_search"
+    speaker = StateSpeaker(tmp_path, local_service, state, wrap=("setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"))
+    try:
+        answers, saved = speaker.timer_set()
+        assert len(answers) == 1 and "I couldn't save it, though" in answers[0], answers
+        assert saved == [False], saved
+        log = speaker.log.read_text()
+        assert f"cannot read the timers file {path} (Permission denied); it is left as it is" in log, speaker.log_tail()
+        assert "is not replaced" in log, speaker.log_tail()
+    finally:
+        assert speaker.stop() == 0
+    assert path.read_bytes() == original, "the file the speaker could not read was replaced"
+    assert asides(state) == []
+
+    os.chown(path, 0, 0)
+    port = free_port()
+    again = StateSpeaker(tmp_path, local_service, state, control=port)
+    try:
+        status = cli("ctl", "status", "--config", again.config)
+        assert status.returncode == 0, status.stderr
+        status = json.loads(status.stdout)
+        assert [t["name"] for t in status["timers"]] == ["pasta", "stew"], status
+        assert [a["name"] for a in status["alarms"]] == ["work"], status
+    finally:
+        assert again.stop() == 0
+
+
 def test_run_stopped_as_soon_as_it_is_ready_stops_cleanly(standin, tmp_path):
     """SIGTERM right after the speaker says it is ready (a restart, `systemctl stop` just after the start): it
     stops as it always does (exit 0, the timers saved), not by the signal's default action (it once trapped the
