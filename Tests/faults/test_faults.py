@@ -124,29 +124,53 @@ def test_run_speaks_every_fault_and_answers_the_next_question(standin, tmp_path)
         assert speaker.stop() == 0
 
 
-def test_soak(standin, tmp_path):
+# The soak's timers (issue #34): a long one counting, one paused, and an alarm far ahead, saved by a speaker of another
+# boot (so the time left is taken as saved). The wall clock steps between presses as time sync would step it.
+SOAK_TIMER_S = 72000
+SOAK_PAUSED_S = 1234
+SOAK_STEPS = [3600, -3600, 60, 0, -7200, 86400 * 365]
+SOAK_TIMERS = {"version": 1, "savedAt": {"wall": 1800000000, "boot": 1, "bootID": "an earlier boot"},
+               "timers": [{"id": 1, "name": "stew", "seconds": SOAK_TIMER_S + 600, "remaining": SOAK_TIMER_S},
+                          {"id": 2, "name": "bread", "seconds": 3600, "pausedRemaining": SOAK_PAUSED_S}],
+               "alarms": [{"id": 3, "name": "someday", "minuteOfDay": 420, "days": [], "at": 4102444800}]}
+
+
+def test_soak(standin, tmp_path, wallclock_shim):
     """Every third request fails, each time in another way; every good query must be answered and the speaker
-    must give back everything it took."""
+    must give back everything it took. Meanwhile a timer runs, one is paused, an alarm is set, and the wall clock
+    steps before every press (an hour either way, a minute, a year): the timer counts on the monotonic clock through
+    it all, none rings, is missed or changes, and they are saved as they stand."""
     faults = sorted(f for f in FAULTS if f != GOOD and not f.startswith(("stall", "trickle", "partials", "stop-reading")))
     plan = []
     for fault in faults:
         plan += [GOOD, GOOD, fault]
     standin.set_plan(plan)
-    speaker = Speaker(tmp_path, standin.port)
+    (tmp_path / "timers.json").write_text(json.dumps(SOAK_TIMERS))
+    started = time.monotonic()
+    speaker = SteppedSpeaker(tmp_path, standin.port, wallclock_shim, "what time is it")
+    timer_events = []
     try:
+        counting = time.monotonic()
         # The first cycle of the plan warms up (libcurl, espeak-ng and the allocator reach their working size).
         warm_up = len(plan)
         assert SOAK_PRESSES >= 5 * len(plan), "too few presses for a memory trend"
         baseline = None
         expected_good = answered = 0
+        unanswered = []
         rss_by_cycle = []
         rss_after_warm_up = []  # after every press once warmed up: the low-water marks come from these
         for press in range(SOAK_PRESSES):
             fault = plan[press % len(plan)]
+            speaker.step_to(SOAK_STEPS[press % len(SOAK_STEPS)])
             events = speaker.press()
+            timer_events += [e for e in events if e.get("event") in ("timer", "alarm")]
             if fault == GOOD:
                 expected_good += 1
-                answered += [e.get("answer") for e in events if e.get("event") == "final"] == [ANSWER]
+                if [e.get("answer") for e in events if e.get("event") == "final"] == [ANSWER]:
+                    answered += 1
+                elif len(unanswered) < 5:  # for the report: which press, at which step, and what came instead
+                    unanswered.append({"press": press, "wall_step": SOAK_STEPS[press % len(SOAK_STEPS)],
+                                       "events": [e for e in events if e.get("event") in ("error", "final", "device", "watchdog")]})
             if press + 1 == warm_up:
                 baseline = speaker.settled()
             if press + 1 > warm_up:
@@ -161,7 +185,7 @@ def test_soak(standin, tmp_path):
         low_water = [min(rss_after_warm_up[:half]), min(rss_after_warm_up[half:])]
         growth = low_water[1] - low_water[0]
         report = {"presses": SOAK_PRESSES, "good": expected_good, "answered": answered, "baseline": baseline, "after": after,
-                  "rss_kb_each_cycle": rss_by_cycle, "rss_low_water_kb": low_water}
+                  "rss_kb_each_cycle": rss_by_cycle, "rss_low_water_kb": low_water, "unanswered": unanswered}
         print("soak:", json.dumps(report))
         with open(os.environ.get("SOAK_REPORT", os.devnull), "w") as out:
             json.dump(report, out)
@@ -170,8 +194,18 @@ def test_soak(standin, tmp_path):
         assert after["fds"] <= baseline["fds"], report
         assert after["mic"] == 0, report
         assert growth < 1024, f"resident memory grew {growth} kB: {report}"
+        changes = sorted({(e["event"], e.get("name"), e["change"]) for e in timer_events})
+        assert all(change == "tick" for _, _, change in changes), changes
+        counted = time.monotonic() - counting
     finally:
         assert speaker.stop() == 0
+    stopped = time.monotonic()
+    # Saved at the stop with the time left then: between what the monotonic clock allows, whatever the wall clock did.
+    saved = json.loads((tmp_path / "timers.json").read_text())
+    left = {t["name"]: t.get("remaining", t.get("pausedRemaining")) for t in saved["timers"]}
+    assert SOAK_TIMER_S - (stopped - started) <= left["stew"] <= SOAK_TIMER_S - counted, (left, counted, stopped - started)
+    assert left["bread"] == SOAK_PAUSED_S, left
+    assert [a["at"] for a in saved["alarms"]] == [4102444800], saved
 
 
 # --- the control API under a flood ------------------------------------------------------------------------------
