@@ -49,6 +49,9 @@ let package = Package(
         .library(name: "Houndify", targets: ["Houndify"]),
         .library(name: "JSONKit", targets: ["JSONKit"]),
         .library(name: "SpeakerConfig", targets: ["SpeakerConfig"]),
+        .library(name: "Timers", targets: ["Timers"]),
+        .library(name: "SpeakerCore", targets: ["SpeakerCore"]),
+        .library(name: "SpeakerApp", targets: ["SpeakerApp"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),

@@ -36,7 +36,7 @@ HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/faul
 echo "== deploy: systemd unit, install.sh, push and logs over SSH"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/deploy/run.sh
 
-echo "== coverage-guided fuzzing, a short run: the response stream, Houndify's JSON, the config (Tests/fuzz)"
+echo "== coverage-guided fuzzing, a short run: the response stream, Houndify's JSON, the config, timer and alarm commands, the timers file (Tests/fuzz)"
 # Each fuzzer starts from its corpus (seeded from the repository) for FUZZ_SECONDS; the long runs are benchmarks
 # (BENCHMARKS.md, "Fuzzing").
 bash Tests/fuzz/run.sh "${FUZZ_SECONDS:-20}"

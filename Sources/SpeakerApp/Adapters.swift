@@ -376,38 +376,104 @@ public struct HostSystem: SystemInfo {
 
 /// The timers kept in a JSON file (`[speaker] timers_file`, by default timers.json in the state directory), written
 /// atomically (Platform's AtomicFile): a power cut keeps the last list whole. What it cannot read is kept aside
-/// (`timers.json.bad-DATE`) before anything replaces it, and named in the log.
+/// (`timers.json.bad-DATE`) before anything replaces it, and named in the log. A file it cannot open (one the
+/// service's user may not read: issue #34 lost two timers and an alarm that way), or a damaged one it could not keep
+/// aside (a full disk), is held: never replaced while that lasts. Each save tries again (the loop saves at every
+/// change and every minute until it works), and says why it saved nothing.
 public struct TimerFile: TimerStore {
     public let path: String
+    /// Why the file as it is must not be replaced (nil: nothing held). Set by `load`, cleared by the save that
+    /// finds the file gone, or readable and kept aside.
+    private let held = Held()
+
     public init(path: String) { self.path = path }
 
+    private final class Held: Sendable {
+        let reason = Mutex<String?>(nil)
+    }
+
+    /// What reading the file found: none (a new speaker), its bytes, or why it could not be read.
+    enum Contents: Equatable {
+        case none
+        case bytes([UInt8])
+        case unreadable(String)
+    }
+
+    /// open(2) and read(2), for their errno: FileManager's nil cannot tell a file it may not read from none.
+    func contents() -> Contents {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            return error == ENOENT ? .none : .unreadable(String(cString: strerror(error)))
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return .unreadable(String(cString: strerror(errno))) }  // EISDIR, EIO
+            if n == 0 { return .bytes(bytes) }
+            bytes += buffer[..<n]
+        }
+    }
+
     public func load(at now: ClockReading) throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
-        guard let data = FileManager.default.contents(atPath: path) else {
-            if FileManager.default.fileExists(atPath: path) { throw DeviceProblem("cannot read the timers file \(path)") }
+        let data: [UInt8]
+        switch contents() {
+        case .none:
+            held.reason.withLock { $0 = nil }
             return (TimerBook(), [])
+        case .unreadable(let reason):
+            held.reason.withLock { $0 = "unreadable at the start: \(reason)" }
+            throw DeviceProblem("cannot read the timers file \(path) (\(reason)); it is left as it is, and no timer is saved "
+                                + "until it can be read")
+        case .bytes(let bytes):
+            data = bytes
         }
         let read: (book: TimerBook, rejected: [TimerFileRejection])
         do {
-            read = try TimerBook.reading(json: try JSONValue(parsing: data), at: now)
+            read = try TimerBook.reading(json: try JSONValue(parsing: Data(data)), at: now)
         } catch {
-            let (_, kept) = setAside(data, keeping: TimerBook(), at: now)
+            let kept = setAside(data, keeping: TimerBook(), at: now)
             throw DeviceProblem("the timers file \(path) is not readable (\(error))\(kept)")
         }
         guard !read.rejected.isEmpty else { return (read.book, []) }
-        let (book, kept) = setAside(data, keeping: read.book, at: now)
-        return (book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out\(kept)") })
+        let kept = setAside(data, keeping: read.book, at: now)
+        return (read.book, read.rejected.map { DeviceProblem("the timers file \(path): \($0); left out\(kept)") })
     }
 
     public func save(_ book: TimerBook, at now: ClockReading) throws(DeviceProblem) {
+        if let reason = held.reason.withLock({ $0 }) { try release(reason) }
+        try write(book, at: now)
+    }
+
+    private func write(_ book: TimerBook, at now: ClockReading) throws(DeviceProblem) {
         do throws(AtomicFile.Failure) { try AtomicFile.write(Array(book.json(at: now).asciiJSON().utf8), to: path) } catch {
             throw DeviceProblem("timers: \(error)")
         }
     }
 
-    /// Copies the file as it was beside it, then writes what was read in its place, so that the next start does not
-    /// find the same damage (and copy it again). Nothing is replaced unless the copy was made. Returns what is in
-    /// effect and the words for the log.
-    func setAside(_ data: Data, keeping book: TimerBook, at clocks: ClockReading) -> (TimerBook, String) {
+    /// A held file may be replaced once it is gone, or has been read and kept aside; until then nothing is saved.
+    private func release(_ reason: String) throws(DeviceProblem) {
+        switch contents() {
+        case .none:
+            break
+        case .unreadable(let now):
+            throw DeviceProblem("timers: not saved: the timers file \(path) cannot be read (\(now)), and is not replaced "
+                                + "by timers that would lose what it holds")
+        case .bytes(let bytes):
+            do throws(AtomicFile.Failure) { _ = try keepAside(bytes) } catch {
+                throw DeviceProblem("timers: not saved: the timers file \(path) (\(reason)) could not be kept aside "
+                                    + "(\(error)), and is not replaced until it can be")
+            }
+        }
+        held.reason.withLock { $0 = nil }
+    }
+
+    /// A copy of `bytes` beside the file, named for the time (`timers.json.bad-20261126T013000Z`, then `-2`, ...).
+    /// Returns its path.
+    private func keepAside(_ bytes: [UInt8]) throws(AtomicFile.Failure) -> String {
         var now = time(nil), parts = tm()
         var stamp = [CChar](repeating: 0, count: 32)
         if gmtime_r(&now, &parts) != nil { _ = strftime(&stamp, stamp.count, "%Y%m%dT%H%M%SZ", &parts) }
@@ -417,11 +483,22 @@ public struct TimerFile: TimerStore {
             n += 1
             copy = "\(base)-\(n)"
         }
-        do throws(AtomicFile.Failure) { try AtomicFile.write(Array(data), to: copy) } catch {
-            return (book, "; the file could not be kept aside (\(error)), and is replaced at the next change")
+        try AtomicFile.write(bytes, to: copy)
+        return copy
+    }
+
+    /// Copies the file as it was beside it, then writes what was read in its place, so that the next start does not
+    /// find the same damage (and copy it again). Nothing is replaced unless the copy was made: without it the file
+    /// is held (`save` tries the copy again first). Returns the words for the log.
+    func setAside(_ data: [UInt8], keeping book: TimerBook, at clocks: ClockReading) -> String {
+        let copy: String
+        do throws(AtomicFile.Failure) { copy = try keepAside(data) } catch {
+            held.reason.withLock { $0 = "damaged" }
+            return "; the file could not be kept aside (\(error)), so it is left as it is, and no timer is saved until it can be"
         }
-        try? save(book, at: clocks)  // if this fails, the next start finds the damage again and copies it again: nothing is lost
-        return (book, "; the file as it was is kept as \(copy)")
+        held.reason.withLock { $0 = nil }
+        try? write(book, at: clocks)  // if this fails, the next start finds the damage again and copies it again: nothing is lost
+        return "; the file as it was is kept as \(copy)"
     }
 }
 

@@ -10,6 +10,7 @@ import Speech
 import SpeakerConfig
 import SpeakerCore
 import Systemd
+import UnixSignals
 
 /// `hound-speaker run`: the speaker from its config, until SIGINT or SIGTERM. The loop and the signal watcher are
 /// children of this call; when it returns, both have ended.
@@ -45,12 +46,15 @@ public enum RunSpeaker {
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let loop = speaker.makeLoop()
         hub.attach(loop)
+        // Trapped before the loop says it is ready: a stop right then (a restart, `systemctl stop` just after the
+        // start) once found SIGTERM's default action still in place and ended the process with nothing saved.
+        let signals = await Signals.trapTermination()
         let server = try await startControl(control, hub: hub, context: context)
         speaker.board?.start()
         context.logger.notice("hound-speaker running: \(prompt)")
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                await Signals.waitForTermination()
+                await Signals.waitForTermination(signals)
                 guard !Task.isCancelled else { return }
                 context.logger.notice("stopping (signal)")
                 notifier.stopping()

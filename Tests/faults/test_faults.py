@@ -124,29 +124,53 @@ def test_run_speaks_every_fault_and_answers_the_next_question(standin, tmp_path)
         assert speaker.stop() == 0
 
 
-def test_soak(standin, tmp_path):
+# The soak's timers (issue #34): a long one counting, one paused, and an alarm far ahead, saved by a speaker of another
+# boot (so the time left is taken as saved). The wall clock steps between presses as time sync would step it.
+SOAK_TIMER_S = 72000
+SOAK_PAUSED_S = 1234
+SOAK_STEPS = [3600, -3600, 60, 0, -7200, 86400 * 365]
+SOAK_TIMERS = {"version": 1, "savedAt": {"wall": 1800000000, "boot": 1, "bootID": "an earlier boot"},
+               "timers": [{"id": 1, "name": "stew", "seconds": SOAK_TIMER_S + 600, "remaining": SOAK_TIMER_S},
+                          {"id": 2, "name": "bread", "seconds": 3600, "pausedRemaining": SOAK_PAUSED_S}],
+               "alarms": [{"id": 3, "name": "someday", "minuteOfDay": 420, "days": [], "at": 4102444800}]}
+
+
+def test_soak(standin, tmp_path, wallclock_shim):
     """Every third request fails, each time in another way; every good query must be answered and the speaker
-    must give back everything it took."""
+    must give back everything it took. Meanwhile a timer runs, one is paused, an alarm is set, and the wall clock
+    steps before every press (an hour either way, a minute, a year): the timer counts on the monotonic clock through
+    it all, none rings, is missed or changes, and they are saved as they stand."""
     faults = sorted(f for f in FAULTS if f != GOOD and not f.startswith(("stall", "trickle", "partials", "stop-reading")))
     plan = []
     for fault in faults:
         plan += [GOOD, GOOD, fault]
     standin.set_plan(plan)
-    speaker = Speaker(tmp_path, standin.port)
+    (tmp_path / "timers.json").write_text(json.dumps(SOAK_TIMERS))
+    started = time.monotonic()
+    speaker = SteppedSpeaker(tmp_path, standin.port, wallclock_shim, "what time is it")
+    timer_events = []
     try:
+        counting = time.monotonic()
         # The first cycle of the plan warms up (libcurl, espeak-ng and the allocator reach their working size).
         warm_up = len(plan)
         assert SOAK_PRESSES >= 5 * len(plan), "too few presses for a memory trend"
         baseline = None
         expected_good = answered = 0
+        unanswered = []
         rss_by_cycle = []
         rss_after_warm_up = []  # after every press once warmed up: the low-water marks come from these
         for press in range(SOAK_PRESSES):
             fault = plan[press % len(plan)]
+            speaker.step_to(SOAK_STEPS[press % len(SOAK_STEPS)])
             events = speaker.press()
+            timer_events += [e for e in events if e.get("event") in ("timer", "alarm")]
             if fault == GOOD:
                 expected_good += 1
-                answered += [e.get("answer") for e in events if e.get("event") == "final"] == [ANSWER]
+                if [e.get("answer") for e in events if e.get("event") == "final"] == [ANSWER]:
+                    answered += 1
+                elif len(unanswered) < 5:  # for the report: which press, at which step, and what came instead
+                    unanswered.append({"press": press, "wall_step": SOAK_STEPS[press % len(SOAK_STEPS)],
+                                       "events": [e for e in events if e.get("event") in ("error", "final", "device", "watchdog")]})
             if press + 1 == warm_up:
                 baseline = speaker.settled()
             if press + 1 > warm_up:
@@ -161,7 +185,7 @@ def test_soak(standin, tmp_path):
         low_water = [min(rss_after_warm_up[:half]), min(rss_after_warm_up[half:])]
         growth = low_water[1] - low_water[0]
         report = {"presses": SOAK_PRESSES, "good": expected_good, "answered": answered, "baseline": baseline, "after": after,
-                  "rss_kb_each_cycle": rss_by_cycle, "rss_low_water_kb": low_water}
+                  "rss_kb_each_cycle": rss_by_cycle, "rss_low_water_kb": low_water, "unanswered": unanswered}
         print("soak:", json.dumps(report))
         with open(os.environ.get("SOAK_REPORT", os.devnull), "w") as out:
             json.dump(report, out)
@@ -170,8 +194,18 @@ def test_soak(standin, tmp_path):
         assert after["fds"] <= baseline["fds"], report
         assert after["mic"] == 0, report
         assert growth < 1024, f"resident memory grew {growth} kB: {report}"
+        changes = sorted({(e["event"], e.get("name"), e["change"]) for e in timer_events})
+        assert all(change == "tick" for _, _, change in changes), changes
+        counted = time.monotonic() - counting
     finally:
         assert speaker.stop() == 0
+    stopped = time.monotonic()
+    # Saved at the stop with the time left then: between what the monotonic clock allows, whatever the wall clock did.
+    saved = json.loads((tmp_path / "timers.json").read_text())
+    left = {t["name"]: t.get("remaining", t.get("pausedRemaining")) for t in saved["timers"]}
+    assert SOAK_TIMER_S - (stopped - started) <= left["stew"] <= SOAK_TIMER_S - counted, (left, counted, stopped - started)
+    assert left["bread"] == SOAK_PAUSED_S, left
+    assert [a["at"] for a in saved["alarms"]] == [4102444800], saved
 
 
 # --- the control API under a flood ------------------------------------------------------------------------------
@@ -320,3 +354,192 @@ def test_run_timer_outlives_a_restart_with_the_clock_stepped_back(local_service,
         assert "missed" not in [e["change"] for e in timers], timers
     finally:
         assert again.stop() == 0
+
+
+# --- the state directory: a full disk, a damaged or unreadable timers file (issue #34) ------------------------------
+# What a person would meet: a timer confirmed that was not kept (a full disk), and a timers file the speaker could
+# not read replaced by the next timer, with what it held lost.
+
+TIMER_SET = "set a soup timer for 10 minutes"
+
+
+class StateSpeaker(Speaker):
+    """`run` with its timers and mute in `state`, every question heard as "set a soup timer for 10 minutes" (the
+    local service answers it with a TimerCommand). `wrap`: a command it runs under; `control`: a control API port."""
+
+    def __init__(self, tmp_path, port, state, wrap=(), control=None):
+        listen = f'[control]\nlisten = "127.0.0.1:{control}"\n' if control else ""
+        super().__init__(tmp_path, port, wrap=wrap, extra=f"""[houndify.request_info]
+LocalServiceTranscript = "{TIMER_SET}"
+[speaker]
+timers_file = "{state}/timers.json"
+mute_file = "{state}/muted"
+{listen}""")
+
+    def timer_set(self):
+        """Asks for the soup timer; returns what was answered and what the speaker told of saving the timers."""
+        events = self.press()
+        assert any(e.get("event") == "timer" and e.get("change") == "set" and e.get("name") == "soup" for e in events), \
+            f"{events}\n{self.log_tail()}"
+        answers = [e.get("answer") for e in events if e.get("event") == "final"]
+        saved = [e.get("saved") for e in events if e.get("event") == "timers_saved"]
+        return answers, saved
+
+    def counting_after_start(self):
+        """The name of the first timer the speaker says it counts down right after its start."""
+        first = self.wait_for(lambda e: e.get("event") == "timer")
+        assert first["change"] == "tick", first
+        return first["name"]
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 kB tmpfs as the state directory (mounting needs root: skipped without it)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", str(state)], capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs (needs root): {mounted.stderr.strip()}")
+    yield state
+    subprocess.run(["umount", "--lazy", str(state)], check=True)
+
+
+def fill(directory):
+    """Fills the file system of `directory` to the last byte; returns the file that fills it."""
+    filler = directory / "filler"
+    with open(filler, "wb", buffering=0) as out:
+        try:
+            while True:
+                out.write(b"\0" * 4096)
+        except OSError as error:
+            assert error.errno == 28, error  # ENOSPC
+    return filler
+
+
+DAMAGED = b'{"version":1,"timers":[{"id":1,"name":"pasta","seconds":600,"endsAt":18'
+
+
+def asides(state):
+    return sorted(p for p in os.listdir(state) if p.startswith("timers.json.bad-"))
+
+
+def test_a_timer_set_on_a_full_disk_is_said_not_kept_and_saved_once_there_is_room(local_service, tmp_path, small_disk):
+    """The state directory full, and a damaged timers file in it that cannot be copied aside: the speaker starts,
+    leaves the damaged file as it is, says the soup timer could not be saved (it still counts), and once there is
+    room again keeps the damaged file aside and saves the timer, by the next minute's try; a restart keeps it."""
+    (small_disk / "timers.json").write_bytes(DAMAGED)
+    filler = fill(small_disk)
+    speaker = StateSpeaker(tmp_path, local_service, small_disk)
+    try:
+        answers, saved = speaker.timer_set()
+        assert len(answers) == 1 and "soup timer" in answers[0] and "I couldn't save it, though" in answers[0], answers
+        assert saved == [False], saved
+        log = speaker.log.read_text()
+        assert "could not be kept aside" in log and "left as it is" in log, speaker.log_tail()
+        assert (small_disk / "timers.json").read_bytes() == DAMAGED, "the damaged file was replaced"
+        assert asides(small_disk) == []
+        assert speaker.resources()["threads"] > 0  # alive
+
+        filler.unlink()
+        speaker.wait_for(lambda e: e.get("event") == "timers_saved" and e.get("saved") is True)
+        kept = asides(small_disk)
+        assert len(kept) == 1 and (small_disk / kept[0]).read_bytes() == DAMAGED, kept
+        saved_now = json.loads((small_disk / "timers.json").read_text())
+        assert [t["name"] for t in saved_now["timers"]] == ["soup"], saved_now
+    finally:
+        assert speaker.stop() == 0
+    again = StateSpeaker(tmp_path, local_service, small_disk)
+    try:
+        assert again.counting_after_start() == "soup"
+    finally:
+        assert again.stop() == 0
+
+
+@pytest.mark.parametrize("damage", ["not JSON", "an absurd number"])
+def test_a_damaged_timers_file_is_kept_aside_named_and_never_crashes(local_service, tmp_path, damage):
+    """What could be read is kept (and counts down), what could not is named in the log, and the file as it was
+    is kept aside before the timers replace it."""
+    state = tmp_path / "state"
+    state.mkdir()
+    if damage == "not JSON":
+        original = DAMAGED
+    else:
+        original = json.dumps({"version": 1, "timers": [
+            {"id": 1, "name": "pasta", "seconds": 600, "remaining": 500},
+            {"id": 2, "name": "stew", "seconds": 9999999999999999, "remaining": 9999999999999999}],
+            "savedAt": {"wall": 1800000000, "boot": 1, "bootID": "another boot"}, "alarms": []}).encode()
+    (state / "timers.json").write_bytes(original)
+    speaker = StateSpeaker(tmp_path, local_service, state)
+    try:
+        if damage == "an absurd number":
+            assert speaker.counting_after_start() == "pasta"
+        answers, saved = speaker.timer_set()
+        assert saved == [] and len(answers) == 1 and "couldn't save" not in answers[0], answers
+        log = speaker.log.read_text()
+        kept = asides(state)
+        assert len(kept) == 1 and (state / kept[0]).read_bytes() == original, kept
+        assert f"the file as it was is kept as {state}/{kept[0]}" in log, speaker.log_tail()
+        if damage == "an absurd number":
+            assert 'timer 2 "stew": its length (9999999999999999 s) is not 1 s to 24 hours; left out' in log, speaker.log_tail()
+        names = [t["name"] for t in json.loads((state / "timers.json").read_text())["timers"]]
+        assert names == (["pasta", "soup"] if damage == "an absurd number" else ["soup"]), names
+    finally:
+        assert speaker.stop() == 0
+
+
+def test_a_timers_file_the_speaker_cannot_read_is_never_replaced(local_service, tmp_path):
+    """Two timers and an alarm in a file the service's user may not read (another user's, mode 0600): the speaker
+    says so, leaves it as it is, and a timer set then is said not saved (it once replaced the file). Made readable,
+    the next start has all three back."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to give the file to another user and run the speaker without the right to read it")
+    state = tmp_path / "state"
+    state.mkdir()
+    original = json.dumps({"version": 1, "timers": [
+        {"id": 1, "name": "pasta", "seconds": 600, "remaining": 500},
+        {"id": 2, "name": "stew", "seconds": 3600, "pausedRemaining": 1200}],
+        "savedAt": {"wall": 1800000000, "boot": 1, "bootID": "another boot"},
+        "alarms": [{"id": 3, "name": "work", "minuteOfDay": 420, "days": [1, 2, 3, 4, 5], "at": 1800025200}]}).encode()
+    path = state / "timers.json"
+    path.write_bytes(original)
+    os.chown(path, 12345, 12345)
+    path.chmod(0o600)
+    # Root, less the two capabilities that let it read any file: as a service user meets a file not its own.
+    drop = "-dac_override,-dac_read_search"
+    speaker = StateSpeaker(tmp_path, local_service, state, wrap=("setpriv", f"--inh-caps={drop}", f"--bounding-set={drop}"))
+    try:
+        answers, saved = speaker.timer_set()
+        assert len(answers) == 1 and "I couldn't save it, though" in answers[0], answers
+        assert saved == [False], saved
+        log = speaker.log.read_text()
+        assert f"cannot read the timers file {path} (Permission denied); it is left as it is" in log, speaker.log_tail()
+        assert "is not replaced" in log, speaker.log_tail()
+    finally:
+        assert speaker.stop() == 0
+    assert path.read_bytes() == original, "the file the speaker could not read was replaced"
+    assert asides(state) == []
+
+    os.chown(path, 0, 0)
+    port = free_port()
+    again = StateSpeaker(tmp_path, local_service, state, control=port)
+    try:
+        status = cli("ctl", "status", "--config", again.config)
+        assert status.returncode == 0, status.stderr
+        status = json.loads(status.stdout)
+        assert [t["name"] for t in status["timers"]] == ["pasta", "stew"], status
+        assert [a["name"] for a in status["alarms"]] == ["work"], status
+    finally:
+        assert again.stop() == 0
+
+
+def test_run_stopped_as_soon_as_it_is_ready_stops_cleanly(standin, tmp_path):
+    """SIGTERM right after the speaker says it is ready (a restart, `systemctl stop` just after the start): it
+    stops as it always does (exit 0, the timers saved), not by the signal's default action (it once trapped the
+    signal only after the loop was running)."""
+    for attempt in range(5):
+        directory = tmp_path / f"start-{attempt}"
+        directory.mkdir()
+        speaker = Speaker(directory, standin.port)
+        code = speaker.stop()
+        assert code == 0, f"start {attempt + 1}: exit {code}\n{speaker.log_tail()}"
+        assert "stopping (signal)" in speaker.log.read_text(), speaker.log_tail()

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing (libFuzzer from the Swift toolchain, with AddressSanitizer) of what the speaker reads
-# from others: the response stream (FuzzStream), Houndify's JSON (FuzzResponse) and the config file (FuzzConfig).
+# from others: the response stream (FuzzStream), Houndify's JSON (FuzzResponse), the config file (FuzzConfig),
+# Houndify's timer and alarm commands as the speaker carries them out (FuzzTimerCommands) and the timers file
+# (FuzzTimersFile).
 #   Tests/fuzz/run.sh [SECONDS per fuzzer, default 30] [FUZZER...]
-# Seeds come from the repository (config/, board/, Tests/HoundifyTests/Fixtures); the corpus grows in
-# .build-fuzz/corpus (git-ignored). A crash, a leak or a failed check stops the run: the input is saved as
+# Seeds come from the repository (config/, board/, Tests/HoundifyTests/Fixtures, and Tests/fuzz/seeds: the local
+# service's answers to timer and alarm requests, written by seeds/make-timer-command-seeds.py, and timers files as
+# the speaker writes them and as older or damaged ones hold them); the corpus grows in .build-fuzz/corpus
+# (git-ignored). A crash, a leak or a failed check stops the run: the input is saved as
 # .build-fuzz/artifacts/<fuzzer>/crash-* (or leak-*), and the script exits 1 naming it. Replay one with
 #   .build-fuzz/debug/FuzzConfig .build-fuzz/artifacts/FuzzConfig/crash-...
 set -euo pipefail
@@ -12,7 +16,7 @@ REPO="$(cd "$HERE/../.." && pwd)"
 SECONDS_EACH="${1:-30}"
 shift || true
 FUZZERS=("$@")
-[ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(FuzzStream FuzzResponse FuzzConfig)
+[ ${#FUZZERS[@]} -gt 0 ] || FUZZERS=(FuzzStream FuzzResponse FuzzConfig FuzzTimerCommands FuzzTimersFile)
 SCRATCH="$REPO/.build-fuzz"
 
 arch="$(uname -m)"
@@ -46,6 +50,7 @@ for fuzzer in "${FUZZERS[@]}"; do
     mkdir -p "$corpus" "$artifacts"
     case "$fuzzer" in
         FuzzConfig) seeds=("$REPO"/config/*.toml "$REPO"/board/*.toml); dict="$HERE/config.dict" ;;
+        FuzzTimerCommands|FuzzTimersFile) seeds=("$HERE"/seeds/"$fuzzer"/*.json); dict="$HERE/timers.dict" ;;
         *) seeds=("$REPO"/Tests/HoundifyTests/Fixtures/*.json); dict="$HERE/stream.dict" ;;
     esac
     cp -n "${seeds[@]}" "$corpus/" 2>/dev/null || true

@@ -40,8 +40,10 @@ longitude = -74.0
 class Speaker:
     """`hound-speaker run --events json` with the simulated board on stdin and file PCMs for the devices."""
 
-    def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra="", pacing="none", more_env=None):
-        """`more_env`: more environment for the speaker (an LD_PRELOAD shim)."""
+    def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra="", pacing="none", more_env=None,
+                 wrap=()):
+        """`more_env`: more environment for the speaker (an LD_PRELOAD shim); `wrap`: a command the speaker is run
+        under (setpriv, to take a right from it)."""
         self.dir = tmp_path
         self.mic = str(tmp_path / "mic.raw")
         subprocess.run(["sox", os.path.join(ROOT, recording), "-t", "raw", self.mic], check=True)
@@ -67,7 +69,7 @@ enabled = false
                     "HOUND_SPEAKER_BOARD_PATH": os.path.join(ROOT, "board")})
         env.update(more_env or {})
         self.log = tmp_path / "stderr.log"
-        self.process = subprocess.Popen([BIN, "run", "--config", self.config, "--events", "json"], stdin=subprocess.PIPE,
+        self.process = subprocess.Popen([*wrap, BIN, "run", "--config", self.config, "--events", "json"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, stderr=open(self.log, "w"), text=True, env=env, cwd=ROOT)
         self.events = queue.Queue()
         threading.Thread(target=self.read, daemon=True).start()
