@@ -118,9 +118,9 @@ def main(argv=None):
     for k in KEYWORDS:
         s = per.get(k, {})
         at05 = [v[0] for v in s.values()]
-        print(f"| {k} | {len(s)} | " + " / ".join(f"{100 * v[0]:.1f}" for v in s.values()) + " % | "
-              + (f"{100 * mean(at05):.1f} %" if at05 else "-") + " | "
-              + " / ".join(f"{100 * v[1]:.1f}" for v in s.values()) + " % | "
+        seeds = lambda i: (" / ".join(f"{100 * v[i]:.1f}" for v in s.values()) + " %") if s else "-"
+        print(f"| {k} | {len(s)} | {seeds(0)} | " + (f"{100 * mean(at05):.1f} %" if at05 else "-")
+              + f" | {seeds(1)} | "
               + " / ".join(f"{100 * v:.1f}" for v in V9_MISSED[k]) + " % |")
     missed = {k: [v[0] for v in per.get(k, {}).values()] for k in KEYWORDS}
     report = {"missed_at_0.5_fa_per_hour": missed, "ok_hound": {}}
