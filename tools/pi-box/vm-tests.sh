@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# Runs as root inside the box's VM (tools/pi-box/run.sh copies it there with Tests/deb/checks.sh): installs the
+# speaker's package with apt as an owner does, configures it for the box (the pi-box board profile, the local
+# Houndify-compatible service on 127.0.0.1:8080) and checks it under systemd. One line per check, then
+# "N passed, N failed".
+#   vm-tests.sh HOUND_SPEAKER_DEB HOUND_SPEAKER_LOCAL_DEB
+set -uo pipefail
+deb="$1" deb_local="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/checks.sh"
+config=/etc/hound-speaker/speaker.toml
+# The demo's made-up credentials (Sources/SpeakerApp/Demo.swift), which the local service accepts.
+id="AAECAwQFBgcICQoLDA0ODw=="
+key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+wait_for() {  # wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds
+    local deadline=$((SECONDS + $1)); shift
+    until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $deadline ] || return 1; sleep 0.2; done
+}
+# The speaker's journal entries since SINCE (seconds since the epoch) that match the given FIELD=VALUEs.
+events() { local since="$1"; shift; journalctl -q --since "@$since" -o export _SYSTEMD_UNIT=hound-speaker.service "$@"; }
+has_event() { events "$@" | grep -q '^MESSAGE='; }
+export -f events has_event
+main_pid() { systemctl show -P MainPID hound-speaker; }
+
+echo "== the package, as an owner installs it"
+check "apt installs both packages, their dependencies from apt's cache (the box has no network)" \
+    apt install "$deb" "$deb_local"
+check "the unit is enabled" systemctl is-enabled hound-speaker.service
+# The package's postinst started the service with the shipped config (no credentials): it ran under systemd and
+# stopped with a configuration error, which systemd does not retry (RestartPreventExitStatus=78).
+check "the package started the unit under systemd" \
+    bash -c "[ \"\$(systemctl show -P ExecMainStartTimestampMonotonic hound-speaker)\" -gt 0 ]"
+check "the shipped config without credentials: the unit stopped with exit 78, not retried" \
+    bash -c "[ \"\$(systemctl show -P ExecMainStatus hound-speaker)\" = 78 ] && ! systemctl is-active -q hound-speaker"
+
+echo "== the owner's config: the box's board profile, the local Houndify-compatible service"
+# What the local service hears in any voice question is its [serve] transcript (it recognises no speech).
+hears() {
+    install -m 0600 /dev/null /etc/hound-speaker/pi-box-service.toml
+    printf '[houndify]\nclient_id = "%s"\nclient_key = "%s"\n[serve]\nport = 8080\ntranscript = "%s"\n' "$id" "$key" "$1" \
+        > /etc/hound-speaker/pi-box-service.toml
+}
+hears "what time is it"
+# The owner edits the packaged conffile in place (its mode and owner stay the package's: 0600, hound-speaker).
+cat > "$config" <<EOF
+[houndify]
+client_id = "$id"
+client_key = "$key"
+endpoint = "http://127.0.0.1:8080"
+
+[board]
+profile = "pi-box"
+
+[hotphrase]
+# As the demo sets it (Sources/SpeakerApp/Demo.swift): the demo's synthetic voice scores under the default.
+sensitivity = 0.85
+
+[logging]
+level = "debug"
+EOF
+check "the config is still the service user's alone" bash -c "[ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
+check "the local Houndify-compatible service starts" systemctl start pi-box-houndify.service
+check "the local service listens on 127.0.0.1:8080" wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
+started="$(date +%s)"
+check "systemctl restart hound-speaker: returns once the speaker said READY=1 (Type=notify)" systemctl restart hound-speaker
+check "systemctl is-active hound-speaker" systemctl is-active hound-speaker
+check "the journal holds the speaker's structured fields (HOUND_SPEAKER_*, SYSLOG_IDENTIFIER)" bash -c \
+    "journalctl -u hound-speaker -o export --since @$started | grep -q '^HOUND_SPEAKER_[A-Z_]*=' &&
+     journalctl -u hound-speaker -o export --since @$started | grep -qx 'SYSLOG_IDENTIFIER=hound-speaker'"
+check "no warning or error in the speaker's journal since the start" bash -c \
+    "! journalctl -u hound-speaker -p warning --since @$started -o cat | grep ."
+
+echo "== the GPIO chip (gpio-sim) and the sound card (snd-aloop)"
+chip=/sys/kernel/config/gpio-sim/pi-box
+sim="/sys/bus/platform/devices/$(cat $chip/dev_name 2>/dev/null)/$(cat $chip/bank0/chip_name 2>/dev/null)"
+check "gpio-sim: the chip labelled pi-box is live" grep -qx 1 "$chip/live"
+check "the speaker holds its five lines (gpioinfo: consumer hound-speaker)" \
+    bash -c "[ \"\$(gpioinfo -c pi-box | grep -c '\"hound-speaker\"')\" = 5 ]"
+check "snd-aloop: the Loopback card" grep -q Loopback /proc/asound/cards
+check "the speaker opened the microphone on the loopback card" bash -c \
+    "journalctl -q --since @$started -o export _SYSTEMD_UNIT=hound-speaker.service HOUND_SPEAKER_EVENT=microphone | grep -qx 'HOUND_SPEAKER_DEVICE=plughw:CARD=Loopback,DEV=1,SUBDEV=0'"
+read_leds() {  # sets $now to the three LED lines' values, listening searching speaking
+    local a b c
+    read -r a < "$sim/sim_gpio2/value"; read -r b < "$sim/sim_gpio3/value"; read -r c < "$sim/sim_gpio4/value"
+    now="$a$b$c"
+}
+check "ready: the three LED lines are off" bash -c "[ \"\$(cat $sim/sim_gpio2/value $sim/sim_gpio3/value $sim/sim_gpio4/value | tr -d '\n')\" = 000 ]"
+# The LED lines as they change (listening searching speaking, 1 = on), sampled every 10 ms (the searching LED
+# blinks at 100 ms) without a process per sample: read's timeout on a pipe that never speaks is the pause.
+sample_leds() {
+    local last="" now pause
+    exec {pause}<> <(:)
+    while :; do
+        read_leds; [ "$now" = "$last" ] || { echo "$EPOCHREALTIME $now"; last="$now"; }
+        read -r -t 0.01 -u "$pause" || true
+    done
+}
+# The button: active low, pulled up by the speaker's request; pressed = the line pulled down.
+press() { echo pull-down > "$sim/sim_gpio0/pull"; sleep 0.15; echo pull-up > "$sim/sim_gpio0/pull"; }
+mic=plughw:CARD=Loopback,DEV=0,SUBDEV=0 speaker_out=plughw:CARD=Loopback,DEV=1,SUBDEV=1
+# A question, in the speaker's own voice (espeak-ng), with silence after it for the end of speech.
+question() { # question WORDS FILE
+    hound-speaker say "$1" --config "$config" --output /tmp/question-raw.wav > /dev/null 2>&1
+    sox /tmp/question-raw.wav -r 16000 -c 1 "$2" pad 0.2 2.5
+}
+question "what time is it" /tmp/question.wav
+question "set a timer for 25 seconds" /tmp/timer-question.wav
+
+echo "== a press: listening, the question into the microphone, searching, the answer out of the speaker"
+sample_leds > /tmp/leds.log &
+sampler=$!
+arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 40 /tmp/answer.wav &
+recorder=$!
+pressed="$(date +%s)"
+sleep 1
+press
+check "the press: the listening LED line goes on" wait_for 10 bash -c "[ \"\$(cat $sim/sim_gpio2/value)\" = 1 ]"
+aplay -q -D "$mic" /tmp/question.wav
+check "the answer was given and spoken: the speaker is ready again" \
+    wait_for 60 has_event "$pressed" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+sleep 1
+kill "$sampler" "$recorder" 2>/dev/null; wait "$sampler" "$recorder" 2>/dev/null
+check "the LED lines stepped through listening, searching, speaking and back to off" awk '
+    step == 0 && $2 == "100" { step = 1 } step == 1 && $2 == "010" { step = 2 } step == 2 && $2 == "001" { step = 3 }
+    step == 3 && $2 == "000" { step = 4 } END { exit step == 4 ? 0 : 1 }' /tmp/leds.log
+cat /tmp/leds.log | awk '{ printf "%s ", $2 } END { print "" }' | sed 's/^/    LED lines (listening searching speaking): /'
+answer="$(events "$pressed" HOUND_SPEAKER_EVENT=final | sed -n 's/^HOUND_SPEAKER_ANSWER=//p' | tail -1)"
+check "the transcript is the question's, the answer the time" bash -c \
+    "has_event $pressed HOUND_SPEAKER_EVENT=final 'HOUND_SPEAKER_TRANSCRIPT=what time is it' && grep -qE '[0-9]' <<< \"\$1\"" _ "$answer"
+echo "    answer: $answer"
+# The answer as the speaker says it, alone: what the loopback must carry (plus the earcons around it).
+hound-speaker say "$answer" --config "$config" --output /tmp/expected.wav > /dev/null 2>&1
+sounding() { sox "$1" -n silence 1 0.01 1% reverse silence 1 0.01 1% reverse stat 2>&1 | awk '/^Length/ { print $3 }'; }
+level() { sox "$1" -n stat 2>&1 | awk '/^RMS +amplitude/ { print $3 }'; }
+heard="$(sounding /tmp/answer.wav)" expected="$(sounding /tmp/expected.wav)"
+echo "    heard ${heard:-?} s of sound (RMS $(level /tmp/answer.wav)), the answer alone is ${expected:-?} s"
+check "the answer is heard on the loopback: at least as long as the answer alone, at most 4 s longer" \
+    awk -v h="${heard:-0}" -v e="${expected:-0}" 'BEGIN { exit (e > 1 && h >= e * 0.95 && h <= e + 4) ? 0 : 1 }'
+check "the answer is heard at a level (RMS amplitude over 0.01)" \
+    awk -v r="$(level /tmp/answer.wav)" 'BEGIN { exit r > 0.01 ? 0 : 1 }'
+
+
+echo "== the mute switch (its own line, active low)"
+since="$(date +%s)"
+echo pull-down > "$sim/sim_gpio1/pull"
+check "the switch on: muted" wait_for 15 has_event "$since" HOUND_SPEAKER_EVENT=mute HOUND_SPEAKER_MUTED=true
+echo pull-up > "$sim/sim_gpio1/pull"
+check "the switch off: unmuted" wait_for 15 has_event "$since" HOUND_SPEAKER_EVENT=mute HOUND_SPEAKER_MUTED=false
+
+echo "== a timer set by voice lives through systemctl restart, rings, and a press stops it"
+hears "set a timer for 25 seconds"
+systemctl restart pi-box-houndify.service
+wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
+since="$(date +%s)"
+press
+check "the press: listening" wait_for 10 bash -c "[ \"\$(cat $sim/sim_gpio2/value)\" = 1 ]"
+aplay -q -D "$mic" /tmp/timer-question.wav
+check "the timer is set" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=set
+check "its confirmation spoken: ready again" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+restarted="$(date +%s)"
+check "systemctl restart hound-speaker" systemctl restart hound-speaker
+check "after the restart the timer is still counting (ctl timers)" bash -c \
+    "hound-speaker ctl timers --config $config | grep -q '\"seconds\":25'"
+check "the timer rings after the restart" wait_for 60 has_event "$restarted" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=ringing
+press
+check "a press stops the ringing" wait_for 15 has_event "$restarted" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=stopped
+hears "what time is it"
+systemctl restart pi-box-houndify.service
+
+echo "== systemd keeps it running"
+pid="$(main_pid)"
+since="$(date +%s)"
+kill -9 "$pid"
+check "kill -9: systemd starts it again and it is ready (Restart=always)" wait_for 90 bash -c \
+    "p=\$(systemctl show -P MainPID hound-speaker); [ \$p != 0 ] && [ \$p != $pid ] && systemctl is-active -q hound-speaker"
+pid="$(main_pid)"
+since="$(date +%s)"
+kill -STOP "$pid"
+check "a frozen speaker (SIGSTOP): the watchdog (WatchdogSec=30) has it killed and systemd starts it again" wait_for 120 bash -c \
+    "p=\$(systemctl show -P MainPID hound-speaker); [ \$p != 0 ] && [ \$p != $pid ] && systemctl is-active -q hound-speaker"
+check "the journal says it was the watchdog" bash -c "journalctl -u hound-speaker --since @$since -o cat | grep -q 'Watchdog timeout'"
+
+journalctl -u hound-speaker --no-pager -o cat --since "@$started" > /tmp/pi-box-journal.txt
+finish
