@@ -230,6 +230,8 @@ set +e
 vm bash /root/pi-box/vm-tests.sh "/root/pi-box/$(basename "$deb")" "/root/pi-box/$(basename "$deb_local")" 2>&1 | tee "$run/vm-tests.log"
 set -e
 vm journalctl -b --no-pager > "$run/journal.txt" 2>&1 || true
+# What the tests recorded and sampled, for a look afterwards.
+scp -q -P "$port" "${ssh_opts[@]}" "root@127.0.0.1:/tmp/{answer.wav,stopped.wav,leds.log}" "$run/" 2>/dev/null || true
 took tests "in the VM"
 
 # --- from this machine: deploy/push and deploy/logs through the forwarded port ------------------------------------
@@ -245,7 +247,7 @@ dpkg-deb -b "$run/push/tree" "$run/push/hound-speaker_${version}_amd64.deb" > /d
 export HOUND_SPEAKER_SSH_OPTS="${ssh_opts[*]}"
 check "deploy/push --deb: the new build goes over, is installed with apt and restarted" \
     bash -c "bash deploy/push root@127.0.0.1 -p $port --deb '$run/push/hound-speaker_${version}_amd64.deb' > '$run/push.log' 2>&1 || { tail -20 '$run/push.log'; false; }"
-check "the VM runs the new version" bash -c "[ \"\$(ssh -p $port ${ssh_opts[*]} root@127.0.0.1 dpkg-query -W -f='\${Version}' hound-speaker)\" = '$version' ]"
+check "the VM runs the new version ($version)" test "$(vm "dpkg-query -W -f '\${Version}' hound-speaker")" = "$version"
 check "the pushed speaker is active" vm systemctl is-active hound-speaker
 check "deploy/logs shows the speaker's lines" \
     bash -c "bash deploy/logs root@127.0.0.1 -p $port --no-follow --lines 200 > '$run/logs.txt' 2>&1 && grep -q 'state ' '$run/logs.txt' || { tail -20 '$run/logs.txt'; false; }"
