@@ -68,6 +68,14 @@ check "systemctl is-active hound-speaker" systemctl is-active hound-speaker
 check "the journal holds the speaker's structured fields (HOUND_SPEAKER_*, SYSLOG_IDENTIFIER)" bash -c \
     "journalctl -u hound-speaker -o export --since @$started | grep -q '^HOUND_SPEAKER_[A-Z_]*=' &&
      journalctl -u hound-speaker -o export --since @$started | grep -qx 'SYSLOG_IDENTIFIER=hound-speaker'"
+# Emulated time is no Pi's time: the start to READY=1, as a ratio to a fixed piece of work timed in the same VM
+# (sox making and measuring 30 s of a tone), is what compares with the same ratio on a Pi (BENCHMARKS.md).
+ready_s="$(awk -v a="$(systemctl show -P ExecMainStartTimestampMonotonic hound-speaker)" \
+               -v b="$(systemctl show -P ActiveEnterTimestampMonotonic hound-speaker)" 'BEGIN { printf "%.2f", (b - a) / 1e6 }')"
+reference_start="$EPOCHREALTIME"
+sox -n -r 16000 -b 16 -c 1 /tmp/reference.wav synth 30 sine 440 && sox /tmp/reference.wav -n stat 2>/dev/null
+reference_s="$(awk -v a="$reference_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')"
+echo "    measured: start to READY=1 ${ready_s} s; the reference work ${reference_s} s; ratio $(awk -v a="$ready_s" -v b="$reference_s" 'BEGIN { printf "%.2f", a / b }')"
 # Warnings are expected here: the emulated CPU is slower than a Pi's, and the microphone overruns now and then.
 check "no error in the speaker's journal since the start" bash -c \
     "! journalctl -u hound-speaker -p err --since @$started -o cat | grep ."
@@ -226,5 +234,6 @@ check "a frozen speaker (SIGSTOP): the watchdog (WatchdogSec=30) has it killed a
     "p=\$(systemctl show -P MainPID hound-speaker); [ \$p != 0 ] && [ \$p != $pid ] && systemctl is-active -q hound-speaker"
 check "the journal says it was the watchdog" bash -c "journalctl -u hound-speaker --since @$since -o cat | grep -q 'Watchdog timeout'"
 
+echo "    measured: the running speaker's peak RSS $(awk '/^VmHWM/ { print $2, $3 }' /proc/"$(main_pid)"/status)"
 journalctl -u hound-speaker --no-pager -o cat --since "@$started" > /tmp/pi-box-journal.txt
 finish
