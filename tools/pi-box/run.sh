@@ -41,7 +41,7 @@ if [ -n "$deb" ]; then
     [ -f "${deb/hound-speaker_/hound-speaker-local_}" ] || die "--deb $deb: no ${deb/hound-speaker_/hound-speaker-local_} beside it (deploy/build-deb makes both)"
     deb="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
 fi
-case "$port" in ""|[0-9]*) ;; *) die "--port $port: not a port number" ;; esac
+case "$port" in *[!0-9]*) die "--port $port: not a port number" ;; esac
 
 cache="${HOUND_PIBOX_DIR:-/var/tmp/hound-speaker-pibox}"
 image="$cache/image"
