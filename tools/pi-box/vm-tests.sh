@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# Runs as root inside the box's VM (tools/pi-box/run.sh copies it there with Tests/deb/checks.sh): installs the
+# speaker's package with apt as an owner does, configures it for the box (the pi-box board profile, the local
+# Houndify-compatible service on 127.0.0.1:8080) and checks it under systemd. One line per check, then
+# "N passed, N failed".
+#   vm-tests.sh HOUND_SPEAKER_DEB HOUND_SPEAKER_LOCAL_DEB
+set -uo pipefail
+deb="$1" deb_local="$2"
+here="$(cd "$(dirname "$0")" && pwd)"
+. "$here/checks.sh"
+config=/etc/hound-speaker/speaker.toml
+# The demo's made-up credentials (Sources/SpeakerApp/Demo.swift), which the local service accepts.
+id="AAECAwQFBgcICQoLDA0ODw=="
+key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+
+wait_for() {  # wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds
+    local deadline=$((SECONDS + $1)); shift
+    until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $deadline ] || return 1; sleep 0.2; done
+}
+# The speaker's journal entries since SINCE (seconds since the epoch) that match the given FIELD=VALUEs.
+events() { local since="$1"; shift; journalctl -q --since "@$since" -o export _SYSTEMD_UNIT=hound-speaker.service "$@"; }
+has_event() { events "$@" | grep -q '^MESSAGE='; }
+export -f events has_event
+main_pid() { systemctl show -P MainPID hound-speaker; }
+
+echo "== the package, as an owner installs it"
+check "apt installs both packages, their dependencies from apt's cache (the box has no network)" \
+    apt install "$deb" "$deb_local"
+check "the unit is enabled" systemctl is-enabled hound-speaker.service
+# The package's postinst started the service with the shipped config (no credentials): it ran under systemd and
+# stopped with a configuration error, which systemd does not retry (RestartPreventExitStatus=78).
+check "the package started the unit under systemd" \
+    bash -c "[ \"\$(systemctl show -P ExecMainStartTimestampMonotonic hound-speaker)\" -gt 0 ]"
+check "the shipped config without credentials: the unit stopped with exit 78, not retried" \
+    bash -c "[ \"\$(systemctl show -P ExecMainStatus hound-speaker)\" = 78 ] && ! systemctl is-active -q hound-speaker"
+
+echo "== the owner's config: the box's board profile, the local Houndify-compatible service"
+# What the local service hears in any voice question is its [serve] transcript (it recognises no speech).
+hears() {
+    install -m 0600 /dev/null /etc/hound-speaker/pi-box-service.toml
+    printf '[houndify]\nclient_id = "%s"\nclient_key = "%s"\n[serve]\nport = 8080\ntranscript = "%s"\n' "$id" "$key" "$1" \
+        > /etc/hound-speaker/pi-box-service.toml
+}
+hears "what time is it"
+# The owner edits the packaged conffile in place (its mode and owner stay the package's: 0600, hound-speaker).
+cat > "$config" <<EOF
+[houndify]
+client_id = "$id"
+client_key = "$key"
+endpoint = "http://127.0.0.1:8080"
+
+[board]
+profile = "pi-box"
+
+[hotphrase]
+# As the demo sets it (Sources/SpeakerApp/Demo.swift): the demo's synthetic voice scores under the default.
+sensitivity = 0.85
+
+[logging]
+level = "debug"
+EOF
+check "the config is still the service user's alone" bash -c "[ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
+check "the local Houndify-compatible service starts" systemctl start pi-box-houndify.service
+check "the local service listens on 127.0.0.1:8080" wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
+started="$(date +%s)"
+check "systemctl restart hound-speaker: returns once the speaker said READY=1 (Type=notify)" systemctl restart hound-speaker
+check "systemctl is-active hound-speaker" systemctl is-active hound-speaker
+check "the journal holds the speaker's structured fields (HOUND_SPEAKER_*, SYSLOG_IDENTIFIER)" bash -c \
+    "journalctl -u hound-speaker -o export --since @$started | grep -q '^HOUND_SPEAKER_[A-Z_]*=' &&
+     journalctl -u hound-speaker -o export --since @$started | grep -qx 'SYSLOG_IDENTIFIER=hound-speaker'"
+# Emulated time is no Pi's time: the start to READY=1, as a ratio to a fixed piece of work timed in the same VM
+# (sox making and measuring 30 s of a tone), is what compares with the same ratio on a Pi (BENCHMARKS.md).
+ready_s="$(awk -v a="$(systemctl show -P ExecMainStartTimestampMonotonic hound-speaker)" \
+               -v b="$(systemctl show -P ActiveEnterTimestampMonotonic hound-speaker)" 'BEGIN { printf "%.2f", (b - a) / 1e6 }')"
+reference_start="$EPOCHREALTIME"
+sox -n -r 16000 -b 16 -c 1 /tmp/reference.wav synth 30 sine 440 && sox /tmp/reference.wav -n stat 2>/dev/null
+reference_s="$(awk -v a="$reference_start" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')"
+echo "    measured: start to READY=1 ${ready_s} s; the reference work ${reference_s} s; ratio $(awk -v a="$ready_s" -v b="$reference_s" 'BEGIN { printf "%.2f", a / b }')"
+# Warnings are expected here: the emulated CPU is slower than a Pi's, and the microphone overruns now and then.
+check "no error in the speaker's journal since the start" bash -c \
+    "! journalctl -u hound-speaker -p err --since @$started -o cat | grep ."
+
+echo "== the GPIO chip (gpio-sim) and the sound card (snd-aloop)"
+chip=/sys/kernel/config/gpio-sim/pi-box
+sim="/sys/bus/platform/devices/$(cat $chip/dev_name 2>/dev/null)/$(cat $chip/bank0/chip_name 2>/dev/null)"
+check "gpio-sim: the chip labelled pi-box is live" grep -qx 1 "$chip/live"
+check "the speaker holds its five lines (gpioinfo: consumer hound-speaker)" \
+    bash -c "[ \"\$(gpioinfo -c $(cat $chip/bank0/chip_name 2>/dev/null) | grep -c 'consumer=\"\?hound-speaker')\" = 5 ] || { gpioinfo; false; }"
+check "snd-aloop: the Loopback card" grep -q Loopback /proc/asound/cards
+check "the speaker opened the microphone on the loopback card" bash -c \
+    "journalctl -q --since @$started -o export _SYSTEMD_UNIT=hound-speaker.service HOUND_SPEAKER_EVENT=microphone | grep -qx 'HOUND_SPEAKER_DEVICE=plughw:CARD=Loopback,DEV=1,SUBDEV=0'"
+read_leds() {  # sets $now to the three LED lines' values, listening searching speaking
+    local a b c
+    read -r a < "$sim/sim_gpio2/value"; read -r b < "$sim/sim_gpio3/value"; read -r c < "$sim/sim_gpio4/value"
+    now="$a$b$c"
+}
+# Ready: the listening LED blips for 50 ms every 5 s (LEDScheme), the others are dark.
+check "ready: the searching and speaking LED lines are off" bash -c "[ \"\$(cat $sim/sim_gpio3/value $sim/sim_gpio4/value | tr -d '\n')\" = 00 ]"
+listening_steady() {  # the listening LED on, and still on 0.3 s later (not ready's blip)
+    [ "$(cat "$sim/sim_gpio2/value")" = 1 ] && sleep 0.3 && [ "$(cat "$sim/sim_gpio2/value")" = 1 ]
+}
+# The LED lines as they change (listening searching speaking, 1 = on), sampled every 10 ms (the searching LED
+# blinks at 100 ms) without a process per sample: read's timeout on a pipe that never speaks is the pause.
+sample_leds() {
+    local last="" now pause
+    exec {pause}<> <(:)
+    while :; do
+        read_leds; [ "$now" = "$last" ] || { echo "$EPOCHREALTIME $now"; last="$now"; }
+        read -r -t 0.01 -u "$pause" || true
+    done
+}
+# The button: active low, pulled up by the speaker's request; pressed = the line pulled down.
+press() { echo pull-down > "$sim/sim_gpio0/pull"; sleep 0.15; echo pull-up > "$sim/sim_gpio0/pull"; }
+mic=plughw:CARD=Loopback,DEV=0,SUBDEV=0 speaker_out=plughw:CARD=Loopback,DEV=1,SUBDEV=1
+# What is played into the microphone takes the format the speaker opened it with (its capture side's hw_params):
+# snd-aloop stops a running capture whose playback side starts with another format.
+mic_params() { awk -v k="$1:" '$1 == k { print $2 }' /proc/asound/Loopback/pcm1c/sub0/hw_params; }
+play_into_mic() {
+    local rate channels
+    rate="$(mic_params rate)" channels="$(mic_params channels)"
+    sox "$1" -b 16 -r "${rate:-16000}" -c "${channels:-1}" /tmp/into-mic.wav
+    aplay -q -D "$mic" /tmp/into-mic.wav
+}
+# A question, in the speaker's own voice (espeak-ng), with silence after it for the end of speech.
+question() { # question WORDS FILE
+    hound-speaker say "$1" --config "$config" --output /tmp/question-raw.wav > /dev/null 2>&1
+    sox /tmp/question-raw.wav -r 16000 -c 1 "$2" pad 0.2 2.5
+}
+question "what time is it" /tmp/question.wav
+question "set a timer for 25 seconds" /tmp/timer-question.wav
+
+echo "== a press: listening, the question into the microphone, searching, the answer out of the speaker"
+sample_leds > /tmp/leds.log &
+sampler=$!
+arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 40 /tmp/answer.wav &
+recorder=$!
+pressed="$(date +%s)"
+sleep 1
+press
+check "the press: the listening LED line goes on" wait_for 10 listening_steady
+play_into_mic /tmp/question.wav
+check "the answer was given and spoken: the speaker is ready again" \
+    wait_for 60 has_event "$pressed" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+sleep 1
+kill "$sampler" "$recorder" 2>/dev/null; wait "$sampler" "$recorder" 2>/dev/null
+# Each line of leds.log: when, and the three lines' values from then on. Listening is the first 100 that lasts
+# (ready's blip is 50 ms).
+check "the LED lines stepped through listening, searching, speaking and back to off" awk '
+    NR > 1 { if (s == 0 && v == "100" && $1 - t >= 0.3) s = 1; else if (s == 1 && v == "010") s = 2
+             else if (s == 2 && v == "001") s = 3; else if (s == 3 && v == "000") s = 4 }
+    { t = $1; v = $2 } END { if (s == 3 && v == "000") s = 4; exit s == 4 ? 0 : 1 }' /tmp/leds.log
+cat /tmp/leds.log | awk '{ printf "%s ", $2 } END { print "" }' | sed 's/^/    LED lines (listening searching speaking): /'
+answer="$(events "$pressed" HOUND_SPEAKER_EVENT=final | sed -n 's/^HOUND_SPEAKER_ANSWER=//p' | tail -1)"
+check "the transcript is the question's, the answer the time" bash -c \
+    "has_event $pressed HOUND_SPEAKER_EVENT=final 'HOUND_SPEAKER_TRANSCRIPT=what time is it' && grep -qE '[0-9]' <<< \"\$1\"" _ "$answer"
+echo "    answer: $answer"
+# The answer as the speaker says it, alone: the recording's last sound (after the earcons) must be that long and
+# about that loud (the output volume and the conversion to the card's rate change the level a little).
+hound-speaker say "$answer" --config "$config" --output /tmp/expected.wav > /dev/null 2>&1
+last_sound() { sox "$1" "$2" reverse silence 1 0.01 1% 1 0.3 1% reverse; }  # from the end back to 0.3 s of silence
+length() { sox "$1" -n stat 2>&1 | awk '/^Length/ { print $3 }'; }
+level() { sox "$1" -n stat 2>&1 | awk '/^RMS +amplitude/ { print $3 }'; }
+last_sound /tmp/answer.wav /tmp/answer-last.wav; last_sound /tmp/expected.wav /tmp/expected-last.wav
+heard="$(length /tmp/answer-last.wav)" expected="$(length /tmp/expected-last.wav)"
+heard_level="$(level /tmp/answer-last.wav)" expected_level="$(level /tmp/expected-last.wav)"
+echo "    heard: the last ${heard:-?} s of the recording, RMS ${heard_level:-?}; the answer alone: ${expected:-?} s, RMS ${expected_level:-?}"
+check "the answer is heard on the loopback: its length within 20 % of the answer alone" \
+    awk -v h="${heard:-0}" -v e="${expected:-0}" 'BEGIN { exit (e > 0.5 && h >= e * 0.8 && h <= e * 1.2) ? 0 : 1 }'
+check "the answer is heard at its level: within 20 dB below and 3 dB above the answer alone" \
+    awk -v h="${heard_level:-0}" -v e="${expected_level:-0}" 'BEGIN { exit (e > 0 && h >= e * 0.1 && h <= e * 1.42) ? 0 : 1 }'
+
+echo '== "OK Hound, what time is it" into the microphone: woken by the hot phrase'
+# The demo's recording (the hound-speaker-local package), played as it is.
+since="$(date +%s)"
+play_into_mic /usr/share/hound-speaker/demo/ok-hound-what-time-is-it.wav
+check "the hot phrase is heard" wait_for 30 has_event "$since" HOUND_SPEAKER_EVENT=hotphrase
+check "the question after it is answered and spoken" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+
+echo "== a press while it speaks stops the sound"
+long="This is a long sentence that the speaker says so that a press can stop it long before its end, one two three four five six seven eight nine ten."
+hound-speaker say "$long" --config "$config" --output /tmp/long.wav > /dev/null 2>&1
+since="$(date +%s)"
+arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 60 /tmp/stopped.wav &
+recorder=$!
+check "ctl say: the speaker says the long sentence" hound-speaker ctl say "$long" --config "$config"
+check "it speaks: the speaking LED line goes on" wait_for 30 bash -c "[ \"\$(cat $sim/sim_gpio4/value)\" = 1 ]"
+sleep 1
+press
+check "the press: it stops speaking" wait_for 15 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+sleep 1
+kill "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+last_sound /tmp/stopped.wav /tmp/stopped-last.wav
+echo "    heard $(length /tmp/stopped-last.wav) s of the sentence's $(length /tmp/long.wav) s"
+check "the sound stopped well before the sentence's end (under half of it heard)" \
+    awk -v h="$(length /tmp/stopped-last.wav)" -v e="$(length /tmp/long.wav)" 'BEGIN { exit (h > 0 && h < e / 2) ? 0 : 1 }'
+
+echo "== the mute switch (its own line, active low)"
+since="$(date +%s)"
+echo pull-down > "$sim/sim_gpio1/pull"
+check "the switch on: muted" wait_for 15 has_event "$since" HOUND_SPEAKER_EVENT=mute HOUND_SPEAKER_MUTED=true
+echo pull-up > "$sim/sim_gpio1/pull"
+check "the switch off: unmuted" wait_for 15 has_event "$since" HOUND_SPEAKER_EVENT=mute HOUND_SPEAKER_MUTED=false
+
+echo "== a timer set by voice lives through systemctl restart, rings, and a press stops it"
+hears "set a timer for 25 seconds"
+systemctl restart pi-box-houndify.service
+wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
+since="$(date +%s)"
+press
+check "the press: listening" wait_for 10 listening_steady
+play_into_mic /tmp/timer-question.wav
+check "the timer is set" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=set
+check "its confirmation spoken: ready again" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+restarted="$(date +%s)"
+check "systemctl restart hound-speaker" systemctl restart hound-speaker
+check "after the restart the timer is still counting (ctl timers)" bash -c \
+    "hound-speaker ctl timers --config $config | grep -q '\"seconds\":25'"
+check "the timer rings after the restart" wait_for 60 has_event "$restarted" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=ringing
+press
+check "a press stops the ringing" wait_for 15 has_event "$restarted" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=stopped
+hears "what time is it"
+systemctl restart pi-box-houndify.service
+
+echo "== systemd keeps it running"
+pid="$(main_pid)"
+since="$(date +%s)"
+kill -9 "$pid"
+check "kill -9: systemd starts it again and it is ready (Restart=always)" wait_for 90 bash -c \
+    "p=\$(systemctl show -P MainPID hound-speaker); [ \$p != 0 ] && [ \$p != $pid ] && systemctl is-active -q hound-speaker"
+pid="$(main_pid)"
+since="$(date +%s)"
+kill -STOP "$pid"
+check "a frozen speaker (SIGSTOP): the watchdog (WatchdogSec=30) has it killed and systemd starts it again" wait_for 120 bash -c \
+    "p=\$(systemctl show -P MainPID hound-speaker); [ \$p != 0 ] && [ \$p != $pid ] && systemctl is-active -q hound-speaker"
+check "the journal says it was the watchdog" bash -c "journalctl -u hound-speaker --since @$since -o cat | grep -q 'Watchdog timeout'"
+
+echo "    measured: the running speaker's peak RSS $(awk '/^VmHWM/ { print $2, $3 }' /proc/"$(main_pid)"/status)"
+journalctl -u hound-speaker --no-pager -o cat --since "@$started" > /tmp/pi-box-journal.txt
+finish
