@@ -4,6 +4,35 @@ import Glibc
 /// file: the bytes go to a temporary file beside it, are flushed to the disk (fsync), renamed over the old one,
 /// and the directory is flushed so the rename itself is on the disk. A Pi's power is pulled, not shut down.
 public enum AtomicFile {
+    /// What reading a state file found: no file (a new speaker), its bytes, or why it could not be read.
+    public enum Contents: Equatable, Sendable {
+        case none
+        case bytes([UInt8])
+        case unreadable(String)
+    }
+
+    /// Reads the file at `path` whole, or its first `limit` bytes and one more (so that the caller sees it is too
+    /// long). open(2) and read(2) rather than FileManager, whose nil cannot tell a file the service's user may not
+    /// read from no file: the state files keep what they cannot read, and mute fails closed on it.
+    public static func read(_ path: String, limit: Int = .max) -> Contents {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            let error = errno
+            return error == ENOENT ? .none : .unreadable(String(cString: strerror(error)))
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: min(65_536, limit == .max ? 65_536 : limit + 1))
+        while bytes.count <= limit {
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n >= 0 else { return .unreadable(String(cString: strerror(errno))) }  // EISDIR, EIO
+            if n == 0 { break }
+            bytes += buffer[..<n]
+        }
+        return .bytes(bytes)
+    }
+
     public struct Failure: Error, CustomStringConvertible, Equatable {
         public let path: String
         public let reason: String

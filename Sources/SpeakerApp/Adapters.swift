@@ -392,35 +392,9 @@ public struct TimerFile: TimerStore {
         let reason = Mutex<String?>(nil)
     }
 
-    /// What reading the file found: none (a new speaker), its bytes, or why it could not be read.
-    enum Contents: Equatable {
-        case none
-        case bytes([UInt8])
-        case unreadable(String)
-    }
-
-    /// open(2) and read(2), for their errno: FileManager's nil cannot tell a file it may not read from none.
-    func contents() -> Contents {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let error = errno
-            return error == ENOENT ? .none : .unreadable(String(cString: strerror(error)))
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { return .unreadable(String(cString: strerror(errno))) }  // EISDIR, EIO
-            if n == 0 { return .bytes(bytes) }
-            bytes += buffer[..<n]
-        }
-    }
-
     public func load(at now: ClockReading) throws(DeviceProblem) -> (book: TimerBook, problems: [DeviceProblem]) {
         let data: [UInt8]
-        switch contents() {
+        switch AtomicFile.read(path) {
         case .none:
             held.reason.withLock { $0 = nil }
             return (TimerBook(), [])
@@ -456,7 +430,7 @@ public struct TimerFile: TimerStore {
 
     /// A held file may be replaced once it is gone, or has been read and kept aside; until then nothing is saved.
     private func release(_ reason: String) throws(DeviceProblem) {
-        switch contents() {
+        switch AtomicFile.read(path) {
         case .none:
             break
         case .unreadable(let now):
@@ -511,23 +485,12 @@ public struct FlagFile: FlagStore {
     public init(path: String) { self.path = path }
 
     public func load() throws(DeviceProblem) -> Bool {
-        // open(2) rather than FileManager: only "no such file" means never muted, and FileManager's nil cannot tell
-        // it from a directory it may not search.
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else {
-            let error = errno
-            if error == ENOENT { return false }
-            throw DeviceProblem("cannot read \(path): \(String(cString: strerror(error)))")
-        }
-        defer { close(fd) }
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64)
-        while bytes.count <= 64 {  // "false\n" and some whitespace: anything longer is not one of the two
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n >= 0 else { throw DeviceProblem("cannot read \(path): \(String(cString: strerror(errno)))") }
-            if n == 0 { break }
-            bytes += buffer[..<n]
+        // Only "no such file" means never muted (AtomicFile.read tells it from a folder it may not search).
+        let bytes: [UInt8]
+        switch AtomicFile.read(path, limit: 64) {  // "false\n" and some whitespace: anything longer is not one of the two
+        case .none: return false
+        case .unreadable(let reason): throw DeviceProblem("cannot read \(path): \(reason)")
+        case .bytes(let read): bytes = read
         }
         let text = String(decoding: bytes.prefix(65), as: UTF8.self).trimmed(.whitespacesAndNewlines)
         switch text {

@@ -436,6 +436,18 @@ public final class SpeakerLoop: Sendable {
         }
     }
 
+    /// The question's recording ends: no more audio goes to its search (which `.endAudio` then finishes, and a press
+    /// that may yet be a long press leaves open), and its own microphone, if it has one, is closed.
+    private func stopRecording() {
+        router.detach()
+        let microphone = state.withLock { s -> (any MicrophoneStream)? in
+            if s.timings?.endOfSpeech == nil { s.timings?.endOfSpeech = ports.clock.now }
+            defer { s.questionMicrophone = nil }
+            return s.questionMicrophone
+        }
+        microphone?.stop()
+    }
+
     /// An answer's `final`, and, for a typed question someone waits for, its report.
     private func tellFinal(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "") {
         tell(.finalTranscript(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done))
@@ -528,25 +540,13 @@ public final class SpeakerLoop: Sendable {
         case .refuseQuestion(let id, let query, let reason):
             tell(.question(.init(id: id, query: query, .refused(reason))))
         case .stopRecording:
-            router.detach()
-            let microphone = state.withLock { s -> (any MicrophoneStream)? in
-                if s.timings?.endOfSpeech == nil { s.timings?.endOfSpeech = ports.clock.now }
-                defer { s.questionMicrophone = nil }
-                return s.questionMicrophone
-            }
-            microphone?.stop()
+            stopRecording()
         case .clearConversation:
             ports.search.clearConversation()
             logger.info("conversation cleared: the next question starts anew")
         case .endAudio:
-            router.detach()
-            let (search, microphone) = state.withLock { s -> ((any VoiceSearchSession)?, (any MicrophoneStream)?) in
-                if s.timings?.endOfSpeech == nil { s.timings?.endOfSpeech = ports.clock.now }
-                defer { s.questionMicrophone = nil }
-                return (s.search, s.questionMicrophone)
-            }
-            search?.finish()
-            microphone?.stop()
+            stopRecording()
+            state.withLock { $0.search }?.finish()
         case .cancelSearch:
             router.detach()
             let (search, microphone, question, reason) = state.withLock { s in
