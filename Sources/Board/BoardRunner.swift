@@ -31,6 +31,9 @@ public final class BoardRunner: Sendable {
         wakeRead = fds[0]
         wakeWrite = fds[1]
         _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
+        // The app's own spawns close every inherited descriptor (CShims/hs_spawn.c), but a library that forks
+        // (espeak-ng's audio output, libasound's plugins) does not: neither end goes to a child.
+        for fd in fds { _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) }
         self.hardware = hardware
         self.roles = roles
         core = Mutex(BoardLogic(gestures: gestures, talkMode: talkMode, roles: roles, now: .now))
