@@ -117,12 +117,15 @@ def check_take(samples, what="take"):
     return s, e
 
 
-def template_frames(header, ts, samples, what="take"):
+def template_frames(header, ts, samples, what="take", embedder=None):
     """A take -> (raw embeddings e [L, 96], t_k in the take's own time [L] in samples, (s, e)): checked, embedded
-    from reset with 1 s of silence either side, kept where t_k is in [s + 0.24, e + 0.40], the last 24."""
+    from reset with 1 s of silence either side, kept where t_k is in [s + 0.24, e + 0.40], the last 24.
+    `embedder(int16 samples) -> (e, t_k)` replaces the numpy reference (the measurement runs the TFLite graphs,
+    the same network in float32)."""
     span = check_take(samples, what)
     pad = np.zeros(int(PAD_SECONDS * SAMPLE_RATE), np.int16)
-    emb, t = embed_samples(header, ts, np.concatenate([pad, np.asarray(samples, np.int16), pad]))
+    padded = np.concatenate([pad, np.asarray(samples, np.int16), pad])
+    emb, t = embedder(padded) if embedder else embed_samples(header, ts, padded)
     t = t - len(pad)
     keep = (t >= (span[0] + TRIM_BEFORE) * SAMPLE_RATE) & (t <= (span[1] + TRIM_AFTER) * SAMPLE_RATE)
     emb, t = emb[keep][-MAX_TEMPLATE_FRAMES:], t[keep][-MAX_TEMPLATE_FRAMES:]
