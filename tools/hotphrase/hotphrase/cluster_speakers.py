@@ -27,25 +27,35 @@ def main(argv=None):
     ap.add_argument("--keywords", default=os.environ.get("HOTPHRASE_REAL_KEYWORDS", os.path.join(
         os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "real-keywords")))
     ap.add_argument("--threshold", type=float, default=0.25)
+    ap.add_argument("--words", nargs="*", default=None, help="only these keyword folders")
+    ap.add_argument("--reuse", action="store_true",
+                    help="read a keyword's embeddings from resemblyzer-WORD.npy beside OUT where an earlier run left them")
     a = ap.parse_args(argv)
     from resemblyzer import VoiceEncoder, preprocess_wav
     from sklearn.cluster import AgglomerativeClustering
     enc = VoiceEncoder("cpu")
-    words = sorted(d for d in os.listdir(a.keywords) if os.path.isdir(os.path.join(a.keywords, d)))
+    words = sorted(d for d in os.listdir(a.keywords) if os.path.isdir(os.path.join(a.keywords, d))
+                   and (a.words is None or d in a.words))
     if not words:
         raise HotPhraseError(a.keywords, "no keyword folders")
     out = {"threshold": a.threshold, "encoder": "resemblyzer VoiceEncoder", "keywords": {}}
     for w in words:
         folder = os.path.join(a.keywords, w)
         files = sorted(n for n in os.listdir(folder) if n.lower().endswith((".wav", ".flac")))
-        embs = np.stack([enc.embed_utterance(preprocess_wav(os.path.join(folder, n))) for n in files])
+        saved = os.path.join(os.path.dirname(os.path.abspath(a.out)), f"resemblyzer-{w}.npy")
+        if a.reuse and os.path.exists(saved):
+            embs = np.load(saved)
+            if len(embs) != len(files):
+                raise HotPhraseError(saved, f"{len(embs)} embeddings for {len(files)} clips in {folder}")
+        else:
+            embs = np.stack([enc.embed_utterance(preprocess_wav(os.path.join(folder, n))) for n in files])
         labels = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage="average",
                                          distance_threshold=a.threshold).fit_predict(embs)
         sizes = np.bincount(labels)
         out["keywords"][w] = {n: int(lab) for n, lab in zip(files, labels)}
         print(f"{w}: {len(files)} clips, {len(sizes)} clusters, {np.sum(sizes >= 6)} with >= 6 clips "
               f"({sizes[sizes >= 6].sum()} clips); largest {sorted(sizes)[-5:]}", flush=True)
-        np.save(os.path.join(os.path.dirname(os.path.abspath(a.out)), f"resemblyzer-{w}.npy"), embs)
+        np.save(saved, embs)
     with open(a.out, "w") as f:
         json.dump(out, f, indent=1)
 

@@ -157,9 +157,23 @@ class Scorers:
         x = (np.asarray(e, np.float64) - self.mean) @ self.W
         return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
 
-    def enrol(self, raw_templates):
+    def dtw_stats(self, templates):
+        """household.bank_stats of many templates at once (one DTW pass over the bank for all)."""
+        scores = [[] for _ in templates]
+        for seg in self.bank:
+            s = H.dtw_scores(templates, seg)
+            for j, T in enumerate(templates):
+                if len(seg) >= len(T):
+                    scores[j].append(s[j, len(T) - 1:])
+        out = []
+        for sc in scores:
+            sc = np.concatenate(sc)
+            out.append((float(sc.mean()), float(sc.std())))
+        return out
+
+    def enrol(self, raw_templates, stats=None):
         T = [H.centre(e, self.mean) for e in raw_templates]
-        enr = {"dtw": T, "dtw_stats": [H.bank_stats(t, self.bank) for t in T]}
+        enr = {"dtw": T, "dtw_stats": stats or [H.bank_stats(t, self.bank) for t in T]}
         enr["cos"] = mean_template(T)
         enr["white"] = mean_template([self.whiten(e) for e in raw_templates])
         for k, bank in (("cos", self.bank), ("white", self.bank_w)):
@@ -248,21 +262,44 @@ def main(argv=None):
     ap.add_argument("--json", default=None)
     ap.add_argument("--write-threshold", action="store_true")
     ap.add_argument("--negatives-only", action="store_true", help="only embed the negatives into --cache")
+    ap.add_argument("--test-npz", nargs="*", default=None,
+                    help="the test side from evaluate_e1's caches of held-out real streams (emb + offsets: "
+                         "e1_eval_extra_*.npz of get_public_negatives' eval folders, e1_eval_neg_realspeech.npz) "
+                         "instead of embedding it here; hours are their frames x 80 ms")
+    ap.add_argument("--clips-dir", default=None,
+                    help="evaluate_e1's cache folder: a keyword's test clips from its e1_eval_real_WORD.npz (each "
+                         "clip after 2 s of held-out fan noise) instead of embedding them here")
+    ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
+                                                         "clips a keyword (never with --write-threshold)")
     a = ap.parse_args(argv)
     public = a.public or default_public_dir()
     header, _, mean, bank_segments = H.read_bank(a.bank)
     emb = Embedder()
     scorers = Scorers(mean, bank_segments)
     thr_groups, test_groups = negative_groups(public, a.real_speech, header, a.seed)
+    if a.limit:
+        if a.write_threshold:
+            raise HotPhraseError("--limit", "a quick check never sets the bank's threshold")
+        thr_groups = dict(sorted(thr_groups.items())[:a.limit])
+        test_groups = dict(sorted(test_groups.items())[:a.limit])
 
     def negatives(name, groups):
         make = lambda: speaker_streams(emb, groups)  # noqa: E731
-        if a.cache:
+        if a.cache and not a.limit:
             os.makedirs(a.cache, exist_ok=True)
             return cached(os.path.join(a.cache, f"neg-{name}.npz"), make)
         return make()
     thr_streams, thr_names, thr_sec = negatives("threshold", thr_groups)
-    test_streams, test_names, test_sec = negatives("test", test_groups)
+    if a.test_npz:
+        test_streams, test_names = [], []
+        for path in a.test_npz:
+            z = np.load(path)
+            o = z["offsets"]
+            test_streams += [z["emb"][o[i]:o[i + 1]] for i in range(len(o) - 1)]
+            test_names.append(os.path.basename(path))
+        test_sec = sum(len(x) for x in test_streams) * STEP_SECONDS
+    else:
+        test_streams, test_names, test_sec = negatives("test", test_groups)
     print(f"negatives: threshold side {thr_sec / 3600:.2f} h ({len(thr_names)} speakers), test side "
           f"{test_sec / 3600:.2f} h ({len(test_names)} speakers)", flush=True)
 
@@ -275,28 +312,55 @@ def main(argv=None):
     for word in sorted(spk):
         folder = os.path.join(a.keywords, word)
         by_spk = collections.defaultdict(list)
-        takes = {}
-        for n, lab in sorted(spk[word].items()):
+        audio, passed = {}, set()
+        names_all = sorted(spk[word])[:10 * a.limit or None]
+        cached_clips = None
+        if a.clips_dir:
+            z = np.load(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"))
+            o = z["offsets"]
+            if len(o) - 1 != len(spk[word]):
+                raise HotPhraseError(a.clips_dir, f"e1_eval_real_{word}.npz holds {len(o) - 1} clips, "
+                                                  f"{folder} {len(spk[word])}")
+            cached_clips = {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(spk[word]))}
+        for n in names_all:
             x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
+            audio[n] = x
             try:
-                takes[n] = H.template_frames(None, None, x, n, embedder=emb)[0]
+                H.check_take(x, n)
+                passed.add(n)
             except H.TakeError as e:
                 rejected[e.kind] += 1
-            pad = np.concatenate([np.zeros(SAMPLE_RATE, np.int16), x, np.zeros(SAMPLE_RATE // 2, np.int16)])
-            clip_embs[(word, n)] = emb(pad)[0]
-            by_spk[lab].append(n)
+            if cached_clips is not None:
+                clip_embs[(word, n)] = cached_clips[n]
+            else:
+                pad = np.concatenate([np.zeros(SAMPLE_RATE, np.int16), x, np.zeros(SAMPLE_RATE // 2, np.int16)])
+                clip_embs[(word, n)] = emb(pad)[0]
+            by_spk[spk[word][n]].append(n)
+        takes = {}
         for lab, names in sorted(by_spk.items()):
-            ok = [n for n in names if n in takes]
+            ok = [n for n in names if n in passed]
             if len(ok) < MIN_CLIPS:
                 continue
             for d in range(a.draws):
                 pick = list(rng.choice(ok, TAKES, replace=False))
-                enrollments.append(scorers.enrol([takes[n] for n in pick]))
+                for n in pick:
+                    if n not in takes:
+                        try:
+                            takes[n] = H.template_frames(None, None, audio[n], n, embedder=emb)[0]
+                        except H.TakeError:
+                            # fewer than 4 frames in the span: "no speech found" after embedding
+                            takes[n] = None
+                if any(takes[n] is None for n in pick):
+                    rejected["no speech found (frames)"] += 1
+                    continue
+                enrollments.append([takes[n] for n in pick])
                 meta.append({"word": word, "speaker": int(lab), "draw": d, "takes": pick,
                              "own": [n for n in names if n not in pick],
-                             "guests": [n for n in spk[word] if spk[word][n] != lab]})
+                             "guests": [n for n in names_all if spk[word][n] != lab]})
         print(f"{word}: {len(by_spk)} speakers, {sum(1 for m in meta if m['word'] == word)} enrollments",
               flush=True)
+    stats = scorers.dtw_stats([H.centre(e, scorers.mean) for raw in enrollments for e in raw])
+    enrollments = [scorers.enrol(raw, stats[TAKES * i:TAKES * (i + 1)]) for i, raw in enumerate(enrollments)]
     print(f"enrollments: {len(enrollments)}; takes rejected by the checks: {dict(rejected)}", flush=True)
 
     report = {"bank": os.path.basename(a.bank), "threshold_side_hours": round(thr_sec / 3600, 3),
@@ -318,7 +382,7 @@ def main(argv=None):
         own_miss, guest_heard, per_word = [], [], {}
         for w in words:
             rows = [i for i, m in enumerate(meta) if m["word"] == w]
-            names = sorted(spk[w])
+            names = sorted(spk[w])[:10 * a.limit or None]
             best = heard([enrollments[i] for i in rows], [clip_embs[(w, n)] for n in names], scorers, kind)
             col = {n: j for j, n in enumerate(names)}
             v = [0, 0, 0, 0]

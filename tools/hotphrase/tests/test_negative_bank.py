@@ -60,6 +60,14 @@ class RigidAndWakes(unittest.TestCase):
         self.assertAlmostEqual(s[11], 0.0, places=12)
         self.assertGreater(s[6:11].min(), 0.1)
 
+    def test_batched_bank_stats_are_household_bank_stats(self):
+        from hotphrase import household as H
+        rng = np.random.default_rng(1)
+        segs = [rng.standard_normal((n, 96)).astype(np.float32) for n in (40, 7, 60)]
+        sc = HE.Scorers(np.concatenate(segs).mean(axis=0), segs)
+        T = [H.centre(rng.standard_normal((L, 96)), sc.mean) for L in (5, 9, 12)]
+        np.testing.assert_allclose(sc.dtw_stats(T), [H.bank_stats(t, sc.bank) for t in T], rtol=1e-12)
+
     def test_count_wakes_refractory(self):
         z = np.full(200, -np.inf)
         z[[10, 11, 30, 34, 36, 100]] = 5.0
