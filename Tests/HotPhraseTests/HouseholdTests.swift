@@ -287,6 +287,74 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
     }
 }
 
+@Suite(.serialized) struct FusionTests {
+    /// Every wake of `detector` over `samples`, fed in 20 ms pieces.
+    func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] {
+        var found: [WakeDetection] = []
+        samples.withUnsafeBufferPointer { all in
+            var i = 0
+            while i < all.count {
+                detector.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)])) { found.append($0) }
+                i += 320
+            }
+        }
+        return found
+    }
+
+    /// For the model's own phrase (the test model's is "test") either detector wakes the speaker: the templates
+    /// alone with the generic model held off; with the generic model at threshold 0 (it would fire on its first
+    /// score, 2.022 s, and every step after) one refractory period of 2 s spaces all wakes, whichever woke it.
+    @Test func theModelsPhraseWakesByEitherWithOneRefractoryPeriod() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = Household()
+        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "Test", bank: bank)
+        let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 64_000)
+
+        let personal = wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1), stream)
+        #expect(personal.count == 1 && personal.allSatisfy { $0.personal && $0.phrase == "Test" }, "\(personal)")
+
+        let both = wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: 0, zThreshold: 1,
+                                           refractorySeconds: 2), stream)
+        // the templates hear it at 1.622 s, before the generic model's first score; then the generic model, 2 s on
+        #expect(both.first?.personal == true && both.first?.time == personal.first?.time, "\(both)")
+        #expect(both.dropFirst().allSatisfy { !$0.personal && $0.phrase == "test" } && both.count > 1, "\(both)")
+        #expect(zip(both, both.dropFirst()).allSatisfy { $1.time - $0.time >= 2 - 1e-9 }, "\(both.map(\.time))")
+        let generic = HotPhraseDetector(model: model, threshold: 0, refractorySeconds: 2)
+        var alone: [HotPhraseDetection] = []
+        stream.withUnsafeBufferPointer { generic.process($0) { alone.append($0) } }
+        #expect(both.count >= alone.count, "fusion never hears less than the generic model alone")
+    }
+
+    /// A generic wake whose frames match a kept household negative (no templates: by the mean distance of the
+    /// newest frames) needs 1 - (1 - threshold) / 4: at a threshold just under the first score it no longer fires
+    /// there, and still does without the negative.
+    @Test func aHouseholdNegativeRaisesTheGenericThresholdWhereItWasHeard() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        let stream = try HouseholdFixtures.say("what time is it") + [Int16](repeating: 0, count: 16_000)
+        let probe = HotPhraseDetector(model: model, threshold: 0)
+        var first: HotPhraseDetection?
+        var frames: [[Float]] = []
+        stream.withUnsafeBufferPointer {
+            probe.process($0, onFrame: { e, t in if t <= 32_352 { frames.append(Array(e)) } }) { d in first = first ?? d }
+        }
+        let wake = try #require(first)
+        #expect(wake.time == 2.022 && wake.score < 0.99, "\(wake)")
+        let threshold = wake.score - 1e-4
+        func at(_ household: Household) throws -> [WakeDetection] {
+            wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: threshold), stream).filter { $0.time == wake.time }
+        }
+        var household = Household()
+        #expect(try at(household).count == 1)
+        household.addNegative(frames)
+        #expect(household.negatives.first?.embeddings.count == frames.count)
+        #expect(try at(household).isEmpty)
+    }
+}
+
 @Suite struct HouseholdFileTests {
     func sample() -> Household {
         var h = Household()
