@@ -17,7 +17,7 @@ struct EnrollCommand: AsyncParsableCommand {
             Each recording (any sample rate or channel count) is one take of the phrase; its verdict is printed: kept, \
             or why it was not (clipped, too quiet, no speech, too long, unlike the other takes). Only embeddings are \
             kept, in DIR/household.json (mode 0600). Needs the speech-embedding model (format 2). Exit 1 when no take \
-            was kept.
+            was kept, 66 when a recording could not be read (the others are still kept).
             """)
 
     @Argument(help: "The recordings, one take each.") var wavs: [String]
@@ -54,9 +54,15 @@ struct EnrollCommand: AsyncParsableCommand {
             _ = try current.remeasure(bank: negatives)
             let text = phrase ?? loaded.phrase
             var kept = 0
+            // A recording that cannot be read stops no other take: the kept ones are saved, then it exits 66.
+            var unreadable: AudioFileError?
             for wav in wavs {
                 let audio: MonoAudio
-                do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch { throw CommandFailure(reading: error) }
+                do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch {
+                    printLine("\(wav): not kept: \(error)")
+                    unreadable = unreadable ?? error
+                    continue
+                }
                 do {
                     let take = try Enrollment.take(audio.samples, model: loaded)
                     try current.add(take, phrase: text, bank: negatives)
@@ -72,6 +78,7 @@ struct EnrollCommand: AsyncParsableCommand {
             }
             let count = current.phrase(text)?.templates.count ?? 0
             printError("\(kept) of \(wavs.count) take\(wavs.count == 1 ? "" : "s") kept; \"\(text)\" has \(count) template\(count == 1 ? "" : "s") in \(path)")
+            if let unreadable { throw CommandFailure(reading: unreadable) }
             if kept == 0 { throw CommandFailure(message: "no take was kept", exitCode: 1) }
         }
     }

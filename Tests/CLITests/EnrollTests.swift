@@ -52,6 +52,15 @@ import Testing
         let plain = try CLI.run(["hotphrase", "\(Self.fixtures)/stream.wav", "--json", "--threshold", "1", "--model",
                                  "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"])
         #expect(plain.status == 0 && plain.stdout.isEmpty, "\(plain.stdout)")
+
+        // a missing recording among good ones: the good one is kept and saved, the command exits 66 naming it
+        let more = try CLI.run(["enroll", "\(dir)/missing.wav", takes[0], "--household", dir, "--phrase", "OK Hound"] + Self.model)
+        #expect(more.status == 66)
+        #expect(more.stdout.hasPrefix("\(dir)/missing.wav: not kept: "), "\(more.stdout)")
+        #expect(more.stderr.contains("1 of 2 takes kept; \"OK Hound\" has 4 templates"), "\(more.stderr)")
+        let saved = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/household.json"))) as? [String: Any])
+        let phrases = try #require(saved["phrases"] as? [[String: Any]])
+        #expect((phrases.first?["templates"] as? [Any])?.count == 4)
     }
 
     @Test func enrollExplainsWhatItCannotDo() throws {
