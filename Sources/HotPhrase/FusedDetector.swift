@@ -41,7 +41,8 @@ public final class FusedDetector {
     private let phrases: [PhraseState]
     /// The index of the model's phrase among `phrases`, if the household enrolled it.
     private let modelPhrase: Int?
-    private let bank: NegativeBank
+    /// The bank's mean (not the bank: its frames are only for measuring templates).
+    private let mean: UnsafeMutablePointer<Float>
     private let dim: Int
     /// The newest frame, normalised.
     private let frame: UnsafeMutablePointer<Float>
@@ -65,7 +66,6 @@ public final class FusedDetector {
         // The generic detector's own refractory period is one step: this one's is shared with the templates.
         generic = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: 0)
         self.zThreshold = zThreshold ?? bank.zThreshold
-        self.bank = bank
         dim = bank.dim
         let hasTemplates = household.phrases.contains { !$0.templates.isEmpty }
         if hasTemplates || !household.negatives.isEmpty {
@@ -75,15 +75,12 @@ public final class FusedDetector {
                                      problem: "holds \(bank.dim)-number embeddings; the model \(model.path) makes \(m.dim)")
             }
         }
+        try household.check(dim: bank.dim)
         let normalisedNegatives = household.negatives.map { bank.normalised($0.embeddings) }
         var states: [PhraseState] = []
         for p in household.phrases where !p.templates.isEmpty {
             var templates: [TemplateState] = []
             for t in p.templates {
-                guard t.embeddings.allSatisfy({ $0.count == bank.dim }) else {
-                    throw HouseholdError(file: "household file", path: "(\(p.text))",
-                                         problem: "a template's embeddings are not \(bank.dim) numbers each")
-                }
                 let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
                 var floor = -Double.infinity
                 for n in normalisedNegatives {
@@ -111,6 +108,8 @@ public final class FusedDetector {
         window = max(1, normalisedNegatives.map { $0.count / bank.dim }.max() ?? 1)
         frame = .allocate(capacity: dim)
         frame.initialize(repeating: 0, count: dim)
+        mean = .allocate(capacity: dim)
+        mean.initialize(from: bank.mean, count: dim)
         recent = .allocate(capacity: window * dim)
         recent.initialize(repeating: 0, count: window * dim)
         let steps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
@@ -120,6 +119,7 @@ public final class FusedDetector {
     deinit {
         frame.deallocate()
         recent.deallocate()
+        mean.deallocate()
     }
 
     /// The last score of `dtw` over `frames` (normalised rows) from reset.
@@ -162,7 +162,7 @@ public final class FusedDetector {
     /// by the most.
     private func personal(_ e: UnsafeBufferPointer<Float>, sample: Int, rate: Double, onDetection: (WakeDetection) -> Void) {
         guard !phrases.isEmpty || !negatives.isEmpty, e.count == dim else { return }
-        bank.normalise(e.baseAddress!, into: frame)
+        NegativeBank.normalise(e.baseAddress!, mean: mean, into: frame, dim: dim)
         if !negatives.isEmpty {
             (recent + recentNext * dim).update(from: frame, count: dim)
             recentNext = (recentNext + 1) % window

@@ -59,10 +59,21 @@ public struct Household: Codable, Sendable, Equatable {
         String(s.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
     }
 
+    /// Throws unless every template's and negative's embeddings are `dim` numbers each (a household made with
+    /// another model's embedding cannot be scored with this one).
+    public func check(dim: Int) throws {
+        let rows = phrases.flatMap { $0.templates.flatMap(\.embeddings) } + negatives.flatMap(\.embeddings)
+        guard rows.allSatisfy({ $0.count == dim }) else {
+            throw HouseholdError(file: "household file", path: Self.fileName,
+                                 problem: "holds embeddings that are not \(dim) numbers each (made with another model?)")
+        }
+    }
+
     /// Adds a take of `text` as a template measured against `bank`; when the phrase has templates already, the
     /// take must be like them: the best z of those templates over the take's frames must reach the bank's
     /// threshold, or it is refused (`TakeProblem.unlikeTheOthers`).
     public mutating func add(_ take: EnrolledTake, phrase text: String, bank: NegativeBank, now: Date = Date()) throws {
+        try check(dim: bank.dim)
         let existing = phrase(text)?.templates ?? []
         if !existing.isEmpty {
             let frames = bank.normalised(take.frames)
@@ -131,6 +142,9 @@ public struct Household: Codable, Sendable, Equatable {
             throw fail("is damaged (\(error)); move it away and enroll again")
         }
         guard household.version == 1 else { throw fail("is version \(household.version); this build reads version 1") }
+        guard household.negatives.allSatisfy({ !$0.embeddings.isEmpty }) else {
+            throw fail("is damaged (a household negative has no frames); move it away and enroll again")
+        }
         for p in household.phrases {
             for t in p.templates {
                 guard (Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count),

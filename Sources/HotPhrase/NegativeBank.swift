@@ -147,16 +147,19 @@ public struct NegativeBank: Sendable {
     /// `x = (e - m) / |e - m|` (a zero vector stays zero).
     @inline(__always)
     func normalise(_ e: UnsafePointer<Float>, into x: UnsafeMutablePointer<Float>) {
-        mean.withUnsafeBufferPointer { m in
-            var sum: Float = 0
-            for j in 0..<dim {
-                let v = e[j] - m[j]
-                x[j] = v
-                sum += v * v
-            }
-            let scale: Float = sum > 0 ? 1 / sum.squareRoot() : 0
-            for j in 0..<dim { x[j] *= scale }
+        mean.withUnsafeBufferPointer { Self.normalise(e, mean: $0.baseAddress!, into: x, dim: dim) }
+    }
+
+    @inline(__always)
+    static func normalise(_ e: UnsafePointer<Float>, mean m: UnsafePointer<Float>, into x: UnsafeMutablePointer<Float>, dim: Int) {
+        var sum: Float = 0
+        for j in 0..<dim {
+            let v = e[j] - m[j]
+            x[j] = v
+            sum += v * v
         }
+        let scale: Float = sum > 0 ? 1 / sum.squareRoot() : 0
+        for j in 0..<dim { x[j] *= scale }
     }
 
     /// mu_T and sd_T (population) of a template's DTW scores over every segment, from each segment's frame L on

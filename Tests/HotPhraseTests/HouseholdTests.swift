@@ -394,6 +394,22 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
         #expect { try Household.load(path: path) } throws: { error in "\(error)".contains("wrong size") }
     }
 
+    /// The fused detector refuses what it cannot score: templates with a format-1 model (no embedding), and
+    /// embeddings of another size than the bank's.
+    @Test func theFusedDetectorRefusesWhatItCannotScore() throws {
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        #expect { try FusedDetector(model: try Fixtures.model(), household: sample(), bank: bank) } throws: { error in
+            "\(error)".contains("enrollment needs the speech-embedding model")
+        }
+        #expect(throws: Never.self) { try FusedDetector(model: try Fixtures.model(), household: Household(), bank: bank) }
+        var other = sample()
+        other.negatives[0].embeddings = [[1, 2, 3]]
+        #expect { try FusedDetector(model: try EmbeddingFixtures.model(), household: other, bank: bank) } throws: { error in
+            "\(error)".contains("not 96 numbers each")
+        }
+    }
+
     @Test func aNewBankMeasuresTheTemplatesAgain() throws {
         let (bank, bankPath) = try HouseholdFixtures.bank()
         defer { try? FileManager.default.removeItem(atPath: bankPath) }
