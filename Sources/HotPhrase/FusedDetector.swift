@@ -28,7 +28,7 @@ public final class FusedDetector {
         let dtw: SubsequenceDTW
         let mu: Double
         let sd: Double
-        /// z_T at the end of each household negative, + 0.5: the threshold never goes below the largest.
+        /// The best z_T over each household negative, + 0.5: the threshold never goes below the largest.
         let negativeFloor: Double
     }
 
@@ -52,7 +52,7 @@ public final class FusedDetector {
     private var recentNext = 0
     private var recentCount = 0
     private let negatives: [[Float]]
-    /// Per negative: the best DTW score of the model phrase's templates at its end (empty without templates).
+    /// Per negative: the best DTW score of the model phrase's templates over it (empty without templates).
     private let negativeScores: [Float]
     /// The best DTW score of the model phrase's templates on the newest frame.
     private var modelPhraseScore = Float.infinity
@@ -122,14 +122,15 @@ public final class FusedDetector {
         mean.deallocate()
     }
 
-    /// The last score of `dtw` over `frames` (normalised rows) from reset.
+    /// The best (lowest) score of `dtw` over `frames` (normalised rows) run as a stream from reset: its z is
+    /// the template's best z over a household negative (as the reference, household.negative_threshold).
     private static func run(_ dtw: SubsequenceDTW, over frames: [Float], dim: Int) -> Float {
         dtw.reset()
-        var last = Float.infinity
+        var best = Float.infinity
         frames.withUnsafeBufferPointer { f in
-            for k in 0..<(frames.count / dim) { last = dtw.push(f.baseAddress! + k * dim) }
+            for k in 0..<(frames.count / dim) { best = min(best, dtw.push(f.baseAddress! + k * dim)) }
         }
-        return last
+        return best
     }
 
     /// The phrases with templates, as enrolled.
