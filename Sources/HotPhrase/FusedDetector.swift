@@ -58,6 +58,13 @@ public final class FusedDetector {
     private var modelPhraseScore = Float.infinity
     private let refractorySamples: Int
     private var deafUntil = Int.min
+    /// The last `Enrollment.maxFrames` raw frames (ring), and their copy at the latest wake, oldest first: what
+    /// the speaker keeps as a household negative when that wake turns out false (docs/household.md).
+    private let raw: UnsafeMutablePointer<Float>
+    private var rawNext = 0
+    private var rawCount = 0
+    private let wakeRaw: UnsafeMutablePointer<Float>
+    private var wakeCount = 0
 
     /// `threshold` nil uses the model's own; `zThreshold` nil the bank's at sensitivity 0.5. Throws if the
     /// household has templates and the model has no embedding, or the embeddings' sizes disagree.
@@ -112,6 +119,10 @@ public final class FusedDetector {
         mean.initialize(from: bank.mean, count: dim)
         recent = .allocate(capacity: window * dim)
         recent.initialize(repeating: 0, count: window * dim)
+        raw = .allocate(capacity: Enrollment.maxFrames * dim)
+        raw.initialize(repeating: 0, count: Enrollment.maxFrames * dim)
+        wakeRaw = .allocate(capacity: Enrollment.maxFrames * dim)
+        wakeRaw.initialize(repeating: 0, count: Enrollment.maxFrames * dim)
         let steps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
         refractorySamples = Int((Double(steps) * model.stepSeconds * Double(model.sampleRate)).rounded())
     }
@@ -120,6 +131,24 @@ public final class FusedDetector {
         frame.deallocate()
         recent.deallocate()
         mean.deallocate()
+        raw.deallocate()
+        wakeRaw.deallocate()
+    }
+
+    /// The raw embedding frames heard up to the latest wake (at most `Enrollment.maxFrames`, oldest first; none
+    /// before the first wake or after `reset`). Allocates: for the loop, not the capture thread.
+    public var framesAtLastWake: [[Float]] {
+        (0..<wakeCount).map { k in Array(UnsafeBufferPointer(start: wakeRaw + k * dim, count: dim)) }
+    }
+
+    /// Copies the raw ring, oldest first, to `wakeRaw` (no allocation: it runs on the capture thread).
+    private func keepWakeFrames() {
+        let size = Enrollment.maxFrames
+        for k in 0..<rawCount {
+            let slot = ((rawNext - rawCount + k) % size + size) % size
+            (wakeRaw + k * dim).update(from: raw + slot * dim, count: dim)
+        }
+        wakeCount = rawCount
     }
 
     /// The best (lowest) score of `dtw` over `frames` (normalised rows) run as a stream from reset: its z is
@@ -144,6 +173,9 @@ public final class FusedDetector {
         recentNext = 0
         modelPhraseScore = .infinity
         deafUntil = .min
+        rawCount = 0
+        rawNext = 0
+        wakeCount = 0
     }
 
     /// Feeds samples; calls `onDetection` for each wake they complete.
@@ -155,6 +187,7 @@ public final class FusedDetector {
             let sample = Int((d.time * rate).rounded())
             guard sample >= deafUntil, !nearNegative(score: d.score) else { return }
             deafUntil = sample + refractorySamples
+            keepWakeFrames()
             onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false))
         })
     }
@@ -162,7 +195,11 @@ public final class FusedDetector {
     /// One embedding frame through every template; a wake for the phrase whose templates pass their thresholds
     /// by the most.
     private func personal(_ e: UnsafeBufferPointer<Float>, sample: Int, rate: Double, onDetection: (WakeDetection) -> Void) {
-        guard !phrases.isEmpty || !negatives.isEmpty, e.count == dim else { return }
+        guard e.count == dim else { return }
+        (raw + rawNext * dim).update(from: e.baseAddress!, count: dim)
+        rawNext = (rawNext + 1) % Enrollment.maxFrames
+        rawCount = min(rawCount + 1, Enrollment.maxFrames)
+        guard !phrases.isEmpty || !negatives.isEmpty else { return }
         NegativeBank.normalise(e.baseAddress!, mean: mean, into: frame, dim: dim)
         if !negatives.isEmpty {
             (recent + recentNext * dim).update(from: frame, count: dim)
@@ -184,6 +221,7 @@ public final class FusedDetector {
         }
         guard let wake, sample >= deafUntil else { return }
         deafUntil = sample + refractorySamples
+        keepWakeFrames()
         onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true))
     }
 

@@ -377,6 +377,25 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
         #expect(mode == 0o600)
     }
 
+    /// The household's false wakes: the newest 64 are kept, each its last frames (at most the longest
+    /// template's), and they survive a save and a load.
+    @Test func falseWakesAreBoundedToTheNewest64AndSaved() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/household.json"
+        var h = sample()  // its one template has 5 frames
+        h.negatives = []
+        for i in 0..<70 {
+            h.addNegative((0..<30).map { k in [Float](repeating: Float(i * 100 + k), count: 96) },
+                          now: Date(timeIntervalSince1970: 1_790_000_000 + Double(i)))
+        }
+        #expect(h.negatives.count == Household.negativesKept && Household.negativesKept == 64)
+        #expect(h.negatives.first?.embeddings.map { $0[0] } == [625, 626, 627, 628, 629])  // the 7th added, its last 5 frames
+        #expect(h.negatives.last?.embeddings.map { $0[0] } == [6925, 6926, 6927, 6928, 6929])
+        try h.save(path: path)
+        #expect(try Household.load(path: path) == h)
+    }
+
     @Test func aDamagedFileIsNamed() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
