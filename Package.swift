@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

@@ -51,7 +51,7 @@ public struct Household: Codable, Sendable, Equatable {
         phrases.first { Self.same($0.text, text) }
     }
 
-    static func same(_ a: String, _ b: String) -> Bool {
+    public static func same(_ a: String, _ b: String) -> Bool {
         trimmed(a).lowercased() == trimmed(b).lowercased()
     }
 

@@ -5,6 +5,7 @@ public import Audio
 public import HotPhrase
 public import Logging
 public import SpeakerCore
+public import Control
 
 /// The "OK Hound" detector as the capture router uses it. The router calls `process` from the capture thread
 /// and `reset` from the loop; the lock here makes "one thread at a time" a property of this type rather than of
@@ -190,60 +191,38 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
             return d.framesAtLastWake
         }
         guard !frames.isEmpty, voices != nil else { return }
-        change("a false wake kept as a household negative") { $0.addNegative(frames); return true }
+        change("a false wake kept as a household negative") { $0.addNegative(frames) }
     }
 
-    /// Reads the household's file again (`enroll` or another process changed it) and runs what it holds.
-    public func reloadHousehold(done: (@Sendable (Result<Household, HouseholdError>) -> Void)? = nil) {
-        guard let voices else {
-            done?(.failure(HouseholdError(file: "household file", path: "", problem: "this speaker runs the generic detector only (format-1 model or no negative bank)")))
-            return
-        }
-        OwnedThread.start(name: "hs-household") { [self] in
-            changing.withLock {
-                do {
-                    let next = try Household.load(path: voices.path) ?? Household()
-                    install(next)
-                    logger?.notice("household reloaded: listening with \(describeLocked)")
-                    done?(.success(next))
-                } catch let error as HouseholdError {
-                    logger?.error("household not reloaded: \(error)")
-                    done?(.failure(error))
-                } catch {
-                    done?(.failure(HouseholdError(file: "household file", path: voices.path, problem: "\(error)")))
-                }
-            }
-        }
-    }
-
-    /// Changes the household (`edit` returns false: nothing to change), saves it atomically and swaps in its
-    /// detector, on a thread of its own; `done` gets the household as saved, or why not.
-    public func change(_ what: String, _ edit: @escaping @Sendable (inout Household) -> Bool = { _ in true },
+    /// Changes the household as its file holds it now (`enroll` may have written it since), saves it atomically
+    /// (nothing changed: not written) and swaps in its detector, on a thread of its own; `done` gets the
+    /// household as it now runs, or why not. `edit` nil: only read the file again.
+    public func change(_ what: String, _ edit: (@Sendable (inout Household) throws -> Void)?,
                        done: (@Sendable (Result<Household, HouseholdError>) -> Void)? = nil) {
         guard let voices else {
-            done?(.failure(HouseholdError(file: "household file", path: "", problem: "this speaker runs the generic detector only (format-1 model or no negative bank)")))
+            done?(.failure(HouseholdError(file: "household file", path: "", problem:
+                "not used by this speaker: its model has no speech embedding (format 1) or the negative bank is missing (see the log at start)")))
             return
         }
         OwnedThread.start(name: "hs-household") { [self] in
             changing.withLock {
-                var next = household
-                guard edit(&next) else {
-                    done?(.success(next))
-                    return
-                }
                 do {
-                    try next.save(path: voices.path)
-                } catch let error as HouseholdError {
-                    logger?.error("\(what): \(error)")
-                    done?(.failure(error))
-                    return
+                    var next = try Household.load(path: voices.path) ?? Household()
+                    if let edit {
+                        let before = next
+                        try edit(&next)
+                        if next != before { try next.save(path: voices.path) }
+                    } else if try next.remeasure(bank: voices.bank) {
+                        try next.save(path: voices.path)
+                    }
+                    install(next)
+                    logger?.notice("\(what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")")
+                    done?(.success(next))
                 } catch {
-                    done?(.failure(HouseholdError(file: "household file", path: voices.path, problem: "\(error)")))
-                    return
+                    let problem = error as? HouseholdError ?? HouseholdError(file: "household file", path: voices.path, problem: "\(error)")
+                    logger?.error("\(what): \(problem)")
+                    done?(.failure(problem))
                 }
-                install(next)
-                logger?.info("\(what): \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")")
-                done?(.success(next))
             }
         }
     }
@@ -255,4 +234,39 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
 
     /// Whether the household's part can run at all (format-2 model and a bank).
     public var hasHousehold: Bool { voices != nil }
+}
+
+extension HotPhraseListener: ControlledHousehold {
+    public var householdSummary: HouseholdSummary {
+        let household = currentHousehold
+        let active = personalActive
+        return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
+            HouseholdSummary.Phrase(text: p.text, takes: p.templates.map { $0.added.formatted(.iso8601) })
+        }, negatives: household.negatives.count, personalActive: active)
+    }
+
+    public func apply(_ change: HouseholdChange) async -> Result<HouseholdSummary, ControlCommand.Problem> {
+        let result: Result<Household, HouseholdError> = await withCheckedContinuation { continuation in
+            let done: @Sendable (Result<Household, HouseholdError>) -> Void = { continuation.resume(returning: $0) }
+            switch change {
+            case .reload:
+                self.change("household reloaded", nil, done: done)
+            case .forgetNegatives:
+                self.change("household negatives forgotten", { $0.negatives = [] }, done: done)
+            case .forget(let text):
+                self.change("\"\(text)\" forgotten", { household in
+                    guard let i = household.phrases.firstIndex(where: { Household.same($0.text, text) }) else {
+                        let known = household.phrases.map { "\"\($0.text)\"" }
+                        throw HouseholdError(file: "household", path: "", problem:
+                            "has no phrase \"\(text)\" (enrolled: \(known.isEmpty ? "none" : known.joined(separator: ", ")); ctl voices lists them)")
+                    }
+                    household.phrases.remove(at: i)
+                }, done: done)
+            }
+        }
+        switch result {
+        case .success: return .success(householdSummary)
+        case .failure(let error): return .failure(ControlCommand.Problem(error.path.isEmpty ? "\(error.file) \(error.problem)" : error.description))
+        }
+    }
 }

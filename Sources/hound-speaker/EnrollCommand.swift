@@ -3,6 +3,7 @@ import Audio
 import AudioCore
 import FoundationEssentials
 import HotPhrase
+import JSONKit
 import Platform
 import SpeakerApp
 import SpeakerConfig
@@ -78,9 +79,25 @@ struct EnrollCommand: AsyncParsableCommand {
             }
             let count = current.phrase(text)?.templates.count ?? 0
             printError("\(kept) of \(wavs.count) take\(wavs.count == 1 ? "" : "s") kept; \"\(text)\" has \(count) template\(count == 1 ? "" : "s") in \(path)")
+            if kept > 0, household == nil || household == config.hotphrase.household { await tellRunningSpeaker(config) }
             if let unreadable { throw CommandFailure(reading: unreadable) }
             if kept == 0 { throw CommandFailure(message: "no take was kept", exitCode: 1) }
         }
+    }
+}
+
+/// A speaker running with this config reads the household again now (through the control API); one that cannot
+/// be reached uses the change from its next start, and this says so.
+func tellRunningSpeaker(_ config: SpeakerConfiguration) async {
+    guard config.control.listen != nil else {
+        printError("a running speaker uses the change from its next start ([control] listen is off, so it cannot be told now)")
+        return
+    }
+    do {
+        _ = try await ControlClient.send(["command": "reload_household"], config: config)
+        printError("the running speaker uses the change now")
+    } catch {
+        printError("no running speaker was told (\(error.message)): it uses the change from its next start")
     }
 }
 
