@@ -86,3 +86,60 @@ import Testing
         #expect(detect.stderr.contains("household file \(dir)/household.json: is damaged"), "\(detect.stderr)")
     }
 }
+
+/// The household in a running speaker (issue #37, part 3): `ctl voices` lists what `enroll` taught it, an enroll
+/// while it runs is taken at once, `ctl forget` removes a phrase (one not enrolled is refused by name).
+@Suite struct HouseholdCtlTests {
+    @Test func ctlVoicesAndForgetOnARunningSpeaker() throws {
+        let fixtures = EnrollTests.fixtures
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let control = freePort()
+        // Household and bank in the fixture's folder: the bank as the installed share/hotphrase/negative-bank.hpm.
+        let household = FileManager.default.temporaryDirectory.appendingPathComponent("hs-voices-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: household + "/share", withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: household) }
+        try FileManager.default.copyItem(atPath: "\(fixtures)/bank.hpm", toPath: household + "/share/negative-bank.hpm")
+        var fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: true, extraConfig: """
+            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
+            household = "\(household)"
+            [control]
+            listen = "127.0.0.1:\(control)"
+            """)
+        fixture.extraEnvironment = ["HOUND_SPEAKER_HOTPHRASE_PATH": household + "/share"]
+        defer { fixture.remove() }
+        let takes = (1...3).map { "\(fixtures)/take-\($0).wav" }
+        let enrolled = try CLI.run(["enroll"] + takes + ["--household", household, "--phrase", "OK Hound"] + EnrollTests.model)
+        #expect(enrolled.status == 0, "\(enrolled.stderr)")
+
+        let (process, _, output) = try fixture.startRun(hotPhrase: true)
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        #expect(output.wait(for: "\"to\":\"ready\""))
+        func ctl(_ words: String...) throws -> CLI.Result { try CLI.run(["ctl"] + words + ["--config", fixture.config]) }
+
+        let voices = try ctl("voices")
+        #expect(voices.status == 0, "\(voices.stderr)")
+        let lines = voices.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first?.hasPrefix("\"OK Hound\": 3 takes (added ") == true, "\(voices.stdout)")
+        #expect(lines.last == "personal scorer: active", "\(voices.stdout)")
+        let status = try ctl("status")
+        #expect(status.stdout.contains("\"household\":{") && status.stdout.contains("\"personal_active\":true"), "\(status.stdout)")
+
+        // An enroll while it runs (the same config's household): told through the control API, taken at once.
+        let more = try CLI.run(["enroll", takes[0], "--phrase", "OK Hound", "--config", fixture.config, "--bank", "\(fixtures)/bank.hpm"])
+        #expect(more.status == 0 && more.stderr.contains("the running speaker uses the change now"), "\(more.stderr)")
+        #expect(try ctl("voices").stdout.hasPrefix("\"OK Hound\": 4 takes"))
+
+        let unknown = try ctl("forget", "hey", "kitchen")
+        #expect(unknown.status == 1 && unknown.stderr.contains("HTTP 409") && unknown.stderr.contains("has no phrase \"hey kitchen\""),
+                "\(unknown.stderr)")
+        #expect(try ctl("forget").status == 64)
+        let forgot = try ctl("forget", "ok", "hound")
+        #expect(forgot.status == 0, "\(forgot.stderr)")
+        #expect(forgot.stdout.hasPrefix("no phrases enrolled") && forgot.stdout.hasSuffix("personal scorer: off (the generic model alone)\n"),
+                "\(forgot.stdout)")
+        #expect(try ctl("forget", "--negatives").status == 0)
+        let file = try String(contentsOfFile: household + "/household.json", encoding: .utf8)
+        #expect(file.contains("\"phrases\":[]") && file.contains("\"negatives\":[]"), "\(file.prefix(200))")
+    }
+}
