@@ -108,7 +108,7 @@ let package = Package(
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
-        .target(name: "HotPhrase", dependencies: ["Platform"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(name: "HotPhrase", dependencies: ["Platform", "CCrypto"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
@@ -174,7 +174,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

@@ -22,10 +22,16 @@ public enum ControlCommand: Sendable, Equatable {
     case clearConversation
     /// The screen was touched: back to full brightness (it dims again after the quiet time).
     case wake
+    /// The household's enrolled phrases and their takes, and its false wakes (docs/household.md).
+    case voices
+    /// Removes one phrase's takes (`phrase`), or the household's false wakes (nil).
+    case forget(phrase: String?)
+    /// Reads the household's file again (after `hound-speaker enroll`).
+    case reloadHousehold
 
     /// The command names, as a script writes them.
     public static let names = ["listen", "stop", "text", "say", "mute", "unmute", "volume", "status", "timers",
-                               "cancel_timer", "cancel_alarm", "clear", "wake"]
+                               "cancel_timer", "cancel_alarm", "clear", "wake", "voices", "forget", "reload_household"]
 
     /// What a request lacked or got wrong, in words for whoever wrote it.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -58,6 +64,12 @@ public enum ControlCommand: Sendable, Equatable {
         case "status", "timers": return .status
         case "clear": return .clearConversation
         case "wake": return .wake
+        case "voices": return .voices
+        case "reload_household": return .reloadHousehold
+        case "forget":
+            if object["negatives"]?.boolValue == true { return .forget(phrase: nil) }
+            if let phrase = object["phrase"]?.stringValue, !phrase.allSatisfy(\.isWhitespace) { return .forget(phrase: phrase) }
+            throw Problem("\"forget\" needs \"phrase\" (one of \"voices\") or \"negatives\": true")
         case "volume":
             if let step = object["step"]?.stringValue {
                 guard step == "up" || step == "down" else { throw Problem("\"step\" is \"up\" or \"down\", not \"\(step)\"") }
@@ -93,7 +105,7 @@ public enum ControlCommand: Sendable, Equatable {
         case .cancelTimer(let selection): .carryOut(.timer(.cancel(selection)))
         case .cancelAlarm(let selection): .carryOut(.alarm(.cancel(selection)))
         case .clearConversation: .clearConversation
-        case .wake: nil
+        case .wake, .voices, .forget, .reloadHousehold: nil
         }
     }
 }

@@ -14,6 +14,59 @@ public protocol ControlledSpeaker: AnyObject, Sendable {
 
 extension SpeakerLoop: ControlledSpeaker {}
 
+/// The household's voices as the control API shows them (docs/household.md): each enrolled phrase with when its
+/// takes were added, how many false wakes are kept, and whether the personal scorer runs.
+public struct HouseholdSummary: Sendable, Equatable {
+    public struct Phrase: Sendable, Equatable {
+        public var text: String
+        /// When each take was added (ISO 8601), oldest first.
+        public var takes: [String]
+        public init(text: String, takes: [String]) {
+            self.text = text
+            self.takes = takes
+        }
+    }
+
+    public var phrases: [Phrase]
+    public var negatives: Int
+    public var personalActive: Bool
+
+    public init(phrases: [Phrase], negatives: Int, personalActive: Bool) {
+        self.phrases = phrases
+        self.negatives = negatives
+        self.personalActive = personalActive
+    }
+
+    /// In the status: the counts. `withTakes` (the `voices` reply): each take's date too.
+    public func json(withTakes: Bool = false) -> JSONValue {
+        .object([
+            "phrases": .array(phrases.map { p in
+                var o: [String: JSONValue] = ["text": .string(p.text), "takes": .int(Int64(p.takes.count))]
+                if withTakes { o["added"] = .array(p.takes.map { .string($0) }) }
+                return .object(o)
+            }),
+            "negatives": .int(Int64(negatives)), "personal_active": .bool(personalActive),
+        ])
+    }
+}
+
+/// What the control API may change of the household.
+public enum HouseholdChange: Sendable, Equatable {
+    /// One phrase's takes.
+    case forget(String)
+    /// The household's false wakes.
+    case forgetNegatives
+    /// Read the file again.
+    case reload
+}
+
+/// The running speaker's household (the hot-phrase listener): its summary, and changes that apply at once.
+public protocol ControlledHousehold: AnyObject, Sendable {
+    var householdSummary: HouseholdSummary { get }
+    /// Carries out `change` (saved and applied); the household after it, or why not, in words for a person.
+    func apply(_ change: HouseholdChange) async -> Result<HouseholdSummary, ControlCommand.Problem>
+}
+
 /// One connected client of the event stream (a WebSocket).
 public protocol ControlSubscriber: AnyObject, Sendable {
     /// Hands one JSON line over without waiting for it to be sent; false when the client is too far behind to
@@ -27,6 +80,8 @@ public protocol ControlSubscriber: AnyObject, Sendable {
 public final class ControlHub: Sendable {
     struct State {
         var speaker: (any ControlledSpeaker)?
+        /// Nil: no hot phrase, so no household to show.
+        var household: (any ControlledHousehold)?
         var subscribers: [ObjectIdentifier: any ControlSubscriber] = [:]
         /// The last of each, for the snapshot.
         var partial = ""
@@ -69,6 +124,9 @@ public final class ControlHub: Sendable {
 
     /// The speaker, once its loop exists (it is made after the hub, which is one of its observers).
     public func attach(_ speaker: any ControlledSpeaker) { state.withLock { $0.speaker = speaker } }
+
+    /// The household's voices (when the speaker listens for the hot phrase).
+    public func attach(household: any ControlledHousehold) { state.withLock { $0.household = household } }
 
     /// How many clients are connected now.
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
@@ -148,6 +206,7 @@ public final class ControlHub: Sendable {
             ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
             ("problem", .string(s.problem)), ("display", s.display),
             ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),
+            ("household", s.household?.householdSummary.json() ?? .null),
         ]
     }
 
@@ -180,6 +239,21 @@ public final class ControlHub: Sendable {
         case .wake:
             speaker.wakeScreen()
             return ["ok": true]
+        case .voices, .forget, .reloadHousehold:
+            guard let household = state.withLock({ $0.household }) else {
+                return Self.failure("this speaker does not listen for the hot phrase ([hotphrase] enabled = false): it has no household's voices")
+            }
+            let result: Result<HouseholdSummary, ControlCommand.Problem>
+            switch command {
+            case .forget(let phrase?): result = await household.apply(.forget(phrase))
+            case .forget(nil): result = await household.apply(.forgetNegatives)
+            case .reloadHousehold: result = await household.apply(.reload)
+            default: result = .success(household.householdSummary)
+            }
+            switch result {
+            case .success(let summary): return ["ok": true, "household": summary.json(withTakes: true)]
+            case .failure(let problem): return Self.failure(problem.description)
+            }
         case .text(let query):
             return await ask(query, of: speaker, untilAnswered: waitForAnswer, timeout: answerTimeout)
         case .cancelTimer(let selection):

@@ -550,6 +550,9 @@ extension ControlCommand {
         case .cancelAlarm: "cancel_alarm"
         case .clearConversation: "clear"
         case .wake: "wake"
+        case .voices: "voices"
+        case .forget: "forget"
+        case .reloadHousehold: "reload_household"
         }
     }
 }

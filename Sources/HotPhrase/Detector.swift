@@ -6,10 +6,12 @@ public struct HotPhraseDetection: Sendable, Equatable {
 
 /// What turns audio into one probability per detector step: the format-1 network over its log-mel frames, or the
 /// speech-embedding pipeline (format 2). `onScore` gets the probability and the number of samples since the
-/// last reset at which that step's audio ended.
+/// last reset at which that step's audio ended; `onEmbedding` (format 2 only) each embedding and the same count
+/// for it, before the step's score.
 protocol StepScorer: AnyObject {
     func reset()
-    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void)
+    func process(_ samples: UnsafeBufferPointer<Int16>, onEmbedding: (UnsafeBufferPointer<Float>, Int) -> Void,
+                 onScore: (Float, Int) -> Void)
 }
 
 /// Format 1: the log-mel front end and the small streaming network.
@@ -31,7 +33,8 @@ final class ConvolutionalScorer: StepScorer {
         frames = 0
     }
 
-    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void) {
+    func process(_ samples: UnsafeBufferPointer<Int16>, onEmbedding: (UnsafeBufferPointer<Float>, Int) -> Void,
+                 onScore: (Float, Int) -> Void) {
         frontEnd.process(samples) { frame in
             frames += 1
             guard let p = network.push(frame: frame) else { return }
@@ -100,7 +103,17 @@ public final class HotPhraseDetector {
 
     /// Feeds samples; calls `onDetection` for each detection they complete.
     public func process(_ samples: UnsafeBufferPointer<Int16>, onDetection: (HotPhraseDetection) -> Void) {
-        scorer.process(samples) { p, end in
+        process(samples, onFrame: { _, _ in }, onDetection: onDetection)
+    }
+
+    /// As `process(_:onDetection:)`, and calls `onFrame` with every embedding frame of the format-2 front end
+    /// (docs/household.md, "Frames"; a format-1 model has none), before the detector step it completes: the 96
+    /// numbers `e_k` (valid only during the call) and `t_k`, the sample count from the stream's start (across
+    /// resets) of the newest sample it has seen. The personal scorer (FusedDetector) runs on these.
+    public func process(_ samples: UnsafeBufferPointer<Int16>, onFrame: (UnsafeBufferPointer<Float>, Int) -> Void,
+                        onDetection: (HotPhraseDetection) -> Void) {
+        let origin = origin
+        scorer.process(samples, onEmbedding: { e, end in onFrame(e, origin + end) }) { p, end in
             recent[recentNext] = p
             recentNext = (recentNext + 1) % recent.count
             recentCount = min(recentCount + 1, recent.count)

@@ -42,6 +42,12 @@ public struct HotPhraseModel: Sendable {
         }
     }
 
+    /// Whether the model computes speech embeddings (format 2), which enrollment and the personal scorer need.
+    public var hasEmbeddings: Bool {
+        if case .embedding = network { return true }
+        return false
+    }
+
     /// Steps the detector needs before its first score.
     public var warmUpSteps: Int {
         switch network {
@@ -104,15 +110,7 @@ public struct HotPhraseModel: Sendable {
 
     public init(bytes: [UInt8], path: String) throws {
         func fail(_ problem: String) -> HotPhraseModelError { HotPhraseModelError(path: path, problem: problem) }
-        guard bytes.count >= 8, bytes[0..<4].elementsEqual(Array("HPM1".utf8)) else {
-            throw fail("not a hot-phrase model file (it must start with HPM1; was it made by tools/hotphrase?)")
-        }
-        let file = TensorFile(bytes: bytes, path: path)
-        let headerLength = Int(file.u32(4))
-        guard headerLength > 0, 8 + headerLength <= bytes.count else {
-            throw fail("truncated: the header says \(headerLength) bytes, the file has \(bytes.count)")
-        }
-        let headerBytes = Data(bytes[8..<(8 + headerLength)])
+        let (file, headerBytes, payload) = try TensorFile.container(bytes: bytes, path: path)
         let common: Common
         do {
             common = try JSONDecoder().decode(Common.self, from: headerBytes)
@@ -126,7 +124,6 @@ public struct HotPhraseModel: Sendable {
         guard common.smoothing > 0, (0...1).contains(common.default_threshold), common.refractory_seconds >= 0 else {
             throw fail("its smoothing, threshold or refractory period is out of range")
         }
-        let payload = 8 + headerLength
         do {
             switch common.format {
             case 1: network = .convolutional(try ConvolutionalModel(header: headerBytes, file: file, payload: payload))
@@ -162,14 +159,47 @@ struct TensorFile {
 
     func fail(_ problem: String) -> HotPhraseModelError { HotPhraseModelError(path: path, problem: problem) }
 
+    /// The container every .hpm file is (models and the negative bank): b"HPM1", a little-endian u32 header length,
+    /// the JSON header, then the tensors from `payload` on.
+    static func container(bytes: [UInt8], path: String) throws -> (file: TensorFile, header: Data, payload: Int) {
+        let file = TensorFile(bytes: bytes, path: path)
+        guard bytes.count >= 8, bytes[0..<4].elementsEqual(Array("HPM1".utf8)) else {
+            throw file.fail("not a hot-phrase model file (it must start with HPM1; was it made by tools/hotphrase?)")
+        }
+        let headerLength = Int(file.u32(4))
+        guard headerLength > 0, 8 + headerLength <= bytes.count else {
+            throw file.fail("truncated: the header says \(headerLength) bytes, the file has \(bytes.count)")
+        }
+        return (file, Data(bytes[8..<(8 + headerLength)]), 8 + headerLength)
+    }
+
+    /// The float16 tensor `name` of `table` as its raw bit patterns (widened one row at a time with `f16(bits:)`),
+    /// checked as `tensor` checks: the negative bank's frames stay half the size in memory.
+    func halves(_ table: [String: Entry], _ name: String, _ shape: [Int], payload: Int) throws -> [UInt16] {
+        guard let t = table[name] else { throw fail("tensor \(name) is missing") }
+        guard t.shape == shape else { throw fail("tensor \(name) has shape \(t.shape), expected \(shape)") }
+        guard t.dtype == "float16" else { throw fail("tensor \(name) is \(t.dtype), expected float16") }
+        let count = shape.reduce(1, *)
+        guard t.offset >= 0, t.bytes == count * 2, payload + t.offset + t.bytes <= bytes.count else {
+            throw fail("tensor \(name) lies outside the file (truncated?)")
+        }
+        let base = payload + t.offset
+        let values = (0..<count).map { UInt16(bytes[base + 2 * $0]) | UInt16(bytes[base + 2 * $0 + 1]) << 8 }
+        // exponent all ones: infinite or NaN
+        guard !values.contains(where: { $0 & 0x7c00 == 0x7c00 }) else { throw fail("it holds NaN or infinite values (\(name))") }
+        return values
+    }
+
     /// Little-endian u32 at `o` (the header length, float32 bit patterns).
     func u32(_ o: Int) -> UInt32 {
         UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8 | UInt32(bytes[o + 2]) << 16 | UInt32(bytes[o + 3]) << 24
     }
 
     /// IEEE half at `o`, widened (Float16 is not on every platform Swift builds the speaker for).
-    func f16(_ o: Int) -> Float {
-        let h = UInt32(bytes[o]) | UInt32(bytes[o + 1]) << 8
+    func f16(_ o: Int) -> Float { Self.f16(bits: UInt16(bytes[o]) | UInt16(bytes[o + 1]) << 8) }
+
+    static func f16(bits: UInt16) -> Float {
+        let h = UInt32(bits)
         let sign = (h & 0x8000) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff
         if exponent == 0 {  // zero or subnormal: mantissa * 2^-24
             let v = Float(mantissa) * 0x1p-24

@@ -12,6 +12,9 @@ public struct HotPhraseSettings: Sendable, Equatable {
     /// The sensitivity while the speaker talks or rings, over the echo-cancelled audio (`[audio] echo_cancel`): what
     /// is left of its own voice must not wake it, and a person talking over it is often heard less well.
     public var bargeInSensitivity = 0.5
+    /// The folder of the household's enrolled voices (household.json, docs/household.md); "" is the state
+    /// directory (ConfigLoader fills it in).
+    public var household = ""
 
     public init(enabled: Bool = true, model: String = "", sensitivity: Double = 0.5, refractoryMS: Int = 2000) {
         self.enabled = enabled

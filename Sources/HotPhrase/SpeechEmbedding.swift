@@ -24,19 +24,26 @@ final class EmbeddingScorer: StepScorer {
         groups = 0
     }
 
-    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void) {
+    func process(_ samples: UnsafeBufferPointer<Int16>, onEmbedding: (UnsafeBufferPointer<Float>, Int) -> Void,
+                 onScore: (Float, Int) -> Void) {
         let mel = model.mel
         frontEnd.process(samples) { group in
             groups += 1
             melObserver?(group)
+            // the moment the group's newest frame ended
+            let end = ((groups * mel.group) - 1) * mel.hop + mel.fftSize
             var score: Float?
             network.push(group: group) { embedding in
                 embeddingObserver?(embedding)
+                onEmbedding(embedding, end)
                 score = head.push(embedding: embedding)
             }
-            // the moment the group's newest frame ended
-            if let score { onScore(score, ((groups * mel.group) - 1) * mel.hop + mel.fftSize) }
+            if let score { onScore(score, end) }
         }
+    }
+
+    func process(_ samples: UnsafeBufferPointer<Int16>, onScore: (Float, Int) -> Void) {
+        process(samples, onEmbedding: { _, _ in }, onScore: onScore)
     }
 }
 

@@ -17,7 +17,7 @@ public enum ControlClient {
             if rest.allSatisfy(\.isWhitespace) { throw usage("\(name) needs \(what)") }
         }
         switch name {
-        case "listen", "stop", "mute", "unmute", "status", "timers", "clear", "wake":
+        case "listen", "stop", "mute", "unmute", "status", "timers", "clear", "wake", "voices":
             guard rest.isEmpty else { throw usage("\(name) takes nothing after it") }
             return ["command": .string(name)]
         case "text":
@@ -40,12 +40,16 @@ public enum ControlClient {
             var request: [String: JSONValue] = ["command": .string(name == "cancel-timer" ? "cancel_timer" : "cancel_alarm")]
             if rest == "all" { request["all"] = true } else if let id = Int(rest) { request["id"] = .int(Int64(id)) } else { request["name"] = .string(rest) }
             return .object(request)
+        case "forget":
+            try needsWords("a phrase (from ctl voices) or --negatives")
+            if rest == "--negatives" { return ["command": "forget", "negatives": true] }
+            return ["command": "forget", "phrase": .string(rest)]
         default:
             throw usage("unknown command \"\(name)\"")
         }
     }
 
-    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake"
+    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake, voices, forget PHRASE|--negatives"
 
     static func usage(_ problem: String) -> CommandFailure {
         CommandFailure(message: "ctl: \(problem) (commands: \(commands))", exitCode: 64)
@@ -78,6 +82,23 @@ public enum ControlClient {
             let when = (alarm["time"]?.stringValue ?? "?") + (days.isEmpty ? "" : " on " + days.joined(separator: ", "))
             return "\(alarm["id"]?.int64Value ?? 0)  \(named(alarm, "alarm")): \(when), \(alarm["status"]?.stringValue ?? "?")"
         }
+        return lines
+    }
+
+    /// What `ctl voices` (and `ctl forget`) print of the household: each phrase with its takes, one a line, its
+    /// false wakes, and whether the personal scorer runs.
+    public static func voiceLines(_ reply: JSONValue) -> [String] {
+        let household = reply["household"] ?? .null
+        let phrases = household["phrases"]?.arrayValue ?? []
+        var lines = phrases.map { p in
+            let added = (p["added"]?.arrayValue ?? []).compactMap(\.stringValue)
+            let takes = p["takes"]?.int64Value ?? Int64(added.count)
+            return "\"\(p["text"]?.stringValue ?? "?")\": \(takes) take\(takes == 1 ? "" : "s")" + (added.isEmpty ? "" : " (added \(added.joined(separator: ", ")))")
+        }
+        if lines.isEmpty { lines = ["no phrases enrolled (hound-speaker enroll)"] }
+        let negatives = household["negatives"]?.int64Value ?? 0
+        lines.append("\(negatives) household false wake\(negatives == 1 ? "" : "s") kept")
+        lines.append("personal scorer: " + (household["personal_active"]?.boolValue == true ? "active" : "off (the generic model alone)"))
         return lines
     }
 

@@ -3,14 +3,26 @@ import Glibc
 import Platform
 public import Audio
 public import HotPhrase
+public import Logging
 public import SpeakerCore
+public import Control
 
 /// The "OK Hound" detector as the capture router uses it. The router calls `process` from the capture thread
 /// and `reset` from the loop; the lock here makes "one thread at a time" a property of this type rather than of
 /// its caller (hence @unchecked: the detector is only touched under `lock`).
+///
+/// With a household (docs/household.md) it runs the FusedDetector: the generic model and the household's
+/// templates; otherwise the generic HotPhraseDetector alone. A change to the household (a false wake kept,
+/// `ctl forget`, `enroll` while running) builds the new detector on a thread of its own, under `changing`, and
+/// only the swap takes `lock`: the capture thread never waits for a file or a DTW over the negatives.
 public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
+    private enum Detector {
+        case generic(HotPhraseDetector)
+        case fused(FusedDetector)
+    }
+
     private let lock = Lock()
-    private let detector: HotPhraseDetector
+    private var detector: Detector
     private var score = 0.0
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
@@ -23,34 +35,143 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// residual suppressor (`EchoCanceller.hotPhraseFrame`). Made once, as long as the longest capture frame.
     private var filtered = [Int16](repeating: 0, count: EchoCanceller.maxFrame)
 
-    public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil) {
+    private let model: HotPhraseModel
+    private let settings: HotPhraseSettings
+    /// Where the household lives and the bank it is scored against; nil: the generic detector only, for good.
+    private let voices: HouseholdSource?
+    /// Held while the household is changed and its detector built (never by the capture thread).
+    private let changing = Lock()
+    /// The household as the detector runs it (under `changing`).
+    private var household = Household()
+    private let logger: Logger?
+
+    /// Where the household's file is and the negative bank its templates are measured against.
+    public struct HouseholdSource: Sendable {
+        public let path: String
+        public let bank: NegativeBank
+        public init(path: String, bank: NegativeBank) {
+            self.path = path
+            self.bank = bank
+        }
+    }
+
+    /// The generic detector only.
+    public convenience init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil) {
+        self.init(model: model, settings: settings, echo: echo, household: nil, logger: nil)
+    }
+
+    /// With `household` (the model format 2, the bank loaded), the household's file is read now: with takes, the
+    /// FusedDetector runs; without, or unreadable (said in the log), the generic one until a reload finds takes.
+    public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller?, household source: HouseholdSource?, logger: Logger?) {
         threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
         bargeInThreshold = HotPhraseDetector.threshold(sensitivity: settings.bargeInSensitivity, model: model)
         modelPath = model.path
         self.echo = echo
-        detector = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)
+        self.model = model
+        self.settings = settings
+        self.logger = logger
+        voices = source.flatMap { model.hasEmbeddings ? $0 : nil }
+        detector = .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))
+        if let voices { changing.withLock { _ = install(Self.read(voices, logger: logger)) } }
     }
+
+    /// The household in the file (remeasured against the bank if it changed, and saved so); an empty one when
+    /// there is none or it cannot be used (said in the log: the file is left as it is).
+    private static func read(_ voices: HouseholdSource, logger: Logger?) -> Household {
+        do {
+            guard var household = try Household.load(path: voices.path) else { return Household() }
+            if try household.remeasure(bank: voices.bank) { try household.save(path: voices.path) }
+            try household.check(dim: voices.bank.dim)
+            return household
+        } catch {
+            logger?.error("\(error): the hot phrase is listened for by the generic model alone")
+            return Household()
+        }
+    }
+
+    /// Builds the detector for `household` and swaps it in (the caller holds `changing`); returns the reason the
+    /// generic detector runs instead, nil when the household's does.
+    @discardableResult
+    private func install(_ next: Household) -> String? {
+        household = next
+        guard let voices else { return "no household" }
+        guard next.phrases.contains(where: { !$0.templates.isEmpty }) else {
+            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)))
+            return "the household has no takes yet (hound-speaker enroll)"
+        }
+        do {
+            let fused = try FusedDetector(model: model, household: next, bank: voices.bank, threshold: threshold,
+                                          zThreshold: voices.bank.zThreshold(sensitivity: settings.sensitivity),
+                                          refractorySeconds: settings.refractorySeconds)
+            swap(.fused(fused))
+            return nil
+        } catch {
+            logger?.error("\(error): the hot phrase is listened for by the generic model alone")
+            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)))
+            return "\(error)"
+        }
+    }
+
+    private func swap(_ next: Detector) {
+        lock.withLock { detector = next }
+    }
+
+    /// Which detector runs and why: said once in the log at start.
+    public var describe: String {
+        guard voices != nil else {
+            return model.hasEmbeddings ? "the generic model (no negative bank)" : "the generic model (the model is format 1: no speech embedding for the household's voices)"
+        }
+        let phrases = changing.withLock { household.phrases.filter { !$0.templates.isEmpty } }
+        guard personalActive else { return "the generic model (the household has no takes yet: hound-speaker enroll)" }
+        return "the generic model and the household's voices (" + phrases.map { "\"\($0.text)\": \($0.templates.count) take\($0.templates.count == 1 ? "" : "s")" }.joined(separator: ", ") + ")"
+    }
+
+    /// Whether the household's personal scorer runs.
+    public var personalActive: Bool {
+        lock.withLock { if case .fused = detector { true } else { false } }
+    }
+
+    /// The household as the detector runs it (for status).
+    public var currentHousehold: Household { changing.withLock { household } }
 
     public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        detector.threshold = overOwnSound || echo?.echoActive == true ? bargeInThreshold : threshold
+        let ownSound = overOwnSound || echo?.echoActive == true
         var hit = false
-        let onDetection = { (detection: HotPhraseDetection) in
-            hit = true
-            self.score = detection.score
+        func run(_ samples: UnsafeBufferPointer<Int16>) {
+            switch detector {
+            case .generic(let d):
+                d.threshold = ownSound ? bargeInThreshold : threshold
+                d.process(samples) { detection in
+                    hit = true
+                    score = detection.score
+                }
+            case .fused(let d):
+                d.threshold = ownSound ? bargeInThreshold : threshold
+                if let bank = voices?.bank {
+                    d.zThreshold = bank.zThreshold(sensitivity: ownSound ? settings.bargeInSensitivity : settings.sensitivity)
+                }
+                d.process(samples) { detection in
+                    hit = true
+                    score = detection.score
+                }
+            }
         }
         if let echo, filtered.withUnsafeMutableBufferPointer({ echo.hotPhraseFrame(for: frame, into: $0) }) {
-            filtered.withUnsafeBufferPointer { detector.process(UnsafeBufferPointer(rebasing: $0[0..<frame.count]), onDetection: onDetection) }
+            filtered.withUnsafeBufferPointer { run(UnsafeBufferPointer(rebasing: $0[0..<frame.count])) }
         } else {
-            detector.process(frame, onDetection: onDetection)
+            run(frame)
         }
         return hit
     }
 
     public func reset() {
         lock.lock()
-        detector.reset()
+        switch detector {
+        case .generic(let d): d.reset()
+        case .fused(let d): d.reset()
+        }
         lock.unlock()
     }
 
@@ -59,5 +180,93 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         return score
+    }
+
+    /// The latest wake was false (SpeakerCore's `FalseWake`): its frames become a household negative, saved and
+    /// applied at once, on a thread of this listener's (the loop never waits for the file). Nothing without the
+    /// household's detector (the generic one has no frames to keep).
+    public func keepFalseWake() {
+        let frames: [[Float]] = lock.withLock {
+            guard case .fused(let d) = detector else { return [] }
+            return d.framesAtLastWake
+        }
+        guard !frames.isEmpty, voices != nil else { return }
+        change("a false wake kept as a household negative") { $0.addNegative(frames) }
+    }
+
+    /// Changes the household as its file holds it now (`enroll` may have written it since), saves it atomically
+    /// (nothing changed: not written) and swaps in its detector, on a thread of its own; `done` gets the
+    /// household as it now runs, or why not. `edit` nil: only read the file again.
+    public func change(_ what: String, _ edit: (@Sendable (inout Household) throws -> Void)?,
+                       done: (@Sendable (Result<Household, HouseholdError>) -> Void)? = nil) {
+        guard let voices else {
+            done?(.failure(HouseholdError(file: "household file", path: "", problem:
+                "not used by this speaker: its model has no speech embedding (format 1) or the negative bank is missing (see the log at start)")))
+            return
+        }
+        OwnedThread.start(name: "hs-household") { [self] in
+            changing.withLock {
+                do {
+                    var next = try Household.load(path: voices.path) ?? Household()
+                    if let edit {
+                        let before = next
+                        try edit(&next)
+                        if next != before { try next.save(path: voices.path) }
+                    } else if try next.remeasure(bank: voices.bank) {
+                        try next.save(path: voices.path)
+                    }
+                    install(next)
+                    logger?.notice("\(what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")")
+                    done?(.success(next))
+                } catch {
+                    let problem = error as? HouseholdError ?? HouseholdError(file: "household file", path: voices.path, problem: "\(error)")
+                    logger?.error("\(what): \(problem)")
+                    done?(.failure(problem))
+                }
+            }
+        }
+    }
+
+    private var describeLocked: String {
+        let phrases = household.phrases.filter { !$0.templates.isEmpty }
+        return phrases.isEmpty ? "the generic model" : "the generic model and " + phrases.map { "\"\($0.text)\"" }.joined(separator: ", ")
+    }
+
+    /// Whether the household's part can run at all (format-2 model and a bank).
+    public var hasHousehold: Bool { voices != nil }
+}
+
+extension HotPhraseListener: ControlledHousehold {
+    public var householdSummary: HouseholdSummary {
+        let household = currentHousehold
+        let active = personalActive
+        return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
+            HouseholdSummary.Phrase(text: p.text, takes: p.templates.map { $0.added.formatted(.iso8601) })
+        }, negatives: household.negatives.count, personalActive: active)
+    }
+
+    public func apply(_ change: HouseholdChange) async -> Result<HouseholdSummary, ControlCommand.Problem> {
+        let result: Result<Household, HouseholdError> = await withCheckedContinuation { continuation in
+            let done: @Sendable (Result<Household, HouseholdError>) -> Void = { continuation.resume(returning: $0) }
+            switch change {
+            case .reload:
+                self.change("household reloaded", nil, done: done)
+            case .forgetNegatives:
+                self.change("household negatives forgotten", { $0.negatives = [] }, done: done)
+            case .forget(let text):
+                self.change("\"\(text)\" forgotten", { household in
+                    guard let i = household.phrases.firstIndex(where: { Household.same($0.text, text) }) else {
+                        let known = household.phrases.map { "\"\($0.text)\"" }
+                        throw HouseholdError(file: "household", path: "", problem:
+                            "has no phrase \"\(text)\" (enrolled: \(known.isEmpty ? "none" : known.joined(separator: ", ")); ctl voices lists them)")
+                    }
+                    household.phrases.remove(at: i)
+                }, done: done)
+            }
+        }
+        switch result {
+        case .success: return .success(householdSummary)
+        case .failure(let error): return .failure(ControlCommand.Problem(error.path.isEmpty ? "\(error.file) \(error.problem)" : error.description))
+        }
     }
 }

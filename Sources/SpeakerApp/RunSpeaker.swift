@@ -46,6 +46,7 @@ public enum RunSpeaker {
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let loop = speaker.makeLoop()
         hub.attach(loop)
+        if let listener = speaker.hotPhrase { hub.attach(household: listener) }
         // Trapped before the loop says it is ready: a stop right then (a restart, `systemctl stop` just after the
         // start) once found SIGTERM's default action still in place and ended the process with nothing saved.
         let signals = await Signals.trapTermination()

@@ -76,12 +76,34 @@ public struct SpeakerAssembly {
                 throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
                                      exitCode: 78)
             }
-            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo)
+            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo,
+                                             household: Self.household(config, model: model, logger: context.logger), logger: context.logger)
             hotPhrase = listener
-            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold)))")
+            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold))) with \(listener.describe)")
             if let echo {
                 context.logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
             }
+        }
+    }
+
+    /// Where the household's voices are and the shipped negative bank (docs/household.md), when the model can
+    /// score them (format 2) and the bank loads; nil otherwise, and the log says why (once, at start).
+    static func household(_ config: SpeakerConfiguration, model: HotPhraseModel, logger: Logger) -> HotPhraseListener.HouseholdSource? {
+        guard model.hasEmbeddings else {
+            logger.info("household's voices not used: the model \(model.path) is format 1 (no speech embedding)")
+            return nil
+        }
+        guard !config.hotphrase.household.isEmpty else {
+            logger.info("household's voices not used: no household folder ([hotphrase] household, or a state directory)")
+            return nil
+        }
+        do {
+            let bank = try NegativeBank.locate(nil)
+            let folder = config.hotphrase.household
+            return HotPhraseListener.HouseholdSource(path: (folder.hasSuffix("/") ? folder : folder + "/") + Household.fileName, bank: bank)
+        } catch {
+            logger.info("household's voices not used: \(error)")
+            return nil
         }
     }
 

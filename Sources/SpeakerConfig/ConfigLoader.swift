@@ -78,6 +78,7 @@ public enum ConfigLoader {
             if config.houndify.conversationStateFile == nil { config.houndify.conversationStateFile = "\(directory)/conversation.json" }
             if config.speaker.timersFile == nil { config.speaker.timersFile = "\(directory)/timers.json" }
             if config.speaker.muteFile == nil { config.speaker.muteFile = "\(directory)/muted" }
+            if config.hotphrase.household.isEmpty { config.hotphrase.household = directory }
         }
         if config.houndify.clientID.contains(Character(";")) {
             throw ConfigError(file: path ?? "environment", line: nil, key: "[houndify] client_id", problem: "must not contain ';'")
@@ -241,7 +242,7 @@ struct Reader {
         "serve": ["port", "transcript"],
         "control": ["listen", "token"],
         "screen": ["dim_after", "dim_level", "backlight"],
-        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms", "barge_in_sensitivity"],
+        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms", "barge_in_sensitivity", "household"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
                     "timers_file", "mute_file", "follow_up"],
@@ -427,6 +428,7 @@ struct Reader {
         if let t = root["hotphrase"]?.table {
             if let v = try bool(t, "hotphrase", "enabled") { config.hotphrase.enabled = v }
             if let v = try string(t, "hotphrase", "model") { config.hotphrase.model = v }
+            if let v = try string(t, "hotphrase", "household") { config.hotphrase.household = v }
             if let v = try number(t, "hotphrase", "sensitivity", range: 0...1) { config.hotphrase.sensitivity = v }
             if let v = try number(t, "hotphrase", "barge_in_sensitivity", range: 0...1) { config.hotphrase.bargeInSensitivity = v }
             try readIntegers(t, "hotphrase", into: &config.hotphrase, unit: " ms", [("refractory_ms", 0...10_000, \.refractoryMS)])

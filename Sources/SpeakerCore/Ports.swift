@@ -146,6 +146,13 @@ public protocol HotPhraseDetecting: AnyObject, Sendable {
     /// frame has been through the echo canceller (barge-in): the detector listens at its threshold for that.
     func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool
     func reset()
+    /// The latest wake was false (`FalseWake.kept`): a detector that learns the household's false wakes keeps
+    /// that wake's frames (issue #37). Called from the loop; must not block it.
+    func keepFalseWake()
+}
+
+extension HotPhraseDetecting {
+    public func keepFalseWake() {}
 }
 
 // MARK: Screen

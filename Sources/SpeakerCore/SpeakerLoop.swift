@@ -122,6 +122,8 @@ public final class SpeakerLoop: Sendable {
         var alwaysOnMicrophone: (any MicrophoneStream)?
         /// Whether the always-on microphone is delivering audio, from its own events.
         var microphoneUp = false
+        /// When the latest hot-phrase wake started its question (for `FalseWake.kept`).
+        var lastWake: ContinuousClock.Instant?
         var timings: InteractionTimings?
         var timers = TimerBook()
         /// What the last client action (`.timer`, `.alarm`, `.volume`) did, for the sentence that follows it.
@@ -530,6 +532,7 @@ public final class SpeakerLoop: Sendable {
     private func perform(_ effect: SpeakerEffect, in group: inout DiscardingTaskGroup) -> Bool {
         switch effect {
         case .startSearch(let preRoll):
+            if preRoll { state.withLock { $0.lastWake = ports.clock.now } }
             startSearch(preRoll: preRoll, in: &group)
         case .startTextSearch(let query, let id):
             if id != 0 {
@@ -645,6 +648,10 @@ public final class SpeakerLoop: Sendable {
         case .stopped:
             shutDown()
             return true
+        case .falseWake(let wake):
+            let now = ports.clock.now
+            guard let woke = state.withLock({ $0.lastWake }), FalseWake.kept(wake, sinceWake: now - woke) else { break }
+            ports.hotPhrase?.keepFalseWake()
         }
         return false
     }

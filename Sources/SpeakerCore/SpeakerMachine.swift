@@ -321,6 +321,30 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// Speech is off: the answer is printed/logged instead.
     case show(Utterance)
     case stopped
+    /// A hot-phrase wake ended without a question: the loop decides with `FalseWake.kept` whether the detector
+    /// keeps it as one of the household's false wakes.
+    case falseWake(FalseWake)
+}
+
+/// How a hot-phrase wake turned out false (issue #37, "The household's own false wakes").
+public enum FalseWake: Sendable, Equatable {
+    /// Nothing was heard after the phrase (the quiet false wake), or Houndify heard no words.
+    case heardNothing
+    /// A person cancelled it (a long press, `ctl cancel`) while it listened or searched.
+    case cancelled
+
+    /// A cancel counts only this soon after the wake: later, the person most likely changed their mind about a
+    /// question the phrase rightly started.
+    public static let cancelWindow: Duration = .seconds(2)
+
+    /// Whether a false wake `sinceWake` after the phrase is kept as a household negative: every wake that heard
+    /// nothing; a cancelled one within `cancelWindow`.
+    public static func kept(_ wake: FalseWake, sinceWake: Duration) -> Bool {
+        switch wake {
+        case .heardNothing: true
+        case .cancelled: sinceWake <= cancelWindow
+        }
+    }
 }
 
 /// The speaker's behaviour, with no I/O: `handle` takes an event and returns the effects. Every state handles
@@ -558,7 +582,7 @@ public struct SpeakerMachine: Sendable {
             // Nothing after "OK Hound": most wakes like this are false (the TV, a word like it), and a sentence each
             // time would make them worse. The earcon and the LEDs say it went back to ready (as peers do); a press
             // that hears nothing is still told so below, since a person is certainly there.
-            return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.cancelSearch, .playEarcon(.stopListening), .falseWake(.heardNothing)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
         case (.recording, .answer(let answer)):
@@ -700,7 +724,7 @@ public struct SpeakerMachine: Sendable {
         }
         if wokenByHotPhrase && answer.transcript.allSatisfy(\.isWhitespace) {
             // Houndify heard no words after the hot phrase (a noise ended the recording): a false wake, as above.
-            return [.playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.playEarcon(.stopListening), .falseWake(.heardNothing)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         switch LocalCommand.match(answer.transcript) {
         case .stop?:
@@ -737,7 +761,7 @@ public struct SpeakerMachine: Sendable {
     private mutating func cancelAll() -> [SpeakerEffect] {
         let effects: [SpeakerEffect]
         switch state {
-        case .recording, .searching: effects = [.cancelSearch]
+        case .recording, .searching: effects = [.cancelSearch] + (wokenByHotPhrase ? [.falseWake(.cancelled)] : [])
         case .speaking, .ringing: effects = [.stopSpeaking]
         case .ready, .none: return []
         }

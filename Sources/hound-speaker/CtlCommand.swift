@@ -8,7 +8,8 @@ struct Ctl: AsyncParsableCommand {
         discussion: """
             Commands: \(ControlClient.commands). `text` prints the answer (and, in brackets, what the speaker did, \
             for a command it carries out itself); `status` prints the speaker's state as JSON; `timers` lists the \
-            timers and alarms, one a line; the others print nothing and exit 0 once the speaker has taken them. A \
+            timers and alarms, one a line; `voices` (and `forget`) the household's phrases with their takes and its \
+            false wakes; the others print nothing and exit 0 once the speaker has taken them. A \
             refusal (a question while someone asks one by voice, a timer that is not there) exits 1 with the reason.
             """)
     // Every word that is not one of this command's options (so --config may come before or after them).
@@ -25,6 +26,7 @@ struct Ctl: AsyncParsableCommand {
             case "text": for line in ControlClient.answerLines(reply) { printLine(line) }
             case "timers": for line in ControlClient.timerLines(reply) { printLine(line) }
             case "status": printLine(reply.asciiJSON())
+            case "voices", "forget": for line in ControlClient.voiceLines(reply) { printLine(line) }
             default: break
             }
         }

@@ -13,13 +13,22 @@ struct HotPhraseCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hotphrase",
         abstract: "Run the \"OK Hound\" detector over a WAV file.",
-        discussion: "Any sample rate or channel count (converted to 16 kHz mono). One line per detection; with --json, {\"time\":seconds,\"score\":0..1}.")
+        discussion: """
+            Any sample rate or channel count (converted to 16 kHz mono). One line per detection; with --json, \
+            {"time":seconds,"score":0..1}. With --household, the detector as the speaker runs it with that household's \
+            enrolled voices (docs/household.md): --json lines are {"time":seconds,"score":x,"phrase":"..."}, the score \
+            the generic model's probability or, when the templates woke it, their z-score.
+            """)
 
     @Argument(help: "The WAV file.") var wav: String
     @Option(help: "Detection threshold, 0 to 1 (default: from [hotphrase] sensitivity).") var threshold: Double?
     @Flag(help: "One JSON line per detection.") var json = false
     @Option(help: ArgumentHelp("Model file (default: [hotphrase] model, else the installed ok-hound.hpm).", valueName: "FILE"))
     var model: String?
+    @Option(help: ArgumentHelp("Folder of the household's household.json (`enroll`): detect as the speaker does with it.", valueName: "DIR"))
+    var household: String?
+    @Option(help: ArgumentHelp("Negative bank, with --household (default: the installed negative-bank.hpm).", valueName: "FILE"))
+    var bank: String?
     @OptionGroup var options: ConfigOption
 
     func validate() throws {
@@ -39,6 +48,10 @@ struct HotPhraseCommand: AsyncParsableCommand {
             let audio: MonoAudio
             do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch { throw CommandFailure(reading: error) }
             let chosen = threshold ?? HotPhraseDetector.threshold(sensitivity: config.hotphrase.sensitivity, model: loaded)
+            if let household {
+                try runFused(loaded, threshold: chosen, household: household, config: config, audio: audio)
+                return
+            }
             let detector = HotPhraseDetector(model: loaded, threshold: chosen,
                                              refractorySeconds: config.hotphrase.refractorySeconds)
             var count = 0
@@ -57,6 +70,57 @@ struct HotPhraseCommand: AsyncParsableCommand {
                 printError("\(count) detection\(count == 1 ? "" : "s") in "
                            + String(cFormat: "%.1f s of audio (threshold %.6f, ", audio.duration, chosen) + "model \(loaded.path))")
             }
+        }
+    }
+
+    /// The generic model and the household's templates together (FusedDetector).
+    private func runFused(_ loaded: HotPhraseModel, threshold chosen: Double, household folder: String,
+                          config: SpeakerConfiguration, audio: MonoAudio) throws {
+        let path = try householdFile(folder, config: config)
+        let negatives: NegativeBank
+        do { negatives = try NegativeBank.locate(bank) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+        var members: Household
+        do {
+            guard let found = try Household.load(path: path) else {
+                throw CommandFailure(message: "household file \(path): no such file (`hound-speaker enroll` makes it)", exitCode: 66)
+            }
+            members = found
+            _ = try members.remeasure(bank: negatives)
+        } catch let failure as CommandFailure { throw failure } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+        let detector: FusedDetector
+        do {
+            detector = try FusedDetector(model: loaded, household: members, bank: negatives, threshold: chosen,
+                                         zThreshold: negatives.zThreshold(sensitivity: config.hotphrase.sensitivity),
+                                         refractorySeconds: config.hotphrase.refractorySeconds)
+        } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+        struct Line: Encodable {
+            let time: Double
+            let score: Double
+            let phrase: String
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        var count = 0
+        var failure: (any Error)?
+        audio.forEachFrame { frame in
+            detector.process(frame) { d in
+                count += 1
+                if json {
+                    do {
+                        printLine(String(decoding: try encoder.encode(Line(time: d.time, score: d.score, phrase: d.phrase)), as: UTF8.self))
+                    } catch { failure = error }
+                } else {
+                    printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
+                              + (d.personal ? " (z, enrolled voices)" : ""))
+                }
+            }
+            return failure == nil
+        }
+        if let failure { throw failure }
+        if !json {
+            printError("\(count) detection\(count == 1 ? "" : "s") in " + String(cFormat: "%.1f s of audio (threshold %.6f, z %.2f, ", audio.duration,
+                                                                                chosen, detector.zThreshold)
+                       + "model \(loaded.path), household \(path): \(detector.personalPhrases.count) enrolled phrase\(detector.personalPhrases.count == 1 ? "" : "s"))")
         }
     }
 }

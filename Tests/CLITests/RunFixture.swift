@@ -57,8 +57,11 @@ struct RunFixture {
     /// The environment that makes `run` use these devices and the repository's board profiles.
     func environment(hotPhrase: Bool) -> [String: String] {
         ["ALSA_CONFIG_PATH": "/usr/share/alsa/alsa.conf:\(dir)/asoundrc",
-         "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path]
+         "HOUND_SPEAKER_BOARD_PATH": Self.root.appendingPathComponent("board").path].merging(extraEnvironment) { $1 }
     }
+
+    /// More of `run`'s environment (a folder of shipped hot-phrase files, for the household's negative bank).
+    var extraEnvironment: [String: String] = [:]
 
     func remove() { try? FileManager.default.removeItem(atPath: dir) }
 

@@ -5,6 +5,7 @@ import Glibc
 import JSONKit
 import Logging
 import NIOHTTP1
+import Platform
 import SpeakerCore
 import SpeakerTestKit
 import Testing
@@ -37,6 +38,11 @@ import Timers
         #expect(try parse(#"{"command":"wake"}"#) == .wake)
         #expect(ControlCommand.text("hi").event == .textQuery("hi"))
         #expect(ControlCommand.stop.event == .cancel)
+        #expect(try parse(#"{"command":"voices"}"#) == .voices)
+        #expect(try parse(#"{"command":"forget","phrase":"hey kitchen"}"#) == .forget(phrase: "hey kitchen"))
+        #expect(try parse(#"{"command":"forget","negatives":true}"#) == .forget(phrase: nil))
+        #expect(try parse(#"{"command":"reload_household"}"#) == .reloadHousehold)
+        #expect(ControlCommand.voices.event == nil && ControlCommand.forget(phrase: nil).event == nil)
     }
 
     @Test func badRequestsSayWhatIsWrong() {
@@ -50,6 +56,8 @@ import Timers
         #expect(problem(#"{"command":"volume","step":"sideways"}"#).contains("\"up\" or \"down\""))
         #expect(problem(#"{"command":"volume"}"#).contains("needs \"percent\""))
         #expect(problem(#"{"command":"cancel_timer"}"#).contains("needs \"id\""))
+        #expect(problem(#"{"command":"forget"}"#).contains("\"forget\" needs \"phrase\""))
+        #expect(problem(#"{"command":"forget","phrase":" "}"#).contains("\"forget\" needs \"phrase\""))
         let long = String(repeating: "a", count: ControlCommand.longestText + 1)
         #expect(problem(#"{"command":"say","text":"\#(long)"}"#).contains("longer than"))
     }
@@ -251,6 +259,51 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         let id = try #require(listed["timers"]?[0]?["id"]?.int64Value)
         #expect(try await c.post(#"{"command":"cancel_timer","id":\#(id)}"#).json["ok"] == true)
         #expect(await c.rig.eventually { c.rig.loop.snapshot.timers.isEmpty })
+        await c.stop()
+    }
+
+    /// The household's voices through the API: in the snapshot, listed, forgotten (a phrase not enrolled is a 409
+    /// naming the ones that are), and none at all without the hot phrase. The household here is a stand-in that
+    /// keeps the summary; HouseholdListenerTests runs the real one (SpeakerApp's HotPhraseListener).
+    @Test func theHouseholdIsShownAndForgottenOverHTTP() async throws {
+        final class Voices: ControlledHousehold, @unchecked Sendable {
+            let lock = Lock()
+            var summary = HouseholdSummary(phrases: [.init(text: "OK Hound", takes: ["2026-11-26T06:00:00Z", "2026-11-26T06:01:00Z"]),
+                                                     .init(text: "hey kitchen", takes: ["2026-11-26T06:02:00Z"])],
+                                           negatives: 5, personalActive: true)
+            var householdSummary: HouseholdSummary { lock.withLock { summary } }
+            func apply(_ change: HouseholdChange) async -> Result<HouseholdSummary, ControlCommand.Problem> {
+                lock.withLock {
+                    switch change {
+                    case .forgetNegatives: summary.negatives = 0
+                    case .forget(let text):
+                        guard let i = summary.phrases.firstIndex(where: { $0.text.lowercased() == text.lowercased() }) else {
+                            return .failure(ControlCommand.Problem("household has no phrase \"\(text)\""))
+                        }
+                        summary.phrases.remove(at: i)
+                        summary.personalActive = !summary.phrases.isEmpty
+                    case .reload: break
+                    }
+                    return .success(summary)
+                }
+            }
+        }
+        let c = try await ControlRig()
+        let none = try await c.post(#"{"command":"voices"}"#)
+        #expect(none.status == 409 && none.json["error"]?.stringValue?.contains("does not listen for the hot phrase") == true)
+        #expect(try await c.post(#"{"command":"status"}"#).json["household"] == .null)
+        c.hub.attach(household: Voices())
+        let status = try await c.post(#"{"command":"status"}"#).json["household"]
+        #expect(status?["negatives"] == 5 && status?["personal_active"] == true)
+        #expect(status?["phrases"]?[0]?["text"] == "OK Hound" && status?["phrases"]?[0]?["takes"] == 2)
+        let voices = try await c.post(#"{"command":"voices"}"#)
+        #expect(voices.status == 200 && voices.json["household"]?["phrases"]?[1]?["added"]?[0] == "2026-11-26T06:02:00Z")
+        let unknown = try await c.post(#"{"command":"forget","phrase":"hey toaster"}"#)
+        #expect(unknown.status == 409 && unknown.json["error"] == "household has no phrase \"hey toaster\"")
+        let forgot = try await c.post(#"{"command":"forget","phrase":"Hey Kitchen"}"#)
+        #expect(forgot.status == 200 && forgot.json["household"]?["phrases"]?.arrayValue?.count == 1)
+        #expect(try await c.post(#"{"command":"forget","negatives":true}"#).json["household"]?["negatives"] == 0)
+        #expect(try await c.post(#"{"command":"status"}"#).json["household"]?["negatives"] == 0)
         await c.stop()
     }
 

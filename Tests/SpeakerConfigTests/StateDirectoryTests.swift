@@ -1,4 +1,5 @@
 import Foundation
+import HotPhrase
 import Testing
 @testable import SpeakerConfig
 
@@ -29,6 +30,19 @@ import Testing
         // What the config says wins, including "" (memory only).
         #expect(try load("[houndify]\nconversation_state_file = \"\"\n", environment: unit).houndify.conversationStateFile == "")
         #expect(try load("[houndify]\nconversation_state_file = \"/srv/c.json\"\n", environment: unit).houndify.conversationStateFile == "/srv/c.json")
+    }
+
+    /// The household's voices (household.json, docs/household.md) live in the state directory unless
+    /// `[hotphrase] household` names a folder; config/speaker.toml leaves it to the state directory.
+    @Test func theHouseholdFolderDefaultsToTheStateDirectory() throws {
+        let unit = ["STATE_DIRECTORY": "/var/lib/hound-speaker"]
+        #expect(try load("", environment: unit).hotphrase.household == "/var/lib/hound-speaker")
+        #expect(try load("", environment: ["HOME": "/home/pi"]).hotphrase.household == "/home/pi/.local/state/hound-speaker")
+        #expect(try load("", environment: [:]).hotphrase.household == "")
+        #expect(try load("[hotphrase]\nhousehold = \"/srv/voices\"\n", environment: unit).hotphrase.household == "/srv/voices")
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let text = try String(contentsOf: root.appendingPathComponent("config/speaker.toml"), encoding: .utf8)
+        #expect(try load(text, environment: unit).hotphrase.household == "/var/lib/hound-speaker")
     }
 
     @Test func theDocumentedConfigLeavesItUnset() throws {

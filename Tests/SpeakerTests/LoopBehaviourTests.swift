@@ -292,6 +292,30 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// Issue #37: a hot-phrase wake cancelled within 2 s is kept by the detector as the household's false wake;
+    /// one cancelled later, or a question started by the button, is not.
+    @Test func aWakeCancelledAtOnceIsKeptAsAFalseWake() async throws {
+        let rig = await LoopRig(hotPhrase: true)
+        let detector = try #require(rig.hotPhrase)
+        func wake() async {
+            let mark = rig.recorder.count
+            rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+            _ = await rig.saw(.leds(.listening), after: mark)
+        }
+        await wake()
+        await rig.advance(by: .milliseconds(1500))
+        #expect(await rig.send(.cancel, expecting: .ready))
+        #expect(detector.falseWakesKept == 1)
+        await wake()
+        await rig.advance(by: .milliseconds(2500))
+        #expect(await rig.send(.cancel, expecting: .ready))
+        #expect(detector.falseWakesKept == 1)
+        #expect(await rig.send(.talk, expecting: .listening))
+        #expect(await rig.send(.cancel, expecting: .ready))
+        #expect(detector.falseWakesKept == 1)
+        await rig.stop()
+    }
+
     @Test func theHotPhraseWakesItWithThePreRollAndIsNotHeardOverOurOwnSound() async throws {
         let rig = await LoopRig(hotPhrase: true)
         let detector = try #require(rig.hotPhrase)

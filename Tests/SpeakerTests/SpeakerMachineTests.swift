@@ -375,6 +375,49 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(m.handle(.noSpeech).contains(.speak(.text(SearchFailure.nothingHeard.sentence))))
     }
 
+    /// Issue #37: which wakes become the household's false wakes. A hot-phrase wake that hears nothing, or
+    /// whose recording Houndify found empty, or that is cancelled while it listens or searches; never a
+    /// question started by the button, nor a cancel of an answer being spoken.
+    @Test func onlyHotPhraseWakesThatCameToNothingAreFalseWakes() {
+        func falseWakes(_ effects: [SpeakerEffect]) -> [FalseWake] {
+            effects.compactMap { if case .falseWake(let w) = $0 { w } else { nil } }
+        }
+        func woken() -> SpeakerMachine {
+            var m = machine(in: .ready)
+            _ = m.handle(.hotPhrase)
+            return m
+        }
+        var m = woken()
+        #expect(falseWakes(m.handle(.noSpeech)) == [.heardNothing])
+        m = woken()
+        #expect(falseWakes(m.handle(.cancel)) == [.cancelled])
+        m = woken()
+        _ = m.handle(.endOfSpeech)
+        #expect(m.state == .searching)
+        #expect(falseWakes(m.handle(.cancel)) == [.cancelled])
+        m = woken()
+        #expect(falseWakes(m.handle(.answer(SpeakerAnswer(transcript: " ", text: "")))) == [.heardNothing])
+        // an answered wake is no false wake, nor is stopping its answer
+        m = woken()
+        #expect(falseWakes(m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))).isEmpty)
+        #expect(m.state == .speaking)
+        #expect(falseWakes(m.handle(.cancel)).isEmpty)
+        // the button's questions never are
+        var n = machine(in: .ready)
+        _ = n.handle(.talk)
+        #expect(falseWakes(n.handle(.noSpeech)).isEmpty)
+        n = machine(in: .ready)
+        _ = n.handle(.talk)
+        #expect(falseWakes(n.handle(.cancel)).isEmpty)
+    }
+
+    @Test func aCancelCountsOnlyWithinTwoSecondsOfTheWake() {
+        #expect(FalseWake.kept(.cancelled, sinceWake: .milliseconds(300)))
+        #expect(FalseWake.kept(.cancelled, sinceWake: .seconds(2)))
+        #expect(!FalseWake.kept(.cancelled, sinceWake: .milliseconds(2001)))
+        #expect(FalseWake.kept(.heardNothing, sinceWake: .seconds(8)))
+    }
+
     /// Houndify heard no words after the hot phrase (a noise ended the recording): quiet too; the same answer to
     /// a press is spoken.
     @Test func aHotPhraseWakeWithAnEmptyTranscriptIsQuiet() {

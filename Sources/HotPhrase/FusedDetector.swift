@@ -1,0 +1,252 @@
+/// A wake: which phrase, when (seconds of audio consumed), and its score: the generic model's smoothed
+/// probability when it woke, the personal z-score when the household's templates did.
+public struct WakeDetection: Sendable, Equatable {
+    public let time: Double
+    public let score: Double
+    public let phrase: String
+    /// True when the templates woke it, false when the generic model did.
+    public let personal: Bool
+}
+
+/// The speaker's detector with a household (docs/household.md, "Fusion and the household's negatives"): the
+/// generic model, and over the same embedding frames one subsequence DTW per enrolled template. The model's own
+/// phrase wakes when either does; a phrase of the owner's choosing by its templates alone; one refractory period
+/// for all. Like HotPhraseDetector it belongs to one stream and one thread, and allocates nothing per call: a
+/// listener that drives a HotPhraseDetector can drive this instead.
+public final class FusedDetector {
+    public let generic: HotPhraseDetector
+    public var model: HotPhraseModel { generic.model }
+    /// The generic model's threshold (0...1); may be changed between calls, as HotPhraseDetector's.
+    public var threshold: Double {
+        get { generic.threshold }
+        set { generic.threshold = newValue }
+    }
+    /// The z the personal scores must reach (from the bank and the sensitivity); may be changed between calls.
+    public var zThreshold: Double
+
+    private struct TemplateState {
+        let dtw: SubsequenceDTW
+        let mu: Double
+        let sd: Double
+        /// The best z_T over each household negative, + 0.5: the threshold never goes below the largest.
+        let negativeFloor: Double
+    }
+
+    private struct PhraseState {
+        let text: String
+        let isModelPhrase: Bool
+        let templates: [TemplateState]
+    }
+
+    private let phrases: [PhraseState]
+    /// The index of the model's phrase among `phrases`, if the household enrolled it.
+    private let modelPhrase: Int?
+    /// The bank's mean (not the bank: its frames are only for measuring templates).
+    private let mean: UnsafeMutablePointer<Float>
+    private let dim: Int
+    /// The newest frame, normalised.
+    private let frame: UnsafeMutablePointer<Float>
+    /// The last `window` normalised frames (ring) and the negatives, normalised, for the generic wake rule.
+    private let window: Int
+    private let recent: UnsafeMutablePointer<Float>
+    private var recentNext = 0
+    private var recentCount = 0
+    private let negatives: [[Float]]
+    /// Per negative: the best DTW score of the model phrase's templates over it (empty without templates).
+    private let negativeScores: [Float]
+    /// The best DTW score of the model phrase's templates on the newest frame.
+    private var modelPhraseScore = Float.infinity
+    private let refractorySamples: Int
+    private var deafUntil = Int.min
+    /// The last `Enrollment.maxFrames` raw frames (ring), and their copy at the latest wake, oldest first: what
+    /// the speaker keeps as a household negative when that wake turns out false (docs/household.md).
+    private let raw: UnsafeMutablePointer<Float>
+    private var rawNext = 0
+    private var rawCount = 0
+    private let wakeRaw: UnsafeMutablePointer<Float>
+    private var wakeCount = 0
+
+    /// `threshold` nil uses the model's own; `zThreshold` nil the bank's at sensitivity 0.5. Throws if the
+    /// household has templates and the model has no embedding, or the embeddings' sizes disagree.
+    public init(model: HotPhraseModel, household: Household, bank: NegativeBank, threshold: Double? = nil,
+                zThreshold: Double? = nil, refractorySeconds: Double? = nil) throws {
+        // The generic detector's own refractory period is one step: this one's is shared with the templates.
+        generic = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: 0)
+        self.zThreshold = zThreshold ?? bank.zThreshold
+        dim = bank.dim
+        let hasTemplates = household.phrases.contains { !$0.templates.isEmpty }
+        if hasTemplates || !household.negatives.isEmpty {
+            guard case .embedding(let m) = model.network else { throw Enrollment.needsEmbedding(model) }
+            guard m.dim == bank.dim else {
+                throw HouseholdError(file: "negative bank", path: bank.path,
+                                     problem: "holds \(bank.dim)-number embeddings; the model \(model.path) makes \(m.dim)")
+            }
+        }
+        try household.check(dim: bank.dim)
+        let normalisedNegatives = household.negatives.map { bank.normalised($0.embeddings) }
+        var states: [PhraseState] = []
+        for p in household.phrases where !p.templates.isEmpty {
+            var templates: [TemplateState] = []
+            for t in p.templates {
+                let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
+                var floor = -Double.infinity
+                for n in normalisedNegatives {
+                    let end = Self.run(dtw, over: n, dim: bank.dim)
+                    floor = max(floor, Household.z(score: end, mu: t.mu, sd: t.sd) + 0.5)
+                }
+                dtw.reset()
+                templates.append(TemplateState(dtw: dtw, mu: t.mu, sd: t.sd, negativeFloor: floor))
+            }
+            states.append(PhraseState(text: p.text, isModelPhrase: Household.same(p.text, model.phrase), templates: templates))
+        }
+        phrases = states
+        modelPhrase = states.firstIndex(where: \.isModelPhrase)
+        negatives = normalisedNegatives
+        if let modelPhrase {
+            negativeScores = normalisedNegatives.map { n in
+                states[modelPhrase].templates.map { t in
+                    defer { t.dtw.reset() }
+                    return Self.run(t.dtw, over: n, dim: bank.dim)
+                }.min() ?? .infinity
+            }
+        } else {
+            negativeScores = []
+        }
+        window = max(1, normalisedNegatives.map { $0.count / bank.dim }.max() ?? 1)
+        frame = .allocate(capacity: dim)
+        frame.initialize(repeating: 0, count: dim)
+        mean = .allocate(capacity: dim)
+        mean.initialize(from: bank.mean, count: dim)
+        recent = .allocate(capacity: window * dim)
+        recent.initialize(repeating: 0, count: window * dim)
+        raw = .allocate(capacity: Enrollment.maxFrames * dim)
+        raw.initialize(repeating: 0, count: Enrollment.maxFrames * dim)
+        wakeRaw = .allocate(capacity: Enrollment.maxFrames * dim)
+        wakeRaw.initialize(repeating: 0, count: Enrollment.maxFrames * dim)
+        let steps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
+        refractorySamples = Int((Double(steps) * model.stepSeconds * Double(model.sampleRate)).rounded())
+    }
+
+    deinit {
+        frame.deallocate()
+        recent.deallocate()
+        mean.deallocate()
+        raw.deallocate()
+        wakeRaw.deallocate()
+    }
+
+    /// The raw embedding frames heard up to the latest wake (at most `Enrollment.maxFrames`, oldest first; none
+    /// before the first wake or after `reset`). Allocates: for the loop, not the capture thread.
+    public var framesAtLastWake: [[Float]] {
+        (0..<wakeCount).map { k in Array(UnsafeBufferPointer(start: wakeRaw + k * dim, count: dim)) }
+    }
+
+    /// Copies the raw ring, oldest first, to `wakeRaw` (no allocation: it runs on the capture thread).
+    private func keepWakeFrames() {
+        let size = Enrollment.maxFrames
+        for k in 0..<rawCount {
+            let slot = ((rawNext - rawCount + k) % size + size) % size
+            (wakeRaw + k * dim).update(from: raw + slot * dim, count: dim)
+        }
+        wakeCount = rawCount
+    }
+
+    /// The best (lowest) score of `dtw` over `frames` (normalised rows) run as a stream from reset: its z is
+    /// the template's best z over a household negative (as the reference, household.negative_threshold).
+    private static func run(_ dtw: SubsequenceDTW, over frames: [Float], dim: Int) -> Float {
+        dtw.reset()
+        var best = Float.infinity
+        frames.withUnsafeBufferPointer { f in
+            for k in 0..<(frames.count / dim) { best = min(best, dtw.push(f.baseAddress! + k * dim)) }
+        }
+        return best
+    }
+
+    /// The phrases with templates, as enrolled.
+    public var personalPhrases: [String] { phrases.map(\.text) }
+
+    /// Forgets everything heard (as HotPhraseDetector.reset).
+    public func reset() {
+        generic.reset()
+        for p in phrases { for t in p.templates { t.dtw.reset() } }
+        recentCount = 0
+        recentNext = 0
+        modelPhraseScore = .infinity
+        deafUntil = .min
+        rawCount = 0
+        rawNext = 0
+        wakeCount = 0
+    }
+
+    /// Feeds samples; calls `onDetection` for each wake they complete.
+    public func process(_ samples: UnsafeBufferPointer<Int16>, onDetection: (WakeDetection) -> Void) {
+        let rate = Double(model.sampleRate)
+        generic.process(samples, onFrame: { e, sample in
+            personal(e, sample: sample, rate: rate, onDetection: onDetection)
+        }, onDetection: { d in
+            let sample = Int((d.time * rate).rounded())
+            guard sample >= deafUntil, !nearNegative(score: d.score) else { return }
+            deafUntil = sample + refractorySamples
+            keepWakeFrames()
+            onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false))
+        })
+    }
+
+    /// One embedding frame through every template; a wake for the phrase whose templates pass their thresholds
+    /// by the most.
+    private func personal(_ e: UnsafeBufferPointer<Float>, sample: Int, rate: Double, onDetection: (WakeDetection) -> Void) {
+        guard e.count == dim else { return }
+        (raw + rawNext * dim).update(from: e.baseAddress!, count: dim)
+        rawNext = (rawNext + 1) % Enrollment.maxFrames
+        rawCount = min(rawCount + 1, Enrollment.maxFrames)
+        guard !phrases.isEmpty || !negatives.isEmpty else { return }
+        NegativeBank.normalise(e.baseAddress!, mean: mean, into: frame, dim: dim)
+        if !negatives.isEmpty {
+            (recent + recentNext * dim).update(from: frame, count: dim)
+            recentNext = (recentNext + 1) % window
+            recentCount = min(recentCount + 1, window)
+        }
+        var wake: (phrase: Int, z: Double, margin: Double)?
+        for (p, phrase) in phrases.enumerated() {
+            var best = -Double.infinity, margin = -Double.infinity, lowest = Float.infinity
+            for t in phrase.templates {
+                let s = t.dtw.push(frame)
+                lowest = min(lowest, s)
+                let z = Household.z(score: s, mu: t.mu, sd: t.sd)
+                best = max(best, z)
+                margin = max(margin, z - max(zThreshold, t.negativeFloor))
+            }
+            if phrase.isModelPhrase { modelPhraseScore = lowest }
+            if margin >= 0, margin > wake?.margin ?? -.infinity { wake = (p, best, margin) }
+        }
+        guard let wake, sample >= deafUntil else { return }
+        deafUntil = sample + refractorySamples
+        keepWakeFrames()
+        onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true))
+    }
+
+    /// Whether a generic wake with `score` lies where a household negative was heard and does not reach the
+    /// stricter threshold there (1 - (1 - threshold) / 4).
+    private func nearNegative(score: Double) -> Bool {
+        guard !negatives.isEmpty, score <= 1 - (1 - threshold) / 4 else { return false }
+        if modelPhrase != nil {
+            // the window's best-template score against each negative's
+            return negativeScores.contains { abs($0 - modelPhraseScore) <= 0.05 }
+        }
+        // without templates: the newest frames' mean distance to a negative's frames, aligned at the end
+        for n in negatives {
+            let count = min(n.count / dim, recentCount)
+            guard count > 0 else { continue }
+            var sum: Float = 0
+            n.withUnsafeBufferPointer { nb in
+                for j in 0..<count {
+                    let ring = ((recentNext - 1 - j) % window + window) % window
+                    let negative = nb.baseAddress! + (n.count / dim - 1 - j) * dim
+                    sum += 1 - dot(recent + ring * dim, negative, dim)
+                }
+            }
+            if sum / Float(count) <= 0.05 { return true }
+        }
+        return false
+    }
+}

@@ -1,0 +1,168 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+public import FoundationEssentials
+import Platform
+
+/// The household's voices (docs/household.md, "Files"): the phrases it enrolled, each with its templates (raw
+/// embeddings, never audio) and their mu and sd against the bank, and the household's own false wakes. Kept in
+/// household.json under the state directory, 0600, written atomically.
+public struct Household: Codable, Sendable, Equatable {
+    public struct Template: Codable, Sendable, Equatable {
+        /// Raw embeddings (not centred), 4 to 24 frames.
+        public var embeddings: [[Float]]
+        public var mu: Double
+        public var sd: Double
+        public var added: Date
+        /// The bank mu and sd were measured against.
+        public var bankSHA256: String
+
+        enum CodingKeys: String, CodingKey {
+            case embeddings, mu, sd, added
+            case bankSHA256 = "bank_sha256"
+        }
+    }
+
+    public struct Phrase: Codable, Sendable, Equatable {
+        public var text: String
+        public var templates: [Template]
+    }
+
+    /// A wake that heard nothing: the last frames before it (raw embeddings).
+    public struct Negative: Codable, Sendable, Equatable {
+        public var embeddings: [[Float]]
+        public var added: Date
+    }
+
+    public var version = 1
+    public var phrases: [Phrase] = []
+    public var negatives: [Negative] = []
+
+    /// The newest household negatives kept.
+    public static let negativesKept = 64
+    public static let fileName = "household.json"
+
+    public init() {}
+
+    /// The phrase `text` names, compared without case or surrounding spaces.
+    public func phrase(_ text: String) -> Phrase? {
+        phrases.first { Self.same($0.text, text) }
+    }
+
+    public static func same(_ a: String, _ b: String) -> Bool {
+        trimmed(a).lowercased() == trimmed(b).lowercased()
+    }
+
+    static func trimmed(_ s: String) -> String {
+        String(s.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+    }
+
+    /// Throws unless every template's and negative's embeddings are `dim` numbers each (a household made with
+    /// another model's embedding cannot be scored with this one).
+    public func check(dim: Int) throws {
+        let rows = phrases.flatMap { $0.templates.flatMap(\.embeddings) } + negatives.flatMap(\.embeddings)
+        guard rows.allSatisfy({ $0.count == dim }) else {
+            throw HouseholdError(file: "household file", path: Self.fileName,
+                                 problem: "holds embeddings that are not \(dim) numbers each (made with another model?)")
+        }
+    }
+
+    /// Adds a take of `text` as a template measured against `bank`; when the phrase has templates already, the
+    /// take must be like them: the best z of those templates over the take's frames must reach the bank's
+    /// threshold, or it is refused (`TakeProblem.unlikeTheOthers`).
+    public mutating func add(_ take: EnrolledTake, phrase text: String, bank: NegativeBank, now: Date = Date()) throws {
+        try check(dim: bank.dim)
+        let existing = phrase(text)?.templates ?? []
+        if !existing.isEmpty {
+            let frames = bank.normalised(take.frames)
+            var best = -Double.infinity
+            for template in existing {
+                let dtw = SubsequenceDTW(template: bank.normalised(template.embeddings), dim: bank.dim)
+                var lowest = Float.infinity
+                frames.withUnsafeBufferPointer { f in
+                    for k in 0..<take.frames.count { lowest = min(lowest, dtw.push(f.baseAddress! + k * bank.dim)) }
+                }
+                best = max(best, Self.z(score: lowest, mu: template.mu, sd: template.sd))
+            }
+            guard best >= bank.zThreshold else { throw TakeProblem.unlikeTheOthers(z: best, needed: bank.zThreshold) }
+        }
+        let (mu, sd) = try bank.measure(template: take.template)
+        let template = Template(embeddings: take.template, mu: mu, sd: sd, added: now, bankSHA256: bank.sha256)
+        if let i = phrases.firstIndex(where: { Self.same($0.text, text) }) {
+            phrases[i].templates.append(template)
+        } else {
+            phrases.append(Phrase(text: Self.trimmed(text), templates: [template]))
+        }
+    }
+
+    /// Keeps a false wake's frames (the last min(24, longest template) of `frames`), the newest 64.
+    public mutating func addNegative(_ frames: [[Float]], now: Date = Date()) {
+        let longest = phrases.flatMap(\.templates).map(\.embeddings.count).max() ?? Enrollment.maxFrames
+        negatives.append(Negative(embeddings: Array(frames.suffix(min(Enrollment.maxFrames, longest))), added: now))
+        if negatives.count > Self.negativesKept { negatives.removeFirst(negatives.count - Self.negativesKept) }
+    }
+
+    /// `z_T = (mu_T - score) / max(sd_T, 1e-6)`; -inf where no path exists yet.
+    static func z(score: Float, mu: Double, sd: Double) -> Double {
+        score.isFinite ? (mu - Double(score)) / max(sd, 1e-6) : -.infinity
+    }
+
+    /// Measures again every template whose mu and sd came from another bank (a new package); true if any did.
+    public mutating func remeasure(bank: NegativeBank) throws -> Bool {
+        var changed = false
+        for p in phrases.indices {
+            for t in phrases[p].templates.indices where phrases[p].templates[t].bankSHA256 != bank.sha256 {
+                let (mu, sd) = try bank.measure(template: phrases[p].templates[t].embeddings)
+                phrases[p].templates[t].mu = mu
+                phrases[p].templates[t].sd = sd
+                phrases[p].templates[t].bankSHA256 = bank.sha256
+                changed = true
+            }
+        }
+        return changed
+    }
+
+    /// The household in `path`, nil when there is none yet; a file that cannot be read or is damaged is an
+    /// error naming it (never silently an empty household, which the next save would write over).
+    public static func load(path: String) throws -> Household? {
+        func fail(_ problem: String) -> HouseholdError { HouseholdError(file: "household file", path: path, problem: problem) }
+        let bytes: [UInt8]
+        switch AtomicFile.read(path, limit: 64 << 20) {
+        case .none: return nil
+        case .unreadable(let why): throw fail("cannot be read (\(why))")
+        case .bytes(let b): bytes = b
+        }
+        guard bytes.count <= 64 << 20 else { throw fail("is larger than 64 MB: not a household file") }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        let household: Household
+        do { household = try decoder.decode(Household.self, from: Data(bytes)) } catch {
+            throw fail("is damaged (\(error)); move it away and enroll again")
+        }
+        guard household.version == 1 else { throw fail("is version \(household.version); this build reads version 1") }
+        guard household.negatives.allSatisfy({ !$0.embeddings.isEmpty }) else {
+            throw fail("is damaged (a household negative has no frames); move it away and enroll again")
+        }
+        for p in household.phrases {
+            for t in p.templates {
+                guard (Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count),
+                      t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count }), t.mu.isFinite, t.sd.isFinite, t.sd >= 0
+                else { throw fail("is damaged (a template of \"\(p.text)\" has the wrong size or numbers); move it away and enroll again") }
+            }
+        }
+        return household
+    }
+
+    /// Writes the household to `path` atomically, mode 0600.
+    public func save(path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        let bytes = [UInt8](try encoder.encode(self))
+        do throws(AtomicFile.Failure) { try AtomicFile.write(bytes, to: path, mode: 0o600) } catch {
+            throw HouseholdError(file: "household file", path: path, problem: "cannot be written (\(error.reason))")
+        }
+    }
+}

@@ -1,0 +1,83 @@
+/// Streaming subsequence DTW of one template over a stream of frames (docs/household.md, "Subsequence DTW"):
+/// free start anywhere in the stream, each template frame visited exactly once, the stream either one frame per
+/// template frame, one skipped (the person slower), or two template frames on one (the person faster). Frames
+/// are already centred and unit length, so the distance is `1 - a . b`. Holds the columns for t-1 and t-2 only;
+/// nothing is allocated per frame.
+final class SubsequenceDTW {
+    /// Template frames, L.
+    let length: Int
+    let dim: Int
+    /// [L][dim], normalised.
+    private let template: UnsafeMutablePointer<Float>
+    private let cost: UnsafeMutablePointer<Float>
+    /// D(., t), D(., t-1), D(., t-2); rotated after each frame.
+    private var current: UnsafeMutablePointer<Float>
+    private var previous: UnsafeMutablePointer<Float>
+    private var beforePrevious: UnsafeMutablePointer<Float>
+
+    /// `template`: L rows of `dim` normalised numbers.
+    init(template: [Float], dim: Int) {
+        precondition(dim > 0 && !template.isEmpty && template.count % dim == 0, "a template is whole rows of dim numbers")
+        self.dim = dim
+        length = template.count / dim
+        self.template = .allocate(capacity: template.count)
+        self.template.initialize(from: template, count: template.count)
+        cost = .allocate(capacity: length)
+        cost.initialize(repeating: 0, count: length)
+        current = .allocate(capacity: length)
+        previous = .allocate(capacity: length)
+        beforePrevious = .allocate(capacity: length)
+        current.initialize(repeating: .infinity, count: length)
+        previous.initialize(repeating: .infinity, count: length)
+        beforePrevious.initialize(repeating: .infinity, count: length)
+    }
+
+    deinit {
+        template.deallocate()
+        cost.deallocate()
+        current.deallocate()
+        previous.deallocate()
+        beforePrevious.deallocate()
+    }
+
+    /// Forgets the stream: the next frame is t = 0.
+    func reset() {
+        previous.update(repeating: .infinity, count: length)
+        beforePrevious.update(repeating: .infinity, count: length)
+    }
+
+    /// Takes stream frame t (dim normalised numbers); returns score_T(t), the mean distance of the best path
+    /// ending at the template's last frame on this one, +inf until a path exists.
+    func push(_ x: UnsafePointer<Float>) -> Float {
+        for i in 0..<length { cost[i] = 1 - dot(template + i * dim, x, dim) }
+        current[0] = cost[0]
+        for i in 1..<max(1, length) {
+            var best = min(previous[i - 1], beforePrevious[i - 1])
+            if i >= 2 { best = min(best, previous[i - 2] + cost[i - 1]) }
+            current[i] = cost[i] + best
+        }
+        let newest = current
+        current = beforePrevious
+        beforePrevious = previous
+        previous = newest
+        return newest[length - 1] / Float(length)
+    }
+}
+
+/// a . b over n numbers, eight lanes at a time where n allows (96 does).
+@inline(__always)
+func dot(_ a: UnsafePointer<Float>, _ b: UnsafePointer<Float>, _ n: Int) -> Float {
+    var i = 0
+    var lanes = SIMD8<Float>()
+    while i + 8 <= n {
+        lanes += UnsafeRawPointer(a + i).loadUnaligned(as: SIMD8<Float>.self)
+            * UnsafeRawPointer(b + i).loadUnaligned(as: SIMD8<Float>.self)
+        i += 8
+    }
+    var sum = lanes.sum()
+    while i < n {
+        sum += a[i] * b[i]
+        i += 1
+    }
+    return sum
+}

@@ -1,0 +1,119 @@
+import ArgumentParser
+import Audio
+import AudioCore
+import FoundationEssentials
+import HotPhrase
+import JSONKit
+import Platform
+import SpeakerApp
+import SpeakerConfig
+
+/// `hound-speaker enroll WAV...`: adds recordings of a phrase to the household's voices (docs/household.md),
+/// each take's verdict on its own line.
+struct EnrollCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enroll",
+        abstract: "Teach the speaker the household's voices: add recordings of the hot phrase (or another phrase).",
+        discussion: """
+            Each recording (any sample rate or channel count) is one take of the phrase; its verdict is printed: kept, \
+            or why it was not (clipped, too quiet, no speech, too long, unlike the other takes). Only embeddings are \
+            kept, in DIR/household.json (mode 0600). Needs the speech-embedding model (format 2). Exit 1 when no take \
+            was kept, 66 when a recording could not be read (the others are still kept).
+            """)
+
+    @Argument(help: "The recordings, one take each.") var wavs: [String]
+    @Option(help: ArgumentHelp("Folder of household.json (default: [hotphrase] household, else the state directory).", valueName: "DIR"))
+    var household: String?
+    @Option(help: ArgumentHelp("The phrase the recordings say (default: the model's, \"OK Hound\"); another becomes an extra wake phrase.", valueName: "TEXT"))
+    var phrase: String?
+    @Option(help: ArgumentHelp("Model file (default: [hotphrase] model, else the installed ok-hound.hpm).", valueName: "FILE"))
+    var model: String?
+    @Option(help: ArgumentHelp("Negative bank (default: the installed negative-bank.hpm).", valueName: "FILE"))
+    var bank: String?
+    @OptionGroup var options: ConfigOption
+
+    func validate() throws {
+        if wavs.isEmpty { throw ValidationError("name at least one recording (the spoken setup is not built yet)") }
+        if let phrase, phrase.allSatisfy(\.isWhitespace) { throw ValidationError("--phrase must not be empty") }
+    }
+
+    func run() async throws {
+        try await reporting {
+            let config = try loadConfig(options.config)
+            let loaded: HotPhraseModel
+            do { loaded = try HotPhraseModel.locate(model ?? config.hotphrase.model) } catch {
+                throw CommandFailure(message: "\(error)", exitCode: 66)
+            }
+            guard loaded.hasEmbeddings else {
+                throw CommandFailure(message: "\(Enrollment.needsEmbedding(loaded))", exitCode: 66)
+            }
+            let path = try householdFile(household, config: config)
+            let negatives: NegativeBank
+            do { negatives = try NegativeBank.locate(bank) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+            var current: Household
+            do { current = try Household.load(path: path) ?? Household() } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+            _ = try current.remeasure(bank: negatives)
+            let text = phrase ?? loaded.phrase
+            var kept = 0
+            // A recording that cannot be read stops no other take: the kept ones are saved, then it exits 66.
+            var unreadable: AudioFileError?
+            for wav in wavs {
+                let audio: MonoAudio
+                do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav) } catch {
+                    printLine("\(wav): not kept: \(error)")
+                    unreadable = unreadable ?? error
+                    continue
+                }
+                do {
+                    let take = try Enrollment.take(audio.samples, model: loaded)
+                    try current.add(take, phrase: text, bank: negatives)
+                    kept += 1
+                    printLine("\(wav): kept (" + String(cFormat: "%ld frames, speech %.2f-%.2f s", take.template.count,
+                                                      take.speech.lowerBound, take.speech.upperBound) + ")")
+                } catch let problem as TakeProblem {
+                    printLine("\(wav): not kept: \(problem)")
+                }
+            }
+            if kept > 0 {
+                do { try current.save(path: path) } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+            }
+            let count = current.phrase(text)?.templates.count ?? 0
+            printError("\(kept) of \(wavs.count) take\(wavs.count == 1 ? "" : "s") kept; \"\(text)\" has \(count) template\(count == 1 ? "" : "s") in \(path)")
+            if kept > 0, household == nil || household == config.hotphrase.household { await tellRunningSpeaker(config) }
+            if let unreadable { throw CommandFailure(reading: unreadable) }
+            if kept == 0 { throw CommandFailure(message: "no take was kept", exitCode: 1) }
+        }
+    }
+}
+
+/// A speaker running with this config reads the household again now (through the control API); one that cannot
+/// be reached uses the change from its next start, and this says so.
+func tellRunningSpeaker(_ config: SpeakerConfiguration) async {
+    guard config.control.listen != nil else {
+        printError("a running speaker uses the change from its next start ([control] listen is off, so it cannot be told now)")
+        return
+    }
+    do {
+        _ = try await ControlClient.send(["command": "reload_household"], config: config)
+        printError("the running speaker uses the change now")
+    } catch {
+        printError("no running speaker was told (\(error.message)): it uses the change from its next start")
+    }
+}
+
+/// The config `path` (or the default) loaded; a mistake in it exits 78.
+func loadConfig(_ path: String?) throws -> SpeakerConfiguration {
+    do { return try ConfigLoader.load(path: ConfigLoader.resolvePath(explicit: path)) } catch {
+        throw CommandFailure(message: "\(error)", exitCode: 78)
+    }
+}
+
+/// household.json in `option` (a folder), else in [hotphrase] household.
+func householdFile(_ option: String?, config: SpeakerConfiguration) throws -> String {
+    let directory = option ?? config.hotphrase.household
+    guard !directory.isEmpty else {
+        throw CommandFailure(message: "no household folder: set [hotphrase] household or --household (there is no state directory: HOME is not set)",
+                             exitCode: 78)
+    }
+    return (directory.hasSuffix("/") ? directory : directory + "/") + Household.fileName
+}

@@ -1,0 +1,132 @@
+import Audio
+import AudioCore
+import Foundation
+@testable import HotPhrase
+import Testing
+
+/// The Python reference's numbers for the same takes, bank and stream (Fixtures/household, its README has the
+/// tolerances and why): the Swift enrollment and personal scorer must agree with them.
+@Suite struct HouseholdParityTests {
+    static let dir = Fixtures.dir.appendingPathComponent("household")
+
+    struct Expected: Decodable {
+        struct Tolerances: Decodable {
+            let e: Float
+            let score: Double
+            let mu: Double
+            let sd_relative: Double
+            let z: Double
+            let mean: Float
+        }
+        struct Take: Decodable {
+            let file: String
+            let speech: [Double]
+            let t: [Int]
+            let e: [[Float]]
+            let mu: Double
+            let sd: Double
+        }
+        struct Stream: Decodable {
+            let file: String
+            let t: [Int]
+            let score: [[Double?]]
+            let z: [[Double?]]
+            let personal: [Double?]
+            let detections: [Double]
+        }
+        let model: String
+        let bank: String
+        let phrase: String
+        let z_threshold: Double
+        let sensitivity: Double
+        let tolerances: Tolerances
+        let mean: [Float]
+        let takes: [Take]
+        let stream: Stream
+    }
+
+    func expected() throws -> Expected {
+        try JSONDecoder().decode(Expected.self, from: Data(contentsOf: Self.dir.appendingPathComponent("expected.json")))
+    }
+
+    func samples(_ file: String) throws -> [Int16] {
+        try AudioFile.readMono(path: Self.dir.appendingPathComponent(file).path).samples
+    }
+
+    func load() throws -> (Expected, HotPhraseModel, NegativeBank) {
+        let x = try expected()
+        let model = try HotPhraseModel.load(path: Self.dir.appendingPathComponent(x.model).path)
+        let bank = try NegativeBank.load(path: Self.dir.appendingPathComponent(x.bank).path)
+        return (x, model, bank)
+    }
+
+    @Test func theBankReadsAsTheReferenceWroteIt() throws {
+        let (x, _, bank) = try load()
+        #expect(bank.zThreshold == x.z_threshold)
+        #expect(bank.mean.count == x.mean.count)
+        #expect(zip(bank.mean, x.mean).allSatisfy { abs($0 - $1) <= x.tolerances.mean })
+    }
+
+    @Test func takesBecomeTheReferenceTemplates() throws {
+        let (x, model, bank) = try load()
+        for take in x.takes {
+            let made = try Enrollment.take(try samples(take.file), model: model)
+            #expect([made.speech.lowerBound, made.speech.upperBound] == take.speech, "\(take.file)")
+            #expect(made.templateSamples == take.t, "\(take.file)")
+            #expect(made.template.count == take.e.count)
+            let worst = zip(made.template, take.e).map { a, b in zip(a, b).map { abs($0 - $1) }.max() ?? 0 }.max() ?? 0
+            #expect(worst <= x.tolerances.e, "\(take.file): embeddings differ by \(worst)")
+            let (mu, sd) = try bank.measure(template: made.template)
+            #expect(abs(mu - take.mu) <= x.tolerances.mu, "\(take.file): mu \(mu) vs \(take.mu)")
+            #expect(abs(sd - take.sd) <= x.tolerances.sd_relative * take.sd, "\(take.file): sd \(sd) vs \(take.sd)")
+        }
+    }
+
+    /// The stream through the three templates: t_k, every template's score and z, the personal score, and the
+    /// detection the fused detector makes by the templates alone (the generic model held off with a threshold
+    /// above any probability).
+    @Test func theStreamScoresAsTheReferenceScoresIt() throws {
+        let (x, model, bank) = try load()
+        var household = Household()
+        for take in x.takes { try household.add(try Enrollment.take(try samples(take.file), model: model), phrase: x.phrase, bank: bank) }
+        let templates = try #require(household.phrase(x.phrase)?.templates)
+        let stream = try samples(x.stream.file)
+
+        var times: [Int] = []
+        var frames: [[Float]] = []
+        let detector = HotPhraseDetector(model: model)
+        stream.withUnsafeBufferPointer {
+            detector.process($0, onFrame: { e, t in frames.append(Array(e)); times.append(t) }, onDetection: { _ in })
+        }
+        #expect(times == x.stream.t)
+        let normalised = bank.normalised(frames)
+        var personal = [Double](repeating: -.infinity, count: frames.count)
+        for (j, t) in templates.enumerated() {
+            let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
+            normalised.withUnsafeBufferPointer { f in
+                for n in 0..<frames.count {
+                    let s = dtw.push(f.baseAddress! + n * bank.dim)
+                    let z = Household.z(score: s, mu: t.mu, sd: t.sd)
+                    personal[n] = max(personal[n], z)
+                    guard n < x.stream.score[j].count else { continue }
+                    if let expected = x.stream.score[j][n] {
+                        #expect(abs(Double(s) - expected) <= x.tolerances.score, "template \(j) step \(n): \(s) vs \(expected)")
+                        #expect(abs(z - (x.stream.z[j][n] ?? .nan)) <= x.tolerances.z, "template \(j) step \(n)")
+                    } else {
+                        #expect(s.isInfinite, "template \(j) step \(n): \(s), the reference has no path yet")
+                    }
+                }
+            }
+        }
+        for (n, expected) in x.stream.personal.enumerated() {
+            if let expected { #expect(abs(personal[n] - expected) <= x.tolerances.z, "step \(n)") } else { #expect(personal[n].isInfinite) }
+        }
+
+        let fused = try FusedDetector(model: model, household: household, bank: bank, threshold: 2,
+                                      zThreshold: bank.zThreshold(sensitivity: x.sensitivity), refractorySeconds: 2)
+        var detections: [WakeDetection] = []
+        stream.withUnsafeBufferPointer { fused.process($0) { detections.append($0) } }
+        #expect(detections.map(\.time) == x.stream.detections)
+        #expect(detections.allSatisfy { $0.personal && $0.phrase == x.phrase })
+    }
+}

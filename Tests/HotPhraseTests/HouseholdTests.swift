@@ -1,0 +1,471 @@
+import Audio
+import AudioCore
+import Foundation
+@testable import HotPhrase
+import Testing
+import TestSupport
+
+/// Enrollment, the subsequence DTW, the negative bank and the household file (docs/household.md).
+enum HouseholdFixtures {
+    /// espeak-ng saying `text` with `voice` at `speed` words a minute, 16 kHz mono, with a second of quiet (a
+    /// faint noise floor) before and after: the front end needs 0.8 s of audio for its first embedding.
+    static func say(_ text: String, voice: String = "en-us", speed: Int = 175) throws -> [Int16] {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let espeak = Process()
+        espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
+        espeak.arguments = ["-v", voice, "-s", "\(speed)", "-w", path, text]
+        espeak.standardError = FileHandle.nullDevice
+        try espeak.run()
+        espeak.waitUntilExit()
+        guard espeak.terminationStatus == 0 else { throw CocoaError(.fileWriteUnknown) }
+        var rng = SplitMix(seed: UInt64(text.utf8.count))
+        let quiet = (0..<16_000).map { _ in Int16(rng.unit() * 20 - 10) }
+        return quiet + (try AudioFile.readMono(path: path).samples) + quiet
+    }
+
+    /// Every embedding frame of `samples` from reset.
+    static func frames(_ samples: [Int16], model: HotPhraseModel) -> [[Float]] {
+        let detector = HotPhraseDetector(model: model)
+        var frames: [[Float]] = []
+        samples.withUnsafeBufferPointer { detector.process($0, onFrame: { e, _ in frames.append(Array(e)) }, onDetection: { _ in }) }
+        return frames
+    }
+
+    static let bankSentences = [
+        "what time is it", "turn the lights off in the kitchen", "how is the weather tomorrow",
+        "play some music please", "set a timer for ten minutes", "who won the game last night",
+        "remind me to call my mother", "the quick brown fox jumps over the lazy dog", "how far is the moon",
+        "add milk to the shopping list", "what is the capital of France", "tell me a joke",
+    ]
+
+    /// A format-3 bank file of `segments` (raw frames), as tools/hotphrase writes one: float16 frames, float32 mean.
+    static func bankBytes(_ segments: [[[Float]]], zThreshold: Double, dim: Int = 96) throws -> [UInt8] {
+        let all = segments.flatMap { $0 }
+        var mean = [Float](repeating: 0, count: dim)
+        for f in all { for j in 0..<dim { mean[j] += f[j] / Float(all.count) } }
+        var payload: [UInt8] = []
+        for f in all { for v in f { let b = Float16(v).bitPattern; payload += [UInt8(b & 0xff), UInt8(b >> 8)] } }
+        while payload.count % 4 != 0 { payload.append(0) }
+        let meanOffset = payload.count
+        for v in mean { let b = v.bitPattern; payload += [0, 8, 16, 24].map { UInt8((b >> $0) & 0xff) } }
+        let header: [String: Any] = [
+            "format": 3, "kind": "negative-embeddings", "embedding_dim": dim, "segments": segments.map(\.count),
+            "z_threshold": zThreshold,
+            "sources": [["name": "espeak-ng test sentences", "licence": "GPL-3.0", "seconds": 30.0, "speakers": 1]],
+            "tensors": [
+                ["name": "frames", "dtype": "float16", "shape": [all.count, dim], "offset": 0, "bytes": all.count * dim * 2],
+                ["name": "mean", "dtype": "float32", "shape": [dim], "offset": meanOffset, "bytes": dim * 4],
+            ],
+        ]
+        var json = [UInt8](try JSONSerialization.data(withJSONObject: header))
+        while (8 + json.count) % 4 != 0 { json.append(0x20) }
+        let n = UInt32(json.count)
+        return Array("HPM1".utf8) + [0, 8, 16, 24].map { UInt8((n >> $0) & 0xff) } + json + payload
+    }
+
+    /// The test model's bank from the sentences above (en-us), written to a temporary file and loaded.
+    static func bank(zThreshold: Double = 3) throws -> (NegativeBank, path: String) {
+        let model = try EmbeddingFixtures.model()
+        let segments = try bankSentences.map { frames(try say($0), model: model) }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("bank-\(UUID().uuidString).hpm").path
+        try Data(try bankBytes(segments, zThreshold: zThreshold)).write(to: URL(fileURLWithPath: path))
+        return (try NegativeBank.load(path: path), path)
+    }
+
+    /// The best (largest) z of `templates` of the household over `samples`.
+    static func bestZ(_ household: Household, _ phrase: String, over samples: [Int16], bank: NegativeBank, model: HotPhraseModel) -> Double {
+        let frames = bank.normalised(self.frames(samples, model: model))
+        var best = -Double.infinity
+        for t in household.phrase(phrase)?.templates ?? [] {
+            let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
+            frames.withUnsafeBufferPointer { f in
+                for k in 0..<(frames.count / bank.dim) {
+                    best = max(best, Household.z(score: dtw.push(f.baseAddress! + k * bank.dim), mu: t.mu, sd: t.sd))
+                }
+            }
+        }
+        return best
+    }
+}
+
+extension SplitMix {
+    /// Uniform in [0, 1).
+    mutating func unit() -> Double { Double(next() >> 11) / Double(1 << 53) }
+}
+
+/// The brute-force definition of the page's DTW: every assignment of a stream frame tau(i) to each template
+/// frame, tau(i) - tau(i-1) in {1, 2}, or 0 when i >= 2 and tau(i-1) - tau(i-2) == 1; the cheapest ending at t.
+func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) {
+    let length = cost.count
+    var best = Float.infinity, bestSteps: [Int] = []
+    func extend(_ taus: [Int], _ sum: Float) {
+        let i = taus.count
+        if i == length {
+            if taus.last == t, sum < best { best = sum; bestSteps = zip(taus.dropFirst(), taus).map { $0 - $1 } }
+            return
+        }
+        for step in [0, 1, 2] {
+            if step == 0 && (i < 2 || taus[i - 1] - taus[i - 2] != 1) { continue }
+            let tau = taus[i - 1] + step
+            if tau > t { continue }
+            extend(taus + [tau], sum + cost[i][tau])
+        }
+    }
+    for start in 0...t { extend([start], cost[0][start]) }
+    return (best / Float(length), bestSteps)
+}
+
+@Suite struct SubsequenceDTWTests {
+    /// Random unit vectors: the streaming scorer equals the brute force at every t (+inf where no path reaches
+    /// the template's end yet), and the best paths over the cases use all three step kinds.
+    @Test func matchesTheBruteForceDefinition() {
+        var rng = SplitMix(seed: 37)
+        let dim = 4
+        var kinds = Set<Int>()
+        for trial in 0..<60 {
+            let length = 1 + trial % 5, frames = 3 + (trial / 5) % 7
+            func unit() -> [Float] {
+                let v = (0..<dim).map { _ in Float(rng.unit() * 2 - 1) }
+                let n = v.map { $0 * $0 }.reduce(0, +).squareRoot()
+                return v.map { $0 / n }
+            }
+            let template = (0..<length).map { _ in unit() }
+            let stream = (0..<frames).map { _ in unit() }
+            let cost = template.map { a in stream.map { b in 1 - zip(a, b).map { $0 * $1 }.reduce(0, +) } }
+            let dtw = SubsequenceDTW(template: template.flatMap { $0 }, dim: dim)
+            for t in 0..<frames {
+                let streamed = stream[t].withUnsafeBufferPointer { dtw.push($0.baseAddress!) }
+                let (expected, steps) = bruteForceDTW(cost: cost, end: t)
+                if expected.isInfinite {
+                    #expect(streamed.isInfinite, "L \(length) t \(t): \(streamed)")
+                } else {
+                    #expect(abs(streamed - expected) < 1e-5, "L \(length) t \(t): \(streamed) vs \(expected)")
+                    kinds.formUnion(steps)
+                }
+            }
+            // the earliest end: the template's L frames on floor(L / 2) + 1 stream frames
+            if length / 2 < frames { #expect(bruteForceDTW(cost: cost, end: length / 2).score.isFinite) }
+            if length >= 2, length / 2 - 1 < frames { #expect(bruteForceDTW(cost: cost, end: length / 2 - 1).score.isInfinite) }
+        }
+        #expect(kinds == [0, 1, 2], "step kinds used by best paths: \(kinds)")
+    }
+
+    @Test func resetStartsAFreshStream() {
+        let template: [Float] = [1, 0, 0, 1]
+        let dtw = SubsequenceDTW(template: template, dim: 2)
+        let a: [Float] = [1, 0], b: [Float] = [0, 1]
+        _ = a.withUnsafeBufferPointer { dtw.push($0.baseAddress!) }
+        #expect(b.withUnsafeBufferPointer { dtw.push($0.baseAddress!) } == 0)
+        dtw.reset()
+        #expect(b.withUnsafeBufferPointer { dtw.push($0.baseAddress!) }.isInfinite)
+    }
+}
+
+@Suite struct TakeCheckTests {
+    /// 0.5 s of silence, `seconds` of a 300 Hz tone at `amplitude` with noise, 0.5 s of silence.
+    func burst(seconds: Double, amplitude: Double, floor: Double = 20) -> [Int16] {
+        var rng = SplitMix(seed: 1)
+        let n = Int(seconds * 16_000)
+        let quiet = (0..<8000).map { _ in Int16((rng.unit() * 2 - 1) * floor) }
+        let tone = (0..<n).map { i in Int16(max(-32768, min(32767, amplitude * sin(Double(i) * 2 * .pi * 300 / 16_000)
+                                                             + (rng.unit() * 2 - 1) * floor))) }
+        return quiet + tone + quiet
+    }
+
+    @Test func eachCheckRejectsWhatItShould() throws {
+        #expect(throws: TakeProblem.self) { try Enrollment.check(burst(seconds: 0.6, amplitude: 40000)) }
+        #expect { try Enrollment.check(burst(seconds: 0.6, amplitude: 40000)) } throws: { error in
+            guard case .clipped(let fraction) = error as? TakeProblem else { return false }
+            return fraction > 0.001 && "\(error)".contains("clipped")
+        }
+        #expect { try Enrollment.check(burst(seconds: 0.6, amplitude: 200, floor: 2)) } throws: { error in
+            guard case .tooQuiet(let dB) = error as? TakeProblem else { return false }
+            return dB < -40 && "\(error)".contains("too quiet")
+        }
+        // a steady tone from end to end: nothing stands 4 times above the quietest 10 ms
+        let steady = (0..<16_000).map { Int16(8000 * sin(Double($0) * 2 * .pi * 300 / 16_000)) }
+        #expect(throws: TakeProblem.noSpeech) { try Enrollment.check(steady) }
+        #expect { try Enrollment.check(burst(seconds: 3, amplitude: 8000)) } throws: { error in
+            guard case .speechTooLong(let s) = error as? TakeProblem else { return false }
+            return abs(s - 3) < 0.02 && "\(error)".contains("longer than 2.5 s")
+        }
+        #expect { try Enrollment.check([Int16](repeating: 0, count: 16_000 * 11)) } throws: { error in
+            guard case .recordingTooLong = error as? TakeProblem else { return false }
+            return "\(error)".contains("at most 10 s")
+        }
+    }
+
+    @Test func theSpeechSpanIsFoundByTheBlockRule() throws {
+        let span = try Enrollment.check(burst(seconds: 0.6, amplitude: 8000))
+        #expect(abs(span.lowerBound - 0.5) <= 0.01 && abs(span.upperBound - 1.1) <= 0.01, "\(span)")
+    }
+
+    @Test func aFormatOneModelCannotEnroll() throws {
+        #expect { try Enrollment.take(burst(seconds: 0.6, amplitude: 8000), model: try Fixtures.model()) } throws: { error in
+            "\(error)".contains("enrollment needs the speech-embedding model")
+        }
+    }
+}
+
+@Suite(.serialized) struct EnrollmentTests {
+    /// Three takes of "hey kitchen" (two speeds, two voices); said again by a voice no take used, its templates'
+    /// z is far above a different sentence's, and the fused detector wakes for it (by the templates alone:
+    /// not the model's phrase) and not for the other sentence.
+    @Test func theEnrolledPhraseSaidAgainScoresAboveOtherSpeech() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = Household()
+        for (voice, speed) in [("en-us", 160), ("en-us", 190), ("en-gb", 175)] {
+            let take = try Enrollment.take(try HouseholdFixtures.say("hey kitchen", voice: voice, speed: speed), model: model)
+            #expect((Enrollment.minFrames...Enrollment.maxFrames).contains(take.template.count))
+            try household.add(take, phrase: "hey kitchen", bank: bank)
+        }
+        #expect(household.phrase("Hey Kitchen")?.templates.count == 3)
+        let again = try HouseholdFixtures.say("hey kitchen", voice: "en-us+f3", speed: 170)
+        let other = try HouseholdFixtures.say("please check the kettle", voice: "en-us+f3", speed: 170)
+        let zAgain = HouseholdFixtures.bestZ(household, "hey kitchen", over: again, bank: bank, model: model)
+        let zOther = HouseholdFixtures.bestZ(household, "hey kitchen", over: other, bank: bank, model: model)
+        #expect(zAgain > zOther + 2, "again \(zAgain), other \(zOther)")
+
+        let threshold = (zAgain + zOther) / 2
+        func wakes(_ samples: [Int16]) throws -> [WakeDetection] {
+            let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 1, zThreshold: threshold)
+            var found: [WakeDetection] = []
+            (samples + [Int16](repeating: 0, count: 16_000)).withUnsafeBufferPointer { all in
+                var i = 0
+                while i < all.count {
+                    detector.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)])) { found.append($0) }
+                    i += 320
+                }
+            }
+            return found
+        }
+        let heard = try wakes(again)
+        #expect(heard.count == 1 && heard.first?.phrase == "hey kitchen" && heard.first?.personal == true, "\(heard)")
+        #expect((heard.first?.score ?? 0) >= threshold)
+        #expect(try wakes(other).isEmpty)
+
+        // a take of another sentence is refused as unlike the others, at the bank's threshold
+        let unlike = try Enrollment.take(other, model: model)
+        #expect { try household.add(unlike, phrase: "hey kitchen", bank: bank) } throws: { error in
+            guard case .unlikeTheOthers = error as? TakeProblem else { return false }
+            return "\(error)".contains("unlike the other takes")
+        }
+    }
+
+    /// A household negative ending where the template matched best raises that template's threshold above
+    /// what the sound scores, so the same sound no longer wakes the speaker.
+    @Test func aHouseholdNegativeRaisesTheThreshold() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = Household()
+        let take = try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model)
+        try household.add(take, phrase: "hey kitchen", bank: bank)
+        let samples = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160)
+        func wakes(_ household: Household) throws -> [WakeDetection] {
+            let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 1, zThreshold: 1)
+            var found: [WakeDetection] = []
+            samples.withUnsafeBufferPointer { detector.process($0) { found.append($0) } }
+            return found
+        }
+        #expect(try wakes(household).count == 1)
+        // the frame where the template's z peaks
+        let frames = HouseholdFixtures.frames(samples, model: model)
+        let t = household.phrases[0].templates[0]
+        let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
+        let normalised = bank.normalised(frames)
+        let z = normalised.withUnsafeBufferPointer { f in
+            (0..<frames.count).map { Household.z(score: dtw.push(f.baseAddress! + $0 * bank.dim), mu: t.mu, sd: t.sd) }
+        }
+        let peak = try #require(z.indices.max { z[$0] < z[$1] })
+        household.addNegative(Array(frames[...peak]))
+        #expect(household.negatives.first?.embeddings.count == min(24, take.template.count))
+        #expect(try wakes(household).isEmpty)
+    }
+}
+
+@Suite(.serialized) struct FusionTests {
+    /// Every wake of `detector` over `samples`, fed in 20 ms pieces.
+    func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] {
+        var found: [WakeDetection] = []
+        samples.withUnsafeBufferPointer { all in
+            var i = 0
+            while i < all.count {
+                detector.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)])) { found.append($0) }
+                i += 320
+            }
+        }
+        return found
+    }
+
+    /// For the model's own phrase (the test model's is "test") either detector wakes the speaker: the templates
+    /// alone with the generic model held off; with the generic model at threshold 0 (it would fire on its first
+    /// score, 2.022 s, and every step after) one refractory period of 2 s spaces all wakes, whichever woke it.
+    @Test func theModelsPhraseWakesByEitherWithOneRefractoryPeriod() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = Household()
+        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "Test", bank: bank)
+        let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 64_000)
+
+        let personal = wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1), stream)
+        #expect(personal.count == 1 && personal.allSatisfy { $0.personal && $0.phrase == "Test" }, "\(personal)")
+
+        let both = wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: 0, zThreshold: 1,
+                                           refractorySeconds: 2), stream)
+        // the templates hear it at 1.622 s, before the generic model's first score; then the generic model, 2 s on
+        #expect(both.first?.personal == true && both.first?.time == personal.first?.time, "\(both)")
+        #expect(both.dropFirst().allSatisfy { !$0.personal && $0.phrase == "test" } && both.count > 1, "\(both)")
+        #expect(zip(both, both.dropFirst()).allSatisfy { $1.time - $0.time >= 2 - 1e-9 }, "\(both.map(\.time))")
+        let generic = HotPhraseDetector(model: model, threshold: 0, refractorySeconds: 2)
+        var alone: [HotPhraseDetection] = []
+        stream.withUnsafeBufferPointer { generic.process($0) { alone.append($0) } }
+        #expect(both.count >= alone.count, "fusion never hears less than the generic model alone")
+    }
+
+    /// A generic wake whose frames match a kept household negative (no templates: by the mean distance of the
+    /// newest frames) needs 1 - (1 - threshold) / 4: at a threshold just under the first score it no longer fires
+    /// there, and still does without the negative.
+    @Test func aHouseholdNegativeRaisesTheGenericThresholdWhereItWasHeard() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        let stream = try HouseholdFixtures.say("what time is it") + [Int16](repeating: 0, count: 16_000)
+        let probe = HotPhraseDetector(model: model, threshold: 0)
+        var first: HotPhraseDetection?
+        var frames: [[Float]] = []
+        stream.withUnsafeBufferPointer {
+            probe.process($0, onFrame: { e, t in if t <= 32_352 { frames.append(Array(e)) } }) { d in first = first ?? d }
+        }
+        let wake = try #require(first)
+        #expect(wake.time == 2.022 && wake.score < 0.99, "\(wake)")
+        let threshold = wake.score - 1e-4
+        func at(_ household: Household) throws -> [WakeDetection] {
+            wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: threshold), stream).filter { $0.time == wake.time }
+        }
+        var household = Household()
+        #expect(try at(household).count == 1)
+        household.addNegative(frames)
+        #expect(household.negatives.first?.embeddings.count == frames.count)
+        #expect(try at(household).isEmpty)
+    }
+}
+
+@Suite struct HouseholdFileTests {
+    func sample() -> Household {
+        var h = Household()
+        let frame = (0..<96).map { Float($0) / 96 }
+        h.phrases = [Household.Phrase(text: "OK Hound", templates: [
+            Household.Template(embeddings: Array(repeating: frame, count: 5), mu: 0.7, sd: 0.05,
+                               added: Date(timeIntervalSince1970: 1_790_000_000), bankSHA256: "ab")])]
+        h.negatives = [Household.Negative(embeddings: [frame], added: Date(timeIntervalSince1970: 1_790_000_100))]
+        return h
+    }
+
+    @Test func roundTripsWithMode0600() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/household.json"
+        #expect(try Household.load(path: path) == nil)
+        try sample().save(path: path)
+        #expect(try Household.load(path: path) == sample())
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+    }
+
+    /// The household's false wakes: the newest 64 are kept, each its last frames (at most the longest
+    /// template's), and they survive a save and a load.
+    @Test func falseWakesAreBoundedToTheNewest64AndSaved() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/household.json"
+        var h = sample()  // its one template has 5 frames
+        h.negatives = []
+        for i in 0..<70 {
+            h.addNegative((0..<30).map { k in [Float](repeating: Float(i * 100 + k), count: 96) },
+                          now: Date(timeIntervalSince1970: 1_790_000_000 + Double(i)))
+        }
+        #expect(h.negatives.count == Household.negativesKept && Household.negativesKept == 64)
+        #expect(h.negatives.first?.embeddings.map { $0[0] } == [625, 626, 627, 628, 629])  // the 7th added, its last 5 frames
+        #expect(h.negatives.last?.embeddings.map { $0[0] } == [6925, 6926, 6927, 6928, 6929])
+        try h.save(path: path)
+        #expect(try Household.load(path: path) == h)
+    }
+
+    @Test func aDamagedFileIsNamed() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/household.json"
+        try sample().save(path: path)
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        try bytes.prefix(bytes.count / 2).write(to: URL(fileURLWithPath: path))
+        #expect { try Household.load(path: path) } throws: { error in
+            "\(error)".hasPrefix("household file \(path): is damaged")
+        }
+        // valid JSON, but a template of 2 frames
+        var small = sample()
+        small.phrases[0].templates[0].embeddings.removeLast(3)
+        try small.save(path: path)
+        #expect { try Household.load(path: path) } throws: { error in "\(error)".contains("wrong size") }
+    }
+
+    /// The fused detector refuses what it cannot score: templates with a format-1 model (no embedding), and
+    /// embeddings of another size than the bank's.
+    @Test func theFusedDetectorRefusesWhatItCannotScore() throws {
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        #expect { try FusedDetector(model: try Fixtures.model(), household: sample(), bank: bank) } throws: { error in
+            "\(error)".contains("enrollment needs the speech-embedding model")
+        }
+        #expect(throws: Never.self) { try FusedDetector(model: try Fixtures.model(), household: Household(), bank: bank) }
+        var other = sample()
+        other.negatives[0].embeddings = [[1, 2, 3]]
+        #expect { try FusedDetector(model: try EmbeddingFixtures.model(), household: other, bank: bank) } throws: { error in
+            "\(error)".contains("not 96 numbers each")
+        }
+    }
+
+    @Test func aNewBankMeasuresTheTemplatesAgain() throws {
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var h = sample()
+        #expect(try h.remeasure(bank: bank))
+        let t = h.phrases[0].templates[0]
+        #expect(t.bankSHA256 == bank.sha256 && t.bankSHA256.count == 64)
+        #expect(t.mu != 0.7 && t.sd > 0)
+        #expect(try !h.remeasure(bank: bank))
+    }
+}
+
+@Suite struct NegativeBankTests {
+    @Test func loadsAndHashesTheFile() throws {
+        let (bank, path) = try HouseholdFixtures.bank(zThreshold: 4.5)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        #expect(bank.segments.count == HouseholdFixtures.bankSentences.count)
+        #expect(bank.zThreshold == 4.5 && bank.dim == 96 && bank.mean.count == 96)
+        #expect(bank.sources.first?.licence == "GPL-3.0")
+        // sha256sum's answer for the same bytes
+        let sha = Process()
+        sha.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+        sha.arguments = [path]
+        let out = Pipe()
+        sha.standardOutput = out
+        try sha.run()
+        sha.waitUntilExit()
+        #expect(String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).hasPrefix(bank.sha256))
+        #expect(abs(bank.zThreshold(sensitivity: 0.6) - 4.1) < 1e-9 && abs(bank.zThreshold(sensitivity: 0) - 6.5) < 1e-9)
+    }
+
+    @Test func badFilesAreNamedWithTheProblem() throws {
+        #expect { try NegativeBank.load(path: "/nonexistent/bank.hpm") } throws: { "\($0)" == "negative bank /nonexistent/bank.hpm: no such file" }
+        #expect { try NegativeBank.load(path: EmbeddingFixtures.modelPath) } throws: { error in
+            "\(error)".hasPrefix("negative bank \(EmbeddingFixtures.modelPath): is format 2") }
+        let good = try HouseholdFixtures.bankBytes([[[Float](repeating: 0.5, count: 96)]], zThreshold: 3)
+        #expect { try NegativeBank(bytes: Array(good.dropLast(8)), path: "b.hpm") } throws: { "\($0)".contains("truncated") }
+        #expect { try NegativeBank(bytes: Array("JUNKJUNK".utf8), path: "b.hpm") } throws: { "\($0)".contains("not a negative bank") }
+    }
+}

@@ -1,0 +1,104 @@
+import Audio
+import AudioCore
+import Control
+import Foundation
+import HotPhrase
+import SpeakerApp
+import Testing
+import TestSupport
+
+/// The household inside the running speaker (issue #37, part 3), with real parts: the speech-embedding test
+/// model, the parity fixture's takes, stream and negative bank (Tests/HotPhraseTests/Fixtures/household), and
+/// household.json in a temporary folder.
+@Suite struct HouseholdListenerTests {
+    static let fixtures = repositoryRoot + "/Tests/HotPhraseTests/Fixtures/household"
+
+    func hits(_ listener: HotPhraseListener, _ samples: [Int16]) -> Int {
+        listener.reset()
+        var count = 0
+        for start in stride(from: 0, to: samples.count - 319, by: 320) {
+            samples[start..<start + 320].withUnsafeBufferPointer { if listener.process($0, overOwnSound: false) { count += 1 } }
+        }
+        return count
+    }
+
+    /// Waits (up to 10 s) for the listener's own thread to finish a change.
+    func eventually(_ condition: () -> Bool) -> Bool {
+        for _ in 0..<1000 where !condition() { usleep(10_000) }
+        return condition()
+    }
+
+    @Test func theListenerRunsTheHouseholdKeepsItsFalseWakesAndForgets() async throws {
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
+        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/household.json"
+        let source = HotPhraseListener.HouseholdSource(path: path, bank: bank)
+        // The generic model held off (sensitivity 0: the test model's random head never reaches its threshold).
+        let settings = HotPhraseSettings(sensitivity: 0)
+        let stream = try AudioFile.readMono(path: Self.fixtures + "/stream.wav", targetRate: 16_000).samples
+
+        // No household file yet: the generic detector, which does not hear the phrase.
+        let empty = HotPhraseListener(model: model, settings: settings, echo: nil, household: source, logger: nil)
+        #expect(!empty.personalActive && empty.householdSummary.phrases.isEmpty)
+        #expect(hits(empty, stream) == 0)
+
+        var household = Household()
+        for k in 1...3 {
+            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
+            try household.add(try Enrollment.take(take, model: model), phrase: "OK Hound", bank: bank)
+        }
+        try household.save(path: path)
+        // Told to read the file again (as `enroll` does through the control API): the household's scorer runs.
+        guard case .success(let reloaded) = await empty.apply(.reload) else { Issue.record("reload failed"); return }
+        #expect(reloaded == HouseholdSummary(phrases: [.init(text: "OK Hound", takes: reloaded.phrases.first?.takes ?? [])],
+                                             negatives: 0, personalActive: true))
+        #expect(reloaded.phrases.first?.takes.count == 3)
+        #expect(hits(empty, stream) == 1)
+
+        // A listener started with the file runs it at once; the wake it hears, kept as a false wake, is saved
+        // and applied at once: the same sound wakes it only where the templates pass the negative's own z by
+        // more than 0.5 (docs/household.md), here at the phrase's stronger peak after the first crossing.
+        let listener = HotPhraseListener(model: model, settings: settings, echo: nil, household: source, logger: nil)
+        #expect(listener.personalActive)
+        #expect(hits(listener, stream) == 1)
+        let before = listener.lastDetectionScore
+        listener.keepFalseWake()
+        #expect(eventually { listener.householdSummary.negatives == 1 })
+        let saved = try #require(try Household.load(path: path))
+        #expect(saved.negatives.count == 1)
+        let longest = saved.phrases.flatMap(\.templates).map(\.embeddings.count).max() ?? 0
+        #expect(saved.negatives.first?.embeddings.count == min(24, longest))
+        #expect(hits(listener, stream) == 1)
+        #expect(listener.lastDetectionScore >= before + 0.5, "\(before) \(listener.lastDetectionScore)")
+
+        // Forgetting: an unknown phrase is refused by name; the negatives, then the phrase.
+        guard case .failure(let problem) = await listener.apply(.forget("hey kitchen")) else { Issue.record("forgot a phrase never enrolled"); return }
+        #expect(problem.description.contains("has no phrase \"hey kitchen\" (enrolled: \"OK Hound\""), "\(problem)")
+        guard case .success(let noNegatives) = await listener.apply(.forgetNegatives) else { Issue.record("forget negatives failed"); return }
+        #expect(noNegatives.negatives == 0 && noNegatives.personalActive)
+        #expect(try Household.load(path: path)?.negatives.isEmpty == true)
+        #expect(hits(listener, stream) == 1)
+        #expect(listener.lastDetectionScore == before)
+        guard case .success(let forgotten) = await listener.apply(.forget("ok hound")) else { Issue.record("forget failed"); return }
+        #expect(forgotten == HouseholdSummary(phrases: [], negatives: 0, personalActive: false))
+        #expect(try Household.load(path: path)?.phrases.isEmpty == true)
+        #expect(hits(listener, stream) == 0)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+    }
+
+    /// A format-1 model: the generic detector only, and a change is refused with the reason.
+    @Test func aFormatOneModelRunsTheGenericDetectorOnly() async throws {
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm")
+        try #require(!model.hasEmbeddings)
+        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(), echo: nil,
+                                         household: .init(path: "/nonexistent/household.json", bank: bank), logger: nil)
+        #expect(!listener.personalActive && !listener.hasHousehold)
+        #expect(listener.describe.contains("format 1"))
+        guard case .failure(let problem) = await listener.apply(.forgetNegatives) else { Issue.record("a change was taken"); return }
+        #expect(problem.description.contains("format 1"), "\(problem)")
+    }
+}
