@@ -143,12 +143,14 @@ check "the answer was given and spoken: the speaker is ready again" \
     wait_for 60 has_event "$pressed" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
 sleep 1
 kill "$sampler" "$recorder" 2>/dev/null; wait "$sampler" "$recorder" 2>/dev/null
-# Each line of leds.log: when, and the three lines' values from then on. Listening is the first 100 that lasts
-# (ready's blip is 50 ms).
-check "the LED lines stepped through listening, searching, speaking and back to off" awk '
-    NR > 1 { if (s == 0 && v == "100" && $1 - t >= 0.3) s = 1; else if (s == 1 && v == "010") s = 2
-             else if (s == 2 && v == "001") s = 3; else if (s == 3 && v == "000") s = 4 }
-    { t = $1; v = $2 } END { if (s == 3 && v == "000") s = 4; exit s == 4 ? 0 : 1 }' /tmp/leds.log
+# Each line of a sample_leds log: when, and the three lines' values from then on. Listening is the first 100 that
+# lasts (ready's blip is 50 ms).
+stepped_through() {  # stepped_through LOG: listening, searching, speaking and off, in that order
+    awk 'NR > 1 { if (s == 0 && v == "100" && $1 - t >= 0.3) s = 1; else if (s == 1 && v == "010") s = 2
+                  else if (s == 2 && v == "001") s = 3; else if (s == 3 && v == "000") s = 4 }
+         { t = $1; v = $2 } END { if (s == 3 && v == "000") s = 4; exit s == 4 ? 0 : 1 }' "$1"
+}
+check "the LED lines stepped through listening, searching, speaking and back to off" stepped_through /tmp/leds.log
 cat /tmp/leds.log | awk '{ printf "%s ", $2 } END { print "" }' | sed 's/^/    LED lines (listening searching speaking): /'
 answer="$(events "$pressed" HOUND_SPEAKER_EVENT=final | sed -n 's/^HOUND_SPEAKER_ANSWER=//p' | tail -1)"
 check "the transcript is the question's, the answer the time" bash -c \
@@ -227,6 +229,66 @@ press
 check "a press stops the ringing" wait_for 15 has_event "$restarted" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=stopped
 hears "what time is it"
 systemctl restart pi-box-houndify.service
+
+# A press answered after a device came back: the listening LED, the question, the answer heard on the loopback.
+answered_again() {  # answered_again SINCE
+    arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 40 /tmp/again.wav &
+    local recorder=$!
+    sleep 1
+    press
+    check "a press: the listening LED line goes on" wait_for 10 listening_steady
+    play_into_mic /tmp/question.wav
+    check "the question is answered and spoken" wait_for 60 has_event "$1" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+    sleep 1
+    kill "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+    last_sound /tmp/again.wav /tmp/again-last.wav
+    local heard_level; heard_level="$(level /tmp/again-last.wav)"
+    echo "    heard: $(length /tmp/again-last.wav) s, RMS ${heard_level:-?} (the answer alone: RMS ${expected_level:-?})"
+    check "the answer is heard on the loopback again, at its level" \
+        awk -v h="${heard_level:-0}" -v e="${expected_level:-0}" 'BEGIN { exit (e > 0 && h >= e * 0.1 && h <= e * 1.42) ? 0 : 1 }'
+}
+
+echo "== the sound card goes away (its device unbound, as hardware goes) and comes back while the speaker runs"
+# modprobe -r cannot take a card that is open; unbinding its platform device is what unplugging does to a driver.
+aloop=/sys/bus/platform/drivers/snd_aloop
+pid="$(main_pid)"
+since="$(date +%s)"
+check "the card unbound: no Loopback card" bash -c "echo snd_aloop.0 > $aloop/unbind && ! grep -q Loopback /proc/asound/cards"
+check "the journal names the lost microphone and its device" wait_for 20 bash -c \
+    "journalctl -u hound-speaker --since @$since -o cat | grep -F 'microphone lost: ALSA device \"plughw:CARD=Loopback,DEV=1,SUBDEV=0\"'"
+journalctl -u hound-speaker --since "@$since" -o cat | grep -m1 'microphone lost' | sed 's/^/    journal: /'
+sleep 3
+check "the speaker runs on without the card (the same process, active)" bash -c \
+    "[ \"\$(systemctl show -P MainPID hound-speaker)\" = $pid ] && systemctl is-active -q hound-speaker"
+check "the card bound again: Loopback is back" bash -c "echo snd_aloop.0 > $aloop/bind && grep -q Loopback /proc/asound/cards"
+check "the speaker found the microphone again by itself" wait_for 30 has_event "$since" HOUND_SPEAKER_EVENT=microphone HOUND_SPEAKER_STATUS=recovered
+answered_again "$since"
+check "no restart: the same process all along" test "$(main_pid)" = "$pid"
+
+echo "== the GPIO chip goes away (gpio-sim's live 0) and comes back (live 1) while the speaker runs"
+pid="$(main_pid)"
+since="$(date +%s)"
+check "the chip taken down: its device is gone" bash -c "echo 0 > $chip/live && [ ! -e $sim ]"
+check "the journal names the lost chip" wait_for 20 bash -c \
+    "journalctl -u hound-speaker --since @$since -o cat | grep -F 'board lost: GPIO chip \"pi-box\"'"
+journalctl -u hound-speaker --since "@$since" -o cat | grep -m1 'board lost' | sed 's/^/    journal: /'
+sleep 3
+check "the speaker runs on without the chip (the same process, active)" bash -c \
+    "[ \"\$(systemctl show -P MainPID hound-speaker)\" = $pid ] && systemctl is-active -q hound-speaker"
+check "the chip live again" bash -c "echo 1 > $chip/live && udevadm settle"
+# A new device: maybe under other numbers.
+sim="/sys/bus/platform/devices/$(cat $chip/dev_name 2>/dev/null)/$(cat $chip/bank0/chip_name 2>/dev/null)"
+check "the speaker requested its lines again by itself: the journal says the board is back" wait_for 30 bash -c \
+    "journalctl -u hound-speaker --since @$since -o cat | grep -q 'board is back'"
+check "it holds its five lines on the new chip (gpioinfo)" \
+    bash -c "[ \"\$(gpioinfo -c $(cat $chip/bank0/chip_name 2>/dev/null) | grep -c 'consumer=\"\?hound-speaker')\" = 5 ] || { gpioinfo; false; }"
+since="$(date +%s)"
+sample_leds > /tmp/leds-again.log &
+sampler=$!
+answered_again "$since"
+kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+check "the LED lines stepped through listening, searching, speaking and back to off again" stepped_through /tmp/leds-again.log
+check "no restart: the same process all along" test "$(main_pid)" = "$pid"
 
 echo "== systemd keeps it running"
 pid="$(main_pid)"
