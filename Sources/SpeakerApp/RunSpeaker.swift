@@ -34,8 +34,10 @@ public enum RunSpeaker {
         let logger = context.logger
         speaker.board = try SpeakerAssembly.board(context.config.board) { event in
             switch event {
-            case .lost(let problem): logger.error("board lost: \(problem)")
-            case .recovered: logger.notice("board is back: the button and the LEDs work again")
+            case .lost(let problem):
+                logger.error("board lost: \(problem)", metadata: ["event": "board", "status": "lost", "problem": "\(problem)"])
+            case .recovered:
+                logger.notice("board is back: the button and the LEDs work again", metadata: ["event": "board", "status": "recovered"])
             }
         }
         if eventsJSON { speaker.observers.append { printLine($0.json) } }
