@@ -64,26 +64,28 @@ if [ ! -f "$plugin" ]; then
 fi
 
 # --- the counts ---------------------------------------------------------------------------------------------------
-count() {  # count COMMAND...: the instructions the guest executed, all threads (insn's inline counter)
-    local log; log="$(mktemp)"
-    qemu-x86_64 -L "$root" -plugin "$plugin,inline=on" -d plugin -D "$log" "$@" > /dev/null 2> "$log.err" \
+count() {  # count ROOT COMMAND...: the instructions the guest executed, all threads (insn's inline counter)
+    local log prefix="$1"; shift
+    log="$(mktemp)"
+    qemu-x86_64 -L "$prefix" -plugin "$plugin,inline=on" -d plugin -D "$log" "$@" > /dev/null 2> "$log.err" \
         || { tail -5 "$log.err" >&2; rm -f "$log" "$log.err"; die "failed under qemu-user (above): $*"; }
     awk '/^insns: / { print $2 }' "$log"
     rm -f "$log" "$log.err"
 }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
-# The reference runs the host's own sox (not ROOT's): qemu-user's -L only adds a prefix where the file is there.
-reference=$(( $(count "$(command -v sox)" -n -r 16000 -b 16 -c 1 "$tmp/ref.wav" synth 30 sine 440) \
-            + $(count "$(command -v sox)" "$tmp/ref.wav" -n stat) ))
+# The reference is this machine's own sox with its own libraries (-L /): under ROOT's prefix qemu-user would load
+# ROOT's libsox and C library wherever ROOT has them.
+reference=$(( $(count / "$(command -v sox)" -n -r 16000 -b 16 -c 1 "$tmp/ref.wav" synth 30 sine 440) \
+            + $(count / "$(command -v sox)" "$tmp/ref.wav" -n stat) ))
 echo "reference (sox: 30 s of a tone made and measured): $reference instructions"
 echo "| model | instructions per second of audio | ratio to the reference |"
 echo "|---|---|---|"
 cd "$repo"  # the bench's default audio is share/demo's recording
 for model in share/hotphrase/ok-hound.hpm Tests/HotPhraseTests/Fixtures/embedding/test.hpm; do
     # Two lengths of audio: their difference leaves out the start-up (loading the model and the recording).
-    short=$(count "$bench" hotphrase 0.25 - "$model")
-    long=$(count "$bench" hotphrase 1.25 - "$model")
+    short=$(count "$root" "$bench" hotphrase 0.25 - "$model")
+    long=$(count "$root" "$bench" hotphrase 1.25 - "$model")
     per_second=$(( (long - short) / 60 ))
     awk -v m="$model" -v p="$per_second" -v r="$reference" 'BEGIN { printf "| %s | %.1f M | %.4f |\n", m, p / 1e6, p / r }'
 done

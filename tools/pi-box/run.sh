@@ -231,8 +231,12 @@ vm bash /root/pi-box/vm-tests.sh "/root/pi-box/$(basename "$deb")" "/root/pi-box
 set -e
 vm journalctl -b --no-pager > "$run/journal.txt" 2>&1 || true
 # What the tests recorded and sampled, for a look afterwards.
-scp -q -P "$port" "${ssh_opts[@]}" \
-    "root@127.0.0.1:/tmp/{answer.wav,stopped.wav,leds.log,answer-last.wav,expected-last.wav,other-last.wav,wrong-last.wav}" "$run/" 2>/dev/null || true
+# One source each: scp's SFTP mode (OpenSSH 9) expands no braces on the remote side.
+recorded=()
+for file in answer.wav stopped.wav leds.log answer-last.wav expected-last.wav other-last.wav wrong-last.wav; do
+    recorded+=("root@127.0.0.1:/tmp/$file")
+done
+scp -q -P "$port" "${ssh_opts[@]}" "${recorded[@]}" "$run/" 2>/dev/null || true
 took tests "in the VM"
 
 # --- from this machine: the answer's words ------------------------------------------------------------------------

@@ -230,7 +230,8 @@ check "a press stops the ringing" wait_for 15 has_event "$restarted" HOUND_SPEAK
 hears "what time is it"
 systemctl restart pi-box-houndify.service
 
-# A press answered after a device came back: the listening LED, the question, the answer heard on the loopback.
+# A press answered after a device came back: the listening LED, the question heard and answered, the answer heard
+# on the loopback as long as and about as loud as the same words said alone (as the first press above).
 answered_again() {  # answered_again SINCE
     arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 40 /tmp/again.wav &
     local recorder=$!
@@ -238,14 +239,21 @@ answered_again() {  # answered_again SINCE
     press
     check "a press: the listening LED line goes on" wait_for 10 listening_steady
     play_into_mic /tmp/question.wav
-    check "the question is answered and spoken" wait_for 60 has_event "$1" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+    check "the question is heard and answered (its transcript in the journal)" \
+        wait_for 60 has_event "$1" HOUND_SPEAKER_EVENT=final "HOUND_SPEAKER_TRANSCRIPT=what time is it"
+    check "the answer is spoken: ready again" wait_for 60 has_event "$1" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
     sleep 1
     kill "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
-    last_sound /tmp/again.wav /tmp/again-last.wav
-    local heard_level; heard_level="$(level /tmp/again-last.wav)"
-    echo "    heard: $(length /tmp/again-last.wav) s, RMS ${heard_level:-?} (the answer alone: RMS ${expected_level:-?})"
-    check "the answer is heard on the loopback again, at its level" \
-        awk -v h="${heard_level:-0}" -v e="${expected_level:-0}" 'BEGIN { exit (e > 0 && h >= e * 0.1 && h <= e * 1.42) ? 0 : 1 }'
+    local said heard_s alone_s heard_rms alone_rms
+    said="$(events "$1" HOUND_SPEAKER_EVENT=final | sed -n 's/^HOUND_SPEAKER_ANSWER=//p' | tail -1)"
+    hound-speaker say "$said" --config "$config" --output /tmp/again-alone.wav > /dev/null 2>&1
+    last_sound /tmp/again.wav /tmp/again-last.wav; last_sound /tmp/again-alone.wav /tmp/again-alone-last.wav
+    heard_s="$(length /tmp/again-last.wav)" alone_s="$(length /tmp/again-alone-last.wav)"
+    heard_rms="$(level /tmp/again-last.wav)" alone_rms="$(level /tmp/again-alone-last.wav)"
+    echo "    answer: $said; heard: ${heard_s:-?} s, RMS ${heard_rms:-?}; the answer alone: ${alone_s:-?} s, RMS ${alone_rms:-?}"
+    check "the answer is heard on the loopback again: its length within 20 %, its level within 20 dB below and 3 dB above" \
+        awk -v h="${heard_s:-0}" -v e="${alone_s:-0}" -v hl="${heard_rms:-0}" -v el="${alone_rms:-0}" \
+            'BEGIN { exit (e > 0.5 && h >= e * 0.8 && h <= e * 1.2 && el > 0 && hl >= el * 0.1 && hl <= el * 1.42) ? 0 : 1 }'
 }
 
 echo "== the sound card goes away (its device unbound, as hardware goes) and comes back while the speaker runs"
