@@ -12,9 +12,19 @@ public enum BoardHardware: Sendable {
     case simulated(input: Int32, terminal: Bool, draw: @Sendable (LEDState, String) -> Void)
 }
 
+/// What happened to the GPIO chip under a running board (logged by the app, once per outage).
+public enum BoardHardwareEvent: Sendable, Equatable {
+    /// The lines stopped working (the chip went away): why, and that they are looked for again.
+    case lost(String)
+    /// The lines are requested again and the LEDs show the speaker's state.
+    case recovered
+}
+
 /// Runs the board on a thread the app owns: waits in poll(2) on the button's descriptor and a wake-up pipe,
 /// with a timeout only until the next gesture timer or LED change, so an idle speaker costs no CPU. Events go
-/// out through `events`; `show(_:)` may be called from any thread.
+/// out through `events`; `show(_:)` may be called from any thread. A GPIO chip that goes away while it runs
+/// (its requests' descriptors report an error, or an LED will not take its level) is let go and requested
+/// again with backoff (DeviceOutage) until it is back; `onHardware` hears of it once per outage.
 public final class BoardRunner: Sendable {
     public let events: AsyncStream<BoardEvent>
     private let continuation: AsyncStream<BoardEvent>.Continuation
@@ -24,8 +34,12 @@ public final class BoardRunner: Sendable {
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let core: Mutex<BoardLogic>
+    private let onHardware: @Sendable (BoardHardwareEvent) -> Void
+    private let outageBackoff: DeviceOutage
 
-    public init(hardware: BoardHardware, gestures: ButtonGestures.Settings, talkMode: TalkMode, roles: [LEDRole]) throws(BoardError) {
+    public init(hardware: BoardHardware, gestures: ButtonGestures.Settings, talkMode: TalkMode, roles: [LEDRole],
+                outageBackoff: DeviceOutage = DeviceOutage(),
+                onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws(BoardError) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw BoardError("cannot create the board's wake-up pipe: \(String(cString: strerror(errno)))") }
         wakeRead = fds[0]
@@ -36,6 +50,8 @@ public final class BoardRunner: Sendable {
         for fd in fds { _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) }
         self.hardware = hardware
         self.roles = roles
+        self.onHardware = onHardware
+        self.outageBackoff = outageBackoff
         core = Mutex(BoardLogic(gestures: gestures, talkMode: talkMode, roles: roles, now: .now))
         (events, continuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
@@ -81,13 +97,29 @@ public final class BoardRunner: Sendable {
         var buffer = [UInt8](repeating: 0, count: 256)
 
         func emit(_ events: [BoardEvent]) { for e in events { continuation.yield(e) } }
+        // The GPIO chip gone (nil while it works): when to look for it again.
+        var outage = outageBackoff
+        var lookAgain: ContinuousClock.Instant? = nil
+        func lose(_ board: GPIODBoard, _ why: String) {
+            board.close()
+            let (begins, wait) = outage.failed()
+            lookAgain = .now + wait
+            if begins {
+                onHardware(.lost("GPIO chip \(board.chips.map { "\"\($0)\"" }.joined(separator: ", ")): \(why); "
+                    + "the button and the LEDs are let go and requested again, every \(outage.first) at first, "
+                    + "then up to every \(outage.maximum), until it is back"))
+            }
+        }
         func applyLEDs(force: Bool = false) {
             let now = ContinuousClock.now
             let (changes, state, levels) = core.withLock { c in (c.ledChanges(at: now), c.ledState, c.ledLevels(at: now)) }
             switch hardware {
             case .gpio(let board):
+                guard lookAgain == nil else { return }  // levels are set in full once the chip is back
                 guard !changes.isEmpty || force else { return }
-                board.setLEDs(changes)
+                if !board.setLEDs(force ? levels.merging(changes) { _, new in new } : changes) {
+                    lose(board, "an LED line would not take its level (\(String(cString: strerror(errno))))")
+                }
             case .simulated(_, _, let draw):
                 // The line names the state as well: a new state whose LEDs look the same (ready after off: all
                 // dark) is still drawn, so the line is compared, not the LED levels.
@@ -115,6 +147,20 @@ public final class BoardRunner: Sendable {
             if request.1 { break }
             if let state = request.0 { core.withLock { $0.show(state, at: .now) } }
 
+            if let due = lookAgain, ContinuousClock.now >= due, case .gpio(let board) = hardware {
+                do throws(BoardError) {
+                    try board.reopen()
+                    lookAgain = nil
+                    inputFD = board.buttonFileDescriptor
+                    muteFD = board.muteSwitchFileDescriptor
+                    if outage.recovered() { onHardware(.recovered) }
+                    firstDraw = true  // every LED's level anew, on lines that start dark
+                    if muteFD != nil { readSwitch(board) }  // said only if it moved while the chip was gone
+                } catch {
+                    lose(board, "still missing (\(error.message))")
+                }
+            }
+
             let now = ContinuousClock.now
             lastTick = now
             if let due = pendingRelease, now >= due {
@@ -127,19 +173,27 @@ public final class BoardRunner: Sendable {
 
             var deadline = core.withLock { $0.nextDeadline(after: .now) }
             if let due = pendingRelease { deadline = min(deadline ?? due, due) }
+            if let due = lookAgain { deadline = min(deadline ?? due, due) }
             var timeoutMS: Int32 = -1
             if let deadline {
                 let left = ContinuousClock.now.duration(to: deadline)
                 timeoutMS = max(0, Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1))
             }
+            // While the chip is gone its old descriptors are not watched (they would report the error forever).
+            let watching = lookAgain == nil
             var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            if let fd = muteFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
-            if let fd = inputFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            if watching, let fd = muteFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
+            if watching, let fd = inputFD { fds.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0)) }
             let ready = poll(&fds, nfds_t(fds.count), timeoutMS)
             if ready < 0 && errno != EINTR { break }
             if fds[0].revents & Int16(POLLIN) != 0 { while read(wakeRead, &buffer, buffer.count) > 0 {} }
-            if muteFD != nil, fds[1].revents & Int16(POLLIN) != 0, case .gpio(let board) = hardware { readSwitch(board) }
-            guard inputFD != nil, let last = fds.last, last.revents & Int16(POLLIN | POLLHUP) != 0 else { continue }
+            if case .gpio(let board) = hardware, fds.dropFirst().contains(where: { $0.revents & Int16(POLLERR | POLLHUP | POLLNVAL) != 0 }) {
+                // The kernel ends a line request whose chip is removed: poll says so with POLLERR/POLLHUP.
+                lose(board, "its lines' requests report an error (the chip was removed)")
+                continue
+            }
+            if muteFD != nil, watching, fds[1].revents & Int16(POLLIN) != 0, case .gpio(let board) = hardware { readSwitch(board) }
+            guard inputFD != nil, watching, let last = fds.last, last.revents & Int16(POLLIN | POLLHUP) != 0 else { continue }
             switch hardware {
             case .gpio(let board):
                 // Each edge at the kernel's time of it, never before what the board has already been told.

@@ -124,7 +124,8 @@ protocol GPIOLineBackend: AnyObject {
     func readButtonEdges() -> [GPIOEdge]
     var muteSwitchFileDescriptor: Int32? { get }
     func readMuteSwitch() -> Bool?
-    func setLEDs(_ levels: [LEDRole: Bool])
+    /// False when a line would not take its level (its chip went away).
+    func setLEDs(_ levels: [LEDRole: Bool]) -> Bool
     /// LEDs off, lines released. Safe to call twice.
     func close()
     static var libraryVersion: String { get }
@@ -135,7 +136,12 @@ protocol GPIOLineBackend: AnyObject {
 /// The real board: the button and mute switch as input lines with both edges as events (read from their
 /// descriptors, never polled), pulled up when active low and down otherwise; the LEDs as output lines.
 public final class GPIODBoard: @unchecked Sendable {
-    private let lines: any GPIOLineBackend
+    // The lines are used from the board's thread only (BoardRunner), which also reopens them.
+    private var lines: any GPIOLineBackend
+    private let button: GPIOLineSpec?
+    private let leds: [LEDRole: GPIOLineSpec]
+    private let muteSwitch: GPIOLineSpec?
+    private let debounce: Duration?
     static let consumer = "hound-speaker"
 
     /// Requests the lines; every failure names the chip and line and says how to check. `debounce` is asked of
@@ -143,10 +149,26 @@ public final class GPIODBoard: @unchecked Sendable {
     /// (ButtonGestures) stays either way.
     public init(button: GPIOLineSpec?, leds: [LEDRole: GPIOLineSpec], muteSwitch: GPIOLineSpec? = nil,
                 debounce: Duration? = nil) throws(BoardError) {
+        self.button = button
+        self.leds = leds
+        self.muteSwitch = muteSwitch
+        self.debounce = debounce
         lines = try GPIODLines(button: button, leds: leds, muteSwitch: muteSwitch, debounce: debounce)
     }
 
     deinit { lines.close() }
+
+    /// Lets go of the lines and requests them again, from the chip as it is now (a chip that went away and came
+    /// back is a new device, maybe under another number: a label finds it again). The descriptors change.
+    public func reopen() throws(BoardError) {
+        lines.close()
+        lines = try GPIODLines(button: button, leds: leds, muteSwitch: muteSwitch, debounce: debounce)
+    }
+
+    /// The chips the lines are on, for messages.
+    public var chips: [String] {
+        Array(Set([button, muteSwitch].compactMap { $0?.chip } + leds.values.map(\.chip))).sorted()
+    }
 
     /// The button's event descriptor, readable when an edge is waiting.
     public var buttonFileDescriptor: Int32? { lines.buttonFileDescriptor }
@@ -156,7 +178,8 @@ public final class GPIODBoard: @unchecked Sendable {
     public var muteSwitchFileDescriptor: Int32? { lines.muteSwitchFileDescriptor }
     /// Where the mute switch is now (true: muted), after taking its waiting edges; nil without one.
     public func readMuteSwitch() -> Bool? { lines.readMuteSwitch() }
-    public func setLEDs(_ levels: [LEDRole: Bool]) { lines.setLEDs(levels) }
+    /// False when a line would not take its level (its chip went away).
+    @discardableResult public func setLEDs(_ levels: [LEDRole: Bool]) -> Bool { lines.setLEDs(levels) }
     /// LEDs off, lines released, chips closed. Safe to call twice.
     public func close() { lines.close() }
 

@@ -93,8 +93,10 @@ final class GPIODLines: GPIOLineBackend {
         return value < 0 ? nil : value == 1
     }
 
-    func setLEDs(_ levels: [LEDRole: Bool]) {
-        for (role, on) in levels { if let line = leds[role] { gpiod_line_set_value(line, on ? 1 : 0) } }
+    func setLEDs(_ levels: [LEDRole: Bool]) -> Bool {
+        var allSet = true
+        for (role, on) in levels { if let line = leds[role], gpiod_line_set_value(line, on ? 1 : 0) < 0 { allSet = false } }
+        return allSet
     }
 
     func close() {

@@ -177,11 +177,13 @@ final class GPIODLines: GPIOLineBackend {
         return value == GPIOD_LINE_VALUE_ERROR ? nil : value == GPIOD_LINE_VALUE_ACTIVE
     }
 
-    func setLEDs(_ levels: [LEDRole: Bool]) {
+    func setLEDs(_ levels: [LEDRole: Bool]) -> Bool {
+        var allSet = true
         for (role, on) in levels {
             guard let line = leds[role] else { continue }
-            gpiod_line_request_set_value(line.request, line.offset, on ? GPIOD_LINE_VALUE_ACTIVE : GPIOD_LINE_VALUE_INACTIVE)
+            if gpiod_line_request_set_value(line.request, line.offset, on ? GPIOD_LINE_VALUE_ACTIVE : GPIOD_LINE_VALUE_INACTIVE) < 0 { allSet = false }
         }
+        return allSet
     }
 
     func close() {

@@ -118,7 +118,9 @@ public struct SpeakerAssembly {
 
     /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal, its LEDs drawn on
     /// stderr (or stdout, for `board`, whose output is the LEDs).
-    public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false) throws -> BoardRunner {
+    /// `onHardware` hears of a GPIO chip that goes away while the board runs, and of its return.
+    public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false,
+                             onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws -> BoardRunner {
         let hardware: BoardHardware
         let roles: [LEDRole]
         switch board.driver {
@@ -139,7 +141,7 @@ public struct SpeakerAssembly {
         }
         do throws(BoardError) {
             return try BoardRunner(hardware: hardware, gestures: board.gestures,
-                                   talkMode: board.talkMode, roles: roles.isEmpty ? [.status] : roles)
+                                   talkMode: board.talkMode, roles: roles.isEmpty ? [.status] : roles, onHardware: onHardware)
         } catch { throw CommandFailure(message: error.message) }
     }
 }

@@ -231,12 +231,35 @@ vm bash /root/pi-box/vm-tests.sh "/root/pi-box/$(basename "$deb")" "/root/pi-box
 set -e
 vm journalctl -b --no-pager > "$run/journal.txt" 2>&1 || true
 # What the tests recorded and sampled, for a look afterwards.
-scp -q -P "$port" "${ssh_opts[@]}" "root@127.0.0.1:/tmp/{answer.wav,stopped.wav,leds.log}" "$run/" 2>/dev/null || true
+# One source each: scp's SFTP mode (OpenSSH 9) expands no braces on the remote side.
+recorded=()
+for file in answer.wav stopped.wav leds.log answer-last.wav expected-last.wav other-last.wav wrong-last.wav; do
+    recorded+=("root@127.0.0.1:/tmp/$file")
+done
+scp -q -P "$port" "${ssh_opts[@]}" "${recorded[@]}" "$run/" 2>/dev/null || true
 took tests "in the VM"
+
+# --- from this machine: the answer's words ------------------------------------------------------------------------
+start "the answer's words: what the loopback heard against the answer said alone and another sentence (match-words.py)"
+. Tests/deb/checks.sh
+python3 -c 'import numpy, scipy' 2>/dev/null || {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy python3-scipy > "$out/host-apt.log" 2>&1 \
+        || { tail -20 "$out/host-apt.log" >&2; die "cannot install python3-numpy and python3-scipy (above)"; }; }
+shown() { [ "$passed" -gt "$1" ] && sed 's/^/    /' /tmp/check.out; true; }  # a passed check's output (a failed one shows it)
+before=$passed
+check "the answer heard is the answer's words: closer to them than to another sentence" \
+    python3 tools/pi-box/match-words.py "$run/answer-last.wav" "$run/expected-last.wav" "$run/other-last.wav"
+shown "$before"
+before=$passed
+# The same check must fail when the answer is wrong: a time with every digit changed taken as the expected words
+# (exit 1, "no match"; 2 would be a file it could not read).
+check "the match refuses a wrong answer (another time, said alike)" \
+    bash -c "python3 tools/pi-box/match-words.py '$run/answer-last.wav' '$run/wrong-last.wav' '$run/other-last.wav'; [ \$? = 1 ]"
+shown "$before"
+took words "match-words.py on the host"
 
 # --- from this machine: deploy/push and deploy/logs through the forwarded port ------------------------------------
 start "deploy/push and deploy/logs from this machine to the VM (127.0.0.1:$port)"
-. Tests/deb/checks.sh
 # A new build as the next commit's package would be: the same files under a higher version.
 version="$(dpkg-deb -f "$deb" Version)+pibox1"
 rm -rf "$run/push"

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The hot-phrase path's instructions per second of audio, counted by qemu's instruction-count plugin (insn) with
+# qemu-user running the benchmark (`hound-speaker-bench hotphrase`), as ratios to a reference work counted in the
+# same run (sox making and measuring 30 s of a 440 Hz tone, the box's reference in vm-tests.sh). Emulated time is
+# no Pi's time; instruction counts are the same on every run and every machine for the same binary.
+#
+#   tools/pi-box/insn-count.sh BENCH [ROOT]
+#
+#   BENCH   a release hound-speaker-bench (deploy/build-release --product hound-speaker-bench)
+#   ROOT    the root file system whose libraries BENCH was linked against (qemu-user's -L), e.g. the Debian 13
+#           chroot it was built in (/var/tmp/hound-speaker-chroot/trixie); default /
+#
+# Debian's qemu packages load TCG plugins (-plugin) but ship none, and no package has qemu-plugin.h: the plugin is
+# built from the source package of the installed qemu-user (apt-get source with a private deb-src list, nothing
+# of the system's apt configuration changed), kept in $HOUND_PIBOX_DIR/insn. Needs root (apt-get install).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+die() { echo "insn-count: $*" >&2; exit 1; }
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh BENCH [ROOT]"
+bench="$(realpath "$1" 2>/dev/null)" || die "$1: no such file"
+root="${2:-/}"
+[ -x "$bench" ] || die "$bench: not an executable"
+[ -d "$root/lib" ] || die "$root: not a root file system (no lib/)"
+cache="${HOUND_PIBOX_DIR:-/var/tmp/hound-speaker-pibox}/insn"
+mkdir -p "$cache"
+
+# --- the plugin ---------------------------------------------------------------------------------------------------
+need=()
+command -v qemu-x86_64 > /dev/null || need+=(qemu-user)
+command -v sox > /dev/null || need+=(sox)
+command -v gcc > /dev/null || need+=(gcc)
+pkg-config --exists glib-2.0 2> /dev/null || need+=(libglib2.0-dev pkg-config)
+if [ ${#need[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" > "$cache/apt.log" 2>&1 \
+        || { tail -20 "$cache/apt.log" >&2; die "cannot install ${need[*]} (above)"; }
+fi
+version="$(dpkg-query -W -f '${source:Version}' qemu-user)"  # the source package's (no binNMU +bN)
+plugin="$cache/libinsn-$version.so"
+if [ ! -f "$plugin" ]; then
+    # The source package of exactly this qemu: a deb-src list of the suites apt already uses, in a private
+    # directory (apt's own lists and sources stay as they are).
+    work="$cache/src"
+    rm -rf "$work"
+    mkdir -p "$work/lists/partial"
+    . /etc/os-release
+    printf 'deb-src http://deb.debian.org/debian %s main\ndeb-src http://deb.debian.org/debian-security %s-security main\n' \
+        "$VERSION_CODENAME" "$VERSION_CODENAME" > "$work/sources.list"
+    apt_private=(-o "Dir::Etc::SourceList=$work/sources.list" -o Dir::Etc::SourceParts=/nonexistent -o "Dir::State::Lists=$work/lists")
+    apt-get "${apt_private[@]}" update -qq > "$work/apt.log" 2>&1 || { tail -20 "$work/apt.log" >&2; die "apt-get update of the deb-src list failed (above)"; }
+    (cd "$work" && apt-get "${apt_private[@]}" source --download-only "qemu=$version" >> "$work/apt.log" 2>&1) \
+        || { tail -20 "$work/apt.log" >&2; die "apt-get source qemu=$version failed (above)"; }
+    orig="$(ls "$work"/qemu_*.orig.tar.* | head -1)"
+    tar -tf "$orig" > "$work/files"
+    top="$(sed -n '1s,/.*,,p' "$work/files")"
+    # qemu 7.2 keeps insn.c in tests/plugin; later ones in tests/tcg/plugins.
+    insn="$(grep -m1 -E '^[^/]+/tests/(plugin|tcg/plugins)/insn\.c$' "$work/files" || true)"
+    [ -n "$insn" ] || die "no insn.c in $orig"
+    tar -C "$work" -xf "$orig" "$top/include/qemu/qemu-plugin.h" "$insn"
+    gcc -O2 -shared -fPIC $(pkg-config --cflags glib-2.0) -I"$work/$top/include/qemu" -o "$plugin.new" "$work/$insn" \
+        $(pkg-config --libs glib-2.0) || die "cannot build $insn"
+    mv "$plugin.new" "$plugin"
+    rm -rf "$work"
+fi
+
+# --- the counts ---------------------------------------------------------------------------------------------------
+count() {  # count ROOT COMMAND...: the instructions the guest executed, all threads (insn's inline counter)
+    local log prefix="$1"; shift
+    log="$(mktemp)"
+    qemu-x86_64 -L "$prefix" -plugin "$plugin,inline=on" -d plugin -D "$log" "$@" > /dev/null 2> "$log.err" \
+        || { tail -5 "$log.err" >&2; rm -f "$log" "$log.err"; die "failed under qemu-user (above): $*"; }
+    awk '/^insns: / { print $2 }' "$log"
+    rm -f "$log" "$log.err"
+}
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+# The reference is this machine's own sox with its own libraries (-L /): under ROOT's prefix qemu-user would load
+# ROOT's libsox and C library wherever ROOT has them.
+reference=$(( $(count / "$(command -v sox)" -n -r 16000 -b 16 -c 1 "$tmp/ref.wav" synth 30 sine 440) \
+            + $(count / "$(command -v sox)" "$tmp/ref.wav" -n stat) ))
+echo "reference (sox: 30 s of a tone made and measured): $reference instructions"
+echo "| model | instructions per second of audio | ratio to the reference |"
+echo "|---|---|---|"
+cd "$repo"  # the bench's default audio is share/demo's recording
+for model in share/hotphrase/ok-hound.hpm Tests/HotPhraseTests/Fixtures/embedding/test.hpm; do
+    # Two lengths of audio: their difference leaves out the start-up (loading the model and the recording).
+    short=$(count "$root" "$bench" hotphrase 0.25 - "$model")
+    long=$(count "$root" "$bench" hotphrase 1.25 - "$model")
+    per_second=$(( (long - short) / 60 ))
+    awk -v m="$model" -v p="$per_second" -v r="$reference" 'BEGIN { printf "| %s | %.1f M | %.4f |\n", m, p / 1e6, p / r }'
+done
