@@ -136,7 +136,7 @@ public final class FusedDetector {
     }
 
     /// The raw embedding frames heard up to the latest wake (at most `Enrollment.maxFrames`, oldest first; none
-    /// before the first wake or after `reset`). Allocates: for the loop, not the capture thread.
+    /// before the first wake; kept across `reset`). Allocates: for the loop, not the capture thread.
     public var framesAtLastWake: [[Float]] {
         (0..<wakeCount).map { k in Array(UnsafeBufferPointer(start: wakeRaw + k * dim, count: dim)) }
     }
@@ -175,7 +175,8 @@ public final class FusedDetector {
         deafUntil = .min
         rawCount = 0
         rawNext = 0
-        wakeCount = 0
+        // The latest wake's frames stay: the listener is reset (our own earcon) before the loop says that wake
+        // was false (FalseWake), and the next wake replaces them.
     }
 
     /// Feeds samples; calls `onDetection` for each wake they complete.

@@ -41,8 +41,9 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private let voices: HouseholdSource?
     /// Held while the household is changed and its detector built (never by the capture thread).
     private let changing = Lock()
-    /// The household as the detector runs it (under `changing`).
-    private var household = Household()
+    /// The household as the detector runs it (under `lock`, swapped with the detector: status never waits for a
+    /// change being built).
+    private var running = Household()
     private let logger: Logger?
 
     /// Where the household's file is and the negative bank its templates are measured against.
@@ -93,27 +94,29 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// generic detector runs instead, nil when the household's does.
     @discardableResult
     private func install(_ next: Household) -> String? {
-        household = next
         guard let voices else { return "no household" }
         guard next.phrases.contains(where: { !$0.templates.isEmpty }) else {
-            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)))
+            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)), next)
             return "the household has no takes yet (hound-speaker enroll)"
         }
         do {
             let fused = try FusedDetector(model: model, household: next, bank: voices.bank, threshold: threshold,
                                           zThreshold: voices.bank.zThreshold(sensitivity: settings.sensitivity),
                                           refractorySeconds: settings.refractorySeconds)
-            swap(.fused(fused))
+            swap(.fused(fused), next)
             return nil
         } catch {
             logger?.error("\(error): the hot phrase is listened for by the generic model alone")
-            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)))
+            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)), next)
             return "\(error)"
         }
     }
 
-    private func swap(_ next: Detector) {
-        lock.withLock { detector = next }
+    private func swap(_ next: Detector, _ household: Household) {
+        lock.withLock {
+            detector = next
+            running = household
+        }
     }
 
     /// Which detector runs and why: said once in the log at start.
@@ -121,8 +124,11 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         guard voices != nil else {
             return model.hasEmbeddings ? "the generic model (no negative bank)" : "the generic model (the model is format 1: no speech embedding for the household's voices)"
         }
-        let phrases = changing.withLock { household.phrases.filter { !$0.templates.isEmpty } }
-        guard personalActive else { return "the generic model (the household has no takes yet: hound-speaker enroll)" }
+        let phrases = currentHousehold.phrases.filter { !$0.templates.isEmpty }
+        guard personalActive else {
+            return phrases.isEmpty ? "the generic model alone (the household has no takes yet: hound-speaker enroll)"
+                                   : "the generic model alone (the household's file could not be used: see the error above)"
+        }
         return "the generic model and the household's voices (" + phrases.map { "\"\($0.text)\": \($0.templates.count) take\($0.templates.count == 1 ? "" : "s")" }.joined(separator: ", ") + ")"
     }
 
@@ -132,7 +138,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     }
 
     /// The household as the detector runs it (for status).
-    public var currentHousehold: Household { changing.withLock { household } }
+    public var currentHousehold: Household { lock.withLock { running } }
 
     public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool {
         lock.lock()
@@ -228,7 +234,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     }
 
     private var describeLocked: String {
-        let phrases = household.phrases.filter { !$0.templates.isEmpty }
+        let phrases = currentHousehold.phrases.filter { !$0.templates.isEmpty }
         return phrases.isEmpty ? "the generic model" : "the generic model and " + phrases.map { "\"\($0.text)\"" }.joined(separator: ", ")
     }
 
@@ -238,8 +244,9 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
 
 extension HotPhraseListener: ControlledHousehold {
     public var householdSummary: HouseholdSummary {
-        let household = currentHousehold
-        let active = personalActive
+        let (household, active) = lock.withLock { () -> (Household, Bool) in
+            if case .fused = detector { (running, true) } else { (running, false) }
+        }
         return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
             HouseholdSummary.Phrase(text: p.text, takes: p.templates.map { $0.added.formatted(.iso8601) })
         }, negatives: household.negatives.count, personalActive: active)

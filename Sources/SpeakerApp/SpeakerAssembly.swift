@@ -76,10 +76,12 @@ public struct SpeakerAssembly {
                 throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
                                      exitCode: 78)
             }
-            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo,
-                                             household: Self.household(config, model: model, logger: context.logger), logger: context.logger)
+            let (household, whyNot) = Self.household(config, model: model)
+            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo, household: household, logger: context.logger)
             hotPhrase = listener
-            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold))) with \(listener.describe)")
+            // Once: which detector runs, and why not the household's when it does not.
+            let detector = whyNot.map { "the generic model alone (not the household's voices: \($0))" } ?? listener.describe
+            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold))) with \(detector)")
             if let echo {
                 context.logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
             }
@@ -87,23 +89,20 @@ public struct SpeakerAssembly {
     }
 
     /// Where the household's voices are and the shipped negative bank (docs/household.md), when the model can
-    /// score them (format 2) and the bank loads; nil otherwise, and the log says why (once, at start).
-    static func household(_ config: SpeakerConfiguration, model: HotPhraseModel, logger: Logger) -> HotPhraseListener.HouseholdSource? {
+    /// score them (format 2) and the bank loads; else nil and why not (said once, in the start's log line).
+    static func household(_ config: SpeakerConfiguration, model: HotPhraseModel) -> (HotPhraseListener.HouseholdSource?, whyNot: String?) {
         guard model.hasEmbeddings else {
-            logger.info("household's voices not used: the model \(model.path) is format 1 (no speech embedding)")
-            return nil
+            return (nil, "the model \(model.path) is format 1: no speech embedding for the household's voices")
         }
         guard !config.hotphrase.household.isEmpty else {
-            logger.info("household's voices not used: no household folder ([hotphrase] household, or a state directory)")
-            return nil
+            return (nil, "no household folder: [hotphrase] household is \"\" and there is no state directory")
         }
         do {
             let bank = try NegativeBank.locate(nil)
             let folder = config.hotphrase.household
-            return HotPhraseListener.HouseholdSource(path: (folder.hasSuffix("/") ? folder : folder + "/") + Household.fileName, bank: bank)
+            return (HotPhraseListener.HouseholdSource(path: (folder.hasSuffix("/") ? folder : folder + "/") + Household.fileName, bank: bank), nil)
         } catch {
-            logger.info("household's voices not used: \(error)")
-            return nil
+            return (nil, "\(error)")
         }
     }
 

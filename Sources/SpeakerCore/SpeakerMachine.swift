@@ -322,7 +322,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     case show(Utterance)
     case stopped
     /// A hot-phrase wake ended without a question: the loop decides with `FalseWake.kept` whether the detector
-    /// keeps it as one of the household's false wakes.
+    /// keeps it as one of the household's false wakes. It comes before the earcon that marks the end, whose sound
+    /// resets the detector.
     case falseWake(FalseWake)
 }
 
@@ -582,7 +583,7 @@ public struct SpeakerMachine: Sendable {
             // Nothing after "OK Hound": most wakes like this are false (the TV, a word like it), and a sentence each
             // time would make them worse. The earcon and the LEDs say it went back to ready (as peers do); a press
             // that hears nothing is still told so below, since a person is certainly there.
-            return [.cancelSearch, .playEarcon(.stopListening), .falseWake(.heardNothing)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.cancelSearch, .falseWake(.heardNothing), .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
         case (.recording, .answer(let answer)):
@@ -724,7 +725,7 @@ public struct SpeakerMachine: Sendable {
         }
         if wokenByHotPhrase && answer.transcript.allSatisfy(\.isWhitespace) {
             // Houndify heard no words after the hot phrase (a noise ended the recording): a false wake, as above.
-            return [.playEarcon(.stopListening), .falseWake(.heardNothing)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.falseWake(.heardNothing), .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         switch LocalCommand.match(answer.transcript) {
         case .stop?:

@@ -42,6 +42,7 @@ import TestSupport
         // No household file yet: the generic detector, which does not hear the phrase.
         let empty = HotPhraseListener(model: model, settings: settings, echo: nil, household: source, logger: nil)
         #expect(!empty.personalActive && empty.householdSummary.phrases.isEmpty)
+        #expect(empty.describe.contains("no takes yet"))
         #expect(hits(empty, stream) == 0)
 
         var household = Household()
@@ -62,8 +63,10 @@ import TestSupport
         // more than 0.5 (docs/household.md), here at the phrase's stronger peak after the first crossing.
         let listener = HotPhraseListener(model: model, settings: settings, echo: nil, household: source, logger: nil)
         #expect(listener.personalActive)
+        #expect(listener.describe == "the generic model and the household's voices (\"OK Hound\": 3 takes)")
         #expect(hits(listener, stream) == 1)
         let before = listener.lastDetectionScore
+        listener.reset()  // as the earcon that ends the wake does, before the loop says it was false
         listener.keepFalseWake()
         #expect(eventually { listener.householdSummary.negatives == 1 })
         let saved = try #require(try Household.load(path: path))
