@@ -44,6 +44,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// The household as the detector runs it (under `lock`, swapped with the detector: status never waits for a
     /// change being built).
     private var running = Household()
+    /// Why the household's file could not be used at start (nil: it could, or there is none); for `describe`.
+    private let unusableAtStart: String?
     private let logger: Logger?
 
     /// Where the household's file is and the negative bank its templates are measured against.
@@ -73,20 +75,22 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         self.logger = logger
         voices = source.flatMap { model.hasEmbeddings ? $0 : nil }
         detector = .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))
-        if let voices { changing.withLock { _ = install(Self.read(voices, logger: logger)) } }
+        let atStart = voices.map { Self.read($0, logger: logger) }
+        unusableAtStart = atStart?.problem
+        if let atStart { changing.withLock { _ = install(atStart.0) } }
     }
 
     /// The household in the file (remeasured against the bank if it changed, and saved so); an empty one when
     /// there is none or it cannot be used (said in the log: the file is left as it is).
-    private static func read(_ voices: HouseholdSource, logger: Logger?) -> Household {
+    private static func read(_ voices: HouseholdSource, logger: Logger?) -> (Household, problem: String?) {
         do {
-            guard var household = try Household.load(path: voices.path) else { return Household() }
+            guard var household = try Household.load(path: voices.path) else { return (Household(), nil) }
             if try household.remeasure(bank: voices.bank) { try household.save(path: voices.path) }
             try household.check(dim: voices.bank.dim)
-            return household
+            return (household, nil)
         } catch {
             logger?.error("\(error): the hot phrase is listened for by the generic model alone")
-            return Household()
+            return (Household(), "\(error)")
         }
     }
 
@@ -126,6 +130,9 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         }
         let phrases = currentHousehold.phrases.filter { !$0.templates.isEmpty }
         guard personalActive else {
+            if let unusableAtStart, phrases.isEmpty {
+                return "the generic model alone (the household's file could not be used: \(unusableAtStart))"
+            }
             return phrases.isEmpty ? "the generic model alone (the household has no takes yet: hound-speaker enroll)"
                                    : "the generic model alone (the household's file could not be used: see the error above)"
         }

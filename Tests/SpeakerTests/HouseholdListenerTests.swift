@@ -104,4 +104,23 @@ import TestSupport
         guard case .failure(let problem) = await listener.apply(.forgetNegatives) else { Issue.record("a change was taken"); return }
         #expect(problem.description.contains("format 1"), "\(problem)")
     }
+
+    /// A household file that is damaged at start: the generic detector, the start line says why (not "no takes
+    /// yet"), and the file is left as it was for the owner to look at.
+    @Test func aDamagedHouseholdFileIsNamedAndKept() throws {
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
+        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/household.json"
+        let damaged = Data("{\"phrases\": [".utf8)
+        try damaged.write(to: URL(fileURLWithPath: path))
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(), echo: nil,
+                                         household: .init(path: path, bank: bank), logger: nil)
+        #expect(!listener.personalActive)
+        #expect(listener.describe.contains("could not be used") && listener.describe.contains("household.json"), "\(listener.describe)")
+        #expect(!listener.describe.contains("no takes yet"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == damaged)
+    }
 }
