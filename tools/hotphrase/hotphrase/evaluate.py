@@ -256,7 +256,8 @@ class SideBySide:
             p0 += len(audio) + len(gap)
         self.positives = np.concatenate(pos_audio)
         write_wav(self.wav("positives-10dB"), self.positives)
-        json.dump(self.marks, open(os.path.join(self.dir, "positives-10dB.json"), "w"))
+        with open(os.path.join(self.dir, "positives-10dB.json"), "w") as out_file:
+            json.dump(self.marks, out_file)
 
     def wav(self, name):
         return os.path.join(self.dir, name + ".wav")
@@ -338,7 +339,8 @@ def main(argv=None):
             "misses_10dB_at_0.1_fa_per_hour": report["misses"]["10dB"]["at_0.1_fa_per_hour"]}})
         print(f"{m.path}: default threshold set to {neg.thr01}", flush=True)
     out = os.path.join(wd, "eval.json")
-    json.dump(report, open(out, "w"), indent=1)
+    with open(out, "w") as out_file:
+        json.dump(report, out_file, indent=1)
     print(f"wrote {out}", flush=True)
 
 

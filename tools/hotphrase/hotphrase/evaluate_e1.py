@@ -392,10 +392,12 @@ def main(argv=None):
 
     if a.set_threshold:
         head["threshold"] = neg.thr01
-        json.dump(head, open(os.path.join(hdir, "head.json"), "w"), indent=1)
+        with open(os.path.join(hdir, "head.json"), "w") as out_file:
+            json.dump(head, out_file, indent=1)
         print(f"{hdir}/head.json: threshold set to {neg.thr01}", flush=True)
     out = a.out or os.path.join(hdir, "eval.json" if len(hdirs) == 1 else "eval_ensemble.json")
-    json.dump(report, open(out, "w"), indent=1)
+    with open(out, "w") as out_file:
+        json.dump(report, out_file, indent=1)
     print(f"wrote {out} in {time.time() - t0:.0f} s", flush=True)
 
 

@@ -118,7 +118,8 @@ def main(argv=None):
     report["total_hours"] = round(total_h, 3)
     report["total_false_wakes"] = dict(zip(map(repr, thresholds), totals))
     if a.json:
-        json.dump(report, open(a.json, "w"), indent=1)
+        with open(a.json, "w") as out_file:
+            json.dump(report, out_file, indent=1)
 
 
 if __name__ == "__main__":

@@ -40,7 +40,8 @@ def write_reference(model_path, out_path, wavs, threshold=None):
         out["clips"].append({"file": os.path.basename(w), "scores": [round(float(v), 5) for v in s],
                              "detections": dets})
         print(f"{os.path.basename(w)}: {len(s)} scores, max {s.max() if len(s) else 0:.3f}, detections {dets}")
-    json.dump(out, open(out_path, "w"), indent=1)
+    with open(out_path, "w") as out_file:
+        json.dump(out, out_file, indent=1)
 
 
 @cli.command

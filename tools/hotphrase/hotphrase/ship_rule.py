@@ -143,7 +143,8 @@ def main(argv=None):
         report["ok_hound"][h or ""] = {"false_wakes_per_hour": rate, "ship": v["ship"],
                                        "checks": [list(c) for c in v["checks"]]}
     if a.json:
-        json.dump(report, open(a.json, "w"), indent=1)
+        with open(a.json, "w") as out_file:
+            json.dump(report, out_file, indent=1)
 
 
 if __name__ == "__main__":

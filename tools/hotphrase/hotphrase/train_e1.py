@@ -361,7 +361,8 @@ def export(m, layers, out_dir, meta):
     ops += [{"type": "dense", "w": "out.w", "b": "out.b"}, {"type": "sigmoid"}]
     np.savez(os.path.join(out_dir, "head.npz"), **{k: v.astype(np.float32) for k, v in arrays.items()})
     head = {**meta, "embedding_dim": EMB_DIM, "layers": ops}
-    json.dump(head, open(os.path.join(out_dir, "head.json"), "w"), indent=1)
+    with open(os.path.join(out_dir, "head.json"), "w") as out_file:
+        json.dump(head, out_file, indent=1)
     return head
 
 

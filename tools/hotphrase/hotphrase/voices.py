@@ -63,7 +63,8 @@ def targets(cache_path, synthetic_sentences):
         sel = [s for s in speakers if s["group"] == g]
         out[f"{g}_median"] = {"speakers": len(sel), "pitch": float(np.median([s["pitch"] for s in sel])),
                               "formants": float(np.median([s["formants"] for s in sel]))}
-    json.dump(out, open(cache_path, "w"), indent=1)
+    with open(cache_path, "w") as out_file:
+        json.dump(out, out_file, indent=1)
     return out
 
 

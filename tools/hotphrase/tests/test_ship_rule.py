@@ -50,26 +50,30 @@ class Reports(unittest.TestCase):
         with tempfile.TemporaryDirectory() as d:
             for n, m in ((1, 0.25), (2, 0.5)):
                 os.makedirs(os.path.join(d, "jarvis", f"e1-pub-s{n}"))
-                json.dump({"real_recordings": {"missed_at_0.5_fa_per_hour": m, "missed_at_0.1_fa_per_hour": m + 0.125}},
-                          open(os.path.join(d, "jarvis", f"e1-pub-s{n}", "eval.json"), "w"))
+                with open(os.path.join(d, "jarvis", f"e1-pub-s{n}", "eval.json"), "w") as out_file:
+                    json.dump({"real_recordings": {"missed_at_0.5_fa_per_hour": m,
+                                                   "missed_at_0.1_fa_per_hour": m + 0.125}}, out_file)
             self.assertEqual(S.keyword_misses(d, "e1-pub"), {"jarvis": {1: (0.25, 0.375), 2: (0.5, 0.625)}})
 
     def test_a_report_without_the_recipe_check_is_named(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "snowboy", "e1-pub-s1"))
             path = os.path.join(d, "snowboy", "e1-pub-s1", "eval.json")
-            json.dump({"negatives": {}}, open(path, "w"))
+            with open(path, "w") as out_file:
+                json.dump({"negatives": {}}, out_file)
             with self.assertRaises(HotPhraseError) as e:
                 S.keyword_misses(d, "e1-pub")
             self.assertIn(path, str(e.exception))
 
     def test_wakes_at_the_heads_own_threshold(self):
         with tempfile.TemporaryDirectory() as d:
-            json.dump({"threshold": 0.8}, open(os.path.join(d, "head.json"), "w"))
-            json.dump({"total_false_wakes": {"0.7": 9, "0.8": 4}, "total_hours": 6.0},
-                      open(os.path.join(d, "wakes-train.json"), "w"))
+            with open(os.path.join(d, "head.json"), "w") as out_file:
+                json.dump({"threshold": 0.8}, out_file)
+            with open(os.path.join(d, "wakes-train.json"), "w") as out_file:
+                json.dump({"total_false_wakes": {"0.7": 9, "0.8": 4}, "total_hours": 6.0}, out_file)
             self.assertEqual(S.wakes(d), (0.8, {"train": (4, 6.0)}))
-            json.dump({"total_false_wakes": {"0.7": 9}, "total_hours": 4.0}, open(os.path.join(d, "wakes-eval.json"), "w"))
+            with open(os.path.join(d, "wakes-eval.json"), "w") as out_file:
+                json.dump({"total_false_wakes": {"0.7": 9}, "total_hours": 4.0}, out_file)
             with self.assertRaises(HotPhraseError):
                 S.wakes(d)
 
