@@ -27,7 +27,6 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
     public let bargeInThreshold: Double
-    public let modelPath: String
     /// The echo canceller the frames come through, if any: while it says an echo may still be in a frame (the
     /// room's reverberation after the speaker stopped), the barge-in threshold holds.
     private let echo: EchoCanceller?
@@ -68,7 +67,6 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller?, household source: HouseholdSource?, logger: Logger?) {
         threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
         bargeInThreshold = HotPhraseDetector.threshold(sensitivity: settings.bargeInSensitivity, model: model)
-        modelPath = model.path
         self.echo = echo
         self.model = model
         self.settings = settings
