@@ -33,7 +33,9 @@ public struct PreRollRing: Sendable {
 
 /// Sits on the capture thread: every frame goes to the hot phrase detector (when there is one and the speaker is
 /// not making sounds of its own), into the pre-roll ring, and, while a question is recorded, to the voice search
-/// and the endpointer. Decisions go to the loop through `post`. Nothing is allocated per frame.
+/// and the endpointer. Decisions go to the loop through `post`. The router's own buffer (the pre-roll ring) is
+/// allocated once; what a frame is handed to may allocate: the search's upload buffer as it grows, and the loop's
+/// queue for each level, endpoint decision or detection told.
 final class CaptureRouter: Sendable {
     private struct Route {
         var search: (any VoiceSearchSession)?
