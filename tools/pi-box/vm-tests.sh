@@ -150,6 +150,10 @@ stepped_through() {  # stepped_through LOG: listening, searching, speaking and o
                   else if (s == 2 && v == "001") s = 3; else if (s == 3 && v == "000") s = 4 }
          { t = $1; v = $2 } END { if (s == 3 && v == "000") s = 4; exit s == 4 ? 0 : 1 }' "$1"
 }
+# Under TCG on a loaded host the VM can fall behind real time: the capture overruns and the question is lost,
+# which is the emulator's, not the speaker's, failure. Say how often it happened, so a failure below can be told apart.
+overruns="$(journalctl -q --since "@$pressed" -u hound-speaker -o cat | grep -c 'microphone overrun' || true)"
+echo "    microphone overruns during this question (audio lost because the VM fell behind real time): $overruns"
 check "the LED lines stepped through listening, searching, speaking and back to off" stepped_through /tmp/leds.log
 cat /tmp/leds.log | awk '{ printf "%s ", $2 } END { print "" }' | sed 's/^/    LED lines (listening searching speaking): /'
 answer="$(events "$pressed" HOUND_SPEAKER_EVENT=final | sed -n 's/^HOUND_SPEAKER_ANSWER=//p' | tail -1)"
