@@ -16,6 +16,9 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 py="$root/.venv-hotphrase/bin/python"
+# The exporter reads the TFLite graphs with ai-edge-litert, which the training venv does not have
+# (tools/hotphrase/EMBEDDING.md: requirements-embedding.txt in a venv of its own).
+export_py="${EXPORT_PY:-$root/.venv-embedding/bin/python}"
 W="${HOTPHRASE_WORK:-$here/work}"
 SEEDS="${SEEDS:-1 2 3}"
 KEYWORDS="${KEYWORDS:-view-glass jarvis snowboy computer}"
@@ -30,11 +33,14 @@ step() {
     if [ -e "$logs/$name.done" ]; then echo "$(date -u +%FT%TZ) skip $name (done)"; return 0; fi
     echo "$(date -u +%FT%TZ) start $name: $*"
     local t0=$SECONDS
-    if nice -n 19 "$@" > "$logs/$name.log" 2>&1; then
+    local rc=0
+    nice -n 19 "$@" > "$logs/$name.log" 2>&1 || rc=$?
+    if [ "$rc" = 0 ]; then
         touch "$logs/$name.done"
         echo "$(date -u +%FT%TZ) done $name in $((SECONDS - t0)) s"
     else
-        echo "$(date -u +%FT%TZ) FAILED $name (exit $?) after $((SECONDS - t0)) s: see $logs/$name.log"
+        # rc kept first: the date's command substitution would set $? to 0 before it is read
+        echo "$(date -u +%FT%TZ) FAILED $name (exit $rc) after $((SECONDS - t0)) s: see $logs/$name.log"
         return 1
     fi
 }
@@ -85,7 +91,7 @@ fi
 for n in $SEEDS; do
     h="$W/ok-hound/e1-pub-s$n"
     [ -e "$logs/ok-hound-eval-s$n.done" ] || continue
-    step "ok-hound-export-s$n" "$py" -m hotphrase.export_embedding "$h" "$h/ok-hound-e1.hpm" || continue
+    step "ok-hound-export-s$n" "$export_py" -m hotphrase.export_embedding "$h" "$h/ok-hound-e1.hpm" || continue
     [ -x "$SWIFT_BIN" ] || continue
     t01=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["threshold"])' "$h/head.json")
     t05=$("$py" -c 'import json,sys; print(json.load(open(sys.argv[1]))["negatives"]["threshold_at_0.5_fa_per_hour"])' \
