@@ -27,6 +27,9 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
     public let bargeInThreshold: Double
+    /// The household's z thresholds at the two sensitivities (the bank's; 0 without a household, never read then).
+    private let zThreshold: Double
+    private let bargeInZThreshold: Double
     /// The echo canceller the frames come through, if any: while it says an echo may still be in a frame (the
     /// room's reverberation after the speaker stopped), the barge-in threshold holds.
     private let echo: EchoCanceller?
@@ -72,6 +75,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         self.settings = settings
         self.logger = logger
         voices = source.flatMap { model.hasEmbeddings ? $0 : nil }
+        zThreshold = voices?.bank.zThreshold(sensitivity: settings.sensitivity) ?? 0
+        bargeInZThreshold = voices?.bank.zThreshold(sensitivity: settings.bargeInSensitivity) ?? 0
         detector = .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))
         let atStart = voices.map { Self.read($0, logger: logger) }
         unusableAtStart = atStart?.problem
@@ -103,7 +108,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         }
         do {
             let fused = try FusedDetector(model: model, household: next, bank: voices.bank, threshold: threshold,
-                                          zThreshold: voices.bank.zThreshold(sensitivity: settings.sensitivity),
+                                          zThreshold: zThreshold,
                                           refractorySeconds: settings.refractorySeconds)
             swap(.fused(fused), next)
             return nil
@@ -160,9 +165,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
                 }
             case .fused(let d):
                 d.threshold = ownSound ? bargeInThreshold : threshold
-                if let bank = voices?.bank {
-                    d.zThreshold = bank.zThreshold(sensitivity: ownSound ? settings.bargeInSensitivity : settings.sensitivity)
-                }
+                d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
                 d.process(samples) { detection in
                     hit = true
                     score = detection.score

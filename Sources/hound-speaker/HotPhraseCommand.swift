@@ -37,10 +37,7 @@ struct HotPhraseCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await reporting {
-            let config: SpeakerConfiguration
-            do { config = try ConfigLoader.load(path: ConfigLoader.resolvePath(explicit: options.config)) } catch {
-                throw CommandFailure(message: "\(error)", exitCode: 78)
-            }
+            let config = try loadConfig(options.config)
             let loaded: HotPhraseModel
             do { loaded = try HotPhraseModel.locate(model ?? config.hotphrase.model) } catch {
                 throw CommandFailure(message: "\(error)", exitCode: 66)
