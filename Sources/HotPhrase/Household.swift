@@ -52,11 +52,7 @@ public struct Household: Codable, Sendable, Equatable {
     }
 
     public static func same(_ a: String, _ b: String) -> Bool {
-        trimmed(a).lowercased() == trimmed(b).lowercased()
-    }
-
-    static func trimmed(_ s: String) -> String {
-        String(s.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+        a.trimmed().lowercased() == b.trimmed().lowercased()
     }
 
     /// Throws unless every template's and negative's embeddings are `dim` numbers each (a household made with
@@ -93,7 +89,7 @@ public struct Household: Codable, Sendable, Equatable {
         if let i = phrases.firstIndex(where: { Self.same($0.text, text) }) {
             phrases[i].templates.append(template)
         } else {
-            phrases.append(Phrase(text: Self.trimmed(text), templates: [template]))
+            phrases.append(Phrase(text: text.trimmed(), templates: [template]))
         }
     }
 
