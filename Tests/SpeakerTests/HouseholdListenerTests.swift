@@ -94,7 +94,7 @@ import TestSupport
 
     /// A format-1 model: the generic detector only, and a change is refused with the reason.
     @Test func aFormatOneModelRunsTheGenericDetectorOnly() async throws {
-        let model = try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm")
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/ok-hound-v9.hpm")
         try #require(!model.hasEmbeddings)
         let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
         let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(), echo: nil,

@@ -52,10 +52,6 @@ endpoint = "http://127.0.0.1:8080"
 [board]
 profile = "pi-box"
 
-[hotphrase]
-# As the demo sets it (Sources/SpeakerApp/Demo.swift): the demo's synthetic voice scores under the default.
-sensitivity = 0.85
-
 [logging]
 level = "debug"
 EOF
