@@ -109,7 +109,7 @@ final class CaptureRouter: Sendable {
 
     /// Called by the capture thread for every frame.
     func frame(_ samples: UnsafeBufferPointer<Int16>) {
-        let (decision, id, hot, level) = route.withLock { r -> (Endpointer.Decision?, Int, Bool, Double?) in
+        let (decision, id, hit, level) = route.withLock { r -> (Endpointer.Decision?, Int, HotPhraseHit?, Double?) in
             r.ring.append(samples)
             var decision: Endpointer.Decision? = nil
             var level: Double? = nil
@@ -131,13 +131,17 @@ final class CaptureRouter: Sendable {
                     r.levelCount = 0
                 }
             }
-            let hot = r.search == nil && (r.listenForHotPhrase || bargeIn)
-                && detector?.process(samples, overOwnSound: !r.listenForHotPhrase) == true
-            return (decision, r.searchID, hot, level)
+            let hit = r.search == nil && (r.listenForHotPhrase || bargeIn)
+                ? detector?.process(samples, overOwnSound: !r.listenForHotPhrase) : nil
+            return (decision, r.searchID, hit, level)
         }
         if let level { post(.tell(.level(dBFS: level))) }
         if let decision { post(.endpoint(id: id, decision)) }
-        if hot { post(.event(.hotPhrase)) }
+        switch hit {
+        case .wake?: post(.event(.hotPhrase))
+        case .stop?: post(.event(.stopPhrase))
+        case nil: break
+        }
     }
 }
 

@@ -99,4 +99,41 @@ import Timers
         #expect(rig.recorder.all[mark...].contains { if case .stateChanged(from: .ringing, to: .recording) = $0 { true } else { false } })
         await rig.stop()
     }
+
+    /// The household's stop phrase (issue #37): over a ring it stops the ring, and over an answer the answer, with
+    /// no question after it; said while the speaker is quiet it does nothing at all.
+    @Test func theStopPhraseStopsARingAndAnAnswerAndNothingElse() async throws {
+        let rig = await Self.rig()
+        var mark = rig.recorder.count
+        _ = try await Self.answerOverHotPhrase(rig, SpeakerAnswer(transcript: "set a timer for ten seconds", text: "",
+                                                                  action: .timer(.set(seconds: 10, name: ""))))
+        rig.speech.endSpeech()
+        #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready), after: mark))
+
+        // Quiet: "stop" is not listened for (the detector reports it only over the speaker's own sound).
+        mark = rig.recorder.count
+        rig.microphone.feed(frames: 3, value: FakeHotPhrase.stopMarker)
+        await rig.loop.settled()
+        #expect(!rig.recorder.all[mark...].contains(.stopPhrase))
+
+        mark = rig.recorder.count
+        await rig.advance(by: .seconds(11))
+        #expect(await rig.saw(.leds(.ringing), after: mark))
+        mark = rig.recorder.count
+        let sessions = rig.search.sessions.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.stopMarker)
+        #expect(await rig.saw(.stopPhrase, after: mark))
+        #expect(await rig.saw(.stateChanged(from: .ringing, to: .ready), after: mark))
+        #expect(rig.search.sessions.count == sessions)
+
+        // Over an answer: it stops, and the speaker is ready (no new question).
+        let answer = try await Self.answerOverHotPhrase(rig, Self.weather)
+        #expect(rig.speech.playingCount == 1)
+        mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.stopMarker)
+        #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready), after: mark))
+        #expect(rig.speech.playingCount == 0)
+        #expect(rig.search.latest === answer)
+        await rig.stop()
+    }
 }
