@@ -6,6 +6,7 @@ public import Board
 public import Houndify
 public import Logging
 public import SpeakerConfig
+import Synchronization
 import Systemd
 
 /// Loads the config and sets up logging; the subcommands share this.
@@ -54,16 +55,20 @@ public struct AppContext: Sendable {
 }
 
 public enum LoggingBootstrap {
-    nonisolated(unsafe) private static var done = false
-    private static let lock = Lock()
+    private static let done = Mutex(false)
 
     /// swift-log allows one bootstrap per process: log lines go to stderr. When stderr is the journal (under
     /// systemd) they are journald's lines: `<N>` priority, no timestamp, one line per event, `secrets` redacted.
     public static func once(level: Logger.Level, secrets: [String] = []) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !done else { return }
-        done = true
+        // Held while bootstrapping: a second caller waits until the first has finished, then does nothing.
+        done.withLock { done in
+            guard !done else { return }
+            done = true
+            bootstrap(level: level, secrets: secrets)
+        }
+    }
+
+    private static func bootstrap(level: Logger.Level, secrets: [String]) {
         let journal = JournalStream.isStandardError()
         LoggingSystem.bootstrap { label in
             if journal {

@@ -2,6 +2,7 @@ import Audio
 import AudioCore
 import Foundation
 import Glibc
+import Synchronization
 import HotPhrase
 
 /// The echo canceller in a simulated room (issue #19): `tools/bench/aec_room.py` makes the rooms (the speaker's
@@ -61,8 +62,7 @@ enum EchoBench {
     // MARK: Running the canceller over a recording
 
     /// Thread CPU seconds spent in the canceller, and the audio it processed, over the whole run.
-    nonisolated(unsafe) static var cancellerCPU = 0.0
-    nonisolated(unsafe) static var cancellerAudio = 0.0
+    static let cancellerSpent = Mutex((cpu: 0.0, audio: 0.0))
 
     static func threadCPU() -> Double {
         var t = timespec()
@@ -78,8 +78,8 @@ enum EchoBench {
         let frames = mic.count / 320
         let t0 = threadCPU()
         let out = canceller.cancel(recording: mic, reference: ref, hotPhrase: hotPhrase)
-        cancellerCPU += threadCPU() - t0
-        cancellerAudio += Double(frames * 320) / 16_000
+        let spent = threadCPU() - t0
+        cancellerSpent.withLock { $0.cpu += spent; $0.audio += Double(frames * 320) / 16_000 }
         return Array(out[0..<frames * 320])
     }
 
@@ -126,7 +126,8 @@ enum EchoBench {
                 print("| \(kind) \(room) | \(f1(first)) dB | \(f1(after)) dB | \(f1(median)) dB | \(f1(p10)) dB |")
             }
         }
-        print("canceller CPU so far: \(f3(100 * cancellerCPU / max(1e-9, cancellerAudio))) % of one core (\(f1(cancellerAudio)) s of audio)")
+        let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }
+        print("canceller CPU so far: \(f3(100 * cpu / max(1e-9, audio))) % of one core (\(f1(audio)) s of audio)")
     }
 
     // MARK: The hot phrase over the speaker's own sound
@@ -213,7 +214,8 @@ enum EchoBench {
                 print("| \(name) | \(esr) dB | \(total) | " + thresholds.indices.map { "\(pct(missed[$0], total)) (\(falses[$0]))" }.joined(separator: " | ") + " |")
             }
         }
-        print("canceller CPU so far: \(f3(100 * cancellerCPU / max(1e-9, cancellerAudio))) % of one core (\(f1(cancellerAudio)) s of audio)")
+        let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }
+        print("canceller CPU so far: \(f3(100 * cpu / max(1e-9, audio))) % of one core (\(f1(audio)) s of audio)")
     }
 
     static func ownSpeech(_ o: Options) throws {
@@ -242,7 +244,8 @@ enum EchoBench {
         for (i, s) in o.sensitivities.enumerated() {
             print("| \(f2(s)) | \(f3(thresholds[i])) | \(wakes[i]) | \(f2(Double(wakes[i]) / hours)) | \(wakesOff[i]) |")
         }
-        print("canceller CPU: \(f3(100 * cancellerCPU / max(1e-9, cancellerAudio))) % of one core over \(f1(cancellerAudio)) s of audio; hot phrase on it: \(f3(100 * detectorCPU / (hours * 3600))) % of one core")
+        let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }
+        print("canceller CPU: \(f3(100 * cpu / max(1e-9, audio))) % of one core over \(f1(audio)) s of audio; hot phrase on it: \(f3(100 * detectorCPU / (hours * 3600))) % of one core")
     }
 
     static func f1(_ x: Double) -> String { String(format: "%.1f", x) }
