@@ -52,17 +52,19 @@ struct HotPhraseCommand: AsyncParsableCommand {
             let detector = HotPhraseDetector(model: loaded, threshold: chosen,
                                              refractorySeconds: config.hotphrase.refractorySeconds)
             var count = 0
+            var failure: (any Error)?
             audio.forEachFrame { frame in
                 detector.process(frame) { d in
                     count += 1
                     if json {
-                        printLine(String(cFormat: "{\"time\":%.3f,\"score\":%.6f}", d.time, d.score))
+                        do { try printJSONLine(DetectionLine(time: d.time, score: d.score, phrase: nil)) } catch { failure = error }
                     } else {
                         printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(loaded.phrase)\"" + String(cFormat: "  score %.5f", d.score))
                     }
                 }
-                return true
+                return failure == nil
             }
+            if let failure { throw failure }
             if !json {
                 printError("\(count) detection\(count == 1 ? "" : "s") in "
                            + String(cFormat: "%.1f s of audio (threshold %.6f, ", audio.duration, chosen) + "model \(loaded.path))")
@@ -90,22 +92,13 @@ struct HotPhraseCommand: AsyncParsableCommand {
                                          zThreshold: negatives.zThreshold(sensitivity: config.hotphrase.sensitivity),
                                          refractorySeconds: config.hotphrase.refractorySeconds)
         } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
-        struct Line: Encodable {
-            let time: Double
-            let score: Double
-            let phrase: String
-        }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
         var count = 0
         var failure: (any Error)?
         audio.forEachFrame { frame in
             detector.process(frame) { d in
                 count += 1
                 if json {
-                    do {
-                        printLine(String(decoding: try encoder.encode(Line(time: d.time, score: d.score, phrase: d.phrase)), as: UTF8.self))
-                    } catch { failure = error }
+                    do { try printJSONLine(DetectionLine(time: d.time, score: d.score, phrase: d.phrase)) } catch { failure = error }
                 } else {
                     printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
                               + (d.personal ? " (z, enrolled voices)" : ""))
@@ -120,4 +113,25 @@ struct HotPhraseCommand: AsyncParsableCommand {
                        + "model \(loaded.path), household \(path): \(detector.personalPhrases.count) enrolled phrase\(detector.personalPhrases.count == 1 ? "" : "s"))")
         }
     }
+}
+
+/// One `--json` line of `hotphrase`: the time to the millisecond, the score to six decimals, and the phrase only
+/// with a household (the generic model has one phrase).
+struct DetectionLine: Encodable {
+    let time: Double
+    let score: Double
+    let phrase: String?
+
+    init(time: Double, score: Double, phrase: String?) {
+        self.time = (time * 1000).rounded() / 1000
+        self.score = (score * 1_000_000).rounded() / 1_000_000
+        self.phrase = phrase
+    }
+}
+
+/// `value` as one line of JSON (keys sorted) on standard output.
+func printJSONLine(_ value: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    printLine(String(decoding: try encoder.encode(value), as: UTF8.self))
 }
