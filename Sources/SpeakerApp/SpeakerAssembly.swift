@@ -34,22 +34,12 @@ public struct SpeakerAssembly {
     public init(context: AppContext, client: HoundifyClient, output: SpeechOutput) throws {
         self.context = context
         let config = context.config
-        do throws(AudioDeviceError) {
-            volume = try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
-        } catch {
-            // A control the card lacks is the config's (exit 78: systemd does not restart); a card not there yet is
-            // not, and the unit's restarts find it once it is plugged in.
-            if error.isConfiguration { throw CommandFailure(message: "\(config.path ?? "config"): [audio] mixer_control: \(error)", exitCode: 78) }
-            throw CommandFailure(message: error.description)
-        }
-        let engine: SpeechEngine
+        volume = try Self.outputVolume(config)
         let earcons: [Earcon: MonoAudio]
         // Barge-in needs the hot phrase: without it the canceller would only clean questions asked by the button,
         // which are never asked over the speaker's own sound (a press stops it first).
         echo = config.audio.echo.enabled && config.hotphrase.enabled ? EchoCanceller(settings: config.audio.echo) : nil
-        do throws(SpeechError) {
-            engine = try SpeechEngine(settings: config.speech, volume: volume, echo: echo)
-        } catch { throw CommandFailure(speech: error, config: config.path) }
+        let engine = try Self.speechEngine(config, volume: volume, echo: echo)
         do throws(SpeechError) {
             earcons = try Earcons.load(overrides: config.audio.earcons)
         } catch {
@@ -118,6 +108,25 @@ public struct SpeakerAssembly {
     /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal, its LEDs drawn on
     /// stderr (or stdout, for `board`, whose output is the LEDs).
     /// `onHardware` hears of a GPIO chip that goes away while the board runs, and of its return.
+    /// The output volume of `[audio]`, for the speaker and for `say`.
+    public static func outputVolume(_ config: SpeakerConfiguration) throws -> OutputVolume {
+        do throws(AudioDeviceError) {
+            return try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
+        } catch {
+            // A control the card lacks is the config's (exit 78: systemd does not restart); a card not there yet is
+            // not, and the unit's restarts find it once it is plugged in.
+            if error.isConfiguration { throw CommandFailure(message: "\(config.path ?? "config"): [audio] mixer_control: \(error)", exitCode: 78) }
+            throw CommandFailure(message: error.description)
+        }
+    }
+
+    /// espeak-ng as `[speech]` sets it, at `volume`, for the speaker and for `say`.
+    public static func speechEngine(_ config: SpeakerConfiguration, volume: OutputVolume, echo: EchoCanceller? = nil) throws -> SpeechEngine {
+        do throws(SpeechError) {
+            return try SpeechEngine(settings: config.speech, volume: volume, echo: echo)
+        } catch { throw CommandFailure(speech: error, config: config.path) }
+    }
+
     public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false,
                              onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws -> BoardRunner {
         let hardware: BoardHardware

@@ -15,15 +15,8 @@ struct Say: AsyncParsableCommand {
     func run() async throws {
         try await reporting {
             let context = try AppContext(configPath: options.config)
-            let audio = context.config.audio
-            let volume: OutputVolume
-            do throws(AudioDeviceError) {
-                volume = try OutputVolume(percent: audio.volume, device: audio.output, mixerControl: audio.mixerControl)
-            } catch { throw CommandFailure(message: error.description) }
-            let engine: SpeechEngine
-            do throws(SpeechError) { engine = try SpeechEngine(settings: context.config.speech, volume: volume) } catch {
-                throw CommandFailure(speech: error, config: context.config.path)
-            }
+            // The speaker's own volume and voice (its assembly's), so that `say` sounds as it does.
+            let engine = try SpeakerAssembly.speechEngine(context.config, volume: try SpeakerAssembly.outputVolume(context.config))
             let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))
             // Ctrl-C stops the speech at once rather than killing the process mid-buffer: the signal watcher is a
             // child of this command, cancelled once the speech ends.
