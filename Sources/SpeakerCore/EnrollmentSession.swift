@@ -100,7 +100,7 @@ public enum EnrollmentEffect: Sendable, Equatable {
 public enum EnrollmentOutcome: Sendable, Equatable {
     /// The takes were saved.
     case done(takes: Int)
-    /// Too many takes were refused, or the takes could not be saved; nothing was kept.
+    /// Too many takes were refused, or the takes could not be checked or saved; nothing was kept.
     case failed(String)
     /// Stopped; nothing was kept.
     case aborted(String)
@@ -115,6 +115,9 @@ public enum EnrollmentInput: Sendable, Equatable {
     case captured
     case accepted
     case refused(TakeRefusal)
+    /// The take could not be checked at all (the household's file unreadable): not the take's fault, so the
+    /// session ends, keeping nothing.
+    case checkFailed(String)
     case saved
     case saveFailed(String)
     /// A button press, `ctl stop`, or the speaker shutting down: `reason` says which.
@@ -181,6 +184,9 @@ public struct EnrollmentSession: Sendable {
                            outcome: { .failed($0) })
             }
             return prompt(Self.retry(refusal.kind, phrase: phrase, again: true))
+        case (.checking?, .checkFailed(let why)):
+            return end(.failed, reason: "the take could not be checked: \(why)",
+                       saying: "Sorry, something went wrong, so I kept nothing.", outcome: { .failed($0) })
         case (.saving?, .saved):
             step = .done
             return [.show(progress), .say("Done. I know your voice now."), .finished(.done(takes: accepted))]

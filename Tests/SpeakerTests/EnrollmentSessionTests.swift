@@ -216,3 +216,19 @@ import SpeakerApp
         #expect(TakeRefusal(.noSpeech).kind == .noSpeech)
     }
 }
+
+extension EnrollmentSessionTests {
+    @Test func aTakeThatCannotBeCheckedEndsItKeepingNothing() {
+        var s = EnrollmentSession(phrase: "OK Hound")
+        _ = s.handle(.start)
+        record(&s, take: 1, accepted: 0, attempt: 1)
+        _ = s.handle(.accepted)
+        record(&s, take: 2, accepted: 1, attempt: 2)
+        let reason = "the take could not be checked: household file /x/household.json: is damaged"
+        #expect(s.handle(.checkFailed("household file /x/household.json: is damaged")) == [
+            .discard, progress(s, .failed, take: 2, accepted: 1, attempts: 2, reason: reason),
+            .say("Sorry, something went wrong, so I kept nothing."), .finished(.failed(reason)),
+        ])
+        #expect(s.handle(.checkFailed("again")).isEmpty)
+    }
+}
