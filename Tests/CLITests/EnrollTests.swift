@@ -176,20 +176,26 @@ import Testing
             listen = "127.0.0.1:\(control)"
             """)
         fixture.extraEnvironment = ["HOUND_SPEAKER_HOTPHRASE_PATH": household + "/share"]
-        let silence = "\(fixture.dir)/quiet.wav"
+        try Self.sayTakes(into: fixture.dir, quiet: quiet)
+        let (process, _, output) = try fixture.startRun(hotPhrase: true)
+        return Speaker(fixture: fixture, household: household, process: process, output: output)
+    }
+
+    /// The microphone file of `dir` (RunFixture's mic.raw): the three takes with `quiet` seconds around them,
+    /// twelve times over.
+    static func sayTakes(into dir: String, quiet: Double) throws {
+        let silence = "\(dir)/quiet.wav"
         let sox = Process()
         sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
         sox.arguments = ["-n", "-r", "16000", "-c", "1", "-b", "16", silence, "trim", "0", "\(quiet)"]
         try sox.run()
         sox.waitUntilExit()
-        let takes = (1...3).map { "\(fixtures)/take-\($0).wav" }
+        let takes = (1...3).map { "\(EnrollTests.fixtures)/take-\($0).wav" }
         let concat = Process()
         concat.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
-        concat.arguments = [silence] + Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 } + ["-t", "raw", "\(fixture.dir)/mic.raw"]
+        concat.arguments = [silence] + Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 } + ["-t", "raw", "\(dir)/mic.raw"]
         try concat.run()
         concat.waitUntilExit()
-        let (process, _, output) = try fixture.startRun(hotPhrase: true)
-        return Speaker(fixture: fixture, household: household, process: process, output: output)
     }
 
     @Test func ctlEnrollTeachesTheRunningSpeakerThreeTakes() throws {
@@ -227,6 +233,50 @@ import Testing
         #expect(status.stdout.contains("\"enrollment\":{") && status.stdout.contains("\"step\":\"done\""), "\(status.stdout)")
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: "\(speaker.household)/household.json")[.posixPermissions] as? Int)
         #expect(mode == 0o600)
+    }
+
+    /// `hound-speaker enroll` with no recordings and a speaker running with the config: the speaker runs it.
+    @Test func enrollWithoutRecordingsAsksTheRunningSpeaker() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let speaker = try start(port: port)
+        defer { speaker.stop() }
+        #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+        let enrolled = try CLI.run(["enroll", "--phrase", "OK Hound", "--config", speaker.fixture.config])
+        #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
+        #expect(enrolled.stderr.contains("the speaker running with this config asks for the takes"), "\(enrolled.stderr)")
+        #expect(enrolled.stdout.hasSuffix("done: \"OK Hound\" has 3 new takes\n"), "\(enrolled.stdout)")
+        #expect(speaker.output.wait(for: "{\"event\":\"speech\",\"text\":\"Say OK Hound\"}"))
+        #expect(try speaker.ctl("voices").stdout.hasPrefix("\"OK Hound\": 3 takes"))
+    }
+
+    /// With no speaker running, the same session runs in the command on the config's [audio] input and output.
+    @Test func enrollWithoutRecordingsRunsOnItsOwn() throws {
+        let fixtures = EnrollTests.fixtures
+        let household = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alone-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: household, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: household) }
+        // No [control]: nothing to ask, so it runs here (the endpoint is never used).
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: 1, hotPhrase: true, extraConfig: """
+            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
+            household = "\(household)"
+            """)
+        defer { fixture.remove() }
+        try Self.sayTakes(into: fixture.dir, quiet: 2.5)
+        let enrolled = try CLI.run(["enroll", "--phrase", "OK Hound", "--config", fixture.config, "--bank", "\(fixtures)/bank.hpm"],
+                                   environment: fixture.environment(hotPhrase: true))
+        #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
+        let lines = enrolled.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "say \"OK Hound\" when asked", "\(enrolled.stdout)")
+        #expect(lines.contains("take 1 of 3: listening") && lines.contains("take 2 of 3: listening"), "\(enrolled.stdout)")
+        #expect(lines.last == "done: \"OK Hound\" has 3 new takes", "\(enrolled.stdout)")
+        #expect(enrolled.stderr.contains("\"OK Hound\" saved in \(household)/household.json"), "\(enrolled.stderr)")
+        // The prompts went to the config's output.
+        #expect(fixture.spokenBytes > 16_000, "\(fixture.spokenBytes)")
+        let saved = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(household)/household.json"))) as? [String: Any])
+        let phrases = try #require(saved["phrases"] as? [[String: Any]])
+        #expect(phrases.first?["text"] as? String == "OK Hound")
+        #expect((phrases.first?["templates"] as? [Any])?.count == 3)
     }
 
     @Test func ctlStopAbortsItKeepingNothing() throws {
