@@ -54,6 +54,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private let enrollLock = Lock()
     private var enrollTakes: [EnrolledTake] = []
     private var enrollTrial: Household?
+    /// Counts the sessions' ends (a save or a discard): a check still running when its session ended keeps nothing.
+    private var enrollGeneration = 0
 
     /// Where the household's file is and the negative bank its templates are measured against.
     public struct HouseholdSource: Sendable {
@@ -306,6 +308,7 @@ extension HotPhraseListener: EnrollmentPort {
 
     public func check(_ take: [Int16], phrase: String, done: @escaping @Sendable (Result<Void, TakeCheckFailure>) -> Void) {
         guard let voices else { return done(.failure(.failed(unavailable ?? ""))) }
+        let generation = enrollLock.withLock { enrollGeneration }
         OwnedThread.start(name: "hs-enroll") { [self] in
             let enrolled: EnrolledTake
             do { enrolled = try Enrollment.take(take, model: model) } catch let problem as TakeProblem {
@@ -322,6 +325,7 @@ extension HotPhraseListener: EnrollmentPort {
                 // "Unlike the others" against the household's takes of the phrase and this session's.
                 try trial.add(enrolled, phrase: phrase, bank: voices.bank)
                 enrollLock.withLock {
+                    guard enrollGeneration == generation else { return }
                     enrollTrial = trial
                     enrollTakes.append(enrolled)
                 }
@@ -336,7 +340,7 @@ extension HotPhraseListener: EnrollmentPort {
 
     public func save(phrase: String, done: @escaping @Sendable (String?) -> Void) {
         let takes = enrollLock.withLock { () -> [EnrolledTake] in
-            defer { enrollTakes = []; enrollTrial = nil }
+            defer { enrollTakes = []; enrollTrial = nil; enrollGeneration += 1 }
             return enrollTakes
         }
         guard let bank = voices?.bank else { return done(unavailable ?? "") }
@@ -355,6 +359,7 @@ extension HotPhraseListener: EnrollmentPort {
         enrollLock.withLock {
             enrollTakes = []
             enrollTrial = nil
+            enrollGeneration += 1
         }
     }
 }

@@ -38,6 +38,10 @@ extension SpeakerLoop {
                 return true
             }
             if current { drive(id, .captured, in: &group) }
+        case .microphone(.lost(let why)):
+            // No frames, no take (the recorder's wait is counted in frames): the session ends rather than waits.
+            if let id = state.withLock({ $0.enrolling?.id }) { drive(id, .abort("the microphone was lost: \(why)"), in: &group) }
+            return false  // the loop tells it as ever
         default:
             return false
         }
