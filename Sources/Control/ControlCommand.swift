@@ -70,7 +70,11 @@ public enum ControlCommand: Sendable, Equatable {
         case "reload_household": return .reloadHousehold
         case "enroll":
             guard let value = object["phrase"], value != .null else { return .enroll(phrase: nil) }
-            return .enroll(phrase: try text("phrase"))
+            guard let phrase = value.stringValue, !phrase.allSatisfy(\.isWhitespace) else {
+                throw Problem("\"phrase\" is the words to teach, e.g. {\"command\":\"enroll\",\"phrase\":\"hey kitchen\"}; leave it out for the hot phrase")
+            }
+            guard phrase.count <= 100 else { throw Problem("\"phrase\" is longer than 100 characters: a wake phrase is a few words") }
+            return .enroll(phrase: phrase)
         case "forget":
             if object["negatives"]?.boolValue == true { return .forget(phrase: nil) }
             if let phrase = object["phrase"]?.stringValue, !phrase.allSatisfy(\.isWhitespace) { return .forget(phrase: phrase) }

@@ -279,6 +279,13 @@ import Testing
         #expect((phrases.first?["templates"] as? [Any])?.count == 3)
     }
 
+    @Test func ctlEnrollSaysWhatItTakes() throws {
+        for words in [["enroll", "--phrase"], ["enroll", "--phrase", " "], ["enroll", "hey", "kitchen"]] {
+            let wrong = try CLI.run(["ctl"] + words)
+            #expect(wrong.status == 64 && wrong.stderr.contains("enroll takes nothing (the hot phrase) or --phrase TEXT"), "\(words): \(wrong.stderr)")
+        }
+    }
+
     @Test func ctlStopAbortsItKeepingNothing() throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
