@@ -237,7 +237,7 @@ private final class DeviceSession: @unchecked Sendable {
         defer { snd_pcm_hw_params_free(params) }
         var rate = UInt32(settings.rate)
         var period = snd_pcm_uframes_t(max(1, settings.rate / 100))
-        var buffer = period * 8
+        var buffer = period * 50
         func fail(_ what: String, _ code: Int32) -> AudioDeviceError {
             snd_pcm_close(handle)
             return .from(device: settings.device, operation: what, code: code)
@@ -254,8 +254,12 @@ private final class DeviceSession: @unchecked Sendable {
         snd_pcm_hw_params_set_rate_resample(handle, params, 0)
         rc = snd_pcm_hw_params_set_rate_near(handle, params, &rate, nil)
         if rc < 0 || rate == 0 { throw fail("cannot capture near \(settings.rate) Hz", rc < 0 ? rc : -EINVAL) }
-        period = snd_pcm_uframes_t(max(1, Int(rate) / 100))  // 10 ms periods at the rate given
-        buffer = period * 8
+        // 10 ms periods at the rate given, in a buffer of half a second: reads still return each period as soon as it
+        // is captured (no added latency), and the capture thread may fall that far behind (a slow storage write, a
+        // busy core, a hot-phrase step) before an overrun drops audio. With 80 ms the box lost the first question
+        // of a press to five overruns (BENCHMARKS.md, "The Pi in a box").
+        period = snd_pcm_uframes_t(max(1, Int(rate) / 100))
+        buffer = period * 50
         snd_pcm_hw_params_set_period_size_near(handle, params, &period, nil)
         snd_pcm_hw_params_set_buffer_size_near(handle, params, &buffer)
         rc = snd_pcm_hw_params(handle, params)

@@ -6,6 +6,8 @@ public struct WakeDetection: Sendable, Equatable {
     public let phrase: String
     /// True when the templates woke it, false when the generic model did.
     public let personal: Bool
+    /// The household's stop phrase (only while `FusedDetector.stopArmed`): not a wake but a stop.
+    public let stop: Bool
 }
 
 /// The speaker's detector with a household (docs/household.md, "Fusion and the household's negatives"): the
@@ -23,6 +25,9 @@ public final class FusedDetector {
     }
     /// The z the personal scores must reach (from the bank and the sensitivity); may be changed between calls.
     public var zThreshold: Double
+    /// Whether the household's stop phrase counts (the speaker rings or speaks); may be changed between calls.
+    /// Its templates follow the audio either way, so it is heard as soon as it is armed.
+    public var stopArmed = false
 
     private struct TemplateState {
         let dtw: SubsequenceDTW
@@ -35,6 +40,7 @@ public final class FusedDetector {
     private struct PhraseState {
         let text: String
         let isModelPhrase: Bool
+        let isStop: Bool
         let templates: [TemplateState]
     }
 
@@ -97,7 +103,8 @@ public final class FusedDetector {
                 dtw.reset()
                 templates.append(TemplateState(dtw: dtw, mu: t.mu, sd: t.sd, negativeFloor: floor))
             }
-            states.append(PhraseState(text: p.text, isModelPhrase: Household.same(p.text, model.phrase), templates: templates))
+            states.append(PhraseState(text: p.text, isModelPhrase: Household.same(p.text, model.phrase),
+                                      isStop: Household.isStopPhrase(p.text), templates: templates))
         }
         phrases = states
         modelPhrase = states.firstIndex(where: \.isModelPhrase)
@@ -189,7 +196,7 @@ public final class FusedDetector {
             guard sample >= deafUntil, !nearNegative(score: d.score) else { return }
             deafUntil = sample + refractorySamples
             keepWakeFrames()
-            onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false))
+            onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false, stop: false))
         })
     }
 
@@ -218,12 +225,15 @@ public final class FusedDetector {
                 margin = max(margin, z - max(zThreshold, t.negativeFloor))
             }
             if phrase.isModelPhrase { modelPhraseScore = lowest }
+            if phrase.isStop && !stopArmed { continue }
             if margin >= 0, margin > wake?.margin ?? -.infinity { wake = (p, best, margin) }
         }
         guard let wake, sample >= deafUntil else { return }
         deafUntil = sample + refractorySamples
-        keepWakeFrames()
-        onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true))
+        let stop = phrases[wake.phrase].isStop
+        // A stop is no wake: the frames kept for a false wake stay those of the last wake.
+        if !stop { keepWakeFrames() }
+        onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true, stop: stop))
     }
 
     /// Whether a generic wake with `score` lies where a household negative was heard and does not reach the

@@ -55,6 +55,12 @@ public struct Household: Codable, Sendable, Equatable {
         a.trimmed().lowercased() == b.trimmed().lowercased()
     }
 
+    /// The phrase that, enrolled (`hound-speaker enroll --phrase stop`), stops a ringing timer or an answer
+    /// without the hot phrase first; it is listened for only while the speaker rings or speaks (docs/household.md).
+    public static let stopPhrase = "stop"
+
+    public static func isStopPhrase(_ text: String) -> Bool { same(text, stopPhrase) }
+
     /// Throws unless every template's and negative's embeddings are `dim` numbers each (a household made with
     /// another model's embedding cannot be scored with this one).
     public func check(dim: Int) throws {

@@ -5,7 +5,8 @@ public struct HotPhraseSettings: Sendable, Equatable {
     /// Model file; "" looks for ok-hound.hpm in /etc/hound-speaker/hotphrase, then the shipped one beside the
     /// executable (share/hotphrase in the source tree) or in /usr/share/hound-speaker/hotphrase.
     public var model = ""
-    /// 0 to 1: 0.5 is the model's own threshold (chosen at 0.1 false accepts per hour); higher hears more.
+    /// 0 to 1: 0.5 is the model's own threshold (the shipped model's: 0.5 false accepts an hour on its
+    /// evaluation's negatives, BENCHMARKS.md); higher hears more.
     public var sensitivity = 0.5
     /// Deaf time after a detection, so one "OK Hound" wakes the speaker once.
     public var refractoryMS = 2000

@@ -157,24 +157,26 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// The household as the detector runs it (for status).
     public var currentHousehold: Household { lock.withLock { running } }
 
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool {
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
         lock.lock()
         defer { lock.unlock() }
         let ownSound = overOwnSound || echo?.echoActive == true
-        var hit = false
+        var hit: HotPhraseHit? = nil
         func run(_ samples: UnsafeBufferPointer<Int16>) {
             switch detector {
             case .generic(let d):
                 d.threshold = ownSound ? bargeInThreshold : threshold
                 d.process(samples) { detection in
-                    hit = true
+                    hit = .wake
                     score = detection.score
                 }
             case .fused(let d):
                 d.threshold = ownSound ? bargeInThreshold : threshold
                 d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
+                // The stop phrase counts only while the speaker itself rings or speaks, not in its echo's tail.
+                d.stopArmed = overOwnSound
                 d.process(samples) { detection in
-                    hit = true
+                    hit = detection.stop ? .stop : .wake
                     score = detection.score
                 }
             }

@@ -47,6 +47,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     case stateChanged(from: SpeakerState, to: SpeakerState)
     case button(ButtonAction)
     case hotPhrase
+    /// The household's stop phrase was heard over the speaker's own sound.
+    case stopPhrase
     case partialTranscript(String)
     /// How loud the microphone is while a question is recorded, in dB below full scale (RMS over the last
     /// `CaptureRouter.levelSamples`, five times a second): what a screen's level meter shows. Never logged.
@@ -161,6 +163,7 @@ extension SpeakerActivity {
         case .stateChanged: "state"
         case .button: "button"
         case .hotPhrase: "hotphrase"
+        case .stopPhrase: "stopphrase"
         case .partialTranscript: "partial"
         case .level: "level"
         case .finalTranscript: "final"
@@ -189,7 +192,7 @@ extension SpeakerActivity {
         switch self {
         case .stateChanged(let from, let to): [("from", .string(from.rawValue)), ("to", .string(to.rawValue))]
         case .button(let action): [("action", .string(action.rawValue))]
-        case .hotPhrase: []
+        case .hotPhrase, .stopPhrase: []
         case .partialTranscript(let text): [("text", .string(text))]
         case .level(let dBFS): [("dbfs", .double((dBFS * 10).rounded() / 10))]
         case .finalTranscript(let transcript, let answer, let houndifyVoice, let done):
@@ -253,6 +256,7 @@ extension SpeakerActivity {
         case .stateChanged(let from, let to): (.info, "state \(from.rawValue) -> \(to.rawValue)")
         case .button(let action): (.info, "button: \(action.rawValue)")
         case .hotPhrase: (.notice, "hot phrase heard")
+        case .stopPhrase: (.notice, "stop phrase heard")
         case .partialTranscript(let text): (.debug, "partial transcript: \(text)")
         case .finalTranscript(let transcript, _, _, let done):
             (.info, "final transcript: \"\(transcript)\"" + (done.isEmpty ? "" : " (\(done))"))
@@ -315,7 +319,7 @@ extension SpeakerActivity {
     /// Something a person would look at the screen for: it comes back to full brightness.
     var wakesScreen: Bool {
         switch self {
-        case .stateChanged, .button, .hotPhrase, .volume, .muted, .answerShown, .alarm, .enrollment: true
+        case .stateChanged, .button, .hotPhrase, .stopPhrase, .volume, .muted, .answerShown, .alarm, .enrollment: true
         case .timer(let event, _, _): event != .tick
         default: false
         }

@@ -134,7 +134,7 @@ final class CaptureRouter: Sendable {
 
     /// Called by the capture thread for every frame.
     func frame(_ samples: UnsafeBufferPointer<Int16>) {
-        let (decision, id, hot, level, take) = route.withLock { r -> (Endpointer.Decision?, Int, Bool, Double?, (Int, [Int16])?) in
+        let (decision, id, hit, level, take) = route.withLock { r -> (Endpointer.Decision?, Int, HotPhraseHit?, Double?, (Int, [Int16])?) in
             r.ring.append(samples)
             var take: (Int, [Int16])? = nil
             if var recorder = r.take {
@@ -165,14 +165,18 @@ final class CaptureRouter: Sendable {
                     r.levelCount = 0
                 }
             }
-            let hot = r.search == nil && !r.enrolling && (r.listenForHotPhrase || bargeIn)
-                && detector?.process(samples, overOwnSound: !r.listenForHotPhrase) == true
-            return (decision, r.searchID, hot, level, take)
+            let hit = r.search == nil && !r.enrolling && (r.listenForHotPhrase || bargeIn)
+                ? detector?.process(samples, overOwnSound: !r.listenForHotPhrase) : nil
+            return (decision, r.searchID, hit, level, take)
         }
         if let take { post(.takeRecorded(id: take.0, take.1)) }
         if let level { post(.tell(.level(dBFS: level))) }
         if let decision { post(.endpoint(id: id, decision)) }
-        if hot { post(.event(.hotPhrase)) }
+        switch hit {
+        case .wake?: post(.event(.hotPhrase))
+        case .stop?: post(.event(.stopPhrase))
+        case nil: break
+        }
     }
 }
 

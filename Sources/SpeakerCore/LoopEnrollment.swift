@@ -57,7 +57,7 @@ extension SpeakerLoop {
         case .talk, .hold, .press, .listen, .hotPhrase:
             drive(id, .abort("stopped by the button"), in: &group)
             return true
-        case .cancel:
+        case .cancel, .stopPhrase:
             drive(id, .abort("stopped (a long press, or the stop command)"), in: &group)
             return true
         case .tapEnded, .endTalk:

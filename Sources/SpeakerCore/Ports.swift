@@ -141,10 +141,19 @@ public protocol MicrophonePort: Sendable {
 }
 
 /// Listens for the hot phrase on every 16 kHz frame.
+/// What a frame completed.
+public enum HotPhraseHit: Sendable, Equatable {
+    /// The hot phrase (or a wake phrase of the household's own).
+    case wake
+    /// The household's stop phrase, which only counts over the speaker's own sound (docs/household.md).
+    case stop
+}
+
 public protocol HotPhraseDetecting: AnyObject, Sendable {
-    /// True when this frame completes the hot phrase. `overOwnSound`: the speaker is talking or ringing and the
-    /// frame has been through the echo canceller (barge-in): the detector listens at its threshold for that.
-    func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool
+    /// What this frame completes, if anything. `overOwnSound`: the speaker is talking or ringing and the frame
+    /// has been through the echo canceller (barge-in): the detector listens at its threshold for that, and for
+    /// the household's stop phrase, which it does not report otherwise.
+    func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit?
     func reset()
     /// The latest wake was false (`FalseWake.kept`): a detector that learns the household's false wakes keeps
     /// that wake's frames (issue #37). Called from the loop; must not block it.

@@ -446,6 +446,7 @@ public final class SpeakerLoop: Sendable {
         case .cancel: tell(.button(.cancel))
         case .tapEnded: tell(.button(.release))
         case .hotPhrase: tell(.hotPhrase)
+        case .stopPhrase: tell(.stopPhrase)
         default: break
         }
     }

@@ -230,6 +230,9 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// The tap-to-talk button came up without being held long enough to cancel.
     case tapEnded
     case hotPhrase
+    /// The household's stop phrase (an enrolled "stop", docs/household.md), heard over the speaker's own sound:
+    /// it stops the ringing or the answer as a press would, without the hot phrase first.
+    case stopPhrase
     case partialTranscript(String)
     /// The device's endpointer (or Houndify's SafeToStopAudio) says the person has finished.
     case endOfSpeech
@@ -537,6 +540,8 @@ public struct SpeakerMachine: Sendable {
         case (.ringing, .hotPhrase) where settings.bargeIn && !muted:
             // "OK Hound" over the ring: it stops, and the question after the phrase is heard.
             return [.stopSpeaking, .stopRinging] + startListening(preRoll: true)
+        case (.ringing, .stopPhrase) where !muted:
+            return stopRinging()
         case (.ringing, .cancel), (.ringing, .talk), (.ringing, .press), (.ringing, .hotPhrase), (.ringing, .endTalk):
             // A press stops the ringing first of all (and only that: the next press talks).
             return stopRinging()
@@ -615,6 +620,9 @@ public struct SpeakerMachine: Sendable {
             return []
 
         case (.speaking, .talk), (.speaking, .press):
+            return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
+        case (.speaking, .stopPhrase) where !muted:
+            // "Stop" over the answer: it stops, and nothing more is heard (a press does the same).
             return [.stopSpeaking] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, .hotPhrase) where settings.bargeIn && !muted:
             // "OK Hound" over the answer (barge-in): it stops at once and the next question is heard.

@@ -30,7 +30,7 @@ struct EnrollCommand: AsyncParsableCommand {
     @Argument(help: "The recordings, one take each (none: the spoken enrollment).") var wavs: [String] = []
     @Option(help: ArgumentHelp("Folder of household.json (default: [hotphrase] household, else the state directory).", valueName: "DIR"))
     var household: String?
-    @Option(help: ArgumentHelp("The phrase the recordings say (default: the model's, \"OK Hound\"); another becomes an extra wake phrase.", valueName: "TEXT"))
+    @Option(help: ArgumentHelp("The phrase the recordings say (default: the model's, \"OK Hound\"); another becomes an extra wake phrase, except \"stop\", which stops a ring or an answer.", valueName: "TEXT"))
     var phrase: String?
     @Option(help: ArgumentHelp("Model file (default: [hotphrase] model, else the installed ok-hound.hpm).", valueName: "FILE"))
     var model: String?
@@ -97,6 +97,9 @@ struct EnrollCommand: AsyncParsableCommand {
             }
             let count = current.phrase(text)?.templates.count ?? 0
             printError("\(kept) of \(wavs.count) take\(wavs.count == 1 ? "" : "s") kept; \"\(text)\" has \(count) template\(count == 1 ? "" : "s") in \(path)")
+            if Household.isStopPhrase(text) {
+                printError("\"\(text)\" is the stop phrase: it stops a ringing timer or an answer, and is listened for only while the speaker rings or speaks, with [audio] echo_cancel on")
+            }
             if kept > 0, household == nil || household == config.hotphrase.household { await tellRunningSpeaker(config) }
             if let unreadable { throw CommandFailure(reading: unreadable) }
             if kept == 0 { throw CommandFailure(message: "no take was kept", exitCode: 1) }

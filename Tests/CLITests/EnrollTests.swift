@@ -67,7 +67,7 @@ import Testing
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let take = "\(Self.fixtures)/take-1.wav"
-        let formatOne = try CLI.run(["enroll", take, "--household", dir, "--model", "share/hotphrase/ok-hound.hpm", "--bank", "\(Self.fixtures)/bank.hpm"])
+        let formatOne = try CLI.run(["enroll", take, "--household", dir, "--model", "Tests/HotPhraseTests/Fixtures/ok-hound-v9.hpm", "--bank", "\(Self.fixtures)/bank.hpm"])
         #expect(formatOne.status == 66)
         #expect(formatOne.stderr.contains("enrollment needs the speech-embedding model"), "\(formatOne.stderr)")
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/household.json"))

@@ -43,7 +43,6 @@ struct RunFixture {
             profile = "simulated"
             [hotphrase]
             enabled = \(hotPhrase)
-            sensitivity = 0.85
             \(extraConfig)
             \(extraConfig.contains("[control]") ? "" : Self.noControl)
             """.utf8).write(to: URL(fileURLWithPath: config))

@@ -4,10 +4,12 @@ import Foundation
 @testable import HotPhrase
 import Testing
 
-/// The shipped model and the fixtures made from it by tools/hotphrase/hotphrase/make_fixtures.py.
+/// The format-1 model (v9, shipped until issue #37 shipped a format-2 model) and the fixtures made from it by
+/// tools/hotphrase/hotphrase/make_fixtures.py (as ok-hound.hpm, the name it was shipped under).
 enum Fixtures {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let modelPath = root.appendingPathComponent("share/hotphrase/ok-hound.hpm").path
+    static let modelPath = dir.appendingPathComponent("ok-hound-v9.hpm").path
+    static let shippedModelPath = root.appendingPathComponent("share/hotphrase/ok-hound.hpm").path
     static let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures")
 
     struct Reference: Decodable {
@@ -51,7 +53,7 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
 }
 
 @Suite struct ReferenceTests {
-    @Test func theShippedModelIsSmallAndMatchesTheFixtures() throws {
+    @Test func theFormatOneModelIsSmallAndMatchesTheFixtures() throws {
         let model = try Fixtures.model()
         #expect(model.fileBytes <= 100 * 1024, "the issue's budget is 100 KB of weights")
         #expect(model.phrase == "OK Hound")
@@ -78,7 +80,7 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
         }
     }
 
-    /// At the demo's sensitivity (0.85): a held-out voice (festival's ked) and the demo's recording saying
+    /// At the sensitivity the fixtures were made at (0.85): a held-out voice (festival's ked) and the demo's recording saying
     /// "OK Hound" and a question are heard once, near the end of the phrase; confusable phrases ("OK Google",
     /// "hound dog", "greyhound") and an ordinary sentence are not. (hard-* clips, held-out voices this model
     /// misses, are only compared with the reference above.)
@@ -101,6 +103,35 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
         #expect(heard.count == 1)
         // 2.5 s of room tone, then "OK Hound": decided within 300 ms of its end
         if let d = heard.first { #expect(d.time > 2.9 && d.time < 3.6, "\(d)") }
+    }
+}
+
+/// The model the speaker ships (format 2, recipe e1, seed 3; BENCHMARKS.md, "Issue #37"): its default sensitivity
+/// is the point measured there, it wakes once on the demo's recording at it, near the end of "OK Hound", and not
+/// for the question alone nor for the confusable phrases and the sentence of the fixtures.
+@Suite struct ShippedModelTests {
+    @Test func theShippedModelIsTheMeasuredOne() throws {
+        let model = try HotPhraseModel.load(path: Fixtures.shippedModelPath)
+        #expect(model.hasEmbeddings)
+        #expect(model.phrase == "OK Hound")
+        #expect(model.defaultThreshold == 0.626, "the 0.5 FA/h point that the ship rule measured")
+        #expect(model.fileBytes <= 2 * 1024 * 1024)
+    }
+
+    @Test func itWakesOnTheDemoAndNotOnTheNegatives() throws {
+        let model = try HotPhraseModel.load(path: Fixtures.shippedModelPath)
+        let threshold = HotPhraseDetector.threshold(sensitivity: 0.5, model: model)
+        let demo = try AudioFile.readMono(path: Fixtures.root.appendingPathComponent("share/demo/ok-hound-what-time-is-it.wav").path).samples
+        let heard = run(HotPhraseDetector(model: model, threshold: threshold), demo).detections
+        #expect(heard.count == 1, "\(heard)")
+        // 2.5 s of room tone, then "OK Hound": decided within 300 ms of its end
+        if let d = heard.first { #expect(d.time > 2.9 && d.time < 3.6, "\(d)") }
+        let question = try AudioFile.readMono(path: Fixtures.root.appendingPathComponent("share/demo/what-time-is-it.wav").path).samples
+        #expect(run(HotPhraseDetector(model: model, threshold: threshold), question).detections.isEmpty)
+        for file in ["neg-google.flac", "neg-hounddog.flac", "neg-sentence.flac"] {
+            let detections = run(HotPhraseDetector(model: model, threshold: threshold), try Fixtures.samples(file)).detections
+            #expect(detections.isEmpty, "\(file): \(detections)")
+        }
     }
 }
 

@@ -442,15 +442,18 @@ public final class FakeBoard: BoardPort {
     public var isStopped: Bool { state.withLock { $0.stopped } }
 }
 
-/// Fires on a frame whose first sample is `HotPhraseMarker.value`; counts resets, and the frames heard over the
-/// speaker's own sound (barge-in).
+/// Fires on a frame whose first sample is `marker` (a wake) or `stopMarker` (the stop phrase, over the speaker's
+/// own sound only, as the real one); counts resets, and the frames heard over the speaker's own sound (barge-in).
 public final class FakeHotPhrase: HotPhraseDetecting {
     public static let marker: Int16 = 12_345
+    public static let stopMarker: Int16 = 23_456
     private let state = Mutex<(resets: Int, frames: Int, overOwnSound: Int)>((0, 0, 0))
     public init() {}
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> Bool {
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
         state.withLock { $0.frames += 1; if overOwnSound { $0.overOwnSound += 1 } }
-        return frame.first == Self.marker
+        if frame.first == Self.marker { return .wake }
+        if frame.first == Self.stopMarker && overOwnSound { return .stop }
+        return nil
     }
     public func reset() { state.withLock { $0.resets += 1 } }
     public func keepFalseWake() { kept.withLock { $0 += 1 } }

@@ -78,25 +78,60 @@ import Timers
         await rig.stop()
     }
 
-    @Test func theHotPhraseStopsARingingTimerAndTakesTheQuestion() async throws {
-        let rig = await Self.rig()
+    /// A ten-second timer set by voice; `beforeItRings` runs while the speaker is quiet again, then the timer is
+    /// left to go off.
+    static func ringATimer(_ rig: LoopRig, beforeItRings: () async -> Void = {}) async throws {
         var mark = rig.recorder.count
-        // A timer set by voice and left to go off: it rings.
-        _ = try await Self.answerOverHotPhrase(rig, SpeakerAnswer(transcript: "set a timer for ten seconds", text: "",
-                                                                  action: .timer(.set(seconds: 10, name: ""))))
+        _ = try await answerOverHotPhrase(rig, SpeakerAnswer(transcript: "set a timer for ten seconds", text: "",
+                                                             action: .timer(.set(seconds: 10, name: ""))))
         rig.speech.endSpeech()
         #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready), after: mark))
+        await beforeItRings()
         mark = rig.recorder.count
         await rig.advance(by: .seconds(11))
         #expect(await rig.saw(.leds(.ringing), after: mark))
+    }
+
+    @Test func theHotPhraseStopsARingingTimerAndTakesTheQuestion() async throws {
+        let rig = await Self.rig()
+        try await Self.ringATimer(rig)
 
         // "OK Hound" over the ring: it stops, and the speaker listens.
-        mark = rig.recorder.count
+        let mark = rig.recorder.count
         let sessions = rig.search.sessions.count
         rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
         #expect(await rig.saw(.leds(.listening), after: mark))
         #expect(rig.search.sessions.count == sessions + 1)
         #expect(rig.recorder.all[mark...].contains { if case .stateChanged(from: .ringing, to: .recording) = $0 { true } else { false } })
+        await rig.stop()
+    }
+
+    /// The household's stop phrase (issue #37): over a ring it stops the ring, and over an answer the answer, with
+    /// no question after it; said while the speaker is quiet it does nothing at all.
+    @Test func theStopPhraseStopsARingAndAnAnswerAndNothingElse() async throws {
+        let rig = await Self.rig()
+        try await Self.ringATimer(rig) {
+            // Quiet: "stop" is not listened for (the detector reports it only over the speaker's own sound).
+            let mark = rig.recorder.count
+            rig.microphone.feed(frames: 3, value: FakeHotPhrase.stopMarker)
+            await rig.loop.settled()
+            #expect(!rig.recorder.all[mark...].contains(.stopPhrase))
+        }
+        var mark = rig.recorder.count
+        let sessions = rig.search.sessions.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.stopMarker)
+        #expect(await rig.saw(.stopPhrase, after: mark))
+        #expect(await rig.saw(.stateChanged(from: .ringing, to: .ready), after: mark))
+        #expect(rig.search.sessions.count == sessions)
+
+        // Over an answer: it stops, and the speaker is ready (no new question).
+        let answer = try await Self.answerOverHotPhrase(rig, Self.weather)
+        #expect(rig.speech.playingCount == 1)
+        mark = rig.recorder.count
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.stopMarker)
+        #expect(await rig.saw(.stateChanged(from: .speaking, to: .ready), after: mark))
+        #expect(rig.speech.playingCount == 0)
+        #expect(rig.search.latest === answer)
         await rig.stop()
     }
 }

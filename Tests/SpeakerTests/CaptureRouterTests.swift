@@ -17,7 +17,7 @@ import SpeakerApp
     func hotPhrases(listening: Bool) throws -> Int {
         let model = try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm")
         let seen = Mutex(0)
-        let router = CaptureRouter(preRollMS: 300, detector: HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0.85))) { input in
+        let router = CaptureRouter(preRollMS: 300, detector: HotPhraseListener(model: model, settings: HotPhraseSettings())) { input in
             if case .event(.hotPhrase) = input { seen.withLock { $0 += 1 } }
         }
         router.setHotPhraseListening(listening)

@@ -4,6 +4,7 @@ import Control
 import Foundation
 import HotPhrase
 import SpeakerApp
+import SpeakerCore
 import Testing
 import TestSupport
 
@@ -13,11 +14,11 @@ import TestSupport
 @Suite struct HouseholdListenerTests {
     static let fixtures = repositoryRoot + "/Tests/HotPhraseTests/Fixtures/household"
 
-    func hits(_ listener: HotPhraseListener, _ samples: [Int16]) -> Int {
+    func hits(_ listener: HotPhraseListener, _ samples: [Int16], overOwnSound: Bool = false, kind: HotPhraseHit = .wake) -> Int {
         listener.reset()
         var count = 0
         for start in stride(from: 0, to: samples.count - 319, by: 320) {
-            samples[start..<start + 320].withUnsafeBufferPointer { if listener.process($0, overOwnSound: false) { count += 1 } }
+            samples[start..<start + 320].withUnsafeBufferPointer { if listener.process($0, overOwnSound: overOwnSound) == kind { count += 1 } }
         }
         return count
     }
@@ -92,9 +93,37 @@ import TestSupport
         #expect(mode == 0o600)
     }
 
+    /// The household's stop phrase: the same takes enrolled as "stop" are heard as a stop, and only over the
+    /// speaker's own sound (while it rings or speaks); never as a wake.
+    @Test func theStopPhraseCountsOnlyOverTheSpeakersOwnSound() throws {
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
+        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/household.json"
+        var household = Household()
+        for k in 1...3 {
+            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
+            try household.add(try Enrollment.take(take, model: model), phrase: "Stop", bank: bank)
+        }
+        try household.save(path: path)
+        // The generic model held off, and the barge-in sensitivity the same as the other, so that only the
+        // speaker's own sound (not a different threshold) tells the two runs apart.
+        var settings = HotPhraseSettings(sensitivity: 0)
+        settings.bargeInSensitivity = 0
+        let listener = HotPhraseListener(model: model, settings: settings, echo: nil,
+                                         household: .init(path: path, bank: bank), logger: nil)
+        #expect(listener.personalActive)
+        let stream = try AudioFile.readMono(path: Self.fixtures + "/stream.wav", targetRate: 16_000).samples
+        #expect(hits(listener, stream, overOwnSound: false, kind: .stop) == 0)
+        #expect(hits(listener, stream, overOwnSound: false, kind: .wake) == 0)
+        #expect(hits(listener, stream, overOwnSound: true, kind: .stop) == 1)
+        #expect(hits(listener, stream, overOwnSound: true, kind: .wake) == 0)
+    }
+
     /// A format-1 model: the generic detector only, and a change is refused with the reason.
     @Test func aFormatOneModelRunsTheGenericDetectorOnly() async throws {
-        let model = try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm")
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/ok-hound-v9.hpm")
         try #require(!model.hasEmbeddings)
         let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
         let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(), echo: nil,

@@ -133,7 +133,7 @@ struct Rig {
         logger.logLevel = .critical
         var detector: HotPhraseListener? = nil
         if hotPhrase {
-            detector = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), settings: HotPhraseSettings(sensitivity: 0.85))
+            detector = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), settings: HotPhraseSettings())
             capture.pacing = .realTime
         } else {
             capture.pacing = .none  // the question at once: these tests are not about the microphone's pace

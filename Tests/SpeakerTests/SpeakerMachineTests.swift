@@ -22,7 +22,7 @@ func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()
 }
 
 let allEvents: [SpeakerEvent] = [
-    .started, .talk, .hold, .endTalk, .cancel, .press, .tapEnded, .hotPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
+    .started, .talk, .hold, .endTalk, .cancel, .press, .tapEnded, .hotPhrase, .stopPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
     .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
@@ -71,14 +71,14 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         }
     case .speaking:
         switch event {
-        case .talk, .press, .cancel: return .ready
+        case .talk, .press, .cancel, .stopPhrase: return .ready
         case .speechEnded: return .ready  // this answer did not ask for a follow-up
         case .timerDue: return .ringing  // a timer cuts an answer short
         default: return .speaking
         }
     case .ringing:
         switch event {
-        case .talk, .press, .cancel, .hotPhrase, .endTalk: return .ready  // a press stops the ringing
+        case .talk, .press, .cancel, .hotPhrase, .stopPhrase, .endTalk: return .ready  // a press stops the ringing
         default: return .ringing
         }
     }

@@ -225,7 +225,7 @@ took boot "to SSH and systemd's startup done ($(cat "$run/system-state"))"
 start "the tests in the VM (tools/pi-box/vm-tests.sh)"
 vm mkdir -p /root/pi-box
 scp -q -P "$port" "${ssh_opts[@]}" "$deb" "$deb_local" tools/pi-box/vm-tests.sh Tests/deb/checks.sh \
-    root@127.0.0.1:/root/pi-box/
+    Tests/HotPhraseTests/Fixtures/ok-hound-v9.hpm root@127.0.0.1:/root/pi-box/
 set +e
 vm bash /root/pi-box/vm-tests.sh "/root/pi-box/$(basename "$deb")" "/root/pi-box/$(basename "$deb_local")" 2>&1 | tee "$run/vm-tests.log"
 set -e

@@ -52,13 +52,26 @@ endpoint = "http://127.0.0.1:8080"
 [board]
 profile = "pi-box"
 
-[hotphrase]
-# As the demo sets it (Sources/SpeakerApp/Demo.swift): the demo's synthetic voice scores under the default.
-sensitivity = 0.85
-
 [logging]
 level = "debug"
 EOF
+# The hot-phrase model this VM can run in real time. The detector runs on the capture thread: one slower than the
+# audio makes the microphone overrun all the time (BENCHMARKS.md, "The Pi in a box"). Under TCG the shipped model
+# (format 2: 105.5 M instructions per second of audio, about 2.5 % of a Pi 4 core estimated) may not keep up, so
+# its real-time factor is measured here first; when it is over 0.5, the box's speaker listens with v9, the format-1
+# model it replaced (19.0 M, a test fixture), at v9's demo sensitivity, and says so.
+demo=/usr/share/hound-speaker/demo/ok-hound-what-time-is-it.wav
+t0=$EPOCHREALTIME
+hound-speaker hotphrase "$demo" --json > /tmp/hotphrase-shipped.json 2>&1
+t1=$EPOCHREALTIME
+rtf="$(awk -v a="$t0" -v b="$t1" -v d="$(soxi -D "$demo")" 'BEGIN { printf "%.2f", (b - a) / d }')"
+echo "    measured: the shipped model over the demo recording in this VM: real-time factor $rtf ($(tr -d '\n' < /tmp/hotphrase-shipped.json))"
+if awk -v r="$rtf" 'BEGIN { exit r > 0.5 ? 0 : 1 }'; then
+    echo "    the VM is too slow for the shipped model in real time: the box's speaker listens with v9 (format 1)"
+    install -d -m 0755 /etc/hound-speaker/hotphrase
+    install -m 0644 /root/pi-box/ok-hound-v9.hpm /etc/hound-speaker/hotphrase/ok-hound.hpm
+    printf '\n[hotphrase]\n# v9 (format 1): its demo operating point\nsensitivity = 0.85\n' >> "$config"
+fi
 check "the config is still the service user's alone" bash -c "[ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
 check "the local Houndify-compatible service starts" systemctl start pi-box-houndify.service
 check "the local service listens on 127.0.0.1:8080" wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
@@ -160,8 +173,11 @@ answer="$(events "$pressed" HOUND_SPEAKER_EVENT=final | sed -n 's/^HOUND_SPEAKER
 check "the transcript is the question's, the answer the time" bash -c \
     "has_event $pressed HOUND_SPEAKER_EVENT=final 'HOUND_SPEAKER_TRANSCRIPT=what time is it' && grep -qE '[0-9]' <<< \"\$1\"" _ "$answer"
 echo "    answer: $answer"
-# The answer as the speaker says it, alone: the recording's last sound (after the earcons) must be that long and
-# about that loud (the output volume and the conversion to the card's rate change the level a little).
+# The answer as the speaker says it, alone: the recording's last sound must be at least 80 % of that long and
+# about that loud (the output volume and the conversion to the card's rate change the level a little). It can be
+# longer by the stop-listening earcon (0.21 s), which the answer follows from the local service by less than the
+# 0.3 s of quiet that ends a sound: at most answer_slack seconds longer.
+answer_slack=0.6
 hound-speaker say "$answer" --config "$config" --output /tmp/expected.wav > /dev/null 2>&1
 last_sound() { sox "$1" "$2" reverse silence 1 0.01 1% 1 0.3 1% reverse; }  # from the end back to 0.3 s of silence
 length() { sox "$1" -n stat 2>&1 | awk '/^Length/ { print $3 }'; }
@@ -177,8 +193,8 @@ last_sound /tmp/wrong.wav /tmp/wrong-last.wav
 heard="$(length /tmp/answer-last.wav)" expected="$(length /tmp/expected-last.wav)"
 heard_level="$(level /tmp/answer-last.wav)" expected_level="$(level /tmp/expected-last.wav)"
 echo "    heard: the last ${heard:-?} s of the recording, RMS ${heard_level:-?}; the answer alone: ${expected:-?} s, RMS ${expected_level:-?}"
-check "the answer is heard on the loopback: its length within 20 % of the answer alone" \
-    awk -v h="${heard:-0}" -v e="${expected:-0}" 'BEGIN { exit (e > 0.5 && h >= e * 0.8 && h <= e * 1.2) ? 0 : 1 }'
+check "the answer is heard on the loopback: at least 80 % of the answer alone, at most ${answer_slack} s longer" \
+    awk -v h="${heard:-0}" -v e="${expected:-0}" -v x="$answer_slack" 'BEGIN { exit (e > 0.5 && h >= e * 0.8 && h <= e + x) ? 0 : 1 }'
 check "the answer is heard at its level: within 20 dB below and 3 dB above the answer alone" \
     awk -v h="${heard_level:-0}" -v e="${expected_level:-0}" 'BEGIN { exit (e > 0 && h >= e * 0.1 && h <= e * 1.42) ? 0 : 1 }'
 
@@ -256,9 +272,9 @@ answered_again() {  # answered_again SINCE
     heard_s="$(length /tmp/again-last.wav)" alone_s="$(length /tmp/again-alone-last.wav)"
     heard_rms="$(level /tmp/again-last.wav)" alone_rms="$(level /tmp/again-alone-last.wav)"
     echo "    answer: $said; heard: ${heard_s:-?} s, RMS ${heard_rms:-?}; the answer alone: ${alone_s:-?} s, RMS ${alone_rms:-?}"
-    check "the answer is heard on the loopback again: its length within 20 %, its level within 20 dB below and 3 dB above" \
-        awk -v h="${heard_s:-0}" -v e="${alone_s:-0}" -v hl="${heard_rms:-0}" -v el="${alone_rms:-0}" \
-            'BEGIN { exit (e > 0.5 && h >= e * 0.8 && h <= e * 1.2 && el > 0 && hl >= el * 0.1 && hl <= el * 1.42) ? 0 : 1 }'
+    check "the answer is heard on the loopback again: its length (as above), its level within 20 dB below and 3 dB above" \
+        awk -v h="${heard_s:-0}" -v e="${alone_s:-0}" -v x="$answer_slack" -v hl="${heard_rms:-0}" -v el="${alone_rms:-0}" \
+            'BEGIN { exit (e > 0.5 && h >= e * 0.8 && h <= e + x && el > 0 && hl >= el * 0.1 && hl <= el * 1.42) ? 0 : 1 }'
 }
 
 echo "== the sound card goes away (its device unbound, as hardware goes) and comes back while the speaker runs"

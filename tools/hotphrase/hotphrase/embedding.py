@@ -143,7 +143,8 @@ def apply_layers(layers, arrays, x):
 
 
 def load_head(head_dir):
-    head = json.load(open(os.path.join(head_dir, "head.json")))
+    with open(os.path.join(head_dir, "head.json")) as f:
+        head = json.load(f)
     z = np.load(os.path.join(head_dir, "head.npz"))
     return head, {k: z[k].astype(np.float32) for k in z.files}
 

@@ -76,7 +76,8 @@ def keyword_misses(workdir, arm):
             if not m:
                 continue
             try:
-                rec = json.load(open(path))["real_recordings"]
+                with open(path) as f:
+                    rec = json.load(f)["real_recordings"]
                 out.setdefault(k, {})[int(m.group(1))] = (rec["missed_at_0.5_fa_per_hour"],
                                                           rec["missed_at_0.1_fa_per_hour"])
             except (ValueError, KeyError) as e:
@@ -88,7 +89,8 @@ def wakes(head_dir):
     """The "OK Hound" head's false wakes at its default threshold: {"train": (n, hours), "eval": (n, hours)} for
     the halves measured."""
     try:
-        thr = float(json.load(open(os.path.join(head_dir, "head.json")))["threshold"])
+        with open(os.path.join(head_dir, "head.json")) as f:
+            thr = float(json.load(f)["threshold"])
     except (ValueError, KeyError) as e:
         raise HotPhraseError(head_dir, f"head.json has no threshold ({e})") from e
     out = {}
@@ -96,7 +98,8 @@ def wakes(head_dir):
         path = os.path.join(head_dir, f"wakes-{half}.json")
         if not os.path.exists(path):
             continue
-        rep = json.load(open(path))
+        with open(path) as f:
+            rep = json.load(f)
         key = repr(thr)
         if key not in rep.get("total_false_wakes", {}):
             raise HotPhraseError(path, f"no count at the head's default threshold {thr}")

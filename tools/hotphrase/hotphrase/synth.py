@@ -137,7 +137,8 @@ def _piper_voice(name):
         so = onnxruntime.SessionOptions()
         so.intra_op_num_threads = 1
         so.inter_op_num_threads = 1
-        cfg = PiperConfig.from_dict(json.load(open(mod.config_path(), encoding="utf-8")))
+        with open(mod.config_path(), encoding="utf-8") as f:
+            cfg = PiperConfig.from_dict(json.load(f))
         _PIPER[name] = PiperVoice(config=cfg, session=onnxruntime.InferenceSession(
             str(mod.model_path()), sess_options=so, providers=["CPUExecutionProvider"]),
             espeak_data_dir=pathlib.Path(ESPEAK_DATA_DIR), download_dir=pathlib.Path(tempfile.gettempdir()))

@@ -47,7 +47,8 @@ def targets(cache_path, synthetic_sentences):
     """The real training speakers' (group, pitch, formant scale) and the synthetic sentences' median formant
     scale, measured once and kept in cache_path (JSON)."""
     if os.path.exists(cache_path):
-        return json.load(open(cache_path))
+        with open(cache_path) as f:
+            return json.load(f)
     from . import dataset as D
     per = {}
     for x, spk, group in D.real_speech("train"):

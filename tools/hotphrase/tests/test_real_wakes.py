@@ -43,8 +43,8 @@ class Folders(unittest.TestCase):
 @unittest.skipUnless(importlib.util.find_spec("soundfile") and binary(), "needs soundfile and a built hound-speaker")
 class ThroughTheSwiftDetector(unittest.TestCase):
     def test_every_detection_counts_at_each_threshold(self):
-        # The demo recording holds "OK Hound" once, which the shipped model scores 0.9987 (BENCHMARKS.md): two
-        # copies are two wakes at 0.99 and none at 0.9999, and the hours are the two copies and their gaps.
+        # The demo recording holds "OK Hound" once, whose score under the shipped model peaks at 0.967 (BENCHMARKS.md,
+        # "Issue #37"): two copies are two wakes at 0.6 and none at 0.99, and the hours are the two copies and their gaps.
         import soundfile
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "set"))
@@ -52,14 +52,14 @@ class ThroughTheSwiftDetector(unittest.TestCase):
                 shutil.copy(DEMO, os.path.join(d, "set", n))
             out = os.path.join(d, "report.json")
             self.assertEqual(R.main([MODEL, "--swift-bin", binary(), "--real-speech", "none", "--set",
-                                     f"demo={d}/set", "--threshold", "0.99", "--threshold", "0.9999",
+                                     f"demo={d}/set", "--threshold", "0.6", "--threshold", "0.99",
                                      "--json", out]), 0)
             report = json.load(open(out))
         row = report["sets"]["demo"]
-        self.assertEqual(row["false_wakes"], {"0.99": 2, "0.9999": 0})
+        self.assertEqual(row["false_wakes"], {"0.6": 2, "0.99": 0})
         seconds = 2 * (soundfile.info(DEMO).frames / 16000 + R.GAP_SECONDS)
         self.assertAlmostEqual(row["hours"], seconds / 3600, places=3)
-        self.assertEqual(report["total_false_wakes"], {"0.99": 2, "0.9999": 0})
+        self.assertEqual(report["total_false_wakes"], {"0.6": 2, "0.99": 0})
 
 
 if __name__ == "__main__":
