@@ -182,18 +182,20 @@ import Testing
     }
 
     /// The microphone file of `dir` (RunFixture's mic.raw): the three takes with `quiet` seconds around them,
-    /// twelve times over.
-    static func sayTakes(into dir: String, quiet: Double) throws {
-        let silence = "\(dir)/quiet.wav"
-        let sox = Process()
-        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
-        sox.arguments = ["-n", "-r", "16000", "-c", "1", "-b", "16", silence, "trim", "0", "\(quiet)"]
-        try sox.run()
-        sox.waitUntilExit()
+    /// twelve times over; `faintFirst`: a second of a faint tone (-50 dBFS) first, after twice the quiet.
+    static func sayTakes(into dir: String, quiet: Double, faintFirst: Bool = false) throws {
+        let silence = "\(dir)/quiet.wav", faint = "\(dir)/faint.wav"
+        for arguments in [[silence, "trim", "0", "\(quiet)"], [faint, "synth", "1", "sine", "300", "vol", "0.003"]] {
+            let sox = Process()
+            sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+            sox.arguments = ["-n", "-r", "16000", "-c", "1", "-b", "16"] + arguments
+            try sox.run()
+            sox.waitUntilExit()
+        }
         let takes = (1...3).map { "\(EnrollTests.fixtures)/take-\($0).wav" }
         let concat = Process()
         concat.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
-        concat.arguments = [silence] + Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 } + ["-t", "raw", "\(dir)/mic.raw"]
+        concat.arguments = (faintFirst ? [silence, silence, faint] : []) + [silence] + Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 } + ["-t", "raw", "\(dir)/mic.raw"]
         try concat.run()
         concat.waitUntilExit()
     }
@@ -262,13 +264,16 @@ import Testing
             household = "\(household)"
             """)
         defer { fixture.remove() }
-        try Self.sayTakes(into: fixture.dir, quiet: 2.5)
+        try Self.sayTakes(into: fixture.dir, quiet: 2.5, faintFirst: true)
         let enrolled = try CLI.run(["enroll", "--phrase", "OK Hound", "--config", fixture.config, "--bank", "\(fixtures)/bank.hpm"],
                                    environment: fixture.environment(hotPhrase: true))
         #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
         let lines = enrolled.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "say \"OK Hound\" when asked", "\(enrolled.stdout)")
         #expect(lines.contains("take 1 of 3: listening") && lines.contains("take 2 of 3: listening"), "\(enrolled.stdout)")
+        // The faint tone first: refused by the take checks, in their words, and asked for again.
+        #expect(lines.contains("take 1 of 3: not kept: it is too quiet (loudest -53 dBFS, needs -40): speak closer to the microphone or louder"),
+                "\(enrolled.stdout)")
         #expect(lines.last == "done: \"OK Hound\" has 3 new takes", "\(enrolled.stdout)")
         #expect(enrolled.stderr.contains("\"OK Hound\" saved in \(household)/household.json"), "\(enrolled.stderr)")
         // The prompts went to the config's output.
