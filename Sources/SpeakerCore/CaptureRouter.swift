@@ -48,9 +48,10 @@ final class CaptureRouter: Sendable {
         var levelCount = 0
         /// When the last level was told (nil: none yet for this question).
         var levelToldAt: ContinuousClock.Instant?
-        /// A spoken enrollment is under way: the hot phrase is not listened for (the person says it, and so do the
-        /// prompts); `take` records one take of it, for enrollment `takeID`.
-        var enrolling = false
+        /// The spoken enrollment under way (its number), or whose last words are still being said: the hot phrase
+        /// is not listened for (the person says it, and so do the prompts); `take` records one take of it, for
+        /// enrollment `takeID`.
+        var enrolling: Int?
         var take: TakeRecorder?
         var takeID = 0
     }
@@ -112,13 +113,19 @@ final class CaptureRouter: Sendable {
         }
     }
 
-    /// A spoken enrollment starts (the hot phrase is not listened for until it ends) or ends.
-    func setEnrolling(_ on: Bool) {
+    /// Spoken enrollment `id` starts: the hot phrase is not listened for until `endEnrolling(id)`.
+    func startEnrolling(_ id: Int) {
+        route.withLock { $0.enrolling = id }
+    }
+
+    /// Enrollment `id` has ended and said its last words (nothing, if another has started since).
+    func endEnrolling(_ id: Int) {
         route.withLock { r in
+            guard r.enrolling == id else { return }
             // What the detector remembers from before is stale once the session has had the microphone.
-            if !on && r.enrolling { detector?.reset() }
-            r.enrolling = on
-            if !on { r.take = nil }
+            detector?.reset()
+            r.enrolling = nil
+            r.take = nil
         }
     }
 
@@ -165,7 +172,7 @@ final class CaptureRouter: Sendable {
                     r.levelCount = 0
                 }
             }
-            let hit = r.search == nil && !r.enrolling && (r.listenForHotPhrase || bargeIn)
+            let hit = r.search == nil && r.enrolling == nil && (r.listenForHotPhrase || bargeIn)
                 ? detector?.process(samples, overOwnSound: !r.listenForHotPhrase) : nil
             return (decision, r.searchID, hit, level, take)
         }

@@ -30,6 +30,8 @@ extension SpeakerLoop {
         case .startEnrollment(let phrase, let reply):
             reply.resume(returning: startEnrollment(phrase, in: &group))
         case .enrollment(let id, let step):
+            // The last words of a session that has ended are said: the hot phrase is listened for again.
+            if step == .spoken, state.withLock({ $0.enrolling?.id != id }) { router.endEnrolling(id) }
             drive(id, step, in: &group)
         case .takeRecorded(let id, let samples):
             let current = state.withLock { s -> Bool in
@@ -94,7 +96,7 @@ extension SpeakerLoop {
         case .success(let number): id = number
         case .failure(let problem): return .failure(problem)
         }
-        router.setEnrolling(true)
+        router.startEnrolling(id)
         drive(id, .start, in: &group)
         return .success(state.withLock { $0.enrolling?.session.progress } ?? EnrollmentSession(phrase: text).progress)
     }
@@ -106,11 +108,13 @@ extension SpeakerLoop {
             return s.enrolling?.session.handle(input) ?? []
         }
         guard let port = ports.enrollment else { return }
+        var saying: (any Playback)?
         for effect in effects {
             switch effect {
             case .say(let words):
                 tell(.speech(words))
                 let playback = ports.speech.speak(words, onFirstSample: {})
+                saying = playback
                 group.addTask { [continuation] in
                     _ = await playback.ended()
                     continuation.yield(.enrollment(id: id, .spoken))
@@ -159,7 +163,9 @@ extension SpeakerLoop {
                     s.enrolling = nil
                     return s.machine.readyLEDs
                 }
-                router.setEnrolling(false)
+                // Its last words ("Done. I know your voice now.") are the speaker's own sound too, which the machine
+                // does not know of: the hot phrase is listened for again once they end (their `.spoken`).
+                if saying == nil { router.endEnrolling(id) }
                 ports.board?.show(leds)
                 tell(.leds(leds))
             }

@@ -53,8 +53,13 @@ import Testing
         #expect(rig.loop.currentState == .ready)
         #expect(rig.board.shown.last == .ready)
         #expect(rig.loop.snapshot.enrollment?.step == .done)
-        // Listening for the hot phrase again, from a fresh start.
-        #expect(rig.hotPhrase?.resets ?? 0 >= 1)
+        // Not listening for the hot phrase while its last words are said; then again, from a fresh start.
+        let resets = rig.hotPhrase?.resets ?? 0
+        rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+        await rig.loop.settled()
+        #expect(!rig.recorder.all[mark...].contains(.hotPhrase))
+        rig.speech.endSpeech()
+        #expect(await rig.eventually { (rig.hotPhrase?.resets ?? 0) > resets })
         rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
         #expect(await rig.saw(.hotPhrase))
         await rig.stop()
