@@ -182,7 +182,9 @@ import Testing
     }
 
     /// The microphone file of `dir` (RunFixture's mic.raw): the three takes with `quiet` seconds around them,
-    /// twelve times over; `faintFirst`: a second of a faint tone (-50 dBFS) first, after twice the quiet.
+    /// twelve times over, after twice the quiet (the test model's generic head at RunFixture's sensitivity may
+    /// wake on a take, and a speaker woken before the enrollment starts is busy); `faintFirst`: a second of a faint
+    /// tone (-50 dBFS) first.
     static func sayTakes(into dir: String, quiet: Double, faintFirst: Bool = false) throws {
         let silence = "\(dir)/quiet.wav", faint = "\(dir)/faint.wav"
         for arguments in [[silence, "trim", "0", "\(quiet)"], [faint, "synth", "1", "sine", "300", "vol", "0.003"]] {
@@ -195,7 +197,9 @@ import Testing
         let takes = (1...3).map { "\(EnrollTests.fixtures)/take-\($0).wav" }
         let concat = Process()
         concat.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
-        concat.arguments = (faintFirst ? [silence, silence, faint] : []) + [silence] + Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 } + ["-t", "raw", "\(dir)/mic.raw"]
+        let lead: [String] = [silence, silence] + (faintFirst ? [faint] : [])
+        let said: [String] = Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 }
+        concat.arguments = lead + [silence] + said + ["-t", "raw", "\(dir)/mic.raw"]
         try concat.run()
         concat.waitUntilExit()
     }
