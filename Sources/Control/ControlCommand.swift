@@ -28,10 +28,12 @@ public enum ControlCommand: Sendable, Equatable {
     case forget(phrase: String?)
     /// Reads the household's file again (after `hound-speaker enroll`).
     case reloadHousehold
+    /// Starts the spoken enrollment ("Teach it my voice") of `phrase` (nil: the model's, "OK Hound").
+    case enroll(phrase: String?)
 
     /// The command names, as a script writes them.
     public static let names = ["listen", "stop", "text", "say", "mute", "unmute", "volume", "status", "timers",
-                               "cancel_timer", "cancel_alarm", "clear", "wake", "voices", "forget", "reload_household"]
+                               "cancel_timer", "cancel_alarm", "clear", "wake", "voices", "forget", "reload_household", "enroll"]
 
     /// What a request lacked or got wrong, in words for whoever wrote it.
     public struct Problem: Error, Sendable, Equatable, CustomStringConvertible {
@@ -66,6 +68,13 @@ public enum ControlCommand: Sendable, Equatable {
         case "wake": return .wake
         case "voices": return .voices
         case "reload_household": return .reloadHousehold
+        case "enroll":
+            guard let value = object["phrase"], value != .null else { return .enroll(phrase: nil) }
+            guard let phrase = value.stringValue, !phrase.allSatisfy(\.isWhitespace) else {
+                throw Problem("\"phrase\" is the words to teach, e.g. {\"command\":\"enroll\",\"phrase\":\"hey kitchen\"}; leave it out for the hot phrase")
+            }
+            guard phrase.count <= 100 else { throw Problem("\"phrase\" is longer than 100 characters: a wake phrase is a few words") }
+            return .enroll(phrase: phrase)
         case "forget":
             if object["negatives"]?.boolValue == true { return .forget(phrase: nil) }
             if let phrase = object["phrase"]?.stringValue, !phrase.allSatisfy(\.isWhitespace) { return .forget(phrase: phrase) }
@@ -105,7 +114,7 @@ public enum ControlCommand: Sendable, Equatable {
         case .cancelTimer(let selection): .carryOut(.timer(.cancel(selection)))
         case .cancelAlarm(let selection): .carryOut(.alarm(.cancel(selection)))
         case .clearConversation: .clearConversation
-        case .wake, .voices, .forget, .reloadHousehold: nil
+        case .wake, .voices, .forget, .reloadHousehold, .enroll: nil
         }
     }
 }

@@ -10,6 +10,14 @@ public protocol ControlledSpeaker: AnyObject, Sendable {
     var snapshot: SpeakerSnapshot { get }
     /// The screen was touched: full brightness, and the quiet time before it dims starts again.
     func wakeScreen()
+    /// Starts a spoken enrollment of `phrase` (nil: the model's): its first progress, or why it cannot start.
+    func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem>
+}
+
+extension ControlledSpeaker {
+    public func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem> {
+        .failure(DeviceProblem("this speaker cannot learn voices"))
+    }
 }
 
 extension SpeakerLoop: ControlledSpeaker {}
@@ -207,6 +215,7 @@ public final class ControlHub: Sendable {
             ("problem", .string(s.problem)), ("display", s.display),
             ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),
             ("household", s.household?.householdSummary.json() ?? .null),
+            ("enrollment", snapshot.enrollment.map { JSONValue.object(Dictionary(uniqueKeysWithValues: $0.fields)) } ?? .null),
         ]
     }
 
@@ -253,6 +262,11 @@ public final class ControlHub: Sendable {
             switch result {
             case .success(let summary): return ["ok": true, "household": summary.json(withTakes: true)]
             case .failure(let problem): return Self.failure(problem.description)
+            }
+        case .enroll(let phrase):
+            switch await speaker.enroll(phrase: phrase) {
+            case .success(let progress): return ["ok": true, "enrollment": .object(Dictionary(uniqueKeysWithValues: progress.fields))]
+            case .failure(let problem): return Self.failure(problem.message)
             }
         case .text(let query):
             return await ask(query, of: speaker, untilAnswered: waitForAnswer, timeout: answerTimeout)

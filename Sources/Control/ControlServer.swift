@@ -553,6 +553,7 @@ extension ControlCommand {
         case .voices: "voices"
         case .forget: "forget"
         case .reloadHousehold: "reload_household"
+        case .enroll: "enroll"
         }
     }
 }

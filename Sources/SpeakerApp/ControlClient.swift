@@ -40,6 +40,12 @@ public enum ControlClient {
             var request: [String: JSONValue] = ["command": .string(name == "cancel-timer" ? "cancel_timer" : "cancel_alarm")]
             if rest == "all" { request["all"] = true } else if let id = Int(rest) { request["id"] = .int(Int64(id)) } else { request["name"] = .string(rest) }
             return .object(request)
+        case "enroll":
+            if rest.isEmpty { return ["command": "enroll"] }
+            guard words.count > 2, words[1] == "--phrase", !words.dropFirst(2).allSatisfy({ $0.allSatisfy(\.isWhitespace) }) else {
+                throw usage("enroll takes nothing (the hot phrase) or --phrase TEXT")
+            }
+            return ["command": "enroll", "phrase": .string(words.dropFirst(2).joined(separator: " "))]
         case "forget":
             try needsWords("a phrase (from ctl voices) or --negatives")
             if rest == "--negatives" { return ["command": "forget", "negatives": true] }
@@ -49,7 +55,7 @@ public enum ControlClient {
         }
     }
 
-    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake, voices, forget PHRASE|--negatives"
+    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake, voices, forget PHRASE|--negatives, enroll [--phrase TEXT]"
 
     static func usage(_ problem: String) -> CommandFailure {
         CommandFailure(message: "ctl: \(problem) (commands: \(commands))", exitCode: 64)
@@ -100,6 +106,42 @@ public enum ControlClient {
         lines.append("\(negatives) household false wake\(negatives == 1 ? "" : "s") kept")
         lines.append("personal scorer: " + (household["personal_active"]?.boolValue == true ? "active" : "off (the generic model alone)"))
         return lines
+    }
+
+    /// Follows the spoken enrollment just started (`enroll`'s reply, `first`) through the status until it ends,
+    /// printing each step once as it is seen (`progressLine`); true when its takes were saved, false when it
+    /// ended keeping nothing (the reason printed last).
+    public static func followEnrollment(_ first: JSONValue, config: SpeakerConfiguration, print: (String) -> Void) async throws(CommandFailure) -> Bool {
+        var last = ""
+        var progress = first
+        while true {
+            let line = progressLine(progress)
+            if line != last { print(line) }
+            last = line
+            switch progress["step"]?.stringValue {
+            case "done": return true
+            case "failed", "aborted", nil: return false
+            default: break
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+            progress = try await send(["command": "status"], config: config)["enrollment"] ?? .null
+        }
+    }
+
+    /// One step of a spoken enrollment, as `ctl enroll` and `hound-speaker enroll` print it.
+    public static func progressLine(_ progress: JSONValue) -> String {
+        let take = progress["take"]?.int64Value ?? 0, needed = progress["needed"]?.int64Value ?? 3
+        let accepted = progress["accepted"]?.int64Value ?? 0, phrase = progress["phrase"]?.stringValue ?? "?"
+        switch progress["step"]?.stringValue ?? "" {
+        case "prompting":
+            if let refusal = progress["refusal"]?.stringValue { return "take \(take) of \(needed): not kept: \(refusal)" }
+            return accepted == 0 ? "say \"\(phrase)\" when asked" : "take \(accepted) of \(needed): kept"
+        case "listening": return "take \(take) of \(needed): listening"
+        case "checking": return "take \(take) of \(needed): checking"
+        case "saving": return "take \(accepted) of \(needed): kept; saving"
+        case "done": return "done: \"\(phrase)\" has \(accepted) new takes"
+        case let step: return "\(step.isEmpty ? "no enrollment" : step): \(progress["reason"]?.stringValue ?? "")"
+        }
     }
 
     /// Where the speaker of this config listens, as a URL a client on this machine can reach.

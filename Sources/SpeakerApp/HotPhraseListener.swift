@@ -49,6 +49,13 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// Why the household's file could not be used at start (nil: it could, or there is none); for `describe`.
     private let unusableAtStart: String?
     private let logger: Logger?
+    /// A spoken enrollment's takes accepted so far (not saved), and the household they were checked against (the
+    /// file as it was at the first take, with them added), under `enrollLock`.
+    private let enrollLock = Lock()
+    private var enrollTakes: [EnrolledTake] = []
+    private var enrollTrial: Household?
+    /// Counts the sessions' ends (a save or a discard): a check still running when its session ended keeps nothing.
+    private var enrollGeneration = 0
 
     /// Where the household's file is and the negative bank its templates are measured against.
     public struct HouseholdSource: Sendable {
@@ -284,6 +291,77 @@ extension HotPhraseListener: ControlledHousehold {
         switch result {
         case .success: return .success(householdSummary)
         case .failure(let error): return .failure(ControlCommand.Problem(error.path.isEmpty ? "\(error.file) \(error.problem)" : error.description))
+        }
+    }
+}
+
+/// The spoken enrollment's checks and save (`ctl enroll`, SpeakerCore's `EnrollmentSession`): each take checked
+/// as `hound-speaker enroll` checks a recording, on a thread of its own; the accepted ones held until the session
+/// saves them into household.json, which the detector then runs with at once.
+extension HotPhraseListener: EnrollmentPort {
+    public var defaultPhrase: String { model.phrase }
+
+    public var unavailable: String? {
+        guard voices == nil else { return nil }
+        return model.hasEmbeddings
+            ? "this speaker cannot learn voices: the negative bank or the household folder is missing (the log at start says which)"
+            : "this speaker cannot learn voices: \(Enrollment.needsEmbedding(model).description)"
+    }
+
+    public func check(_ take: [Int16], phrase: String, done: @escaping @Sendable (Result<Void, TakeCheckFailure>) -> Void) {
+        guard let voices else { return done(.failure(.failed(unavailable ?? ""))) }
+        let generation = enrollLock.withLock { enrollGeneration }
+        OwnedThread.start(name: "hs-enroll") { [self] in
+            let enrolled: EnrolledTake
+            do { enrolled = try Enrollment.take(take, model: model) } catch let problem as TakeProblem {
+                return done(.failure(.refused(TakeRefusal(problem))))
+            } catch {
+                return done(.failure(.failed("\(error)")))
+            }
+            do {
+                var trial = try enrollLock.withLock { enrollTrial } ?? {
+                    var household = try Household.load(path: voices.path) ?? Household()
+                    _ = try household.remeasure(bank: voices.bank)
+                    return household
+                }()
+                // "Unlike the others" against the household's takes of the phrase and this session's.
+                try trial.add(enrolled, phrase: phrase, bank: voices.bank)
+                enrollLock.withLock {
+                    guard enrollGeneration == generation else { return }
+                    enrollTrial = trial
+                    enrollTakes.append(enrolled)
+                }
+                done(.success(()))
+            } catch let problem as TakeProblem {
+                done(.failure(.refused(TakeRefusal(problem))))
+            } catch {
+                done(.failure(.failed("\(error)")))
+            }
+        }
+    }
+
+    public func save(phrase: String, done: @escaping @Sendable (String?) -> Void) {
+        let takes = enrollLock.withLock { () -> [EnrolledTake] in
+            defer { enrollTakes = []; enrollTrial = nil; enrollGeneration += 1 }
+            return enrollTakes
+        }
+        guard let bank = voices?.bank else { return done(unavailable ?? "") }
+        change("\(takes.count) takes of \"\(phrase)\" enrolled", { household in
+            // Added as `enroll` adds them, to the file as it is now (a false wake may have been kept meanwhile).
+            for take in takes { try household.add(take, phrase: phrase, bank: bank) }
+        }, done: { result in
+            switch result {
+            case .success: done(nil)
+            case .failure(let problem): done(problem.description)
+            }
+        })
+    }
+
+    public func discard() {
+        enrollLock.withLock {
+            enrollTakes = []
+            enrollTrial = nil
+            enrollGeneration += 1
         }
     }
 }

@@ -101,7 +101,8 @@ public struct SpeakerAssembly {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
                                  board: board.map { RunnerBoard($0, hasMuteSwitch: !context.config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger),
-                                 screen: context.config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: context.config.screen.backlight))
+                                 screen: context.config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: context.config.screen.backlight),
+                                 enrollment: hotPhrase)
         return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
     }
 

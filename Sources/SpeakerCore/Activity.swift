@@ -88,6 +88,9 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// The timers and alarms could not be saved (the problem), or, nil, are saved again after that: a screen
     /// shows that a restart would lose them for as long as it is so.
     case timersSaved(problem: String?)
+    /// A spoken enrollment ("Teach it my voice", issue #37) moved on: a prompt, a take recorded, checked,
+    /// accepted or refused, the end.
+    case enrollment(EnrollmentProgress)
 
     /// The screen's brightness. `backlight`: the speaker set the display's backlight itself; else a kiosk page
     /// dims its own picture to `percent`.
@@ -180,6 +183,7 @@ extension SpeakerActivity {
         case .alarm: "alarm"
         case .screen: "screen"
         case .timersSaved: "timers_saved"
+        case .enrollment: "enroll"
         }
     }
 
@@ -227,6 +231,7 @@ extension SpeakerActivity {
              ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
         case .screen(let screen): screen.fields
         case .timersSaved(let problem): [("saved", .bool(problem == nil)), ("problem", problem.map { .string($0) } ?? .null)]
+        case .enrollment(let progress): progress.fields
         }
     }
 
@@ -298,6 +303,13 @@ extension SpeakerActivity {
         case .screen(let screen): (.debug, screen.dimmed ? "screen dimmed to \(screen.percent) %" : "screen at full brightness")
         // The failure itself is logged as the device problem told with it.
         case .timersSaved(let problem): problem == nil ? (.notice, "timers saved again: a restart keeps them") : nil
+        case .enrollment(let p):
+            switch p.step {
+            case .prompting where p.lastRefusal != nil: (.notice, "enrollment of \"\(p.phrase)\": take refused: \(p.lastRefusal!.detail)")
+            case .done: (.notice, "enrollment of \"\(p.phrase)\": \(p.summary)")
+            case .failed, .aborted: (.notice, "enrollment of \"\(p.phrase)\" \(p.step.rawValue): \(p.reason ?? "")")
+            default: (.info, "enrollment of \"\(p.phrase)\": \(p.summary), \(p.step.rawValue)")
+            }
         }
     }
 }
@@ -307,7 +319,7 @@ extension SpeakerActivity {
     /// Something a person would look at the screen for: it comes back to full brightness.
     var wakesScreen: Bool {
         switch self {
-        case .stateChanged, .button, .hotPhrase, .stopPhrase, .volume, .muted, .answerShown, .alarm: true
+        case .stateChanged, .button, .hotPhrase, .stopPhrase, .volume, .muted, .answerShown, .alarm, .enrollment: true
         case .timer(let event, _, _): event != .tick
         default: false
         }
@@ -331,11 +343,14 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     /// Why the timers and alarms as they are now could not be saved (nil: they are saved, or kept in memory
     /// only by design). Until a save works (tried at each change and every minute) a restart would lose changes.
     public var timersSaveProblem: String?
+    /// The spoken enrollment under way, or the last one (nil: none since the start).
+    public var enrollment: EnrollmentProgress?
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
                 alarms: [SpeakerAlarm], now: BootTime,
                 screen: SpeakerActivity.Screen = .init(dimmed: false, percent: 100, backlight: false),
-                timersSaveProblem: String? = nil) {
+                timersSaveProblem: String? = nil, enrollment: EnrollmentProgress? = nil) {
+        self.enrollment = enrollment
         self.screen = screen
         self.timersSaveProblem = timersSaveProblem
         self.state = state

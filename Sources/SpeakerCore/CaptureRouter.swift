@@ -48,6 +48,12 @@ final class CaptureRouter: Sendable {
         var levelCount = 0
         /// When the last level was told (nil: none yet for this question).
         var levelToldAt: ContinuousClock.Instant?
+        /// The spoken enrollment under way (its number), or whose last words are still being said: the hot phrase
+        /// is not listened for (the person says it, and so do the prompts); `take` records one take of it, for
+        /// enrollment `takeID`.
+        var enrolling: Int?
+        var take: TakeRecorder?
+        var takeID = 0
     }
 
     /// 200 ms at 16 kHz: a level meter moves five times a second, slow enough for a socket and a screen.
@@ -107,10 +113,45 @@ final class CaptureRouter: Sendable {
         }
     }
 
+    /// Spoken enrollment `id` starts: the hot phrase is not listened for until `endEnrolling(id)`.
+    func startEnrolling(_ id: Int) {
+        route.withLock { $0.enrolling = id }
+    }
+
+    /// Enrollment `id` has ended and said its last words (nothing, if another has started since).
+    func endEnrolling(_ id: Int) {
+        route.withLock { r in
+            guard r.enrolling == id else { return }
+            // What the detector remembers from before is stale once the session has had the microphone.
+            detector?.reset()
+            r.enrolling = nil
+            r.take = nil
+        }
+    }
+
+    /// Records one take for enrollment `id` (`TakeRecorder`); it is posted as `takeRecorded` when complete.
+    func startTake(id: Int) {
+        route.withLock { r in
+            r.take = TakeRecorder()
+            r.takeID = id
+        }
+    }
+
+    func stopTake() { route.withLock { $0.take = nil } }
+
     /// Called by the capture thread for every frame.
     func frame(_ samples: UnsafeBufferPointer<Int16>) {
-        let (decision, id, hit, level) = route.withLock { r -> (Endpointer.Decision?, Int, HotPhraseHit?, Double?) in
+        let (decision, id, hit, level, take) = route.withLock { r -> (Endpointer.Decision?, Int, HotPhraseHit?, Double?, (Int, [Int16])?) in
             r.ring.append(samples)
+            var take: (Int, [Int16])? = nil
+            if var recorder = r.take {
+                if let samples = recorder.process(samples) {
+                    take = (r.takeID, samples)
+                    r.take = nil
+                } else {
+                    r.take = recorder
+                }
+            }
             var decision: Endpointer.Decision? = nil
             var level: Double? = nil
             if let search = r.search {
@@ -131,10 +172,11 @@ final class CaptureRouter: Sendable {
                     r.levelCount = 0
                 }
             }
-            let hit = r.search == nil && (r.listenForHotPhrase || bargeIn)
+            let hit = r.search == nil && r.enrolling == nil && (r.listenForHotPhrase || bargeIn)
                 ? detector?.process(samples, overOwnSound: !r.listenForHotPhrase) : nil
-            return (decision, r.searchID, hit, level)
+            return (decision, r.searchID, hit, level, take)
         }
+        if let take { post(.takeRecorded(id: take.0, take.1)) }
         if let level { post(.tell(.level(dBFS: level))) }
         if let decision { post(.endpoint(id: id, decision)) }
         switch hit {
@@ -182,4 +224,11 @@ enum LoopInput: Sendable {
     /// Offline: time to check whether the service answers again (`networkChecked` brings the result).
     case checkNetwork
     case networkChecked(Bool)
+    /// `ctl enroll`: start a spoken enrollment of `phrase` (nil: the model's); `reply` gets its first progress or
+    /// why it cannot start.
+    case startEnrollment(phrase: String?, reply: CheckedContinuation<Result<EnrollmentProgress, DeviceProblem>, Never>)
+    /// To enrollment `id`'s session (a prompt said, a verdict, a save).
+    case enrollment(id: Int, EnrollmentInput)
+    /// The take recorded for enrollment `id`.
+    case takeRecorded(id: Int, [Int16])
 }

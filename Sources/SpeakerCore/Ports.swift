@@ -238,3 +238,28 @@ public protocol CommandPort: Sendable {
     /// Starts `command`, not waiting for it; `ended` gets its exit status, or the reason it did not start.
     func run(_ command: String, ended: @escaping @Sendable (Result<Int32, DeviceProblem>) -> Void)
 }
+
+// MARK: The household's voices
+
+/// Why a take was not accepted: the take checks refused it, or it could not be checked at all.
+public enum TakeCheckFailure: Error, Sendable, Equatable {
+    case refused(TakeRefusal)
+    case failed(String)
+}
+
+/// Checks and keeps the takes of a spoken enrollment (issue #37, `EnrollmentSession`): SpeakerApp's hot-phrase
+/// listener, with the take checks and the household's file. Each call returns at once; the work runs on a
+/// thread of the port's own and `done` is called from there.
+public protocol EnrollmentPort: Sendable {
+    /// The phrase enrolled when none is named: the model's own ("OK Hound").
+    var defaultPhrase: String { get }
+    /// Why no session can run now (nil: one can), e.g. the model has no speech embedding.
+    var unavailable: String? { get }
+    /// Checks one take (16 kHz mono) as `enroll` does, against the phrase's takes in the household and those held
+    /// for this session; accepted, it is held (not saved).
+    func check(_ take: [Int16], phrase: String, done: @escaping @Sendable (Result<Void, TakeCheckFailure>) -> Void)
+    /// Adds the held takes to the household's file and listens with them at once; `done` gets nil or the problem.
+    func save(phrase: String, done: @escaping @Sendable (String?) -> Void)
+    /// Drops the takes held.
+    func discard()
+}

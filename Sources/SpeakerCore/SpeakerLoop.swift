@@ -22,11 +22,15 @@ public struct SpeakerPorts: Sendable {
     public var commands: (any CommandPort)?
     /// The screen's backlight; nil: the kiosk page dims its own picture instead.
     public var screen: (any ScreenLight)?
+    /// Checks and keeps the takes of a spoken enrollment; nil: the speaker cannot learn voices.
+    public var enrollment: (any EnrollmentPort)?
 
     public init(search: any VoiceSearchService, speech: any SpeechOutputPort, volume: any VolumeControl,
                 microphone: any MicrophonePort, board: (any BoardPort)? = nil, hotPhrase: (any HotPhraseDetecting)? = nil,
                 clock: any LoopClock, system: any SystemInfo, timerStore: (any TimerStore)? = nil,
-                muteStore: (any FlagStore)? = nil, commands: (any CommandPort)? = nil, screen: (any ScreenLight)? = nil) {
+                muteStore: (any FlagStore)? = nil, commands: (any CommandPort)? = nil, screen: (any ScreenLight)? = nil,
+                enrollment: (any EnrollmentPort)? = nil) {
+        self.enrollment = enrollment
         self.commands = commands
         self.screen = screen
         self.timerStore = timerStore
@@ -75,13 +79,13 @@ public struct SpeakerLoopSettings: Sendable {
 /// threads the ports' drivers own; the loop only decides. Everything it does is told once, as a
 /// `SpeakerActivity`, to the log and to the observers.
 public final class SpeakerLoop: Sendable {
-    private let ports: SpeakerPorts
+    let ports: SpeakerPorts
     private let settings: SpeakerLoopSettings
     private let logger: Logger
     private let observers: [@Sendable (SpeakerActivity) -> Void]
     private let inputs: AsyncStream<LoopInput>
-    private let continuation: AsyncStream<LoopInput>.Continuation
-    private let router: CaptureRouter
+    let continuation: AsyncStream<LoopInput>.Continuation
+    let router: CaptureRouter
     private let watchdog: any LoopTimer
     /// The generation the watchdog is armed for (-1: disarmed), read when it fires: a timer that fires just as
     /// the state changes carries the old generation, which the machine ignores.
@@ -97,7 +101,7 @@ public final class SpeakerLoop: Sendable {
     private let timersSaveRetry: any LoopTimer
     /// Set while the speaker is offline: the next light check of the service (`reachable`).
     private let networkCheck: any LoopTimer
-    private let state: Mutex<LoopState>
+    let state: Mutex<LoopState>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
 
@@ -150,6 +154,10 @@ public final class SpeakerLoop: Sendable {
         var alarmsChecked: BootTime?
         /// The wait before the network check now armed or under way (nil: none is).
         var networkCheckDelay: Duration?
+        /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
+        var enrolling: Enrolling?
+        var lastEnrollment: EnrollmentProgress?
+        var enrollmentCount = 0
     }
 
     /// The saved state as read when the loop is made (readSavedState), and what it leads to at the start.
@@ -217,15 +225,15 @@ public final class SpeakerLoop: Sendable {
     /// What the speaker is doing and holds now, for a screen or a script that has just connected.
     public var snapshot: SpeakerSnapshot {
         // One lock: the screen's brightness belongs to the same moment as the state beside it.
-        let (machine, book, screen, saveProblem) = state.withLock { s in
+        let (machine, book, screen, saveProblem, enrollment) = state.withLock { s in
             (s.machine, s.timers,
              SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
                                     backlight: ports.screen != nil && !s.screenLightFailed),
-             s.timersSaveProblem)
+             s.timersSaveProblem, s.lastEnrollment)
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
                                soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.bootTime,
-                               screen: screen, timersSaveProblem: saveProblem?.message)
+                               screen: screen, timersSaveProblem: saveProblem?.message, enrollment: enrollment)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -258,8 +266,10 @@ public final class SpeakerLoop: Sendable {
                     group.addTask { [continuation, search = ports.search] in continuation.yield(.networkChecked(await search.reachable())) }
                     continue
                 }
+                if enrollmentInput(input, in: &group) { continue }
                 guard let event = take(input) else { continue }
                 announce(event)
+                if enrollmentTakes(event, in: &group) { continue }
                 let (effects, soundPlaying, watchdogExpired) = state.withLock { s in
                     let before = s.machine.state
                     let expired: Bool = if case .watchdog(let g) = event { g == s.machine.watchdogGeneration } else { false }
@@ -336,6 +346,8 @@ public final class SpeakerLoop: Sendable {
         case .retryTimersSave:
             saveTimers()
             return nil
+        case .startEnrollment, .enrollment, .takeRecorded:
+            return nil  // enrollmentInput's
         case .barrier(let waiting):
             waiting.resume()
             return nil
@@ -485,7 +497,7 @@ public final class SpeakerLoop: Sendable {
     }
 
     /// Logs an activity and hands it to every observer.
-    private func tell(_ activity: SpeakerActivity) {
+    func tell(_ activity: SpeakerActivity) {
         if let entry = activity.logEntry {
             // Every field is metadata too: under systemd each becomes a journal field (HOUND_SPEAKER_EVENT=timings).
             // Built only when the level is logged (an autoclosure): partial transcripts come by the hundred.

@@ -640,7 +640,8 @@ public struct SpeakerMachine: Sendable {
         }
     }
 
-    private var readyLEDs: LEDState {
+    /// The LEDs of a ready speaker (also what a spoken enrollment leaves them at).
+    var readyLEDs: LEDState {
         outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? (timerLastMinute ? .timerEnding : .timer) : .ready
     }
 

@@ -9,7 +9,8 @@ import SpeakerApp
 import SpeakerConfig
 
 /// `hound-speaker enroll WAV...`: adds recordings of a phrase to the household's voices (docs/household.md),
-/// each take's verdict on its own line.
+/// each take's verdict on its own line. With no recordings, the spoken enrollment: the running speaker's
+/// (`ctl enroll`), or, with none running for this config, the same session here on [audio] input and output.
 struct EnrollCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enroll",
@@ -19,9 +20,14 @@ struct EnrollCommand: AsyncParsableCommand {
             or why it was not (clipped, too quiet, no speech, too long, unlike the other takes). Only embeddings are \
             kept, in DIR/household.json (mode 0600). Needs the speech-embedding model (format 2). Exit 1 when no take \
             was kept, 66 when a recording could not be read (the others are still kept).
+
+            With no recordings it asks aloud: "Say OK Hound" (or --phrase), three takes, each checked the same way, \
+            and prints each step. A speaker running with this config ([control] listen answers) runs it, with its \
+            microphone, speech and LEDs (as `ctl enroll`); otherwise it runs here on [audio] input and output. The \
+            takes are saved only once three are kept; exit 1 when it ended keeping nothing (Ctrl-C stops it so).
             """)
 
-    @Argument(help: "The recordings, one take each.") var wavs: [String]
+    @Argument(help: "The recordings, one take each (none: the spoken enrollment).") var wavs: [String] = []
     @Option(help: ArgumentHelp("Folder of household.json (default: [hotphrase] household, else the state directory).", valueName: "DIR"))
     var household: String?
     @Option(help: ArgumentHelp("The phrase the recordings say (default: the model's, \"OK Hound\"); another becomes an extra wake phrase, except \"stop\", which stops a ring or an answer.", valueName: "TEXT"))
@@ -33,7 +39,6 @@ struct EnrollCommand: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func validate() throws {
-        if wavs.isEmpty { throw ValidationError("name at least one recording (the spoken setup is not built yet)") }
         if let phrase, phrase.allSatisfy(\.isWhitespace) { throw ValidationError("--phrase must not be empty") }
     }
 
@@ -48,12 +53,25 @@ struct EnrollCommand: AsyncParsableCommand {
                 throw CommandFailure(message: "\(Enrollment.needsEmbedding(loaded))", exitCode: 66)
             }
             let path = try householdFile(household, config: config)
+            if wavs.isEmpty, household == nil || household == config.hotphrase.household, model == nil, bank == nil,
+               let kept = try await enrollOnRunningSpeaker(config) {
+                if !kept { throw CommandFailure(message: "nothing was kept", exitCode: 1) }
+                return
+            }
             let negatives: NegativeBank
             do { negatives = try NegativeBank.locate(bank) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
             var current: Household
             do { current = try Household.load(path: path) ?? Household() } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
             _ = try current.remeasure(bank: negatives)
             let text = phrase ?? loaded.phrase
+            if wavs.isEmpty {
+                guard try await StandaloneEnrollment.run(phrase: text, model: loaded, bank: negatives, household: path, config: config,
+                                                         print: { printLine($0) }) else {
+                    throw CommandFailure(message: "nothing was kept", exitCode: 1)
+                }
+                printError("\"\(text)\" saved in \(path)")
+                return
+            }
             var kept = 0
             // A recording that cannot be read stops no other take: the kept ones are saved, then it exits 66.
             var unreadable: AudioFileError?
@@ -86,6 +104,22 @@ struct EnrollCommand: AsyncParsableCommand {
             if let unreadable { throw CommandFailure(reading: unreadable) }
             if kept == 0 { throw CommandFailure(message: "no take was kept", exitCode: 1) }
         }
+    }
+}
+
+extension EnrollCommand {
+    /// The spoken enrollment on the speaker running with this config, printed step by step until it ends: nil
+    /// when none answers (no [control] listen, or nothing there), else whether its takes were saved. A speaker
+    /// that answers but refuses (busy, muted) is an error with its reason: it, not this command, owns the
+    /// microphone.
+    func enrollOnRunningSpeaker(_ config: SpeakerConfiguration) async throws -> Bool? {
+        guard config.control.listen != nil else { return nil }
+        do { _ = try await ControlClient.send(["command": "status"], config: config) } catch { return nil }
+        printError("the speaker running with this config asks for the takes")
+        var request: [String: JSONValue] = ["command": "enroll"]
+        if let phrase { request["phrase"] = .string(phrase) }
+        let reply = try await ControlClient.send(.object(request), config: config)
+        return try await ControlClient.followEnrollment(reply["enrollment"] ?? .null, config: config, print: { printLine($0) })
     }
 }
 

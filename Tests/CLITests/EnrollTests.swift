@@ -143,3 +143,183 @@ import Testing
         #expect(file.contains("\"phrases\":[]") && file.contains("\"negatives\":[]"), "\(file.prefix(200))")
     }
 }
+
+/// The spoken enrollment on a running speaker (issue #37, "Teach it my voice"): `ctl enroll` runs it with the
+/// speaker's own microphone path and speech. The microphone (an ALSA file PCM read at a microphone's pace) plays
+/// the fixture's three espeak-ng takes of "OK Hound" with quiet between them, over and over.
+@Suite struct SpokenEnrollmentTests {
+    struct Speaker {
+        let fixture: RunFixture
+        let household: String
+        let process: Process
+        let output: OutputWatcher
+        func ctl(_ words: String...) throws -> CLI.Result { try CLI.run(["ctl"] + words + ["--config", fixture.config]) }
+        func stop() {
+            if process.isRunning { process.terminate(); process.waitUntilExit() }
+            fixture.remove()
+            try? FileManager.default.removeItem(atPath: household)
+        }
+    }
+
+    /// `run` with the test model, the fixture's bank, an empty household and the control API, its microphone
+    /// saying the takes (`quiet` seconds between them).
+    func start(port: Int, quiet: Double = 2.5) throws -> Speaker {
+        let fixtures = EnrollTests.fixtures
+        let control = freePort()
+        let household = FileManager.default.temporaryDirectory.appendingPathComponent("hs-spoken-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: household + "/share", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "\(fixtures)/bank.hpm", toPath: household + "/share/negative-bank.hpm")
+        var fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: true, extraConfig: """
+            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
+            household = "\(household)"
+            [control]
+            listen = "127.0.0.1:\(control)"
+            """)
+        fixture.extraEnvironment = ["HOUND_SPEAKER_HOTPHRASE_PATH": household + "/share"]
+        try Self.sayTakes(into: fixture.dir, quiet: quiet)
+        let (process, _, output) = try fixture.startRun(hotPhrase: true)
+        return Speaker(fixture: fixture, household: household, process: process, output: output)
+    }
+
+    /// The microphone file of `dir` (RunFixture's mic.raw): the three takes with `quiet` seconds around them,
+    /// twelve times over, after twice the quiet (the test model's generic head at RunFixture's sensitivity may
+    /// wake on a take, and a speaker woken before the enrollment starts is busy); `faintFirst`: a second of a faint
+    /// tone (-50 dBFS) first.
+    static func sayTakes(into dir: String, quiet: Double, faintFirst: Bool = false) throws {
+        let silence = "\(dir)/quiet.wav", faint = "\(dir)/faint.wav"
+        for arguments in [[silence, "trim", "0", "\(quiet)"], [faint, "synth", "1", "sine", "300", "vol", "0.003"]] {
+            let sox = Process()
+            sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+            sox.arguments = ["-n", "-r", "16000", "-c", "1", "-b", "16"] + arguments
+            try sox.run()
+            sox.waitUntilExit()
+        }
+        let takes = (1...3).map { "\(EnrollTests.fixtures)/take-\($0).wav" }
+        let concat = Process()
+        concat.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        let lead: [String] = [silence, silence] + (faintFirst ? [faint] : [])
+        let said: [String] = Array(repeating: takes.flatMap { [$0, silence] }, count: 12).flatMap { $0 }
+        concat.arguments = lead + [silence] + said + ["-t", "raw", "\(dir)/mic.raw"]
+        try concat.run()
+        concat.waitUntilExit()
+    }
+
+    @Test func ctlEnrollTeachesTheRunningSpeakerThreeTakes() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let speaker = try start(port: port)
+        defer { speaker.stop() }
+        #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+
+        let enrolled = try speaker.ctl("enroll", "--phrase", "OK Hound")
+        #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
+        let lines = enrolled.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "say \"OK Hound\" when asked", "\(enrolled.stdout)")
+        #expect(lines.contains("take 1 of 3: listening"), "\(enrolled.stdout)")
+        #expect(lines.last == "done: \"OK Hound\" has 3 new takes", "\(enrolled.stdout)")
+
+        // The events: the prompts spoken, a listening LED per take, the progress, and no wake meanwhile.
+        #expect(speaker.output.wait(for: "\"step\":\"done\""))
+        let events = speaker.output.seen
+        let session = try #require(events.range(of: "\"event\":\"enroll\"").map { events[$0.lowerBound...] })
+        let during = session[..<(session.range(of: "\"step\":\"done\"")?.upperBound ?? session.endIndex)]
+        #expect(during.contains("{\"event\":\"speech\",\"text\":\"Say OK Hound\"}"), "\(during)")
+        #expect(during.contains("{\"event\":\"speech\",\"text\":\"Got it, 2 more\"}"))
+        #expect(during.contains("{\"event\":\"speech\",\"text\":\"Got it, 1 more\"}"))
+        #expect(during.components(separatedBy: "\"step\":\"listening\"").count - 1 >= 3)
+        #expect(during.contains("{\"event\":\"leds\",\"show\":\"listening\"}"))
+        #expect(!during.contains("\"event\":\"hotphrase\""), "the hot phrase woke the speaker while it enrolled")
+        #expect(speaker.output.wait(for: "{\"event\":\"speech\",\"text\":\"Done. I know your voice now.\"}"))
+
+        // Saved through the household as `enroll` saves, and listened with at once.
+        let voices = try speaker.ctl("voices")
+        #expect(voices.stdout.hasPrefix("\"OK Hound\": 3 takes (added "), "\(voices.stdout)")
+        #expect(voices.stdout.contains("personal scorer: active"), "\(voices.stdout)")
+        let status = try speaker.ctl("status")
+        #expect(status.stdout.contains("\"enrollment\":{") && status.stdout.contains("\"step\":\"done\""), "\(status.stdout)")
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: "\(speaker.household)/household.json")[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+    }
+
+    /// `hound-speaker enroll` with no recordings and a speaker running with the config: the speaker runs it.
+    @Test func enrollWithoutRecordingsAsksTheRunningSpeaker() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let speaker = try start(port: port)
+        defer { speaker.stop() }
+        #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+        let enrolled = try CLI.run(["enroll", "--phrase", "OK Hound", "--config", speaker.fixture.config])
+        #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
+        #expect(enrolled.stderr.contains("the speaker running with this config asks for the takes"), "\(enrolled.stderr)")
+        #expect(enrolled.stdout.hasSuffix("done: \"OK Hound\" has 3 new takes\n"), "\(enrolled.stdout)")
+        #expect(speaker.output.wait(for: "{\"event\":\"speech\",\"text\":\"Say OK Hound\"}"))
+        #expect(try speaker.ctl("voices").stdout.hasPrefix("\"OK Hound\": 3 takes"))
+    }
+
+    /// With no speaker running, the same session runs in the command on the config's [audio] input and output.
+    @Test func enrollWithoutRecordingsRunsOnItsOwn() throws {
+        let fixtures = EnrollTests.fixtures
+        let household = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alone-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: household, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: household) }
+        // No [control]: nothing to ask, so it runs here (the endpoint is never used).
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: 1, hotPhrase: true, extraConfig: """
+            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
+            household = "\(household)"
+            """)
+        defer { fixture.remove() }
+        try Self.sayTakes(into: fixture.dir, quiet: 2.5, faintFirst: true)
+        let enrolled = try CLI.run(["enroll", "--phrase", "OK Hound", "--config", fixture.config, "--bank", "\(fixtures)/bank.hpm"],
+                                   environment: fixture.environment(hotPhrase: true))
+        #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
+        let lines = enrolled.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.first == "say \"OK Hound\" when asked", "\(enrolled.stdout)")
+        #expect(lines.contains("take 1 of 3: listening") && lines.contains("take 2 of 3: listening"), "\(enrolled.stdout)")
+        // The faint tone first: refused by the take checks, in their words, and asked for again.
+        #expect(lines.contains("take 1 of 3: not kept: it is too quiet (loudest -53 dBFS, needs -40): speak closer to the microphone or louder"),
+                "\(enrolled.stdout)")
+        #expect(lines.last == "done: \"OK Hound\" has 3 new takes", "\(enrolled.stdout)")
+        #expect(enrolled.stderr.contains("\"OK Hound\" saved in \(household)/household.json"), "\(enrolled.stderr)")
+        // The prompts went to the config's output.
+        #expect(fixture.spokenBytes > 16_000, "\(fixture.spokenBytes)")
+        let saved = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(household)/household.json"))) as? [String: Any])
+        let phrases = try #require(saved["phrases"] as? [[String: Any]])
+        #expect(phrases.first?["text"] as? String == "OK Hound")
+        #expect((phrases.first?["templates"] as? [Any])?.count == 3)
+    }
+
+    @Test func ctlEnrollSaysWhatItTakes() throws {
+        for words in [["enroll", "--phrase"], ["enroll", "--phrase", " "], ["enroll", "hey", "kitchen"]] {
+            let wrong = try CLI.run(["ctl"] + words)
+            #expect(wrong.status == 64 && wrong.stderr.contains("enroll takes nothing (the hot phrase) or --phrase TEXT"), "\(words): \(wrong.stderr)")
+        }
+    }
+
+    @Test func ctlStopAbortsItKeepingNothing() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let speaker = try start(port: port)
+        defer { speaker.stop() }
+        #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+
+        let enroll = Process()
+        enroll.executableURL = CLI.binary
+        enroll.arguments = ["ctl", "enroll", "--phrase", "OK Hound", "--config", speaker.fixture.config]
+        let out = Pipe(), err = Pipe()
+        enroll.standardOutput = out
+        enroll.standardError = err
+        try enroll.run()
+        #expect(speaker.output.wait(for: "\"step\":\"listening\""))
+        let busy = try speaker.ctl("enroll")
+        #expect(busy.status == 1 && busy.stderr.contains("an enrollment is under way already"), "\(busy.stderr)")
+        #expect(try speaker.ctl("stop").status == 0)
+        let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        enroll.waitUntilExit()
+        #expect(enroll.terminationStatus == 1, "\(stdout)\n\(stderr)")
+        #expect(stdout.hasSuffix("aborted: stopped (a long press, or the stop command)\n"), "\(stdout)")
+        #expect(stderr.contains("nothing was kept"), "\(stderr)")
+        #expect(!FileManager.default.fileExists(atPath: "\(speaker.household)/household.json"))
+        #expect(try speaker.ctl("voices").stdout.hasPrefix("no phrases enrolled"))
+    }
+}

@@ -43,6 +43,10 @@ import Timers
         #expect(try parse(#"{"command":"forget","negatives":true}"#) == .forget(phrase: nil))
         #expect(try parse(#"{"command":"reload_household"}"#) == .reloadHousehold)
         #expect(ControlCommand.voices.event == nil && ControlCommand.forget(phrase: nil).event == nil)
+        #expect(try parse(#"{"command":"enroll"}"#) == .enroll(phrase: nil))
+        #expect(try parse(#"{"command":"enroll","phrase":null}"#) == .enroll(phrase: nil))
+        #expect(try parse(#"{"command":"enroll","phrase":"hey kitchen"}"#) == .enroll(phrase: "hey kitchen"))
+        #expect(ControlCommand.enroll(phrase: nil).event == nil)
     }
 
     @Test func badRequestsSayWhatIsWrong() {
@@ -58,6 +62,9 @@ import Timers
         #expect(problem(#"{"command":"cancel_timer"}"#).contains("needs \"id\""))
         #expect(problem(#"{"command":"forget"}"#).contains("\"forget\" needs \"phrase\""))
         #expect(problem(#"{"command":"forget","phrase":" "}"#).contains("\"forget\" needs \"phrase\""))
+        #expect(problem(#"{"command":"enroll","phrase":" "}"#).contains("\"phrase\" is the words to teach"))
+        #expect(problem(#"{"command":"enroll","phrase":3}"#).contains("\"phrase\" is the words to teach"))
+        #expect(problem(#"{"command":"enroll","phrase":"\#(String(repeating: "a", count: 101))"}"#).contains("longer than 100 characters"))
         let long = String(repeating: "a", count: ControlCommand.longestText + 1)
         #expect(problem(#"{"command":"say","text":"\#(long)"}"#).contains("longer than"))
     }

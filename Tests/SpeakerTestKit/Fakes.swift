@@ -561,3 +561,35 @@ public final class FakeScreenLight: ScreenLight {
     /// Every level asked for, failed or not.
     public var levels: [Int] { state.withLock { $0.levels } }
 }
+
+/// The household's side of a spoken enrollment: every take checked is kept for the test to look at, and accepted
+/// unless the test queued a verdict for it (`refuseNext`, `failNext`); saves and discards are counted.
+public final class FakeEnrollment: EnrollmentPort {
+    public let defaultPhrase = "OK Hound"
+    public let unavailable: String?
+    private let state = Mutex<(checked: [[Int16]], verdicts: [Result<Void, TakeCheckFailure>], saved: [String], discards: Int)>(([], [], [], 0))
+
+    public init(unavailable: String? = nil) { self.unavailable = unavailable }
+
+    public func refuseNext(_ refusal: TakeRefusal) { state.withLock { $0.verdicts.append(.failure(.refused(refusal))) } }
+    public func failNext(_ why: String) { state.withLock { $0.verdicts.append(.failure(.failed(why))) } }
+
+    public func check(_ take: [Int16], phrase: String, done: @escaping @Sendable (Result<Void, TakeCheckFailure>) -> Void) {
+        let verdict = state.withLock { s -> Result<Void, TakeCheckFailure> in
+            s.checked.append(take)
+            return s.verdicts.isEmpty ? .success(()) : s.verdicts.removeFirst()
+        }
+        done(verdict)
+    }
+
+    public func save(phrase: String, done: @escaping @Sendable (String?) -> Void) {
+        state.withLock { $0.saved.append(phrase) }
+        done(nil)
+    }
+
+    public func discard() { state.withLock { $0.discards += 1 } }
+
+    public var checked: [[Int16]] { state.withLock { $0.checked } }
+    public var saved: [String] { state.withLock { $0.saved } }
+    public var discards: Int { state.withLock { $0.discards } }
+}

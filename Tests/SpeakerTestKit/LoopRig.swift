@@ -14,6 +14,7 @@ public final class LoopRig: Sendable {
     public let hotPhrase: FakeHotPhrase?
     public let recorder = ActivityRecorder()
     public let commands = FakeCommands()
+    public let enrollment: FakeEnrollment?
     public let loop: SpeakerLoop
     private let task: Task<Void, Never>
 
@@ -21,7 +22,8 @@ public final class LoopRig: Sendable {
     public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
                 holdEarcons: Bool = false, clock: ManualClock = ManualClock(), timerStore: FakeTimerStore = FakeTimerStore(),
                 muteStore: FakeFlagStore? = nil, muteSwitch: Bool = false, screen: (any ScreenLight)? = nil,
-                observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+                enrollment: FakeEnrollment? = nil, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+        self.enrollment = enrollment
         board = FakeBoard(hasMuteSwitch: muteSwitch)
         self.clock = clock
         self.timerStore = timerStore
@@ -33,7 +35,7 @@ public final class LoopRig: Sendable {
         logger.logLevel = .critical
         let ports = SpeakerPorts(search: search, speech: speech, volume: volume, microphone: microphone, board: board,
                                  hotPhrase: self.hotPhrase, clock: clock, system: FakeSystem(), timerStore: timerStore,
-                                 muteStore: muteStore, commands: commands, screen: screen)
+                                 muteStore: muteStore, commands: commands, screen: screen, enrollment: enrollment)
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: [recorder.observer] + observers)
         self.loop = loop
         task = Task { await loop.run() }

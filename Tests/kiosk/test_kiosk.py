@@ -26,7 +26,7 @@ import pytest
 import websocket
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from run_speaker import BIN, CLIENT_ID, CLIENT_KEY, HANG_GUARD, Speaker as RunSpeaker  # noqa: E402
+from run_speaker import BIN, CLIENT_ID, CLIENT_KEY, HANG_GUARD, ROOT, Speaker as RunSpeaker  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -72,9 +72,10 @@ class Speaker(RunSpeaker):
     """`run` with the control API on a free port, against the local service; the microphone file read at a
     microphone's pace, so the level meter moves as it would (levels are paced by real time too)."""
 
-    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None):
+    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None, **more):
+        """`more`: for RunSpeaker (the recording, the hot phrase, more environment)."""
         self.control = free_port()
-        super().__init__(pathlib.Path(tmp), service_port, pacing="auto", extra=f"""[houndify.request_info]
+        super().__init__(pathlib.Path(tmp), service_port, pacing="auto", **more, extra=f"""[houndify.request_info]
 LocalServiceTranscript = "what time is it"
 [speaker]
 timers_file = "{timers_file or f'{tmp}/timers.json'}"
@@ -632,5 +633,58 @@ def test_no_internet_goes_when_the_service_is_back_without_another_question():
         assert not [e for e in seen if e.get("event") in ("state", "final")], seen
         browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready again")
         assert json.loads(speaker.ctl("status").stdout)["offline"] is False
+    finally:
+        stop_all(tmp, browser, speaker, service)
+
+
+def test_teach_it_my_voice_runs_the_spoken_enrollment_and_shows_its_progress():
+    """The "Teach it my voice" button starts the speaker's spoken enrollment (as `ctl enroll`) and the page shows
+    each take as the speaker asks for it. The microphone says the household fixture's three espeak-ng takes of
+    "OK Hound" with quiet around them, over and over; the speech-embedding test model and the fixture's bank."""
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    fixtures = os.path.join(ROOT, "Tests", "HotPhraseTests", "Fixtures", "household")
+    share, household = os.path.join(tmp, "share"), os.path.join(tmp, "household")
+    os.makedirs(share)
+    os.makedirs(household)
+    shutil.copy(os.path.join(fixtures, "bank.hpm"), os.path.join(share, "negative-bank.hpm"))
+    quiet, takes = os.path.join(tmp, "quiet.wav"), os.path.join(tmp, "takes.wav")
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", quiet, "trim", "0", "2.5"], check=True)
+    said = [os.path.join(fixtures, f"take-{n}.wav") for n in (1, 2, 3)]
+    # Quiet first: nothing to wake on before the button is touched.
+    subprocess.run(["sox", quiet, quiet, quiet, *[f for _ in range(12) for take in said for f in (take, quiet)], takes], check=True)
+    service = Service(tmp)
+    model = os.path.join(ROOT, "Tests", "HotPhraseTests", "Fixtures", "embedding", "test.hpm")
+    speaker = Speaker(tmp, service.port, recording=takes, more_env={"HOUND_SPEAKER_HOTPHRASE_PATH": share},
+                      hotphrase=f'enabled = true\nsensitivity = 0\nmodel = "{model}"\nhousehold = "{household}"')
+    browser = Browser(tmp)
+    try:
+        open_page(browser, speaker)
+        browser.wait_until("!document.getElementById('teach').hidden", "the Teach it my voice button")
+        # Every line the progress shows, however briefly.
+        browser.evaluate("""window.lines = []; new MutationObserver(() => {
+            const text = document.getElementById('enroll').textContent;
+            if (text && window.lines.at(-1) !== text) window.lines.push(text);
+        }).observe(document.getElementById('enroll'), { childList: true, characterData: true, subtree: true }); true""")
+        browser.set_screen(800, 480)
+        assert_inside(browser, "#teach", 800, 480)
+        browser.touch_element("#teach")
+        seen = []
+        first = speaker.wait_for(lambda e: e.get("event") == "enroll", seen)
+        phrase = "“" + first["phrase"] + "”"
+        speaker.wait_for(lambda e: e.get("event") == "enroll" and e.get("step") in ("done", "failed", "aborted"), seen)
+        steps = [e for e in seen if e.get("event") == "enroll"]
+        assert steps[-1]["step"] == "done", steps[-1]
+        assert not any(e.get("event") == "hotphrase" for e in seen), "the hot phrase woke the speaker while it enrolled"
+        browser.wait_until(f"document.getElementById('enroll').textContent === {json.dumps('Done: it knows your voice saying ' + phrase + '.')}",
+                           "the end of the enrollment")
+        lines = browser.evaluate("window.lines")
+        for n in (1, 2, 3):
+            assert f"Take {n} of 3: say {phrase} now." in lines, lines
+        assert "Take 1 of 3 kept." in lines and "Take 2 of 3 kept." in lines, lines
+        # The prompts are captions, as everything spoken is.
+        browser.wait_until("document.getElementById('caption').textContent === 'Done. I know your voice now.'", "the last words")
+        assert browser.evaluate("document.getElementById('teach').offsetParent") is None  # the progress, not the clock
+        voices = speaker.ctl("voices")
+        assert voices.returncode == 0 and voices.stdout.startswith(f'"{first["phrase"]}": 3 takes'), voices.stdout
     finally:
         stop_all(tmp, browser, speaker, service)

@@ -41,9 +41,9 @@ class Speaker:
     """`hound-speaker run --events json` with the simulated board on stdin and file PCMs for the devices."""
 
     def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra="", pacing="none", more_env=None,
-                 wrap=()):
+                 wrap=(), hotphrase="enabled = false"):
         """`more_env`: more environment for the speaker (an LD_PRELOAD shim); `wrap`: a command the speaker is run
-        under (setpriv, to take a right from it)."""
+        under (setpriv, to take a right from it); `hotphrase`: the [hotphrase] table's lines (off by default)."""
         self.dir = tmp_path
         self.mic = str(tmp_path / "mic.raw")
         subprocess.run(["sox", os.path.join(ROOT, recording), "-t", "raw", self.mic], check=True)
@@ -62,8 +62,7 @@ profile = "simulated"
 double_press_ms = 0
 debounce_ms = 0
 [hotphrase]
-enabled = false
-''' + extra + ("" if "[control]" in extra else NO_CONTROL))
+''' + hotphrase + "\n" + extra + ("" if "[control]" in extra else NO_CONTROL))
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
         env.update({"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{tmp_path}/asoundrc",
                     "HOUND_SPEAKER_BOARD_PATH": os.path.join(ROOT, "board")})

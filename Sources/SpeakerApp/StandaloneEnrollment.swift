@@ -1,0 +1,142 @@
+import Audio
+public import HotPhrase
+import JSONKit
+import Platform
+public import SpeakerConfig
+import SpeakerCore
+import Speech
+import Synchronization
+
+/// `hound-speaker enroll` with no recordings and no speaker running with this config: the spoken enrollment
+/// (SpeakerCore's `EnrollmentSession`, as `ctl enroll` runs it in the speaker) driven here, with the config's
+/// [audio] input and output. Each take is cut by the same `TakeRecorder`, checked as a recording is, and the
+/// accepted ones are saved into household.json only once the third is in (Ctrl-C before that keeps nothing).
+public enum StandaloneEnrollment {
+    private enum Input: Sendable {
+        case session(EnrollmentInput)
+        case take([Int16])
+        /// A take checked: the household with it added (accepted), or why not.
+        case checked(Result<Household, TakeCheckFailure>)
+    }
+
+    /// Runs the session for `phrase`; prints each step (`ControlClient.progressLine`) as it changes. True when
+    /// the takes were saved.
+    public static func run(phrase: String, model: HotPhraseModel, bank: NegativeBank, household path: String,
+                           config: SpeakerConfiguration, print: @escaping @Sendable (String) -> Void) async throws(CommandFailure) -> Bool {
+        var household: Household
+        do {
+            household = try Household.load(path: path) ?? Household()
+            _ = try household.remeasure(bank: bank)
+            try household.check(dim: bank.dim)
+        } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+        let speech = try makeSpeech(config)
+        let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
+        let recorder = Mutex<TakeRecorder?>(nil)
+        let stream: any MicrophoneStream
+        do throws(DeviceProblem) {
+            stream = try ALSAMicrophone(config.audio.capture).open(waitForDevice: false, onEvent: { event in
+                if case .lost(let why) = event { feed.yield(.session(.abort("the microphone was lost: \(why)"))) }
+            }, onFrame: { frame in
+                let take = recorder.withLock { current -> [Int16]? in
+                    guard var taking = current else { return nil }
+                    let take = taking.process(frame)
+                    current = take == nil ? taking : nil
+                    return take
+                }
+                if let take { feed.yield(.take(take)) }
+            })
+        } catch { throw CommandFailure(message: error.message, exitCode: 1) }
+        defer { stream.stop() }
+        // Ctrl-C or SIGTERM stops it, keeping nothing (nothing is written before the last take is in).
+        let interrupt = Task {
+            await Signals.waitForTermination()
+            if !Task.isCancelled { feed.yield(.session(.abort("interrupted"))) }
+        }
+        defer { interrupt.cancel() }
+
+        var session = EnrollmentSession(phrase: phrase)
+        var take: [Int16] = []
+        var shown = ""
+        var speaking: (any Playback)?
+        var effects = session.handle(.start)
+        var iterator = inputs.makeAsyncIterator()
+        var outcome: EnrollmentOutcome?
+        while outcome == nil {
+            for effect in effects {
+                switch effect {
+                case .say(let words):
+                    let playback = speech.speak(words, onFirstSample: {})
+                    speaking = playback
+                    Task {
+                        _ = await playback.ended()
+                        feed.yield(.session(.spoken))
+                    }
+                case .stopSpeaking:
+                    speech.stopSpeaking()
+                case .startCapture:
+                    recorder.withLock { $0 = TakeRecorder() }
+                case .stopCapture:
+                    recorder.withLock { $0 = nil }
+                case .checkTake:
+                    let (samples, trial) = (take, household)
+                    // The embedding and the DTW over the bank take a while: on a thread of this command's own.
+                    OwnedThread.start(name: "hs-enroll") {
+                        do {
+                            var next = trial
+                            try next.add(try Enrollment.take(samples, model: model), phrase: phrase, bank: bank)
+                            feed.yield(.checked(.success(next)))
+                        } catch let problem as TakeProblem {
+                            feed.yield(.checked(.failure(.refused(TakeRefusal(problem)))))
+                        } catch {
+                            feed.yield(.checked(.failure(.failed("\(error)"))))
+                        }
+                    }
+                case .show(let progress):
+                    let line = ControlClient.progressLine(.object(Dictionary(uniqueKeysWithValues: progress.fields)))
+                    if line != shown { print(line) }
+                    shown = line
+                case .save:
+                    do {
+                        try household.save(path: path)
+                        feed.yield(.session(.saved))
+                    } catch {
+                        feed.yield(.session(.saveFailed("\(error)")))
+                    }
+                case .discard:
+                    break  // the takes are only in `household`, which is not saved
+                case .finished(let end):
+                    outcome = end
+                }
+            }
+            guard outcome == nil, let input = await iterator.next() else { break }
+            switch input {
+            case .session(let next): effects = session.handle(next)
+            case .take(let samples):
+                take = samples
+                effects = session.handle(.captured)
+            case .checked(.success(let next)):
+                household = next
+                effects = session.handle(.accepted)
+            case .checked(.failure(.refused(let refusal))): effects = session.handle(.refused(refusal))
+            case .checked(.failure(.failed(let why))): effects = session.handle(.checkFailed(why))
+            }
+        }
+        // The last words ("Done. I know your voice now.", or why it ended) are said to the end.
+        if let speaking { _ = await speaking.ended() }
+        if case .done = outcome { return true }
+        return false
+    }
+
+    /// espeak-ng to [audio] output, as `say` speaks.
+    private static func makeSpeech(_ config: SpeakerConfiguration) throws(CommandFailure) -> EngineSpeech {
+        let volume: OutputVolume
+        do throws(AudioDeviceError) {
+            volume = try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
+        } catch { throw CommandFailure(message: error.description) }
+        let engine: SpeechEngine
+        do throws(SpeechError) { engine = try SpeechEngine(settings: config.speech, volume: volume) } catch {
+            throw CommandFailure(speech: error, config: config.path)
+        }
+        return EngineSpeech(engine: engine, output: .device(config.audio.output), earcons: [:])
+    }
+}

@@ -1,0 +1,174 @@
+import BoardCore
+import Synchronization
+
+/// A spoken enrollment in the loop (issue #37, `ctl enroll`): the loop runs an `EnrollmentSession` beside the
+/// state machine, which stays ready meanwhile. The session's words go out through the speech port, its takes come
+/// from the always-on microphone (`CaptureRouter`'s `TakeRecorder`, the hot phrase not listened for meanwhile),
+/// and its checks and save through the enrollment port, each reporting back as a `LoopInput` tagged with the
+/// session's number (a late report of a session that ended is dropped).
+struct Enrolling {
+    var id: Int
+    var session: EnrollmentSession
+    /// The take recorded last, until it is checked.
+    var take: [Int16] = []
+}
+
+extension SpeakerLoop {
+    /// Starts a spoken enrollment of `phrase` (nil: the model's own): its first progress, or why it cannot start
+    /// (the speaker busy, muted, without a microphone, or unable to learn voices).
+    public func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem> {
+        await withCheckedContinuation { reply in
+            if case .terminated = continuation.yield(.startEnrollment(phrase: phrase, reply: reply)) {
+                reply.resume(returning: .failure(DeviceProblem("the speaker is shutting down")))
+            }
+        }
+    }
+
+    /// Carries out the enrollment's own inputs; true when `input` was one.
+    func enrollmentInput(_ input: LoopInput, in group: inout DiscardingTaskGroup) -> Bool {
+        switch input {
+        case .startEnrollment(let phrase, let reply):
+            reply.resume(returning: startEnrollment(phrase, in: &group))
+        case .enrollment(let id, let step):
+            // The last words of a session that has ended are said: the hot phrase is listened for again.
+            if step == .spoken, state.withLock({ $0.enrolling?.id != id }) { router.endEnrolling(id) }
+            drive(id, step, in: &group)
+        case .takeRecorded(let id, let samples):
+            let current = state.withLock { s -> Bool in
+                guard s.enrolling?.id == id else { return false }
+                s.enrolling?.take = samples
+                return true
+            }
+            if current { drive(id, .captured, in: &group) }
+        case .microphone(.lost(let why)):
+            // No frames, no take (the recorder's wait is counted in frames): the session ends rather than waits.
+            if let id = state.withLock({ $0.enrolling?.id }) { drive(id, .abort("the microphone was lost: \(why)"), in: &group) }
+            return false  // the loop tells it as ever
+        default:
+            return false
+        }
+        return true
+    }
+
+    /// While a session runs, the button, the listen command and `stop` end it and do nothing else; anything else
+    /// that needs the speaker (a timer going off, a typed question, an announcement, mute, shutdown) ends it and
+    /// goes on as usual. True: `event` was the session's alone.
+    func enrollmentTakes(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
+        guard let id = state.withLock({ $0.enrolling?.id }) else { return false }
+        switch event {
+        case .talk, .hold, .press, .listen, .hotPhrase:
+            drive(id, .abort("stopped by the button"), in: &group)
+            return true
+        case .cancel, .stopPhrase:
+            drive(id, .abort("stopped (a long press, or the stop command)"), in: &group)
+            return true
+        case .tapEnded, .endTalk:
+            return true  // the end of the press that stopped it
+        case .timersRunning, .networkBack, .watchdog, .speechEnded, .soundEnded, .started, .partialTranscript, .endOfSpeech,
+             .noSpeech, .answer, .searchFailed:
+            return false  // nothing the session is in the way of
+        default:
+            drive(id, .abort("stopped: \(Self.dropReason(event, watchdogExpired: nil, settings: .init()))"), in: &group)
+            return false
+        }
+    }
+
+    private func startEnrollment(_ phrase: String?, in group: inout DiscardingTaskGroup) -> Result<EnrollmentProgress, DeviceProblem> {
+        guard let port = ports.enrollment, ports.hotPhrase != nil else {
+            return .failure(DeviceProblem("this speaker cannot learn voices: it does not listen for the hot phrase ([hotphrase] enabled = false)"))
+        }
+        if let why = port.unavailable { return .failure(DeviceProblem(why)) }
+        // Spaces around and between the words are not part of the phrase (Household compares phrases so too).
+        let text = phrase.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") } ?? port.defaultPhrase
+        let started = state.withLock { s -> Result<Int, DeviceProblem> in
+            if s.enrolling != nil { return .failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")) }
+            if s.machine.muted { return .failure(DeviceProblem("the microphone is muted: unmute it to enroll")) }
+            if s.machine.state != .ready {
+                return .failure(DeviceProblem("the speaker is busy (\(s.machine.state.rawValue)): enroll when it is ready"))
+            }
+            if !s.microphoneUp { return .failure(DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record")) }
+            s.enrollmentCount += 1
+            s.enrolling = Enrolling(id: s.enrollmentCount, session: EnrollmentSession(phrase: text))
+            return .success(s.enrollmentCount)
+        }
+        let id: Int
+        switch started {
+        case .success(let number): id = number
+        case .failure(let problem): return .failure(problem)
+        }
+        router.startEnrolling(id)
+        drive(id, .start, in: &group)
+        return .success(state.withLock { $0.enrolling?.session.progress } ?? EnrollmentSession(phrase: text).progress)
+    }
+
+    /// Hands `input` to session `id` (if it is still the one under way) and carries out what it asks.
+    private func drive(_ id: Int, _ input: EnrollmentInput, in group: inout DiscardingTaskGroup) {
+        let effects: [EnrollmentEffect] = state.withLock { s in
+            guard s.enrolling?.id == id else { return [] }
+            return s.enrolling?.session.handle(input) ?? []
+        }
+        guard let port = ports.enrollment else { return }
+        var saying: (any Playback)?
+        for effect in effects {
+            switch effect {
+            case .say(let words):
+                tell(.speech(words))
+                let playback = ports.speech.speak(words, onFirstSample: {})
+                saying = playback
+                group.addTask { [continuation] in
+                    _ = await playback.ended()
+                    continuation.yield(.enrollment(id: id, .spoken))
+                }
+            case .stopSpeaking:
+                ports.speech.stopSpeaking()
+            case .startCapture:
+                router.startTake(id: id)
+            case .stopCapture:
+                router.stopTake()
+            case .checkTake:
+                let (take, phrase) = state.withLock { s in
+                    defer { s.enrolling?.take = [] }
+                    return (s.enrolling?.take ?? [], s.enrolling?.session.phrase ?? "")
+                }
+                port.check(take, phrase: phrase) { [continuation] verdict in
+                    let input: EnrollmentInput = switch verdict {
+                    case .success: .accepted
+                    case .failure(.refused(let refusal)): .refused(refusal)
+                    case .failure(.failed(let why)): .checkFailed(why)
+                    }
+                    continuation.yield(.enrollment(id: id, input))
+                }
+            case .show(let progress):
+                state.withLock { $0.lastEnrollment = progress }
+                tell(.enrollment(progress))
+                let leds: LEDState? = switch progress.step {
+                case .prompting: .speaking
+                case .listening: .listening
+                case .checking, .saving: .searching
+                case .done, .failed, .aborted: nil
+                }
+                if let leds {
+                    ports.board?.show(leds)
+                    tell(.leds(leds))
+                }
+            case .save:
+                let phrase = state.withLock { $0.enrolling?.session.phrase ?? "" }
+                port.save(phrase: phrase) { [continuation] problem in
+                    continuation.yield(.enrollment(id: id, problem.map { .saveFailed($0) } ?? .saved))
+                }
+            case .discard:
+                port.discard()
+            case .finished:
+                let leds = state.withLock { s in
+                    s.enrolling = nil
+                    return s.machine.readyLEDs
+                }
+                // Its last words ("Done. I know your voice now.") are the speaker's own sound too, which the machine
+                // does not know of: the hot phrase is listened for again once they end (their `.spoken`).
+                if saying == nil { router.endEnrolling(id) }
+                ports.board?.show(leds)
+                tell(.leds(leds))
+            }
+        }
+    }
+}
