@@ -8,6 +8,22 @@ import Testing
     static let fixtures = "Tests/HotPhraseTests/Fixtures/household"
     static let model = ["--model", "Tests/HotPhraseTests/Fixtures/embedding/test.hpm", "--bank", "\(fixtures)/bank.hpm"]
 
+    /// A `run` fixture with the test model, a household folder of its own (`prefix` and a UUID; the caller removes
+    /// it) whose share/ holds the fixture's bank as the installed negative-bank.hpm, and the control API on `control`.
+    static func householdSpeaker(port: Int, control: Int, prefix: String) throws -> (RunFixture, household: String) {
+        let household = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: household + "/share", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: "\(fixtures)/bank.hpm", toPath: household + "/share/negative-bank.hpm")
+        var fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: true, extraConfig: """
+            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
+            household = "\(household)"
+            [control]
+            listen = "127.0.0.1:\(control)"
+            """)
+        fixture.extraEnvironment = ["HOUND_SPEAKER_HOTPHRASE_PATH": household + "/share"]
+        return (fixture, household)
+    }
+
     func temporaryDirectory() throws -> String {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-enroll-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -94,19 +110,9 @@ import Testing
         let fixtures = EnrollTests.fixtures
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
-        let control = freePort()
         // Household and bank in the fixture's folder: the bank as the installed share/hotphrase/negative-bank.hpm.
-        let household = FileManager.default.temporaryDirectory.appendingPathComponent("hs-voices-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: household + "/share", withIntermediateDirectories: true)
+        let (fixture, household) = try EnrollTests.householdSpeaker(port: port, control: freePort(), prefix: "hs-voices")
         defer { try? FileManager.default.removeItem(atPath: household) }
-        try FileManager.default.copyItem(atPath: "\(fixtures)/bank.hpm", toPath: household + "/share/negative-bank.hpm")
-        var fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: true, extraConfig: """
-            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
-            household = "\(household)"
-            [control]
-            listen = "127.0.0.1:\(control)"
-            """)
-        fixture.extraEnvironment = ["HOUND_SPEAKER_HOTPHRASE_PATH": household + "/share"]
         defer { fixture.remove() }
         let takes = (1...3).map { "\(fixtures)/take-\($0).wav" }
         let enrolled = try CLI.run(["enroll"] + takes + ["--household", household, "--phrase", "OK Hound"] + EnrollTests.model)
@@ -164,18 +170,7 @@ import Testing
     /// `run` with the test model, the fixture's bank, an empty household and the control API, its microphone
     /// saying the takes (`quiet` seconds between them).
     func start(port: Int, quiet: Double = 2.5) throws -> Speaker {
-        let fixtures = EnrollTests.fixtures
-        let control = freePort()
-        let household = FileManager.default.temporaryDirectory.appendingPathComponent("hs-spoken-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: household + "/share", withIntermediateDirectories: true)
-        try FileManager.default.copyItem(atPath: "\(fixtures)/bank.hpm", toPath: household + "/share/negative-bank.hpm")
-        var fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: true, extraConfig: """
-            model = "Tests/HotPhraseTests/Fixtures/embedding/test.hpm"
-            household = "\(household)"
-            [control]
-            listen = "127.0.0.1:\(control)"
-            """)
-        fixture.extraEnvironment = ["HOUND_SPEAKER_HOTPHRASE_PATH": household + "/share"]
+        let (fixture, household) = try EnrollTests.householdSpeaker(port: port, control: freePort(), prefix: "hs-spoken")
         try Self.sayTakes(into: fixture.dir, quiet: quiet)
         let (process, _, output) = try fixture.startRun(hotPhrase: true)
         return Speaker(fixture: fixture, household: household, process: process, output: output)
