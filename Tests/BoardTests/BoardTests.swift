@@ -216,8 +216,9 @@ struct ManualTime {
         #expect(pipe(&fds) == 0)
         let drawn = DrawLog()
         let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
-                                     // A long press needs a minute here, so a loaded machine cannot turn this press into one.
-                                     gestures: .init(longPress: .seconds(60)), talkMode: .hold, roles: [.status])
+                                     // A long press needs a day here, so a loaded machine cannot turn this press into one
+                                     // (a minute once did: the whole suite ran 100 s on two busy cores in CI).
+                                     gestures: .init(longPress: .seconds(86_400)), talkMode: .hold, roles: [.status])
         runner.start()
         var events = runner.events.makeAsyncIterator()
         _ = "press\n".withCString { write(fds[1], $0, 6) }
@@ -225,7 +226,8 @@ struct ManualTime {
         #expect(await events.next() == .intent(.talk))
         runner.show(.listening)
         _ = "release\n".withCString { write(fds[1], $0, 8) }
-        guard case .button(.released)? = await events.next() else { Issue.record("no release"); return }
+        let afterRelease = await events.next()
+        guard case .button(.released)? = afterRelease else { Issue.record("no release but \(String(describing: afterRelease))"); return }
         #expect(await events.next() == .intent(.endTalk))
         runner.stop()
         while await events.next() != nil {}  // the stream ends once the board has shut down
