@@ -123,17 +123,22 @@ sample_leds() {
     done
 }
 # The button: active low, pulled up by the speaker's request; pressed = the line pulled down.
-press() { echo pull-down > "$sim/sim_gpio0/pull"; sleep 0.15; echo pull-up > "$sim/sim_gpio0/pull"; }
+# Held 0.15 s by read's timeout, not by sleep: under TCG on a loaded host starting a process can take longer than
+# the speaker's long press, which a run once saw as a cancel.
+exec {press_pause}<> <(:)
+press() { echo pull-down > "$sim/sim_gpio0/pull"; read -r -t 0.15 -u "$press_pause" || true; echo pull-up > "$sim/sim_gpio0/pull"; }
 mic=plughw:CARD=Loopback,DEV=0,SUBDEV=0 speaker_out=plughw:CARD=Loopback,DEV=1,SUBDEV=1
 # What is played into the microphone takes the format the speaker opened it with (its capture side's hw_params):
 # snd-aloop stops a running capture whose playback side starts with another format.
 mic_params() { awk -v k="$1:" '$1 == k { print $2 }' /proc/asound/Loopback/pcm1c/sub0/hw_params; }
-play_into_mic() {
+# Converted before the press it answers: under TCG on a loaded host sox can take seconds to start, and a question
+# that begins later than the speaker's no-speech time is "Sorry, I didn't hear anything." (a run once lost one so).
+to_mic() {  # to_mic SRC: /tmp/into-mic.wav, SRC in the microphone's format
     local rate channels
     rate="$(mic_params rate)" channels="$(mic_params channels)"
     sox "$1" -b 16 -r "${rate:-16000}" -c "${channels:-1}" /tmp/into-mic.wav
-    aplay -q -D "$mic" /tmp/into-mic.wav
 }
+play_into_mic() { aplay -q -D "$mic" /tmp/into-mic.wav; }
 # A question, in the speaker's own voice (espeak-ng), with silence after it for the end of speech.
 question() { # question WORDS FILE
     hound-speaker say "$1" --config "$config" --output /tmp/question-raw.wav > /dev/null 2>&1
@@ -148,10 +153,11 @@ sampler=$!
 arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 40 /tmp/answer.wav &
 recorder=$!
 pressed="$(date +%s)"
+to_mic /tmp/question.wav
 sleep 1
 press
 check "the press: the listening LED line goes on" wait_for 10 listening_steady
-play_into_mic /tmp/question.wav
+play_into_mic
 check "the answer was given and spoken: the speaker is ready again" \
     wait_for 60 has_event "$pressed" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
 sleep 1
@@ -201,7 +207,8 @@ check "the answer is heard at its level: within 20 dB below and 3 dB above the a
 echo '== "OK Hound, what time is it" into the microphone: woken by the hot phrase'
 # The demo's recording (the hound-speaker-local package), played as it is.
 since="$(date +%s)"
-play_into_mic /usr/share/hound-speaker/demo/ok-hound-what-time-is-it.wav
+to_mic /usr/share/hound-speaker/demo/ok-hound-what-time-is-it.wav
+play_into_mic
 check "the hot phrase is heard" wait_for 30 has_event "$since" HOUND_SPEAKER_EVENT=hotphrase
 check "the question after it is answered and spoken" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
 
@@ -235,9 +242,10 @@ hears "set a timer for 25 seconds"
 systemctl restart pi-box-houndify.service
 wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
 since="$(date +%s)"
+to_mic /tmp/timer-question.wav
 press
 check "the press: listening" wait_for 10 listening_steady
-play_into_mic /tmp/timer-question.wav
+play_into_mic
 check "the timer is set" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=timer HOUND_SPEAKER_CHANGE=set
 check "its confirmation spoken: ready again" wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
 restarted="$(date +%s)"
@@ -256,10 +264,11 @@ systemctl restart pi-box-houndify.service
 answered_again() {  # answered_again SINCE
     arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 40 /tmp/again.wav &
     local recorder=$!
+    to_mic /tmp/question.wav
     sleep 1
     press
     check "a press: the listening LED line goes on" wait_for 10 listening_steady
-    play_into_mic /tmp/question.wav
+    play_into_mic
     check "the question is heard and answered (its transcript in the journal)" \
         wait_for 60 has_event "$1" HOUND_SPEAKER_EVENT=final "HOUND_SPEAKER_TRANSCRIPT=what time is it"
     check "the answer is spoken: ready again" wait_for 60 has_event "$1" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
