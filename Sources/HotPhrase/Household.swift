@@ -61,6 +61,9 @@ public struct Household: Codable, Sendable, Equatable {
 
     public static func isStopPhrase(_ text: String) -> Bool { same(text, stopPhrase) }
 
+    /// How many templates `text` has now: the `sessionStart` of an enrollment session that begins now.
+    public func templateCount(_ text: String) -> Int { phrase(text)?.templates.count ?? 0 }
+
     /// Throws unless every template's and negative's embeddings are `dim` numbers each (a household made with
     /// another model's embedding cannot be scored with this one).
     public func check(dim: Int) throws {
@@ -71,12 +74,16 @@ public struct Household: Codable, Sendable, Equatable {
         }
     }
 
-    /// Adds a take of `text` as a template measured against `bank`; when the phrase has templates already, the
-    /// take must be like them: the best z of those templates over the take's frames must reach the bank's
-    /// threshold, or it is refused (`TakeProblem.unlikeTheOthers`).
-    public mutating func add(_ take: EnrolledTake, phrase text: String, bank: NegativeBank, now: Date = Date()) throws {
+    /// Adds a take of `text` as a template measured against `bank`. The take must be like the takes of its own
+    /// enrollment session (one person, one sitting): the phrase's templates from index `sessionStart` on, those
+    /// added earlier in the session. The best z of those over the take's frames must reach the bank's threshold, or
+    /// it is refused (`TakeProblem.unlikeTheOthers`). Templates from before the session are other sittings, often
+    /// other people, and are not compared (a household's second voice must not be refused for being another
+    /// voice). `sessionStart` 0 compares with all; nil compares with none (takes already checked in their session).
+    public mutating func add(_ take: EnrolledTake, phrase text: String, bank: NegativeBank, now: Date = Date(),
+                             sessionStart: Int? = 0) throws {
         try check(dim: bank.dim)
-        let existing = phrase(text)?.templates ?? []
+        let existing = sessionStart.map { Array((phrase(text)?.templates ?? []).dropFirst($0)) } ?? []
         if !existing.isEmpty {
             let frames = bank.normalised(take.frames)
             var best = -Double.infinity

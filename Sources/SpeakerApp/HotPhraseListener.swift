@@ -324,8 +324,10 @@ extension HotPhraseListener: EnrollmentPort {
                     _ = try household.remeasure(bank: voices.bank)
                     return household
                 }()
-                // "Unlike the others" against the household's takes of the phrase and this session's.
-                try trial.add(enrolled, phrase: phrase, bank: voices.bank)
+                // "Unlike the others" against this session's takes only: the household's earlier ones may be
+                // other people's. The session's takes are the last ones of the trial household.
+                let sessionStart = trial.templateCount(phrase) - enrollLock.withLock { enrollTakes.count }
+                try trial.add(enrolled, phrase: phrase, bank: voices.bank, sessionStart: sessionStart)
                 enrollLock.withLock {
                     guard enrollGeneration == generation else { return }
                     enrollTrial = trial
@@ -348,7 +350,8 @@ extension HotPhraseListener: EnrollmentPort {
         guard let bank = voices?.bank else { return done(unavailable ?? "") }
         change("\(takes.count) takes of \"\(phrase)\" enrolled", { household in
             // Added as `enroll` adds them, to the file as it is now (a false wake may have been kept meanwhile).
-            for take in takes { try household.add(take, phrase: phrase, bank: bank) }
+            // Checked against each other in their session already (check above).
+            for take in takes { try household.add(take, phrase: phrase, bank: bank, sessionStart: nil) }
         }, done: { result in
             switch result {
             case .success: done(nil)

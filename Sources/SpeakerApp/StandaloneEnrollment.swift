@@ -29,6 +29,8 @@ public enum StandaloneEnrollment {
             _ = try household.remeasure(bank: bank)
             try household.check(dim: bank.dim)
         } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+        // This session's takes are compared with each other only (Household.add): the file's may be other people's.
+        let sessionStart = household.templateCount(phrase)
         let speech = try makeSpeech(config)
         let (inputs, feed) = AsyncStream.makeStream(of: Input.self)
         let recorder = Mutex<TakeRecorder?>(nil)
@@ -83,7 +85,7 @@ public enum StandaloneEnrollment {
                     OwnedThread.start(name: "hs-enroll") {
                         do {
                             var next = trial
-                            try next.add(try Enrollment.take(samples, model: model), phrase: phrase, bank: bank)
+                            try next.add(try Enrollment.take(samples, model: model), phrase: phrase, bank: bank, sessionStart: sessionStart)
                             feed.yield(.checked(.success(next)))
                         } catch let problem as TakeProblem {
                             feed.yield(.checked(.failure(.refused(TakeRefusal(problem)))))

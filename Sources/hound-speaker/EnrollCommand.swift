@@ -17,7 +17,7 @@ struct EnrollCommand: AsyncParsableCommand {
         abstract: "Teach the speaker the household's voices: add recordings of the hot phrase (or another phrase).",
         discussion: """
             Each recording (any sample rate or channel count) is one take of the phrase; its verdict is printed: kept, \
-            or why it was not (clipped, too quiet, no speech, too long, unlike the other takes). Only embeddings are \
+            or why it was not (clipped, too quiet, no speech, too long, unlike the other takes of this run). Only embeddings are \
             kept, in DIR/household.json (mode 0600). Needs the speech-embedding model (format 2). Exit 1 when no take \
             was kept, 66 when a recording could not be read (the others are still kept).
 
@@ -73,6 +73,8 @@ struct EnrollCommand: AsyncParsableCommand {
                 return
             }
             var kept = 0
+            // The recordings of one run are one session: each is compared with those kept before it in this run.
+            let sessionStart = current.templateCount(text)
             // A recording that cannot be read stops no other take: the kept ones are saved, then it exits 66.
             var unreadable: AudioFileError?
             for wav in wavs {
@@ -84,7 +86,7 @@ struct EnrollCommand: AsyncParsableCommand {
                 }
                 do {
                     let take = try Enrollment.take(audio.samples, model: loaded)
-                    try current.add(take, phrase: text, bank: negatives)
+                    try current.add(take, phrase: text, bank: negatives, sessionStart: sessionStart)
                     kept += 1
                     printLine("\(wav): kept (" + String(cFormat: "%ld frames, speech %.2f-%.2f s", take.template.count,
                                                       take.speech.lowerBound, take.speech.upperBound) + ")")

@@ -255,6 +255,33 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
         }
     }
 
+    /// "Unlike the others" compares a take with its own session's takes only: a later session (another person, say)
+    /// is not refused for being unlike the household's earlier takes, and within it a take unlike its first is.
+    @Test func unlikeTheOthersIsJudgedWithinOneSession() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        let kitchen = try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model)
+        let kettle = try Enrollment.take(try HouseholdFixtures.say("please check the kettle", voice: "en-us+f3", speed: 170), model: model)
+        var household = Household()
+        try household.add(kitchen, phrase: "hey kitchen", bank: bank)
+        // compared with everything (sessionStart 0), the second sentence is refused
+        #expect(throws: TakeProblem.self) { var all = household; try all.add(kettle, phrase: "hey kitchen", bank: bank) }
+        // a new session starts after the first take: not compared with it
+        let start = household.templateCount("hey kitchen")
+        #expect(start == 1)
+        try household.add(kettle, phrase: "hey kitchen", bank: bank, sessionStart: start)
+        // within that session, a take unlike its first is refused
+        #expect { try household.add(kitchen, phrase: "hey kitchen", bank: bank, sessionStart: start) } throws: { error in
+            guard case .unlikeTheOthers = error as? TakeProblem else { return false }
+            return true
+        }
+        #expect(household.templateCount("hey kitchen") == 2)
+        // takes already checked in their session are added unchecked (nil)
+        try household.add(kitchen, phrase: "hey kitchen", bank: bank, sessionStart: nil)
+        #expect(household.templateCount("hey kitchen") == 3)
+    }
+
     /// A household negative ending where the template matched best raises that template's threshold above
     /// what the sound scores, so the same sound no longer wakes the speaker.
     @Test func aHouseholdNegativeRaisesTheThreshold() throws {
