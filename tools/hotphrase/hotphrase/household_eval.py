@@ -2,6 +2,7 @@
 
   python -m hotphrase.household_eval --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json
          [--public DIR] [--real-speech DIR] [--keywords DIR] [--draws 3] [--json OUT] [--write-threshold]
+         [--scorers dtw cos white] [--bank-z] [--generic HEAD_DIR ...] [--condition NAME=DIR ...]
 
 - Enrolled people: the four real keyword folders, speakers recovered by cluster_speakers (Resemblyzer); for every
   speaker with at least 6 clips that pass the take checks, `--draws` draws of 3 takes enrol the keyword
@@ -22,6 +23,11 @@
 - Reported at that z: misses of the enrolled speaker's other clips, false accepts an hour on the test side (mean
   and worst enrollment), and how often guests' clips are heard. A clip is heard when the personal score reaches
   the threshold at any step of it (1 s of silence before, 0.5 s after, as a stream from reset).
+- `--generic HEAD_DIR...` (one keyword's speakers): each recipe-e1 head at its own eval.json 0.5 FA/h threshold
+  beside the personal scorer (DTW; with `--bank-z` at the bank's shipped z_threshold instead of one chosen here):
+  generic alone, personal alone and fused (either fires, docs/household.md) on the same enrollments, clips and
+  test side. `--condition NAME=DIR` adds the enrolled people's other clips rendered in noise or a room
+  (household_conditions; enrollment stays clean): their misses for the three.
 """
 import collections
 import json
@@ -241,6 +247,129 @@ def choose_threshold(z, hours):
     return best, fa
 
 
+# --- the generic model beside the personal scorer, and the two fused ----------------------------------------------
+
+def generic_threshold(head_dir):
+    """A recipe-e1 head's own operating point: its eval.json's threshold at 0.5 false accepts an hour (the device's
+    default sensitivity for the shipped model), never looked up on this test side."""
+    path = os.path.join(head_dir, "eval.json")
+    try:
+        with open(path) as f:
+            return float(json.load(f)["negatives"]["threshold_at_0.5_fa_per_hour"])
+    except FileNotFoundError:
+        raise HotPhraseError(path, "missing: run hotphrase.evaluate_e1 on this head first")
+    except (KeyError, TypeError, ValueError) as e:
+        raise HotPhraseError(path, f"no negatives.threshold_at_0.5_fa_per_hour ({e})")
+
+
+def generic_series(head, arrays, raw):
+    """The head's smoothed score at every embedding step of one stream (as personal()'s columns: -inf before the
+    head's first full window, frames - 1)."""
+    from . import embedding as E
+    out = np.full(len(raw), -np.inf, np.float32)
+    s, steps = E.head_scores(head, arrays, np.asarray(raw, np.float32))
+    out[steps] = s
+    return out
+
+
+def fused_fires(z_row, z_th, g_row, g_th):
+    """The fused detector's decision at every step: the personal z reaches its threshold or the generic score
+    reaches its own (docs/household.md, "Fusion": the max of the two decisions), as 1.0 / 0.0 for count_wakes."""
+    return ((np.asarray(z_row) >= z_th) | (np.asarray(g_row) >= g_th)).astype(np.float32)
+
+
+def clip_outcomes(own_best, guest_best, th):
+    """(own clips missed, own clips, guests' clips heard, guests' clips) of best scores against a threshold."""
+    own_best, guest_best = np.asarray(own_best), np.asarray(guest_best)
+    return [int(np.sum(own_best < th)), len(own_best), int(np.sum(guest_best >= th)), len(guest_best)]
+
+
+def load_clips_npz(path, names):
+    """{clip name: raw embeddings} from an evaluate_e1-style ragged cache (emb + offsets) of a keyword folder's
+    clips in sorted name order (e1_eval_real_WORD.npz, or household_conditions' renderings of the same clips)."""
+    if not os.path.exists(path):
+        raise HotPhraseError(path, "missing")
+    z = np.load(path)
+    o = z["offsets"]
+    if len(o) - 1 != len(names):
+        raise HotPhraseError(path, f"holds {len(o) - 1} clips, the speakers file {len(names)}")
+    return {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(names))}
+
+
+def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions):
+    """Generic alone, personal alone (DTW at z_th) and fused, on the same enrollments, clips and test side.
+    heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (the enrolled
+    people's other clips rendered in noise or rooms; enrollment stays clean). Missed and heard are pooled over
+    the enrollments (each enrollment's own clips and guests, as per_word above)."""
+    names = sorted(clips)
+    col = {n: j for j, n in enumerate(names)}
+    idx = lambda ns: [col[n] for n in ns]  # noqa: E731
+    hours = test_sec / 3600
+    rep = {"z_threshold": z_th, "enrollments": len(enrollments), "test_side_hours": round(hours, 3), "heads": {}}
+
+    def outcomes(pbest, gbest, g_th, own_only=False):
+        """{detector: [own missed, own, guests heard, guests]} pooled over enrollments."""
+        tot = collections.defaultdict(lambda: [0, 0, 0, 0])
+        for r, m in enumerate(meta):
+            o, g = idx(m["own"]), ([] if own_only else idx(m["guests"]))
+            rows = {"personal": (pbest[r, o], pbest[r, g], z_th)}
+            if gbest is not None:
+                rows["generic"] = (gbest[o], gbest[g], g_th)
+                # fused: heard when either is; as one score, max of the two margins over their thresholds
+                fo = np.maximum(pbest[r, o] - z_th, gbest[o] - g_th)
+                fg = np.maximum(pbest[r, g] - z_th, gbest[g] - g_th)
+                rows["fused"] = (fo, fg, 0.0)
+            for k, (ob, gb, th) in rows.items():
+                tot[k] = [a + b for a, b in zip(tot[k], clip_outcomes(ob, gb, th))]
+        out = {}
+        for k, v in tot.items():
+            out[k] = {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1]}
+            if not own_only:
+                out[k].update({"guests_heard_pct": round(100 * v[2] / max(v[3], 1), 2), "guest_clips": v[3]})
+        return out
+
+    def best_over(clip_map):
+        cl = [clip_map[n] for n in names]
+        pbest = heard(enrollments, cl, scorers, "dtw")
+        gbest = {h[0]: np.array([generic_series(h[1], h[2], c).max() if len(c) else -np.inf for c in cl])
+                 for h in heads}
+        return pbest, gbest
+
+    # the test side: personal z once per stream, each head's scores beside it
+    fa_personal = np.zeros(len(enrollments))
+    fa_generic = {h[0]: 0 for h in heads}
+    fa_fused = {h[0]: np.zeros(len(enrollments)) for h in heads}
+    for raw in test_streams:
+        raw = np.asarray(raw, np.float32)
+        if not len(raw):
+            continue
+        z = personal(enrollments, raw, scorers, "dtw")
+        z = np.where(np.isfinite(z), z, -np.inf)
+        fa_personal += [count_wakes(r, z_th) for r in z]
+        for name, head, arrays, g_th in heads:
+            g = generic_series(head, arrays, raw)
+            fa_generic[name] += count_wakes(g, g_th)
+            fa_fused[name] += [count_wakes(fused_fires(r, z_th, g, g_th), 0.5) for r in z]
+    pbest, gbest = best_over(clips)
+    rep["personal"] = outcomes(pbest, None, None)["personal"]
+    rep["personal"].update({"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3),
+                            "test_fa_per_hour_worst_enrollment": round(float(fa_personal.max()) / hours, 3)})
+    cond_best = {c: best_over({n: cm[n] for n in names}) for c, cm in conditions.items()}
+    rep["conditions"] = {c: {"personal": outcomes(pb, None, None, own_only=True)["personal"]}
+                         for c, (pb, _) in cond_best.items()}
+    for name, head, arrays, g_th in heads:
+        o = outcomes(pbest, gbest[name], g_th)
+        o["generic"]["test_fa_per_hour"] = round(fa_generic[name] / hours, 3)
+        o["fused"].update({"test_fa_per_hour_mean": round(float(fa_fused[name].mean()) / hours, 3),
+                           "test_fa_per_hour_worst_enrollment": round(float(fa_fused[name].max()) / hours, 3)})
+        rep["heads"][name] = {"threshold": g_th, "generic": o["generic"], "fused": o["fused"]}
+        for c, (pb, gb) in cond_best.items():
+            oc = outcomes(pb, gb[name], g_th, own_only=True)
+            rep["conditions"][c][name] = {"generic": oc["generic"], "fused": oc["fused"]}
+    print(f"{word} fused", json.dumps(rep), flush=True)
+    return rep
+
+
 def heard(enrollments, clips, scorers, kind):
     """[E, C] the best personal z over each clip."""
     return np.stack([personal(enrollments, np.asarray(c, np.float32), scorers, kind).max(axis=1) for c in clips],
@@ -272,6 +401,15 @@ def main(argv=None):
     ap.add_argument("--clips-dir", default=None,
                     help="evaluate_e1's cache folder: a keyword's test clips from its e1_eval_real_WORD.npz (each "
                          "clip after 2 s of held-out fan noise) instead of embedding them here")
+    ap.add_argument("--scorers", nargs="+", choices=("dtw", "cos", "white"), default=["dtw", "cos", "white"])
+    ap.add_argument("--bank-z", action="store_true",
+                    help="score at the bank's shipped z_threshold (its header) instead of choosing one here")
+    ap.add_argument("--generic", nargs="+", default=[], metavar="HEAD_DIR",
+                    help="recipe-e1 heads of the (one) keyword, each at its eval.json 0.5 FA/h threshold: generic "
+                         "alone, personal alone (DTW) and fused on the same clips and test side")
+    ap.add_argument("--condition", action="append", default=[], metavar="NAME=DIR",
+                    help="the enrolled people's other clips rendered in a condition (DIR/e1_eval_real_WORD.npz, "
+                         "from household_conditions): their misses, enrollment clean (needs --clips-dir)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     a = ap.parse_args(argv)
@@ -279,6 +417,23 @@ def main(argv=None):
         return merge(a.bank, a.merge)
     public = a.public or default_public_dir()
     header, _, mean, bank_segments = H.read_bank(a.bank)
+    if a.bank_z and "z_threshold" not in header:
+        raise HotPhraseError(a.bank, "--bank-z: the bank's header has no z_threshold")
+    if a.bank_z and a.write_threshold:
+        raise HotPhraseError("--bank-z", "scores at the bank's threshold; it cannot also write one")
+    if a.condition and not a.clips_dir:
+        raise HotPhraseError("--condition", "needs --clips-dir (the clean clips the conditions are renderings of)")
+    conditions_dirs = {}
+    for c in a.condition:
+        name, sep, folder = c.partition("=")
+        if not sep or not name or not folder:
+            raise HotPhraseError(c, "--condition wants NAME=DIR")
+        conditions_dirs[name] = folder
+    heads = []
+    for d in a.generic:
+        from . import embedding as E
+        head, arrays = E.load_head(d)
+        heads.append((os.path.basename(os.path.normpath(d)), head, arrays, generic_threshold(d)))
     if not a.speakers:
         raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
     emb = Embedder()
@@ -315,6 +470,8 @@ def main(argv=None):
         return
     with open(a.speakers) as f:
         spk = json.load(f)["keywords"]
+    if (heads or conditions_dirs) and len(spk) != 1:
+        raise HotPhraseError(a.speakers, f"--generic and --condition need one keyword's speakers, not {sorted(spk)}")
     rng = np.random.default_rng(a.seed)
     enrollments, meta, clip_embs, rejected = [], [], {}, collections.Counter()
     for word in sorted(spk):
@@ -324,12 +481,7 @@ def main(argv=None):
         names_all = sorted(spk[word])[:10 * a.limit or None]
         cached_clips = None
         if a.clips_dir:
-            z = np.load(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"))
-            o = z["offsets"]
-            if len(o) - 1 != len(spk[word]):
-                raise HotPhraseError(a.clips_dir, f"e1_eval_real_{word}.npz holds {len(o) - 1} clips, "
-                                                  f"{folder} {len(spk[word])}")
-            cached_clips = {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(spk[word]))}
+            cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word])
         for n in names_all:
             x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
             audio[n] = x
@@ -377,10 +529,13 @@ def main(argv=None):
               "speakers_enrolled": len({(m["word"], m["speaker"]) for m in meta}), "draws": a.draws,
               "takes_rejected": dict(rejected), "scorers": {}}
     words = sorted({m["word"] for m in meta})
-    for kind in ("dtw", "cos", "white"):
+    for kind in a.scorers:
         zt = z_series(enrollments, thr_streams, scorers, kind)
-        z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]], thr_sec / 3600)[0]
-                   for w in words}
+        if a.bank_z and kind == "dtw":
+            z_alone = {w: float(header["z_threshold"]) for w in words}
+        else:
+            z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]],
+                                           thr_sec / 3600)[0] for w in words}
         z_th = max(z_alone.values())
         fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (thr_sec / 3600)
         fa_test = np.zeros(len(enrollments))
@@ -417,6 +572,16 @@ def main(argv=None):
              "per_word": per_word}
         report["scorers"][kind] = r
         print(kind, json.dumps(r), flush=True)
+    if heads or conditions_dirs:
+        if "dtw" not in a.scorers:
+            raise HotPhraseError("--scorers", "--generic and --condition compare against DTW: include dtw")
+        word = words[0]
+        z_th = report["scorers"]["dtw"]["z_threshold"]
+        conds = {c: load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
+                 for c, d in conditions_dirs.items()}
+        clips = {n: e for (w, n), e in clip_embs.items() if w == word}
+        report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
+                                       test_streams, test_sec, z_th, heads, conds)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

@@ -2,7 +2,7 @@
 thresholds: how often a model would wake in a home where people only talk.
 
   python -m hotphrase.real_wakes MODEL --swift-bin BIN [--threshold T ...] [--set NAME=DIR ...]
-                                 [--real-speech all|eval|train|none] [--json FILE]
+                                 [--real-speech all|eval|train|none] [--json FILE] [--household DIR [--bank FILE]]
 
 Each set's recordings (16 kHz mono WAV or FLAC, found recursively under DIR and sorted by path) are joined into one
 long recording with 0.5 s of silence between them, so that a wake cannot straddle two speakers without the
@@ -13,9 +13,15 @@ eval`, the default, for a model trained on the training speakers; `all` for a mo
 recipe v9; `none` for only the `--set` folders); `--set` adds others, for example `get_public_negatives`' folders.
 Each set is held in memory whole while it runs (about 0.5 GB per hour of audio).
 
+With `--household DIR` (a folder of household.json, made by `hound-speaker enroll WAV... --household DIR`) the
+detector is the fused one the speaker runs with that household (`hound-speaker hotphrase --household`,
+docs/household.md): the generic model at each --threshold, the enrolled templates at the bank's z_threshold for
+the configured sensitivity; every detection, whichever of the two woke it, is a false wake.
+
 Prints a table of false wakes (and per hour) for each set and threshold, and the hours; `--json` writes it too.
 Counts are small: no false wake in H hours bounds the rate only below about 3/H per hour (95 %).
 """
+import collections
 import json
 import os
 import subprocess
@@ -63,9 +69,36 @@ def real_speech_sets(split):
     return sets
 
 
-def detections(swift_bin, model, wav, threshold):
-    """`hound-speaker hotphrase WAV --json` at `threshold`: its detections, [{"time": s, "score": x}]."""
-    r = subprocess.run([swift_bin, "hotphrase", wav, "--model", model, "--threshold", repr(threshold), "--json"],
+def hotphrase_command(swift_bin, model, wav, threshold, household=None, bank=None):
+    """The `hound-speaker hotphrase` command line for one run."""
+    cmd = [swift_bin, "hotphrase", wav, "--model", model, "--threshold", repr(threshold), "--json"]
+    if household:
+        cmd += ["--household", household]
+        if bank:
+            cmd += ["--bank", bank]
+    elif bank:
+        raise HotPhraseError(bank, "--bank is for the household's detector: give --household too")
+    return cmd
+
+
+def household_file(folder):
+    """The household.json a --household folder must hold (the detector would otherwise run without templates)."""
+    path = os.path.join(folder, "household.json")
+    if not os.path.isfile(path):
+        raise HotPhraseError(folder, "no household.json here (hound-speaker enroll WAV... --household DIR)")
+    return path
+
+
+def woken_by(detection):
+    """"personal" or "generic": a template wake reports its z (at least the bank's z_threshold moved by the
+    sensitivity, above 1 at every sensitivity), a generic wake the model's probability (0 to 1); docs/household.md."""
+    return "personal" if detection["score"] > 1 else "generic"
+
+
+def detections(swift_bin, model, wav, threshold, household=None, bank=None):
+    """`hound-speaker hotphrase WAV --json` at `threshold` (with --household, the fused detector): its detections,
+    [{"time": s, "score": x}] (and "phrase" with a household)."""
+    r = subprocess.run(hotphrase_command(swift_bin, model, wav, threshold, household, bank),
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise HotPhraseError(swift_bin, f"hotphrase failed on {wav} (exit {r.returncode}): {r.stderr.strip()}")
@@ -81,7 +114,13 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[], metavar="NAME=DIR")
     ap.add_argument("--real-speech", choices=("all", "eval", "train", "none"), default="eval")
     ap.add_argument("--json")
+    ap.add_argument("--household", metavar="DIR", help="run the fused detector with this household (household.json)")
+    ap.add_argument("--bank", metavar="FILE", help="the negative bank, with --household (default: the installed one)")
     a = ap.parse_args(argv)
+    if a.bank and not a.household:
+        raise HotPhraseError(a.bank, "--bank is for the household's detector: give --household too")
+    if a.household:
+        household_file(a.household)
     thresholds = sorted(a.threshold or [0.99, 0.995, 0.999])
     sets = {} if a.real_speech == "none" else real_speech_sets(a.real_speech)
     for s in a.set:
@@ -89,7 +128,7 @@ def main(argv=None):
         if not sep or not name or not folder:
             raise HotPhraseError(s, "--set wants NAME=DIR")
         sets[name] = files_under(folder)
-    report = {"model": a.model, "thresholds": thresholds, "sets": {}}
+    report = {"model": a.model, "thresholds": thresholds, "household": a.household, "sets": {}}
     import soundfile
     with tempfile.TemporaryDirectory() as tmp:
         for name, paths in sets.items():
@@ -99,9 +138,11 @@ def main(argv=None):
             hours = len(audio) / SAMPLE_RATE / 3600
             row = {"recordings": len(paths), "hours": round(hours, 3), "false_wakes": {}, "examples": {}}
             for t in thresholds:
-                found = detections(a.swift_bin, a.model, wav, t)
+                found = detections(a.swift_bin, a.model, wav, t, a.household, a.bank)
                 row["false_wakes"][repr(t)] = len(found)
                 row["examples"][repr(t)] = [round(d["time"], 2) for d in found[:20]]
+                if a.household:
+                    row.setdefault("by_detector", {})[repr(t)] = dict(collections.Counter(map(woken_by, found)))
             report["sets"][name] = row
             print(f"{name}: {len(paths)} recordings, {hours:.2f} h, false wakes "
                   + ", ".join(f"{row['false_wakes'][repr(t)]} at {t}" for t in thresholds), flush=True)

@@ -14,6 +14,7 @@ from hotphrase.errors import HotPhraseError
 ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))
 DEMO = os.path.join(ROOT, "share", "demo", "ok-hound-what-time-is-it.wav")
 MODEL = os.path.join(ROOT, "share", "hotphrase", "ok-hound.hpm")
+BANK = os.path.join(ROOT, "share", "hotphrase", "negative-bank.hpm")
 
 
 def binary():
@@ -40,6 +41,33 @@ class Folders(unittest.TestCase):
             self.assertEqual([os.path.relpath(p, d) for p in R.files_under(d)], ["a.WAV", "b/1.wav", "b/2.flac"])
 
 
+class Household(unittest.TestCase):
+    def test_the_command_line(self):
+        base = ["bin", "hotphrase", "a.wav", "--model", "m.hpm", "--threshold", "0.626", "--json"]
+        self.assertEqual(R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626), base)
+        self.assertEqual(R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, "/h"), base + ["--household", "/h"])
+        self.assertEqual(R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, "/h", "b.hpm"),
+                         base + ["--household", "/h", "--bank", "b.hpm"])
+        with self.assertRaises(HotPhraseError) as e:
+            R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, None, "b.hpm")
+        self.assertIn("--household", str(e.exception))
+
+    def test_a_folder_without_household_json_is_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaises(HotPhraseError) as e:
+                R.household_file(d)
+            self.assertIn(d, str(e.exception))
+            self.assertIn("household.json", str(e.exception))
+            # main refuses it before running anything (no binary is needed to say so)
+            self.assertEqual(R.main(["m.hpm", "--swift-bin", "bin", "--real-speech", "none", "--household", d]), 1)
+            open(os.path.join(d, "household.json"), "w").close()
+            self.assertEqual(R.household_file(d), os.path.join(d, "household.json"))
+
+    def test_which_detector_woke(self):
+        self.assertEqual(R.woken_by({"time": 1.0, "score": 0.97, "phrase": "OK Hound"}), "generic")
+        self.assertEqual(R.woken_by({"time": 1.0, "score": 6.4, "phrase": "OK Hound"}), "personal")
+
+
 @unittest.skipUnless(importlib.util.find_spec("soundfile") and binary(), "needs soundfile and a built hound-speaker")
 class ThroughTheSwiftDetector(unittest.TestCase):
     def test_every_detection_counts_at_each_threshold(self):
@@ -60,6 +88,28 @@ class ThroughTheSwiftDetector(unittest.TestCase):
         seconds = 2 * (soundfile.info(DEMO).frames / 16000 + R.GAP_SECONDS)
         self.assertAlmostEqual(row["hours"], seconds / 3600, places=3)
         self.assertEqual(report["total_false_wakes"], {"0.6": 2, "0.99": 0})
+
+    def test_with_a_household_the_templates_wake_too(self):
+        # One take cut from the demo recording (its "OK Hound", 2.0-3.6 s) enrolled: over two copies of the demo at
+        # 0.99, which the generic model never reaches (above), the fused detector wakes twice, both by the template.
+        import soundfile
+        import subprocess
+        with tempfile.TemporaryDirectory() as d:
+            x, sr = soundfile.read(DEMO, dtype="int16")
+            soundfile.write(os.path.join(d, "take.wav"), x[int(2.0 * sr):int(3.6 * sr)], sr, subtype="PCM_16")
+            os.makedirs(os.path.join(d, "home"))
+            subprocess.run([binary(), "enroll", os.path.join(d, "take.wav"), "--household", os.path.join(d, "home"),
+                            "--model", MODEL, "--bank", BANK], check=True, capture_output=True)
+            os.makedirs(os.path.join(d, "set"))
+            for n in ("1.wav", "2.wav"):
+                shutil.copy(DEMO, os.path.join(d, "set", n))
+            out = os.path.join(d, "report.json")
+            self.assertEqual(R.main([MODEL, "--swift-bin", binary(), "--real-speech", "none", "--set",
+                                     f"demo={d}/set", "--threshold", "0.99", "--household", os.path.join(d, "home"),
+                                     "--bank", BANK, "--json", out]), 0)
+            report = json.load(open(out))
+        self.assertEqual(report["sets"]["demo"]["false_wakes"], {"0.99": 2})
+        self.assertEqual(report["sets"]["demo"]["by_detector"], {"0.99": {"personal": 2}})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,133 @@
+"""The real keyword clips in noise and in simulated rooms, for household_eval's --condition (issue #37, "Honest
+evaluation": the test side in noise at 0, 5 and 10 dB and in simulated rooms, enrollment clean).
+
+  python -m hotphrase.household_conditions WORKDIR OUT [--words WORD ...] [--snr 0 5 10] [--rirs ROOMS.npz]
+                                           [--room-snr 10] [--procs N]
+
+Each clip of a real keyword folder is rendered as evaluate_e1's clean set renders it (2 s before it, 0.3 s of
+digital silence after it; real_keyword_set) and embedded the same way, in sorted file order, into
+OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WORD.npz), where COND is
+  snrN        the clip dry, in held-out noise at N dB SNR over the whole rendering (the clip's active power over
+              the noise's mean power, augment.mix): the evaluation's four noise families, never trained on (fan,
+              street, plucked music, babble of held-out voices; heldout.banks), one per clip in turn
+  room        (with --rirs, from room_rirs) the clip through a room's impulse response, person to microphone:
+              the 12 rooms and distances (RT60 0.2-0.8 s, 1-3 m) one per clip in turn, aligned on the direct
+              path and scaled back to the dry clip's active power (a fixed gain: the level is not what is
+              measured), then before it held-out fan noise at its own noise floor as the clean set has
+  room-snrN   the room's rendering in held-out noise at N dB (--room-snr)
+Everything is drawn from seeds fixed per keyword and condition, so a rerun writes the same audio.
+"""
+import json
+import os
+import sys
+import zlib
+
+import numpy as np
+
+from . import augment as A
+from . import cli
+from . import dataset as D
+from . import e1data
+from . import heldout
+from .constants import SAMPLE_RATE as SR
+from .errors import HotPhraseError
+
+LEAD = int(heldout.REAL_LEAD_SECONDS * SR)
+TAIL = int(heldout.REAL_TAIL_SECONDS * SR)
+
+
+def reverberant(x, h, direct):
+    """The clip as the microphone hears it through h (aligned on the direct path at sample `direct`), len(x) +
+    TAIL samples (the room's tail runs into the silence after it), at the dry clip's active power."""
+    from scipy.signal import fftconvolve  # np.convolve is direct: minutes a keyword for the 0.8 s rooms
+    y = fftconvolve(x.astype(np.float64), h.astype(np.float64))[direct:direct + len(x) + TAIL]
+    y = np.pad(y, (0, len(x) + TAIL - len(y)))
+    return (y * np.sqrt(A.active_power(x) / A.active_power(y))).astype(np.float32)
+
+
+def render(x, tail, lead=None, noise=None, snr=None):
+    """LEAD samples, then x, then `tail` samples of digital silence. Without noise the LEAD samples are `lead`
+    (the clean set's held-out fan noise at the clip's floor); with it, they are silence and `noise` (at least as
+    long) is mixed over the whole rendering at `snr` dB over the clip's active power (augment.mix)."""
+    out = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32), np.zeros(tail, np.float32)])
+    if noise is None:
+        out[:LEAD] = lead
+    else:
+        out = A.mix(out, np.asarray(noise[:len(out)], np.float32), snr)
+    return np.clip(out, -1.0, 32767 / 32768).astype(np.float32)
+
+
+def floor_lead(rng, fan, x):
+    """The clean set's lead-in: held-out fan noise at the clip's own noise floor (its first 50 ms)."""
+    lead = A.crop(rng, fan, LEAD)
+    return lead * np.sqrt(np.mean(x[:800] ** 2) + 1e-10) / (np.sqrt(np.mean(lead ** 2)) + 1e-9)
+
+
+def read_rirs(path):
+    z = np.load(path)
+    meta = json.loads(str(z["meta"]))
+    if not meta:
+        raise HotPhraseError(path, "no rooms in it")
+    return [(m, z[m["key"]]) for m in meta]
+
+
+def conditions(snrs, rooms, room_snrs):
+    out = [f"snr{s:g}" for s in snrs]
+    if rooms:
+        out += ["room"] + [f"room-snr{s:g}" for s in room_snrs]
+    return out
+
+
+def condition_audio(word, cond, clips, banks, rooms):
+    """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn."""
+    rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
+    fan = banks.b["fan"]
+    kinds = list(banks.kinds)
+    audio, used = [], {}
+    for i, x in enumerate(clips):
+        snr = float(cond.rsplit("snr", 1)[1]) if "snr" in cond else None
+        if cond.startswith("room"):
+            m, h = rooms[i % len(rooms)]
+            x = reverberant(x, h, m["direct_path_samples"])
+            tail = 0
+            used[m["key"]] = used.get(m["key"], 0) + 1
+        else:
+            tail = TAIL
+        if snr is None:
+            audio.append(render(x, tail, lead=floor_lead(rng, fan, x)))
+        else:
+            kind = kinds[i % len(kinds)]
+            used[kind] = used.get(kind, 0) + 1
+            audio.append(render(x, tail, noise=A.crop(rng, banks.b[kind], LEAD + len(x) + tail), snr=snr))
+    return audio, used
+
+
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("workdir")
+    ap.add_argument("out")
+    ap.add_argument("--words", nargs="+", default=["computer", "jarvis", "snowboy", "view-glass"])
+    ap.add_argument("--snr", nargs="*", type=float, default=[0, 5, 10])
+    ap.add_argument("--rirs", help="room_rirs' output; without it, no room conditions")
+    ap.add_argument("--room-snr", nargs="*", type=float, default=[10])
+    ap.add_argument("--procs", type=int, default=2)
+    a = ap.parse_args(argv)
+    from .evaluate_e1 import embed_all, eval_banks
+    rooms = read_rirs(a.rirs) if a.rirs else []
+    _, banks, _ = eval_banks(a.workdir)
+    for word in a.words:
+        clips = D.real_clips(word, None)
+        for cond in conditions(a.snr, rooms, a.room_snr):
+            path = os.path.join(a.out, cond, f"e1_eval_real_{word}.npz")
+            if os.path.exists(path):
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            audio, used = condition_audio(word, cond, clips, banks, rooms)
+            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used))
+            os.replace(path + ".tmp.npz", path)
+            print(f"{path}: {len(audio)} clips ({used})", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
