@@ -13,9 +13,13 @@ config=/etc/hound-speaker/speaker.toml
 id="AAECAwQFBgcICQoLDA0ODw=="
 key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
 
+# Pauses are read's timeout on a pipe that never speaks, not sleep: under TCG on a loaded host starting a process
+# takes long enough to matter (a press held past the speaker's long press, a question played too late).
+exec {pause_fd}<> <(:)
+pause() { read -r -t "$1" -u "$pause_fd" || true; }
 wait_for() {  # wait_for SECONDS COMMAND...: polls COMMAND every 0.2 s until it succeeds
     local deadline=$((SECONDS + $1)); shift
-    until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $deadline ] || return 1; sleep 0.2; done
+    until "$@" >/dev/null 2>&1; do [ $SECONDS -lt $deadline ] || return 1; pause 0.2; done
 }
 # The speaker's journal entries since SINCE (seconds since the epoch) that match the given FIELD=VALUEs.
 events() { local since="$1"; shift; journalctl -q --since "@$since" -o export _SYSTEMD_UNIT=hound-speaker.service "$@"; }
@@ -123,10 +127,8 @@ sample_leds() {
     done
 }
 # The button: active low, pulled up by the speaker's request; pressed = the line pulled down.
-# Held 0.15 s by read's timeout, not by sleep: under TCG on a loaded host starting a process can take longer than
-# the speaker's long press, which a run once saw as a cancel.
-exec {press_pause}<> <(:)
-press() { echo pull-down > "$sim/sim_gpio0/pull"; read -r -t 0.15 -u "$press_pause" || true; echo pull-up > "$sim/sim_gpio0/pull"; }
+# Held 0.15 s by pause (above): a run once saw a press held by sleep as a long press, a cancel.
+press() { echo pull-down > "$sim/sim_gpio0/pull"; pause 0.15; echo pull-up > "$sim/sim_gpio0/pull"; }
 mic=plughw:CARD=Loopback,DEV=0,SUBDEV=0 speaker_out=plughw:CARD=Loopback,DEV=1,SUBDEV=1
 # What is played into the microphone takes the format the speaker opened it with (its capture side's hw_params):
 # snd-aloop stops a running capture whose playback side starts with another format.
