@@ -26,8 +26,9 @@ public struct TakeRecorder: Sendable {
     public let settings: Settings
     private var vad = VoiceActivityDetector()
     private var phase = Phase.waitingForQuiet(quietMS: 0)
-    /// The last second heard, before speech starts (the pre-roll comes from it).
-    private var ring: [Int16] = []
+    /// The last second heard, before speech starts (the pre-roll comes from it): the capture router's ring, so a
+    /// frame costs a copy of itself, not a shift of the whole second.
+    private var ring = PreRollRing(capacity: 1000 * TakeRecorder.rate)
     private var recorded: [Int16] = []
     private var elapsedMS = 0
     private static let rate = 16
@@ -47,8 +48,7 @@ public struct TakeRecorder: Sendable {
             phase = now >= settings.quietBeforeMS ? .armed : .waitingForQuiet(quietMS: now)
         case .armed:
             if speech {
-                recorded = Array(ring.suffix(settings.preRollMS * Self.rate)) + Array(frame)
-                ring = []
+                recorded = Array(heard().suffix(settings.preRollMS * Self.rate)) + Array(frame)
                 phase = .speaking(silenceMS: 0, speechMS: ms)
             } else {
                 keep(frame)
@@ -67,11 +67,16 @@ public struct TakeRecorder: Sendable {
         }
         guard elapsedMS >= settings.waitMS else { return nil }
         phase = .finished
-        return ring
+        return heard()
     }
 
-    private mutating func keep(_ frame: UnsafeBufferPointer<Int16>) {
-        ring.append(contentsOf: frame)
-        if ring.count > 1000 * Self.rate { ring.removeFirst(ring.count - 1000 * Self.rate) }
+    private mutating func keep(_ frame: UnsafeBufferPointer<Int16>) { ring.append(frame) }
+
+    /// The ring's samples, oldest first.
+    private func heard() -> [Int16] {
+        var out: [Int16] = []
+        out.reserveCapacity(ring.count)
+        ring.read { out.append(contentsOf: $0) }
+        return out
     }
 }
