@@ -135,6 +135,14 @@ public struct Household: Codable, Sendable, Equatable {
 
     /// The household in `path`, nil when there is none yet; a file that cannot be read or is damaged is an
     /// error naming it (never silently an empty household, which the next save would write over).
+    /// The household in `path` (empty when there is none) with its templates measured against `bank`: what an
+    /// enrollment adds to.
+    public static func loadMeasured(path: String, bank: NegativeBank) throws -> Household {
+        var household = try load(path: path) ?? Household()
+        _ = try household.remeasure(bank: bank)
+        return household
+    }
+
     public static func load(path: String) throws -> Household? {
         func fail(_ problem: String) -> HouseholdError { HouseholdError(file: "household file", path: path, problem: problem) }
         let bytes: [UInt8]

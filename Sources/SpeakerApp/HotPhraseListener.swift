@@ -319,11 +319,7 @@ extension HotPhraseListener: EnrollmentPort {
                 return done(.failure(.failed("\(error)")))
             }
             do {
-                var trial = try enrollLock.withLock { enrollTrial } ?? {
-                    var household = try Household.load(path: voices.path) ?? Household()
-                    _ = try household.remeasure(bank: voices.bank)
-                    return household
-                }()
+                var trial = try enrollLock.withLock { enrollTrial } ?? Household.loadMeasured(path: voices.path, bank: voices.bank)
                 // "Unlike the others" against this session's takes only: the household's earlier ones may be
                 // other people's. The session's takes are the last ones of the trial household.
                 let sessionStart = trial.templateCount(phrase) - enrollLock.withLock { enrollTakes.count }

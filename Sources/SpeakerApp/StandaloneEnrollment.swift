@@ -25,8 +25,7 @@ public enum StandaloneEnrollment {
                            config: SpeakerConfiguration, print: @escaping @Sendable (String) -> Void) async throws(CommandFailure) -> Bool {
         var household: Household
         do {
-            household = try Household.load(path: path) ?? Household()
-            _ = try household.remeasure(bank: bank)
+            household = try Household.loadMeasured(path: path, bank: bank)
             try household.check(dim: bank.dim)
         } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
         // This session's takes are compared with each other only (Household.add): the file's may be other people's.

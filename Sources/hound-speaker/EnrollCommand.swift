@@ -61,8 +61,7 @@ struct EnrollCommand: AsyncParsableCommand {
             let negatives: NegativeBank
             do { negatives = try NegativeBank.locate(bank) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
             var current: Household
-            do { current = try Household.load(path: path) ?? Household() } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
-            _ = try current.remeasure(bank: negatives)
+            do { current = try Household.loadMeasured(path: path, bank: negatives) } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
             let text = phrase ?? loaded.phrase
             if wavs.isEmpty {
                 guard try await StandaloneEnrollment.run(phrase: text, model: loaded, bank: negatives, household: path, config: config,
