@@ -236,8 +236,6 @@ private final class DeviceSession: @unchecked Sendable {
         snd_pcm_hw_params_malloc(&params)
         defer { snd_pcm_hw_params_free(params) }
         var rate = UInt32(settings.rate)
-        var period = snd_pcm_uframes_t(max(1, settings.rate / 100))
-        var buffer = period * 50
         func fail(_ what: String, _ code: Int32) -> AudioDeviceError {
             snd_pcm_close(handle)
             return .from(device: settings.device, operation: what, code: code)
@@ -258,8 +256,8 @@ private final class DeviceSession: @unchecked Sendable {
         // is captured (no added latency), and the capture thread may fall that far behind (a slow storage write, a
         // busy core, a hot-phrase step) before an overrun drops audio. With 80 ms the box lost the first question
         // of a press to five overruns (BENCHMARKS.md, "The Pi in a box").
-        period = snd_pcm_uframes_t(max(1, Int(rate) / 100))
-        buffer = period * 50
+        var period = snd_pcm_uframes_t(max(1, Int(rate) / 100))
+        var buffer = period * 50
         snd_pcm_hw_params_set_period_size_near(handle, params, &period, nil)
         snd_pcm_hw_params_set_buffer_size_near(handle, params, &buffer)
         rc = snd_pcm_hw_params(handle, params)
