@@ -3,6 +3,7 @@ import AudioCore
 import SpeakerApp
 import Audio
 import FoundationEssentials
+import JSONKit
 import Platform
 
 /// Runs the end-of-speech detector over a recording, as the speaker would while listening: for checking a
@@ -38,32 +39,16 @@ struct EndpointCommand: AsyncParsableCommand {
             let ended = decision.flatMap { $0 == .speechStarted ? nil : $0 }
             let time = Double(endpointer.elapsedMS) / 1000
             if json {
-                try printJSONLine(EndpointLine(decision: ended.map { "\($0)" }, time: time,
-                                               speechStarted: speechAt.map { Double($0) / 1000 },
-                                               lastSpeech: Double(endpointer.lastSpeechEndMS) / 1000))
+                // No decision and no speech are nulls (tools/bench/endpoint.py reads them).
+                printLine(JSONValue.asciiJSON(orderedMembers: [
+                    ("decision", ended.map { .string("\($0)") } ?? .null), ("time", .double(time)),
+                    ("speechStarted", speechAt.map { .double(Double($0) / 1000) } ?? .null),
+                    ("lastSpeech", .double(Double(endpointer.lastSpeechEndMS) / 1000))]))
             } else if let ended {
                 printLine("\(ended) at \(String(cFormat: "%.2f", time)) s (speech last heard at \(String(cFormat: "%.2f", Double(endpointer.lastSpeechEndMS) / 1000)) s)")
             } else {
                 printLine("no decision before the end of the recording (\(String(cFormat: "%.2f", audio.duration)) s)")
             }
         }
-    }
-}
-
-/// `endpoint --json`: no decision and no speech are JSON nulls (read by tools/bench/endpoint.py).
-struct EndpointLine: Encodable {
-    let decision: String?
-    let time: Double
-    let speechStarted: Double?
-    let lastSpeech: Double
-
-    enum CodingKeys: String, CodingKey { case decision, time, speechStarted, lastSpeech }
-
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(decision, forKey: .decision)
-        try c.encode(time, forKey: .time)
-        try c.encode(speechStarted, forKey: .speechStarted)
-        try c.encode(lastSpeech, forKey: .lastSpeech)
     }
 }

@@ -5,6 +5,7 @@ import Audio
 import FoundationEssentials
 import Platform
 import HotPhrase
+import JSONKit
 import SpeakerConfig
 
 /// `hound-speaker hotphrase WAV`: the speaker's own detector over a file, fed in 20 ms frames as the microphone
@@ -52,19 +53,17 @@ struct HotPhraseCommand: AsyncParsableCommand {
             let detector = HotPhraseDetector(model: loaded, threshold: chosen,
                                              refractorySeconds: config.hotphrase.refractorySeconds)
             var count = 0
-            var failure: (any Error)?
             audio.forEachFrame { frame in
                 detector.process(frame) { d in
                     count += 1
                     if json {
-                        do { try printJSONLine(DetectionLine(time: d.time, score: d.score, phrase: nil)) } catch { failure = error }
+                        printLine(detectionLine(time: d.time, score: d.score, phrase: nil))
                     } else {
                         printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(loaded.phrase)\"" + String(cFormat: "  score %.5f", d.score))
                     }
                 }
-                return failure == nil
+                return true
             }
-            if let failure { throw failure }
             if !json {
                 printError("\(count) detection\(count == 1 ? "" : "s") in "
                            + String(cFormat: "%.1f s of audio (threshold %.6f, ", audio.duration, chosen) + "model \(loaded.path))")
@@ -93,20 +92,18 @@ struct HotPhraseCommand: AsyncParsableCommand {
                                          refractorySeconds: config.hotphrase.refractorySeconds)
         } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
         var count = 0
-        var failure: (any Error)?
         audio.forEachFrame { frame in
             detector.process(frame) { d in
                 count += 1
                 if json {
-                    do { try printJSONLine(DetectionLine(time: d.time, score: d.score, phrase: d.phrase)) } catch { failure = error }
+                    printLine(detectionLine(time: d.time, score: d.score, phrase: d.phrase))
                 } else {
                     printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
                               + (d.personal ? " (z, enrolled voices)" : ""))
                 }
             }
-            return failure == nil
+            return true
         }
-        if let failure { throw failure }
         if !json {
             printError("\(count) detection\(count == 1 ? "" : "s") in " + String(cFormat: "%.1f s of audio (threshold %.6f, z %.2f, ", audio.duration,
                                                                                 chosen, detector.zThreshold)
@@ -115,23 +112,10 @@ struct HotPhraseCommand: AsyncParsableCommand {
     }
 }
 
-/// One `--json` line of `hotphrase`: the time to the millisecond, the score to six decimals, and the phrase only
-/// with a household (the generic model has one phrase).
-struct DetectionLine: Encodable {
-    let time: Double
-    let score: Double
-    let phrase: String?
-
-    init(time: Double, score: Double, phrase: String?) {
-        self.time = (time * 1000).rounded() / 1000
-        self.score = (score * 1_000_000).rounded() / 1_000_000
-        self.phrase = phrase
-    }
-}
-
-/// `value` as one line of JSON (keys sorted) on standard output.
-func printJSONLine(_ value: some Encodable) throws {
-    let encoder = JSONEncoder()
-    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-    printLine(String(decoding: try encoder.encode(value), as: UTF8.self))
+/// One `--json` line of `hotphrase`, in JSONKit's writer: the time to the millisecond, the score to six decimals,
+/// and the phrase only with a household (the generic model has one phrase).
+func detectionLine(time: Double, score: Double, phrase: String?) -> String {
+    JSONValue.asciiJSON(orderedMembers: [("time", .double((time * 1000).rounded() / 1000)),
+                                         ("score", .double((score * 1_000_000).rounded() / 1_000_000))]
+                        + (phrase.map { [("phrase", JSONValue.string($0))] } ?? []))
 }
