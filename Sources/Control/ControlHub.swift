@@ -27,11 +27,14 @@ extension SpeakerLoop: ControlledSpeaker {}
 public struct HouseholdSummary: Sendable, Equatable {
     public struct Phrase: Sendable, Equatable {
         public var text: String
-        /// When each take was added (ISO 8601), oldest first.
+        /// When each enrolled take was added (ISO 8601), oldest first.
         public var takes: [String]
-        public init(text: String, takes: [String]) {
+        /// Templates learned from answered wakes (Household.learn), beside the takes.
+        public var learned: Int
+        public init(text: String, takes: [String], learned: Int = 0) {
             self.text = text
             self.takes = takes
+            self.learned = learned
         }
     }
 
@@ -49,7 +52,8 @@ public struct HouseholdSummary: Sendable, Equatable {
     public func json(withTakes: Bool = false) -> JSONValue {
         .object([
             "phrases": .array(phrases.map { p in
-                var o: [String: JSONValue] = ["text": .string(p.text), "takes": .int(Int64(p.takes.count))]
+                var o: [String: JSONValue] = ["text": .string(p.text), "takes": .int(Int64(p.takes.count)),
+                                              "learned": .int(Int64(p.learned))]
                 if withTakes { o["added"] = .array(p.takes.map { .string($0) }) }
                 return .object(o)
             }),

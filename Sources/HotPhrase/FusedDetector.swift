@@ -71,6 +71,8 @@ public final class FusedDetector {
     private var rawCount = 0
     private let wakeRaw: UnsafeMutablePointer<Float>
     private var wakeCount = 0
+    /// The phrase of the latest wake (nil before the first): what an answered wake teaches (Household.learn).
+    public private(set) var phraseAtLastWake: String?
 
     /// `threshold` nil uses the model's own; `zThreshold` nil the bank's at sensitivity 0.5. Throws if the
     /// household has templates and the model has no embedding, or the embeddings' sizes disagree.
@@ -148,8 +150,10 @@ public final class FusedDetector {
         (0..<wakeCount).map { k in Array(UnsafeBufferPointer(start: wakeRaw + k * dim, count: dim)) }
     }
 
-    /// Copies the raw ring, oldest first, to `wakeRaw` (no allocation: it runs on the capture thread).
-    private func keepWakeFrames() {
+    /// Copies the raw ring, oldest first, to `wakeRaw` (no allocation: it runs on the capture thread; the phrase
+    /// is one of the detector's own strings).
+    private func keepWakeFrames(_ phrase: String) {
+        phraseAtLastWake = phrase
         let size = Enrollment.maxFrames
         for k in 0..<rawCount {
             let slot = ((rawNext - rawCount + k) % size + size) % size
@@ -195,7 +199,7 @@ public final class FusedDetector {
             let sample = Int((d.time * rate).rounded())
             guard sample >= deafUntil, !nearNegative(score: d.score) else { return }
             deafUntil = sample + refractorySamples
-            keepWakeFrames()
+            keepWakeFrames(model.phrase)
             onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false, stop: false))
         })
     }
@@ -232,7 +236,7 @@ public final class FusedDetector {
         deafUntil = sample + refractorySamples
         let stop = phrases[wake.phrase].isStop
         // A stop is no wake: the frames kept for a false wake stay those of the last wake.
-        if !stop { keepWakeFrames() }
+        if !stop { keepWakeFrames(phrases[wake.phrase].text) }
         onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true, stop: stop))
     }
 

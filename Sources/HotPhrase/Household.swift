@@ -18,9 +18,13 @@ public struct Household: Codable, Sendable, Equatable {
         public var added: Date
         /// The bank mu and sd were measured against.
         public var bankSHA256: String
+        /// True when an answered wake taught it (`learn`), absent or nil for an enrolled take.
+        public var learned: Bool?
+
+        public var isLearned: Bool { learned == true }
 
         enum CodingKeys: String, CodingKey {
-            case embeddings, mu, sd, added
+            case embeddings, mu, sd, added, learned
             case bankSHA256 = "bank_sha256"
         }
     }
@@ -42,6 +46,9 @@ public struct Household: Codable, Sendable, Equatable {
 
     /// The newest household negatives kept.
     public static let negativesKept = 64
+    /// The newest templates learned from answered wakes kept per phrase, beside its enrolled takes (which are
+    /// never replaced by them).
+    public static let learnedKept = 4
     public static let fileName = "household.json"
 
     public init() {}
@@ -111,6 +118,62 @@ public struct Household: Codable, Sendable, Equatable {
         let longest = phrases.flatMap(\.templates).map(\.embeddings.count).max() ?? Enrollment.maxFrames
         negatives.append(Negative(embeddings: Array(frames.suffix(min(Enrollment.maxFrames, longest))), added: now))
         if negatives.count > Self.negativesKept { negatives.removeFirst(negatives.count - Self.negativesKept) }
+    }
+
+    /// Why `learn` kept nothing.
+    public enum NotLearned: Error, Equatable, CustomStringConvertible {
+        /// The phrase has no enrolled takes: the household learns only phrases a person taught it.
+        case notEnrolled
+        /// The phrase's templates did not hear it in the wake's frames themselves (the generic model woke alone).
+        case templatesDidNotHear(z: Double, needed: Double)
+        /// The part of the frames that matched is too short or too long for a template.
+        case matchSize(frames: Int)
+
+        public var description: String {
+            switch self {
+            case .notEnrolled: "the phrase has no enrolled takes"
+            case .templatesDidNotHear(let z, let needed):
+                "its templates did not hear it (best z \((z * 100).rounded() / 100), needed \((needed * 100).rounded() / 100))"
+            case .matchSize(let frames): "the match is \(frames) frames (a template is \(Enrollment.minFrames) to \(Enrollment.maxFrames))"
+            }
+        }
+    }
+
+    /// Strengthens the enrollment of `text` with an answered wake (docs/household.md, "Answered wakes"): `frames`
+    /// are the raw embedding frames heard up to the wake. The phrase's templates are run over them; where the best
+    /// z reaches `zThreshold`, the frames its path covered become a learned template (measured against `bank`),
+    /// and the phrase keeps its newest `learnedKept` learned templates. Returns the frames kept.
+    @discardableResult
+    public mutating func learn(from frames: [[Float]], phrase text: String, bank: NegativeBank, zThreshold: Double,
+                               now: Date = Date()) throws -> Int {
+        try check(dim: bank.dim)
+        guard frames.allSatisfy({ $0.count == bank.dim }) else {
+            throw HouseholdError(file: "answered wake", path: "", problem: "has frames that are not \(bank.dim) numbers each")
+        }
+        guard let p = phrases.firstIndex(where: { Self.same($0.text, text) }),
+              phrases[p].templates.contains(where: { !$0.isLearned }) else { throw NotLearned.notEnrolled }
+        let normalised = bank.normalised(frames)
+        var best = (z: -Double.infinity, start: 0, end: 0)
+        for template in phrases[p].templates {
+            let dtw = SubsequenceDTW(template: bank.normalised(template.embeddings), dim: bank.dim)
+            normalised.withUnsafeBufferPointer { f in
+                for k in 0..<frames.count {
+                    let z = Self.z(score: dtw.push(f.baseAddress! + k * bank.dim), mu: template.mu, sd: template.sd)
+                    if z > best.z { best = (z, dtw.lastStart, k) }
+                }
+            }
+        }
+        guard best.z >= zThreshold else { throw NotLearned.templatesDidNotHear(z: best.z, needed: zThreshold) }
+        let cut = Array(frames[best.start...best.end])
+        guard (Enrollment.minFrames...Enrollment.maxFrames).contains(cut.count) else { throw NotLearned.matchSize(frames: cut.count) }
+        let (mu, sd) = try bank.measure(template: cut)
+        phrases[p].templates.append(Template(embeddings: cut, mu: mu, sd: sd, added: now, bankSHA256: bank.sha256, learned: true))
+        let learned = phrases[p].templates.indices.filter { phrases[p].templates[$0].isLearned }
+        if learned.count > Self.learnedKept {
+            let drop = Set(learned.prefix(learned.count - Self.learnedKept))
+            phrases[p].templates = phrases[p].templates.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
+        }
+        return cut.count
     }
 
     /// `z_T = (mu_T - score) / max(sd_T, 1e-6)`; -inf where no path exists yet.

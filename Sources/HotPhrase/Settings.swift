@@ -16,6 +16,9 @@ public struct HotPhraseSettings: Sendable, Equatable {
     /// The folder of the household's enrolled voices (household.json, docs/household.md); "" is the state
     /// directory (ConfigLoader fills it in).
     public var household = ""
+    /// Whether a wake whose question was answered, and which the household's templates heard themselves, is kept
+    /// as a learned template (the newest four per phrase; docs/household.md, "Answered wakes").
+    public var learnFromAnswers = true
 
     public init(enabled: Bool = true, model: String = "", sensitivity: Double = 0.5, refractoryMS: Int = 2000) {
         self.enabled = enabled

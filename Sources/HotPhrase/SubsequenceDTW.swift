@@ -2,7 +2,8 @@
 /// free start anywhere in the stream, each template frame visited exactly once, the stream either one frame per
 /// template frame, one skipped (the person slower), or two template frames on one (the person faster). Frames
 /// are already centred and unit length, so the distance is `1 - a . b`. Holds the columns for t-1 and t-2 only;
-/// nothing is allocated per frame.
+/// nothing is allocated per frame. Each cell also carries the stream frame its best path started on, so that a
+/// match can be cut out of the stream (`lastStart`: what an answered wake teaches the household, docs/household.md).
 final class SubsequenceDTW {
     /// Template frames, L.
     let length: Int
@@ -14,6 +15,15 @@ final class SubsequenceDTW {
     private var current: UnsafeMutablePointer<Float>
     private var previous: UnsafeMutablePointer<Float>
     private var beforePrevious: UnsafeMutablePointer<Float>
+    /// The stream frame (from the last reset) each of those cells' best path started on.
+    private var currentStart: UnsafeMutablePointer<Int>
+    private var previousStart: UnsafeMutablePointer<Int>
+    private var beforePreviousStart: UnsafeMutablePointer<Int>
+    /// Stream frames pushed since the last reset.
+    private(set) var frames = 0
+    /// The stream frame on which the best path ending at the template's last frame on the newest frame began
+    /// (meaningful once `push` has returned a finite score).
+    private(set) var lastStart = 0
 
     /// `template`: L rows of `dim` normalised numbers.
     init(template: [Float], dim: Int) {
@@ -30,6 +40,12 @@ final class SubsequenceDTW {
         current.initialize(repeating: .infinity, count: length)
         previous.initialize(repeating: .infinity, count: length)
         beforePrevious.initialize(repeating: .infinity, count: length)
+        currentStart = .allocate(capacity: length)
+        previousStart = .allocate(capacity: length)
+        beforePreviousStart = .allocate(capacity: length)
+        currentStart.initialize(repeating: 0, count: length)
+        previousStart.initialize(repeating: 0, count: length)
+        beforePreviousStart.initialize(repeating: 0, count: length)
     }
 
     deinit {
@@ -38,12 +54,17 @@ final class SubsequenceDTW {
         current.deallocate()
         previous.deallocate()
         beforePrevious.deallocate()
+        currentStart.deallocate()
+        previousStart.deallocate()
+        beforePreviousStart.deallocate()
     }
 
     /// Forgets the stream: the next frame is t = 0.
     func reset() {
         previous.update(repeating: .infinity, count: length)
         beforePrevious.update(repeating: .infinity, count: length)
+        frames = 0
+        lastStart = 0
     }
 
     /// Takes stream frame t (dim normalised numbers); returns score_T(t), the mean distance of the best path
@@ -51,15 +72,24 @@ final class SubsequenceDTW {
     func push(_ x: UnsafePointer<Float>) -> Float {
         for i in 0..<length { cost[i] = 1 - dot(template + i * dim, x, dim) }
         current[0] = cost[0]
+        currentStart[0] = frames
         for i in 1..<max(1, length) {
-            var best = min(previous[i - 1], beforePrevious[i - 1])
-            if i >= 2 { best = min(best, previous[i - 2] + cost[i - 1]) }
+            // The same minimum as min(min(a, b), c), with the start of the path that gave it (first on ties).
+            var best = previous[i - 1], start = previousStart[i - 1]
+            if beforePrevious[i - 1] < best { best = beforePrevious[i - 1]; start = beforePreviousStart[i - 1] }
+            if i >= 2, previous[i - 2] + cost[i - 1] < best { best = previous[i - 2] + cost[i - 1]; start = previousStart[i - 2] }
             current[i] = cost[i] + best
+            currentStart[i] = start
         }
-        let newest = current
+        let newest = current, newestStart = currentStart
         current = beforePrevious
         beforePrevious = previous
         previous = newest
+        currentStart = beforePreviousStart
+        beforePreviousStart = previousStart
+        previousStart = newestStart
+        frames += 1
+        lastStart = newestStart[length - 1]
         return newest[length - 1] / Float(length)
     }
 }

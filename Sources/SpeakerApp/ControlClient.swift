@@ -91,7 +91,8 @@ public enum ControlClient {
         return lines
     }
 
-    /// What `ctl voices` (and `ctl forget`) print of the household: each phrase with its takes, one a line, its
+    /// What `ctl voices` (and `ctl forget`) print of the household: each phrase with its takes (and how many
+    /// templates answered wakes taught it), one a line, its
     /// false wakes, and whether the personal scorer runs.
     public static func voiceLines(_ reply: JSONValue) -> [String] {
         let household = reply["household"] ?? .null
@@ -99,7 +100,9 @@ public enum ControlClient {
         var lines = phrases.map { p in
             let added = (p["added"]?.arrayValue ?? []).compactMap(\.stringValue)
             let takes = p["takes"]?.int64Value ?? Int64(added.count)
+            let learned = p["learned"]?.int64Value ?? 0
             return "\"\(p["text"]?.stringValue ?? "?")\": \(takes) take\(takes == 1 ? "" : "s")" + (added.isEmpty ? "" : " (added \(added.joined(separator: ", ")))")
+                + (learned > 0 ? "; \(learned) learned from answered wakes" : "")
         }
         if lines.isEmpty { lines = ["no phrases enrolled (hound-speaker enroll)"] }
         let negatives = household["negatives"]?.int64Value ?? 0

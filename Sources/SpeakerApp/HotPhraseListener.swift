@@ -217,6 +217,27 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         change("a false wake kept as a household negative") { $0.addNegative(frames) }
     }
 
+    /// The latest wake's question was answered (SpeakerCore's `answeredWake`): where the household's templates
+    /// heard that wake's phrase themselves, the frames they matched become a learned template (Household.learn),
+    /// saved and applied at once on a thread of this listener's. Nothing without the household's detector, with
+    /// `[hotphrase] learn_from_answers` off, or for the stop phrase.
+    public func keepAnsweredWake() {
+        guard settings.learnFromAnswers, let voices else { return }
+        let (frames, phrase): ([[Float]], String?) = lock.withLock {
+            guard case .fused(let d) = detector else { return ([], nil) }
+            return (d.framesAtLastWake, d.phraseAtLastWake)
+        }
+        guard let phrase, !frames.isEmpty, !Household.isStopPhrase(phrase) else { return }
+        let zThreshold = zThreshold, logger = logger
+        change("an answered wake of \"\(phrase)\" learned", { household in
+            do {
+                try household.learn(from: frames, phrase: phrase, bank: voices.bank, zThreshold: zThreshold)
+            } catch let why as Household.NotLearned {
+                logger?.info("an answered wake of \"\(phrase)\" not learned: \(why)")
+            }
+        })
+    }
+
     /// Changes the household as its file holds it now (`enroll` may have written it since), saves it atomically
     /// (nothing changed: not written) and swaps in its detector, on a thread of its own; `done` gets the
     /// household as it now runs, or why not. `edit` nil: only read the file again.
@@ -231,15 +252,18 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
             changing.withLock {
                 do {
                     var next = try Household.load(path: voices.path) ?? Household()
+                    var changed = true
                     if let edit {
                         let before = next
                         try edit(&next)
-                        if next != before { try next.save(path: voices.path) }
+                        changed = next != before
+                        if changed { try next.save(path: voices.path) }
                     } else if try next.remeasure(bank: voices.bank) {
                         try next.save(path: voices.path)
                     }
                     install(next)
-                    logger?.notice("\(what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")")
+                    // An edit that changed nothing (an answered wake not learned) is not news.
+                    if changed { logger?.notice("\(what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")") }
                     done?(.success(next))
                 } catch {
                     let problem = error as? HouseholdError ?? HouseholdError(file: "household file", path: voices.path, problem: "\(error)")
@@ -265,7 +289,8 @@ extension HotPhraseListener: ControlledHousehold {
             if case .fused = detector { (running, true) } else { (running, false) }
         }
         return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
-            HouseholdSummary.Phrase(text: p.text, takes: p.templates.map { $0.added.formatted(.iso8601) })
+            HouseholdSummary.Phrase(text: p.text, takes: p.templates.filter { !$0.isLearned }.map { $0.added.formatted(.iso8601) },
+                                    learned: p.templates.count { $0.isLearned })
         }, negatives: household.negatives.count, personalActive: active)
     }
 

@@ -242,7 +242,7 @@ struct Reader {
         "serve": ["port", "transcript"],
         "control": ["listen", "token"],
         "screen": ["dim_after", "dim_level", "backlight"],
-        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms", "barge_in_sensitivity", "household"],
+        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms", "barge_in_sensitivity", "household", "learn_from_answers"],
         "logging": ["level"],
         "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
                     "timers_file", "mute_file", "follow_up"],
@@ -431,6 +431,7 @@ struct Reader {
             if let v = try string(t, "hotphrase", "household") { config.hotphrase.household = v }
             if let v = try number(t, "hotphrase", "sensitivity", range: 0...1) { config.hotphrase.sensitivity = v }
             if let v = try number(t, "hotphrase", "barge_in_sensitivity", range: 0...1) { config.hotphrase.bargeInSensitivity = v }
+            if let v = try bool(t, "hotphrase", "learn_from_answers") { config.hotphrase.learnFromAnswers = v }
             try readIntegers(t, "hotphrase", into: &config.hotphrase, unit: " ms", [("refractory_ms", 0...10_000, \.refractoryMS)])
         }
         if let t = root["serve"]?.table {

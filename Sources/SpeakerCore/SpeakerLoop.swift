@@ -665,6 +665,8 @@ public final class SpeakerLoop: Sendable {
             let now = ports.clock.now
             guard let woke = state.withLock({ $0.lastWake }), FalseWake.kept(wake, sinceWake: now - woke) else { break }
             ports.hotPhrase?.keepFalseWake()
+        case .answeredWake:
+            ports.hotPhrase?.keepAnsweredWake()
         }
         return false
     }

@@ -328,6 +328,9 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// keeps it as one of the household's false wakes. It comes before the earcon that marks the end, whose sound
     /// resets the detector.
     case falseWake(FalseWake)
+    /// A hot-phrase wake's question was answered (Houndify heard words after the phrase): the detector may learn
+    /// that wake (`HotPhraseDetecting.keepAnsweredWake`).
+    case answeredWake
 }
 
 /// How a hot-phrase wake turned out false (issue #37, "The household's own false wakes").
@@ -720,6 +723,12 @@ public struct SpeakerMachine: Sendable {
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
+        // Words after the hot phrase: the wake was a person's, which the household's detector may learn from.
+        let heardWords = !answer.transcript.allSatisfy(\.isWhitespace)
+        return (wokenByHotPhrase && heardWords ? [.answeredWake] : []) + answering(answer)
+    }
+
+    private mutating func answering(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
         offline = false
         switch answer.action {
         case .timer(let action)?: return [.timer(action)] + say(.actionOutcome(answer.responses))

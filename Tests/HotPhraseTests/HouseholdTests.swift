@@ -96,13 +96,13 @@ extension SplitMix {
 
 /// The brute-force definition of the page's DTW: every assignment of a stream frame tau(i) to each template
 /// frame, tau(i) - tau(i-1) in {1, 2}, or 0 when i >= 2 and tau(i-1) - tau(i-2) == 1; the cheapest ending at t.
-func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) {
+func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], start: Int) {
     let length = cost.count
-    var best = Float.infinity, bestSteps: [Int] = []
+    var best = Float.infinity, bestSteps: [Int] = [], bestStart = -1
     func extend(_ taus: [Int], _ sum: Float) {
         let i = taus.count
         if i == length {
-            if taus.last == t, sum < best { best = sum; bestSteps = zip(taus.dropFirst(), taus).map { $0 - $1 } }
+            if taus.last == t, sum < best { best = sum; bestSteps = zip(taus.dropFirst(), taus).map { $0 - $1 }; bestStart = taus[0] }
             return
         }
         for step in [0, 1, 2] {
@@ -113,12 +113,13 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
         }
     }
     for start in 0...t { extend([start], cost[0][start]) }
-    return (best / Float(length), bestSteps)
+    return (best / Float(length), bestSteps, bestStart)
 }
 
 @Suite struct SubsequenceDTWTests {
     /// Random unit vectors: the streaming scorer equals the brute force at every t (+inf where no path reaches
-    /// the template's end yet), and the best paths over the cases use all three step kinds.
+    /// the template's end yet), its best path starts where the brute force's does, and the best paths over the
+    /// cases use all three step kinds.
     @Test func matchesTheBruteForceDefinition() {
         var rng = SplitMix(seed: 37)
         let dim = 4
@@ -136,11 +137,12 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
             let dtw = SubsequenceDTW(template: template.flatMap { $0 }, dim: dim)
             for t in 0..<frames {
                 let streamed = stream[t].withUnsafeBufferPointer { dtw.push($0.baseAddress!) }
-                let (expected, steps) = bruteForceDTW(cost: cost, end: t)
+                let (expected, steps, start) = bruteForceDTW(cost: cost, end: t)
                 if expected.isInfinite {
                     #expect(streamed.isInfinite, "L \(length) t \(t): \(streamed)")
                 } else {
                     #expect(abs(streamed - expected) < 1e-5, "L \(length) t \(t): \(streamed) vs \(expected)")
+                    #expect(dtw.lastStart == start, "L \(length) t \(t): path starts at \(dtw.lastStart), brute force \(start)")
                     kinds.formUnion(steps)
                 }
             }
@@ -280,6 +282,84 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int]) 
         // takes already checked in their session are added unchecked (nil)
         try household.add(kitchen, phrase: "hey kitchen", bank: bank, sessionStart: nil)
         #expect(household.templateCount("hey kitchen") == 3)
+    }
+
+    /// Answered wakes (docs/household.md, "Answered wakes"): the frames the templates matched in a wake they heard
+    /// become a learned template, cut out of the frames heard up to the wake by the DTW path's start; a wake the
+    /// templates did not hear, or of a phrase never enrolled, teaches nothing; the newest four learned templates
+    /// are kept beside the enrolled takes, which are never replaced; the flag survives a save, and a file
+    /// without it reads as enrolled takes.
+    @Test func anAnsweredWakeStrengthensTheEnrollment() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = Household()
+        for (voice, speed) in [("en-us", 160), ("en-us", 190), ("en-gb", 175)] {
+            try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen", voice: voice, speed: speed), model: model),
+                              phrase: "hey kitchen", bank: bank)
+        }
+        let again = try HouseholdFixtures.say("hey kitchen", voice: "en-us+f3", speed: 170)
+        let other = try HouseholdFixtures.say("please check the kettle", voice: "en-us+f3", speed: 170)
+        let zAgain = HouseholdFixtures.bestZ(household, "hey kitchen", over: again, bank: bank, model: model)
+        let zOther = HouseholdFixtures.bestZ(household, "hey kitchen", over: other, bank: bank, model: model)
+        let threshold = (zAgain + zOther) / 2
+
+        // the wake, as the speaker hears it: the fused detector keeps the frames up to it and its phrase
+        let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 1, zThreshold: threshold)
+        var woke: [WakeDetection] = []
+        again.withUnsafeBufferPointer { detector.process($0) { woke.append($0) } }
+        #expect(woke.count == 1 && detector.phraseAtLastWake == "hey kitchen", "\(woke)")
+        let heard = detector.framesAtLastWake
+        #expect(!heard.isEmpty)
+
+        var learning = household
+        let kept = try learning.learn(from: heard, phrase: "Hey Kitchen", bank: bank, zThreshold: threshold)
+        let templates = try #require(learning.phrase("hey kitchen")?.templates)
+        #expect(templates.count == 4 && templates.prefix(3).allSatisfy { !$0.isLearned } && templates[3].isLearned)
+        let learned = templates[3]
+        // a contiguous run of the frames heard, shorter than all of them (the wake's frames begin before the phrase)
+        #expect(learned.embeddings.count == kept && (Enrollment.minFrames...Enrollment.maxFrames).contains(kept))
+        #expect(kept < heard.count, "kept \(kept) of \(heard.count)")
+        let runs = (0...(heard.count - kept)).filter { Array(heard[$0..<($0 + kept)]) == learned.embeddings }
+        #expect(runs.count == 1, "the learned frames are not a run of the frames heard")
+        #expect(learned.bankSHA256 == bank.sha256 && learned.sd > 0)
+        // the learned template alone hears the utterance it came from, and not the other sentence
+        var alone = Household()
+        alone.phrases = [Household.Phrase(text: "hey kitchen", templates: [learned])]
+        #expect(HouseholdFixtures.bestZ(alone, "hey kitchen", over: again, bank: bank, model: model) >= threshold)
+        #expect(HouseholdFixtures.bestZ(alone, "hey kitchen", over: other, bank: bank, model: model) < threshold)
+
+        // what the templates did not hear, and a phrase never enrolled, teach nothing
+        let otherFrames = HouseholdFixtures.frames(other, model: model)
+        #expect { try learning.learn(from: Array(otherFrames.suffix(24)), phrase: "hey kitchen", bank: bank, zThreshold: threshold) } throws: { error in
+            guard case .templatesDidNotHear = error as? Household.NotLearned else { return false }
+            return "\(error)".contains("did not hear")
+        }
+        #expect(throws: Household.NotLearned.notEnrolled) { try learning.learn(from: heard, phrase: "OK Hound", bank: bank, zThreshold: threshold) }
+        #expect(learning.phrase("hey kitchen")?.templates.count == 4)
+
+        // bounded: the newest four learned, the three takes kept
+        for i in 1...5 {
+            try learning.learn(from: heard, phrase: "hey kitchen", bank: bank, zThreshold: threshold,
+                               now: Date(timeIntervalSince1970: 1_790_000_000 + Double(i)))
+        }
+        let bounded = try #require(learning.phrase("hey kitchen")?.templates)
+        #expect(bounded.count == 3 + Household.learnedKept && Household.learnedKept == 4)
+        #expect(bounded.prefix(3) == household.phrase("hey kitchen")?.templates.prefix(3))
+        #expect(bounded.suffix(4).map(\.added) == (2...5).map { Date(timeIntervalSince1970: 1_790_000_000 + Double($0)) })
+
+        // saved and read back with the flag; a file written before it existed reads as takes
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        try learning.save(path: "\(dir)/household.json")
+        // (dates are kept to the second, so the templates are compared by what they hold)
+        let loaded = try #require(try Household.load(path: "\(dir)/household.json")?.phrase("hey kitchen")?.templates)
+        #expect(loaded.map(\.isLearned) == bounded.map(\.isLearned) && loaded.map(\.embeddings) == bounded.map(\.embeddings))
+        let text = try String(contentsOfFile: "\(dir)/household.json", encoding: .utf8)
+        #expect(text.components(separatedBy: "\"learned\":true").count - 1 == 4)
+        try household.save(path: "\(dir)/household.json")
+        #expect(try !String(contentsOfFile: "\(dir)/household.json", encoding: .utf8).contains("learned"))
+        #expect(try Household.load(path: "\(dir)/household.json")?.phrase("hey kitchen")?.templates.contains { $0.isLearned } == false)
     }
 
     /// A household negative ending where the template matched best raises that template's threshold above

@@ -457,9 +457,13 @@ public final class FakeHotPhrase: HotPhraseDetecting {
     }
     public func reset() { state.withLock { $0.resets += 1 } }
     public func keepFalseWake() { kept.withLock { $0 += 1 } }
+    public func keepAnsweredWake() { answered.withLock { $0 += 1 } }
     private let kept = Mutex(0)
+    private let answered = Mutex(0)
     /// How many wakes the loop told it to keep as the household's false wakes.
     public var falseWakesKept: Int { kept.withLock { $0 } }
+    /// How many wakes the loop told it were answered (for the household to learn from).
+    public var answeredWakesKept: Int { answered.withLock { $0 } }
     public var resets: Int { state.withLock { $0.resets } }
     public var framesSeen: Int { state.withLock { $0.frames } }
     /// Frames heard while the speaker's own sound played (only with barge-in: otherwise none reach the detector).

@@ -3,6 +3,7 @@ import AudioCore
 import Control
 import Foundation
 import HotPhrase
+import JSONKit
 import SpeakerApp
 import SpeakerCore
 import Testing
@@ -89,6 +90,46 @@ import TestSupport
         #expect(forgotten == HouseholdSummary(phrases: [], negatives: 0, personalActive: false))
         #expect(try Household.load(path: path)?.phrases.isEmpty == true)
         #expect(hits(listener, stream) == 0)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+    }
+
+    /// An answered wake (the loop's `keepAnsweredWake`) that the templates heard becomes a learned template,
+    /// saved 0600 and counted in the summary beside the takes; with `learn_from_answers` off nothing is kept.
+    @Test func anAnsweredWakeIsLearnedUnlessTurnedOff() async throws {
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
+        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/household.json"
+        let source = HotPhraseListener.HouseholdSource(path: path, bank: bank)
+        let stream = try AudioFile.readMono(path: Self.fixtures + "/stream.wav", targetRate: 16_000).samples
+        var household = Household()
+        for k in 1...3 {
+            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
+            try household.add(try Enrollment.take(take, model: model), phrase: "OK Hound", bank: bank)
+        }
+        try household.save(path: path)
+
+        var off = HotPhraseSettings(sensitivity: 0)
+        off.learnFromAnswers = false
+        let quiet = HotPhraseListener(model: model, settings: off, echo: nil, household: source, logger: nil)
+        #expect(hits(quiet, stream) == 1)
+        quiet.keepAnsweredWake()
+        // a change that would have been made is on another thread: a reload after it reads the file as it is
+        guard case .success(let unchanged) = await quiet.apply(.reload) else { Issue.record("reload failed"); return }
+        #expect(unchanged.phrases.first?.learned == 0 && unchanged.phrases.first?.takes.count == 3)
+
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
+        listener.keepAnsweredWake()  // no wake yet: nothing to learn
+        #expect(hits(listener, stream) == 1)
+        listener.keepAnsweredWake()
+        #expect(eventually { listener.householdSummary.phrases.first?.learned == 1 })
+        #expect(listener.householdSummary.phrases.first?.takes.count == 3)
+        let saved = try #require(try Household.load(path: path)?.phrase("OK Hound")?.templates)
+        #expect(saved.map(\.isLearned) == [false, false, false, true])
+        #expect(listener.householdSummary.json()["phrases"]?[0]?["learned"]?.int64Value == 1)
+        #expect(hits(listener, stream) == 1)
         let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
         #expect(mode == 0o600)
     }

@@ -316,6 +316,35 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// Issue #37: a hot-phrase wake whose question Houndify heard words in is told to the detector as answered
+    /// (to learn from); one that heard no words, and a question started by the button, are not.
+    @Test func anAnsweredWakeIsToldToTheDetector() async throws {
+        let rig = await LoopRig(hotPhrase: true)
+        let detector = try #require(rig.hotPhrase)
+        func wake() async -> FakeSearchSession? {
+            let before = rig.search.sessions.count
+            let mark = rig.recorder.count
+            rig.microphone.feed(frames: 1, value: FakeHotPhrase.marker)
+            guard await rig.saw(.leds(.listening), after: mark), await rig.eventually({ rig.search.sessions.count > before }) else { return nil }
+            return rig.search.latest
+        }
+        var mark = rig.recorder.count
+        try #require(await wake()).send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(detector.answeredWakesKept == 1)
+        await rig.endSpeech()
+        mark = rig.recorder.count
+        try #require(await wake()).send(.answer(SpeakerAnswer(transcript: "  ", text: "")))
+        #expect(await rig.saw(.leds(.ready), after: mark))
+        #expect(detector.answeredWakesKept == 1)
+        #expect(detector.falseWakesKept == 1)
+        mark = rig.recorder.count
+        try #require(await rig.askQuestion()).send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(detector.answeredWakesKept == 1)
+        await rig.stop()
+    }
+
     @Test func theHotPhraseWakesItWithThePreRollAndIsNotHeardOverOurOwnSound() async throws {
         let rig = await LoopRig(hotPhrase: true)
         let detector = try #require(rig.hotPhrase)

@@ -411,6 +411,30 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(falseWakes(n.handle(.cancel)).isEmpty)
     }
 
+    /// Issue #37: an answered wake (Houndify heard words after the hot phrase, whatever the answer does) is said
+    /// once; a wake with no words, or any question the button started, is not.
+    @Test func onlyHotPhraseWakesWithWordsAreAnsweredWakes() {
+        func answered(_ effects: [SpeakerEffect]) -> Int { effects.filter { $0 == .answeredWake }.count }
+        func woken() -> SpeakerMachine {
+            var m = machine(in: .ready)
+            _ = m.handle(.hotPhrase)
+            return m
+        }
+        var m = woken()
+        let effects = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(answered(effects) == 1)
+        m = woken()
+        #expect(answered(m.handle(.answer(SpeakerAnswer(transcript: "set a timer for 5 minutes", text: "Done.",
+                                                         action: .timer(.set(seconds: 300, name: "")))))) == 1)
+        m = woken()
+        #expect(answered(m.handle(.answer(SpeakerAnswer(transcript: " ", text: "")))) == 0)
+        m = woken()
+        #expect(answered(m.handle(.noSpeech)) == 0)
+        var n = machine(in: .ready)
+        _ = n.handle(.talk)
+        #expect(answered(n.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))) == 0)
+    }
+
     @Test func aCancelCountsOnlyWithinTwoSecondsOfTheWake() {
         #expect(FalseWake.kept(.cancelled, sinceWake: .milliseconds(300)))
         #expect(FalseWake.kept(.cancelled, sinceWake: .seconds(2)))
