@@ -14,6 +14,7 @@ public enum BoardEvent: Sendable, Equatable, CustomStringConvertible {
         case .button(.released(let held)): "button released after \(Int(held / .milliseconds(1))) ms"
         case .button(.longPress): "button long press"
         case .button(.doublePress): "button double press"
+        case .button(.setupHold): "button held to the set-up hold"
         case .intent(let intent): "intent \(intent)"
         case .inputEnded: "button input ended"
         }

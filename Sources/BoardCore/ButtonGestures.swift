@@ -10,11 +10,14 @@ public struct ButtonGestures: Sendable {
         public var longPress: Duration = .seconds(1)
         /// A second press starting within this time after the first release is a double press.
         public var doublePressGap: Duration = .milliseconds(400)
+        /// Held this long (longer than `longPress`): the set-up hold, which starts "Teach it my voice" in tap mode.
+        public var setupHold: Duration = .seconds(5)
         public init(debounce: Duration = .milliseconds(30), longPress: Duration = .seconds(1),
-                    doublePressGap: Duration = .milliseconds(400)) {
+                    doublePressGap: Duration = .milliseconds(400), setupHold: Duration = .seconds(5)) {
             self.debounce = debounce
             self.longPress = longPress
             self.doublePressGap = doublePressGap
+            self.setupHold = setupHold
         }
     }
 
@@ -26,6 +29,8 @@ public struct ButtonGestures: Sendable {
         case longPress
         /// A press that follows a short press within `doublePressGap`.
         case doublePress
+        /// Still held `setupHold` after the press (sent once per press, after its long press).
+        case setupHold
     }
 
     public let settings: Settings
@@ -34,6 +39,7 @@ public struct ButtonGestures: Sendable {
     private var lockoutUntil: ContinuousClock.Instant?
     private var pressedAt: ContinuousClock.Instant?
     private var longPressSent = false
+    private var setupHoldSent = false
     private var lastShortReleaseAt: ContinuousClock.Instant?
     /// The current press completed a double press: its release must not arm another.
     private var pressIsSecondOfDouble = false
@@ -58,6 +64,10 @@ public struct ButtonGestures: Sendable {
             longPressSent = true
             events.append(.longPress)
         }
+        if isPressed, longPressSent, !setupHoldSent, let at = pressedAt, now >= at + settings.setupHold {
+            setupHoldSent = true
+            events.append(.setupHold)
+        }
         return events
     }
 
@@ -66,6 +76,7 @@ public struct ButtonGestures: Sendable {
         var deadlines: [ContinuousClock.Instant] = []
         if let until = lockoutUntil { deadlines.append(until) }
         if isPressed, !longPressSent, let at = pressedAt { deadlines.append(at + settings.longPress) }
+        if isPressed, !setupHoldSent, let at = pressedAt { deadlines.append(at + max(settings.setupHold, settings.longPress)) }
         return deadlines.min()
     }
 
@@ -76,6 +87,7 @@ public struct ButtonGestures: Sendable {
         if isPressed {
             pressedAt = now
             longPressSent = false
+            setupHoldSent = false
             var events: [Event] = [.pressed]
             pressIsSecondOfDouble = false
             if let released = lastShortReleaseAt, now - released <= settings.doublePressGap {
@@ -116,6 +128,10 @@ public enum TalkIntent: Sendable, Equatable {
     case cancel
     /// Double press.
     case doublePress
+    /// Tap mode: the button held on past the long press to the set-up hold (`[board] setup_hold_ms`): teach the
+    /// speaker the household's voice ("Teach it my voice", as `ctl enroll`). Hold mode has none: a long hold there
+    /// is a long question.
+    case teachVoice
     /// The mute switch (a line of its own) was moved: on is muted. Also its position when the board starts.
     case muteSwitch(on: Bool)
 }
@@ -138,6 +154,8 @@ public struct TalkIntentMapper: Sendable {
             guard mode == .tap else { return [] }
             cancelledThisPress = true
             return [.cancel]
+        case .setupHold:
+            return mode == .tap ? [.teachVoice] : []
         case .released:
             // After a long-press cancel, the release means nothing more.
             guard !cancelledThisPress else { return [] }

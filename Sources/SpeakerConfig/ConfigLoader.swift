@@ -248,7 +248,7 @@ struct Reader {
                     "timers_file", "mute_file", "follow_up"],
         "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
         "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low", "mute_switch", "mute_switch_active_low",
-                  "debounce_ms", "long_press_ms", "double_press_ms", "talk_mode"],
+                  "debounce_ms", "long_press_ms", "double_press_ms", "setup_hold_ms", "talk_mode"],
     ]
     /// What a board profile may set.
     static let profileTables: Set<String> = ["board", "audio"]
@@ -517,10 +517,14 @@ struct Reader {
         }
         if let v = try bool(t, b, "leds_active_low") { board.ledsActiveLow = v }
         for (key, range, path) in [("debounce_ms", 0...500, \ButtonGestures.Settings.debounce), ("long_press_ms", 200...10_000, \.longPress),
-                                   ("double_press_ms", 0...2_000, \.doublePressGap)] {
+                                   ("double_press_ms", 0...2_000, \.doublePressGap), ("setup_hold_ms", 2_000...30_000, \.setupHold)] {
             guard let v = try integer(t, b, key) else { continue }
             guard range.contains(v) else { throw error(b, key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
             board.gestures[keyPath: path] = .milliseconds(v)
+        }
+        if board.gestures.setupHold <= board.gestures.longPress {
+            let key = t["setup_hold_ms"] != nil ? "setup_hold_ms" : "long_press_ms"
+            throw error(b, key, "the set-up hold (setup_hold_ms, \(Int(board.gestures.setupHold / .milliseconds(1))) ms) must be longer than the long press (long_press_ms, \(Int(board.gestures.longPress / .milliseconds(1))) ms)")
         }
         if let v = try string(t, b, "talk_mode") { board.talkMode = try choice(v, b, "talk_mode") }
         if !board.led.isEmpty && t["leds"] == nil && t["led"] != nil { board.leds = [:] }

@@ -227,6 +227,9 @@ enum LoopInput: Sendable {
     /// `ctl enroll`: start a spoken enrollment of `phrase` (nil: the model's); `reply` gets its first progress or
     /// why it cannot start.
     case startEnrollment(phrase: String?, reply: CheckedContinuation<Result<EnrollmentProgress, DeviceProblem>, Never>)
+    /// The button's set-up hold (`TalkIntent.teachVoice`): an enrollment of the hot phrase, or the reason it
+    /// cannot start said aloud.
+    case enrollFromButton
     /// To enrollment `id`'s session (a prompt said, a verdict, a save).
     case enrollment(id: Int, EnrollmentInput)
     /// The take recorded for enrollment `id`.

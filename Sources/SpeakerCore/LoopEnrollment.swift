@@ -1,4 +1,5 @@
 import BoardCore
+import Logging
 import Synchronization
 
 /// A spoken enrollment in the loop (issue #37, `ctl enroll`): the loop runs an `EnrollmentSession` beside the
@@ -14,6 +15,9 @@ struct Enrolling {
 }
 
 extension SpeakerLoop {
+    /// Said when the button's set-up hold cannot start an enrollment (the log says why).
+    public static let cannotTeach = "I can't learn your voice right now."
+
     /// Starts a spoken enrollment of `phrase` (nil: the model's own): its first progress, or why it cannot start
     /// (the speaker busy, muted, without a microphone, or unable to learn voices).
     public func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem> {
@@ -29,6 +33,16 @@ extension SpeakerLoop {
         switch input {
         case .startEnrollment(let phrase, let reply):
             reply.resume(returning: startEnrollment(phrase, in: &group))
+        case .enrollFromButton:
+            // The person is at the speaker with no screen to read: why it cannot start is said, as a question's
+            // problems are (the long press before it has already ended whatever was going on).
+            if case .failure(let problem) = startEnrollment(nil, in: &group) {
+                logger.notice("set-up hold: no enrollment: \(problem.message)")
+                let words = Self.cannotTeach
+                tell(.speech(words))
+                let playback = ports.speech.speak(words, onFirstSample: {})
+                group.addTask { _ = await playback.ended() }
+            }
         case .enrollment(let id, let step):
             // The last words of a session that has ended are said: the hot phrase is listened for again.
             if step == .spoken, state.withLock({ $0.enrolling?.id != id }) { router.endEnrolling(id) }

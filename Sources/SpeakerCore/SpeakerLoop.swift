@@ -81,7 +81,7 @@ public struct SpeakerLoopSettings: Sendable {
 public final class SpeakerLoop: Sendable {
     let ports: SpeakerPorts
     private let settings: SpeakerLoopSettings
-    private let logger: Logger
+    let logger: Logger
     private let observers: [@Sendable (SpeakerActivity) -> Void]
     private let inputs: AsyncStream<LoopInput>
     let continuation: AsyncStream<LoopInput>.Continuation
@@ -250,6 +250,7 @@ public final class SpeakerLoop: Sendable {
                         case .endTalk: continuation.yield(.event(.endTalk))
                         case .cancel: continuation.yield(.event(.cancel))
                         case .doublePress: continuation.yield(.event(.toggleMute))
+                        case .teachVoice: continuation.yield(.enrollFromButton)
                         case .muteSwitch(let on): continuation.yield(.event(.setMuted(on)))
                         }
                     }
@@ -346,7 +347,7 @@ public final class SpeakerLoop: Sendable {
         case .retryTimersSave:
             saveTimers()
             return nil
-        case .startEnrollment, .enrollment, .takeRecorded:
+        case .startEnrollment, .enrollFromButton, .enrollment, .takeRecorded:
             return nil  // enrollmentInput's
         case .barrier(let waiting):
             waiting.resume()

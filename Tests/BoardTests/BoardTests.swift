@@ -38,8 +38,32 @@ struct ManualTime {
         #expect(g.nextDeadline == t.at(1000))
         #expect(g.tick(at: t.at(999)).isEmpty)
         #expect(g.tick(at: t.at(1000)) == [.longPress])
-        #expect(g.tick(at: t.at(5000)).isEmpty)
-        #expect(g.edge(pressed: false, at: t.at(5000)) == [.released(held: .seconds(5))])
+        #expect(g.tick(at: t.at(4000)).isEmpty)
+        #expect(g.edge(pressed: false, at: t.at(4000)) == [.released(held: .seconds(4))])
+    }
+
+    /// Held on past the long press to the set-up hold: one `setupHold`, after the long press; a release
+    /// before it, or a new press, has none.
+    @Test func theSetupHoldFiresOnceAfterTheLongPress() {
+        var g = ButtonGestures(settings: .init(longPress: .milliseconds(1000), setupHold: .milliseconds(5000)))
+        _ = g.edge(pressed: true, at: t.at(0))
+        _ = g.tick(at: t.at(30))
+        #expect(g.tick(at: t.at(1000)) == [.longPress])
+        #expect(g.nextDeadline == t.at(5000))
+        #expect(g.tick(at: t.at(4999)).isEmpty)
+        #expect(g.tick(at: t.at(5000)) == [.setupHold])
+        #expect(g.nextDeadline == nil)
+        #expect(g.tick(at: t.at(9000)).isEmpty)
+        #expect(g.edge(pressed: false, at: t.at(9000)) == [.released(held: .seconds(9))])
+        _ = g.tick(at: t.at(9030))
+        // a press released at 4 s: the long press only
+        _ = g.edge(pressed: true, at: t.at(10_000))
+        _ = g.tick(at: t.at(10_030))
+        #expect(g.tick(at: t.at(11_000)) == [.longPress])
+        #expect(g.edge(pressed: false, at: t.at(14_000)) == [.released(held: .seconds(4))])
+        #expect(g.nextDeadline == t.at(14_030))
+        #expect(g.tick(at: t.at(15_000)).isEmpty)
+        #expect(g.tick(at: t.at(20_000)).isEmpty)
     }
 
     @Test func doublePressWithinTheGap() {
@@ -83,6 +107,13 @@ struct ManualTime {
         #expect(run(.tap, [(true, 0), (false, 100), (true, 3000), (false, 3100)]) == [.press, .tapEnded, .press, .tapEnded])
         // A long press cancels, and its release adds nothing.
         #expect(run(.tap, [(true, 0), (false, 1500)], tickAt: [1000]) == [.press, .cancel])
+    }
+
+    /// The set-up hold teaches the voice in tap mode (after the long press's cancel, the release adding
+    /// nothing); in hold mode a long hold stays a long question.
+    @Test func theSetupHoldTeachesTheVoiceInTapModeOnly() {
+        #expect(run(.tap, [(true, 0), (false, 6000)], tickAt: [1000, 5000]) == [.press, .cancel, .teachVoice])
+        #expect(run(.hold, [(true, 0), (false, 6000)], tickAt: [1000, 5000]) == [.talk, .endTalk])
     }
 
     @Test func holdToTalk() {

@@ -61,6 +61,11 @@ let boardDirectory: String = {
         #expect(try loadError("[board]\nprofile = \"raspberry-toaster\"\n")?.problem.contains("known: aiy-voice-hat") == true)
         #expect(try loadError("[board]\ntalk_mode = \"push\"\n")?.description.contains(":2: [board] talk_mode: must be \"tap\" or \"hold\"") == true)
         #expect(try loadError("[board]\ndebounce_ms = 900\n")?.problem == "must be 0 to 500 ms, not 900")
+        #expect(try loadError("[board]\nsetup_hold_ms = 500\n")?.problem == "must be 2000 to 30000 ms, not 500")
+        // the set-up hold comes after the long press: the key written is named, the other's value too
+        #expect(try loadError("[board]\nlong_press_ms = 3000\nsetup_hold_ms = 2500\n")?.description
+            .contains(":3: [board] setup_hold_ms: the set-up hold (setup_hold_ms, 2500 ms) must be longer than the long press (long_press_ms, 3000 ms)") == true)
+        #expect(try loadError("[board]\nlong_press_ms = 6000\n")?.description.contains(":2: [board] long_press_ms: the set-up hold") == true)
         #expect(try loadError("[board]\nleds = { blinking = \"GPIO5\" }\n")?.problem.contains("unknown LED \"blinking\"") == true)
         #expect(try loadError("[board]\nbutton_active_low = \"yes\"\n")?.problem == "must be true or false, not string")
         #expect(try loadError("[board]\ndriver = \"spi\"\n")?.problem == "must be \"gpiod\" or \"simulated\", not \"spi\"")

@@ -118,6 +118,23 @@ import Testing
         await rig.stop()
     }
 
+    /// The button's set-up hold (`TalkIntent.teachVoice`) starts the enrollment of the hot phrase; where it
+    /// cannot start, the speaker says so (there is no screen to read) and stays ready.
+    @Test func theSetupHoldStartsItOrSaysWhyNot() async throws {
+        let speaker = await rig()
+        let mark = speaker.recorder.count
+        speaker.board.press(.teachVoice)
+        #expect(await progress(speaker, after: mark) { $0.phrase == "OK Hound" && $0.take == 1 })
+        #expect(await speaker.eventually { speaker.speech.spoken == ["Say OK Hound"] })
+        await speaker.stop()
+
+        let format1 = await rig(FakeEnrollment(unavailable: "this speaker cannot learn voices: the model is format 1"))
+        format1.board.press(.teachVoice)
+        #expect(await format1.eventually { format1.speech.spoken == [SpeakerLoop.cannotTeach] })
+        #expect(format1.loop.currentState == .ready && format1.loop.snapshot.enrollment == nil)
+        await format1.stop()
+    }
+
     @Test func itIsRefusedWhenTheSpeakerCannotRunIt() async throws {
         let busy = await rig()
         _ = try #require(await busy.askQuestion())
