@@ -1026,7 +1026,8 @@ def check(out, log, tol_db=0.5):
     for lp in labels:
         d = os.path.dirname(lp)
         rel = os.path.relpath(d, out)
-        L = json.load(open(lp))
+        with open(lp) as f:
+            L = json.load(f)
         msgs = []
         try:
             mic, _ = read_wav(os.path.join(d, "mic.wav"))

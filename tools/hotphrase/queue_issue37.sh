@@ -9,9 +9,10 @@
 #
 # Environment: HOTPHRASE_WORK (default tools/hotphrase/work), SEEDS (default "1 2 3"), KEYWORDS (default
 # "view-glass jarvis snowboy computer"), SWIFT_BIN (a built hound-speaker; default the
-# release build .build-release/release/hound-speaker: the debug build is far too slow for 10 h of audio).
-# Needs the venv (setup-venv.sh) and the five snapshots get_public_negatives reads (README.md, "Real negatives
-# from public recordings").
+# release build .build-release/release/hound-speaker: the debug build is far too slow for 10 h of audio),
+# HOTPHRASE_MIRRORS (the folder of the five snapshots get_public_negatives reads, as OWNER+NAME/repo; needed until
+# its step is done). Needs the venv (setup-venv.sh) and those snapshots (README.md, "Real negatives from public
+# recordings").
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
