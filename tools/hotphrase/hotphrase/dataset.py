@@ -34,7 +34,7 @@ def read_audio(path):
 def real_clips(word, half):
     """The real recordings of `word` in half 'train' or 'eval' (split by file name hash), or all (half=None).
     The folders name files by a random id, not by speaker, so they cannot be split by speaker: recipe e1 uses
-    none of them in training (train_e1.py)."""
+    none of them in training (train_format2.py)."""
     files = sorted(glob.glob(os.path.join(REAL, word, "*.wav")) + glob.glob(os.path.join(REAL, word, "*.flac")))
     if not files:
         raise HotPhraseError(os.path.join(REAL, word), "no real keyword recordings (.wav, .flac) here "

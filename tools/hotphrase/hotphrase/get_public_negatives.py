@@ -14,10 +14,11 @@ on them (README.md, "Real negatives from public recordings", has each source's l
                                                         that the contributors placed in the public domain
   cc0_music        1olegshev/clue-cards                 five CC0 lo-fi music tracks (OpenGameArt), about 11 minutes
 
-Each snapshot is read as a bare git directory (its HEAD tree), DIR/OWNER+NAME/repo (the layout the search tool's
-fetch makes); DIR is --mirrors, else $HOTPHRASE_MIRRORS, and is needed only for a source not made yet. Nothing is copied into the repository: the audio goes to
-WORKDIR/public/{train,eval}/SOURCE/SPEAKER/NAME.flac, 16 kHz mono, with WORKDIR/public/manifest-SOURCE.tsv
-(path, source, kind, speaker, group, split, seconds, licence); a source whose manifest exists is not made again.
+Each snapshot is read as a bare git directory (its HEAD tree), DIR/OWNER+NAME/repo (the layout the search tool's fetch
+makes); DIR is --mirrors, else $HOTPHRASE_MIRRORS, and is needed only for a source not made yet. Nothing is copied
+into the repository: the audio goes to WORKDIR/public/{train,eval}/SOURCE/SPEAKER/NAME.flac, 16 kHz mono, with
+WORKDIR/public/manifest-SOURCE.tsv (path, source, kind, speaker, group, split, seconds, licence); a source whose
+manifest exists is not made again.
 
 Split by speaker, never by file: a speaker is in train or in eval, never both. speechocean762's speakers are split
 by the very rule of hotphrase/dataset.py (real_speech), so speechocean762's evaluation speakers in

@@ -7,11 +7,12 @@ and saying a different sentence: the recording must be clearly closer to the exp
 tools/pi-box/run.sh runs it on the host (from tools/hotphrase, with Debian's python3-numpy and python3-scipy).
 Each WAV (16-bit PCM, any rate, mono or the first channel) is brought to 16 kHz, turned into log-mel frames by the
 hot-phrase tools' front end (frontend.py, the one Sources/HotPhrase computes), each band's mean taken out (the
-loopback's level and the output volume change the level, not the words), and aligned with the others by dynamic
-time warping (cosine distance between frames, the path's mean). Prints both distances; exits 0 when distance(HEARD, EXPECTED) < margin x distance(HEARD, OTHER), 1 when not, 2 on bad input.
-The margin: espeak-ng's "It's 5:17 AM." (quieter, with noise) against itself and "Turn on the kitchen lights." gave
-ratios of 0.29 to 0.36 over four times of day; the same recordings against a wrong time of the same form ("It's
-9:51 AM.") 0.62 to 0.77, so 0.5 tells the right answer from a wrong one of the same length and rhythm.
+loopback's level and the output volume change the level, not the words), and aligned with the others by dynamic time
+warping (cosine distance between frames, the path's mean). Prints both distances; exits 0 when distance(HEARD,
+EXPECTED) < margin x distance(HEARD, OTHER), 1 when not, 2 on bad input. The margin: espeak-ng's "It's 5:17 AM."
+(quieter, with noise) against itself and "Turn on the kitchen lights." gave ratios of 0.29 to 0.36 over four times of
+day; the same recordings against a wrong time of the same form ("It's 9:51 AM.") 0.62 to 0.77, so 0.5 tells the right
+answer from a wrong one of the same length and rhythm.
 """
 import argparse
 import sys
