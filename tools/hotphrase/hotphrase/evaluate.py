@@ -18,8 +18,8 @@ from .phrases import PHRASES
 FORMATS = {1: evaluate_format1, 2: evaluate_format2}
 
 
-@cli.command
-def main(argv=None):
+def parse(argv=None):
+    """(the arguments, the module of their format), each option at its format's default."""
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
@@ -28,7 +28,12 @@ def main(argv=None):
     ap.add_argument("--set-threshold", action="store_true",
                     help="write the 0.1 false-accepts-per-hour threshold into the model file (format 1) or head.json "
                          "(format 2) as its default")
-    a, mod = cli.parse_formats(ap, FORMATS, argv)
+    return cli.parse_formats(ap, FORMATS, argv)
+
+
+@cli.command
+def main(argv=None):
+    a, mod = parse(argv)
     mod.run(a)
 
 

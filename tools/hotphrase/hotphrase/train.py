@@ -20,8 +20,8 @@ from .phrases import PHRASES
 FORMATS = {1: train_format1, 2: train_format2}
 
 
-@cli.command
-def main(argv=None):
+def parse(argv=None):
+    """(the arguments, the module of their format), each option at its format's default."""
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("phrase", choices=sorted(PHRASES))
     ap.add_argument("workdir")
@@ -34,6 +34,12 @@ def main(argv=None):
     a, mod = cli.parse_formats(ap, FORMATS, argv)
     if a.format == 1:
         train_format1.check_seed(ap, a)
+    return a, mod
+
+
+@cli.command
+def main(argv=None):
+    a, mod = parse(argv)
     mod.run(a)
 
 

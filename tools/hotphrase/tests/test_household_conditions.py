@@ -1,7 +1,6 @@
 """household_conditions' renderings of the real clips: the clean set's layout, the SNR over the clip's active
 power, the room's alignment and level (with scipy, skipped without it), the condition names and the drawing."""
 import importlib.util
-import os
 import unittest
 
 import numpy as np
