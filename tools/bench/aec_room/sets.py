@@ -143,8 +143,9 @@ NOTICE = """Sources of this generated set (tools/bench/aec_room):
   by it), flite and festival (BSD-style licences) voices.
 - share/earcons/timer.wav: the project's own earcon (tools/make-earcons.sh).
 - realvg*/: clips of "view glass" from the Picovoice wake-word-benchmark repository, Copyright 2018 Picovoice Inc.,
-  licensed under the Apache License, Version 2.0 (../shared/data/real-keywords/LICENSE beside the repository). Modified here: cut to
-  the spoken part, convolved with simulated room impulse responses, rescaled and mixed with other audio.
+  licensed under the Apache License, Version 2.0 (../shared/data/real-keywords/LICENSE beside the repository).
+  Modified here: cut to the spoken part, convolved with simulated room impulse responses, rescaled and mixed with
+  other audio.
   Not "OK Hound"; do not train on them as positives (their README).
 - Room impulse responses: pyroomacoustics (MIT) image-source model.
 Nothing here is to be committed to the project.

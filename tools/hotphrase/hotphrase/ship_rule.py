@@ -9,10 +9,11 @@ the 10 h of real recordings (`hotphrase.real_wakes`) at the default sensitivity 
 hour.
 
 Reads WORKDIR/KEYWORD/ARM-sN/eval.json (`hotphrase.evaluate --format 2 --head`, the recipe check's "missed at 0.5
-FA/h", measure (a) of BENCHMARKS.md) for every seed N found, and for each --ok-hound head folder its head.json (the default
-threshold, `evaluate --format 2 --set-threshold`) and the real_wakes reports wakes-train.json and wakes-eval.json
-beside it (the recordings its training used, and those it did not; together the 10 h). Prints the comparison
-and the verdict for each "OK Hound" head; exit status 0 whether or not the rule is met (1 on unreadable input).
+FA/h", measure (a) of BENCHMARKS.md) for every seed N found, and for each --ok-hound head folder its head.json (the
+default threshold, `evaluate --format 2 --set-threshold`) and the real_wakes reports wakes-train.json and
+wakes-eval.json beside it (the recordings its training used, and those it did not; together the 10 h). Prints the
+comparison and the verdict for each "OK Hound" head; exit status 0 whether or not the rule is met (1 on unreadable
+input).
 """
 import glob
 import json

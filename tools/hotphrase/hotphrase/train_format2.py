@@ -2,9 +2,9 @@
 (hotphrase/embedding.py), trained from synthetic voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz
 (the contract with the Swift detector; export_embedding makes the format-2 model file of it).
 
-  python -m hotphrase.train --format 2 PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
-                                                   [--extra-negatives DIR ... [--extra-copies 2]]
-                                                   [--slow-share 0.3 [--slow-tempo 0.6 0.85]]
+  python -m hotphrase.train PHRASE WORKDIR --format 2 [--frames 16] [--hidden 128] [--steps 3000] [--seed 1]
+                            [--out DIR] [--extra-negatives DIR ... [--extra-copies 2]]
+                            [--slow-share 0.3 [--slow-tempo 0.6 0.85]]
 
 Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each set embedded once and cached:
   - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
