@@ -12,7 +12,7 @@ import Synchronization
 ///
 ///   swift run -c release hound-speaker-bench capture [minutes]
 ///   swift run -c release hound-speaker-bench speech [runs]
-///   swift run -c release hound-speaker-bench aec ROOMSET   (the echo canceller in tools/bench/aec_room.py's rooms)
+///   swift run -c release hound-speaker-bench aec ROOMSET   (the echo canceller in tools/bench/aec_room's rooms)
 @main
 struct Bench {
     static func main() async throws {

@@ -5,7 +5,7 @@ import Glibc
 import Synchronization
 import HotPhrase
 
-/// The echo canceller in a simulated room (issue #19): `tools/bench/aec_room.py` makes the rooms (the speaker's
+/// The echo canceller in a simulated room (issue #19): `tools/bench/aec_room` makes the rooms (the speaker's
 /// output as played, what the microphone heard, where each "OK Hound" is); this runs the speaker's own canceller
 /// (`Audio.EchoCanceller`, speexdsp) and hot-phrase detector over them, 20 ms at a time as the capture thread does,
 /// with the output's reference written ahead of the microphone as a device queue would have it.
@@ -50,7 +50,7 @@ enum EchoBench {
             }
         }
         guard !o.root.isEmpty, FileManager.default.fileExists(atPath: "\(o.root)/index.json") else {
-            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room.py) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
+            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
             return
         }
         print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")

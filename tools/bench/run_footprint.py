@@ -20,14 +20,16 @@ KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1N
 
 
 def cpu_seconds(pid):
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def status_kb(pid, key):
-    for line in open(f"/proc/{pid}/status"):
-        if line.startswith(key + ":"):
-            return int(line.split()[1])
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
     return 0
 
 
@@ -60,9 +62,10 @@ def main():
             subprocess.run(["sox", "share/demo/ok-hound-what-time-is-it.wav", f"{tmp}/room.wav", "-b", "16", "-e", "signed", "-t", "raw", f"{tmp}/mic.raw"], check=True)
         else:
             subprocess.run(["sox", f"{tmp}/q.wav", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", f"{tmp}/mic.raw", "pad", "0.3", "1"], check=True)
-        open(f"{tmp}/asoundrc", "w").write(
-            f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
-            f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
+        with open(f"{tmp}/asoundrc", "w") as f:
+            f.write(
+                f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
+                f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
         env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, 
                    ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board",
                    # A binary copied out of the tree finds the shipped files here.
@@ -70,17 +73,18 @@ def main():
         serve = subprocess.Popen([service, "--port", "0", "--config", "config/speaker.toml"], env=env,
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         url = serve.stdout.readline().strip().removeprefix("listening on ")
-        open(f"{tmp}/speaker.toml", "w").write(
-            f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n'
-            # The always-open microphone of the hot phrase reads the file PCM at a microphone's pace (auto).
-            f'input_pacing = "{"auto" if args.hotphrase else "none"}"\n'
-            f'echo_cancel = {"true" if args.echo_cancel else "false"}\n[board]\nprofile = "simulated"\n'
-            # The demo's sensitivity: this measures what listening costs, not accuracy, and the shipped model (v9)
-            # scores the demo recording's synthetic voice 0.99865, under the default 0.5's threshold of 0.999
-            # (BENCHMARKS.md, issue #15).
-            f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
-            f'sensitivity = {args.sensitivity}\n'
-            + (f'model = "{os.path.abspath(args.model)}"\n' if args.model else ''))
+        with open(f"{tmp}/speaker.toml", "w") as f:
+            f.write(
+                f'[houndify]\nendpoint = "{url}"\n[audio]\ninput = "fp_mic"\noutput = "fp_speaker"\n'
+                # The always-open microphone of the hot phrase reads the file PCM at a microphone's pace (auto).
+                f'input_pacing = "{"auto" if args.hotphrase else "none"}"\n'
+                f'echo_cancel = {"true" if args.echo_cancel else "false"}\n[board]\nprofile = "simulated"\n'
+                # The demo's sensitivity: this measures what listening costs, not accuracy, and the shipped model (v9)
+                # scores the demo recording's synthetic voice 0.99865, under the default 0.5's threshold of 0.999
+                # (BENCHMARKS.md, issue #15).
+                f'[logging]\nlevel = "warning"\n[hotphrase]\nenabled = {"true" if args.hotphrase else "false"}\n'
+                f'sensitivity = {args.sensitivity}\n'
+                + (f'model = "{os.path.abspath(args.model)}"\n' if args.model else ''))
         run = subprocess.Popen([binary, "run", "--config", f"{tmp}/speaker.toml", "--events", "json"], env=env,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None if os.environ.get("FP_DEBUG") else subprocess.DEVNULL, text=True, bufsize=1)
         try:
@@ -117,12 +121,13 @@ def main():
             print(f"| CPU while idle, {waiting} ({args.idle:g} s) | {idle:.2f} s ({idle / args.idle * 100:.2f} % of a core) |")
             if args.smaps:
                 top, cur = {}, None
-                for line in open(f"/proc/{run.pid}/smaps"):
-                    parts = line.split()
-                    if "-" in parts[0] and len(parts) >= 5:
-                        cur = parts[5] if len(parts) > 5 else "[anonymous]"
-                    elif parts[0] == "Rss:":
-                        top[cur] = top.get(cur, 0) + int(parts[1])
+                with open(f"/proc/{run.pid}/smaps") as f:
+                    for line in f:
+                        parts = line.split()
+                        if "-" in parts[0] and len(parts) >= 5:
+                            cur = parts[5] if len(parts) > 5 else "[anonymous]"
+                        elif parts[0] == "Rss:":
+                            top[cur] = top.get(cur, 0) + int(parts[1])
                 for name, kb in sorted(top.items(), key=lambda kv: -kv[1])[:15]:
                     print(f"| {name} | {kb} kB |")
         finally:

@@ -24,24 +24,25 @@ def executed_functions(out_files, binary_name):
     names, order = set(), []
     for path in sorted(out_files):
         current_object, objects, functions = None, {}, {}
-        for line in open(path, errors="replace"):
-            m = re.match(r"(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
-            if not m:
-                continue
-            called, kind, ident, name = m.groups()
-            table = objects if kind == "ob" else functions
-            if name:
-                table[ident] = name
-            if called:  # cob=/cfn= name a callee; it is listed where it runs itself
-                continue
-            if kind == "ob":
-                current_object = table.get(ident)
-            else:
-                fn = table.get(ident)
-                if (current_object and current_object.endswith(binary_name) and fn and not fn.startswith("0x")
-                        and fn not in names):
-                    names.add(fn)
-                    order.append(fn)
+        with open(path, errors="replace") as f:
+            for line in f:
+                m = re.match(r"(c?)(ob|fn)=\((\d+)\)(?: (.*))?$", line.rstrip("\n"))
+                if not m:
+                    continue
+                called, kind, ident, name = m.groups()
+                table = objects if kind == "ob" else functions
+                if name:
+                    table[ident] = name
+                if called:  # cob=/cfn= name a callee; it is listed where it runs itself
+                    continue
+                if kind == "ob":
+                    current_object = table.get(ident)
+                else:
+                    fn = table.get(ident)
+                    if (current_object and current_object.endswith(binary_name) and fn and not fn.startswith("0x")
+                            and fn not in names):
+                        names.add(fn)
+                        order.append(fn)
     return order
 
 

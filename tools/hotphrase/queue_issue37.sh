@@ -9,9 +9,10 @@
 #
 # Environment: HOTPHRASE_WORK (default tools/hotphrase/work), SEEDS (default "1 2 3"), KEYWORDS (default
 # "view-glass jarvis snowboy computer"), SWIFT_BIN (a built hound-speaker; default the
-# release build .build-release/release/hound-speaker: the debug build is far too slow for 10 h of audio).
-# Needs the venv (setup-venv.sh) and the five snapshots get_public_negatives reads (README.md, "Real negatives
-# from public recordings").
+# release build .build-release/release/hound-speaker: the debug build is far too slow for 10 h of audio),
+# HOTPHRASE_MIRRORS (the folder of the five snapshots get_public_negatives reads, as OWNER+NAME/repo; needed until
+# its step is done). Needs the venv (setup-venv.sh) and those snapshots (README.md, "Real negatives from public
+# recordings").
 set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -59,14 +60,14 @@ public=("$W"/public/eval/*)
 e1_phrase() {  # e1_phrase PHRASE [make_data options...]
     local k="$1"; shift
     step "$k-data" "$py" -m hotphrase.make_data "$k" "$W" --piper-sentences 300 --procs 1 "$@" || return 1
-    step "$k-features" "$py" -m hotphrase.train_e1 "$k" "$W" --procs 1 --features-only \
+    step "$k-features" "$py" -m hotphrase.train "$k" "$W" --format 2 --procs 1 --features-only \
         --extra-negatives "$W/public/train" || return 1
     local n synthetic=(--no-synthetic)
     [ "$k" = ok-hound ] && synthetic=(--set-threshold)  # "OK Hound": the held-out synthetic voices, and its default
     for n in $SEEDS; do
-        step "$k-train-s$n" "$py" -m hotphrase.train_e1 "$k" "$W" --procs 1 --seed "$n" \
+        step "$k-train-s$n" "$py" -m hotphrase.train "$k" "$W" --format 2 --procs 1 --seed "$n" \
             --extra-negatives "$W/public/train" --out "$W/$k/e1-pub-s$n" || continue
-        step "$k-eval-s$n" "$py" -m hotphrase.evaluate_e1 "$k" "$W" --procs 1 --head "$W/$k/e1-pub-s$n" \
+        step "$k-eval-s$n" "$py" -m hotphrase.evaluate "$k" "$W" --format 2 --procs 1 --head "$W/$k/e1-pub-s$n" \
             "${synthetic[@]}" --extra-eval "${public[@]}"
     done
 }
@@ -87,7 +88,7 @@ if [ -x "$SWIFT_BIN" ]; then
 fi
 
 # "OK Hound" for the Swift detector (format 2), its false wakes over the 10 h at its default sensitivity (the
-# threshold evaluate_e1 --set-threshold wrote: the 0.1 FA/h point) and at its 0.5 FA/h point, and the demo recording
+# threshold evaluate --format 2 --set-threshold wrote: the 0.1 FA/h point) and at its 0.5 FA/h point, and the demo recording
 for n in $SEEDS; do
     h="$W/ok-hound/e1-pub-s$n"
     [ -e "$logs/ok-hound-eval-s$n.done" ] || continue

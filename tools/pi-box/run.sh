@@ -240,7 +240,7 @@ scp -q -P "$port" "${ssh_opts[@]}" "${recorded[@]}" "$run/" 2>/dev/null || true
 took tests "in the VM"
 
 # --- from this machine: the answer's words ------------------------------------------------------------------------
-start "the answer's words: what the loopback heard against the answer said alone and another sentence (match-words.py)"
+start "the answer's words: what the loopback heard against the answer said alone and another sentence (hotphrase.match_words)"
 . Tests/deb/checks.sh
 python3 -c 'import numpy, scipy' 2>/dev/null || {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy python3-scipy > "$out/host-apt.log" 2>&1 \
@@ -248,15 +248,15 @@ python3 -c 'import numpy, scipy' 2>/dev/null || {
 shown() { [ "$passed" -gt "$1" ] && sed 's/^/    /' /tmp/check.out; true; }  # a passed check's output (a failed one shows it)
 before=$passed
 check "the answer heard is the answer's words: closer to them than to another sentence" \
-    python3 tools/pi-box/match-words.py "$run/answer-last.wav" "$run/expected-last.wav" "$run/other-last.wav"
+    env -C tools/hotphrase python3 -m hotphrase.match_words "$run/answer-last.wav" "$run/expected-last.wav" "$run/other-last.wav"
 shown "$before"
 before=$passed
 # The same check must fail when the answer is wrong: a time with every digit changed taken as the expected words
 # (exit 1, "no match"; 2 would be a file it could not read).
 check "the match refuses a wrong answer (another time, said alike)" \
-    bash -c "python3 tools/pi-box/match-words.py '$run/answer-last.wav' '$run/wrong-last.wav' '$run/other-last.wav'; [ \$? = 1 ]"
+    bash -c "env -C tools/hotphrase python3 -m hotphrase.match_words '$run/answer-last.wav' '$run/wrong-last.wav' '$run/other-last.wav'; [ \$? = 1 ]"
 shown "$before"
-took words "match-words.py on the host"
+took words "hotphrase.match_words on the host"
 
 # --- from this machine: deploy/push and deploy/logs through the forwarded port ------------------------------------
 start "deploy/push and deploy/logs from this machine to the VM (127.0.0.1:$port)"

@@ -191,7 +191,7 @@ last_sound() { sox "$1" "$2" reverse silence 1 0.01 1% 1 0.3 1% reverse; }  # fr
 length() { sox "$1" -n stat 2>&1 | awk '/^Length/ { print $3 }'; }
 level() { sox "$1" -n stat 2>&1 | awk '/^RMS +amplitude/ { print $3 }'; }
 last_sound /tmp/answer.wav /tmp/answer-last.wav; last_sound /tmp/expected.wav /tmp/expected-last.wav
-# The words themselves are matched on the host (tools/pi-box/match-words.py: run.sh copies these back): the
+# The words themselves are matched on the host (hotphrase.match_words in tools/hotphrase; run.sh copies these back): the
 # recording against the answer said alone and against a different sentence of about the same length.
 hound-speaker say "Turn on the kitchen lights." --config "$config" --output /tmp/other.wav > /dev/null 2>&1
 last_sound /tmp/other.wav /tmp/other-last.wav

@@ -68,7 +68,7 @@ def main(argv=None):
     print(f"openWakeWord pipeline (TFLite mel + embedding{' + numpy head' if head else ''}): {seconds:.0f} s of audio, "
           f"{steps} embeddings, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
     if a.pocketsphinx:
-        from .evaluate import POCKETSPHINX_THRESHOLDS, pocketsphinx_spot
+        from .evaluate_format1 import POCKETSPHINX_THRESHOLDS, pocketsphinx_spot
         kws = POCKETSPHINX_THRESHOLDS[0]  # its CPU hardly depends on the threshold (BENCHMARKS.md, issue #5)
         times, cpu = pocketsphinx_spot(audio, "okay hound", kws)
         print(f"PocketSphinx keyphrase spotting (kws_threshold {kws:g}): {seconds:.0f} s of audio, {len(times)} "

@@ -35,3 +35,30 @@ def command(main):
             return 1
         return 0
     return run
+
+
+
+def parse_formats(ap, formats, argv):
+    """The commands with --format (train, evaluate, reference): `formats` maps 1 and 2 to the module doing that
+    format, with add_arguments(group) for its own options and DEFAULTS for the shared options left None. Parses
+    argv; an option of another format given on the command line is an argparse error naming it. Returns (the
+    arguments, the module of their format)."""
+    ap.add_argument("--format", type=int, choices=sorted(formats), default=1,
+                    help="1: recipe v9's network and its model file (the default); "
+                         "2: recipe e1's speech_embedding head")
+    own = {}
+    for n, mod in formats.items():
+        g = ap.add_argument_group(f"format {n} only")
+        before = {x.dest for x in ap._actions}
+        mod.add_arguments(g)
+        own[n] = [x for x in ap._actions if x.dest not in before]
+    a = ap.parse_args(argv)
+    for n, actions in own.items():
+        for action in actions:
+            if n != a.format and getattr(a, action.dest) != action.default:
+                ap.error(f"{action.option_strings[0]} is an option of --format {n}, not of --format {a.format}")
+    mod = formats[a.format]
+    for k, v in getattr(mod, "DEFAULTS", {}).items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    return a, mod

@@ -34,7 +34,7 @@ def read_audio(path):
 def real_clips(word, half):
     """The real recordings of `word` in half 'train' or 'eval' (split by file name hash), or all (half=None).
     The folders name files by a random id, not by speaker, so they cannot be split by speaker: recipe e1 uses
-    none of them in training (train_e1.py)."""
+    none of them in training (train_format2.py)."""
     files = sorted(glob.glob(os.path.join(REAL, word, "*.wav")) + glob.glob(os.path.join(REAL, word, "*.flac")))
     if not files:
         raise HotPhraseError(os.path.join(REAL, word), "no real keyword recordings (.wav, .flac) here "
@@ -72,15 +72,17 @@ def real_speech_files(groups=False):
     import csv
     rows = []
     so = os.path.join(REAL_SPEECH, "speechocean762")
-    for r in csv.DictReader(open(os.path.join(so, "speakers.tsv")), delimiter="\t"):
-        g = "child" if int(r["age"]) <= 12 else {"f": "female", "m": "male"}[r["gender"].lower()]
-        rows.append((os.path.join(so, r["file"]), "so" + r["speaker"], g))
+    with open(os.path.join(so, "speakers.tsv"), newline="") as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            g = "child" if int(r["age"]) <= 12 else {"f": "female", "m": "male"}[r["gender"].lower()]
+            rows.append((os.path.join(so, r["file"]), "so" + r["speaker"], g))
     ls = os.path.join(REAL_SPEECH, "librispeech")
     sex = {}
-    for line in open(os.path.join(ls, "SPEAKERS.TXT"), errors="ignore"):
-        parts = [p.strip() for p in line.split("|")]
-        if len(parts) >= 2 and not line.startswith(";"):
-            sex[parts[0]] = "female" if parts[1] == "F" else "male"
+    with open(os.path.join(ls, "SPEAKERS.TXT"), errors="ignore") as f:
+        for line in f:
+            parts = [p.strip() for p in line.split("|")]
+            if len(parts) >= 2 and not line.startswith(";"):
+                sex[parts[0]] = "female" if parts[1] == "F" else "male"
     for f in sorted(glob.glob(os.path.join(ls, "*.flac"))):
         spk = os.path.basename(f).split("-")[0]
         rows.append((f, "ls" + spk, sex.get(spk, "male")))

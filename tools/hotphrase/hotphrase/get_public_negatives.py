@@ -1,6 +1,6 @@
 """Real negatives from public recordings: rebuilds WORKDIR/public from snapshots of public GitHub repositories.
 
-  python -m hotphrase.get_public_negatives WORKDIR [--mirrors DIR] [--sources NAME ...]
+  python -m hotphrase.get_public_negatives WORKDIR --mirrors DIR [--sources NAME ...]
 
 Recipe e1's operating point is set by a few real negative windows, and training had only 0.77 h of real speech
 (BENCHMARKS.md, "Recipe e1"). This gathers more, from repositories whose licence allows a product to be trained
@@ -14,10 +14,11 @@ on them (README.md, "Real negatives from public recordings", has each source's l
                                                         that the contributors placed in the public domain
   cc0_music        1olegshev/clue-cards                 five CC0 lo-fi music tracks (OpenGameArt), about 11 minutes
 
-Each snapshot is read as a bare git directory (its HEAD tree), by default from /work/.mirror/OWNER+NAME/repo
-(where the search tool's fetch puts it). Nothing is copied into the repository: the audio goes to
-WORKDIR/public/{train,eval}/SOURCE/SPEAKER/NAME.flac, 16 kHz mono, with WORKDIR/public/manifest-SOURCE.tsv
-(path, source, kind, speaker, group, split, seconds, licence); a source whose manifest exists is not made again.
+Each snapshot is read as a bare git directory (its HEAD tree), DIR/OWNER+NAME/repo (the layout the search tool's fetch
+makes); DIR is --mirrors, else $HOTPHRASE_MIRRORS, and is needed only for a source not made yet. Nothing is copied
+into the repository: the audio goes to WORKDIR/public/{train,eval}/SOURCE/SPEAKER/NAME.flac, 16 kHz mono, with
+WORKDIR/public/manifest-SOURCE.tsv (path, source, kind, speaker, group, split, seconds, licence); a source whose
+manifest exists is not made again.
 
 Split by speaker, never by file: a speaker is in train or in eval, never both. speechocean762's speakers are split
 by the very rule of hotphrase/dataset.py (real_speech), so speechocean762's evaluation speakers in
@@ -38,6 +39,7 @@ from . import cli
 from . import dataset as D
 from .constants import INT16_SCALE
 from .constants import SAMPLE_RATE as SR
+from .errors import HotPhraseError
 
 NOISE_TRAIN_SHARE = 0.75
 LICENCES = {
@@ -206,7 +208,8 @@ SOURCES = {"speechocean762": speechocean762, "fsdd": fsdd, "speech_commands": sp
 def main(argv=None):
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("workdir")
-    ap.add_argument("--mirrors", default="/work/.mirror", help="where the snapshots are (OWNER+NAME/repo)")
+    ap.add_argument("--mirrors", default=os.environ.get("HOTPHRASE_MIRRORS"),
+                    help="where the snapshots are (OWNER+NAME/repo; default $HOTPHRASE_MIRRORS)")
     ap.add_argument("--sources", nargs="+", default=list(SOURCES), choices=list(SOURCES))
     a = ap.parse_args(argv)
     root = os.path.join(a.workdir, "public")
@@ -216,6 +219,11 @@ def main(argv=None):
         # one manifest per source: a source already made is kept (remove WORKDIR/public to rebuild everything)
         man = os.path.join(root, f"manifest-{name}.tsv")
         if not os.path.exists(man):
+            if not a.mirrors:
+                raise HotPhraseError(man, "not made yet, and no snapshots to make it from: give --mirrors DIR (or "
+                                     "HOTPHRASE_MIRRORS), the folder holding the snapshots as OWNER+NAME/repo")
+            if not os.path.isdir(a.mirrors):
+                raise HotPhraseError(a.mirrors, "--mirrors: no such folder")
             w = Writer(root)
             fn(a.mirrors, w)
             with open(man + ".part", "w", newline="") as f:
@@ -223,7 +231,8 @@ def main(argv=None):
                 cw.writeheader()
                 cw.writerows(w.rows)
             os.replace(man + ".part", man)
-        rows += list(csv.DictReader(open(man), delimiter="\t"))
+        with open(man, newline="") as f:
+            rows += list(csv.DictReader(f, delimiter="\t"))
     # the summary README.md's table is made from
     summary = {}
     for r in rows:

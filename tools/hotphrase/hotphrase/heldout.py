@@ -1,4 +1,4 @@
-"""The held-out evaluation audio both evaluations draw: evaluate.py (format 1) and evaluate_e1.py (recipe e1), from
+"""The held-out evaluation audio both evaluations draw: evaluate_format1.py and evaluate_format2.py (recipe e1), from
 the same seed and in the same order, so that recipe e1's held-out synthetic positives are the very clips v9 was
 measured on. Any change here changes both evaluations' audio (and the comparison with every earlier run).
 

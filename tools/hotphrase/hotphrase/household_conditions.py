@@ -4,7 +4,7 @@ evaluation": the test side in noise at 0, 5 and 10 dB and in simulated rooms, en
   python -m hotphrase.household_conditions WORKDIR OUT [--words WORD ...] [--snr 0 5 10] [--rirs ROOMS.npz]
                                            [--room-snr 10] [--procs N]
 
-Each clip of a real keyword folder is rendered as evaluate_e1's clean set renders it (2 s before it, 0.3 s of
+Each clip of a real keyword folder is rendered as evaluate_format2's clean set renders it (2 s before it, 0.3 s of
 digital silence after it; real_keyword_set) and embedded the same way, in sorted file order, into
 OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WORD.npz), where COND is
   snrN        the clip dry, in held-out noise at N dB SNR over the whole rendering (the clip's active power over
@@ -113,7 +113,7 @@ def main(argv=None):
     ap.add_argument("--room-snr", nargs="*", type=float, default=[10])
     ap.add_argument("--procs", type=int, default=2)
     a = ap.parse_args(argv)
-    from .evaluate_e1 import embed_all, eval_banks
+    from .evaluate_format2 import embed_all, eval_banks
     rooms = read_rirs(a.rirs) if a.rirs else []
     _, banks, _ = eval_banks(a.workdir)
     for word in a.words:

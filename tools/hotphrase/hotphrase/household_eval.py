@@ -257,7 +257,7 @@ def generic_threshold(head_dir):
         with open(path) as f:
             return float(json.load(f)["negatives"]["threshold_at_0.5_fa_per_hour"])
     except FileNotFoundError:
-        raise HotPhraseError(path, "missing: run hotphrase.evaluate_e1 on this head first")
+        raise HotPhraseError(path, "missing: run hotphrase.evaluate --format 2 on this head first")
     except (KeyError, TypeError, ValueError) as e:
         raise HotPhraseError(path, f"no negatives.threshold_at_0.5_fa_per_hour ({e})")
 
@@ -285,7 +285,7 @@ def clip_outcomes(own_best, guest_best, th):
 
 
 def load_clips_npz(path, names):
-    """{clip name: raw embeddings} from an evaluate_e1-style ragged cache (emb + offsets) of a keyword folder's
+    """{clip name: raw embeddings} from an evaluate_format2-style ragged cache (emb + offsets) of a keyword folder's
     clips in sorted name order (e1_eval_real_WORD.npz, or household_conditions' renderings of the same clips)."""
     if not os.path.exists(path):
         raise HotPhraseError(path, "missing")
@@ -395,11 +395,11 @@ def main(argv=None):
     ap.add_argument("--write-threshold", action="store_true")
     ap.add_argument("--negatives-only", action="store_true", help="only embed the negatives into --cache")
     ap.add_argument("--test-npz", nargs="*", default=None,
-                    help="the test side from evaluate_e1's caches of held-out real streams (emb + offsets: "
+                    help="the test side from evaluate_format2's caches of held-out real streams (emb + offsets: "
                          "e1_eval_extra_*.npz of get_public_negatives' eval folders, e1_eval_neg_realspeech.npz) "
                          "instead of embedding it here; hours are their frames x 80 ms")
     ap.add_argument("--clips-dir", default=None,
-                    help="evaluate_e1's cache folder: a keyword's test clips from its e1_eval_real_WORD.npz (each "
+                    help="evaluate_format2's cache folder: a keyword's test clips from its e1_eval_real_WORD.npz (each "
                          "clip after 2 s of held-out fan noise) instead of embedding them here")
     ap.add_argument("--scorers", nargs="+", choices=("dtw", "cos", "white"), default=["dtw", "cos", "white"])
     ap.add_argument("--bank-z", action="store_true",

@@ -1,10 +1,17 @@
-"""The reference inference over WAV files, for the Swift detector's tests.
+"""The reference inference over audio files, for checking the Swift detector and making its tests' fixtures.
 
-  python -m hotphrase.reference MODEL OUT.json WAV... [--threshold X]
+  python -m hotphrase.reference MODEL OUT.json WAV... [--threshold X]                  (format 1, the default)
+  python -m hotphrase.reference --format 2 HEAD_DIR OUT.npz FILE... [--threshold X] [--lead S]
 
-For each file (16 kHz mono 16-bit): every smoothed score the detector produces (one per 30 ms step once its
-history is full) and the detections at the threshold (default: the model's), with their times in seconds, which
-is what `hound-speaker hotphrase` prints.
+Format 1 (a model file): for each WAV (16 kHz mono 16-bit), every smoothed score the detector produces (one per
+30 ms step once its history is full) and the detections at the threshold (default: the model's), with their times
+in seconds, which is what `hound-speaker hotphrase` prints.
+
+Format 2 (recipe e1's head folder, hotphrase/embedding.py: reference): for each 16 kHz mono file (WAV or FLAC; with
+--lead S, after S seconds of zeros), keys FILE_INDEX/mel (frames x 32, after mel / 10 + 2), /embeddings (steps x
+96), /probabilities and /scores (one per 80 ms step from step frames-1 on), /detections (indices into scores at the
+threshold, default the head's, with its refractory period). Mel frame t comes from the mel model call on samples
+[1280 (t // 8), 1280 (t // 8) + 1760); embedding j from mel frames [8 j, 8 j + 76).
 """
 import json
 import os
@@ -15,7 +22,7 @@ from scipy.io import wavfile
 
 from . import cli
 from . import frontend, model
-from .constants import SAMPLE_RATE
+from .constants import SAMPLE_RATE, STEP_SAMPLES
 from .errors import HotPhraseError
 
 
@@ -44,15 +51,62 @@ def write_reference(model_path, out_path, wavs, threshold=None):
         json.dump(out, out_file, indent=1)
 
 
+def write_reference_e1(head_dir, out_path, files, threshold=None, lead=0.0):
+    """Writes OUT.npz for the audio files (see the module doc); threshold None: the head's."""
+    # format 2's modules only here: format 1 needs neither
+    from . import dataset as D
+    from . import embedding as E
+    head, _ = E.load_head(head_dir)
+    thr = threshold if threshold is not None else head["threshold"]
+    refr = int(round(head["refractory_seconds"] * SAMPLE_RATE / STEP_SAMPLES))
+    fe = E.Frontend()
+    out = {}
+    for i, f in enumerate(files):
+        x = np.concatenate([np.zeros(int(lead * SAMPLE_RATE), np.float32), D.read_audio(f)])
+        r = E.reference(x, head_dir, fe)
+        for k, v in r.items():
+            out[f"{i}/{k}"] = v
+        out[f"{i}/detections"] = np.array(E.detections(r["scores"], thr, refr), np.int64)
+        print(f"{f}: {len(r['embeddings'])} embeddings, max score {r['scores'].max() if len(r['scores']) else 0:.4f}, "
+              f"{len(out[f'{i}/detections'])} detections at {thr}")
+    np.savez(out_path, files=np.array(files), threshold=thr, **out)
+
+
+class Format1:
+    DEFAULTS = {}
+
+    @staticmethod
+    def add_arguments(g):
+        pass
+
+    @staticmethod
+    def run(a):
+        write_reference(a.model, a.out, a.files, a.threshold)
+
+
+class Format2:
+    DEFAULTS = {}
+
+    @staticmethod
+    def add_arguments(g):
+        g.add_argument("--lead", type=float, default=0.0,
+                       help="seconds of digital silence before each file (a clip shorter than the head's window, "
+                            "about 2 s, gives no score on its own)")
+
+    @staticmethod
+    def run(a):
+        write_reference_e1(a.model, a.out, a.files, a.threshold, a.lead)
+
+
 @cli.command
 def main(argv=None):
     ap = cli.parser(__name__, __doc__)
-    ap.add_argument("model")
-    ap.add_argument("out")
-    ap.add_argument("wavs", nargs="+")
+    ap.add_argument("model", help="format 1: the model file; format 2: the head's folder (head.json, head.npz)")
+    ap.add_argument("out", help="format 1: OUT.json; format 2: OUT.npz")
+    ap.add_argument("files", nargs="+", metavar="FILE")
     ap.add_argument("--threshold", type=float)
-    a = ap.parse_args(argv)
-    write_reference(a.model, a.out, a.wavs, a.threshold)
+    a, mod = cli.parse_formats(ap, {1: Format1, 2: Format2}, argv)
+    mod.run(a)
 
 
 if __name__ == "__main__":

@@ -3,8 +3,8 @@ file as its default sensitivity) to one of the points its evaluation measured, w
 
   python -m hotphrase.set_threshold HEAD_DIR [--fa-per-hour {0.1,0.5}]
 
-Reads HEAD_DIR/eval.json (`hotphrase.evaluate_e1 --head HEAD_DIR`): its negatives' "threshold_at_X_fa_per_hour".
-`evaluate_e1 --set-threshold` writes the 0.1 FA/h point while it evaluates; the ship rule of issue #37 measures
+Reads HEAD_DIR/eval.json (`hotphrase.evaluate --format 2 --head HEAD_DIR`): its negatives' "threshold_at_X_fa_per_hour".
+`evaluate --format 2 --set-threshold` writes the 0.1 FA/h point while it evaluates; the ship rule of issue #37 measures
 the keywords' misses at 0.5 FA/h, so the model that ships is set to that point (BENCHMARKS.md, "Issue #37").
 """
 import json
@@ -28,7 +28,8 @@ def set_threshold(head_dir, fa_per_hour="0.5"):
     try:
         thr = float(report["negatives"][f"threshold_at_{fa_per_hour}_fa_per_hour"])
     except (KeyError, TypeError, ValueError) as e:
-        raise HotPhraseError(report_path, f"not an evaluate_e1 report with a {fa_per_hour} FA/h threshold ({e})") from e
+        raise HotPhraseError(report_path,
+                             f"not a format-2 evaluation report with a {fa_per_hour} FA/h threshold ({e})") from e
     if not 0.0 <= thr <= 1.0:
         raise HotPhraseError(report_path, f"threshold {thr} is outside 0...1")
     with open(head_path) as f:

@@ -8,11 +8,12 @@ per hour, each keyword averaged over at least three seeds, averaged over the key
 the 10 h of real recordings (`hotphrase.real_wakes`) at the default sensitivity at most as often as v9, 1.6 an
 hour.
 
-Reads WORKDIR/KEYWORD/ARM-sN/eval.json (`hotphrase.evaluate_e1 --head`, the recipe check's "missed at 0.5 FA/h",
-measure (a) of BENCHMARKS.md) for every seed N found, and for each --ok-hound head folder its head.json (the
-default threshold, `evaluate_e1 --set-threshold`) and the real_wakes reports wakes-train.json and wakes-eval.json
-beside it (the recordings its training used, and those it did not; together the 10 h). Prints the comparison
-and the verdict for each "OK Hound" head; exit status 0 whether or not the rule is met (1 on unreadable input).
+Reads WORKDIR/KEYWORD/ARM-sN/eval.json (`hotphrase.evaluate --format 2 --head`, the recipe check's "missed at 0.5
+FA/h", measure (a) of BENCHMARKS.md) for every seed N found, and for each --ok-hound head folder its head.json (the
+default threshold, `evaluate --format 2 --set-threshold`) and the real_wakes reports wakes-train.json and
+wakes-eval.json beside it (the recordings its training used, and those it did not; together the 10 h). Prints the
+comparison and the verdict for each "OK Hound" head; exit status 0 whether or not the rule is met (1 on unreadable
+input).
 """
 import glob
 import json
@@ -81,7 +82,7 @@ def keyword_misses(workdir, arm):
                 out.setdefault(k, {})[int(m.group(1))] = (rec["missed_at_0.5_fa_per_hour"],
                                                           rec["missed_at_0.1_fa_per_hour"])
             except (ValueError, KeyError) as e:
-                raise HotPhraseError(path, f"not a recipe-check report of hotphrase.evaluate_e1 ({e})") from e
+                raise HotPhraseError(path, f"not a recipe-check report of hotphrase.evaluate --format 2 ({e})") from e
     return out
 
 

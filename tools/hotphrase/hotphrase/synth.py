@@ -231,9 +231,11 @@ def sentences(min_words=4, max_words=22):
     for p in files:
         try:
             if p.endswith(".gz"):
-                txt = gzip.open(p, "rt", errors="ignore").read(200000)
+                with gzip.open(p, "rt", errors="ignore") as f:
+                    txt = f.read(200000)
             elif os.path.isfile(p):
-                txt = open(p, errors="ignore").read(200000)
+                with open(p, errors="ignore") as f:
+                    txt = f.read(200000)
             else:
                 continue
         except OSError:

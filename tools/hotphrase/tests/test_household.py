@@ -2,16 +2,14 @@
 template trim, subsequence DTW (streaming, vectorised and the brute-force definition), the bank file, mu/sd, z and
 the fused decision. numpy only; the template test reads the embedding fixture's model (float16 weights)."""
 import os
-import sys
 import tempfile
 import unittest
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from hotphrase import household as H  # noqa: E402
-from hotphrase.constants import SAMPLE_RATE  # noqa: E402
-from hotphrase.errors import HotPhraseError  # noqa: E402
+from hotphrase import household as H
+from hotphrase.constants import SAMPLE_RATE
+from hotphrase.errors import HotPhraseError
 
 MODEL = os.path.join(os.path.dirname(__file__), "..", "..", "..", "Tests", "HotPhraseTests", "Fixtures",
                      "embedding", "test.hpm")

@@ -1,15 +1,12 @@
 """household_conditions' renderings of the real clips: the clean set's layout, the SNR over the clip's active
 power, the room's alignment and level (with scipy, skipped without it), the condition names and the drawing."""
 import importlib.util
-import os
-import sys
 import unittest
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from hotphrase import augment as A  # noqa: E402
-from hotphrase import household_conditions as HC  # noqa: E402
+from hotphrase import augment as A
+from hotphrase import household_conditions as HC
 
 
 def tone(n, amp=0.2, seed=0):

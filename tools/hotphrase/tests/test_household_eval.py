@@ -3,15 +3,13 @@ evaluation"): the fused decision, the pooled clip outcomes, the head's threshold
 personal scorer's steps, and the clip caches. numpy only."""
 import json
 import os
-import sys
 import tempfile
 import unittest
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from hotphrase import household_eval as HE  # noqa: E402
-from hotphrase.errors import HotPhraseError  # noqa: E402
+from hotphrase import household_eval as HE
+from hotphrase.errors import HotPhraseError
 
 
 class Fusion(unittest.TestCase):

@@ -28,7 +28,8 @@ def binary():
 class Folders(unittest.TestCase):
     def test_a_folder_without_recordings_is_named(self):
         with tempfile.TemporaryDirectory() as d:
-            open(os.path.join(d, "notes.txt"), "w").write("x")
+            with open(os.path.join(d, "notes.txt"), "w") as f:
+                f.write("x")
             with self.assertRaises(HotPhraseError) as e:
                 R.files_under(d)
             self.assertIn(d, str(e.exception))
@@ -82,7 +83,8 @@ class ThroughTheSwiftDetector(unittest.TestCase):
             self.assertEqual(R.main([MODEL, "--swift-bin", binary(), "--real-speech", "none", "--set",
                                      f"demo={d}/set", "--threshold", "0.6", "--threshold", "0.99",
                                      "--json", out]), 0)
-            report = json.load(open(out))
+            with open(out) as f:
+                report = json.load(f)
         row = report["sets"]["demo"]
         self.assertEqual(row["false_wakes"], {"0.6": 2, "0.99": 0})
         seconds = 2 * (soundfile.info(DEMO).frames / 16000 + R.GAP_SECONDS)
@@ -107,7 +109,8 @@ class ThroughTheSwiftDetector(unittest.TestCase):
             self.assertEqual(R.main([MODEL, "--swift-bin", binary(), "--real-speech", "none", "--set",
                                      f"demo={d}/set", "--threshold", "0.99", "--household", os.path.join(d, "home"),
                                      "--bank", BANK, "--json", out]), 0)
-            report = json.load(open(out))
+            with open(out) as f:
+                report = json.load(f)
         self.assertEqual(report["sets"]["demo"]["false_wakes"], {"0.99": 2})
         self.assertEqual(report["sets"]["demo"]["by_detector"], {"0.99": {"personal": 2}})
 

@@ -1,29 +1,28 @@
-#!/usr/bin/env python3
 """Were these the words? The box's local Houndify service has no recogniser, so the answer heard on the far side
 of the loopback card is matched against the speaker's own voice (`hound-speaker say`) saying the expected words
 and saying a different sentence: the recording must be clearly closer to the expected words.
 
-    match-words.py HEARD EXPECTED OTHER [--margin 0.5]
+    python -m hotphrase.match_words HEARD EXPECTED OTHER [--margin 0.5]
 
+tools/pi-box/run.sh runs it on the host (from tools/hotphrase, with Debian's python3-numpy and python3-scipy).
 Each WAV (16-bit PCM, any rate, mono or the first channel) is brought to 16 kHz, turned into log-mel frames by the
-hot-phrase tools' front end (tools/hotphrase/hotphrase/frontend.py, the one Sources/HotPhrase computes), each
-band's mean taken out (the loopback's level and the output volume change the level, not the words), and
-aligned with the others by dynamic time warping (cosine distance between frames, the path's mean). Prints both
-distances; exits 0 when distance(HEARD, EXPECTED) < margin x distance(HEARD, OTHER), 1 when not, 2 on bad input.
-The margin: espeak-ng's "It's 5:17 AM." (quieter, with noise) against itself and "Turn on the kitchen lights." gave
-ratios of 0.29 to 0.36 over four times of day; the same recordings against a wrong time of the same form ("It's
-9:51 AM.") 0.62 to 0.77, so 0.5 tells the right answer from a wrong one of the same length and rhythm.
+hot-phrase tools' front end (frontend.py, the one Sources/HotPhrase computes), each band's mean taken out (the
+loopback's level and the output volume change the level, not the words), and aligned with the others by dynamic time
+warping (cosine distance between frames, the path's mean). Prints both distances; exits 0 when distance(HEARD,
+EXPECTED) < margin x distance(HEARD, OTHER), 1 when not, 2 on bad input. The margin: espeak-ng's "It's 5:17 AM."
+(quieter, with noise) against itself and "Turn on the kitchen lights." gave ratios of 0.29 to 0.36 over four times of
+day; the same recordings against a wrong time of the same form ("It's 9:51 AM.") 0.62 to 0.77, so 0.5 tells the right
+answer from a wrong one of the same length and rhythm.
 """
 import argparse
-import os
 import sys
 import wave
 
 import numpy as np
 from scipy.signal import resample_poly
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "hotphrase"))
-from hotphrase.frontend import features  # noqa: E402  (the path above first)
+from . import cli
+from .frontend import features
 
 RATE = 16000
 
@@ -75,14 +74,16 @@ def dtw(a, b):
     return total[n, m] / steps[n, m]
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv=None):
+    # not cli.command: exit status 1 means "no match" here, and a bad input is 2
+    parser = argparse.ArgumentParser(prog=f"python -m {cli.module_name(__name__)}",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("heard")
     parser.add_argument("expected")
     parser.add_argument("other")
     parser.add_argument("--margin", type=float, default=0.5,
                         help="the expected words' distance must be under this fraction of the other sentence's")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     if not 0 < args.margin <= 1:
         bad_input(f"--margin {args.margin}: must be in (0, 1]")
     heard, expected, other = (frames(load(p)) for p in (args.heard, args.expected, args.other))

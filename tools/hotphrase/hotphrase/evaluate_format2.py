@@ -1,8 +1,8 @@
-"""Recipe e1's honest evaluation: the head in WORKDIR/PHRASE/e1 through the reference inference
-(hotphrase/embedding.py).
+"""Format 2's honest evaluation (recipe e1, hotphrase.evaluate --format 2): the head in WORKDIR/PHRASE/e1 through
+the reference inference (hotphrase/embedding.py).
 
-  python -m hotphrase.evaluate_e1 PHRASE WORKDIR [--head DIR ...] [--out FILE] [--no-synthetic] [--set-threshold]
-                                             [--extra-eval DIR ...]
+  python -m hotphrase.evaluate PHRASE WORKDIR --format 2 [--head DIR ...] [--out FILE] [--no-synthetic]
+                               [--set-threshold] [--extra-eval DIR ...]
 
 Several --head folders (heads trained on the same embeddings, e.g. other seeds) are scored as one detector whose
 score is the mean of theirs (an ensemble); its report goes to --out (default: eval_ensemble.json in the first).
@@ -10,7 +10,7 @@ score is the mean of theirs (an ensemble); its report goes to --out (default: ev
 Reports (WORKDIR/PHRASE/e1/eval.json):
   - false accepts per hour over the negatives, and the thresholds for 0.1 and 0.5 per hour. The negatives are
     every recording training never used: held-out voices reading held-out sentences in held-out noise families
-    (as evaluate.py), an hour of those noises, music and babble alone, the real-speech folders' EVALUATION
+    (as evaluate_format1.py), an hour of those noises, music and babble alone, the real-speech folders' EVALUATION
     speakers (split by speaker from the training ones), and every real recording of the other three keywords;
   - false accepts per hour on the real-speech evaluation speakers alone;
   - the recipe check (computer, jarvis, snowboy, view glass): misses on all real recordings of the phrase at 0.1
@@ -20,20 +20,18 @@ Reports (WORKDIR/PHRASE/e1/eval.json):
     comparable with earlier runs; and, apart again ("with_extra_eval"), thresholds from all negatives together
     and the real recordings missed at them;
   - unless --no-synthetic: held-out synthetic positives at 0, 5, 10, 20 dB and 1,000 held-out confusables,
-    drawn exactly as evaluate.py draws them (the same audio v9 was measured on).
+    drawn exactly as evaluate_format1.py draws them (the same audio v9 was measured on).
 Each recording is scored on its own (its false accepts and its hours summed), so the embedded sets are cached in
 WORKDIR/cache/e1_eval_*.npz and shared by every phrase and head. Below, first the sets (each made once), then one
 function per section of the report, in the order main calls them.
 """
 import json
 import os
-import sys
 import time
 import zlib
 
 import numpy as np
 
-from . import cli
 from . import augment as A
 from . import dataset as D
 from . import e1data
@@ -92,7 +90,7 @@ def cached(path, make):
 
 
 def eval_banks(workdir, words=None):
-    """evaluate.py's noise banks and held-out sentences (without `words`, default every phrase's), drawn in the
+    """evaluate_format1.py's noise banks and held-out sentences (without `words`, default every phrase's), drawn in the
     same order from the same seed (heldout.py)."""
     rng = heldout.rng()
     sents = heldout.sentences(workdir, e1data.phrase_free if words is None else heldout.without_words(words))
@@ -150,7 +148,7 @@ def extra_eval_set(workdir, folder, procs):
 
 def real_keyword_set(workdir, word, procs):
     """Every real recording of `word` with a lead-in of held-out fan noise at its own noise floor (as
-    evaluate.py), embedded; with each clip's speaking time and median pitch."""
+    evaluate_format1.py), embedded; with each clip's speaking time and median pitch."""
     def make():
         rng = np.random.default_rng(zlib.crc32(word.encode()))
         fan = A.make_bank(rng, "fan", FAN_BANK_SECONDS)
@@ -168,10 +166,10 @@ def real_keyword_set(workdir, word, procs):
 
 
 def synthetic_positive_set(workdir, phrase, procs, limit):
-    """Held-out positives at 0, 5, 10, 20 dB and the held-out confusables, drawn as evaluate.py draws them."""
+    """Held-out positives at 0, 5, 10, 20 dB and the held-out confusables, drawn as evaluate_format1.py draws them."""
     def make():
         rng, banks, sents = eval_banks(workdir, PHRASES[phrase]["words"])
-        # evaluate.py draws its negative stream and levels its four noise stretches first; the same calls keep
+        # evaluate_format1.py draws its negative stream and levels its four noise stretches first; the same calls keep
         # its random sequence, so these are the very clips v9 was measured on
         words = PHRASES[phrase]["words"]
         heldout.negative_speech(rng, sents[heldout.NEGATIVES_FROM:] + heldout.v9_real_negatives(words), banks)
@@ -344,22 +342,23 @@ def synthetic(sc, head, sets, neg):
     return misses, confusables
 
 
-@cli.command
-def main(argv=None):
-    ap = cli.parser(__name__, __doc__)
-    ap.add_argument("phrase", choices=sorted(PHRASES))
-    ap.add_argument("workdir")
-    ap.add_argument("--head", nargs="+", help="head folder (default WORKDIR/PHRASE/e1); several: their mean score")
-    ap.add_argument("--out", help="the report (default HEAD/eval.json; several heads: FIRST/eval_ensemble.json)")
-    ap.add_argument("--no-synthetic", action="store_true", help="skip the held-out synthetic positives/confusables")
-    ap.add_argument("--limit", type=int, default=600, help="held-out synthetic positives per SNR (confusables: 1,000)")
-    ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--set-threshold", action="store_true", help="write the 0.1 FA/h threshold into head.json")
-    ap.add_argument("--extra-eval", nargs="+", default=[], metavar="DIR",
-                    help="folders of held-out real recordings (get_public_negatives.py's WORKDIR/public/eval/*): "
-                         "false accepts per hour on each, at the thresholds set by the usual negatives (they do not "
-                         "move the thresholds, so the numbers stay comparable)")
-    a = ap.parse_args(argv)
+DEFAULTS = {"limit": 600}
+
+
+def add_arguments(g):
+    """Format 2's own options (hotphrase.evaluate adds the shared ones)."""
+    g.add_argument("--head", nargs="+", help="head folder (default WORKDIR/PHRASE/e1); several: their mean score")
+    g.add_argument("--out", help="the report (default HEAD/eval.json; several heads: FIRST/eval_ensemble.json)")
+    g.add_argument("--no-synthetic", action="store_true", help="skip the held-out synthetic positives/confusables")
+    g.add_argument("--procs", type=int, default=os.cpu_count() or 2)
+    g.add_argument("--extra-eval", nargs="+", default=[], metavar="DIR",
+                   help="folders of held-out real recordings (get_public_negatives.py's WORKDIR/public/eval/*): "
+                        "false accepts per hour on each, at the thresholds set by the usual negatives (they do not "
+                        "move the thresholds, so the numbers stay comparable)")
+
+
+def run(a):
+    """Evaluates the head (or the heads' mean) and writes its report."""
     ph = PHRASES[a.phrase]
     hdirs = a.head or [os.path.join(a.workdir, a.phrase, "e1")]
     hdir = hdirs[0]
@@ -399,7 +398,3 @@ def main(argv=None):
     with open(out, "w") as out_file:
         json.dump(report, out_file, indent=1)
     print(f"wrote {out} in {time.time() - t0:.0f} s", flush=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,9 +1,10 @@
-"""Recipe e1: a small classifier over Google's speech_embedding sequence (hotphrase/embedding.py), trained from
-synthetic voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz (the contract with the Swift detector).
+"""Recipe e1 (hotphrase.train --format 2): a small classifier over Google's speech_embedding sequence
+(hotphrase/embedding.py), trained from synthetic voices only, written as WORKDIR/PHRASE/e1/head.json + head.npz
+(the contract with the Swift detector; export_embedding makes the format-2 model file of it).
 
-  python -m hotphrase.train_e1 PHRASE WORKDIR [--frames 16] [--hidden 128] [--steps 3000] [--seed 1] [--out DIR]
-                                          [--extra-negatives DIR ... [--extra-copies 2]]
-                                          [--slow-share 0.3 [--slow-tempo 0.6 0.85]]
+  python -m hotphrase.train PHRASE WORKDIR --format 2 [--frames 16] [--hidden 128] [--steps 3000] [--seed 1]
+                            [--out DIR] [--extra-negatives DIR ... [--extra-copies 2]]
+                            [--slow-share 0.3 [--slow-tempo 0.6 0.85]]
 
 Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each set embedded once and cached:
   - WORKDIR/cache/e1_neg_train.npz (shared by every phrase): the training sentences (Debian voices, piper,
@@ -19,40 +20,36 @@ Needs `python -m hotphrase.make_data PHRASE WORKDIR` first. Training data, each 
   - with --extra-negatives: real recordings from those folders (get_public_negatives.py's WORKDIR/public/train),
     --extra-copies augmented passes, cached as WORKDIR/cache/e1_neg_extra_*.npz.
 No real keyword recording is used: their files carry no speaker, so they cannot be split by speaker, and they
-all serve the evaluation (evaluate_e1.py).
+all serve the evaluation (evaluate_format2.py).
 """
 import json
 import os
-import sys
 import time
 
 import numpy as np
 
-from . import cli
 from . import augment as A
 from . import dataset as D
 from . import e1data
 from . import embedding as E
-from . import voices
+from . import training, voices
 from .constants import DEFAULT_THRESHOLD, EMB_DIM, REFRACTORY_SECONDS, SMOOTHING, STEP_SAMPLES, STEP_SECONDS
 from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 from .phrases import PHRASES
+# Positives' noise as v9's: the negatives' shares, so cleanliness is no cue.
+from .training import FILLERS, NOISE_SECONDS, POS_QUIET, POS_SNR
 
-# Positives' noise as v9 (train.py: POS_SNR, POS_QUIET): the negatives' shares, so cleanliness is no cue.
-POS_SNR = (0, 25)
-POS_QUIET = 0.15
+DEFAULTS = {"steps": 3000, "batch": 512}
 # Augmented copies per positive clip: one (v9 makes five), as the embeddings cost 1.5 s of CPU per minute of audio
 # and a positive clip is about 3 s; the 5,000 base clips are 5,000 different texts x voices x prosodies already.
 COPIES = 1
 VOICE_SHARE_POS = 0.5  # positives moved to a real training speaker's pitch and formants
 VOICE_SHARE_NEG = 0.3  # ... and synthetic negatives, so a changed voice says nothing about the phrase
-NOISE_SECONDS = 3600  # training noise, music and babble alone in the shared negatives
 POS_AFTER_STEPS = 4  # positive windows end 0-320 ms after the phrase's end (the score smooths over 3 steps)
 PART_STEPS = (5, 10)  # "compu...": windows ending 400-800 ms before the end must not fire
 CONF_STEPS = 5  # windows ending in the 400 ms after a confusable's end
 MINE_CHUNK = 16384  # windows scored at once while mining (100 MB of float32 inputs)
-FILLERS = 400  # sentences spoken before/after a positive (D.positive)
 PRE_ROLL_SECONDS = 0.6
 # Training sentences embedded for the shared negatives: at most this many Debian-voice ones (all piper and
 # accented ones are kept), about 5 hours, for lack of CPU time: embedding costs 1.5 s of CPU per minute of audio.
@@ -366,33 +363,28 @@ def export(m, layers, out_dir, meta):
     return head
 
 
-@cli.command
-def main(argv=None):
-    ap = cli.parser(__name__, __doc__)
-    ap.add_argument("phrase", choices=sorted(PHRASES))
-    ap.add_argument("workdir")
-    ap.add_argument("--frames", type=int, default=16, help="embeddings in the head's input (16 = 1.28 s)")
-    ap.add_argument("--hidden", type=int, default=128)
-    ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--smoothing", type=int, default=SMOOTHING, help="score = mean of the last k head outputs")
-    ap.add_argument("--steps", type=int, default=3000)
-    ap.add_argument("--batch", type=int, default=512)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--real-copies", type=int, default=3,
-                    help="extra augmented passes over the real-speech training speakers (negatives)")
-    ap.add_argument("--label-smoothing", type=float, default=0.05)
-    ap.add_argument("--extra-negatives", nargs="+", default=[], metavar="DIR",
-                    help="folders of real recordings (16 kHz .flac/.wav) to add as negatives, e.g. WORKDIR/public/train "
-                         "from get_public_negatives.py (default: none, the recipe as before)")
-    ap.add_argument("--extra-copies", type=int, default=2, help="augmented passes over --extra-negatives")
-    ap.add_argument("--slow-share", type=float, default=0.0,
-                    help="share of the positive and confusable clips slowed down first (0: the recipe as before)")
-    ap.add_argument("--slow-tempo", type=float, nargs=2, default=list(SLOW_TEMPO), metavar=("LO", "HI"),
-                    help="the slowed clips' speed range (sox tempo factors)")
-    ap.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
-    ap.add_argument("--out", help="output folder (default WORKDIR/PHRASE/e1)")
-    a = ap.parse_args(argv)
+def add_arguments(g):
+    """Format 2's own options (hotphrase.train adds the shared ones)."""
+    g.add_argument("--frames", type=int, default=16, help="embeddings in the head's input (16 = 1.28 s)")
+    g.add_argument("--hidden", type=int, default=128)
+    g.add_argument("--layers", type=int, default=2)
+    g.add_argument("--smoothing", type=int, default=SMOOTHING, help="score = mean of the last k head outputs")
+    g.add_argument("--real-copies", type=int, default=3,
+                   help="extra augmented passes over the real-speech training speakers (negatives)")
+    g.add_argument("--label-smoothing", type=float, default=0.05)
+    g.add_argument("--extra-negatives", nargs="+", default=[], metavar="DIR",
+                   help="folders of real recordings (16 kHz .flac/.wav) to add as negatives, e.g. WORKDIR/public/train "
+                        "from get_public_negatives.py (default: none, the recipe as before)")
+    g.add_argument("--extra-copies", type=int, default=2, help="augmented passes over --extra-negatives")
+    g.add_argument("--slow-share", type=float, default=0.0,
+                   help="share of the positive and confusable clips slowed down first (0: the recipe as before)")
+    g.add_argument("--slow-tempo", type=float, nargs=2, default=list(SLOW_TEMPO), metavar=("LO", "HI"),
+                   help="the slowed clips' speed range (sox tempo factors)")
+    g.add_argument("--features-only", action="store_true", help="make the cached embeddings, train nothing")
+
+
+def run(a):
+    """Trains the head and writes WORKDIR/PHRASE/e1 (or --out): head.json, head.npz."""
     t0 = time.time()
     sents = training_sentences(a.workdir)
     tg = voice_targets(a.workdir, sents)
@@ -421,15 +413,10 @@ def main(argv=None):
     def predict(x):
         return m.predict_on_batch(x).reshape(-1)
 
-    losses = []
-    for step in range(1, a.steps + 1):
-        x, y = s.batch(a.batch)
-        losses.append(float(m.train_on_batch(x, y)))
-        if step % 1000 == 0:
-            print(f"  step {step}: loss {np.mean(losses[-1000:]):.4f}", flush=True)
-        if step in (a.steps // 4, a.steps // 2, 3 * a.steps // 4):
-            worst = s.mine(predict, MINED)
-            print(f"  mined {len(s.mined)} hard negative windows (lowest kept probability {worst:.3f})", flush=True)
+    def remine():
+        worst = s.mine(predict, MINED)
+        return len(s.mined), worst
+    training.fit(m, s, a.steps, a.batch, 1000, remine)
     out = a.out or os.path.join(a.workdir, a.phrase, "e1")
     os.makedirs(out, exist_ok=True)
     meta = {"phrase": PHRASES[a.phrase]["display"], "frames": a.frames, "smoothing": a.smoothing,
@@ -450,7 +437,3 @@ def main(argv=None):
     if not err < 1e-4:
         raise HotPhraseError(out, f"the exported head differs from keras by {err} (more than 1e-4)")
     print(f"wrote {out}/head.json, head.npz after {time.time() - t0:.0f} s", flush=True)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
