@@ -268,7 +268,7 @@ final class HotPhraseWorker: Sendable {
                     the hot phrase detector fell behind the microphone: \(drops.frames) frame\(drops.frames == 1 ? "" : "s") \
                     (\(drops.samples / 16) ms of audio) not listened to since the last such line, \(drops.total) since the start; \
                     a hot phrase said meanwhile may have been missed (questions and takes lost nothing)
-                    """, metadata: ["event": "hotphrase", "status": "behind", "dropped": "\(drops.frames)", "dropped_total": "\(drops.total)"])
+                    """, metadata: ["event": "detector", "status": "behind", "dropped": "\(drops.frames)", "dropped_total": "\(drops.total)"])
             }
             switch work {
             case .frame(let entry)?:
