@@ -103,7 +103,7 @@ let package = Package(
         // Kitchen timers: the list, what each command does to it, when the next is due (pure; time passed in).
         .target(name: "Timers", dependencies: ["JSONKit"], swiftSettings: strict),
         .target(name: "SpeakerCore",
-                dependencies: ["AudioCore", "BoardCore", "JSONKit", "Timers", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["AudioCore", "BoardCore", "JSONKit", "Timers", "Platform", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
@@ -161,7 +161,7 @@ let package = Package(
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
         .target(name: "TestSupport", dependencies: ["Audio"], path: "Tests/TestSupport", swiftSettings: strict),
         // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
-        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "Timers", "JSONKit", .product(name: "Logging", package: "swift-log")],
+        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "Timers", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",

@@ -46,7 +46,8 @@ final class ConvolutionalScorer: StepScorer {
 
 /// The streaming hot-phrase detector: 16 kHz mono samples in, detections out. Front end, network, smoothing
 /// over `smoothing` steps, threshold, and a refractory period after each detection. One instance belongs to one
-/// audio stream and is driven by one thread at a time (the capture thread); nothing is allocated per call.
+/// audio stream and is driven by one thread at a time (the speaker's detector thread); nothing is allocated per
+/// call.
 public final class HotPhraseDetector {
     public let model: HotPhraseModel
     /// May be changed between calls (the speaker listens at another threshold over its own sound).

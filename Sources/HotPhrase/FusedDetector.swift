@@ -145,13 +145,13 @@ public final class FusedDetector {
     }
 
     /// The raw embedding frames heard up to the latest wake (at most `Enrollment.maxFrames`, oldest first; none
-    /// before the first wake; kept across `reset`). Allocates: for the loop, not the capture thread.
+    /// before the first wake; kept across `reset`). Allocates: read once per wake, not per frame.
     public var framesAtLastWake: [[Float]] {
         (0..<wakeCount).map { k in Array(UnsafeBufferPointer(start: wakeRaw + k * dim, count: dim)) }
     }
 
-    /// Copies the raw ring, oldest first, to `wakeRaw` (no allocation: it runs on the capture thread; the phrase
-    /// is one of the detector's own strings).
+    /// Copies the raw ring, oldest first, to `wakeRaw` (no allocation: it runs within `process`; the phrase is
+    /// one of the detector's own strings).
     private func keepWakeFrames(_ phrase: String) {
         phraseAtLastWake = phrase
         let size = Enrollment.maxFrames

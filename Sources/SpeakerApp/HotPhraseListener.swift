@@ -7,14 +7,18 @@ public import Logging
 public import SpeakerCore
 public import Control
 
-/// The "OK Hound" detector as the capture router uses it. The router calls `process` from the capture thread
-/// and `reset` from the loop; the lock here makes "one thread at a time" a property of this type rather than of
-/// its caller (hence @unchecked: the detector is only touched under `lock`).
+/// The "OK Hound" detector as the capture router uses it: `hear` on the capture thread (it reads only the echo
+/// canceller), `process` and `reset` on the router's detector thread, one at a time (`HotPhraseDetecting`). So the
+/// running detector's state is touched by that one thread only, and it runs holding no lock: `lock` guards only
+/// which detector runs, the household beside it and what the latest wake left (its score and frames), so that
+/// the loop and the status never wait for a frame being heard (hence @unchecked: the detector's state belongs to
+/// the one thread that processes, the rest is under `lock`).
 ///
 /// With a household (docs/household.md) it runs the FusedDetector: the generic model and the household's
 /// templates; otherwise the generic HotPhraseDetector alone. A change to the household (a false wake kept,
 /// `ctl forget`, `enroll` while running) builds the new detector on a thread of its own, under `changing`, and
-/// only the swap takes `lock`: the capture thread never waits for a file or a DTW over the negatives.
+/// only the swap takes `lock`: the detector's thread never waits for a file or a DTW over the negatives; it
+/// finishes the frame it is on with the old detector and goes on with the new one.
 public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private enum Detector {
         case generic(HotPhraseDetector)
@@ -24,6 +28,10 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private let lock = Lock()
     private var detector: Detector
     private var score = 0.0
+    /// The household detector's frames up to the latest wake (`FusedDetector.framesAtLastWake`), copied on the
+    /// detector's thread as the wake is found, for `keepFalseWake`, and its phrase, for `keepAnsweredWake`.
+    private var wakeFrames: [[Float]] = []
+    private var wakePhrase: String?
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
     public let bargeInThreshold: Double
@@ -33,15 +41,15 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// The echo canceller the frames come through, if any: while it says an echo may still be in a frame (the
     /// room's reverberation after the speaker stopped), the barge-in threshold holds.
     private let echo: EchoCanceller?
-    /// What the detector hears of a frame that came through `echo`: the adaptive filter's output, without the
-    /// residual suppressor (`EchoCanceller.hotPhraseFrame`). Made once, as long as the longest capture frame.
+    /// What `process(_:overOwnSound:)` hears a frame in (made once, as long as the longest capture frame); the
+    /// capture router has buffers of its own.
     private var filtered = [Int16](repeating: 0, count: EchoCanceller.maxFrame)
 
     private let model: HotPhraseModel
     private let settings: HotPhraseSettings
     /// Where the household lives and the bank it is scored against; nil: the generic detector only, for good.
     private let voices: HouseholdSource?
-    /// Held while the household is changed and its detector built (never by the capture thread).
+    /// Held while the household is changed and its detector built (never by the capture or the detector's thread).
     private let changing = Lock()
     /// The household as the detector runs it (under `lock`, swapped with the detector: status never waits for a
     /// change being built).
@@ -157,45 +165,64 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// The household as the detector runs it (for status).
     public var currentHousehold: Household { lock.withLock { running } }
 
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
-        lock.lock()
-        defer { lock.unlock() }
-        let ownSound = overOwnSound || echo?.echoActive == true
+    /// What the detector hears of a frame that came through `echo`: the adaptive filter's output, without the
+    /// residual suppressor (`EchoCanceller.hotPhraseFrame`); else the frame itself. True while the canceller says
+    /// an echo may be in it. Read at the frame's capture, since the canceller has moved on by the time the
+    /// detector's thread hears it.
+    public func hear(_ frame: UnsafeBufferPointer<Int16>, into heard: UnsafeMutableBufferPointer<Int16>) -> Bool {
+        if echo?.hotPhraseFrame(for: frame, into: heard) != true { _ = heard.update(fromContentsOf: frame) }
+        return echo?.echoActive == true
+    }
+
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit? {
+        let current = lock.withLock { detector }
+        let ownSound = overOwnSound || echoing
         var hit: HotPhraseHit? = nil
-        func run(_ samples: UnsafeBufferPointer<Int16>) {
-            switch detector {
-            case .generic(let d):
-                d.threshold = ownSound ? bargeInThreshold : threshold
-                d.process(samples) { detection in
-                    hit = .wake
-                    score = detection.score
-                }
-            case .fused(let d):
-                d.threshold = ownSound ? bargeInThreshold : threshold
-                d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
-                // The stop phrase counts only while the speaker itself rings or speaks, not in its echo's tail.
-                d.stopArmed = overOwnSound
-                d.process(samples) { detection in
-                    hit = detection.stop ? .stop : .wake
-                    score = detection.score
-                }
+        var detected = 0.0
+        switch current {
+        case .generic(let d):
+            d.threshold = ownSound ? bargeInThreshold : threshold
+            d.process(frame) { detection in
+                hit = .wake
+                detected = detection.score
+            }
+        case .fused(let d):
+            d.threshold = ownSound ? bargeInThreshold : threshold
+            d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
+            // The stop phrase counts only while the speaker itself rings or speaks, not in its echo's tail.
+            d.stopArmed = overOwnSound
+            d.process(frame) { detection in
+                hit = detection.stop ? .stop : .wake
+                detected = detection.score
             }
         }
-        if let echo, filtered.withUnsafeMutableBufferPointer({ echo.hotPhraseFrame(for: frame, into: $0) }) {
-            filtered.withUnsafeBufferPointer { run(UnsafeBufferPointer(rebasing: $0[0..<frame.count])) }
-        } else {
-            run(frame)
+        guard let hit else { return nil }
+        // Copied now, on the thread that owns the detector's state (the loop asks for them later).
+        let wake: (frames: [[Float]], phrase: String?)? = if case .fused(let d) = current, hit == .wake {
+            (d.framesAtLastWake, d.phraseAtLastWake)
+        } else { nil }
+        lock.withLock {
+            score = detected
+            if let wake { (wakeFrames, wakePhrase) = wake }
         }
         return hit
     }
 
+    /// `hear` and `process` in one, for a caller that feeds frames itself, one at a time (a test, a tool).
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
+        guard frame.count <= filtered.count else { return process(frame, overOwnSound: overOwnSound, echoing: echo?.echoActive == true) }
+        return filtered.withUnsafeMutableBufferPointer { buffer in
+            let heard = UnsafeMutableBufferPointer(rebasing: buffer[0..<frame.count])
+            let echoing = hear(frame, into: heard)
+            return process(UnsafeBufferPointer(heard), overOwnSound: overOwnSound, echoing: echoing)
+        }
+    }
+
     public func reset() {
-        lock.lock()
-        switch detector {
+        switch lock.withLock({ detector }) {
         case .generic(let d): d.reset()
         case .fused(let d): d.reset()
         }
-        lock.unlock()
     }
 
     /// The score of the latest detection (for the log line).
@@ -210,8 +237,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// household's detector (the generic one has no frames to keep).
     public func keepFalseWake() {
         let frames: [[Float]] = lock.withLock {
-            guard case .fused(let d) = detector else { return [] }
-            return d.framesAtLastWake
+            guard case .fused = detector else { return [] }
+            return wakeFrames
         }
         guard !frames.isEmpty, voices != nil else { return }
         change("a false wake kept as a household negative") { $0.addNegative(frames) }
@@ -224,8 +251,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     public func keepAnsweredWake() {
         guard settings.learnFromAnswers, let voices else { return }
         let (frames, phrase): ([[Float]], String?) = lock.withLock {
-            guard case .fused(let d) = detector else { return ([], nil) }
-            return (d.framesAtLastWake, d.phraseAtLastWake)
+            guard case .fused = detector else { return ([], nil) }
+            return (wakeFrames, wakePhrase)
         }
         guard let phrase, !frames.isEmpty, !Household.isStopPhrase(phrase) else { return }
         let zThreshold = zThreshold, logger = logger

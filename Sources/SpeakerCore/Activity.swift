@@ -345,12 +345,16 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     public var timersSaveProblem: String?
     /// The spoken enrollment under way, or the last one (nil: none since the start).
     public var enrollment: EnrollmentProgress?
+    /// Frames of the microphone the hot phrase detector did not hear because it had fallen behind, since the
+    /// start (`HotPhraseWorker`); 0 without a detector.
+    public var hotPhraseFramesDropped: Int
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
                 alarms: [SpeakerAlarm], now: BootTime,
                 screen: SpeakerActivity.Screen = .init(dimmed: false, percent: 100, backlight: false),
-                timersSaveProblem: String? = nil, enrollment: EnrollmentProgress? = nil) {
+                timersSaveProblem: String? = nil, enrollment: EnrollmentProgress? = nil, hotPhraseFramesDropped: Int = 0) {
         self.enrollment = enrollment
+        self.hotPhraseFramesDropped = hotPhraseFramesDropped
         self.screen = screen
         self.timersSaveProblem = timersSaveProblem
         self.state = state

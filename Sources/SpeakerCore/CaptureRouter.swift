@@ -1,5 +1,6 @@
 import AudioCore
 import Glibc
+import Logging
 import Synchronization
 
 /// The last `capacity` samples heard, oldest first: what came just before a hot phrase fired (its end, which the
@@ -31,11 +32,14 @@ public struct PreRollRing: Sendable {
     }
 }
 
-/// Sits on the capture thread: every frame goes to the hot phrase detector (when there is one and the speaker is
-/// not making sounds of its own), into the pre-roll ring, and, while a question is recorded, to the voice search
-/// and the endpointer. Decisions go to the loop through `post`. The router's own buffer (the pre-roll ring) is
-/// allocated once; what a frame is handed to may allocate: the search's upload buffer as it grows, and the loop's
-/// queue for each level, endpoint decision or detection told.
+/// Sits on the capture thread: every frame goes into the pre-roll ring, while a question is recorded to the voice
+/// search and the endpointer, during a spoken enrollment to its take, and otherwise (when there is a detector and
+/// the speaker is not making sounds of its own, or with barge-in) into the hot phrase detector's queue, which its
+/// own thread works through (`HotPhraseWorker`: the capture thread never waits for the detector). Decisions go to
+/// the loop through `post`. The router's own buffers (the pre-roll ring, the detector's queue and the buffer each
+/// frame's piece is heard into on its way there) are allocated once; what a frame is handed to may allocate: the
+/// search's upload buffer as it grows, the take being recorded, and the loop's queue for each level, endpoint
+/// decision, take or detection told.
 final class CaptureRouter: Sendable {
     private struct Route {
         var search: (any VoiceSearchSession)?
@@ -54,6 +58,11 @@ final class CaptureRouter: Sendable {
         var enrolling: Int?
         var take: TakeRecorder?
         var takeID = 0
+        /// Counts the searches attached and the enrollments started: a hit the detector finds in a frame captured
+        /// before one of them is not posted (it would end that question, or wake the speaker in the enrollment).
+        var epoch = 0
+        /// What the detector hears of a frame, on its way into the detector's queue (`HotPhraseDetecting.hear`).
+        var heard = [Int16](repeating: 0, count: HotPhraseWorker.pieceSamples)
     }
 
     /// 200 ms at 16 kHz: a level meter moves five times a second, slow enough for a socket and a screen.
@@ -64,39 +73,75 @@ final class CaptureRouter: Sendable {
     /// The level told for digital silence (log10 of zero has no value).
     static let silenceDBFS = -96.0
 
-    private let route: Mutex<Route>
-    private let detector: (any HotPhraseDetecting)?
+    /// Shared with the detector's thread, which posts its hits under it.
+    private let route: Shared<Route>
+    /// The hot phrase detector's thread and queue; nil without a detector.
+    private let worker: HotPhraseWorker?
     /// The hot phrase is listened for over the speaker's own sound too (the audio is echo-cancelled).
     private let bargeIn: Bool
     private let post: @Sendable (LoopInput) -> Void
     private let now: @Sendable () -> ContinuousClock.Instant
 
-    /// `now`: the loop's clock, which paces the level events.
-    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, bargeIn: Bool = false,
+    /// `now`: the loop's clock, which paces the level events and the log's lines about the detector falling
+    /// behind. The detector's thread runs between `startDetector()` and `stopDetector()`.
+    init(preRollMS: Int, detector: (any HotPhraseDetecting)?, bargeIn: Bool = false, logger: Logger? = nil,
          now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, post: @escaping @Sendable (LoopInput) -> Void) {
-        route = Mutex(Route(ring: PreRollRing(capacity: preRollMS * 16)))
+        let route = Shared(Route(ring: PreRollRing(capacity: preRollMS * 16)))
+        self.route = route
         self.bargeIn = bargeIn
-        self.detector = detector
         self.now = now
         self.post = post
+        worker = detector.map { detector in
+            HotPhraseWorker(detector: detector, logger: logger, now: now) { hit, epoch in
+                // Posted under the route's lock, so that no search or enrollment can start between the look and
+                // the post: a hit is posted as it would have been at its frame's capture, unless one has started
+                // since (the detector was behind), and then not at all.
+                route.value.withLock { r in
+                    guard r.epoch == epoch else { return }
+                    switch hit {
+                    case .wake: post(.event(.hotPhrase))
+                    case .stop: post(.event(.stopPhrase))
+                    }
+                }
+            }
+        }
     }
+
+    /// Starts the hot phrase detector's thread (nothing without a detector, or if it runs).
+    func startDetector() { worker?.start() }
+
+    /// Stops the detector's thread, dropping the frames it has not heard yet; returns once it has ended.
+    func stopDetector() async { await worker?.stop() }
+
+    /// Returns once the detector has heard every frame queued before the call, and its hits are posted.
+    func detectorIdle() async { await worker?.idle() }
+
+    /// Frames the detector did not hear because it was behind (since the start).
+    var hotPhraseFramesDropped: Int { worker?.framesDropped ?? 0 }
+
+    /// Whether the detector's thread runs.
+    var detectorRunning: Bool { worker?.isRunning ?? false }
+
+    /// Whether frames are queued for the detector (its thread runs and is not stopping).
+    var detectorTakesFrames: Bool { worker?.takesFrames ?? false }
 
     /// Routes frames to `search` from now on; with `preRoll` the ring's audio goes first (the moments before a
     /// hot phrase fired).
     func attach(_ search: any VoiceSearchSession, id: Int, endpointer: Endpointer, preRoll: Bool) {
-        route.withLock { r in
+        route.value.withLock { r in
             r.search = search
             r.endpointer = endpointer
             r.searchID = id
             r.levelEnergy = 0
             r.levelCount = 0
             r.levelToldAt = nil
+            r.epoch += 1
             if preRoll { r.ring.read { _ = search.write($0) } }
         }
     }
 
     func detach() {
-        route.withLock { r in
+        route.value.withLock { r in
             r.search = nil
             r.endpointer = nil
         }
@@ -105,25 +150,29 @@ final class CaptureRouter: Sendable {
     /// The speaker's own sound is playing (or not): the hot phrase is not listened for meanwhile, or with barge-in
     /// it is, over the echo-cancelled audio at the detector's threshold for that.
     func setHotPhraseListening(_ on: Bool) {
-        route.withLock { r in
+        route.value.withLock { r in
             // The detector heard our own sound, and what it remembers of it must not count towards a detection; with
             // barge-in it heard the cancelled audio all along, and a phrase said as the answer ends still counts.
-            if on && !r.listenForHotPhrase && !bargeIn { detector?.reset() }
+            // The reset comes before the frames captured from now on, after those queued before.
+            if on && !r.listenForHotPhrase && !bargeIn { worker?.requestReset() }
             r.listenForHotPhrase = on
         }
     }
 
     /// Spoken enrollment `id` starts: the hot phrase is not listened for until `endEnrolling(id)`.
     func startEnrolling(_ id: Int) {
-        route.withLock { $0.enrolling = id }
+        route.value.withLock { r in
+            r.enrolling = id
+            r.epoch += 1
+        }
     }
 
     /// Enrollment `id` has ended and said its last words (nothing, if another has started since).
     func endEnrolling(_ id: Int) {
-        route.withLock { r in
+        route.value.withLock { r in
             guard r.enrolling == id else { return }
             // What the detector remembers from before is stale once the session has had the microphone.
-            detector?.reset()
+            worker?.requestReset()
             r.enrolling = nil
             r.take = nil
         }
@@ -131,17 +180,17 @@ final class CaptureRouter: Sendable {
 
     /// Records one take for enrollment `id` (`TakeRecorder`); it is posted as `takeRecorded` when complete.
     func startTake(id: Int) {
-        route.withLock { r in
+        route.value.withLock { r in
             r.take = TakeRecorder()
             r.takeID = id
         }
     }
 
-    func stopTake() { route.withLock { $0.take = nil } }
+    func stopTake() { route.value.withLock { $0.take = nil } }
 
     /// Called by the capture thread for every frame.
     func frame(_ samples: UnsafeBufferPointer<Int16>) {
-        let (decision, id, hit, level, take) = route.withLock { r -> (Endpointer.Decision?, Int, HotPhraseHit?, Double?, (Int, [Int16])?) in
+        let (decision, id, level, take) = route.value.withLock { r -> (Endpointer.Decision?, Int, Double?, (Int, [Int16])?) in
             r.ring.append(samples)
             var take: (Int, [Int16])? = nil
             if var recorder = r.take {
@@ -172,18 +221,16 @@ final class CaptureRouter: Sendable {
                     r.levelCount = 0
                 }
             }
-            let hit = r.search == nil && r.enrolling == nil && (r.listenForHotPhrase || bargeIn)
-                ? detector?.process(samples, overOwnSound: !r.listenForHotPhrase) : nil
-            return (decision, r.searchID, hit, level, take)
+            // Decided now, on the state at capture; heard later, on the detector's thread.
+            if let worker, r.search == nil && r.enrolling == nil && (r.listenForHotPhrase || bargeIn) {
+                let (overOwnSound, epoch) = (!r.listenForHotPhrase, r.epoch)
+                r.heard.withUnsafeMutableBufferPointer { worker.push(samples, overOwnSound: overOwnSound, epoch: epoch, heard: $0) }
+            }
+            return (decision, r.searchID, level, take)
         }
         if let take { post(.takeRecorded(id: take.0, take.1)) }
         if let level { post(.tell(.level(dBFS: level))) }
         if let decision { post(.endpoint(id: id, decision)) }
-        switch hit {
-        case .wake?: post(.event(.hotPhrase))
-        case .stop?: post(.event(.stopPhrase))
-        case nil: break
-        }
     }
 }
 

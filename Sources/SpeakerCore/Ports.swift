@@ -140,7 +140,6 @@ public protocol MicrophonePort: Sendable {
               onFrame: @escaping @Sendable (UnsafeBufferPointer<Int16>) -> Void) throws(DeviceProblem) -> any MicrophoneStream
 }
 
-/// Listens for the hot phrase on every 16 kHz frame.
 /// What a frame completed.
 public enum HotPhraseHit: Sendable, Equatable {
     /// The hot phrase (or a wake phrase of the household's own).
@@ -149,11 +148,20 @@ public enum HotPhraseHit: Sendable, Equatable {
     case stop
 }
 
+/// Listens for the hot phrase on every 16 kHz frame. The capture router calls `hear` on the capture thread, and
+/// `process` and `reset` on its detector thread (`HotPhraseWorker`), one call at a time, in the order of capture.
 public protocol HotPhraseDetecting: AnyObject, Sendable {
-    /// What this frame completes, if anything. `overOwnSound`: the speaker is talking or ringing and the frame
-    /// has been through the echo canceller (barge-in): the detector listens at its threshold for that, and for
-    /// the household's stop phrase, which it does not report otherwise.
-    func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit?
+    /// On the capture thread, as the frame arrives and before it waits in the detector's queue: writes what the
+    /// detector is to hear of `frame` into `heard` (as long as `frame`) and says whether the speaker's echo may be
+    /// in it, from what belongs to that moment (the echo canceller's state for this frame). Quick, allocates
+    /// nothing, and never waits for `process`. By default: the frame itself, no echo.
+    func hear(_ frame: UnsafeBufferPointer<Int16>, into heard: UnsafeMutableBufferPointer<Int16>) -> Bool
+    /// What this frame (as `hear` made it) completes, if anything. `overOwnSound`: the speaker was talking or
+    /// ringing at its capture and the frame has been through the echo canceller (barge-in): the detector listens
+    /// at its threshold for that, and for the household's stop phrase, which it does not report otherwise.
+    /// `echoing`: what `hear` said of it.
+    func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit?
+    /// Forgets what was heard so far.
     func reset()
     /// The latest wake was false (`FalseWake.kept`): a detector that learns the household's false wakes keeps
     /// that wake's frames (issue #37). Called from the loop; must not block it.
@@ -165,6 +173,11 @@ public protocol HotPhraseDetecting: AnyObject, Sendable {
 }
 
 extension HotPhraseDetecting {
+    public func hear(_ frame: UnsafeBufferPointer<Int16>, into heard: UnsafeMutableBufferPointer<Int16>) -> Bool {
+        _ = heard.update(fromContentsOf: frame)
+        return false
+    }
+
     public func keepFalseWake() {}
     public func keepAnsweredWake() {}
 }

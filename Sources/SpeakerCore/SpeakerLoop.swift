@@ -180,8 +180,8 @@ public final class SpeakerLoop: Sendable {
         (inputs, continuation) = AsyncStream.makeStream(of: LoopInput.self, bufferingPolicy: .unbounded)
         let continuation = self.continuation
         let clock = ports.clock
-        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, bargeIn: settings.machine.bargeIn, now: { clock.now },
-                               post: { continuation.yield($0) })
+        router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, bargeIn: settings.machine.bargeIn,
+                               logger: logger, now: { clock.now }, post: { continuation.yield($0) })
         let armed = armedGeneration
         watchdog = ports.clock.makeTimer {
             let generation = armed.value.withLock { $0 }
@@ -211,6 +211,8 @@ public final class SpeakerLoop: Sendable {
     /// what it sent take effect before it looks (the demo's script, the tests). Returns at once once the loop
     /// has ended.
     public func settled() async {
+        // The frames captured so far are heard first: a wake in them is sent before the barrier.
+        await router.detectorIdle()
         await withCheckedContinuation { (barrier: CheckedContinuation<Void, Never>) in
             if case .terminated = continuation.yield(.barrier(barrier)) { barrier.resume() }
         }
@@ -233,7 +235,8 @@ public final class SpeakerLoop: Sendable {
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
                                soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.bootTime,
-                               screen: screen, timersSaveProblem: saveProblem?.message, enrollment: enrollment)
+                               screen: screen, timersSaveProblem: saveProblem?.message, enrollment: enrollment,
+                               hotPhraseFramesDropped: router.hotPhraseFramesDropped)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -258,6 +261,8 @@ public final class SpeakerLoop: Sendable {
             }
             let startup = state.withLock { s in defer { s.startup = nil }; return s.startup } ?? Startup()
             if let problem = startup.muteProblem { tell(.deviceProblem(problem)) }
+            // Before any frame can come: the detector's thread, until the loop ends (below).
+            router.startDetector()
             // Muted (readSavedState): the microphone is not opened at all.
             if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
             var iterator = inputs.makeAsyncIterator()
@@ -292,6 +297,8 @@ public final class SpeakerLoop: Sendable {
                     started(startup)
                 }
             }
+            // The microphones are stopped (shutDown): what the detector has not heard yet leads nowhere.
+            await router.stopDetector()
             // Whoever waits for the loop to settle is let go: it has ended, nothing it sent will be handled now.
             continuation.finish()
             while let input = await iterator.next() {

@@ -3,6 +3,7 @@ public import BoardCore
 public import SpeakerCore
 public import Timers
 import Glibc
+import Platform
 import Synchronization
 public import JSONKit
 
@@ -444,18 +445,33 @@ public final class FakeBoard: BoardPort {
 
 /// Fires on a frame whose first sample is `marker` (a wake) or `stopMarker` (the stop phrase, over the speaker's
 /// own sound only, as the real one); counts resets, and the frames heard over the speaker's own sound (barge-in).
+/// `hold()` makes it a detector that has fallen behind: each frame waits in `process` until `release()`.
 public final class FakeHotPhrase: HotPhraseDetecting {
     public static let marker: Int16 = 12_345
     public static let stopMarker: Int16 = 23_456
-    private let state = Mutex<(resets: Int, frames: Int, overOwnSound: Int)>((0, 0, 0))
+    private let state = Mutex<(resetsAfter: [Int], frames: Int, overOwnSound: Int, firstSamples: [Int16])>(([], 0, 0, []))
+    /// Whether frames are held, and how many wait in `process`: changed only with `gate` locked too, so that a
+    /// wait on it misses no change.
+    private let gate = Condition()
+    private let gateState = Mutex<(held: Bool, waiting: Int)>((false, 0))
     public init() {}
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
-        state.withLock { $0.frames += 1; if overOwnSound { $0.overOwnSound += 1 } }
+    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit? {
+        gate.lock()
+        gateState.withLock { $0.waiting += 1 }
+        gate.broadcast()
+        while gateState.withLock({ $0.held }) { gate.wait() }
+        gateState.withLock { $0.waiting -= 1 }
+        gate.unlock()
+        state.withLock { s in
+            s.frames += 1
+            if overOwnSound { s.overOwnSound += 1 }
+            s.firstSamples.append(frame.first ?? 0)
+        }
         if frame.first == Self.marker { return .wake }
         if frame.first == Self.stopMarker && overOwnSound { return .stop }
         return nil
     }
-    public func reset() { state.withLock { $0.resets += 1 } }
+    public func reset() { state.withLock { $0.resetsAfter.append($0.frames) } }
     public func keepFalseWake() { kept.withLock { $0 += 1 } }
     public func keepAnsweredWake() { answered.withLock { $0 += 1 } }
     private let kept = Mutex(0)
@@ -464,10 +480,36 @@ public final class FakeHotPhrase: HotPhraseDetecting {
     public var falseWakesKept: Int { kept.withLock { $0 } }
     /// How many wakes the loop told it were answered (for the household to learn from).
     public var answeredWakesKept: Int { answered.withLock { $0 } }
-    public var resets: Int { state.withLock { $0.resets } }
+    public var resets: Int { state.withLock { $0.resetsAfter.count } }
+    /// For each reset, how many frames had been heard before it.
+    public var resetsAfter: [Int] { state.withLock { $0.resetsAfter } }
     public var framesSeen: Int { state.withLock { $0.frames } }
+    /// The first sample of each frame heard, in order.
+    public var firstSamples: [Int16] { state.withLock { $0.firstSamples } }
     /// Frames heard while the speaker's own sound played (only with barge-in: otherwise none reach the detector).
     public var framesOverOwnSound: Int { state.withLock { $0.overOwnSound } }
+
+    /// From now on each frame waits in `process` until `release()`.
+    public func hold() {
+        gate.lock()
+        gateState.withLock { $0.held = true }
+        gate.unlock()
+    }
+
+    public func release() {
+        gate.lock()
+        gateState.withLock { $0.held = false }
+        gate.broadcast()
+        gate.unlock()
+    }
+
+    /// Waits until a frame is waiting in `process` (held). Blocks the calling thread: call it from a test's own
+    /// thread, not from a task.
+    public func waitUntilAFrameWaits() {
+        gate.lock()
+        while gateState.withLock({ $0.waiting == 0 }) { gate.wait() }
+        gate.unlock()
+    }
 }
 
 public struct FakeSystem: SystemInfo {

@@ -40,6 +40,7 @@ import Timers
         // While the answer plays the detector hears the (echo-cancelled) microphone, marked as over its own sound.
         let over = detector.framesOverOwnSound
         rig.microphone.feed(frames: 5, value: 0)
+        await rig.loop.settled()  // heard on the detector's thread
         #expect(detector.framesOverOwnSound == over + 5)
 
         // "OK Hound" over the answer: it stops at once, and the question after it goes to a new search, pre-roll first.
@@ -72,6 +73,7 @@ import Timers
         _ = try await Self.answerOverHotPhrase(rig, Self.noon)
         let seen = detector.framesSeen
         rig.microphone.feed(frames: 5, value: FakeHotPhrase.marker)
+        await rig.loop.settled()
         #expect(detector.framesSeen == seen)
         #expect(detector.framesOverOwnSound == 0)
         #expect(rig.speech.spoken.count == 1)

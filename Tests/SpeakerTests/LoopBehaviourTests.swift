@@ -368,6 +368,7 @@ import SpeakerTestKit
         let seen = detector.framesSeen
         mark = rig.recorder.count
         rig.microphone.feed(frames: 5, value: FakeHotPhrase.marker)
+        await rig.loop.settled()
         #expect(detector.framesSeen == seen)
         let resets = detector.resets
         rig.speech.endSpeech()
