@@ -220,6 +220,8 @@ public final class ControlHub: Sendable {
             ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),
             ("household", s.household?.householdSummary.json() ?? .null),
             ("enrollment", snapshot.enrollment.map { JSONValue.object(Dictionary(uniqueKeysWithValues: $0.fields)) } ?? .null),
+            // The detector's own frames dropped because it fell behind the microphone (never the question's audio).
+            ("hot_phrase_frames_dropped", .int(Int64(snapshot.hotPhraseFramesDropped))),
         ]
     }
 

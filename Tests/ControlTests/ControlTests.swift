@@ -217,6 +217,7 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         #expect(snapshot["volume"] == 50)
         #expect(snapshot["timers"]?[0]?["name"] == "pasta")
         #expect(snapshot["timers"]?[0]?["remaining_s"] == 600)
+        #expect(snapshot["hot_phrase_frames_dropped"] == 0)
         // A question by the button: its events as they happen.
         let search = try #require(await c.rig.askQuestion())
         search.send(.partialTranscript("what time"))
@@ -303,6 +304,7 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         let status = try await c.post(#"{"command":"status"}"#).json["household"]
         #expect(status?["negatives"] == 5 && status?["personal_active"] == true)
         #expect(status?["phrases"]?[0]?["text"] == "OK Hound" && status?["phrases"]?[0]?["takes"] == 2)
+        #expect(status?["phrases"]?[0]?["learned"] == 0)
         let voices = try await c.post(#"{"command":"voices"}"#)
         #expect(voices.status == 200 && voices.json["household"]?["phrases"]?[1]?["added"]?[0] == "2026-11-26T06:02:00Z")
         let unknown = try await c.post(#"{"command":"forget","phrase":"hey toaster"}"#)
