@@ -6,6 +6,7 @@ import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 import JSONKit
+import ServiceLifecycle
 import Synchronization
 
 /// The control API and the kiosk page (docs/control-api.md) on one port: `GET /` the page, `GET /api/status` the
@@ -164,6 +165,13 @@ public final class ControlServer: Sendable {
         // connection left open with nothing more, is timed out from the last whole part.
         try sync.addHandler(idle)
         try sync.addHandler(http)
+    }
+
+    /// After `start`: serves until the calling task's graceful shutdown (swift-service-lifecycle) or its
+    /// cancellation, then stops as `stop` does.
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await stop()
     }
 
     public func stop() async {
