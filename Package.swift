@@ -133,6 +133,7 @@ let package = Package(
                                .product(name: "NIOPosix", package: "swift-nio"),
                                .product(name: "NIOHTTP1", package: "swift-nio"),
                                .product(name: "NIOWebSocket", package: "swift-nio"),
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // What the commands share, between the subsystems and the argument parsers: the config and logging
@@ -142,6 +143,7 @@ let package = Package(
                                "Platform", "Systemd", "CShims", "CGPIOD", "CALSA", "CEspeakNG", "CCurl",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",

@@ -30,7 +30,11 @@ public final class BoardRunner: Sendable {
     private let continuation: AsyncStream<BoardEvent>.Continuation
     private let hardware: BoardHardware
     private let roles: [LEDRole]
-    private let requests = Mutex<(state: LEDState?, stop: Bool)>((nil, false))
+    /// What `show` and `stop` ask of the board's thread; `closed` once that thread has closed the wake-up pipe (a
+    /// `stop` after it must not write to a descriptor number that may have been reused since).
+    private let requests = Mutex<(state: LEDState?, stop: Bool, closed: Bool)>((nil, false, false))
+    /// The thread has ended (LEDs off, lines released), and who waits for that (`waitUntilStopped`).
+    private let ended = Mutex<(done: Bool, waiting: [CheckedContinuation<Void, Never>])>((false, []))
     private let wakeRead: Int32
     private let wakeWrite: Int32
     private let core: Mutex<BoardLogic>
@@ -44,7 +48,8 @@ public final class BoardRunner: Sendable {
         guard pipe(&fds) == 0 else { throw BoardError("cannot create the board's wake-up pipe: \(String(cString: strerror(errno)))") }
         wakeRead = fds[0]
         wakeWrite = fds[1]
-        _ = fcntl(wakeRead, F_SETFL, fcntl(wakeRead, F_GETFL) | O_NONBLOCK)
+        // Both ends non-blocking: a full pipe already holds a wake-up, and `wake` writes with the request lock held.
+        for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
         // The app's own spawns close every inherited descriptor (CShims/hs_spawn.c), but a library that forks
         // (espeak-ng's audio output, libasound's plugins) does not: neither end goes to a child.
         for fd in fds { _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) }
@@ -61,17 +66,35 @@ public final class BoardRunner: Sendable {
     }
 
     public func show(_ state: LEDState) {
-        requests.withLock { $0.state = state }
-        wake()
+        requests.withLock { r in
+            r.state = state
+            wake(r.closed)
+        }
     }
 
-    /// LEDs off and lines released; the events stream ends once that is done.
+    /// LEDs off and lines released; the events stream ends once that is done. Any number of times, from any thread.
     public func stop() {
-        requests.withLock { $0.stop = true }
-        wake()
+        requests.withLock { r in
+            r.stop = true
+            wake(r.closed)
+        }
     }
 
-    private func wake() {
+    /// Suspends until the board's thread has ended after `stop` (LEDs off, lines released); at once if it has.
+    /// Only after `start`.
+    public func waitUntilStopped() async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let done = ended.withLock { e in
+                if !e.done { e.waiting.append(waiter) }
+                return e.done
+            }
+            if done { waiter.resume() }
+        }
+    }
+
+    /// Called with the request lock held, so that the pipe is not closed under it.
+    private func wake(_ closed: Bool) {
+        guard !closed else { return }
         var byte: UInt8 = 1
         _ = write(wakeWrite, &byte, 1)
     }
@@ -229,8 +252,12 @@ public final class BoardRunner: Sendable {
         case .gpio(let board): board.close()
         case .simulated(_, _, let draw): draw(.off, SimulatedLEDs.render(state: .off, levels: [:], roles: roles))
         }
-        close(wakeRead)
-        close(wakeWrite)
+        requests.withLock { r in
+            r.closed = true
+            close(wakeRead)
+            close(wakeWrite)
+        }
         continuation.finish()
+        for waiter in ended.withLock({ e in e.done = true; defer { e.waiting = [] }; return e.waiting }) { waiter.resume() }
     }
 }

@@ -6,11 +6,17 @@ import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 import JSONKit
+import ServiceLifecycle
 import Synchronization
 
 /// The control API and the kiosk page (docs/control-api.md) on one port: `GET /` the page, `GET /api/status` the
 /// snapshot, `POST /api/command` a command, `GET /api/ws` a WebSocket with the snapshot, every event after it, and
 /// commands. Served on a thread of its own (SwiftNIO); the speaker's loop never waits on it.
+///
+/// The protocol (HTTP, the WebSocket upgrade, refusals, time limits) is done by the channel handlers below; what
+/// must wait (a command carried out by the speaker) is done by `run`'s tasks: the listening socket is a
+/// `NIOAsyncChannel` whose connections `run` serves, each in a child task, which the handlers hand their commands
+/// to (`ControlConnection.requests`) and which writes an HTTP command's reply back down the pipeline.
 public final class ControlServer: Sendable {
     private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let hub: ControlHub
@@ -18,6 +24,9 @@ public final class ControlServer: Sendable {
     private let limits: Limits
     private let page: [UInt8]?
     private let logger: Logger
+    /// Bound by `start`, served by `run` (nil once `run` has taken it, or after `stop`).
+    private let listener = Mutex<NIOAsyncChannel<Accepted, Never>?>(nil)
+    /// The listening socket, for `stop` (without `run`, as the tests use the server).
     private let channel = Mutex<(any Channel)?>(nil)
     /// Set once the port is known (before any client can know it when the port was 0).
     private let access = Mutex<ControlAccess?>(nil)
@@ -26,6 +35,8 @@ public final class ControlServer: Sendable {
 
     /// A request body larger than this is refused (a command is a line of JSON).
     static let largestBody = 64 * 1024
+    /// WebSocket commands one client may have waiting to be carried out; one more is refused (with a reply saying so).
+    static let largestPendingCommands = 64
     /// A WebSocket client whose queue (frames handed to its connection, not yet taken by its socket) costs more
     /// than this is closed, not its messages dropped: a screen that silently missed an event would go on showing
     /// what is no longer so (a timer cancelled meanwhile); closed, it reconnects and starts from a fresh snapshot,
@@ -85,23 +96,88 @@ public final class ControlServer: Sendable {
             // A client that stops reading fills a small buffer, not the speaker's memory: the rest waits in the
             // backlog that drops it (largestBacklog).
             .childChannelOption(.socketOption(.so_sndbuf), value: 64 * 1024)
-            .childChannelInitializer { [self] channel in
-                guard let access = access.withLock({ $0 }), admit(channel) else {
-                    return channel.close()
-                }
-                return channel.eventLoop.makeCompletedFuture { try self.configure(channel, access: access) }
-            }
-        let bound: any Channel
+        let bound: NIOAsyncChannel<Accepted, Never>
         do {
-            bound = try await bootstrap.bind(host: host, port: port).get()
+            bound = try await bootstrap.bind(host: host, port: port) { [self] channel in
+                // Never a failed future: a connection that is not served is closed here and skipped by `run`.
+                guard let access = access.withLock({ $0 }), admit(channel) else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededFuture(.refused)
+                }
+                return channel.eventLoop.makeCompletedFuture {
+                    do {
+                        return .served(try self.configure(channel, access: access))
+                    } catch {
+                        logger.warning("control API: could not set up a connection: \(error)")
+                        channel.close(promise: nil)
+                        return .refused
+                    }
+                }
+            }
         } catch {
             // "Address already in use", not NIO's "bind(descriptor:ptr:bytes:): ... (errno: 98)".
             throw ListenFailure(host: host, port: port, reason: (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)")
         }
-        let actual = bound.localAddress?.port ?? port
+        let actual = bound.channel.localAddress?.port ?? port
         if port == 0 { access.withLock { $0 = ControlAccess(token: token, listenHost: host, port: actual) } }
-        channel.withLock { $0 = bound }
+        channel.withLock { $0 = bound.channel }
+        listener.withLock { $0 = bound }
         return actual
+    }
+
+    /// After `start`: serves every connection, each in a child task, until the calling task's graceful shutdown
+    /// (swift-service-lifecycle) or cancellation; then takes no more, closes the open ones (WebSockets included:
+    /// they would stay forever), waits for their tasks (a command being carried out finishes; its reply goes
+    /// nowhere) and shuts the event loop down. Throws when accepting fails.
+    public func run() async throws {
+        guard let listener = listener.withLock({ s in defer { s = nil }; return s }) else { return }
+        let hub = hub
+        var failure: (any Error)?
+        await withDiscardingTaskGroup { connections in
+            do {
+                try await listener.executeThenClose { accepted in
+                    for try await next in accepted.cancelOnGracefulShutdown() {
+                        guard case .served(let connection) = next else { continue }
+                        connections.addTask { await Self.serve(connection, hub: hub) }
+                    }
+                }
+            } catch {
+                failure = error
+            }
+            connections.cancelAll()
+        }
+        channel.withLock { $0 = nil }
+        try? await group.shutdownGracefully()
+        if let failure { throw failure }
+    }
+
+    /// One connection until it closes (or the server stops: cancelled, it is closed): its HTTP commands one at a
+    /// time (HTTPServerPipelineHandler holds the next request back until the answer is sent), its WebSocket
+    /// commands each in a child task, as they may overlap.
+    private static func serve(_ connection: ControlConnection, hub: ControlHub) async {
+        let channel = connection.channel
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { commands in
+                // Ends when the connection closes (ControlConnection.requests).
+                for await request in connection.requests {
+                    switch request {
+                    case .http(let command):
+                        let reply = await hub.perform(command, waitForAnswer: true)
+                        // To HTTPHandler, the pipeline's last handler, which answers the request with it.
+                        channel.writeAndFlush(reply, promise: nil)
+                    case .webSocket(let command, let subscriber):
+                        commands.addTask {
+                            // The answer to a question comes as its events (final, or error), like everyone else's.
+                            guard case .object(var reply) = await hub.perform(command, waitForAnswer: false) else { return }
+                            reply["reply"] = .string(command.name)
+                            subscriber.send(.object(reply))
+                        }
+                    }
+                }
+            }
+        } onCancel: {
+            channel.close(promise: nil)
+        }
     }
 
     /// Connections open now (for the tests).
@@ -126,9 +202,13 @@ public final class ControlServer: Sendable {
         return true
     }
 
-    private func configure(_ channel: any Channel, access: ControlAccess) throws {
+    /// The connection's pipeline, and the connection as `run` serves it.
+    private func configure(_ channel: any Channel, access: ControlAccess) throws -> ControlConnection {
         let hub = hub, page = page, logger = logger, limits = limits
-        let http = HTTPHandler(hub: hub, access: access, page: page, logger: logger, requestTimeout: limits.requestTimeAmount)
+        // HTTP commands come one at a time (HTTPServerPipelineHandler); WebSocket ones may pile up, up to this.
+        let (requests, pending) = AsyncStream.makeStream(of: ControlRequest.self, bufferingPolicy: .bufferingOldest(ControlServer.largestPendingCommands))
+        channel.closeFuture.whenComplete { _ in pending.finish() }
+        let http = HTTPHandler(hub: hub, access: access, page: page, logger: logger, requestTimeout: limits.requestTimeAmount, requests: pending)
         let idle = IdleStateHandler(readTimeout: limits.requestTimeAmount)
         let headers = FramingHeaders()
         let bound = NIOLoopBound((http, idle, headers), eventLoop: channel.eventLoop)
@@ -145,7 +225,7 @@ public final class ControlServer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(
                         NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 64,
                                                     maxAccumulatedFrameSize: ControlServer.largestBody))
-                    try channel.pipeline.syncOperations.addHandler(WebSocketHandler(hub: hub, logger: logger))
+                    try channel.pipeline.syncOperations.addHandler(WebSocketHandler(hub: hub, logger: logger, requests: pending))
                 }
             })
         let sync = channel.pipeline.syncOperations
@@ -164,13 +244,37 @@ public final class ControlServer: Sendable {
         // connection left open with nothing more, is timed out from the last whole part.
         try sync.addHandler(idle)
         try sync.addHandler(http)
+        return ControlConnection(channel: channel, requests: requests)
     }
 
+    /// Closes the listening socket and every connection, without `run` (the tests), or before it.
     public func stop() async {
+        listener.withLock { $0 = nil }
         let bound = channel.withLock { s in defer { s = nil }; return s }
         try? await bound?.close()
         try? await group.shutdownGracefully()
     }
+}
+
+/// What a connection's handlers hand to its task in `ControlServer.run`: a command to carry out. An HTTP command's
+/// reply is written back down the pipeline to HTTPHandler, which answers the request with it; a WebSocket
+/// command's goes to its subscriber.
+enum ControlRequest: Sendable {
+    case http(ControlCommand)
+    case webSocket(ControlCommand, WebSocketSubscriber)
+}
+
+/// One connection as `ControlServer.run` serves it: its commands, until it closes. (Not an NIOAsyncChannel of its
+/// own: the WebSocket upgrade adds its handlers after the last one, where NIOAsyncChannel's must stay.)
+struct ControlConnection: Sendable {
+    let channel: any Channel
+    let requests: AsyncStream<ControlRequest>
+}
+
+/// How a connection left the server's accept: served (its pipeline set up) or refused (closed).
+enum Accepted: Sendable {
+    case served(ControlConnection)
+    case refused
 }
 
 extension Optional where Wrapped == SocketAddress {
@@ -200,8 +304,10 @@ final class FramingHeaders: ChannelOutboundHandler, RemovableChannelHandler {
 /// Plain HTTP: the page, the snapshot and commands. A request is refused as soon as its head shows it must be (the
 /// Host, the token, a body declared too large) or its body grows past `largestBody`, without reading the rest; a
 /// refused connection is closed.
-final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+final class HTTPHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
+    /// A command's reply, from `ControlServer.run`.
+    typealias OutboundIn = JSONValue
     typealias OutboundOut = HTTPServerResponsePart
 
     private enum State {
@@ -209,8 +315,9 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         case idle
         /// A request's body is coming.
         case reading(HTTPRequestHead)
-        /// The request is whole; its answer is being made (a `text` waits for Houndify).
-        case answering
+        /// The request is whole; its answer is being made (a command's comes from `ControlServer.run`, and a `text`
+        /// waits for Houndify).
+        case answering(HTTPRequestHead)
         /// Refused and answered; the rest of the request is read and dropped until it ends, then the connection is
         /// closed (closing with unread bytes would reset it, and the client could lose the answer).
         case closing
@@ -221,6 +328,8 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let page: [UInt8]?
     private let logger: Logger
     private let requestTimeout: TimeAmount
+    /// Commands, to the connection's task in ControlServer.run.
+    private let requests: AsyncStream<ControlRequest>.Continuation
     private var state = State.idle
     private var body: [UInt8] = []
     /// Closes a connection whose request has not arrived whole in time (a body sent a byte at a time).
@@ -229,8 +338,10 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private var requestEnded = false
     private var outputClosed = false
 
-    init(hub: ControlHub, access: ControlAccess, page: [UInt8]?, logger: Logger, requestTimeout: TimeAmount) {
+    init(hub: ControlHub, access: ControlAccess, page: [UInt8]?, logger: Logger, requestTimeout: TimeAmount,
+         requests: AsyncStream<ControlRequest>.Continuation) {
         self.hub = hub
+        self.requests = requests
         self.access = access
         self.page = page
         self.logger = logger
@@ -261,7 +372,7 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
             body += buffer.readableBytesView
         case (.end, .reading(let head)):
             deadline?.cancel()
-            state = .answering
+            state = .answering(head)
             route(context: context, head: head)
         case (.end, .closing):
             requestEnded = true
@@ -358,15 +469,20 @@ final class HTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         }
         body = []
         logger.info("control API: \(command.name)")
-        let hub = hub, eventLoop = context.eventLoop
-        let bound = NIOLoopBound((self, context), eventLoop: eventLoop)
-        Task {
-            let reply = await hub.perform(command, waitForAnswer: true)
-            eventLoop.execute {
-                let (handler, context) = bound.value
-                handler.respond(context: context, head: head, status: reply["ok"] == .bool(true) ? .ok : .conflict, json: reply)
-            }
+        // Carried out by the connection's task in ControlServer.run; its reply comes back through `write`. (Never
+        // dropped: the next request is held back until this one is answered.)
+        requests.yield(.http(command))
+    }
+
+    /// The reply to the command being answered.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let reply = unwrapOutboundIn(data)
+        guard case .answering(let head) = state else {
+            promise?.fail(ChannelError.inappropriateOperationForState)
+            return
         }
+        respond(context: context, head: head, status: reply["ok"] == .bool(true) ? .ok : .conflict, json: reply)
+        promise?.succeed()
     }
 
     /// Answers a request refused before its end, and closes: the output at once, the rest once the client has
@@ -426,11 +542,14 @@ final class WebSocketHandler: ChannelInboundHandler {
 
     private let hub: ControlHub
     private let logger: Logger
+    /// Commands, to the connection's task in ControlServer.run.
+    private let requests: AsyncStream<ControlRequest>.Continuation
     private var subscriber: WebSocketSubscriber?
 
-    init(hub: ControlHub, logger: Logger) {
+    init(hub: ControlHub, logger: Logger, requests: AsyncStream<ControlRequest>.Continuation) {
         self.hub = hub
         self.logger = logger
+        self.requests = requests
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -492,12 +611,10 @@ final class WebSocketHandler: ChannelInboundHandler {
             return subscriber.send(["reply": .null, "ok": false, "error": "a command is a JSON object, e.g. {\"command\":\"stop\"}"])
         }
         logger.info("control API (WebSocket): \(command.name)")
-        let hub = hub
-        Task {
-            // The answer to a question comes as its events (final, or error), like everyone else's.
-            guard case .object(var reply) = await hub.perform(command, waitForAnswer: false) else { return }
-            reply["reply"] = .string(command.name)
-            subscriber.send(.object(reply))
+        // Carried out by the connection's task in ControlServer.run, which sends the reply to `subscriber`.
+        if case .dropped = requests.yield(.webSocket(command, subscriber)) {
+            subscriber.send(["reply": .string(command.name), "ok": false,
+                             "error": .string("\(ControlServer.largestPendingCommands) commands are waiting already: send this one again once they are answered")])
         }
     }
 }

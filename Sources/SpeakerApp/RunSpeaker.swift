@@ -9,8 +9,8 @@ import Logging
 import Speech
 import SpeakerConfig
 import SpeakerCore
+import ServiceLifecycle
 import Systemd
-import UnixSignals
 
 /// `hound-speaker run`: the speaker from its config, until SIGINT or SIGTERM. The loop and the signal watcher are
 /// children of this call; when it returns, both have ended.
@@ -55,24 +55,18 @@ public enum RunSpeaker {
         let loop = speaker.makeLoop()
         hub.attach(loop)
         if let listener = speaker.hotPhrase { hub.attach(household: listener) }
-        // Trapped before the loop says it is ready: a stop right then (a restart, `systemctl stop` just after the
-        // start) once found SIGTERM's default action still in place and ended the process with nothing saved.
-        let signals = await Signals.trapTermination()
         let server = try await startControl(control, hub: hub, context: context)
-        speaker.board?.start()
+        // The loop, the control server and the board as services (SpeakerServices): SIGTERM and SIGINT are trapped
+        // when the group starts, before the loop can say it is ready (a stop right then, `systemctl stop` just after
+        // the start, once found SIGTERM's default action still in place and ended the process with nothing saved).
+        let group = SpeakerServices.group(loop: loop, board: speaker.board, control: server, notifier: notifier, logger: logger)
         context.logger.notice("hound-speaker running: \(prompt)")
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask {
-                await Signals.waitForTermination(signals)
-                guard !Task.isCancelled else { return }
-                context.logger.notice("stopping (signal)")
-                notifier.stopping()
-                loop.send(.shutdown)
-            }
-            await loop.run()
-            group.cancelAll()
+        do {
+            try await group.run()
+        } catch {
+            // The control server failed while the speaker ran (logged by its service); the rest has stopped in order.
+            throw CommandFailure(message: "\(error)")
         }
-        await server?.stop()
     }
 
     /// The control API and kiosk page, if configured. An address that cannot be had (the port taken by another

@@ -292,6 +292,34 @@ extension SimulatedBoardTests {
     }
 }
 
+extension SimulatedBoardTests {
+    /// `waitUntilStopped` returns once the board's thread has turned the LEDs off (run's board service waits so, last
+    /// of the services). A stop after the end (the loop's shutdown and the board service both stop it) writes nothing
+    /// into a pipe that has since taken the closed wake-up pipe's descriptor numbers.
+    @Test func waitUntilStoppedReturnsOnceTheLEDsAreOffAndALaterStopWritesNothing() async throws {
+        var fds: [Int32] = [0, 0]
+        #expect(pipe(&fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let drawn = DrawLog()
+        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
+                                     gestures: .init(), talkMode: .tap, roles: [.status])
+        runner.start()
+        runner.show(.listening)
+        runner.stop()
+        await runner.waitUntilStopped()
+        #expect(drawn.lines.last == "[off ○]")
+        await runner.waitUntilStopped()  // ended already: at once
+        var reused: [Int32] = [0, 0]
+        #expect(pipe(&reused) == 0)
+        defer { close(reused[0]); close(reused[1]) }
+        _ = fcntl(reused[0], F_SETFL, O_NONBLOCK)
+        runner.stop()
+        runner.show(.ready)
+        var byte: UInt8 = 0
+        #expect(read(reused[0], &byte, 1) == -1)
+    }
+}
+
 final class DrawLog: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [String] = []

@@ -137,6 +137,46 @@ final class NotifySocket {
         #expect(!log.contains(CLI.key))
     }
 
+    /// SIGTERM to a running speaker with the control API on: the services stop one at a time in their order
+    /// (Sources/SpeakerApp/SpeakerServices.swift): the stop announced, the control API closed, the loop's shutdown,
+    /// the board last, and the exit is 0.
+    @Test func sigtermStopsTheServicesInOrder() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let control = freePort()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false,
+                                     extraConfig: "[control]\nlisten = \"127.0.0.1:\(control)\"")
+        defer { fixture.remove() }
+        let notify = try NotifySocket(path: "\(fixture.dir)/notify")
+        _ = FileManager.default.createFile(atPath: "\(fixture.dir)/stderr", contents: nil)
+        let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: "\(fixture.dir)/stderr"))
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", fixture.config, "--events", "json"]
+        process.currentDirectoryURL = Self.root
+        process.environment = fixture.environment(hotPhrase: false).merging(["NOTIFY_SOCKET": notify.path]) { $1 }
+        let input = Pipe(), output = OutputWatcher()
+        process.standardInput = input
+        process.standardOutput = output.pipe
+        process.standardError = stderr
+        try process.run()
+        #expect(notify.receive(until: "READY=1").last?.hasPrefix("READY=1") == true)
+        #expect(output.wait(for: "\"to\":\"ready\""))
+        process.terminate()
+        #expect(notify.receive(until: "STOPPING=1").last?.hasPrefix("STOPPING=1") == true)
+        output.readToEnd()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(output.seen.contains("\"to\":\"none\""))  // the loop's shutdown, in its events
+        let log = try String(contentsOfFile: "\(fixture.dir)/stderr", encoding: .utf8)
+        let steps = ["control API and kiosk page on http://127.0.0.1:\(control)/", "hound-speaker running: ", "stopping (signal)",
+                     "control API stopped", "speaker loop stopped", "board stopped: LEDs off, lines released"]
+        let found = steps.map { log.range(of: $0)?.lowerBound }
+        #expect(!found.contains(nil), "missing \(zip(steps, found).filter { $0.1 == nil }.map(\.0)) in:\n\(log)")
+        let positions = found.compactMap { $0 }
+        #expect(positions == positions.sorted(), "out of order:\n\(log)")
+    }
+
     /// The same warning, as journald lines when stderr is the journal and as plain timestamped lines when not.
     @Test func logLinesFollowWhereStandardErrorGoes() throws {
         let dir = try temporaryDirectory()

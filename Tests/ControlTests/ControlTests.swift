@@ -168,6 +168,8 @@ final class ControlRig: Sendable {
     let rig: LoopRig
     let server: ControlServer
     let port: Int
+    /// The server's `run`, as the speaker's service group runs it (ended by cancellation in `stop`).
+    let serving: Task<Void, any Error>
 
     init(token: String = "", host: String = "127.0.0.1", limits: ControlServer.Limits = .init(),
          largestSubscriberCount: Int = ControlHub.defaultLargestSubscriberCount) async throws {
@@ -179,6 +181,7 @@ final class ControlRig: Sendable {
         logger.logLevel = .critical
         server = ControlServer(hub: hub, token: token, page: Array("<!doctype html><title>kiosk</title>".utf8), logger: logger, limits: limits)
         port = try await server.start(host: host, port: 0)
+        serving = Task { [server] in try await server.run() }
     }
 
     func client(receiveBuffer: Int32? = nil) throws -> RawClient { try RawClient(port: port, receiveBuffer: receiveBuffer) }
@@ -198,7 +201,8 @@ final class ControlRig: Sendable {
     }
 
     func stop() async {
-        await server.stop()
+        serving.cancel()
+        _ = await serving.result
         await rig.stop()
     }
 }
