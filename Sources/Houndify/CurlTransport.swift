@@ -144,15 +144,11 @@ final class CurlWorker: @unchecked Sendable {
     private var active: [HTTPTransfer] = []
 
     private init() {
-        _ = CurlWorker.globalInit
+        CurlGlobal.ensure()
         guard let m = curl_multi_init() else { fatalError("curl_multi_init failed: libcurl is unusable") }
         multi = m
         OwnedThread.start(name: "hs-curl") { [unowned self] in self.run() }
     }
-
-    private static let globalInit: Void = {
-        curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-    }()
 
     func submit(_ transfer: HTTPTransfer) {
         transfer.worker = self

@@ -30,11 +30,8 @@ public struct EndpointProbe: Sendable, Equatable {
         }
     }
 
-    /// Reference-counted by libcurl, so it may also have been done by the client's worker.
-    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-
     static func runBlocking(endpoint: String, timeoutMS: Int) -> EndpointProbe {
-        _ = globalInit
+        CurlGlobal.ensure()
         var probe = EndpointProbe(outcome: .noHTTPAnswer, url: endpoint)
         guard let easy = curl_easy_init() else {
             probe.detail = "curl_easy_init failed"

@@ -1,6 +1,5 @@
-import CCurl
-import CShims
 import FoundationEssentials
+import Houndify
 public import JSONKit
 import Platform
 public import SpeakerConfig
@@ -181,48 +180,11 @@ public enum ControlClient {
         }
     }
 
-    private static let globalInit: Void = { curl_global_init(Int(CURL_GLOBAL_DEFAULT)) }()
-
-    /// One blocking POST (on the caller's own thread).
-    static func post(url: String, body: [UInt8], token: String) -> Result<(Int, [UInt8]), CurlProblem> {
-        _ = globalInit
-        guard let easy = curl_easy_init() else { return .failure(CurlProblem(description: "curl_easy_init failed")) }
-        defer { curl_easy_cleanup(easy) }
-        var headers: UnsafeMutablePointer<curl_slist>? = curl_slist_append(nil, "Content-Type: application/json")
-        if !token.isEmpty { headers = curl_slist_append(headers, "Authorization: Bearer \(token)") }
-        defer { curl_slist_free_all(headers) }
-        let response = ResponseBody()
-        let unmanaged = Unmanaged.passRetained(response)
-        defer { unmanaged.release() }
-        hs_curl_setopt_string(easy, CURLOPT_URL, url)
-        // The speaker is this machine's own (the config's [control] listen): never through a proxy, whatever
-        // http_proxy, HTTP_PROXY or all_proxy say, which would otherwise get the command and the token. "" turns
-        // the environment's proxy off (libcurl sends even 127.0.0.1 through it: checked with 7.88, Debian 12).
-        hs_curl_setopt_string(easy, CURLOPT_PROXY, "")
-        hs_curl_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        hs_curl_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, 3_000)
+    /// One blocking POST (on the caller's own thread), through the Houndify layer's libcurl (never a proxy).
+    static func post(url: String, body: [UInt8], token: String) -> Result<(Int, [UInt8]), LocalHTTP.Problem> {
+        let headers = ["Content-Type: application/json"] + (token.isEmpty ? [] : ["Authorization: Bearer \(token)"])
         // A question waits for its answer (the API gives up at 30 s).
-        hs_curl_setopt_long(easy, CURLOPT_TIMEOUT_MS, 40_000)
-        hs_curl_setopt_slist(easy, CURLOPT_HTTPHEADER, headers)
-        hs_curl_setopt_long(easy, CURLOPT_POSTFIELDSIZE, body.count)
-        hs_curl_setopt_callback(easy, CURLOPT_WRITEFUNCTION) { buffer, size, count, user in
-            guard let buffer, let user else { return 0 }
-            Unmanaged<ResponseBody>.fromOpaque(user).takeUnretainedValue().bytes += UnsafeRawBufferPointer(start: buffer, count: size * count)
-            return size * count
-        }
-        hs_curl_setopt_pointer(easy, CURLOPT_WRITEDATA, unmanaged.toOpaque())
-        let code = body.withUnsafeBufferPointer { bytes in
-            // COPYPOSTFIELDS: libcurl keeps its own copy, so the buffer need only outlive this call.
-            hs_curl_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-            return curl_easy_perform(easy)
-        }
-        guard code == CURLE_OK else { return .failure(CurlProblem(description: String(cString: curl_easy_strerror(code)))) }
-        var status = 0
-        hs_curl_getinfo_long(easy, CURLINFO_RESPONSE_CODE, &status)
-        return .success((status, response.bytes))
+        return LocalHTTP.post(url: url, body: body, headers: headers, connectTimeoutMS: 3_000, timeoutMS: 40_000)
+            .map { ($0.status, $0.body) }
     }
-
-    struct CurlProblem: Error, CustomStringConvertible { var description: String }
-
-    private final class ResponseBody { var bytes: [UInt8] = [] }
 }
