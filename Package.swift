@@ -77,6 +77,7 @@ let package = Package(
         // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too, and
         // sys/timex.h is not in the Glibc module.
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
+        .target(name: "CPosix"),
 
         .target(name: "SpeakerConfig",
                 dependencies: ["Houndify", "Audio", "AudioCore", "BoardCore", "SpeakerCore", "Speech", "HotPhrase", "Platform",
@@ -95,7 +96,7 @@ let package = Package(
         .target(name: "Speech",
                 dependencies: ["CEspeakNG", "Audio", "Platform"],
                 swiftSettings: strict),
-        .target(name: "Platform", swiftSettings: strict),
+        .target(name: "Platform", dependencies: ["CPosix"], swiftSettings: strict),
         // JSON values kept as they came (Houndify's opaque parts) and written back as ASCII.
         .target(name: "JSONKit", swiftSettings: strict),
         // The speaker's behaviour with no C and no drivers: the state machine, the loop, the capture router, the

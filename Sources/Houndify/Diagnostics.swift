@@ -1,4 +1,3 @@
-import CShims
 import FoundationEssentials
 import Glibc
 public import Platform
@@ -10,11 +9,14 @@ public enum HoundifyDiagnostics {
     /// The kernel's NTP state (adjtimex(2), what timedatectl's NTPSynchronized reports), with or without systemd: a
     /// Pi has no battery clock, and one never set breaks signing and TLS alike.
     public static func clock() -> Diagnostic {
-        var esterror = 0
-        let state = hs_clock_synchronized(&esterror)
-        let synchronized = state == 1
-        return .check(synchronized, synchronized ? "clock synchronized (estimated error \(esterror / 1000) ms)"
-                                                 : state < 0 ? "clock: adjtimex failed (\(String(cString: strerror(errno))))" : "clock not synchronized (kernel NTP state: unsynchronized)",
+        let state = KernelClock.state
+        let message = switch state {
+        case .synchronized(let esterror): "clock synchronized (estimated error \(esterror / 1000) ms)"
+        case .unsynchronized: "clock not synchronized (kernel NTP state: unsynchronized)"
+        case .unknown(let why): "clock: adjtimex failed (\(why))"
+        }
+        let synchronized = if case .synchronized = state { true } else { false }
+        return .check(synchronized, message,
                       advice: "enable NTP: sudo timedatectl set-ntp true (systemd-timesyncd), and check the network; `timedatectl` shows the state")
     }
 

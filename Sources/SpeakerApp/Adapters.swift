@@ -2,7 +2,6 @@ public import Audio
 public import AudioCore
 public import Board
 public import BoardCore
-import CShims
 import Dispatch
 import FoundationEssentials
 import Glibc
@@ -351,8 +350,7 @@ public struct HostSystem: SystemInfo {
 
     /// The kernel's NTP state (adjtimex(2)), as the doctor's clock check reads it.
     public func clockSynchronized() -> Bool {
-        var esterror = 0
-        return hs_clock_synchronized(&esterror) == 1
+        if case .synchronized = KernelClock.state { true } else { false }
     }
 
     public func ipAddresses() -> [String] {

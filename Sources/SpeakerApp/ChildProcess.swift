@@ -1,4 +1,3 @@
-import CShims
 import Platform
 import FoundationEssentials
 import Glibc
@@ -22,19 +21,7 @@ enum ChildProcess {
     /// control API's port, and the restarted speaker ran without its API (issue #34). The pid, or the error number.
     static func spawn(_ path: String, arguments: [String], environment: [String: String],
                       stdout: Int32? = nil) -> Result<pid_t, Errno> {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, STDOUT_FILENO) }
-        // After the dup2, so the descriptor it copied is closed too.
-        let closing = hs_spawn_close_from(&actions, 3)
-        guard closing == 0 else { return .failure(Errno(closing)) }
-        let argv: [UnsafeMutablePointer<CChar>?] = arguments.map { strdup($0) } + [nil]
-        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let status = posix_spawn(&pid, path, &actions, nil, argv, envp)
-        return status == 0 ? .success(pid) : .failure(Errno(status))
+        SpawnActions.spawn(path, argv: arguments, envp: environment.map { "\($0.key)=\($0.value)" }, stdout: stdout)
     }
 
     /// `/bin/sh -c command` in `environment`, not waited for: an owned thread reaps it (so no zombie is left) and
@@ -53,9 +40,5 @@ enum ChildProcess {
         return spawned
     }
 
-    struct Errno: Error, CustomStringConvertible {
-        let code: Int32
-        init(_ code: Int32) { self.code = code }
-        var description: String { String(cString: strerror(code)) }
-    }
+    typealias Errno = SystemError
 }

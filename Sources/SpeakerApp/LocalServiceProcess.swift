@@ -1,4 +1,3 @@
-import CShims
 import FoundationEssentials
 import Glibc
 import Platform
@@ -40,7 +39,7 @@ public final class LocalServiceProcess: Sendable {
         let path = try LocalServiceProgram.locate()
         var pipeEnds: [Int32] = [0, 0]
         // Close-on-exec: no other child (a state hook started meanwhile) may hold the pipe open.
-        guard hs_pipe_cloexec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))") }
+        guard SpawnActions.pipeCloseOnExec(&pipeEnds) == 0 else { throw CommandFailure(message: "pipe: \(String(cString: strerror(errno)))") }
         let spawned = ChildProcess.spawn(path, arguments: [path, "--port", "0", "--config", configPath],
                                          environment: ChildProcess.environment(),
                                          stdout: pipeEnds[1])

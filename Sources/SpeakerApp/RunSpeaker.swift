@@ -3,7 +3,6 @@ import BoardCore
 import Control
 import FoundationEssentials
 import Platform
-import CShims
 import Glibc
 import Logging
 import Speech
@@ -20,7 +19,7 @@ public enum RunSpeaker {
         // system when freed. glibc would raise its mmap threshold after the first such buffer is freed and keep
         // the later ones in its heap for good (the soak saw a 5 MB step after the second 12 MB answer);
         // fixing the threshold at its default keeps every allocation over 128 kB in its own mapping.
-        _ = hs_malloc_fix_mmap_threshold(128 * 1024)
+        Malloc.fixMmapThreshold(128 * 1024)
         let context = try AppContext(configPath: configPath)
         // Alarms ring at the speaker's local time: the configured zone when there is one (the same one Houndify
         // is told), else the system's. The C library's local time follows TZ, read once here before any thread.
