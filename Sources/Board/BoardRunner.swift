@@ -50,7 +50,7 @@ public final class BoardRunner: Sendable {
         wakeWrite = fds[1]
         // Both ends non-blocking: a full pipe already holds a wake-up, and `wake` writes with the request lock held.
         for fd in fds { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) }
-        // The app's own spawns close every inherited descriptor (CShims/hs_spawn.c), but a library that forks
+        // The app's own spawns close every inherited descriptor (CPosix/hs_spawn.c), but a library that forks
         // (espeak-ng's audio output, libasound's plugins) does not: neither end goes to a child.
         for fd in fds { _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) }
         self.hardware = hardware
