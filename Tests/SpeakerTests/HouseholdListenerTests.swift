@@ -30,6 +30,21 @@ import TestSupport
         return condition()
     }
 
+    /// The test model, and a household.json in a fresh folder (the caller removes it) holding the fixture's three
+    /// takes as `phrase`, scored against the fixture's bank.
+    func enrolled(_ phrase: String) throws -> (HotPhraseModel, HotPhraseListener.HouseholdSource) {
+        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
+        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
+        var household = Household()
+        for k in 1...3 {
+            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
+            try household.add(try Enrollment.take(take, model: model), phrase: phrase, bank: bank)
+        }
+        try household.save(path: dir + "/household.json")
+        return (model, HotPhraseListener.HouseholdSource(path: dir + "/household.json", bank: bank))
+    }
+
     @Test func theListenerRunsTheHouseholdKeepsItsFalseWakesAndForgets() async throws {
         let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
         let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
@@ -97,20 +112,10 @@ import TestSupport
     /// An answered wake (the loop's `keepAnsweredWake`) that the templates heard becomes a learned template,
     /// saved 0600 and counted in the summary beside the takes; with `learn_from_answers` off nothing is kept.
     @Test func anAnsweredWakeIsLearnedUnlessTurnedOff() async throws {
-        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
-        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/household.json"
-        let source = HotPhraseListener.HouseholdSource(path: path, bank: bank)
+        let (model, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: source.path).deletingLastPathComponent().path) }
+        let path = source.path
         let stream = try AudioFile.readMono(path: Self.fixtures + "/stream.wav", targetRate: 16_000).samples
-        var household = Household()
-        for k in 1...3 {
-            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
-            try household.add(try Enrollment.take(take, model: model), phrase: "OK Hound", bank: bank)
-        }
-        try household.save(path: path)
-
         var off = HotPhraseSettings(sensitivity: 0)
         off.learnFromAnswers = false
         let quiet = HotPhraseListener(model: model, settings: off, echo: nil, household: source, logger: nil)
@@ -137,23 +142,14 @@ import TestSupport
     /// The household's stop phrase: the same takes enrolled as "stop" are heard as a stop, and only over the
     /// speaker's own sound (while it rings or speaks); never as a wake.
     @Test func theStopPhraseCountsOnlyOverTheSpeakersOwnSound() throws {
-        let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
-        let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-household-\(UUID().uuidString)").path
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-        let path = dir + "/household.json"
-        var household = Household()
-        for k in 1...3 {
-            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
-            try household.add(try Enrollment.take(take, model: model), phrase: "Stop", bank: bank)
-        }
-        try household.save(path: path)
+        let (model, source) = try enrolled("Stop")
+        defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: source.path).deletingLastPathComponent().path) }
         // The generic model held off, and the barge-in sensitivity the same as the other, so that only the
         // speaker's own sound (not a different threshold) tells the two runs apart.
         var settings = HotPhraseSettings(sensitivity: 0)
         settings.bargeInSensitivity = 0
         let listener = HotPhraseListener(model: model, settings: settings, echo: nil,
-                                         household: .init(path: path, bank: bank), logger: nil)
+                                         household: source, logger: nil)
         #expect(listener.personalActive)
         let stream = try AudioFile.readMono(path: Self.fixtures + "/stream.wav", targetRate: 16_000).samples
         #expect(hits(listener, stream, overOwnSound: false, kind: .stop) == 0)
