@@ -126,16 +126,21 @@ def negative_sets(workdir, procs):
     return syn, real, int(rx["speakers"])
 
 
-def extra_eval_set(workdir, folder, procs):
-    """The recordings under an extra folder (get_public_negatives.py's WORKDIR/public/eval/SOURCE: speakers and
-    noise never trained on), as they are, in up to 8 streams with a little held-out noise between them (as the
-    real-speech evaluation speakers); cached by a hash of the file list."""
+def extra_eval_files(workdir, folder):
+    """(the recordings under an extra folder, sorted; the cache's tag: a hash of their paths under workdir)."""
     import hashlib
     files = sorted(os.path.join(r, n) for r, _, ns in os.walk(folder) for n in ns
                    if n.lower().endswith((".flac", ".wav")))
     if not files:
         raise HotPhraseError(folder, "no .flac or .wav files in it")
-    tag = hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
+    return files, hashlib.sha1("\n".join(os.path.relpath(f, workdir) for f in files).encode()).hexdigest()[:10]
+
+
+def extra_eval_set(workdir, folder, procs):
+    """The recordings under an extra folder (get_public_negatives.py's WORKDIR/public/eval/SOURCE: speakers and
+    noise never trained on), as they are, in up to 8 streams with a little held-out noise between them (as the
+    real-speech evaluation speakers); cached by a hash of the file list."""
+    files, tag = extra_eval_files(workdir, folder)
 
     def make():
         rng, banks, _ = eval_banks(workdir)

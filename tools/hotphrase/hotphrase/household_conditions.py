@@ -16,7 +16,20 @@ OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WOR
               measured), then before it held-out fan noise at its own noise floor as the clean set has
   room-snrN   the room's rendering in held-out noise at N dB (--room-snr)
 Everything is drawn from seeds fixed per keyword and condition, so a rerun writes the same audio.
+
+  python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
+                                           --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
+
+renders household_eval's test side (the format-2 evaluation's caches (evaluate_format2) of held-out real streams: e1_eval_extra_TAG.npz of
+get_public_negatives' eval folders, e1_eval_neg_realspeech.npz) in the same conditions, into
+OUT/COND/<the same file name>: each stream rebuilt piece by piece from the same seed as evaluate_format2 builds it (the
+same recordings, order, gaps, quiet noise and levels), then every piece (a recording with its gaps) in the
+condition on its own: through the rooms one per piece in turn (the tail past the piece's own trailing gap cut,
+so the stream keeps its length), in the four noise families one per piece in turn at N dB over that piece's
+active power (the pieces' levels differ by up to 32 dB, so one SNR over a whole stream would not be N dB for most
+of them).
 """
+import copy
 import json
 import os
 import sys
@@ -102,23 +115,99 @@ def condition_audio(word, cond, clips, banks, rooms):
     return audio, used
 
 
+def stream_pieces(rng, pieces, banks, quiet):
+    """dataset.stream(rng, pieces, banks, 0, quiet=quiet)'s audio as its pieces, in stream order, drawing the same
+    random numbers (no noise stretch after them), so that their concatenation is that stream."""
+    order = rng.permutation(len(pieces))
+    return [D.negative_piece(rng, pieces[i], banks, quiet=quiet)[0] for i in order]
+
+
+def condition_piece(a, cond, i, rng, banks, rooms):
+    """Piece i of a test-side stream in condition cond (the module's doc), at its own length."""
+    snr = float(cond.rsplit("snr", 1)[1]) if "snr" in cond else None
+    if cond.startswith("room"):
+        m, h = rooms[i % len(rooms)]
+        a = reverberant(a, h, m["direct_path_samples"])[:len(a)]
+    if snr is not None:
+        kind = list(banks.kinds)[i % len(banks.kinds)]
+        a = A.mix(a, A.crop(rng, banks.b[kind], len(a)), snr)
+    return np.clip(a, -1.0, 32767 / 32768).astype(np.float32)
+
+
+def test_side_sets(workdir, extra_folders, real_speech):
+    """[(cache file name, [stream's clips] x up to 8, the recordings)] as evaluate_format2's negative_sets and
+    extra_eval_set group them; each set's streams draw from a fresh copy of eval_banks' generator, as there."""
+    from .evaluate_format2 import REAL_STREAMS, extra_eval_files
+    out = []
+    for folder in extra_folders:
+        files, tag = extra_eval_files(workdir, folder)
+        clips = [D.read_audio(f) for f in files]
+        n = min(REAL_STREAMS, len(clips))
+        out.append((f"e1_eval_extra_{tag}.npz", [clips[i::n] for i in range(n)], len(files)))
+    if real_speech:
+        rs = [x for x, _, _ in D.real_speech("eval")]
+        out.append(("e1_eval_neg_realspeech.npz", [rs[i::REAL_STREAMS] for i in range(REAL_STREAMS)], len(rs)))
+    return out
+
+
+def render_test_side(workdir, out, extra_folders, real_speech, conds, rooms, procs):
+    from .evaluate_format2 import REAL_QUIET, embed_all, eval_banks
+    rng0, banks, _ = eval_banks(workdir)
+    for name, groups, n_files in test_side_sets(workdir, extra_folders, real_speech):
+        todo = [c for c in conds if not os.path.exists(os.path.join(out, c, name))]
+        if not todo:
+            continue
+        rng = copy.deepcopy(rng0)
+        streams = [stream_pieces(rng, g, banks, REAL_QUIET) for g in groups]
+        for cond in todo:
+            crng = np.random.default_rng(zlib.crc32(f"test-side/{name}/{cond}".encode()))
+            audio, i = [], 0
+            for pieces in streams:
+                rendered = []
+                for p in pieces:
+                    rendered.append(condition_piece(p, cond, i, crng, banks, rooms))
+                    i += 1
+                audio.append(np.concatenate(rendered))
+            path = os.path.join(out, cond, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, procs), files=np.array(n_files))
+            os.replace(path + ".tmp.npz", path)
+            hours = sum(len(x) for x in audio) / SR / 3600
+            print(f"{path}: {len(audio)} streams, {i} recordings, {hours:.2f} h", flush=True)
+
+
 @cli.command
 def main(argv=None):
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("workdir")
     ap.add_argument("out")
-    ap.add_argument("--words", nargs="+", default=["computer", "jarvis", "snowboy", "view-glass"])
+    ap.add_argument("--words", nargs="*", default=["computer", "jarvis", "snowboy", "view-glass"])
     ap.add_argument("--snr", nargs="*", type=float, default=[0, 5, 10])
     ap.add_argument("--rirs", help="room_rirs' output; without it, no room conditions")
     ap.add_argument("--room-snr", nargs="*", type=float, default=[10])
     ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--only", nargs="+", default=None, metavar="COND", help="render only these conditions")
+    ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
+                    help="household_eval's test side: these get_public_negatives eval folders (WORKDIR/public/eval/X)")
+    ap.add_argument("--test-side-real-speech", action="store_true",
+                    help="household_eval's test side: the real-speech evaluation speakers' streams")
     a = ap.parse_args(argv)
     from .evaluate_format2 import embed_all, eval_banks
     rooms = read_rirs(a.rirs) if a.rirs else []
+    conds = conditions(a.snr, rooms, a.room_snr)
+    if a.only is not None:
+        unknown = sorted(set(a.only) - set(conds))
+        if unknown:
+            raise HotPhraseError("--only", f"{', '.join(unknown)} not among this run's conditions ({', '.join(conds)})")
+        conds = [c for c in conds if c in a.only]
+    if a.test_side_extra or a.test_side_real_speech:
+        render_test_side(a.workdir, a.out, a.test_side_extra, a.test_side_real_speech, conds, rooms, a.procs)
+    if not a.words:
+        return
     _, banks, _ = eval_banks(a.workdir)
     for word in a.words:
         clips = D.real_clips(word, None)
-        for cond in conditions(a.snr, rooms, a.room_snr):
+        for cond in conds:
             path = os.path.join(a.out, cond, f"e1_eval_real_{word}.npz")
             if os.path.exists(path):
                 continue

@@ -26,8 +26,10 @@
 - `--generic HEAD_DIR...` (one keyword's speakers): each recipe-e1 head at its own eval.json 0.5 FA/h threshold
   beside the personal scorer (DTW; with `--bank-z` at the bank's shipped z_threshold instead of one chosen here):
   generic alone, personal alone and fused (either fires, docs/household.md) on the same enrollments, clips and
-  test side. `--condition NAME=DIR` adds the enrolled people's other clips rendered in noise or a room
-  (household_conditions; enrollment stays clean): their misses for the three.
+  test side. `--condition NAME=DIR` adds every clip rendered in noise or a room (household_conditions;
+  enrollment stays clean): the enrolled people's misses and the guests heard, for the three. With
+  `--condition-test-side` also the false accepts an hour on the test side in that condition: DIR holds the
+  --test-npz files' renderings under the same names (household_conditions --test-side-...).
 """
 import collections
 import json
@@ -284,6 +286,18 @@ def clip_outcomes(own_best, guest_best, th):
     return [int(np.sum(own_best < th)), len(own_best), int(np.sum(guest_best >= th)), len(guest_best)]
 
 
+def load_streams(paths):
+    """The streams of the format-2 evaluation's ragged caches (emb + offsets), in order; a missing file is an error."""
+    out = []
+    for path in paths:
+        if not os.path.exists(path):
+            raise HotPhraseError(path, "missing (render it with household_conditions --test-side-...)")
+        z = np.load(path)
+        o = z["offsets"]
+        out += [z["emb"][o[i]:o[i + 1]] for i in range(len(o) - 1)]
+    return out
+
+
 def load_clips_npz(path, names):
     """{clip name: raw embeddings} from an evaluate_format2-style ragged cache (emb + offsets) of a keyword folder's
     clips in sorted name order (e1_eval_real_WORD.npz, or household_conditions' renderings of the same clips)."""
@@ -296,11 +310,45 @@ def load_clips_npz(path, names):
     return {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(names))}
 
 
-def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions):
+def false_accepts(enrollments, scorers, streams, z_th, heads):
+    """Wakes on the streams: (personal [E], generic {head: n}, fused {head: [E]})."""
+    fa_personal = np.zeros(len(enrollments))
+    fa_generic = {h[0]: 0 for h in heads}
+    fa_fused = {h[0]: np.zeros(len(enrollments)) for h in heads}
+    for raw in streams:
+        raw = np.asarray(raw, np.float32)
+        if not len(raw):
+            continue
+        z = personal(enrollments, raw, scorers, "dtw")
+        z = np.where(np.isfinite(z), z, -np.inf)
+        fa_personal += [count_wakes(r, z_th) for r in z]
+        for name, head, arrays, g_th in heads:
+            g = generic_series(head, arrays, raw)
+            fa_generic[name] += count_wakes(g, g_th)
+            fa_fused[name] += [count_wakes(fused_fires(r, z_th, g, g_th), 0.5) for r in z]
+    return fa_personal, fa_generic, fa_fused
+
+
+def fa_rates(fa_personal, fa_generic, fa_fused, hours):
+    """{detector or head: its false accepts an hour}: personal's and each fused's as the mean over enrollments
+    and the worst enrollment, each generic head's as one number."""
+    out = {"personal": {"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3),
+                        "test_fa_per_hour_worst_enrollment": round(float(fa_personal.max()) / hours, 3)}}
+    for name in fa_generic:
+        out[name] = {"generic": {"test_fa_per_hour": round(fa_generic[name] / hours, 3)},
+                     "fused": {"test_fa_per_hour_mean": round(float(fa_fused[name].mean()) / hours, 3),
+                               "test_fa_per_hour_worst_enrollment": round(float(fa_fused[name].max()) / hours, 3)}}
+    return out
+
+
+def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions,
+                 condition_tests=None):
     """Generic alone, personal alone (DTW at z_th) and fused, on the same enrollments, clips and test side.
-    heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (the enrolled
-    people's other clips rendered in noise or rooms; enrollment stays clean). Missed and heard are pooled over
-    the enrollments (each enrollment's own clips and guests, as per_word above)."""
+    heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (every clip
+    rendered in noise or rooms; enrollment stays clean): the enrolled people's misses and the guests heard there;
+    condition_tests: {name: (streams, seconds)}, the test side rendered in that condition: false accepts there.
+    Missed and heard are pooled over the enrollments (each enrollment's own clips and guests, as per_word
+    above)."""
     names = sorted(clips)
     col = {n: j for j, n in enumerate(names)}
     idx = lambda ns: [col[n] for n in ns]  # noqa: E731
@@ -336,27 +384,18 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
         return pbest, gbest
 
     # the test side: personal z once per stream, each head's scores beside it
-    fa_personal = np.zeros(len(enrollments))
-    fa_generic = {h[0]: 0 for h in heads}
-    fa_fused = {h[0]: np.zeros(len(enrollments)) for h in heads}
-    for raw in test_streams:
-        raw = np.asarray(raw, np.float32)
-        if not len(raw):
-            continue
-        z = personal(enrollments, raw, scorers, "dtw")
-        z = np.where(np.isfinite(z), z, -np.inf)
-        fa_personal += [count_wakes(r, z_th) for r in z]
-        for name, head, arrays, g_th in heads:
-            g = generic_series(head, arrays, raw)
-            fa_generic[name] += count_wakes(g, g_th)
-            fa_fused[name] += [count_wakes(fused_fires(r, z_th, g, g_th), 0.5) for r in z]
+    fa_personal, fa_generic, fa_fused = false_accepts(enrollments, scorers, test_streams, z_th, heads)
     pbest, gbest = best_over(clips)
     rep["personal"] = outcomes(pbest, None, None)["personal"]
     rep["personal"].update({"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3),
                             "test_fa_per_hour_worst_enrollment": round(float(fa_personal.max()) / hours, 3)})
     cond_best = {c: best_over({n: cm[n] for n in names}) for c, cm in conditions.items()}
-    rep["conditions"] = {c: {"personal": outcomes(pb, None, None, own_only=True)["personal"]}
-                         for c, (pb, _) in cond_best.items()}
+    rep["conditions"] = {c: {"personal": outcomes(pb, None, None)["personal"]} for c, (pb, _) in cond_best.items()}
+    cond_fa = {}
+    for c, (streams, seconds) in (condition_tests or {}).items():
+        cond_fa[c] = fa_rates(*false_accepts(enrollments, scorers, streams, z_th, heads), seconds / 3600)
+        rep["conditions"][c]["test_side_hours"] = round(seconds / 3600, 3)
+        rep["conditions"][c]["personal"].update(cond_fa[c]["personal"])
     for name, head, arrays, g_th in heads:
         o = outcomes(pbest, gbest[name], g_th)
         o["generic"]["test_fa_per_hour"] = round(fa_generic[name] / hours, 3)
@@ -364,7 +403,10 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
                            "test_fa_per_hour_worst_enrollment": round(float(fa_fused[name].max()) / hours, 3)})
         rep["heads"][name] = {"threshold": g_th, "generic": o["generic"], "fused": o["fused"]}
         for c, (pb, gb) in cond_best.items():
-            oc = outcomes(pb, gb[name], g_th, own_only=True)
+            oc = outcomes(pb, gb[name], g_th)
+            if c in cond_fa:
+                for k in ("generic", "fused"):
+                    oc[k].update(cond_fa[c][name][k])
             rep["conditions"][c][name] = {"generic": oc["generic"], "fused": oc["fused"]}
     print(f"{word} fused", json.dumps(rep), flush=True)
     return rep
@@ -409,7 +451,10 @@ def main(argv=None):
                          "alone, personal alone (DTW) and fused on the same clips and test side")
     ap.add_argument("--condition", action="append", default=[], metavar="NAME=DIR",
                     help="the enrolled people's other clips rendered in a condition (DIR/e1_eval_real_WORD.npz, "
-                         "from household_conditions): their misses, enrollment clean (needs --clips-dir)")
+                         "from household_conditions): misses and guests heard, enrollment clean (needs --clips-dir)")
+    ap.add_argument("--condition-test-side", action="store_true",
+                    help="also false accepts in each condition: its DIR holds the --test-npz files rendered in it, "
+                         "under the same names (household_conditions --test-side-...)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     a = ap.parse_args(argv)
@@ -423,6 +468,8 @@ def main(argv=None):
         raise HotPhraseError("--bank-z", "scores at the bank's threshold; it cannot also write one")
     if a.condition and not a.clips_dir:
         raise HotPhraseError("--condition", "needs --clips-dir (the clean clips the conditions are renderings of)")
+    if a.condition_test_side and not (a.condition and a.test_npz):
+        raise HotPhraseError("--condition-test-side", "needs --condition and --test-npz (the files rendered in it)")
     conditions_dirs = {}
     for c in a.condition:
         name, sep, folder = c.partition("=")
@@ -453,12 +500,8 @@ def main(argv=None):
         return make()
     thr_streams, thr_names, thr_sec = negatives("threshold", thr_groups)
     if a.test_npz:
-        test_streams, test_names = [], []
-        for path in a.test_npz:
-            z = np.load(path)
-            o = z["offsets"]
-            test_streams += [z["emb"][o[i]:o[i + 1]] for i in range(len(o) - 1)]
-            test_names.append(os.path.basename(path))
+        test_streams = load_streams(a.test_npz)
+        test_names = [os.path.basename(p) for p in a.test_npz]
         test_sec = sum(len(x) for x in test_streams) * STEP_SECONDS
     else:
         test_streams, test_names, test_sec = negatives("test", test_groups)
@@ -580,8 +623,13 @@ def main(argv=None):
         conds = {c: load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
                  for c, d in conditions_dirs.items()}
         clips = {n: e for (w, n), e in clip_embs.items() if w == word}
+        cond_tests = {}
+        if a.condition_test_side:
+            for c, d in conditions_dirs.items():
+                streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz])
+                cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
         report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds)
+                                       test_streams, test_sec, z_th, heads, conds, cond_tests)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

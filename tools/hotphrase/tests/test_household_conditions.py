@@ -84,5 +84,46 @@ class Conditions(unittest.TestCase):
         self.assertEqual([len(x) for x in c], [HC.LEAD + 3000 + HC.TAIL] * 5)
 
 
+class FakeBanks:
+    """dataset.Banks' interface: two noise families of seeded Gaussian noise."""
+    kinds = ["fan", "street"]
+    b = {"fan": np.random.default_rng(2).standard_normal(80000).astype(np.float32),
+         "street": np.random.default_rng(3).standard_normal(80000).astype(np.float32)}
+
+    def noise(self, rng, n):
+        return A.crop(rng, self.b[self.kinds[rng.integers(len(self.kinds))]], n)
+
+
+@unittest.skipUnless(importlib.util.find_spec("scipy"), "needs scipy (dataset's augmentations)")
+class TestSide(unittest.TestCase):
+    def test_pieces_are_the_stream(self):
+        from hotphrase import dataset as D
+        clips = [tone(2000 + 500 * i, seed=i) for i in range(6)]
+        want = D.stream(np.random.default_rng(5), clips, FakeBanks(), 0, quiet=(1.0, (35, 50)))[0]
+        got = HC.stream_pieces(np.random.default_rng(5), clips, FakeBanks(), (1.0, (35, 50)))
+        self.assertEqual(len(got), 6)
+        np.testing.assert_array_equal(np.concatenate(got), want)
+
+    def test_each_piece_at_its_own_snr(self):
+        loud, quiet = tone(16000, amp=0.5), tone(16000, amp=0.005, seed=1)
+        rng = np.random.default_rng(0)
+        for i, x in enumerate((loud, quiet)):
+            y = HC.condition_piece(x, "snr10", i, rng, FakeBanks(), [])
+            self.assertEqual(len(y), len(x))
+            self.assertAlmostEqual(10 * np.log10(A.active_power(x) / np.mean((y - x) ** 2)), 10.0, places=2)
+
+    def test_room_keeps_the_length_and_rooms_go_in_turn(self):
+        rooms = [({"key": "r1", "direct_path_samples": 0}, np.array([1.0], np.float32)),
+                 ({"key": "r2", "direct_path_samples": 0}, np.array([1.0, 0.0, 0.0, 0.9], np.float32))]
+        x = tone(4000)
+        a = HC.condition_piece(x, "room", 0, None, FakeBanks(), rooms)
+        b = HC.condition_piece(x, "room", 1, None, FakeBanks(), rooms)
+        self.assertEqual((len(a), len(b)), (4000, 4000))
+        np.testing.assert_allclose(a, x, rtol=1e-4, atol=1e-6)  # r1: a direct path alone
+        self.assertGreater(np.abs(b - x).max(), 0.01)  # r2: a reflection
+        c = HC.condition_piece(x, "room-snr10", 1, np.random.default_rng(0), FakeBanks(), rooms)
+        self.assertAlmostEqual(10 * np.log10(A.active_power(b) / np.mean((c - b) ** 2)), 10.0, places=2)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -9,6 +9,7 @@ import unittest
 import numpy as np
 
 from hotphrase import household_eval as HE
+from hotphrase.constants import EMB_DIM
 from hotphrase.errors import HotPhraseError
 
 
@@ -30,6 +31,30 @@ class Fusion(unittest.TestCase):
         self.assertEqual(HE.count_wakes(fire, 0.5), 2)
         self.assertEqual(HE.count_wakes(g, 0.7), 2)
         self.assertEqual(HE.count_wakes(z, 5.9), 1)
+
+
+class FalseAccepts(unittest.TestCase):
+    def test_a_stream_holding_a_take_wakes_once_and_rates_are_per_hour(self):
+        rng = np.random.default_rng(0)
+        bank = [rng.standard_normal((60, EMB_DIM)).astype(np.float32) for _ in range(8)]
+        scorers = HE.Scorers(np.zeros(EMB_DIM), bank)
+        takes = [rng.standard_normal((12, EMB_DIM)).astype(np.float32) for _ in range(HE.TAKES)]
+        enr = [scorers.enrol(takes)]
+        quiet = rng.standard_normal((200, EMB_DIM)).astype(np.float32)
+        holding = np.concatenate([quiet[:100], takes[0], quiet[100:]])
+        p, g, f = HE.false_accepts(enr, scorers, [quiet], 5.9, [])
+        self.assertEqual((p.tolist(), g, f), ([0.0], {}, {}))
+        p, _, _ = HE.false_accepts(enr, scorers, [quiet, holding], 5.9, [])
+        self.assertEqual(p.tolist(), [1.0])
+        r = HE.fa_rates(np.array([1.0, 3.0]), {"h": 2}, {"h": np.array([2.0, 4.0])}, 2.0)
+        self.assertEqual(r["personal"], {"test_fa_per_hour_mean": 1.0, "test_fa_per_hour_worst_enrollment": 1.5})
+        self.assertEqual(r["h"]["generic"], {"test_fa_per_hour": 1.0})
+        self.assertEqual(r["h"]["fused"], {"test_fa_per_hour_mean": 1.5, "test_fa_per_hour_worst_enrollment": 2.0})
+
+    def test_missing_rendering_is_named(self):
+        with self.assertRaises(HotPhraseError) as e:
+            HE.load_streams(["/nonexistent/e1_eval_extra_x.npz"])
+        self.assertIn("e1_eval_extra_x.npz", str(e.exception))
 
 
 class ClipOutcomes(unittest.TestCase):
