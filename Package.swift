@@ -141,7 +141,7 @@ let package = Package(
         // context, errors as exit codes, signals, the local service as a program of its own.
         .target(name: "SpeakerApp",
                 dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase", "Control",
-                               "Platform", "Systemd", "CShims", "CGPIOD", "CALSA", "CEspeakNG", "CCurl",
+                               "Platform", "Systemd",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

@@ -1,0 +1,70 @@
+#!/usr/bin/env python3
+"""The package's targets as issue #38 counts them: Swift lines per target, the project's own targets each depends
+on, the C modules it links and the packages it uses, read from `swift package describe --type json`.
+
+    python3 tools/module-graph.py            # a Markdown table on stdout (docs/modules.md keeps one)
+    python3 tools/module-graph.py --dot      # the graph for Graphviz
+
+Run from the repository's root with the Swift toolchain on PATH.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+
+def describe():
+    try:
+        out = subprocess.run(["swift", "package", "describe", "--type", "json"], check=True,
+                             capture_output=True, text=True).stdout
+    except FileNotFoundError:
+        sys.exit("module-graph: swift is not on PATH (export PATH=/opt/swift/usr/bin:$PATH)")
+    except subprocess.CalledProcessError as e:
+        sys.exit(f"module-graph: swift package describe failed: {e.stderr.strip()}")
+    return json.loads(out[out.index("{"):])
+
+
+def swift_lines(path, sources):
+    total = 0
+    for name in sources:
+        if name.endswith(".swift"):
+            with open(os.path.join(path, name), encoding="utf-8") as f:
+                total += sum(1 for _ in f)
+    return total
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dot", action="store_true", help="print a Graphviz graph instead of the table")
+    args = parser.parse_args()
+    package = describe()
+    targets = [t for t in package["targets"] if t["type"] != "test"]
+    own = {t["name"] for t in targets}
+    c_modules = {t["name"] for t in targets if t.get("module_type") in ("SystemLibraryTarget", "ClangTarget")}
+    rows = []
+    for t in sorted(targets, key=lambda t: t["name"]):
+        if t["name"] in c_modules:
+            continue
+        deps = sorted(t.get("target_dependencies", []))
+        rows.append((t["name"], swift_lines(t["path"], t.get("sources", [])),
+                     [d for d in deps if d in own and d not in c_modules], [d for d in deps if d in c_modules],
+                     sorted(t.get("product_dependencies", []))))
+    if args.dot:
+        print("digraph modules {\n  rankdir=BT;")
+        for name, _, swift_deps, c_deps, _ in rows:
+            for d in swift_deps:
+                print(f'  "{name}" -> "{d}";')
+            for d in c_deps:
+                print(f'  "{name}" -> "{d}" [style=dashed];')
+        print("}")
+        return
+    print("| target | Swift lines | own targets it depends on | C modules | packages |")
+    print("|---|---:|---|---|---|")
+    for name, lines, swift_deps, c_deps, products in rows:
+        print(f"| {name} | {lines} | {', '.join(swift_deps) or '-'} | {', '.join(c_deps) or '-'} | {', '.join(products) or '-'} |")
+    print(f"| **{len(rows)} Swift targets** | **{sum(r[1] for r in rows)}** | | {len(c_modules)} C modules | |")
+
+
+if __name__ == "__main__":
+    main()
