@@ -45,18 +45,20 @@ struct EnrollCommand: AsyncParsableCommand {
     func run() async throws {
         try await reporting {
             let config = try loadConfig(options.config)
+            let path = try householdFile(household, config: config)
+            // A running speaker asks for the takes with its own model and bank: this machine's copies (which this
+            // user may not even be able to read) are not needed for that.
+            if wavs.isEmpty, household == nil || household == config.hotphrase.household, model == nil, bank == nil,
+               let kept = try await enrollOnRunningSpeaker(config) {
+                if !kept { throw CommandFailure(message: "nothing was kept", exitCode: 1) }
+                return
+            }
             let loaded: HotPhraseModel
             do { loaded = try HotPhraseModel.locate(model ?? config.hotphrase.model) } catch {
                 throw CommandFailure(message: "\(error)", exitCode: 66)
             }
             guard loaded.hasEmbeddings else {
                 throw CommandFailure(message: "\(Enrollment.needsEmbedding(loaded))", exitCode: 66)
-            }
-            let path = try householdFile(household, config: config)
-            if wavs.isEmpty, household == nil || household == config.hotphrase.household, model == nil, bank == nil,
-               let kept = try await enrollOnRunningSpeaker(config) {
-                if !kept { throw CommandFailure(message: "nothing was kept", exitCode: 1) }
-                return
             }
             let negatives: NegativeBank
             do { negatives = try NegativeBank.locate(bank) } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
