@@ -52,18 +52,31 @@ public final class ActivityRecorder: Sendable {
     /// How many have been recorded (a mark for `wait(after:)`).
     public var count: Int { state.withLock { $0.total } }
 
-    /// True once an activity at index `after` or later matches; false after `timeout` (of the real clock: a
-    /// safety net for a test that would otherwise hang, never what decides a result).
+    /// True once an activity at index `after` or later matches; false after `timeout` of time this process could
+    /// run (`sleep(running:)`: a safety net for a test that would otherwise hang, never what decides a result).
     public func wait(after: Int = 0, timeout: Duration = .seconds(10), for match: @escaping @Sendable (SpeakerActivity) -> Bool) async -> Bool {
         await withTaskGroup(of: Bool.self) { group in
             group.addTask { await self.waitUntilCancelled(after: after, match) }
             group.addTask {
-                try? await Task.sleep(for: timeout)
+                await Self.sleep(running: timeout)
                 return false
             }
             let first = await group.next() ?? false
             group.cancelAll()
             return first
+        }
+    }
+
+    /// Returns once `timeout` has passed in steps this process was able to take: a stretch in which none of its
+    /// tasks could run (the cooperative pool taken by blocking work, a machine overloaded: CI's Debian 13 leg once
+    /// stalled every test for 50 s) counts as one step, so a wait does not give up on what was only held up.
+    static func sleep(running timeout: Duration) async {
+        let step = Duration.milliseconds(250), clock = ContinuousClock()
+        var counted = Duration.zero
+        while counted < timeout, !Task.isCancelled {
+            let start = clock.now
+            try? await Task.sleep(for: min(step, timeout - counted))
+            counted += min(clock.now - start, step)
         }
     }
 

@@ -459,6 +459,19 @@ import SpeakerTestKit
 
 /// The activity as the log, `--events json` and the journal's fields tell it.
 @Suite struct ActivityTests {
+    /// The recorder's wait: true for a match recorded before or after it began, false once its timeout has run
+    /// with nothing matching (the safety net still ends a wait), and the activity is kept for a later wait.
+    @Test func aWaitEndsAtAMatchOrAtItsTimeout() async {
+        let recorder = ActivityRecorder()
+        recorder.record(.hotPhrase)
+        #expect(await recorder.wait(for: .hotPhrase))
+        let mark = recorder.count
+        #expect(await recorder.wait(for: .hotPhrase, after: mark, timeout: .milliseconds(600)) == false)
+        Task { try? await Task.sleep(for: .milliseconds(50)); recorder.record(.stopPhrase) }
+        #expect(await recorder.wait(for: .stopPhrase, after: mark))
+        #expect(recorder.all == [.hotPhrase, .stopPhrase])
+    }
+
     @Test func jsonKeepsTheEventFirstAndItsFieldsInOrder() {
         #expect(SpeakerActivity.stateChanged(from: .ready, to: .recording).json == #"{"event":"state","from":"ready","to":"recording"}"#)
         #expect(SpeakerActivity.finalTranscript(transcript: "what's up", answer: "Café ☕").json
