@@ -269,6 +269,12 @@ struct ManualTime {
 }
 
 extension SimulatedBoardTests {
+    /// A simulated board in tap mode with one status LED, reading `input` and drawing into `drawn`.
+    func tapRunner(input: Int32, drawn: DrawLog) throws -> BoardRunner {
+        try BoardRunner(hardware: .simulated(input: input, terminal: false, draw: { drawn.add($1) }),
+                        gestures: .init(), talkMode: .tap, roles: [.status])
+    }
+
     /// The board thread may draw its first line before the first show() arrives; a state whose LEDs look like the
     /// off line's (ready: all dark) must still be drawn. (It was not: `board` printed "[off" and never "[ready"
     /// about one start in thirty.)
@@ -277,8 +283,7 @@ extension SimulatedBoardTests {
         #expect(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
         let drawn = DrawLog()
-        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
-                                     gestures: .init(), talkMode: .tap, roles: [.status])
+        let runner = try tapRunner(input: fds[0], drawn: drawn)
         runner.start()
         // The losing order of the race, made certain: the first line is out before show().
         for _ in 0..<400 where drawn.lines.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
@@ -301,8 +306,7 @@ extension SimulatedBoardTests {
         #expect(pipe(&fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
         let drawn = DrawLog()
-        let runner = try BoardRunner(hardware: .simulated(input: fds[0], terminal: false, draw: { drawn.add($1) }),
-                                     gestures: .init(), talkMode: .tap, roles: [.status])
+        let runner = try tapRunner(input: fds[0], drawn: drawn)
         runner.start()
         runner.show(.listening)
         runner.stop()
