@@ -92,16 +92,7 @@ public struct Household: Codable, Sendable, Equatable {
         try check(dim: bank.dim)
         let existing = sessionStart.map { Array((phrase(text)?.templates ?? []).dropFirst($0)) } ?? []
         if !existing.isEmpty {
-            let frames = bank.normalised(take.frames)
-            var best = -Double.infinity
-            for template in existing {
-                let dtw = SubsequenceDTW(template: bank.normalised(template.embeddings), dim: bank.dim)
-                var lowest = Float.infinity
-                frames.withUnsafeBufferPointer { f in
-                    for k in 0..<take.frames.count { lowest = min(lowest, dtw.push(f.baseAddress! + k * bank.dim)) }
-                }
-                best = max(best, Self.z(score: lowest, mu: template.mu, sd: template.sd))
-            }
+            let best = Self.bestMatch(of: existing, over: take.frames, bank: bank).z
             guard best >= bank.zThreshold else { throw TakeProblem.unlikeTheOthers(z: best, needed: bank.zThreshold) }
         }
         let (mu, sd) = try bank.measure(template: take.template)
@@ -152,17 +143,7 @@ public struct Household: Codable, Sendable, Equatable {
         }
         guard let p = phrases.firstIndex(where: { Self.same($0.text, text) }),
               phrases[p].templates.contains(where: { !$0.isLearned }) else { throw NotLearned.notEnrolled }
-        let normalised = bank.normalised(frames)
-        var best = (z: -Double.infinity, start: 0, end: 0)
-        for template in phrases[p].templates {
-            let dtw = SubsequenceDTW(template: bank.normalised(template.embeddings), dim: bank.dim)
-            normalised.withUnsafeBufferPointer { f in
-                for k in 0..<frames.count {
-                    let z = Self.z(score: dtw.push(f.baseAddress! + k * bank.dim), mu: template.mu, sd: template.sd)
-                    if z > best.z { best = (z, dtw.lastStart, k) }
-                }
-            }
-        }
+        let best = Self.bestMatch(of: phrases[p].templates, over: frames, bank: bank)
         guard best.z >= zThreshold else { throw NotLearned.templatesDidNotHear(z: best.z, needed: zThreshold) }
         let cut = Array(frames[best.start...best.end])
         guard (Enrollment.minFrames...Enrollment.maxFrames).contains(cut.count) else { throw NotLearned.matchSize(frames: cut.count) }
@@ -174,6 +155,23 @@ public struct Household: Codable, Sendable, Equatable {
             phrases[p].templates = phrases[p].templates.enumerated().filter { !drop.contains($0.offset) }.map(\.element)
         }
         return cut.count
+    }
+
+    /// The best z of `templates` over `frames` (raw embeddings, run as one stream), and the frames its path
+    /// covered (`start...end`): what "unlike the others" and an answered wake both ask.
+    static func bestMatch(of templates: [Template], over frames: [[Float]], bank: NegativeBank) -> (z: Double, start: Int, end: Int) {
+        let normalised = bank.normalised(frames)
+        var best = (z: -Double.infinity, start: 0, end: 0)
+        for template in templates {
+            let dtw = SubsequenceDTW(template: bank.normalised(template.embeddings), dim: bank.dim)
+            normalised.withUnsafeBufferPointer { f in
+                for k in 0..<frames.count {
+                    let z = Self.z(score: dtw.push(f.baseAddress! + k * bank.dim), mu: template.mu, sd: template.sd)
+                    if z > best.z { best = (z, dtw.lastStart, k) }
+                }
+            }
+        }
+        return best
     }
 
     /// `z_T = (mu_T - score) / max(sd_T, 1e-6)`; -inf where no path exists yet.
