@@ -187,6 +187,8 @@ let package = Package(
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
         .testTarget(name: "ControlTests", dependencies: ["Control", "SpeakerCore", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
                                                         .product(name: "NIOHTTP1", package: "swift-nio"),
+                                                        .product(name: "NIOEmbedded", package: "swift-nio"),
+                                                        .product(name: "NIOWebSocket", package: "swift-nio"),
                                                         .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["Audio"], swiftSettings: strict),
     ],

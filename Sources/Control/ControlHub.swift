@@ -106,6 +106,8 @@ public final class ControlHub: Sendable {
         var waiters: [Int: (untilEnd: Bool, continuation: CheckedContinuation<SpeakerActivity.QuestionReport?, Never>)] = [:]
         /// The next typed question's number (0 is nobody's: `SpeakerEvent.textQuery`).
         var nextQuestion = 1
+        /// Questions numbered whose wait has not registered yet; one taken out before it registers was cancelled.
+        var unregistered: Set<Int> = []
         var dropped = 0
         /// The activity just before was a display (it belongs to the final transcript right after it).
         var displayJustTold = false
@@ -302,16 +304,37 @@ public final class ControlHub: Sendable {
     }
 
     private func ask(_ query: String, of speaker: any ControlledSpeaker, untilAnswered: Bool, timeout: Duration) async -> JSONValue {
-        let id = state.withLock { s in defer { s.nextQuestion += 1 }; return s.nextQuestion }
-        let timer = Task { [weak self] in
-            try? await Task.sleep(for: timeout)
-            self?.resolve(id, nil)
+        let id = state.withLock { s in
+            defer { s.nextQuestion += 1 }
+            s.unregistered.insert(s.nextQuestion)
+            return s.nextQuestion
         }
-        let report = await withCheckedContinuation { continuation in
-            state.withLock { $0.waiters[id] = (untilAnswered, continuation) }
-            speaker.send(.textQuery(query, id: id))
+        // The wait and its timeout are children of this task: a shutdown (the control server's task cancelled)
+        // ends both at once, and nothing outlives the command (before, a detached timer task held it up to the
+        // timeout).
+        let report = await withTaskGroup(of: SpeakerActivity.QuestionReport?.self) { group in
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { continuation in
+                        let cancelled = self.state.withLock { s in
+                            if s.unregistered.remove(id) == nil { return true }
+                            s.waiters[id] = (untilAnswered, continuation)
+                            return false
+                        }
+                        if cancelled { continuation.resume(returning: nil) } else { speaker.send(.textQuery(query, id: id)) }
+                    }
+                } onCancel: {
+                    self.stopWaiting(for: id)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(for: timeout)
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first
         }
-        timer.cancel()
         switch report?.status {
         case .asked?: return ["ok": true, "id": .int(Int64(id))]
         case .answered(let transcript, let answer, let done)?:
@@ -322,12 +345,20 @@ public final class ControlHub: Sendable {
         case .failed(let error)?:
             return ["ok": false, "id": .int(Int64(id)), "error": .string(error.failure.sentence), "detail": .string(error.detail)]
         case .dropped(let reason)?: return ["ok": false, "id": .int(Int64(id)), "error": .string("the question was dropped: \(reason)")]
-        case nil: return Self.failure(untilAnswered ? "no answer within \(timeout)" : "the speaker did not take the question within \(timeout)")
+        case nil:
+            if Task.isCancelled { return Self.failure("the control API is stopping") }
+            return Self.failure(untilAnswered ? "no answer within \(timeout)" : "the speaker did not take the question within \(timeout)")
         }
     }
 
-    private func resolve(_ id: Int, _ report: SpeakerActivity.QuestionReport?) {
-        state.withLock { $0.waiters.removeValue(forKey: id) }?.continuation.resume(returning: report)
+    /// Ends a wait that timed out or was cancelled. A wait not registered yet (cancelled before its continuation
+    /// existed) ends as soon as it registers instead of waiting forever; one already answered is left alone.
+    private func stopWaiting(for id: Int) {
+        let waiter = state.withLock { s in
+            s.unregistered.remove(id)
+            return s.waiters.removeValue(forKey: id)?.continuation
+        }
+        waiter?.resume(returning: nil)
     }
 
     static func failure(_ message: String) -> JSONValue { ["ok": false, "error": .string(message)] }
