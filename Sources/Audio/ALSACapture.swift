@@ -205,6 +205,7 @@ public final class ALSACapture: Sendable {
 }
 
 /// One open capture device with its buffers and resampler (capture thread only).
+/// @unchecked: it owns the ALSA PCM and soxr handles (C handles), touched by the capture thread only.
 private final class DeviceSession: @unchecked Sendable {
     let settings: CaptureSettings
     private var pcm: OpaquePointer?

@@ -50,6 +50,8 @@ public func timelineNow() -> TimelinePosition {
 /// heard (`process`), and gets back the frame with the speaker's own sound taken out: speexdsp's adaptive filter
 /// (MDF) first, then its preprocessor's residual echo suppression while an echo may be in the frame. Everything
 /// is allocated up front; a frame allocates nothing. The state is touched only under `lock`.
+/// @unchecked: it owns speexdsp's C states and buffers of its own, touched only under `lock` (a Mutex of no value:
+/// those C calls take the callers' unsafe buffers with the state's, which a Mutex value's `sending` rules reject).
 public final class EchoCanceller: @unchecked Sendable {
     /// speexdsp's frame in samples at 16 kHz (`EchoCancelSettings.frameMS`).
     public let frameSamples: Int
@@ -65,7 +67,8 @@ public final class EchoCanceller: @unchecked Sendable {
     static let resampledCapacity = 8_192
 
     public let settings: EchoCancelSettings
-    private let lock = Lock()
+    /// Guards everything below that is not atomic: the speexdsp states, the reference, the resampler and the buffers.
+    private let lock = Mutex(())
     private let echo: OpaquePointer
     private let preprocess: OpaquePointer
     private var reference: EchoReference
@@ -136,51 +139,51 @@ public final class EchoCanceller: @unchecked Sendable {
     /// the device had queued before them). Called on the output's thread.
     public func played(_ samples: UnsafeBufferPointer<Int16>, rate: Int, heard: TimelinePosition) {
         guard let input = samples.baseAddress, !samples.isEmpty, rate > 0 else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        if rate == 16_000 {
-            let start = playbackClock.place(count: samples.count, reported: heard)
-            reference.write(samples, at: start)
-            return
-        }
-        if resamplerRate != rate {
-            if let resampler { speex_resampler_destroy(resampler) }
-            var error: Int32 = 0
-            // Quality 4 of 10: the reference feeds an adaptive filter, not an ear; its latency is subtracted below.
-            resampler = speex_resampler_init(1, UInt32(rate), 16_000, 4, &error)
-            resamplerRate = resampler == nil ? 0 : rate
-        }
-        guard let resampler else { return }
-        let latency = Int64(speex_resampler_get_output_latency(resampler))
-        let room: Int = Self.resampledCapacity * 16_000 / rate / 2
-        var offset = 0
-        while offset < samples.count {
-            let left: Int = samples.count - offset
-            var inLength = UInt32(left < room ? left : room)
-            var outLength = UInt32(Self.resampledCapacity)
-            speex_resampler_process_int(resampler, 0, input + offset, &inLength, resampled, &outLength)
-            if inLength == 0 { break }
-            let at: TimelinePosition = TimelinePosition.timeline(frames: offset, rate: rate)
-            let start = playbackClock.place(count: Int(outLength), reported: heard + at - latency)
-            reference.write(UnsafeBufferPointer(start: resampled, count: Int(outLength)), at: start)
-            offset += Int(inLength)
+        lock.withLock { _ in
+            if rate == 16_000 {
+                let start = playbackClock.place(count: samples.count, reported: heard)
+                reference.write(samples, at: start)
+                return
+            }
+            if resamplerRate != rate {
+                if let resampler { speex_resampler_destroy(resampler) }
+                var error: Int32 = 0
+                // Quality 4 of 10: the reference feeds an adaptive filter, not an ear; its latency is subtracted below.
+                resampler = speex_resampler_init(1, UInt32(rate), 16_000, 4, &error)
+                resamplerRate = resampler == nil ? 0 : rate
+            }
+            guard let resampler else { return }
+            let latency = Int64(speex_resampler_get_output_latency(resampler))
+            let room: Int = Self.resampledCapacity * 16_000 / rate / 2
+            var offset = 0
+            while offset < samples.count {
+                let left: Int = samples.count - offset
+                var inLength = UInt32(left < room ? left : room)
+                var outLength = UInt32(Self.resampledCapacity)
+                speex_resampler_process_int(resampler, 0, input + offset, &inLength, resampled, &outLength)
+                if inLength == 0 { break }
+                let at: TimelinePosition = TimelinePosition.timeline(frames: offset, rate: rate)
+                let start = playbackClock.place(count: Int(outLength), reported: heard + at - latency)
+                reference.write(UnsafeBufferPointer(start: resampled, count: Int(outLength)), at: start)
+                offset += Int(inLength)
+            }
         }
     }
 
     /// The output dropped what it had queued at `now` (a stop): that was never heard, and the next sound starts a
     /// new stream.
     public func outputStopped(at now: TimelinePosition) {
-        lock.lock()
-        defer { lock.unlock() }
-        reference.truncate(from: now)
-        restartPlayback()
+        lock.withLock { _ in
+            reference.truncate(from: now)
+            restartPlayback()
+        }
     }
 
     /// The output closed after playing everything out: the next sound starts a new stream.
     public func outputClosed() {
-        lock.lock()
-        defer { lock.unlock() }
-        restartPlayback()
+        lock.withLock { _ in
+            restartPlayback()
+        }
     }
 
     private func restartPlayback() {
@@ -195,26 +198,26 @@ public final class EchoCanceller: @unchecked Sendable {
     public func process(_ frame: UnsafeMutableBufferPointer<Int16>, heard: TimelinePosition) {
         let n = frameSamples
         guard let mic = frame.baseAddress, frame.count % n == 0, frame.count <= Self.maxFrame else { return }
-        lock.lock()
-        defer { lock.unlock() }
-        let from = heard - delaySamples
-        reference.read(into: UnsafeMutableBufferPointer(start: referenceFrame, count: frame.count), from: from)
-        // An echo may be in this frame while the reference had sound within the filter's reach before it.
-        let echoing = reference.lastSound >= from - tailSamples
-        active.store(echoing, ordering: .relaxed)
-        var k = 0
-        while k < frame.count {
-            speex_echo_cancellation(echo, mic + k, referenceFrame + k, cancelled)
-            (filtered + k).update(from: cancelled, count: n)
-            // The preprocessor runs on every frame so that its noise estimate stays current, but its output is used
-            // only while echoing: with nothing playing, the hot phrase hears what it always did.
-            if !echoing { (mic + k).update(from: cancelled, count: n) }
-            speex_preprocess_run(preprocess, cancelled)
-            if echoing { (mic + k).update(from: cancelled, count: n) }
-            k += n
+        lock.withLock { _ in
+            let from = heard - delaySamples
+            reference.read(into: UnsafeMutableBufferPointer(start: referenceFrame, count: frame.count), from: from)
+            // An echo may be in this frame while the reference had sound within the filter's reach before it.
+            let echoing = reference.lastSound >= from - tailSamples
+            active.store(echoing, ordering: .relaxed)
+            var k = 0
+            while k < frame.count {
+                speex_echo_cancellation(echo, mic + k, referenceFrame + k, cancelled)
+                (filtered + k).update(from: cancelled, count: n)
+                // The preprocessor runs on every frame so that its noise estimate stays current, but its output is used
+                // only while echoing: with nothing playing, the hot phrase hears what it always did.
+                if !echoing { (mic + k).update(from: cancelled, count: n) }
+                speex_preprocess_run(preprocess, cancelled)
+                if echoing { (mic + k).update(from: cancelled, count: n) }
+                k += n
+            }
+            handedBack.update(from: mic, count: frame.count)
+            lastCount = frame.count
         }
-        handedBack.update(from: mic, count: frame.count)
-        lastCount = frame.count
     }
 
     /// What the hot phrase hears of `frame`, the frame `process` just handed back: the adaptive filter's output,
@@ -226,11 +229,11 @@ public final class EchoCanceller: @unchecked Sendable {
     /// frame last processed (it did not come through this canceller).
     public func hotPhraseFrame(for frame: UnsafeBufferPointer<Int16>, into: UnsafeMutableBufferPointer<Int16>) -> Bool {
         guard let given = frame.baseAddress, let target = into.baseAddress, into.count >= frame.count else { return false }
-        lock.lock()
-        defer { lock.unlock() }
-        guard frame.count == lastCount, memcmp(given, handedBack, frame.count * 2) == 0 else { return false }
-        target.update(from: filtered, count: frame.count)
-        return true
+        return lock.withLock { _ in
+            guard frame.count == lastCount, memcmp(given, handedBack, frame.count * 2) == 0 else { return false }
+            target.update(from: filtered, count: frame.count)
+            return true
+        }
     }
 
     /// Whether the last frame processed may have held the speaker's own sound (its reference had sound within the
@@ -242,24 +245,24 @@ public final class EchoCanceller: @unchecked Sendable {
     /// stands above the response's mean magnitude (a real echo path stands out; a filter that heard no echo has
     /// learned only noise). For `hound-speaker doctor`.
     public func echoPath() -> (delayMS: Double, prominence: Double) {
-        lock.lock()
-        defer { lock.unlock() }
-        var size: Int32 = 0
-        speex_echo_ctl(echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, &size)
-        guard size > 0 else { return (0, 0) }
-        var response = [Int32](repeating: 0, count: Int(size))
-        response.withUnsafeMutableBufferPointer { _ = speex_echo_ctl(echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE, $0.baseAddress) }
-        let magnitudes = response.map { abs(Double($0)) }
-        let mean = magnitudes.reduce(0, +) / Double(magnitudes.count)
-        guard let peak = magnitudes.indices.max(by: { magnitudes[$0] < magnitudes[$1] }), mean > 0 else { return (0, 0) }
-        return (Double(peak) / 16 + Double(delaySamples) / 16, magnitudes[peak] / mean)
+        return lock.withLock { _ in
+            var size: Int32 = 0
+            speex_echo_ctl(echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, &size)
+            guard size > 0 else { return (0, 0) }
+            var response = [Int32](repeating: 0, count: Int(size))
+            response.withUnsafeMutableBufferPointer { _ = speex_echo_ctl(echo, SPEEX_ECHO_GET_IMPULSE_RESPONSE, $0.baseAddress) }
+            let magnitudes = response.map { abs(Double($0)) }
+            let mean = magnitudes.reduce(0, +) / Double(magnitudes.count)
+            guard let peak = magnitudes.indices.max(by: { magnitudes[$0] < magnitudes[$1] }), mean > 0 else { return (0, 0) }
+            return (Double(peak) / 16 + Double(delaySamples) / 16, magnitudes[peak] / mean)
+        }
     }
 
     /// Forgets the learned echo path (a new device).
     public func reset() {
-        lock.lock()
-        defer { lock.unlock() }
-        speex_echo_state_reset(echo)
+        lock.withLock { _ in
+            speex_echo_state_reset(echo)
+        }
     }
 }
 

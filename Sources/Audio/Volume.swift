@@ -56,10 +56,14 @@ public final class OutputVolume: Sendable {
 }
 
 /// One playback volume control of an ALSA mixer (snd_mixer simple elements), set in percent of its range.
-final class ALSAMixer: @unchecked Sendable {
-    private var mixer: OpaquePointer?
-    private var element: OpaquePointer?
-    private let lock = Lock()
+final class ALSAMixer: Sendable {
+    /// The mixer and its element. @unchecked: C handles; a snd_mixer handle is not thread-safe, so every call on it
+    /// is made under the Mutex that holds them.
+    private struct Handles: @unchecked Sendable {
+        let mixer: OpaquePointer
+        let element: OpaquePointer
+    }
+    private let handles: Mutex<Handles>
     let device: String
     let control: String
 
@@ -95,11 +99,10 @@ final class ALSAMixer: @unchecked Sendable {
             throw AudioDeviceError(device: device, message: "mixer \"\(card)\" has no playback volume control \"\(control)\""
                 + (names.isEmpty ? "" : "; it has: \(names.joined(separator: ", "))") + " (`amixer scontrols`)", isConfiguration: true)
         }
-        mixer = handle
-        element = found
+        handles = Mutex(Handles(mixer: handle, element: found))
     }
 
-    deinit { if let mixer { snd_mixer_close(mixer) } }
+    deinit { handles.withLock { _ = snd_mixer_close($0.mixer) } }
 
     static func cardName(for device: String) -> String {
         if let range = device.firstRange(of: "CARD=") {
@@ -114,13 +117,11 @@ final class ALSAMixer: @unchecked Sendable {
     }
 
     func set(percent: Int) throws(AudioDeviceError) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard let element else { return }
-        var low = 0, high = 0
-        snd_mixer_selem_get_playback_volume_range(element, &low, &high)
-        let value = low + (high - low) * percent / 100
-        let rc = snd_mixer_selem_set_playback_volume_all(element, value)
+        let rc = handles.withLock { handles in
+            var low = 0, high = 0
+            snd_mixer_selem_get_playback_volume_range(handles.element, &low, &high)
+            return snd_mixer_selem_set_playback_volume_all(handles.element, low + (high - low) * percent / 100)
+        }
         if rc < 0 { throw .from(device: device, operation: "cannot set \"\(control)\" to \(percent) %", code: rc) }
     }
 }

@@ -135,6 +135,7 @@ protocol GPIOLineBackend: AnyObject {
 
 /// The real board: the button and mute switch as input lines with both edges as events (read from their
 /// descriptors, never polled), pulled up when active low and down otherwise; the LEDs as output lines.
+/// @unchecked: it owns libgpiod's chip and line requests (C handles), used from the board's thread only.
 public final class GPIODBoard: @unchecked Sendable {
     // The lines are used from the board's thread only (BoardRunner), which also reopens them.
     private var lines: any GPIOLineBackend

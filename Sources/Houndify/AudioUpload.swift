@@ -25,7 +25,7 @@ public enum WAVStreamHeader {
 }
 
 /// Turns 16-bit mono PCM into upload chunks. Not thread-safe: the voice search serialises calls.
-protocol AudioUploadEncoder {
+protocol AudioUploadEncoder: Sendable {
     /// The header chunk sent right after RequestInfo.
     var header: [UInt8] { get }
     /// Chunks for these samples (possibly none, if the encoder is buffering a partial frame).
@@ -55,7 +55,9 @@ struct PCMUploadEncoder: AudioUploadEncoder {
 /// 16 kHz (narrowband at 8 kHz), the 80-byte SpeexHeader packet, then one chunk per 20 ms frame prefixed by its
 /// byte count as a big-endian u16. Uses Debian's libspeex; the header's version string is set to the SDK's so the
 /// bytes match its header.
-final class SpeexUploadEncoder: AudioUploadEncoder {
+// @unchecked: it holds a libspeex encoder state (a C handle) and its bits; VoiceSearch calls it only under its
+// Mutex, one frame at a time.
+final class SpeexUploadEncoder: AudioUploadEncoder, @unchecked Sendable {
     let header: [UInt8]
     private let state: OpaquePointer
     private var bits = SpeexBits()

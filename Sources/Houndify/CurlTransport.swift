@@ -51,6 +51,7 @@ struct UploadQueue: ~Copyable {
 
 /// A transfer: thread-confined state lives in fields touched only by the worker thread; the upload queue is
 /// behind a Mutex because producers write it from their own threads.
+/// @unchecked: it owns a libcurl easy handle (a C handle) and its lists, touched only by CurlWorker's thread.
 final class HTTPTransfer: @unchecked Sendable {
     let spec: HTTPRequestSpec
     let upload: Mutex<UploadQueue>
@@ -135,6 +136,7 @@ final class HTTPTransfer: @unchecked Sendable {
 /// Runs libcurl's multi interface on one thread the app owns: every blocking network call happens there,
 /// never on Swift's cooperative pool. Connections are cached by the multi handle, so a second query to the
 /// same endpoint skips the TCP and TLS handshakes.
+/// @unchecked: it owns libcurl's multi handle (a C handle), touched only by its own thread; the inbox is a Mutex.
 final class CurlWorker: @unchecked Sendable {
     static let shared = CurlWorker()
 

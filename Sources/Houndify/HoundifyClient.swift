@@ -202,12 +202,12 @@ public struct SearchTimings: Sendable {
 public final class VoiceSearch: Sendable {
     private let session: SearchSession
     private let transfer: HTTPTransfer
-    private let encoder: LockedBox<any AudioUploadEncoder>
+    private let encoder: Mutex<any AudioUploadEncoder>
 
     fileprivate init(session: SearchSession, transfer: HTTPTransfer, encoder: any AudioUploadEncoder) {
         self.session = session
         self.transfer = transfer
-        self.encoder = LockedBox(encoder)
+        self.encoder = Mutex(encoder)
     }
 
     /// Partial transcripts, the end of the upload, then the result or the failure; the stream ends after that.
@@ -242,12 +242,12 @@ public final class VoiceSearch: Sendable {
 }
 
 /// Receives a transfer's bytes on the curl thread, parses the message stream and resolves the search.
-final class SearchSession: HTTPTransferDelegate, @unchecked Sendable {
+final class SearchSession: HTTPTransferDelegate, Sendable {
     let kind: RequestKind
     let stopAudioOnSafeToStop: Bool
     let events: AsyncStream<VoiceSearchEvent>
     private let continuation: AsyncStream<VoiceSearchEvent>.Continuation
-    private weak var client: HoundifyClient?
+    private weak let client: HoundifyClient?
     private let transferRef = Mutex<HTTPTransfer?>(nil)
 
     private struct State {

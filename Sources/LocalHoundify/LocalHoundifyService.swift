@@ -86,7 +86,7 @@ public final class LocalHoundifyService: Sendable {
     static func encode(_ json: JSONValue) -> [UInt8] { Array((json.asciiJSON() + "\n").utf8) }
 }
 
-final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
+final class HoundHTTPHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
@@ -246,11 +246,12 @@ final class HoundHTTPHandler: ChannelInboundHandler, @unchecked Sendable {
                 // is sent from it once the voice is ready.
                 mode = .done
                 let long = info["ResponseAudioShortOrLong"]?.stringValue != "Short"
-                let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                // The handler and its context belong to the event loop: the synthesis hands its result back there.
+                let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
                 let eventLoop = context.eventLoop, responseVoice = service.voice
                 Task {
                     let voiced = await responseVoice.voiced(answer, voice: voice, long: long)
-                    eventLoop.execute { self.finishVoiceAnswer(context: bound.value, voiced) }
+                    eventLoop.execute { bound.value.handler.finishVoiceAnswer(context: bound.value.context, voiced) }
                 }
                 return
             }

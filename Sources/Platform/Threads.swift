@@ -3,12 +3,14 @@
 // memory on a 512 MB Pi for three small wrappers (BENCHMARKS.md, peak memory of `run`).
 import Glibc
 
-/// A mutex with NSLock's shape (`lock`, `unlock`, `withLock`), for state shared with the app's own threads.
-public final class Lock: @unchecked Sendable {
+/// A pthread mutex, for Condition (a condition variable waits on one; Synchronization's Mutex cannot lend it).
+/// Not public: the rest of the app locks with Mutex.
+/// @unchecked: a C pthread_mutex_t, which is itself the synchronisation.
+final class Lock: @unchecked Sendable {
     // Heap-allocated: a pthread mutex must not move, and a Swift stored property may.
     fileprivate let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-    public init() {
+    init() {
         mutex = .allocate(capacity: 1)
         precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init")
     }
@@ -18,10 +20,10 @@ public final class Lock: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    public func lock() { pthread_mutex_lock(mutex) }
-    public func unlock() { pthread_mutex_unlock(mutex) }
+    func lock() { pthread_mutex_lock(mutex) }
+    func unlock() { pthread_mutex_unlock(mutex) }
 
-    public func withLock<R>(_ body: () throws -> R) rethrows -> R {
+    func withLock<R>(_ body: () throws -> R) rethrows -> R {
         lock()
         defer { unlock() }
         return try body()
@@ -30,6 +32,7 @@ public final class Lock: @unchecked Sendable {
 
 /// A condition variable with its own mutex (NSCondition's shape). Timed waits use the monotonic clock, so a
 /// clock step at boot (NTP on a Pi without a real-time clock) neither cuts a wait short nor stretches it.
+/// @unchecked: a C pthread_cond_t and its mutex, which are themselves the synchronisation.
 public final class Condition: @unchecked Sendable {
     private let lockObject = Lock()
     private let cond: UnsafeMutablePointer<pthread_cond_t>
@@ -87,7 +90,7 @@ public enum OwnedThread {
     /// Starts `body` on a new detached thread named `name` (as `top -H` and `ps -L` show it; Linux keeps the
     /// first 15 bytes).
     public static func start(name: String, _ body: @escaping @Sendable () -> Void) {
-        final class Box: @unchecked Sendable {
+        final class Box: Sendable {
             let name: String
             let body: @Sendable () -> Void
             init(name: String, body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }

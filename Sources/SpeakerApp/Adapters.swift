@@ -20,20 +20,15 @@ import Synchronization
 /// its own: each `next()` of the result pulls the source).
 func mapping<Element: Sendable, Output: Sendable>(_ source: AsyncStream<Element>,
                                                    _ transform: @escaping @Sendable (Element) -> Output?) -> AsyncStream<Output> {
-    let pulled = PulledStream(source)
-    return AsyncStream(unfolding: {
-        while let element = await pulled.next() {
+    AsyncStream(unfolding: {
+        // A fresh iterator each time reads on where the last left off: an AsyncStream's iterator keeps nothing of
+        // its own (the stream's storage has the buffer), and `unfolding` is the one reader the stream allows.
+        var iterator = source.makeAsyncIterator()
+        while let element = await iterator.next() {
             if let output = transform(element) { return output }
         }
         return nil
     })
-}
-
-/// One reader pulls at a time (AsyncStream allows no more), so the iterator is never used concurrently.
-private final class PulledStream<Element: Sendable>: @unchecked Sendable {
-    private var iterator: AsyncStream<Element>.Iterator
-    init(_ stream: AsyncStream<Element>) { iterator = stream.makeAsyncIterator() }
-    func next() async -> Element? { await iterator.next() }
 }
 
 // MARK: Houndify
@@ -302,7 +297,9 @@ public struct DispatchClock: LoopClock {
     }()
     public var calendar: any LocalCalendar { SystemCalendar() }
 
-    final class Timer: LoopTimer, @unchecked Sendable {  // a dispatch source is thread-safe, not marked Sendable
+    /// @unchecked: a libdispatch timer source (a C object); libdispatch makes its calls thread-safe, but its
+    /// Swift overlay does not mark it Sendable.
+    final class Timer: LoopTimer, @unchecked Sendable {
         private let source: any DispatchSourceTimer
 
         init(fire: @escaping @Sendable () -> Void) {

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Platform
+import Synchronization
 public import Audio
 public import HotPhrase
 public import Logging
@@ -11,27 +12,36 @@ public import Control
 /// canceller), `process` and `reset` on the router's detector thread, one at a time (`HotPhraseDetecting`). So the
 /// running detector's state is touched by that one thread only, and it runs holding no lock: `lock` guards only
 /// which detector runs, the household beside it and what the latest wake left (its score and frames), so that
-/// the loop and the status never wait for a frame being heard (hence @unchecked: the detector's state belongs to
-/// the one thread that processes, the rest is under `lock`).
+/// the loop and the status never wait for a frame being heard.
 ///
 /// With a household (docs/household.md) it runs the FusedDetector: the generic model and the household's
 /// templates; otherwise the generic HotPhraseDetector alone. A change to the household (a false wake kept,
 /// `ctl forget`, `enroll` while running) builds the new detector on a thread of its own, under `changing`, and
 /// only the swap takes `lock`: the detector's thread never waits for a file or a DTW over the negatives; it
 /// finishes the frame it is on with the old detector and goes on with the new one.
-public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
-    private enum Detector {
+public final class HotPhraseListener: HotPhraseDetecting, Sendable {
+    /// @unchecked, and not around a C handle: the detectors are plain classes whose state is touched by the one
+    /// thread that processes (HotPhraseDetecting's contract); `lock` only says which one runs, and a detector
+    /// built on a household thread is handed over once, whole, by `swap`.
+    private enum Detector: @unchecked Sendable {
         case generic(HotPhraseDetector)
         case fused(FusedDetector)
     }
 
-    private let lock = Lock()
-    private var detector: Detector
-    private var score = 0.0
-    /// The household detector's frames up to the latest wake (`FusedDetector.framesAtLastWake`), copied on the
-    /// detector's thread as the wake is found, for `keepFalseWake`, and its phrase, for `keepAnsweredWake`.
-    private var wakeFrames: [[Float]] = []
-    private var wakePhrase: String?
+    /// Which detector runs, the household beside it and what the latest wake left.
+    private struct Running {
+        var detector: Detector
+        /// The household as the detector runs it (swapped with the detector: status never waits for a change
+        /// being built).
+        var household = Household()
+        var score = 0.0
+        /// The household detector's frames up to the latest wake (`FusedDetector.framesAtLastWake`), copied on the
+        /// detector's thread as the wake is found, for `keepFalseWake`, and its phrase, for `keepAnsweredWake`.
+        var wakeFrames: [[Float]] = []
+        var wakePhrase: String?
+    }
+
+    private let lock: Mutex<Running>
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
     public let bargeInThreshold: Double
@@ -43,27 +53,26 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     private let echo: EchoCanceller?
     /// What `process(_:overOwnSound:)` hears a frame in (made once, as long as the longest capture frame); the
     /// capture router has buffers of its own.
-    private var filtered = [Int16](repeating: 0, count: EchoCanceller.maxFrame)
+    private let filtered = Mutex([Int16](repeating: 0, count: EchoCanceller.maxFrame))
 
     private let model: HotPhraseModel
     private let settings: HotPhraseSettings
     /// Where the household lives and the bank it is scored against; nil: the generic detector only, for good.
     private let voices: HouseholdSource?
     /// Held while the household is changed and its detector built (never by the capture or the detector's thread).
-    private let changing = Lock()
-    /// The household as the detector runs it (under `lock`, swapped with the detector: status never waits for a
-    /// change being built).
-    private var running = Household()
+    private let changing = Mutex(())
     /// Why the household's file could not be used at start (nil: it could, or there is none); for `describe`.
     private let unusableAtStart: String?
     private let logger: Logger?
     /// A spoken enrollment's takes accepted so far (not saved), and the household they were checked against (the
-    /// file as it was at the first take, with them added), under `enrollLock`.
-    private let enrollLock = Lock()
-    private var enrollTakes: [EnrolledTake] = []
-    private var enrollTrial: Household?
-    /// Counts the sessions' ends (a save or a discard): a check still running when its session ended keeps nothing.
-    private var enrollGeneration = 0
+    /// file as it was at the first take, with them added).
+    private struct Enrolling {
+        var takes: [EnrolledTake] = []
+        var trial: Household?
+        /// Counts the sessions' ends (a save or a discard): a check still running when its session ended keeps nothing.
+        var generation = 0
+    }
+    private let enrolling = Mutex(Enrolling())
 
     /// Where the household's file is and the negative bank its templates are measured against.
     public struct HouseholdSource: Sendable {
@@ -92,10 +101,10 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
         voices = source.flatMap { model.hasEmbeddings ? $0 : nil }
         zThreshold = voices?.bank.zThreshold(sensitivity: settings.sensitivity) ?? 0
         bargeInZThreshold = voices?.bank.zThreshold(sensitivity: settings.bargeInSensitivity) ?? 0
-        detector = .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))
+        lock = Mutex(Running(detector: .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))))
         let atStart = voices.map { Self.read($0, logger: logger) }
         unusableAtStart = atStart?.problem
-        if let atStart { changing.withLock { _ = install(atStart.0) } }
+        if let atStart { changing.withLock { _ in _ = install(atStart.0) } }
     }
 
     /// The household in the file (remeasured against the bank if it changed, and saved so); an empty one when
@@ -136,8 +145,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
 
     private func swap(_ next: Detector, _ household: Household) {
         lock.withLock {
-            detector = next
-            running = household
+            $0.detector = next
+            $0.household = household
         }
     }
 
@@ -159,11 +168,11 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
 
     /// Whether the household's personal scorer runs.
     public var personalActive: Bool {
-        lock.withLock { if case .fused = detector { true } else { false } }
+        lock.withLock { if case .fused = $0.detector { true } else { false } }
     }
 
     /// The household as the detector runs it (for status).
-    public var currentHousehold: Household { lock.withLock { running } }
+    public var currentHousehold: Household { lock.withLock { $0.household } }
 
     /// What the detector hears of a frame that came through `echo`: the adaptive filter's output, without the
     /// residual suppressor (`EchoCanceller.hotPhraseFrame`); else the frame itself. True while the canceller says
@@ -175,7 +184,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     }
 
     public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit? {
-        let current = lock.withLock { detector }
+        let current = lock.withLock { $0.detector }
         let ownSound = overOwnSound || echoing
         var hit: HotPhraseHit? = nil
         var detected = 0.0
@@ -202,24 +211,26 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
             (d.framesAtLastWake, d.phraseAtLastWake)
         } else { nil }
         lock.withLock {
-            score = detected
-            if let wake { (wakeFrames, wakePhrase) = wake }
+            $0.score = detected
+            if let wake { ($0.wakeFrames, $0.wakePhrase) = wake }
         }
         return hit
     }
 
     /// `hear` and `process` in one, for a caller that feeds frames itself, one at a time (a test, a tool).
     public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
-        guard frame.count <= filtered.count else { return process(frame, overOwnSound: overOwnSound, echoing: echo?.echoActive == true) }
-        return filtered.withUnsafeMutableBufferPointer { buffer in
-            let heard = UnsafeMutableBufferPointer(rebasing: buffer[0..<frame.count])
-            let echoing = hear(frame, into: heard)
-            return process(UnsafeBufferPointer(heard), overOwnSound: overOwnSound, echoing: echoing)
+        guard frame.count <= EchoCanceller.maxFrame else { return process(frame, overOwnSound: overOwnSound, echoing: echo?.echoActive == true) }
+        return filtered.withLock { filtered in
+            filtered.withUnsafeMutableBufferPointer { buffer in
+                let heard = UnsafeMutableBufferPointer(rebasing: buffer[0..<frame.count])
+                let echoing = hear(frame, into: heard)
+                return process(UnsafeBufferPointer(heard), overOwnSound: overOwnSound, echoing: echoing)
+            }
         }
     }
 
     public func reset() {
-        switch lock.withLock({ detector }) {
+        switch lock.withLock({ $0.detector }) {
         case .generic(let d): d.reset()
         case .fused(let d): d.reset()
         }
@@ -227,9 +238,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
 
     /// The score of the latest detection (for the log line).
     public var lastDetectionScore: Double {
-        lock.lock()
-        defer { lock.unlock() }
-        return score
+        lock.withLock { $0.score }
     }
 
     /// The latest wake was false (SpeakerCore's `FalseWake`): its frames become a household negative, saved and
@@ -237,8 +246,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     /// household's detector (the generic one has no frames to keep).
     public func keepFalseWake() {
         let frames: [[Float]] = lock.withLock {
-            guard case .fused = detector else { return [] }
-            return wakeFrames
+            guard case .fused = $0.detector else { return [] }
+            return $0.wakeFrames
         }
         guard !frames.isEmpty, voices != nil else { return }
         change("a false wake kept as a household negative") { $0.addNegative(frames) }
@@ -251,8 +260,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
     public func keepAnsweredWake() {
         guard settings.learnFromAnswers, let voices else { return }
         let (frames, phrase): ([[Float]], String?) = lock.withLock {
-            guard case .fused = detector else { return ([], nil) }
-            return (wakeFrames, wakePhrase)
+            guard case .fused = $0.detector else { return ([], nil) }
+            return ($0.wakeFrames, $0.wakePhrase)
         }
         guard let phrase, !frames.isEmpty, !Household.isStopPhrase(phrase) else { return }
         let zThreshold = zThreshold, logger = logger
@@ -276,7 +285,7 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
             return
         }
         OwnedThread.start(name: "hs-household") { [self] in
-            changing.withLock {
+            changing.withLock { _ in
                 do {
                     var next = try Household.load(path: voices.path) ?? Household()
                     var changed = true
@@ -312,8 +321,8 @@ public final class HotPhraseListener: HotPhraseDetecting, @unchecked Sendable {
 
 extension HotPhraseListener: ControlledHousehold {
     public var householdSummary: HouseholdSummary {
-        let (household, active) = lock.withLock { () -> (Household, Bool) in
-            if case .fused = detector { (running, true) } else { (running, false) }
+        let (household, active) = lock.withLock { running -> (Household, Bool) in
+            if case .fused = running.detector { (running.household, true) } else { (running.household, false) }
         }
         return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
             HouseholdSummary.Phrase(text: p.text, takes: p.templates.filter { !$0.isLearned }.map { $0.added.formatted(.iso8601) },
@@ -362,7 +371,7 @@ extension HotPhraseListener: EnrollmentPort {
 
     public func check(_ take: [Int16], phrase: String, done: @escaping @Sendable (Result<Void, TakeCheckFailure>) -> Void) {
         guard let voices else { return done(.failure(.failed(unavailable ?? ""))) }
-        let generation = enrollLock.withLock { enrollGeneration }
+        let generation = enrolling.withLock { $0.generation }
         OwnedThread.start(name: "hs-enroll") { [self] in
             let enrolled: EnrolledTake
             do { enrolled = try Enrollment.take(take, model: model) } catch let problem as TakeProblem {
@@ -371,15 +380,15 @@ extension HotPhraseListener: EnrollmentPort {
                 return done(.failure(.failed("\(error)")))
             }
             do {
-                var trial = try enrollLock.withLock { enrollTrial } ?? Household.loadMeasured(path: voices.path, bank: voices.bank)
+                var trial = try enrolling.withLock { $0.trial } ?? Household.loadMeasured(path: voices.path, bank: voices.bank)
                 // "Unlike the others" against this session's takes only: the household's earlier ones may be
                 // other people's. The session's takes are the last ones of the trial household.
-                let sessionStart = trial.templateCount(phrase) - enrollLock.withLock { enrollTakes.count }
+                let sessionStart = trial.templateCount(phrase) - enrolling.withLock { $0.takes.count }
                 try trial.add(enrolled, phrase: phrase, bank: voices.bank, sessionStart: sessionStart)
-                enrollLock.withLock {
-                    guard enrollGeneration == generation else { return }
-                    enrollTrial = trial
-                    enrollTakes.append(enrolled)
+                enrolling.withLock {
+                    guard $0.generation == generation else { return }
+                    $0.trial = trial
+                    $0.takes.append(enrolled)
                 }
                 done(.success(()))
             } catch let problem as TakeProblem {
@@ -391,9 +400,9 @@ extension HotPhraseListener: EnrollmentPort {
     }
 
     public func save(phrase: String, done: @escaping @Sendable (String?) -> Void) {
-        let takes = enrollLock.withLock { () -> [EnrolledTake] in
-            defer { enrollTakes = []; enrollTrial = nil; enrollGeneration += 1 }
-            return enrollTakes
+        let takes = enrolling.withLock { session -> [EnrolledTake] in
+            defer { session = Enrolling(generation: session.generation + 1) }
+            return session.takes
         }
         guard let bank = voices?.bank else { return done(unavailable ?? "") }
         change("\(takes.count) takes of \"\(phrase)\" enrolled", { household in
@@ -409,10 +418,6 @@ extension HotPhraseListener: EnrollmentPort {
     }
 
     public func discard() {
-        enrollLock.withLock {
-            enrollTakes = []
-            enrollTrial = nil
-            enrollGeneration += 1
-        }
+        enrolling.withLock { $0 = Enrolling(generation: $0.generation + 1) }
     }
 }

@@ -196,6 +196,8 @@ public final class SpeechEngine: Sendable {
 
 /// The speech thread. The queue and the current task are guarded by `condition`; everything espeak-ng touches
 /// runs on the thread.
+/// @unchecked: espeak-ng's state is one C library's global state, used by the speech thread only; the rest is
+/// guarded by `condition` (a pthread condition, which Mutex cannot wait on).
 private final class SpeechCore: @unchecked Sendable {
     static let shared = SpeechCore()
 
@@ -204,6 +206,7 @@ private final class SpeechCore: @unchecked Sendable {
         case check(VoiceSettings, reply: Reply)
     }
 
+    /// @unchecked: written by the speech thread and read by the waiter, both under SpeechCore's `condition`.
     final class Reply: @unchecked Sendable {
         var value: Result<Int, SpeechError>?
     }

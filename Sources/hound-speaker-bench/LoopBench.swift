@@ -4,6 +4,7 @@ import AudioCore
 import Foundation
 import Glibc
 import Platform
+import Synchronization
 import Houndify
 import LocalHoundify
 import Logging
@@ -137,32 +138,33 @@ enum LoopBench {
 }
 
 /// Counts completed answers; waiting suspends (it never blocks a thread of the concurrency pool).
-final class ReadyCounter: @unchecked Sendable {
-    private let lock = Lock()
-    private var count = 0
-    private var waiters: [(Int, CheckedContinuation<Void, Never>)] = []
+final class ReadyCounter: Sendable {
+    private struct State {
+        var count = 0
+        var waiters: [(above: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    }
+    private let state = Mutex(State())
 
-    var value: Int { lock.lock(); defer { lock.unlock() }; return count }
+    var value: Int { state.withLock { $0.count } }
 
     func increment() {
-        lock.lock()
-        count += 1
-        let due = waiters.filter { $0.0 < count }
-        waiters.removeAll { $0.0 < count }
-        lock.unlock()
-        for (_, waiter) in due { waiter.resume() }
+        let due = state.withLock { s in
+            s.count += 1
+            let count = s.count
+            defer { s.waiters.removeAll { $0.above < count } }
+            return s.waiters.filter { $0.above < count }.map(\.continuation)
+        }
+        for waiter in due { waiter.resume() }
     }
 
     func wait(above n: Int) async {
         await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
-            lock.lock()
-            if count > n {
-                lock.unlock()
-                waiter.resume()
-                return
+            let ready = state.withLock { s in
+                if s.count > n { return true }
+                s.waiters.append((n, waiter))
+                return false
             }
-            waiters.append((n, waiter))
-            lock.unlock()
+            if ready { waiter.resume() }
         }
     }
 }

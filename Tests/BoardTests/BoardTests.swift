@@ -1,5 +1,6 @@
 import Foundation
 import BoardCore
+import Synchronization
 import Testing
 @testable import Board
 
@@ -324,11 +325,10 @@ extension SimulatedBoardTests {
     }
 }
 
-final class DrawLog: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [String] = []
-    func add(_ line: String) { lock.lock(); stored.append(line); lock.unlock() }
-    var lines: [String] { lock.lock(); defer { lock.unlock() }; return stored }
+final class DrawLog: Sendable {
+    private let stored = Mutex<[String]>([])
+    func add(_ line: String) { stored.withLock { $0.append(line) } }
+    var lines: [String] { stored.withLock { $0 } }
 }
 
 @Suite struct GPIODriverTests {

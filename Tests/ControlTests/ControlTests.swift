@@ -8,6 +8,7 @@ import NIOHTTP1
 import Platform
 import SpeakerCore
 import SpeakerTestKit
+import Synchronization
 import Testing
 import Timers
 
@@ -278,14 +279,13 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
     /// naming the ones that are), and none at all without the hot phrase. The household here is a stand-in that
     /// keeps the summary; HouseholdListenerTests runs the real one (SpeakerApp's HotPhraseListener).
     @Test func theHouseholdIsShownAndForgottenOverHTTP() async throws {
-        final class Voices: ControlledHousehold, @unchecked Sendable {
-            let lock = Lock()
-            var summary = HouseholdSummary(phrases: [.init(text: "OK Hound", takes: ["2026-11-26T06:00:00Z", "2026-11-26T06:01:00Z"]),
-                                                     .init(text: "hey kitchen", takes: ["2026-11-26T06:02:00Z"])],
-                                           negatives: 5, personalActive: true)
-            var householdSummary: HouseholdSummary { lock.withLock { summary } }
+        final class Voices: ControlledHousehold {
+            let summary = Mutex(HouseholdSummary(phrases: [.init(text: "OK Hound", takes: ["2026-11-26T06:00:00Z", "2026-11-26T06:01:00Z"]),
+                                                           .init(text: "hey kitchen", takes: ["2026-11-26T06:02:00Z"])],
+                                                 negatives: 5, personalActive: true))
+            var householdSummary: HouseholdSummary { summary.withLock { $0 } }
             func apply(_ change: HouseholdChange) async -> Result<HouseholdSummary, ControlCommand.Problem> {
-                lock.withLock {
+                summary.withLock { summary in
                     switch change {
                     case .forgetNegatives: summary.negatives = 0
                     case .forget(let text):

@@ -5,6 +5,7 @@ import Platform
 /// (RFC 6455), so the tests control what a browser or library would hide: a client that never reads, a bad frame.
 /// Blocking reads run on a thread of their own (`OwnedThread`), never on Swift's cooperative pool, which the
 /// speaker's loop in the same process needs.
+/// @unchecked: a socket descriptor (a C handle) and its read-ahead, used by one reader at a time.
 final class RawClient: @unchecked Sendable {
     let fd: Int32
     private var pending: [UInt8] = []
