@@ -158,6 +158,8 @@ let package = Package(
         .executableTarget(name: "houndify-local",
                 dependencies: ["SpeakerApp", "LocalHoundify", "SpeakerConfig",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                               .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
 

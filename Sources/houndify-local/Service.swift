@@ -3,6 +3,8 @@ import LocalHoundify
 import Logging
 import SpeakerApp
 import SpeakerConfig
+import ServiceLifecycle
+import UnixSignals
 
 /// The local Houndify-compatible service, a program of its own: the speaker never runs it, so the binary that
 /// goes to the Pi does not carry it (nor the date formatting it needs, which brings ICU's 34 MB of data).
@@ -42,14 +44,32 @@ struct HoundifyLocal: AsyncParsableCommand {
             do { service = try LocalHoundifyService(configuration: settings, logger: context.logger) } catch {
                 throw CommandFailure(message: "[houndify] client_key: \(error)", exitCode: 78)
             }
-            let bound: Int
-            do { bound = try await service.start(host: host, port: port ?? config.serve.port) } catch {
-                throw CommandFailure(message: "cannot listen on \(host):\(port ?? config.serve.port): \(error)")
-            }
-            printLine("listening on http://\(host):\(bound)")
-            await Signals.waitForTermination()
-            context.logger.info("stopping")
-            await service.stop()
+            // One service in a ServiceGroup, as `run` has its parts: SIGTERM and SIGINT are trapped before it
+            // starts listening, and shut it down gracefully.
+            let serving = Serving(service: service, host: host, port: port ?? config.serve.port, logger: context.logger)
+            let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+                services: [.init(service: serving, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint], logger: context.logger))
+            try await group.run()
         }
+    }
+}
+
+/// The service as the group runs it: listening, then until the group shuts down, then stopped.
+struct Serving: Service {
+    let service: LocalHoundifyService
+    let host: String
+    let port: Int
+    let logger: Logger
+
+    func run() async throws {
+        let bound: Int
+        do { bound = try await service.start(host: host, port: port) } catch {
+            throw CommandFailure(message: "cannot listen on \(host):\(port): \(error)")
+        }
+        printLine("listening on http://\(host):\(bound)")
+        try? await gracefulShutdown()
+        logger.info("stopping")
+        await service.stop()
     }
 }
