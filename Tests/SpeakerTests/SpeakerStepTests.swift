@@ -151,7 +151,12 @@ let coreInputs: [Speaker.Input] = [
     }
 
     @Test func ringingStopsByItselfAfterItsLimit() {
-        var rig = CoreRig.inState(.ringing)
+        var rig = CoreRig.inState(.ready)
+        rig.step(.carryOut(.timer(.set(seconds: 60, name: ""))))
+        rig.pass(60)
+        let ring = rig.step(.timersDue)
+        let generation = rig.speaker.machine.watchdogGeneration
+        #expect(machineEffects(ring).contains(.armWatchdog(generation: generation, ms: 15 * 60_000)))
         let effects = rig.step(.watchdog(generation: rig.speaker.machine.watchdogGeneration))
         #expect(rig.state == .ready)
         #expect(timerEvents(effects) == [.stopped])
