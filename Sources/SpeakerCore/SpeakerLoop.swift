@@ -75,10 +75,9 @@ public struct SpeakerLoopSettings: Sendable {
 }
 
 /// The speaker: one loop consuming every input (button, endpointer, voice search, speech, timers) in order,
-/// handing it to the core (`Speaker`: the state machine, the timers, the screen) and carrying out the effects
-/// through the ports. Blocking work stays on the
-/// threads the ports' drivers own; the loop only decides. Everything it does is told once, as a
-/// `SpeakerActivity`, to the log and to the observers.
+/// handing it to the core (`Speaker`: the state machine, the timers, the screen), which decides, and carrying out
+/// the effects through the ports. Blocking work stays on the threads the ports' drivers own. Everything it does is
+/// told once, as a `SpeakerActivity`, to the log and to the observers.
 public final class SpeakerLoop: Sendable {
     let ports: SpeakerPorts
     private let settings: SpeakerLoopSettings
@@ -549,9 +548,10 @@ public final class SpeakerLoop: Sendable {
     private func carryOut(_ effects: [Speaker.Effect]) {
         for effect in effects {
             switch effect {
-            case .machine(let effect):
-                // Speaker.step gives none of these for the inputs `step(_:)` takes.
-                logger.error("internal error: the machine's \(effect) came where only the core's effects were expected; ignored")
+            case .machine:
+                // Speaker.step gives none for the inputs `step(_:)` takes (SpeakerStepTests.everyCoreInputInEveryState).
+                assertionFailure("a machine effect outside the loop's task group")
+                logger.error("internal error: an effect of the state machine came where only the core's own were expected; ignored")
             case .saveTimers(let book, let save):
                 carryOut(saveTimers(book, save))
             case .tell(let activity):
