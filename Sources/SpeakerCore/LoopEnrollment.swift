@@ -96,11 +96,11 @@ extension SpeakerLoop {
         let text = phrase.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") } ?? port.defaultPhrase
         let started = state.withLock { s -> Result<Int, DeviceProblem> in
             if s.enrolling != nil { return .failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")) }
-            if s.machine.muted { return .failure(DeviceProblem("the microphone is muted: unmute it to enroll")) }
-            if s.machine.state != .ready {
-                return .failure(DeviceProblem("the speaker is busy (\(s.machine.state.rawValue)): enroll when it is ready"))
+            if s.speaker.machine.muted { return .failure(DeviceProblem("the microphone is muted: unmute it to enroll")) }
+            if s.speaker.machine.state != .ready {
+                return .failure(DeviceProblem("the speaker is busy (\(s.speaker.machine.state.rawValue)): enroll when it is ready"))
             }
-            if !s.microphoneUp { return .failure(DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record")) }
+            if !s.speaker.microphoneUp { return .failure(DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record")) }
             s.enrollmentCount += 1
             s.enrolling = Enrolling(id: s.enrollmentCount, session: EnrollmentSession(phrase: text))
             return .success(s.enrollmentCount)
@@ -175,7 +175,7 @@ extension SpeakerLoop {
             case .finished:
                 let leds = state.withLock { s in
                     s.enrolling = nil
-                    return s.machine.readyLEDs
+                    return s.speaker.machine.readyLEDs
                 }
                 // Its last words ("Done. I know your voice now.") are the speaker's own sound too, which the machine
                 // does not know of: the hot phrase is listened for again once they end (their `.spoken`).

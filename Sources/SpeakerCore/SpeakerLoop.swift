@@ -75,9 +75,9 @@ public struct SpeakerLoopSettings: Sendable {
 }
 
 /// The speaker: one loop consuming every input (button, endpointer, voice search, speech, timers) in order,
-/// handing it to the state machine and carrying out the effects through the ports. Blocking work stays on the
-/// threads the ports' drivers own; the loop only decides. Everything it does is told once, as a
-/// `SpeakerActivity`, to the log and to the observers.
+/// handing it to the core (`Speaker`: the state machine, the timers, the screen), which decides, and carrying out
+/// the effects through the ports. Blocking work stays on the threads the ports' drivers own. Everything it does is
+/// told once, as a `SpeakerActivity`, to the log and to the observers.
 public final class SpeakerLoop: Sendable {
     let ports: SpeakerPorts
     private let settings: SpeakerLoopSettings
@@ -118,20 +118,17 @@ public final class SpeakerLoop: Sendable {
     public var statesEntered: [SpeakerState] { stateLog.withLock { $0 } }
 
     struct LoopState {
-        var machine: SpeakerMachine
+        /// The speaker's decisions (Speaker.swift): the state machine, the timers, the screen, the microphone's
+        /// state, the last action's outcome. The loop only carries out what `step` returns.
+        var speaker: Speaker
         var search: (any VoiceSearchSession)?
         var searchID = 0
         /// The microphone opened for one question (no hot phrase), or for good (listening for the hot phrase).
         var questionMicrophone: (any MicrophoneStream)?
         var alwaysOnMicrophone: (any MicrophoneStream)?
-        /// Whether the always-on microphone is delivering audio, from its own events.
-        var microphoneUp = false
         /// When the latest hot-phrase wake started its question (for `FalseWake.kept`).
         var lastWake: ContinuousClock.Instant?
         var timings: InteractionTimings?
-        var timers = TimerBook()
-        /// What the last client action (`.timer`, `.alarm`, `.volume`) did, for the sentence that follows it.
-        var lastActionOutcome: ActionOutcome?
         /// The `final` of an answer whose words the speaker chooses itself (a client action's outcome, the volume,
         /// the IP address): told with those words, once they are known (`tellPendingFinal`).
         var pendingFinal: (transcript: String, done: String)?
@@ -139,19 +136,8 @@ public final class SpeakerLoop: Sendable {
         var question: (id: Int, query: String)?
         /// What stopped a question now, if the event being handled does (`dropReason`).
         var dropReason = ""
-        /// What the machine was last told about running timers.
-        var toldTimersRunning = false
-        var toldLastMinute = false
-        var screenDimmed = false
-        /// The backlight failed once: the page dims its own picture from then on.
-        var screenLightFailed = false
         /// What reading the saved state found, for the start to tell and carry out (nil once it has).
         var startup: Startup?
-        /// Why the last save of the timers failed (nil: the last one worked, or none was needed).
-        var timersSaveProblem: DeviceProblem?
-        /// When the alarms were last checked (monotonic): an alarm found due since then was crossed while the
-        /// speaker was on, by time or by a step of the wall clock (`TimerBook.alarmsDue`).
-        var alarmsChecked: BootTime?
         /// The wait before the network check now armed or under way (nil: none is).
         var networkCheckDelay: Duration?
         /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
@@ -193,7 +179,13 @@ public final class SpeakerLoop: Sendable {
         screenIdle = ports.clock.makeTimer { continuation.yield(.screenIdle) }
         timersSaveRetry = ports.clock.makeTimer { continuation.yield(.retryTimersSave) }
         networkCheck = ports.clock.makeTimer { continuation.yield(.checkNetwork) }
-        state = Mutex(LoopState(machine: SpeakerMachine(settings: settings.machine)))
+        var core = Speaker.Settings()
+        core.machine = settings.machine
+        core.screenDimAfter = settings.screenDimAfter
+        core.screenDimPercent = settings.screenDimPercent
+        core.backlight = ports.screen != nil
+        core.keepsTimers = ports.timerStore != nil
+        state = Mutex(LoopState(speaker: Speaker(settings: core)))
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
         // none, the API answering before the file was read). What they lead to waits for the start.
@@ -222,16 +214,13 @@ public final class SpeakerLoop: Sendable {
     public func wakeScreen() { continuation.yield(.wakeScreen) }
 
     /// The current state.
-    public var currentState: SpeakerState { state.withLock { $0.machine.state } }
+    public var currentState: SpeakerState { state.withLock { $0.speaker.machine.state } }
 
     /// What the speaker is doing and holds now, for a screen or a script that has just connected.
     public var snapshot: SpeakerSnapshot {
         // One lock: the screen's brightness belongs to the same moment as the state beside it.
         let (machine, book, screen, saveProblem, enrollment) = state.withLock { s in
-            (s.machine, s.timers,
-             SpeakerActivity.Screen(dimmed: s.screenDimmed, percent: s.screenDimmed ? settings.screenDimPercent : 100,
-                                    backlight: ports.screen != nil && !s.screenLightFailed),
-             s.timersSaveProblem, s.lastEnrollment)
+            (s.speaker.machine, s.speaker.timers, s.speaker.screen, s.speaker.timersSaveProblem, s.lastEnrollment)
         }
         return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
                                soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.bootTime,
@@ -273,28 +262,30 @@ public final class SpeakerLoop: Sendable {
                     continue
                 }
                 if enrollmentInput(input, in: &group) { continue }
-                guard let event = take(input) else { continue }
+                guard let core = take(input) else { continue }
+                guard case .event(let event) = core else {
+                    // Not for the machine (a timer due, the screen's quiet time): the core decides, the loop does.
+                    if step(core, in: &group) { break loop }
+                    continue
+                }
                 announce(event)
                 if enrollmentTakes(event, in: &group) { continue }
-                let (effects, soundPlaying, watchdogExpired) = state.withLock { s in
-                    let before = s.machine.state
-                    let expired: Bool = if case .watchdog(let g) = event { g == s.machine.watchdogGeneration } else { false }
-                    let effects = s.machine.handle(event)
-                    return (effects, s.machine.soundPlaying, expired ? before : nil)
+                let now = speakerNow()
+                let (effects, watchdogExpired) = state.withLock { s in
+                    let before = s.speaker.machine.state
+                    let expired: Bool = if case .watchdog(let g) = event { g == s.speaker.machine.watchdogGeneration } else { false }
+                    return (s.speaker.step(event, now: now), expired ? before : nil)
                 }
                 if let expired = watchdogExpired {
                     tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))
                 }
                 state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
-                // The machine alone decides whether our own sound is playing; the router only follows it.
-                router.setHotPhraseListening(!soundPlaying)
-                for effect in effects {
-                    if perform(effect, in: &group) { break loop }
-                }
+                followSound()
+                if perform(effects, in: &group) { break loop }
                 watchNetwork()
                 if event == .started {
                     beat()
-                    started(startup)
+                    if started(startup, in: &group) { break loop }
                 }
             }
             // The microphones are stopped (shutDown): what the detector has not heard yet leads nowhere.
@@ -308,32 +299,54 @@ public final class SpeakerLoop: Sendable {
         }
     }
 
-    /// Turns an input into the machine's event (nil: nothing for the machine).
-    private func take(_ input: LoopInput) -> SpeakerEvent? {
+    /// The machine alone decides whether our own sound is playing; the router only follows it, after every input
+    /// that reaches the machine.
+    private func followSound() {
+        router.setHotPhraseListening(!state.withLock { $0.speaker.machine.soundPlaying })
+    }
+
+    /// The clocks as the core reads them for one step.
+    private func speakerNow() -> Speaker.Now {
+        Speaker.Now(reading: ports.clock.reading, calendar: ports.clock.calendar, clockSynchronized: ports.system.clockSynchronized())
+    }
+
+    /// Hands an input to the core and carries out what it decides. True when the loop must end.
+    private func step(_ input: Speaker.Input, in group: inout DiscardingTaskGroup) -> Bool {
+        let now = speakerNow()
+        let effects = state.withLock { $0.speaker.step(input, now: now) }
+        followSound()
+        return perform(effects, in: &group)
+    }
+
+    /// Carries out the core's effects in order. True when the loop must end.
+    private func perform(_ effects: [Speaker.Effect], in group: inout DiscardingTaskGroup) -> Bool {
+        for effect in effects {
+            if perform(effect, in: &group) { return true }
+        }
+        return false
+    }
+
+    /// Turns an input into the core's (nil: nothing for the core).
+    private func take(_ input: LoopInput) -> Speaker.Input? {
         switch input {
         case .event(let event):
-            return event
+            return .event(event)
         case .endpoint(let id, let decision):
             guard id == state.withLock({ $0.searchID }) else { return nil }
             switch decision {
             case .speechStarted: return nil
-            case .endOfSpeech, .maxLength: return .endOfSpeech
-            case .noSpeech: return .noSpeech
+            case .endOfSpeech, .maxLength: return .event(.endOfSpeech)
+            case .noSpeech: return .event(.noSpeech)
             }
         case .search(let id, let event):
             guard id == state.withLock({ $0.searchID }) else { return nil }
-            return translate(event)
+            return translate(event).map { .event($0) }
         case .played(let event, let problem):
             if let problem { tell(.deviceProblem(DeviceProblem(problem))) }
-            return event
+            return .event(event)
         case .microphone(let event):
-            state.withLock { s in
-                switch event {
-                case .opened, .recovered: s.microphoneUp = true
-                case .lost, .stopped: s.microphoneUp = false
-                case .overrun: break
-                }
-            }
+            let now = speakerNow()
+            _ = state.withLock { $0.speaker.step(.microphone(event), now: now) }  // nothing to carry out
             tell(.microphone(event))
             return nil
         case .heartbeat:
@@ -343,17 +356,13 @@ public final class SpeakerLoop: Sendable {
             tell(activity)
             return nil
         case .wakeScreen:
-            brightenScreen()
-            return nil
+            return .wakeScreen
         case .screenIdle:
-            dimScreen()
-            return nil
+            return .screenIdle
         case .timersDue:
-            checkTimers()
-            return nil
+            return .timersDue
         case .retryTimersSave:
-            saveTimers()
-            return nil
+            return .retryTimersSave
         case .startEnrollment, .enrollFromButton, .enrollment, .takeRecorded:
             return nil  // enrollmentInput's
         case .barrier(let waiting):
@@ -365,11 +374,11 @@ public final class SpeakerLoop: Sendable {
             if answers {
                 state.withLock { $0.networkCheckDelay = nil }
                 logger.notice("Houndify answers again: no longer offline")
-                return .networkBack
+                return .event(.networkBack)
             }
             // Not yet: checked again, less often, for as long as the speaker is offline.
             let next = state.withLock { s -> Duration? in
-                guard s.machine.offline, let delay = s.networkCheckDelay else {
+                guard s.speaker.machine.offline, let delay = s.networkCheckDelay else {
                     s.networkCheckDelay = nil
                     return nil
                 }
@@ -379,17 +388,7 @@ public final class SpeakerLoop: Sendable {
             if let next { networkCheck.schedule(after: next) }
             return nil
         case .timerTick:
-            let (timers, now) = state.withLock { ($0.timers.timers, ports.clock.bootTime) }
-            // Saved each minute a timer runs: after a reboot (a power cut) a timer goes on with the time left in the
-            // file, so the file must not hold the time left when it was set (a restart in the same boot counts from
-            // any save exactly, on the monotonic clock).
-            if timers.contains(where: \.isRunning) { saveTimers() }
-            scheduleTimers()  // the next minute is armed before anyone hears of this one
-            // Not a timer at its very end: it is about to ring (its alarm may be handled just after this).
-            for timer in timers where timer.isRunning && timer.remaining(at: now) >= 1 {
-                tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now)))
-            }
-            return nil
+            return .timerTick
         }
     }
 
@@ -397,7 +396,7 @@ public final class SpeakerLoop: Sendable {
     /// pattern and a screen's "No internet" then go when the service answers, not only after the next question.
     private func watchNetwork() {
         let arm = state.withLock { s -> Bool in
-            guard s.machine.offline, s.networkCheckDelay == nil else { return false }
+            guard s.speaker.machine.offline, s.networkCheckDelay == nil else { return false }
             s.networkCheckDelay = Self.networkCheckFirst
             return true
         }
@@ -512,44 +511,73 @@ public final class SpeakerLoop: Sendable {
             logger.log(level: entry.level, "\(entry.message)", metadata: activity.metadata)
         }
         for observer in observers { observer(activity) }
-        if activity.wakesScreen { brightenScreen() }
+        if activity.wakesScreen { carryOut(step(.wakeScreen)) }
     }
 
-    /// Full brightness now (if dimmed), and the quiet time counted again from now if the speaker is ready.
-    private func brightenScreen() {
-        let (dimmed, ready) = state.withLock { s in
-            defer { s.screenDimmed = false }
-            return (s.screenDimmed, s.machine.state == .ready)
-        }
-        if dimmed { setScreen(percent: 100) }
-        if ready, let after = settings.screenDimAfter { screenIdle.schedule(after: after) } else { screenIdle.disarm() }
+    /// Hands the core an input whose effects are all the core's own (never the machine's, which may need the
+    /// loop's task group): the screen, a save's result.
+    private func step(_ input: Speaker.Input) -> [Speaker.Effect] {
+        let now = speakerNow()
+        return state.withLock { $0.speaker.step(input, now: now) }
     }
 
-    /// Dims the screen, if the speaker is still quiet (the timer may fire just as something starts).
-    private func dimScreen() {
-        let dim = state.withLock { s -> Bool in
-            guard s.machine.state == .ready, !s.screenDimmed else { return false }
-            s.screenDimmed = true
-            return true
-        }
-        if dim { setScreen(percent: settings.screenDimPercent) }
-    }
-
-    private func setScreen(percent: Int) {
-        var backlight = false
-        if let light = ports.screen, !state.withLock({ $0.screenLightFailed }) {
+    private func setScreen(percent: Int, backlight: Bool) {
+        var lit = false
+        if backlight, let light = ports.screen {
             do throws(DeviceProblem) {
                 try light.set(percent: percent)
-                backlight = true
+                lit = true
             } catch {
-                state.withLock { $0.screenLightFailed = true }
+                carryOut(step(.screenLightFailed))
                 tell(.deviceProblem(DeviceProblem("\(error.message); the screen's page dims its own picture instead")))
             }
         }
-        tell(.screen(SpeakerActivity.Screen(dimmed: percent < 100, percent: percent, backlight: backlight)))
+        tell(.screen(SpeakerActivity.Screen(dimmed: percent < 100, percent: percent, backlight: lit)))
     }
 
-    /// Carries out one effect; returns true when the loop must end.
+    /// Carries out one of the core's effects; returns true when the loop must end.
+    private func perform(_ effect: Speaker.Effect, in group: inout DiscardingTaskGroup) -> Bool {
+        guard case .machine(let effect) = effect else {
+            carryOut([effect])
+            return false
+        }
+        return perform(effect, in: &group)
+    }
+
+    /// Carries out the core's own effects (all but the machine's, `perform`).
+    private func carryOut(_ effects: [Speaker.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .machine:
+                // Speaker.step gives none for the inputs `step(_:)` takes (SpeakerStepTests.everyCoreInputInEveryState).
+                assertionFailure("a machine effect outside the loop's task group")
+                logger.error("internal error: an effect of the state machine came where only the core's own were expected; ignored")
+            case .saveTimers(let book, let save):
+                carryOut(saveTimers(book, save))
+            case .tell(let activity):
+                tell(activity)
+            case .soundOn:
+                // A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
+                guard ports.volume.soundOff else { break }
+                do throws(DeviceProblem) {
+                    try ports.volume.setSoundOff(false)
+                    tell(.volume(ports.volume.percent, soundOff: false))
+                } catch { tell(.deviceProblem(error)) }
+            case .armTimerAlarm(let after): arm(timerAlarm, after)
+            case .armTimerTick(let after): arm(timerTick, after)
+            case .armTimersSaveRetry(let after): arm(timersSaveRetry, after)
+            case .armScreenIdle(let after): arm(screenIdle, after)
+            case .setScreen(let percent, let backlight):
+                setScreen(percent: percent, backlight: backlight)
+            }
+        }
+    }
+
+    private func arm(_ timer: any LoopTimer, _ after: Duration?) {
+        if let after { timer.schedule(after: after) } else { timer.disarm() }
+    }
+
+    /// Carries out one of the machine's effects; returns true when the loop must end.
     private func perform(_ effect: SpeakerEffect, in group: inout DiscardingTaskGroup) -> Bool {
         switch effect {
         case .startSearch(let preRoll):
@@ -628,30 +656,9 @@ public final class SpeakerLoop: Sendable {
                 }
             }
         case .volume(let action):
-            let outcome = changeVolume(action)
-            state.withLock { $0.lastActionOutcome = outcome }
-        case .timer(let action):
-            let outcome = state.withLock { s -> TimerOutcome in
-                let outcome = s.timers.apply(action, now: ports.clock.bootTime)
-                s.lastActionOutcome = ActionOutcome(outcome)
-                return outcome
-            }
-            keep(outcome)
-            stopRingingIfNothingRings()
-        case .alarm(let action):
-            let synchronized = ports.system.clockSynchronized()
-            let outcome = state.withLock { s -> TimerOutcome in
-                let outcome = s.timers.apply(action, now: ports.clock.wallTime, calendar: ports.clock.calendar, clockSynchronized: synchronized)
-                s.lastActionOutcome = ActionOutcome(outcome)
-                return outcome
-            }
-            keep(outcome)
-            stopRingingIfNothingRings()
-        case .stopRinging:
-            let (timers, alarms) = state.withLock { s in
-                (s.timers.stopRinging(), s.timers.stopRingingAlarms(now: ports.clock.wallTime, calendar: ports.clock.calendar))
-            }
-            timersChanged(timers, alarms: alarms)
+            carryOut(step(.volumeChanged(changeVolume(action))))
+        case .timer, .alarm, .stopRinging:
+            break  // carried out on the book by the core (Speaker), which never passes them on
         case .setMicrophoneMuted(let on):
             setMicrophoneMuted(on)
         case .armWatchdog(let generation, let ms):
@@ -714,7 +721,7 @@ public final class SpeakerLoop: Sendable {
                       preRoll: preRoll)
         if ports.hotPhrase != nil {
             // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
-            if !state.withLock({ $0.microphoneUp }) {
+            if !state.withLock({ $0.speaker.microphoneUp }) {
                 microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
             }
             return
@@ -768,7 +775,7 @@ public final class SpeakerLoop: Sendable {
     /// The words for the last client action, and the conversation state of the branch it took (kept here, as the
     /// words are chosen: Houndify's next answer depends on what the speaker really did).
     private func actionSentence(_ responses: ActionResponses?) -> String {
-        guard let outcome = state.withLock({ $0.lastActionOutcome }) else { return "Sorry, something went wrong." }
+        guard let outcome = state.withLock({ $0.speaker.lastActionOutcome }) else { return "Sorry, something went wrong." }
         let (text, branch) = outcome.reply(from: responses)
         if let kept = branch?.conversationState ?? responses?.conversationState { ports.search.keepConversation(kept) }
         return text
@@ -799,7 +806,7 @@ public final class SpeakerLoop: Sendable {
         tell(.muted(on))
         if on {
             let microphone = state.withLock { s -> (any MicrophoneStream)? in
-                defer { s.alwaysOnMicrophone = nil; s.microphoneUp = false }
+                defer { s.alwaysOnMicrophone = nil }  // and the core has the microphone down
                 return s.alwaysOnMicrophone
             }
             microphone?.stop()
@@ -840,151 +847,37 @@ public final class SpeakerLoop: Sendable {
         // Those that fell due while the speaker was off ring at the start (or are missed, if long past).
         (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: now, calendar: ports.clock.calendar)
         state.withLock { s in
-            s.timers = book
-            s.alarmsChecked = now.boot
-            if startup.muted { _ = s.machine.handle(.setMuted(true)) }
+            s.speaker.restore(timers: book, checkedAt: now.boot, muted: startup.muted)
             s.startup = startup
         }
     }
 
     /// The speaker is up: what reading the saved state found is told, saved and armed, and what fell due rings.
-    private func started(_ startup: Startup) {
+    /// True when the loop must end.
+    private func started(_ startup: Startup, in group: inout DiscardingTaskGroup) -> Bool {
         if startup.muted { tell(.muted(true)) }
         for problem in startup.timerProblems { tell(.deviceProblem(problem)) }
-        let now = ports.clock.bootTime
-        let counting = state.withLock { $0.timers.timers.filter(\.isRunning) }
-        // Whoever follows the speaker's events learns at once what it counts down after a restart.
-        for timer in counting { tell(.timer(.tick, timer, remaining: timer.remainingSeconds(at: now))) }
-        timersChanged(startup.changes, alarms: startup.alarms)
-        if startup.ringing { ring() }
+        return step(.timersRestored(changes: startup.changes, alarms: startup.alarms, ringing: startup.ringing), in: &group)
     }
 
-    /// The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for.
-    private func stopRingingIfNothingRings() {
-        let silent = state.withLock { s in
-            s.machine.state == .ringing && !s.timers.timers.contains(where: \.isRinging)
-                && !s.timers.alarms.contains(where: \.isRinging)
-        }
-        if silent { continuation.yield(.event(.cancel)) }
-    }
+    /// Said after the confirmation of a timer or alarm set that could not be saved (Speaker.setButNotSaved).
+    public static let setButNotSaved = Speaker.setButNotSaved
+    /// The same for any other change (Speaker.changedButNotSaved).
+    public static let changedButNotSaved = Speaker.changedButNotSaved
 
-    /// A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
-    private func ring() {
-        if ports.volume.soundOff {
-            do throws(DeviceProblem) {
-                try ports.volume.setSoundOff(false)
-                tell(.volume(ports.volume.percent, soundOff: false))
-            } catch { tell(.deviceProblem(error)) }
-        }
-        continuation.yield(.event(.timerDue))
-    }
-
-    /// Timers due now start ringing; then the next one is waited for.
-    private func checkTimers() {
-        let now = ports.clock.reading
-        let (changes, alarms) = state.withLock { s in
-            defer { s.alarmsChecked = now.boot }
-            return (s.timers.due(now: now.boot),
-                    s.timers.alarmsDue(now: now.wall, calendar: ports.clock.calendar, checkedAgo: s.alarmsChecked.map { now.boot - $0 }))
-        }
-        timersChanged(changes, alarms: alarms)
-        if changes.contains(where: { $0.kind == .ringing }) || alarms.contains(where: { $0.kind == .ringing }) { ring() }
-    }
-
-    /// Tells and saves what a timer or alarm command changed; a change the person asked for (not a ring) that could
-    /// not be saved gets its caveat after the confirmation.
-    private func keep(_ outcome: TimerOutcome) {
-        let asked = outcome.changes.contains { $0.kind != .ringing } || outcome.alarmChanges.contains { $0.kind != .ringing }
-        guard timersChanged(outcome.changes, alarms: outcome.alarmChanges) != nil, asked else { return }
-        let lost = outcome.changes.contains { $0.kind == .set } || outcome.alarmChanges.contains { $0.kind == .set }
-        state.withLock { $0.lastActionOutcome?.caveat = lost ? Self.setButNotSaved : Self.changedButNotSaved }
-    }
-
-    /// Said after the confirmation of a timer or alarm set that could not be saved: it rings in this run, but the
-    /// person must not believe it would survive a restart (issue #34: "Your soup timer is set", then gone).
-    public static let setButNotSaved = "I couldn't save it, though, so a restart would lose it."
-    /// The same for any other change (a cancelled timer would come back).
-    public static let changedButNotSaved = "I couldn't save that, though, so a restart would undo it."
-    /// How long after a failed save of the timers it is tried again (besides at every change).
-    static let timersSaveRetryInterval: Duration = .seconds(60)
-
-    /// Saves the timers and alarms. A save that fails is kept as the snapshot's `timersSaveProblem` and tried
-    /// again at every change and every minute, until one works (a full disk freed, a state directory fixed).
-    /// The problem, or nil.
-    @discardableResult
-    private func saveTimers() -> DeviceProblem? {
-        guard let store = ports.timerStore else { return nil }
+    /// Saves the timers and alarms as the core asked (`.saveTimers`), and hands it the result: what the core
+    /// makes of it (the problem told once, the retry armed, the caveat) comes back to be carried out.
+    private func saveTimers(_ book: TimerBook, _ save: Speaker.TimersSave) -> [Speaker.Effect] {
+        guard let store = ports.timerStore else { return [] }
         let problem: DeviceProblem?
         do throws(DeviceProblem) {
-            try store.save(state.withLock { $0.timers }, at: ports.clock.reading)
+            try store.save(book, at: ports.clock.reading)
             problem = nil
         } catch { problem = error }
-        let before = state.withLock { s in defer { s.timersSaveProblem = problem }; return s.timersSaveProblem }
-        if let problem {
-            timersSaveRetry.schedule(after: Self.timersSaveRetryInterval)
-            if before == nil { tell(.timersSaved(problem: problem.message)) } else {
-                logger.debug("timers: still cannot be saved: \(problem.message)")
-            }
-        } else if before != nil {
-            timersSaveRetry.disarm()
-            tell(.timersSaved(problem: nil))
+        if let problem, state.withLock({ $0.speaker.timersSaveProblem != nil }) {
+            logger.debug("timers: still cannot be saved: \(problem.message)")
         }
-        return problem
-    }
-
-    /// Tells and saves what changed, and sets the alarm for the next timer due. Returns the save's problem.
-    /// Saved and armed first, told after: whoever hears of a change finds it already in effect.
-    @discardableResult
-    private func timersChanged(_ changes: [TimerChange], alarms: [AlarmChange] = []) -> DeviceProblem? {
-        var problem: DeviceProblem? = nil
-        if !changes.isEmpty || !alarms.isEmpty { problem = saveTimers() }
-        scheduleTimers()
-        let now = ports.clock.bootTime
-        for change in changes {
-            let remaining = change.timer.remainingSeconds(at: now)
-            tell(.timer(SpeakerActivity.TimerEvent(rawValue: change.kind.rawValue) ?? .tick, change.timer, remaining: remaining))
-        }
-        for change in alarms { tell(.alarm(change.kind, change.alarm)) }
-        if let problem { tell(.deviceProblem(DeviceProblem("\(problem.message); a restart would lose the timers' last change"))) }
-        return problem
-    }
-
-    /// The longest the timer alarm is armed for, in seconds.
-    static let longestWait: Double = 86_400
-    /// The longest the timer alarm is armed for while an alarm is set: the wall clock is looked at this often, so
-    /// that a step of it (time sync) brings an alarm's time nearer or further within a minute. (The alarm is armed
-    /// on the monotonic clock, which a step does not move: armed once for 7:00 at 6:00, a +50 min step at 6:05 would
-    /// have it ring at 7:50, missed.)
-    static let longestAlarmWait: Double = 60
-
-    private func scheduleTimers() {
-        let now = ports.clock.reading
-        let (timerDue, alarmDue, soonest, tellMachine) = state.withLock { s -> (BootTime?, WallTime?, Double?, Bool) in
-            let soonest = s.timers.timers.filter(\.isRunning).map { $0.remaining(at: now.boot) }.min()
-            let running = soonest != nil, lastMinute = soonest.map { $0 <= 60 } ?? false
-            defer { s.toldTimersRunning = running; s.toldLastMinute = lastMinute }
-            return (s.timers.nextTimerDeadline, s.timers.nextAlarm, soonest, running != s.toldTimersRunning || lastMinute != s.toldLastMinute)
-        }
-        let running = soonest != nil
-        // Each on its own clock: a timer's end on the monotonic one, an alarm's time on the wall clock.
-        let waits = [timerDue.map { $0 - now.boot }, alarmDue.map { min($0 - now.wall, Self.longestAlarmWait) }].compactMap { $0 }
-        if let next = waits.min() {
-            // At most a day ahead, and a day in milliseconds is far inside Int64 whatever the deadline (a NaN one
-            // included: armed at once).
-            let seconds = min(max(0, next), Self.longestWait)
-            timerAlarm.schedule(after: .milliseconds(Saturating.int(seconds * 1000, .up, in: 0...Int(Self.longestWait) * 1000)))
-        } else {
-            timerAlarm.disarm()
-        }
-        if let soonest {
-            // Every minute, and also when the soonest enters its last minute (the LEDs quicken then).
-            let untilLastMinute = soonest - 60
-            let wait = untilLastMinute > 0 ? min(60, untilLastMinute) : 60
-            timerTick.schedule(after: .milliseconds(Saturating.int(wait * 1000, .up, in: 0...60_000)))
-        } else {
-            timerTick.disarm()
-        }
-        if tellMachine { continuation.yield(.event(.timersRunning(running, lastMinute: (soonest ?? 61) <= 60))) }
+        return step(.timersSaved(problem, save))
     }
 
     /// "What's your IP address": the first two, read out digit group by digit group.
@@ -1041,7 +934,8 @@ public final class SpeakerLoop: Sendable {
         timerAlarm.disarm()
         timerTick.disarm()
         // The time left as it is now, for a reboot (a clean stop: `reboot`, an upgrade): not the last minute's.
-        if state.withLock({ $0.timers.anyRunning }) { saveTimers() }
+        let book = state.withLock { $0.speaker.timers }
+        if book.anyRunning { carryOut(saveTimers(book, Speaker.TimersSave())) }
         timersSaveRetry.disarm()
         search?.cancel()
         question?.stop()

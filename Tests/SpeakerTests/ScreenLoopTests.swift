@@ -5,7 +5,8 @@ import SpeakerTestKit
 import Testing
 import Timers
 
-/// The kiosk screen dims after a quiet while and comes back when something happens (never off).
+/// The kiosk screen dims after a quiet while and comes back when something happens (never off), through the loop:
+/// the timers and the backlight port. The dimming's rules alone are state tests in SpeakerStepTests.
 @Suite struct ScreenLoopTests {
     func settings(dimAfter: Duration? = .seconds(120)) -> SpeakerLoopSettings {
         var settings = SpeakerLoopSettings()
@@ -105,13 +106,6 @@ import Timers
         #expect(await rig.saw(Self.bright))
         #expect(light.levels == [10], "not tried again")
         #expect(rig.loop.snapshot.screen.backlight == false)
-        await rig.stop()
-    }
-
-    @Test func neverDimsWhenSwitchedOff() async throws {
-        let rig = await LoopRig(settings: settings(dimAfter: nil))
-        await rig.advance(by: .seconds(86_400))
-        #expect(screenChanges(rig).isEmpty)
         await rig.stop()
     }
 }

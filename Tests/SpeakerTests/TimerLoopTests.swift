@@ -15,7 +15,8 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
 }
 
 /// Timers through the whole loop on fakes and a manual clock: a 10-minute timer is set by voice, ticks, rings and
-/// is stopped in milliseconds of test time.
+/// is stopped in milliseconds of test time. What the timers decide (the last minute, a ring during a question, a
+/// ring that stops by itself) is tested on the core alone, in SpeakerStepTests; these prove the wiring.
 @Suite struct TimerLoopTests {
     static func setTimer(_ seconds: Int, name: String = "", said: String = "") -> SpeakerAnswer {
         SpeakerAnswer(transcript: "set a timer", text: "", action: .timer(.set(seconds: seconds, name: name)),
@@ -59,20 +60,6 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         #expect(rig.states == [.ready, .recording, .speaking, .ready, .ringing, .ready, .none])
     }
 
-    @Test func ringingStopsByItselfAfterFifteenMinutes() async {
-        let rig = await LoopRig()
-        await ask(rig, Self.setTimer(60))
-        #expect(rig.speech.spoken == ["Timer set for 1 minute."])  // no words from Houndify: the speaker's own
-        await rig.advance(by: .seconds(60))
-        #expect(await rig.saw(.leds(.ringing)))
-        let mark = rig.recorder.count
-        await rig.advance(by: .seconds(15 * 60))
-        #expect(await rig.saw(.stateChanged(from: .ringing, to: .ready), after: mark))
-        #expect(await rig.saw(.watchdogExpired(.ringing, limitMS: 15 * 60_000), after: mark))
-        #expect(rig.timerStore.book?.timers.isEmpty == true)
-        await rig.stop()
-    }
-
     @Test func aTimerOutlivesARestart() async {
         let first = await LoopRig()
         await ask(first, Self.setTimer(600, name: "roast"))
@@ -92,24 +79,6 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         await again.stop()
     }
 
-    /// The LEDs show the time left: ticks while a timer counts down, quicker ticks in its last minute.
-    @Test func theLastMinuteShowsOnTheLEDs() async {
-        let rig = await LoopRig()
-        await ask(rig, Self.setTimer(90))
-        #expect(await rig.saw(.leds(.timer)))
-        var mark = rig.recorder.count
-        await rig.advance(by: .seconds(29))
-        #expect(!rig.recorder.all.dropFirst(mark).contains(.leds(.timerEnding)))
-        await rig.advance(by: .seconds(1))  // 60 s left
-        #expect(await rig.saw(.leds(.timerEnding), after: mark))
-        mark = rig.recorder.count
-        await rig.advance(by: .seconds(60))
-        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
-        await rig.send(.press, expecting: .ready)
-        #expect(await rig.saw(.leds(.ready), after: mark))  // no timer left: plain ready again
-        await rig.stop()
-    }
-
     @Test func timeLeftIsTheSpeakersOwnCount() async {
         let rig = await LoopRig()
         await ask(rig, Self.setTimer(600))
@@ -121,22 +90,6 @@ func ask(_ rig: LoopRig, _ answer: SpeakerAnswer) async {
         await ask(rig, SpeakerAnswer(transcript: "cancel the rice timer", text: "", action: .timer(.cancel(.named("rice"))),
                                      responses: ActionResponses(succeeded: "Timer cancelled.", failed: "I couldn't cancel it.")))
         #expect(rig.speech.spoken.last == "There's no rice timer.")
-        await rig.stop()
-    }
-
-    @Test func aTimerDueDuringAQuestionRingsOnceItIsAnswered() async {
-        let rig = await LoopRig()
-        await ask(rig, Self.setTimer(10))
-        let session = await rig.askQuestion()
-        var mark = rig.recorder.count
-        await rig.advance(by: .seconds(10))  // within the recording's watchdog
-        #expect(await rig.recorder.wait(after: mark) { if case .timer(.ringing, _, _) = $0 { true } else { false } })
-        #expect(rig.loop.currentState == .recording)  // the timer has gone off, and the question goes on
-        mark = rig.recorder.count
-        session?.send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        #expect(await rig.saw(.leds(.speaking), after: mark))
-        await rig.endSpeech()
-        #expect(await rig.saw(.stateChanged(from: .ready, to: .ringing), after: mark))
         await rig.stop()
     }
 }
