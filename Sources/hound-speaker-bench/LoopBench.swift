@@ -7,7 +7,8 @@ import Platform
 import Houndify
 import LocalHoundify
 import Logging
-import SpeakerApp
+import Assembly
+import HoundifyAnswers
 import SpeakerCore
 import Speech
 

@@ -1,7 +1,7 @@
 import ArgumentParser
 import LocalHoundify
 import Logging
-import SpeakerApp
+import CommandSupport
 import SpeakerConfig
 
 /// The local Houndify-compatible service, a program of its own: the speaker never runs it, so the binary that
