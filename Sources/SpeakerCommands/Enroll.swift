@@ -18,7 +18,8 @@ public struct Enroll: Sendable {
     public var bank: String?
     public var configPath: String?
 
-    public init(wavs: [String] = [], household: String? = nil, phrase: String? = nil, model: String? = nil, bank: String? = nil, configPath: String? = nil) {
+    public init(wavs: [String] = [], household: String? = nil, phrase: String? = nil, model: String? = nil,
+                bank: String? = nil, configPath: String? = nil) {
         self.wavs = wavs
         self.household = household
         self.phrase = phrase

@@ -18,7 +18,8 @@ public struct HotPhraseScan: Sendable {
     public var bank: String?
     public var configPath: String?
 
-    public init(wav: String, threshold: Double? = nil, json: Bool = false, model: String? = nil, household: String? = nil, bank: String? = nil, configPath: String? = nil) {
+    public init(wav: String, threshold: Double? = nil, json: Bool = false, model: String? = nil,
+                household: String? = nil, bank: String? = nil, configPath: String? = nil) {
         self.wav = wav
         self.threshold = threshold
         self.json = json

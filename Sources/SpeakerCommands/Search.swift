@@ -45,7 +45,8 @@ public struct VoiceQuery: Sendable {
     public var newConversation: Bool
     public var configPath: String?
 
-    public init(wav: String, json: Bool = false, fast: Bool = false, newConversation: Bool = false, configPath: String? = nil) {
+    public init(wav: String, json: Bool = false, fast: Bool = false, newConversation: Bool = false,
+                configPath: String? = nil) {
         self.wav = wav
         self.json = json
         self.fast = fast

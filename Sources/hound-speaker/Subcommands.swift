@@ -44,7 +44,10 @@ struct HotPhraseCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting { try await HotPhraseScan(wav: wav, threshold: threshold, json: json, model: model, household: household, bank: bank, configPath: options.config).run() }
+        try await reporting {
+            try await HotPhraseScan(wav: wav, threshold: threshold, json: json, model: model, household: household,
+                                    bank: bank, configPath: options.config).run()
+        }
     }
 }
 
@@ -80,7 +83,10 @@ struct EnrollCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try await reporting { try await Enroll(wavs: wavs, household: household, phrase: phrase, model: model, bank: bank, configPath: options.config).run() }
+        try await reporting {
+            try await Enroll(wavs: wavs, household: household, phrase: phrase, model: model, bank: bank,
+                             configPath: options.config).run()
+        }
     }
 }
 
@@ -104,7 +110,10 @@ struct Text: AsyncParsableCommand {
     @Flag(help: "Start a new conversation (forget what the last queries said).") var newConversation = false
 
     func run() async throws {
-        try await reporting { try await TextQuery(query: query, json: json, newConversation: newConversation, configPath: options.config).run() }
+        try await reporting {
+            try await TextQuery(query: query, json: json, newConversation: newConversation,
+                                configPath: options.config).run()
+        }
     }
 }
 
@@ -120,7 +129,10 @@ struct Voice: AsyncParsableCommand {
     @Flag(help: "Start a new conversation (forget what the last queries said).") var newConversation = false
 
     func run() async throws {
-        try await reporting { try await VoiceQuery(wav: wav, json: json, fast: fast, newConversation: newConversation, configPath: options.config).run() }
+        try await reporting {
+            try await VoiceQuery(wav: wav, json: json, fast: fast, newConversation: newConversation,
+                                 configPath: options.config).run()
+        }
     }
 }
 
