@@ -51,7 +51,7 @@ let package = Package(
         .library(name: "SpeakerConfig", targets: ["SpeakerConfig"]),
         .library(name: "Timers", targets: ["Timers"]),
         .library(name: "SpeakerCore", targets: ["SpeakerCore"]),
-        .library(name: "SpeakerApp", targets: ["SpeakerApp"]),
+        .library(name: "HoundifyAnswers", targets: ["HoundifyAnswers"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -100,7 +100,7 @@ let package = Package(
         // JSON values kept as they came (Houndify's opaque parts) and written back as ASCII.
         .target(name: "JSONKit", swiftSettings: strict),
         // The speaker's behaviour with no C and no drivers: the state machine, the loop, the capture router, the
-        // ports it drives and the activity it reports. SpeakerApp plugs the real drivers in; the test kit, fakes.
+        // ports it drives and the activity it reports. Assembly plugs the real drivers in; the test kit, fakes.
         // Kitchen timers: the list, what each command does to it, when the next is due (pure; time passed in).
         .target(name: "Timers", dependencies: ["JSONKit"], swiftSettings: strict),
         .target(name: "SpeakerCore",
@@ -137,26 +137,43 @@ let package = Package(
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
-        // What the commands share, between the subsystems and the argument parsers: the config and logging
-        // context, errors as exit codes, signals, the local service as a program of its own.
-        .target(name: "SpeakerApp",
-                dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase", "Control",
-                               "Platform", "Systemd",
+        // The command-line support both programs use: the config and logging context, errors as one line and an
+        // exit code, the `--config` option, signals.
+        .target(name: "CommandSupport",
+                dependencies: ["SpeakerConfig", "Platform", "Systemd",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
-                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
-        .executableTarget(name: "hound-speaker",
-                dependencies: ["SpeakerApp", "Houndify", "SpeakerConfig", "Audio", "Speech", "SpeakerCore", "Platform",
-                               "Board", "HotPhrase", "JSONKit",
-                               "CGPIOD",  // not imported: clients of Board need its module map
-                               .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        // What Houndify's answers mean to the speaker: client commands (timers, alarms, volume, the owner's
+        // phrases), the weather card, a failed search told as the speaker tells it; and the voice-search port over
+        // the Houndify client.
+        .target(name: "HoundifyAnswers",
+                dependencies: ["Houndify", "JSONKit", "SpeakerCore", "SpeakerConfig", "Timers", "Audio", "AudioCore"],
+                swiftSettings: strict),
+        // The speaker put together from its settings: every driver adapted to the core's ports, the hot-phrase
+        // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
+        .target(name: "Assembly",
+                dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Timers", "Audio", "AudioCore",
+                               "Speech", "Board", "BoardCore", "HotPhrase", "Control", "Platform",
                                .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+        // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
+        .target(name: "SpeakerCommands",
+                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "Systemd", "SpeakerCore", "SpeakerConfig",
+                               "Houndify", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
+                               .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                               .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+        // Argument parsing only: every command's work is in SpeakerCommands.
+        .executableTarget(name: "hound-speaker",
+                dependencies: ["SpeakerCommands", "CommandSupport",
+                               .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 swiftSettings: strict),
 
         .executableTarget(name: "houndify-local",
-                dependencies: ["SpeakerApp", "LocalHoundify", "SpeakerConfig",
+                dependencies: ["CommandSupport", "LocalHoundify", "SpeakerConfig",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -170,7 +187,7 @@ let package = Package(
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
-                         dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerApp", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
+                         dependencies: ["Audio", "Speech", "SpeakerCore", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "JSONKit", "LocalHoundify", "Audio"],
@@ -179,7 +196,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

@@ -2,7 +2,7 @@ public import JSONKit
 
 /// Why a take was refused, as the take checks say it (HotPhrase's `TakeProblem`, docs/household.md, "A take
 /// becomes a template"): the kind picks what the speaker says, `detail` is the checks' own words (shown and logged).
-/// SpeakerCore has no C and no HotPhrase: SpeakerApp turns a `TakeProblem` into this.
+/// SpeakerCore has no C and no HotPhrase: Assembly turns a `TakeProblem` into this.
 public struct TakeRefusal: Sendable, Equatable {
     public enum Kind: String, Sendable, CaseIterable {
         case clipped

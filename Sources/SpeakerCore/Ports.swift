@@ -3,7 +3,7 @@ public import Timers
 public import AudioCore
 public import BoardCore
 
-// The speaker core talks to the world only through these ports. SpeakerApp adapts the real drivers to them
+// The speaker core talks to the world only through these ports. Assembly adapts the real drivers to them
 // (libcurl's Houndify client, espeak-ng and ALSA playback, libgpiod, ALSA capture, dispatch timers); the test kit
 // (Tests/SpeakerTestKit) has fakes and a manual clock, so the loop's behaviour is tested without a device.
 
@@ -265,7 +265,7 @@ public enum TakeCheckFailure: Error, Sendable, Equatable {
     case failed(String)
 }
 
-/// Checks and keeps the takes of a spoken enrollment (issue #37, `EnrollmentSession`): SpeakerApp's hot-phrase
+/// Checks and keeps the takes of a spoken enrollment (issue #37, `EnrollmentSession`): Assembly's hot-phrase
 /// listener, with the take checks and the household's file. Each call returns at once; the work runs on a
 /// thread of the port's own and `done` is called from there.
 public protocol EnrollmentPort: Sendable {

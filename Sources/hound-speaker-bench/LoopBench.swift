@@ -8,7 +8,8 @@ import Synchronization
 import Houndify
 import LocalHoundify
 import Logging
-import SpeakerApp
+import Assembly
+import HoundifyAnswers
 import SpeakerCore
 import Speech
 

@@ -1,6 +1,6 @@
 import ArgumentParser
-import JSONKit
-import SpeakerApp
+import CommandSupport
+import SpeakerCommands
 
 struct Ctl: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,21 +19,6 @@ struct Ctl: AsyncParsableCommand {
     @OptionGroup var options: ConfigOption
 
     func run() async throws {
-        try await reporting {
-            let request = try ControlClient.request(words)
-            let context = try AppContext(configPath: options.config)
-            let reply = try await ControlClient.send(request, config: context.config)
-            switch request["command"]?.stringValue {
-            case "text": for line in ControlClient.answerLines(reply) { printLine(line) }
-            case "timers": for line in ControlClient.timerLines(reply) { printLine(line) }
-            case "status": printLine(reply.asciiJSON())
-            case "voices", "forget": for line in ControlClient.voiceLines(reply) { printLine(line) }
-            case "enroll":
-                guard try await ControlClient.followEnrollment(reply["enrollment"] ?? .null, config: context.config, print: printLine) else {
-                    throw CommandFailure(message: "nothing was kept", exitCode: 1)
-                }
-            default: break
-            }
-        }
+        try await reporting { try await ControlClient.run(words, configPath: options.config) }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import SpeakerApp
+import CommandSupport
+import SpeakerCommands
 
 struct Demo: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "One whole interaction with no hardware and no credentials.")
@@ -7,6 +8,6 @@ struct Demo: AsyncParsableCommand {
     var output: String?
 
     func run() async throws {
-        try await reporting { try await SpeakerApp.Demo(output: output).run() }
+        try await reporting { try await SpeakerCommands.Demo(output: output).run() }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
-import SpeakerApp
+import CommandSupport
+import SpeakerCommands
 
 @main
 struct HoundSpeaker: AsyncParsableCommand {

@@ -1,5 +1,6 @@
 import ArgumentParser
-import SpeakerApp
+import CommandSupport
+import SpeakerCommands
 
 struct Run: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,5 +1,6 @@
 import ArgumentParser
-import SpeakerApp
+import CommandSupport
+import SpeakerCommands
 
 /// `hound-speaker serve` is the local service's own program (`houndify-local`, beside this one), with the same
 /// options: the speaker's binary does not carry the service.

@@ -1,7 +1,7 @@
 import ArgumentParser
 import LocalHoundify
 import Logging
-import SpeakerApp
+import CommandSupport
 import SpeakerConfig
 import ServiceLifecycle
 import UnixSignals

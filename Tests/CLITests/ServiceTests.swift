@@ -138,7 +138,7 @@ final class NotifySocket {
     }
 
     /// SIGTERM to a running speaker with the control API on: the services stop one at a time in their order
-    /// (Sources/SpeakerApp/SpeakerServices.swift): the stop announced, the control API closed, the loop's shutdown,
+    /// (Sources/SpeakerCommands/SpeakerServices.swift): the stop announced, the control API closed, the loop's shutdown,
     /// the board last, and the exit is 0.
     @Test func sigtermStopsTheServicesInOrder() throws {
         let (service, port, _) = try CLI.startService()

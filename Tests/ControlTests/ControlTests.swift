@@ -277,7 +277,7 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
 
     /// The household's voices through the API: in the snapshot, listed, forgotten (a phrase not enrolled is a 409
     /// naming the ones that are), and none at all without the hot phrase. The household here is a stand-in that
-    /// keeps the summary; HouseholdListenerTests runs the real one (SpeakerApp's HotPhraseListener).
+    /// keeps the summary; HouseholdListenerTests runs the real one (Assembly's HotPhraseListener).
     @Test func theHouseholdIsShownAndForgottenOverHTTP() async throws {
         final class Voices: ControlledHousehold {
             let summary = Mutex(HouseholdSummary(phrases: [.init(text: "OK Hound", takes: ["2026-11-26T06:00:00Z", "2026-11-26T06:01:00Z"]),

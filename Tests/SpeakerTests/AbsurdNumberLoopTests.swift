@@ -5,7 +5,8 @@ import Glibc
 import Houndify
 import JSONKit
 import LocalHoundify
-@testable import SpeakerApp
+@testable import Assembly
+@testable import HoundifyAnswers
 import SpeakerCore
 import TestSupport
 import SpeakerTestKit

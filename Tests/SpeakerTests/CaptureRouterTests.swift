@@ -7,7 +7,7 @@ import Testing
 @testable import Audio
 import HotPhrase
 @testable import SpeakerCore
-import SpeakerApp
+import Assembly
 import SpeakerTestKit
 
 /// The router with the real detector and the demo's "OK Hound" recording, fed in 20 ms frames.

@@ -2,7 +2,7 @@ import Control
 import FoundationEssentials
 import Glibc
 import Logging
-@testable import SpeakerApp
+@testable import Assembly
 import SpeakerCore
 import Testing
 

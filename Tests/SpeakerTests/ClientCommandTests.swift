@@ -4,7 +4,8 @@ import BoardCore
 import Houndify
 import JSONKit
 import LocalHoundify
-@testable import SpeakerApp
+@testable import Assembly
+@testable import HoundifyAnswers
 import Glibc
 import Logging
 import SpeakerConfig
@@ -316,7 +317,7 @@ import Timers
     }
 }
 
-/// The weather card a screen draws, read from Houndify's weather nugget (Sources/SpeakerApp/WeatherCard.swift).
+/// The weather card a screen draws, read from Houndify's weather nugget (Sources/HoundifyAnswers/WeatherCard.swift).
 @Suite struct WeatherCardTests {
     func display(_ query: String, info: [String: JSONValue]) throws -> JSONValue? {
         let json = AnswerBook().answer(transcript: query, requestInfo: info.merging(["TimeZone": "UTC"]) { a, _ in a }, voice: false)

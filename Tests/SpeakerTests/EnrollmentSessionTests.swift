@@ -1,6 +1,6 @@
 import Testing
 import HotPhrase
-import SpeakerApp
+import Assembly
 @testable import SpeakerCore
 
 /// The enrollment session driven step by step (issue #37, "Teach it my voice"): every path, by its effects.

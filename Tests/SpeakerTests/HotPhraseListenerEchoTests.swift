@@ -3,7 +3,7 @@ import AudioCore
 import Testing
 import Audio
 import HotPhrase
-import SpeakerApp
+import Assembly
 import SpeakerCore
 
 /// What the detector hears over the speaker's own sound: the echo canceller's adaptive filter output, not the

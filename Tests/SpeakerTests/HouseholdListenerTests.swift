@@ -4,7 +4,7 @@ import Control
 import Foundation
 import HotPhrase
 import JSONKit
-import SpeakerApp
+import Assembly
 import SpeakerCore
 import Testing
 import TestSupport

@@ -1,6 +1,6 @@
 import BoardCore
 import FoundationEssentials
-@testable import SpeakerApp
+@testable import Assembly
 import SpeakerCore
 import SpeakerTestKit
 import Testing

@@ -2,7 +2,8 @@ import FoundationEssentials
 import Houndify
 import JSONKit
 import LocalHoundify
-import SpeakerApp
+import HoundifyAnswers
+import SpeakerCommands
 import Testing
 
 /// What the clients that only print (`text`, `voice`, `ctl`) make of what only the speaker does (issue #35).

@@ -9,7 +9,8 @@ import Testing
 import HotPhrase
 @testable import LocalHoundify
 @testable import SpeakerCore
-import SpeakerApp
+import Assembly
+import HoundifyAnswers
 @testable import Speech
 import TestSupport
 

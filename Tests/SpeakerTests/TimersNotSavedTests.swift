@@ -3,7 +3,7 @@ import Control
 import FoundationEssentials
 import JSONKit
 import Logging
-@testable import SpeakerApp
+@testable import Assembly
 import SpeakerCore
 import SpeakerTestKit
 import Testing

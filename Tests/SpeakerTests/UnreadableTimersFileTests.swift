@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-@testable import SpeakerApp
+@testable import Assembly
 import SpeakerCore
 import Testing
 import Timers

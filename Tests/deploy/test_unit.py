@@ -65,7 +65,7 @@ class UnitTests(unittest.TestCase):
             if "=" in line and not line.startswith("#"):
                 key, value = line.split("=", 1)
                 settings.setdefault(key, []).append(value)
-        # sd_notify READY=1 / WATCHDOG=1 from the loop (Sources/hound-speaker/RunCommand.swift).
+        # sd_notify READY=1 / WATCHDOG=1 from the loop (Sources/SpeakerCommands/RunSpeaker.swift).
         self.assertEqual(settings["Type"], ["notify"])
         self.assertTrue(int(settings["WatchdogSec"][0]) >= 10)
         self.assertEqual(settings["Restart"], ["always"])

@@ -16,7 +16,7 @@ let package = Package(
         .executableTarget(name: "FuzzConfig", dependencies: ["FuzzDriver", .product(name: "SpeakerConfig", package: "hound-speaker")]),
         .target(name: "TimerChecks", dependencies: [.product(name: "Timers", package: "hound-speaker")]),
         .executableTarget(name: "FuzzTimerCommands",
-                          dependencies: ["FuzzDriver", "TimerChecks", .product(name: "SpeakerApp", package: "hound-speaker"),
+                          dependencies: ["FuzzDriver", "TimerChecks", .product(name: "HoundifyAnswers", package: "hound-speaker"),
                                          .product(name: "SpeakerCore", package: "hound-speaker"),
                                          .product(name: "Houndify", package: "hound-speaker"),
                                          .product(name: "JSONKit", package: "hound-speaker"),

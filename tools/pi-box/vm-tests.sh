@@ -9,7 +9,7 @@ deb="$1" deb_local="$2"
 here="$(cd "$(dirname "$0")" && pwd)"
 . "$here/checks.sh"
 config=/etc/hound-speaker/speaker.toml
-# The demo's made-up credentials (Sources/SpeakerApp/Demo.swift), which the local service accepts.
+# The demo's made-up credentials (Sources/SpeakerCommands/Demo.swift), which the local service accepts.
 id="AAECAwQFBgcICQoLDA0ODw=="
 key="AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
 

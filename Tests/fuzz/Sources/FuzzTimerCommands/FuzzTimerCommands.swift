@@ -1,5 +1,5 @@
 // libFuzzer target: Houndify's answer as the speaker reads a timer or alarm command from it
-// (Sources/SpeakerApp/ClientCommands.swift: TimerCommand, AlarmCommand and their NativeData), carried out on a book
+// (Sources/HoundifyAnswers/ClientCommands.swift: TimerCommand, AlarmCommand and their NativeData), carried out on a book
 // that holds a running, a paused and a ringing timer and two alarms (Sources/Timers), then saved and read back.
 //
 // Besides "no crash" (issue #34: "add 9999999999999999 seconds to the pasta timer" trapped the loop, and again at
@@ -9,7 +9,7 @@
 import FoundationEssentials
 import Houndify
 import JSONKit
-import SpeakerApp
+import HoundifyAnswers
 import SpeakerCore
 import TimerChecks
 import Timers

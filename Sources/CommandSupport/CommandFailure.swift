@@ -1,7 +1,6 @@
 public import ArgumentParser
-public import Audio
 import Glibc
-public import Speech
+import Platform
 
 /// A failure to report as one line and a non-zero exit, without ArgumentParser's usage text.
 public struct CommandFailure: Error, CustomStringConvertible {
@@ -12,26 +11,6 @@ public struct CommandFailure: Error, CustomStringConvertible {
     public init(message: String, exitCode: Int32 = 1) {
         self.message = message
         self.exitCode = exitCode
-    }
-}
-
-extension CommandFailure {
-    /// A recording that is missing, unreadable or not audio is bad input: exit 66 (EX_NOINPUT), as README says.
-    public init(reading error: AudioFileError) {
-        switch error {
-        case .cannotOpen, .notPCM, .empty: self.init(message: error.description, exitCode: 66)
-        case .resampler, .cannotWrite, .library: self.init(message: error.description)
-        }
-    }
-
-    /// A voice espeak-ng lacks is the config's mistake: exit 78, which the service unit does not restart on
-    /// (restarting cannot mend it).
-    public init(speech error: SpeechError, config path: String?) {
-        if error.isConfiguration {
-            self.init(message: "\(path ?? "config"): [speech] voice: \(error.message)", exitCode: 78)
-        } else {
-            self.init(message: error.message)
-        }
     }
 }
 

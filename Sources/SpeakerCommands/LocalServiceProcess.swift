@@ -1,3 +1,4 @@
+public import CommandSupport
 import FoundationEssentials
 import Glibc
 import Platform

@@ -1,4 +1,6 @@
+import Assembly
 import Audio
+public import CommandSupport
 public import HotPhrase
 import JSONKit
 import Platform
@@ -128,16 +130,11 @@ public enum StandaloneEnrollment {
         return false
     }
 
-    /// espeak-ng to [audio] output, as `say` speaks.
+    /// espeak-ng to [audio] output, with the assembly's volume and voice, as `say` speaks.
     private static func makeSpeech(_ config: SpeakerConfiguration) throws(CommandFailure) -> EngineSpeech {
-        let volume: OutputVolume
-        do throws(AudioDeviceError) {
-            volume = try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
-        } catch { throw CommandFailure(message: error.description) }
-        let engine: SpeechEngine
-        do throws(SpeechError) { engine = try SpeechEngine(settings: config.speech, volume: volume) } catch {
-            throw CommandFailure(speech: error, config: config.path)
-        }
-        return EngineSpeech(engine: engine, output: .device(config.audio.output), earcons: [:])
+        do throws(AssemblyError) {
+            let engine = try SpeakerAssembly.speechEngine(config, volume: try SpeakerAssembly.outputVolume(config))
+            return EngineSpeech(engine: engine, output: .device(config.audio.output), earcons: [:])
+        } catch { throw CommandFailure(error) }
     }
 }

@@ -1,3 +1,4 @@
+public import CommandSupport
 import FoundationEssentials
 import Houndify
 public import JSONKit
@@ -8,6 +9,24 @@ import Timers
 /// `hound-speaker ctl`: one command to a running speaker's control API (`POST /api/command`, docs/control-api.md),
 /// over libcurl.
 public enum ControlClient {
+    /// `ctl WORDS...`: the command sent, and what its reply says printed (docs/control-api.md).
+    public static func run(_ words: [String], configPath: String?) async throws {
+        let request = try ControlClient.request(words)
+        let context = try AppContext(configPath: configPath)
+        let reply = try await ControlClient.send(request, config: context.config)
+        switch request["command"]?.stringValue {
+        case "text": for line in ControlClient.answerLines(reply) { printLine(line) }
+        case "timers": for line in ControlClient.timerLines(reply) { printLine(line) }
+        case "status": printLine(reply.asciiJSON())
+        case "voices", "forget": for line in ControlClient.voiceLines(reply) { printLine(line) }
+        case "enroll":
+            guard try await ControlClient.followEnrollment(reply["enrollment"] ?? .null, config: context.config, print: printLine) else {
+                throw CommandFailure(message: "nothing was kept", exitCode: 1)
+            }
+        default: break
+        }
+    }
+
     /// The command's JSON from the words a script types: `say dinner is ready`, `volume 30`, `cancel-timer pasta`.
     public static func request(_ words: [String]) throws(CommandFailure) -> JSONValue {
         guard let name = words.first else { throw usage("a command is needed") }

@@ -1,4 +1,6 @@
+import Assembly
 import Audio
+import CommandSupport
 import Board
 import BoardCore
 import FoundationEssentials

@@ -1,10 +1,13 @@
+import Assembly
 import AudioCore
+import CommandSupport
 import Audio
 import FoundationEssentials
 import Glibc
 import Platform
 import HotPhrase
 import Houndify
+import HoundifyAnswers
 import JSONKit
 import Logging
 import SpeakerCore
@@ -66,8 +69,10 @@ public struct Demo {
         // at 0.967 against the threshold 0.626; BENCHMARKS.md, "Issue #37", the shipped model). The recording is a demonstration, not
         // evidence of accuracy.
         config.hotphrase.enabled = true
-        let context = AppContext(config: config, logger: logger)
-        var speaker = try SpeakerAssembly(context: context, client: client, output: speechOutput)
+        var speaker: SpeakerAssembly
+        do throws(AssemblyError) { speaker = try SpeakerAssembly(config: config, logger: logger, client: client, output: speechOutput) } catch {
+            throw CommandFailure(error)
+        }
         speaker.capture.pacing = .realTime
         speaker.search.setRequestInfo(["LocalServiceTranscript": "what time is it"])
         let recorder = ActivityRecorder()

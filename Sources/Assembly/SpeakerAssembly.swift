@@ -4,8 +4,9 @@ public import Board
 import BoardCore
 import Glibc
 public import Houndify
+public import HoundifyAnswers
 import HotPhrase
-import Logging
+public import Logging
 import Platform
 public import SpeakerConfig
 public import SpeakerCore
@@ -15,7 +16,8 @@ public import Speech
 /// every behaviour lives in its module). Callers may change the parts before `makeLoop` (the demo paces its
 /// file microphone in real time and writes speech to a file).
 public struct SpeakerAssembly {
-    public let context: AppContext
+    public let config: SpeakerConfiguration
+    public let logger: Logger
     public var search: HoundifyVoiceSearch
     public var speech: EngineSpeech
     public var volume: OutputVolume
@@ -31,9 +33,9 @@ public struct SpeakerAssembly {
     /// Where mute is remembered (nil: not at all).
     public var muteStore: (any FlagStore)?
 
-    public init(context: AppContext, client: HoundifyClient, output: SpeechOutput) throws {
-        self.context = context
-        let config = context.config
+    public init(config: SpeakerConfiguration, logger: Logger, client: HoundifyClient, output: SpeechOutput) throws(AssemblyError) {
+        self.config = config
+        self.logger = logger
         volume = try Self.outputVolume(config)
         let earcons: [Earcon: MonoAudio]
         // Barge-in needs the hot phrase: without it the canceller would only clean questions asked by the button,
@@ -44,7 +46,7 @@ public struct SpeakerAssembly {
             earcons = try Earcons.load(overrides: config.audio.earcons)
         } catch {
             // A configured sound that is missing or not audio, or the shipped ones not installed: no restart mends it.
-            throw CommandFailure(message: "\(config.path ?? "config"): [audio] earcons: \(error)", exitCode: 78)
+            throw AssemblyError(.configuration, "\(config.path ?? "config"): [audio] earcons: \(error)")
         }
         speech = EngineSpeech(engine: engine, output: output, earcons: earcons)
         search = HoundifyVoiceSearch(client: client, reader: ClientCommandReader(
@@ -58,22 +60,22 @@ public struct SpeakerAssembly {
         if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
         settings.screenDimAfter = config.screen.dimAfter > 0 ? .milliseconds(Int64(config.screen.dimAfter * 1000)) : nil
         settings.screenDimPercent = config.screen.dimLevel
-        if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
+        if let hook = StateHook.observer(config.speaker.stateHook, logger: logger) { observers.append(hook) }
         if config.hotphrase.enabled {
             let model: HotPhraseModel
             do { model = try HotPhraseModel.locate(config.hotphrase.model) } catch {
-                // The model is the config's (or the installation's) to fix: 78, so systemd does not restart for ever.
-                throw CommandFailure(message: "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)",
-                                     exitCode: 78)
+                // The model is the config's (or the installation's) to fix, so systemd does not restart for ever.
+                throw AssemblyError(.configuration,
+                                    "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)")
             }
             let (household, whyNot) = Self.household(config, model: model)
-            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo, household: household, logger: context.logger)
+            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo, household: household, logger: logger)
             hotPhrase = listener
             // Once: which detector runs, and why not the household's when it does not.
             let detector = whyNot.map { "the generic model alone (not the household's voices: \($0))" } ?? listener.describe
-            context.logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold))) with \(detector)")
+            logger.notice("listening for \"\(model.phrase)\" (model \(model.path), threshold \(String(cFormat: "%.6f", listener.threshold))) with \(detector)")
             if let echo {
-                context.logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
+                logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
             }
         }
     }
@@ -99,37 +101,41 @@ public struct SpeakerAssembly {
     /// The loop over these parts, with the real clock.
     public func makeLoop() -> SpeakerLoop {
         let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
-                                 board: board.map { RunnerBoard($0, hasMuteSwitch: !context.config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
-                                 timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: context.logger),
-                                 screen: context.config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: context.config.screen.backlight),
+                                 board: board.map { RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
+                                 timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: logger),
+                                 screen: config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: config.screen.backlight),
                                  enrollment: hotPhrase)
-        return SpeakerLoop(ports: ports, settings: settings, logger: context.logger, observers: observers)
+        return SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: observers)
     }
 
     /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal, its LEDs drawn on
     /// stderr (or stdout, for `board`, whose output is the LEDs).
     /// `onHardware` hears of a GPIO chip that goes away while the board runs, and of its return.
     /// The output volume of `[audio]`, for the speaker and for `say`.
-    public static func outputVolume(_ config: SpeakerConfiguration) throws -> OutputVolume {
+    public static func outputVolume(_ config: SpeakerConfiguration) throws(AssemblyError) -> OutputVolume {
         do throws(AudioDeviceError) {
             return try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
         } catch {
-            // A control the card lacks is the config's (exit 78: systemd does not restart); a card not there yet is
-            // not, and the unit's restarts find it once it is plugged in.
-            if error.isConfiguration { throw CommandFailure(message: "\(config.path ?? "config"): [audio] mixer_control: \(error)", exitCode: 78) }
-            throw CommandFailure(message: error.description)
+            // A control the card lacks is the config's (systemd does not restart); a card not there yet is not, and
+            // the unit's restarts find it once it is plugged in.
+            if error.isConfiguration { throw AssemblyError(.configuration, "\(config.path ?? "config"): [audio] mixer_control: \(error)") }
+            throw AssemblyError(.unavailable, error.description)
         }
     }
 
     /// espeak-ng as `[speech]` sets it, at `volume`, for the speaker and for `say`.
-    public static func speechEngine(_ config: SpeakerConfiguration, volume: OutputVolume, echo: EchoCanceller? = nil) throws -> SpeechEngine {
+    public static func speechEngine(_ config: SpeakerConfiguration, volume: OutputVolume, echo: EchoCanceller? = nil) throws(AssemblyError) -> SpeechEngine {
         do throws(SpeechError) {
             return try SpeechEngine(settings: config.speech, volume: volume, echo: echo)
-        } catch { throw CommandFailure(speech: error, config: config.path) }
+        } catch {
+            // A voice espeak-ng lacks is the config's mistake, which no restart mends.
+            if error.isConfiguration { throw AssemblyError(.configuration, "\(config.path ?? "config"): [speech] voice: \(error.message)") }
+            throw AssemblyError(.unavailable, error.message)
+        }
     }
 
     public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false,
-                             onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws -> BoardRunner {
+                             onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws(AssemblyError) -> BoardRunner {
         let hardware: BoardHardware
         let roles: [LEDRole]
         switch board.driver {
@@ -142,15 +148,15 @@ public struct SpeakerAssembly {
             let (button, leds) = BoardSetup.specs(board)
             do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board),
                                                                            debounce: board.gestures.debounce)) } catch {
-                // Lines or a chip this machine lacks (or may not use): 78; a line another program holds: 1, and the
-                // unit tries again.
-                throw CommandFailure(message: error.message, exitCode: error.isConfiguration ? 78 : 1)
+                // Lines or a chip this machine lacks (or may not use) are the config's; a line another program holds
+                // is not, and the unit tries again.
+                throw AssemblyError(error.isConfiguration ? .configuration : .unavailable, error.message)
             }
             roles = Array(leds.keys)
         }
         do throws(BoardError) {
             return try BoardRunner(hardware: hardware, gestures: board.gestures,
                                    talkMode: board.talkMode, roles: roles.isEmpty ? [.status] : roles, onHardware: onHardware)
-        } catch { throw CommandFailure(message: error.message) }
+        } catch { throw AssemblyError(.unavailable, error.message) }
     }
 }

@@ -1,4 +1,6 @@
+import Assembly
 import Board
+import CommandSupport
 import BoardCore
 import Control
 import FoundationEssentials
@@ -28,17 +30,20 @@ public enum RunSpeaker {
             setenv("TZ", zone, 1)
             tzset()
         }
-        var speaker = try SpeakerAssembly(context: context, client: try context.houndifyClient(forSpeaker: true),
-                                          output: .device(context.config.audio.output))
         let logger = context.logger
-        speaker.board = try SpeakerAssembly.board(context.config.board) { event in
-            switch event {
-            case .lost(let problem):
-                logger.error("board lost: \(problem)", metadata: ["event": "board", "status": "lost", "problem": "\(problem)"])
-            case .recovered:
-                logger.notice("board is back: the button and the LEDs work again", metadata: ["event": "board", "status": "recovered"])
+        var speaker: SpeakerAssembly
+        do throws(AssemblyError) {
+            let client = try SpeakerAssembly.houndifyClient(context.config, logger: logger, forSpeaker: true)
+            speaker = try SpeakerAssembly(config: context.config, logger: logger, client: client, output: .device(context.config.audio.output))
+            speaker.board = try SpeakerAssembly.board(context.config.board) { event in
+                switch event {
+                case .lost(let problem):
+                    logger.error("board lost: \(problem)", metadata: ["event": "board", "status": "lost", "problem": "\(problem)"])
+                case .recovered:
+                    logger.notice("board is back: the button and the LEDs work again", metadata: ["event": "board", "status": "recovered"])
+                }
             }
-        }
+        } catch { throw CommandFailure(error) }
         if eventsJSON { speaker.observers.append { printLine($0.json) } }
         let prompt = context.config.board.driver == .simulated ? "press Space or Enter to talk" : "press the button to talk"
         // Under systemd (Type=notify): READY=1 and then WATCHDOG=1 come from inside the loop (deploy/hound-speaker.service).
