@@ -79,8 +79,9 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
         .target(name: "CPosix"),
 
+        // The config reader: pure, like the settings it fills (AudioCore, BoardCore, HoundifyCore, SpeakerCore).
         .target(name: "SpeakerConfig",
-                dependencies: ["Houndify", "Audio", "AudioCore", "BoardCore", "SpeakerCore", "Speech", "HotPhrase", "Platform",
+                dependencies: ["HoundifyCore", "AudioCore", "BoardCore", "SpeakerCore", "JSONKit", "Platform",
                                .product(name: "TOMLKit", package: "TOMLKit"), .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // Pure halves (no C library, no device), in the manner of NIOCore beside NIOPosix: sounds, levels and the
@@ -109,13 +110,15 @@ let package = Package(
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
-        .target(name: "HotPhrase", dependencies: ["Platform", "CCrypto"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(name: "HotPhrase", dependencies: ["AudioCore", "Platform", "CCrypto"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // Houndify's settings and what needs no C (the upload format, base64url), for the config reader.
+        .target(name: "HoundifyCore", dependencies: ["JSONKit"], swiftSettings: strict),
         .target(name: "Houndify",
-                dependencies: ["JSONKit", "CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
+                dependencies: ["HoundifyCore", "JSONKit", "CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "LocalHoundify",
@@ -140,7 +143,7 @@ let package = Package(
         // What the commands share, between the subsystems and the argument parsers: the config and logging
         // context, errors as exit codes, signals, the local service as a program of its own.
         .target(name: "SpeakerApp",
-                dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Audio", "Speech", "Board", "HotPhrase", "Control",
+                dependencies: ["Timers", "SpeakerCore", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Audio", "Speech", "Board", "HotPhrase", "Control",
                                "Platform", "Systemd",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -148,7 +151,7 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .executableTarget(name: "hound-speaker",
-                dependencies: ["SpeakerApp", "Houndify", "SpeakerConfig", "Audio", "Speech", "SpeakerCore", "Platform",
+                dependencies: ["SpeakerApp", "Houndify", "HoundifyCore", "SpeakerConfig", "Audio", "Speech", "SpeakerCore", "Platform",
                                "Board", "HotPhrase", "JSONKit",
                                "CGPIOD",  // not imported: clients of Board need its module map
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -156,7 +159,7 @@ let package = Package(
                 swiftSettings: strict),
 
         .executableTarget(name: "houndify-local",
-                dependencies: ["SpeakerApp", "LocalHoundify", "SpeakerConfig",
+                dependencies: ["SpeakerApp", "LocalHoundify", "SpeakerConfig", "HoundifyCore",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
@@ -171,13 +174,13 @@ let package = Package(
                          dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerApp", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
-        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "JSONKit", "LocalHoundify", "Audio"],
+        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HotPhrase", "Houndify", "Audio", "AudioCore", "SpeakerCore", "Speech", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HoundifyCore", "AudioCore", "SpeakerCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "SpeakerApp", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "HoundifyCore", "AudioCore", "Audio", "HotPhrase", "Control",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

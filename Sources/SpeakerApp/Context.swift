@@ -4,6 +4,7 @@ import Glibc
 import Platform
 public import Board
 public import Houndify
+import HoundifyCore
 public import Logging
 public import SpeakerConfig
 import Synchronization

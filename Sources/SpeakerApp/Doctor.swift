@@ -1,9 +1,11 @@
 import Audio
+import AudioCore
 import Board
 import BoardCore
 import FoundationEssentials
 import HotPhrase
 import Houndify
+import HoundifyCore
 import Platform
 import Speech
 import SpeakerConfig

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Platform
 public import Audio
+public import AudioCore
 public import HotPhrase
 public import Logging
 public import SpeakerCore

@@ -1,9 +1,10 @@
 public import Audio
-import AudioCore
+public import AudioCore
 public import Board
 import BoardCore
 import Glibc
 public import Houndify
+import HoundifyCore
 import HotPhrase
 import Logging
 import Platform
@@ -56,7 +57,7 @@ public struct SpeakerAssembly {
         settings.machine.bargeIn = echo != nil
         if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
         if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
-        settings.screenDimAfter = config.screen.dimAfter > 0 ? .milliseconds(Int64(config.screen.dimAfter * 1000)) : nil
+        settings.screenDimAfter = config.screen.dimAfterDuration
         settings.screenDimPercent = config.screen.dimLevel
         if let hook = StateHook.observer(config.speaker.stateHook, logger: context.logger) { observers.append(hook) }
         if config.hotphrase.enabled {

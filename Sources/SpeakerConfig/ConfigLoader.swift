@@ -2,14 +2,11 @@ public import FoundationEssentials
 import JSONKit
 import Platform
 import Glibc
-import Houndify
-import Audio
+import HoundifyCore
 import AudioCore
 import BoardCore
-import HotPhrase
 import Logging
 import SpeakerCore
-import Speech
 import TOMLKit
 
 /// Reads and validates the TOML config. Every key is known: a misspelt key is an error with a suggestion,
@@ -231,32 +228,17 @@ struct Reader {
     let file: String
     let lines: KeyLines
 
-    static let schema: [String: [String]] = [
-        "houndify": ["client_id", "client_key", "endpoint", "user_id", "device_id", "connect_timeout", "response_timeout",
-                     "audio_format", "unit_preference", "conversation_state_file", "request_info", "answer_length",
-                     "supported_features", "voice", "client_match"],
-        "location": ["latitude", "longitude", "accuracy", "timezone"],
-        "audio": ["input", "output", "input_rate", "input_channels", "input_channel", "input_pacing", "volume", "mixer_control",
-                  "earcons", "echo_cancel", "echo_delay_ms", "echo_tail_ms"],
-        "listening": ["end_of_speech", "short_silence_ms", "long_silence_ms", "no_speech_timeout_ms", "max_length_ms"],
-        "serve": ["port", "transcript"],
-        "control": ["listen", "token"],
-        "screen": ["dim_after", "dim_level", "backlight"],
-        "hotphrase": ["enabled", "model", "sensitivity", "refractory_ms", "barge_in_sensitivity", "household", "learn_from_answers"],
-        "logging": ["level"],
-        "speaker": ["speech", "state_hook", "recording_limit_ms", "searching_limit_ms", "speaking_limit_ms", "ringing_limit_ms",
-                    "timers_file", "mute_file", "follow_up"],
-        "speech": ["voice", "rate", "pitch", "volume", "lead_in_ms"],
-        "board": ["profile", "driver", "chip", "button", "button_active_low", "led", "leds", "leds_active_low", "mute_switch", "mute_switch_active_low",
-                  "debounce_ms", "long_press_ms", "double_press_ms", "setup_hold_ms", "talk_mode"],
-    ]
+    /// Each table's keys (ConfigKeys.swift), for the unknown-key checks and the tests that go through every key.
+    static var schema: [String: [String]] { ConfigSchema.tables }
     /// What a board profile may set.
-    static let profileTables: Set<String> = ["board", "audio"]
+    static let profileTables: Set<String> = [BoardKey.table, AudioKey.table]
 
     func error(_ table: String, _ key: String?, _ problem: String) -> ConfigError {
         let name = key.map { "[\(table)] \($0)" } ?? "[\(table)]"
         return ConfigError(file: file, line: lines.line(table: table, key: key), key: table.isEmpty ? key : name, problem: problem)
     }
+
+    func error<Key: ConfigKey>(_ key: Key, _ problem: String) -> ConfigError { error(Key.table, key.rawValue, problem) }
 
     static func suggestion(for key: String, among candidates: [String]) -> String? {
         func distance(_ a: String, _ b: String) -> Int {
@@ -284,9 +266,32 @@ struct Reader {
         return error(table, key, problem)
     }
 
+    /// The whole document: every table and key known (and, for a profile, only the tables it may set), then each
+    /// table read over `base` by its own function.
     mutating func read(_ root: TOMLTable, base: SpeakerConfiguration = SpeakerConfiguration(),
                        onlyTables: Set<String>? = nil) throws(ConfigError) -> SpeakerConfiguration {
+        try checkKeys(root, onlyTables: onlyTables)
         var config = base
+        func section<Key: ConfigKey>(_: Key.Type, _ read: (TOMLTable) throws(ConfigError) -> Void) throws(ConfigError) {
+            if let t = root[Key.table]?.table { try read(t) }
+        }
+        try section(HoundifyKey.self) { t throws(ConfigError) in try readHoundify(t, into: &config) }
+        try section(LocationKey.self) { t throws(ConfigError) in try readLocation(t, into: &config.location) }
+        try section(AudioKey.self) { t throws(ConfigError) in try readAudio(t, into: &config.audio) }
+        try section(SpeakerKey.self) { t throws(ConfigError) in try readSpeaker(t, into: &config.speaker) }
+        try section(ListeningKey.self) { t throws(ConfigError) in try readListening(t, into: &config.listening) }
+        try section(HotPhraseKey.self) { t throws(ConfigError) in try readHotPhrase(t, into: &config.hotphrase) }
+        try section(ServeKey.self) { t throws(ConfigError) in try readServe(t, into: &config.serve) }
+        try section(ControlKey.self) { t throws(ConfigError) in try readControl(t, into: &config.control) }
+        try section(ScreenKey.self) { t throws(ConfigError) in try readScreen(t, into: &config.screen) }
+        try section(BoardKey.self) { t throws(ConfigError) in try readBoard(t, into: &config.board) }
+        try section(SpeechKey.self) { t throws(ConfigError) in try readSpeech(t, into: &config.speech) }
+        try section(LoggingKey.self) { t throws(ConfigError) in try readLogging(t, into: &config.logging) }
+        return config
+    }
+
+    /// Every table is one of the schema's (and a profile's one it may set), and every key in it is known.
+    func checkKeys(_ root: TOMLTable, onlyTables: Set<String>?) throws(ConfigError) {
         for key in root.keys {
             if let only = onlyTables, !only.contains(key) {
                 throw ConfigError(file: file, line: lines.line(table: key, key: nil), key: "[\(key)]",
@@ -302,297 +307,293 @@ struct Reader {
             guard let table = root[key]?.table else { throw error("", key, "must be a table ([\(key)])") }
             for inner in table.keys where !allowed.contains(inner) { throw unknown(key, inner, allowed) }
         }
-        if let t = root["houndify"]?.table {
-            let h = "houndify"
-            if let v = try string(t, h, "client_id") { config.houndify.clientID = v; config.clientIDSource = file }
-            if let v = try string(t, h, "client_key") { config.houndify.clientKey = v; config.clientKeySource = file }
-            if let v = try string(t, h, "endpoint") {
-                guard v.hasPrefix("http://") || v.hasPrefix("https://"), URL(string: v)?.host != nil else {
-                    throw error(h, "endpoint", "must be an http:// or https:// URL, not \"\(v)\"")
+    }
+
+    func readHoundify(_ t: TOMLTable, into config: inout SpeakerConfiguration) throws(ConfigError) {
+        typealias K = HoundifyKey
+        if let v = try string(t, K.clientID) { config.houndify.clientID = v; config.clientIDSource = file }
+        if let v = try string(t, K.clientKey) { config.houndify.clientKey = v; config.clientKeySource = file }
+        if let v = try string(t, K.endpoint) {
+            guard v.hasPrefix("http://") || v.hasPrefix("https://"), URL(string: v)?.host != nil else {
+                throw error(K.endpoint, "must be an http:// or https:// URL, not \"\(v)\"")
+            }
+            config.houndify.endpoint = v
+        }
+        if let v = try string(t, K.userID) {
+            guard !v.isEmpty, !v.contains(Character(";")) else { throw error(K.userID, "must be non-empty and must not contain ';'") }
+            config.houndify.userID = v
+        }
+        if let v = try string(t, K.deviceID) { config.houndify.deviceID = v }
+        if let v = try number(t, K.connectTimeout) { config.houndify.connectTimeout = v }
+        if let v = try number(t, K.responseTimeout) { config.houndify.responseTimeout = v }
+        if let v: AudioUploadFormat = try choice(t, K.audioFormat) { config.houndify.audioFormat = v }
+        if let v = try oneOf(t, K.unitPreference) { config.houndify.unitPreference = v }
+        if let v = try string(t, K.conversationStateFile) { config.houndify.conversationStateFile = v }
+        if let value = t[K.requestInfo.rawValue] {
+            guard let extra = value.table else { throw error(K.requestInfo, "must be a table ([houndify.request_info])") }
+            for key in extra.keys { config.houndify.requestInfo[key] = try json(extra[key]!, "houndify.request_info", key) }
+        }
+        if let v: HoundifySettings.AnswerLength = try choice(t, K.answerLength) { config.houndify.answerLength = v }
+        if let value = t[K.supportedFeatures.rawValue] {
+            guard case .array(let items) = try json(value, K.table, K.supportedFeatures.rawValue),
+                  let names = Optional(items.compactMap(\.stringValue)), names.count == items.count else {
+                throw error(K.supportedFeatures, "must be a list of strings, e.g. [\"Timer\"]")
+            }
+            config.houndify.supportedFeatures = names
+        }
+        if let value = t[K.clientMatch.rawValue] { config.houndify.clientMatches = try clientMatches(value) }
+        if let v = try string(t, K.voice) {
+            guard !v.contains(where: { $0.isWhitespace || $0 == "\"" }) else { throw error(K.voice, "must be one voice name with no spaces, not \"\(v)\"") }
+            config.houndify.voice = v
+        }
+    }
+
+    func readLocation(_ t: TOMLTable, into location: inout SpeakerConfiguration.LocationSection) throws(ConfigError) {
+        typealias K = LocationKey
+        location.latitude = try number(t, K.latitude)
+        location.longitude = try number(t, K.longitude)
+        location.accuracy = try number(t, K.accuracy)
+        if (location.latitude == nil) != (location.longitude == nil) {
+            throw error(location.latitude == nil ? K.longitude : K.latitude, "latitude and longitude go together: set both or neither")
+        }
+        if let v = try string(t, K.timezone) {
+            guard v.isEmpty || SystemTimeZone.isKnown(v) else {
+                throw error(K.timezone, "unknown time zone \"\(v)\" (use an IANA name such as \"Europe/Paris\")")
+            }
+            location.timezone = v
+        }
+    }
+
+    func readAudio(_ t: TOMLTable, into audio: inout SpeakerConfiguration.AudioSection) throws(ConfigError) {
+        typealias K = AudioKey
+        for key in [K.input, .output] {
+            if let v = try string(t, key) {
+                guard !v.trimmed(.whitespaces).isEmpty else { throw error(key, "must name an ALSA PCM, e.g. \"default\"") }
+                if key == .input { audio.capture.device = v } else { audio.output = v }
+            }
+        }
+        try readIntegers(t, into: &audio.capture, [(K.inputRate, \.rate), (.inputChannels, \.channels), (.inputChannel, \.channel)])
+        if audio.capture.channel >= audio.capture.channels {
+            throw error(K.inputChannel, "is \(audio.capture.channel) but only \(audio.capture.channels) channel(s) are captured (channels count from 0)")
+        }
+        if let v: CapturePacing = try choice(t, K.inputPacing) { audio.capture.pacing = v }
+        try readIntegers(t, into: &audio, [(K.volume, \.volume)])
+        if let v = try string(t, K.mixerControl) { audio.mixerControl = v }
+        if let v = try bool(t, K.echoCancel) { audio.echo.enabled = v }
+        try readIntegers(t, into: &audio.echo, [(K.echoDelayMS, \.delayMS), (.echoTailMS, \.tailMS)])
+        if let value = t[K.earcons.rawValue] {
+            guard let table = value.table else { throw error(K.earcons, "must be a table, e.g. { start_listening = \"/path/start.wav\" }") }
+            for name in table.keys {
+                guard let earcon = Earcon(rawValue: name) else {
+                    throw error(K.earcons, "unknown earcon \"\(name)\"; they are \(Earcon.allCases.map(\.rawValue).joined(separator: ", "))")
                 }
-                config.houndify.endpoint = v
-            }
-            if let v = try string(t, h, "user_id") {
-                guard !v.isEmpty, !v.contains(Character(";")) else { throw error(h, "user_id", "must be non-empty and must not contain ';'") }
-                config.houndify.userID = v
-            }
-            if let v = try string(t, h, "device_id") { config.houndify.deviceID = v }
-            // Bounded, not just positive: 1e16 s once overflowed the milliseconds and crashed every command, and a
-            // tiny value either rounded to 0 ms (which libcurl reads as its 300 s default) or failed every query.
-            if let v = try seconds(t, h, "connect_timeout", range: HoundifySettingsLimits.connectTimeout) { config.houndify.connectTimeout = v }
-            if let v = try seconds(t, h, "response_timeout", range: HoundifySettingsLimits.responseTimeout) { config.houndify.responseTimeout = v }
-            if let v = try string(t, h, "audio_format") {
-                guard let format = AudioUploadFormat(rawValue: v) else { throw error(h, "audio_format", "must be \"pcm\" or \"speex\", not \"\(v)\"") }
-                config.houndify.audioFormat = format
-            }
-            if let v = try string(t, h, "unit_preference") {
-                guard v == "US" || v == "METRIC" else { throw error(h, "unit_preference", "must be \"US\" or \"METRIC\", not \"\(v)\"") }
-                config.houndify.unitPreference = v
-            }
-            if let v = try string(t, h, "conversation_state_file") { config.houndify.conversationStateFile = v }
-            if let value = t["request_info"] {
-                guard let extra = value.table else { throw error(h, "request_info", "must be a table ([houndify.request_info])") }
-                for key in extra.keys { config.houndify.requestInfo[key] = try json(extra[key]!, "houndify.request_info", key) }
-            }
-            if let v = try string(t, h, "answer_length") { config.houndify.answerLength = try choice(v, h, "answer_length") }
-            if let value = t["supported_features"] {
-                guard case .array(let items) = try json(value, h, "supported_features"),
-                      let names = Optional(items.compactMap(\.stringValue)), names.count == items.count else {
-                    throw error(h, "supported_features", "must be a list of strings, e.g. [\"Timer\"]")
-                }
-                config.houndify.supportedFeatures = names
-            }
-            if let value = t["client_match"] {
-                config.houndify.clientMatches = try clientMatches(value)
-            }
-            if let v = try string(t, h, "voice") {
-                guard !v.contains(where: { $0.isWhitespace || $0 == "\"" }) else { throw error(h, "voice", "must be one voice name with no spaces, not \"\(v)\"") }
-                config.houndify.voice = v
+                guard let path = table[name]?.string else { throw error(K.earcons, "\(name) must be a file path in quotes") }
+                if !path.isEmpty { audio.earcons[earcon] = path }
             }
         }
-        if let t = root["location"]?.table {
-            let l = "location"
-            config.location.latitude = try number(t, l, "latitude", range: -90...90)
-            config.location.longitude = try number(t, l, "longitude", range: -180...180)
-            config.location.accuracy = try number(t, l, "accuracy", range: 0...40_000_000)
-            if (config.location.latitude == nil) != (config.location.longitude == nil) {
-                throw error(l, config.location.latitude == nil ? "longitude" : "latitude", "latitude and longitude go together: set both or neither")
+    }
+
+    func readSpeaker(_ t: TOMLTable, into speaker: inout SpeakerConfiguration.SpeakerSection) throws(ConfigError) {
+        typealias K = SpeakerKey
+        if let v = try bool(t, K.speech) { speaker.machine.enableSpeech = v }
+        if let v = try bool(t, K.followUp) { speaker.machine.followUp = v }
+        if let v = try string(t, K.stateHook) { speaker.stateHook = v }
+        if let v = try string(t, K.timersFile) { speaker.timersFile = v }
+        if let v = try string(t, K.muteFile) { speaker.muteFile = v }
+        try readIntegers(t, into: &speaker.machine, [
+            (K.recordingLimitMS, \.recordingLimitMS), (.searchingLimitMS, \.searchingLimitMS),
+            (.speakingLimitMS, \.speakingLimitMS), (.ringingLimitMS, \.ringingLimitMS)])
+    }
+
+    func readListening(_ t: TOMLTable, into listening: inout Endpointer.Settings) throws(ConfigError) {
+        typealias K = ListeningKey
+        if let v: Endpointer.Mode = try choice(t, K.endOfSpeech) { listening.mode = v }
+        try readIntegers(t, into: &listening, [
+            (K.shortSilenceMS, \.shortSilenceMS), (.longSilenceMS, \.longSilenceMS),
+            (.noSpeechTimeoutMS, \.noSpeechTimeoutMS), (.maxLengthMS, \.maxLengthMS)])
+    }
+
+    func readHotPhrase(_ t: TOMLTable, into hotphrase: inout HotPhraseSettings) throws(ConfigError) {
+        typealias K = HotPhraseKey
+        if let v = try bool(t, K.enabled) { hotphrase.enabled = v }
+        if let v = try string(t, K.model) { hotphrase.model = v }
+        if let v = try string(t, K.household) { hotphrase.household = v }
+        if let v = try number(t, K.sensitivity) { hotphrase.sensitivity = v }
+        if let v = try number(t, K.bargeInSensitivity) { hotphrase.bargeInSensitivity = v }
+        if let v = try bool(t, K.learnFromAnswers) { hotphrase.learnFromAnswers = v }
+        try readIntegers(t, into: &hotphrase, [(K.refractoryMS, \.refractoryMS)])
+    }
+
+    func readServe(_ t: TOMLTable, into serve: inout SpeakerConfiguration.ServeSection) throws(ConfigError) {
+        try readIntegers(t, into: &serve, [(ServeKey.port, \.port)])
+        if let v = try string(t, ServeKey.transcript) { serve.transcript = v }
+    }
+
+    func readControl(_ t: TOMLTable, into control: inout SpeakerConfiguration.ControlSection) throws(ConfigError) {
+        typealias K = ControlKey
+        if let v = try string(t, K.token) {
+            // Typed by hand into a phone or a script: long enough not to be guessed, nothing that needs quoting.
+            guard v.isEmpty || (v.count >= 16 && v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.~".contains($0)) })) else {
+                throw error(K.token, "must be at least 16 letters, digits or - _ . ~ (e.g. from `openssl rand -hex 16`)")
             }
-            if let v = try string(t, l, "timezone") {
-                guard v.isEmpty || SystemTimeZone.isKnown(v) else {
-                    throw error(l, "timezone", "unknown time zone \"\(v)\" (use an IANA name such as \"Europe/Paris\")")
-                }
-                config.location.timezone = v
-            }
+            control.token = v
         }
-        if let t = root["audio"]?.table {
-            for key in ["input", "output"] {
-                if let v = try string(t, "audio", key) {
-                    guard !v.trimmed(.whitespaces).isEmpty else { throw error("audio", key, "must name an ALSA PCM, e.g. \"default\"") }
-                    if key == "input" { config.audio.capture.device = v } else { config.audio.output = v }
-                }
-            }
-            if let v = try integer(t, "audio", "input_rate") {
-                guard (8000...192_000).contains(v) else { throw error("audio", "input_rate", "must be 8000 to 192000 Hz, not \(v)") }
-                config.audio.capture.rate = v
-            }
-            if let v = try integer(t, "audio", "input_channels") {
-                guard (1...16).contains(v) else { throw error("audio", "input_channels", "must be 1 to 16, not \(v)") }
-                config.audio.capture.channels = v
-            }
-            if let v = try integer(t, "audio", "input_channel") {
-                guard v >= 0 else { throw error("audio", "input_channel", "must be 0 or more, not \(v)") }
-                config.audio.capture.channel = v
-            }
-            if config.audio.capture.channel >= config.audio.capture.channels {
-                throw error("audio", "input_channel", "is \(config.audio.capture.channel) but only \(config.audio.capture.channels) channel(s) are captured (channels count from 0)")
-            }
-            if let v = try string(t, "audio", "input_pacing") {
-                config.audio.capture.pacing = try choice(v, "audio", "input_pacing")
-            }
-            if let v = try integer(t, "audio", "volume") {
-                guard (0...100).contains(v) else { throw error("audio", "volume", "must be 0 to 100, not \(v)") }
-                config.audio.volume = v
-            }
-            if let v = try string(t, "audio", "mixer_control") { config.audio.mixerControl = v }
-            if let v = try bool(t, "audio", "echo_cancel") { config.audio.echo.enabled = v }
-            try readIntegers(t, "audio", into: &config.audio.echo, unit: " ms", [
-                ("echo_delay_ms", EchoCancelSettings.delayRange, \.delayMS), ("echo_tail_ms", EchoCancelSettings.tailRange, \.tailMS)])
-            if let value = t["earcons"] {
-                guard let table = value.table else { throw error("audio", "earcons", "must be a table, e.g. { start_listening = \"/path/start.wav\" }") }
-                for name in table.keys {
-                    guard let earcon = Earcon(rawValue: name) else {
-                        throw error("audio", "earcons", "unknown earcon \"\(name)\"; they are \(Earcon.allCases.map(\.rawValue).joined(separator: ", "))")
-                    }
-                    guard let path = table[name]?.string else { throw error("audio", "earcons", "\(name) must be a file path in quotes") }
-                    if !path.isEmpty { config.audio.earcons[earcon] = path }
-                }
-            }
-        }
-        if let t = root["speaker"]?.table {
-            if let v = try bool(t, "speaker", "speech") { config.speaker.machine.enableSpeech = v }
-            if let v = try bool(t, "speaker", "follow_up") { config.speaker.machine.followUp = v }
-            if let v = try string(t, "speaker", "state_hook") { config.speaker.stateHook = v }
-            if let v = try string(t, "speaker", "timers_file") { config.speaker.timersFile = v }
-            if let v = try string(t, "speaker", "mute_file") { config.speaker.muteFile = v }
-            try readIntegers(t, "speaker", into: &config.speaker.machine, unit: " ms", [
-                ("recording_limit_ms", 2000...120_000, \.recordingLimitMS), ("searching_limit_ms", 2000...120_000, \.searchingLimitMS),
-                ("speaking_limit_ms", 2000...600_000, \.speakingLimitMS), ("ringing_limit_ms", 5000...3_600_000, \.ringingLimitMS)])
-        }
-        if let t = root["listening"]?.table {
-            if let v = try string(t, "listening", "end_of_speech") { config.listening.mode = try choice(v, "listening", "end_of_speech") }
-            try readIntegers(t, "listening", into: &config.listening, unit: " ms", [
-                ("short_silence_ms", 200...3000, \.shortSilenceMS), ("long_silence_ms", 200...5000, \.longSilenceMS),
-                ("no_speech_timeout_ms", 1000...30_000, \.noSpeechTimeoutMS), ("max_length_ms", 2000...60_000, \.maxLengthMS)])
-        }
-        if let t = root["hotphrase"]?.table {
-            if let v = try bool(t, "hotphrase", "enabled") { config.hotphrase.enabled = v }
-            if let v = try string(t, "hotphrase", "model") { config.hotphrase.model = v }
-            if let v = try string(t, "hotphrase", "household") { config.hotphrase.household = v }
-            if let v = try number(t, "hotphrase", "sensitivity", range: 0...1) { config.hotphrase.sensitivity = v }
-            if let v = try number(t, "hotphrase", "barge_in_sensitivity", range: 0...1) { config.hotphrase.bargeInSensitivity = v }
-            if let v = try bool(t, "hotphrase", "learn_from_answers") { config.hotphrase.learnFromAnswers = v }
-            try readIntegers(t, "hotphrase", into: &config.hotphrase, unit: " ms", [("refractory_ms", 0...10_000, \.refractoryMS)])
-        }
-        if let t = root["serve"]?.table {
-            if let v = try integer(t, "serve", "port") {
-                guard (0...65535).contains(v) else { throw error("serve", "port", "must be 0 to 65535, not \(v)") }
-                config.serve.port = v
-            }
-            if let v = try string(t, "serve", "transcript") { config.serve.transcript = v }
-        }
-        if let t = root["control"]?.table {
-            if let v = try string(t, "control", "token") {
-                // Typed by hand into a phone or a script: long enough not to be guessed, nothing that needs quoting.
-                guard v.isEmpty || (v.count >= 16 && v.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.~".contains($0)) })) else {
-                    throw error("control", "token", "must be at least 16 letters, digits or - _ . ~ (e.g. from `openssl rand -hex 16`)")
-                }
-                config.control.token = v
-            }
-            if let v = try string(t, "control", "listen") {
-                if v.isEmpty { config.control.listen = nil } else {
-                    switch ControlAddress.parse(v) {
-                    case .success(let address): config.control.listen = address
-                    case .failure(let problem): throw error("control", "listen", "\(problem)")
-                    }
+        if let v = try string(t, K.listen) {
+            if v.isEmpty { control.listen = nil } else {
+                switch ControlAddress.parse(v) {
+                case .success(let address): control.listen = address
+                case .failure(let problem): throw error(K.listen, "\(problem)")
                 }
             }
-            if let address = config.control.listen, !address.isLoopback, config.control.token.isEmpty {
-                throw error("control", "listen", "\(address) can be reached from other machines: set [control] token too, or listen on 127.0.0.1")
-            }
         }
-        if let t = root["screen"]?.table {
-            if let v = try seconds(t, "screen", "dim_after", range: 0...86_400) { config.screen.dimAfter = v }
-            if let v = try integer(t, "screen", "dim_level") {
-                // 0 would be a screen switched off: it would show nothing of a timer across the room.
-                guard (1...100).contains(v) else { throw error("screen", "dim_level", "must be 1 to 100 (percent of full brightness), not \(v)") }
-                config.screen.dimLevel = v
-            }
-            if let v = try string(t, "screen", "backlight") {
-                guard v.isEmpty || v.hasPrefix("/") else {
-                    throw error("screen", "backlight", "must be a backlight's directory, e.g. \"/sys/class/backlight/10-0045\" (ls /sys/class/backlight), or \"\"")
-                }
-                config.screen.backlight = v
-            }
+        if let address = control.listen, !address.isLoopback, control.token.isEmpty {
+            throw error(K.listen, "\(address) can be reached from other machines: set [control] token too, or listen on 127.0.0.1")
         }
-        if let t = root["board"]?.table { try readBoard(t, into: &config.board) }
-        if let t = root["speech"]?.table {
-            if let v = try string(t, "speech", "voice") {
-                guard !v.isEmpty else { throw error("speech", "voice", "must name an espeak-ng voice, e.g. \"en-us\"") }
-                config.speech.voice = v
+    }
+
+    func readScreen(_ t: TOMLTable, into screen: inout ScreenSettings) throws(ConfigError) {
+        typealias K = ScreenKey
+        if let v = try number(t, K.dimAfter) { screen.dimAfter = v }
+        try readIntegers(t, into: &screen, [(K.dimLevel, \.dimLevel)])
+        if let v = try string(t, K.backlight) {
+            guard v.isEmpty || v.hasPrefix("/") else {
+                throw error(K.backlight, "must be a backlight's directory, e.g. \"/sys/class/backlight/10-0045\" (ls /sys/class/backlight), or \"\"")
             }
-            try readIntegers(t, "speech", into: &config.speech, unit: "", [
-                ("rate", 80...450, \.rate), ("pitch", 0...100, \.pitch), ("volume", 0...200, \.volume), ("lead_in_ms", 0...1000, \.leadInMS)])
+            screen.backlight = v
         }
-        if let t = root["logging"]?.table, let v = try string(t, "logging", "level") { config.logging.level = try choice(v, "logging", "level") }
-        return config
     }
 
     func readBoard(_ t: TOMLTable, into board: inout SpeakerConfiguration.BoardSection) throws(ConfigError) {
-        let b = "board"
-        if let v = try string(t, b, "driver") {
-            board.driver = try choice(v, b, "driver")
-        }
-        if let v = try string(t, b, "chip") {
-            guard !v.isEmpty else { throw error(b, "chip", "must name a GPIO chip, e.g. \"gpiochip0\"") }
+        typealias K = BoardKey
+        if let v: BoardDriver = try choice(t, K.driver) { board.driver = v }
+        if let v = try string(t, K.chip) {
+            guard !v.isEmpty else { throw error(K.chip, "must name a GPIO chip, e.g. \"gpiochip0\"") }
             board.chip = v
         }
-        if let v = try string(t, b, "button") { board.button = v }
-        if let v = try bool(t, b, "button_active_low") { board.buttonActiveLow = v }
-        if let v = try string(t, b, "mute_switch") { board.muteSwitch = v }
-        if let v = try bool(t, b, "mute_switch_active_low") { board.muteSwitchActiveLow = v }
-        if let v = try string(t, b, "led") { board.led = v }
-        if let value = t["leds"] {
-            guard let leds = value.table else { throw error(b, "leds", "must be a table, e.g. { listening = \"GPIO22\", searching = \"GPIO23\", speaking = \"GPIO24\" }") }
+        if let v = try string(t, K.button) { board.button = v }
+        if let v = try bool(t, K.buttonActiveLow) { board.buttonActiveLow = v }
+        if let v = try string(t, K.muteSwitch) { board.muteSwitch = v }
+        if let v = try bool(t, K.muteSwitchActiveLow) { board.muteSwitchActiveLow = v }
+        if let v = try string(t, K.led) { board.led = v }
+        if let value = t[K.leds.rawValue] {
+            guard let leds = value.table else { throw error(K.leds, "must be a table, e.g. { listening = \"GPIO22\", searching = \"GPIO23\", speaking = \"GPIO24\" }") }
             var lines: [LEDRole: String] = [:]
             for name in leds.keys {
                 // The status role is the single `led` key's, not one of three.
                 guard let role = LEDRole(rawValue: name), role != .status else {
-                    throw error(b, "leds", "unknown LED \"\(name)\"; the roles are listening, searching, speaking")
+                    throw error(K.leds, "unknown LED \"\(name)\"; the roles are listening, searching, speaking")
                 }
-                guard let line = leds[name]?.string else { throw error(b, "leds", "\(name) must be a line name or offset in quotes") }
+                guard let line = leds[name]?.string else { throw error(K.leds, "\(name) must be a line name or offset in quotes") }
                 if !line.isEmpty { lines[role] = line }
             }
             board.leds = lines
         }
-        if let v = try bool(t, b, "leds_active_low") { board.ledsActiveLow = v }
-        for (key, range, path) in [("debounce_ms", 0...500, \ButtonGestures.Settings.debounce), ("long_press_ms", 200...10_000, \.longPress),
-                                   ("double_press_ms", 0...2_000, \.doublePressGap), ("setup_hold_ms", 2_000...30_000, \.setupHold)] {
-            guard let v = try integer(t, b, key) else { continue }
-            guard range.contains(v) else { throw error(b, key, "must be \(range.lowerBound) to \(range.upperBound) ms, not \(v)") }
-            board.gestures[keyPath: path] = .milliseconds(v)
+        if let v = try bool(t, K.ledsActiveLow) { board.ledsActiveLow = v }
+        for (key, path) in [(K.debounceMS, \ButtonGestures.Settings.debounce), (.longPressMS, \.longPress),
+                            (.doublePressMS, \.doublePressGap), (.setupHoldMS, \.setupHold)] {
+            if let v = try integer(t, key) { board.gestures[keyPath: path] = .milliseconds(v) }
         }
         if board.gestures.setupHold <= board.gestures.longPress {
-            let key = t["setup_hold_ms"] != nil ? "setup_hold_ms" : "long_press_ms"
-            throw error(b, key, "the set-up hold (setup_hold_ms, \(Int(board.gestures.setupHold / .milliseconds(1))) ms) must be longer than the long press (long_press_ms, \(Int(board.gestures.longPress / .milliseconds(1))) ms)")
+            let key = t[K.setupHoldMS.rawValue] != nil ? K.setupHoldMS : .longPressMS
+            throw error(key, "the set-up hold (setup_hold_ms, \(Int(board.gestures.setupHold / .milliseconds(1))) ms) must be longer than the long press (long_press_ms, \(Int(board.gestures.longPress / .milliseconds(1))) ms)")
         }
-        if let v = try string(t, b, "talk_mode") { board.talkMode = try choice(v, b, "talk_mode") }
-        if !board.led.isEmpty && t["leds"] == nil && t["led"] != nil { board.leds = [:] }
+        if let v: TalkMode = try choice(t, K.talkMode) { board.talkMode = v }
+        if !board.led.isEmpty && t[K.leds.rawValue] == nil && t[K.led.rawValue] != nil { board.leds = [:] }
     }
 
-    /// Reads bounded integer keys of one table into a section: each key, its allowed range, where it goes.
-    func readIntegers<Section>(_ t: TOMLTable, _ table: String, into section: inout Section, unit: String,
-                               _ keys: [(String, ClosedRange<Int>, WritableKeyPath<Section, Int>)]) throws(ConfigError) {
-        for (key, range, path) in keys {
-            guard let v = try integer(t, table, key) else { continue }
-            guard range.contains(v) else { throw error(table, key, "must be \(range.lowerBound) to \(range.upperBound)\(unit), not \(v)") }
-            section[keyPath: path] = v
+    func readSpeech(_ t: TOMLTable, into speech: inout VoiceSettings) throws(ConfigError) {
+        typealias K = SpeechKey
+        if let v = try string(t, K.voice) {
+            guard !v.isEmpty else { throw error(K.voice, "must name an espeak-ng voice, e.g. \"en-us\"") }
+            speech.voice = v
+        }
+        try readIntegers(t, into: &speech, [(K.rate, \.rate), (.pitch, \.pitch), (.volume, \.volume), (.leadInMS, \.leadInMS)])
+    }
+
+    func readLogging(_ t: TOMLTable, into logging: inout SpeakerConfiguration.LoggingSection) throws(ConfigError) {
+        if let v: Logger.Level = try choice(t, LoggingKey.level) { logging.level = v }
+    }
+
+    /// Reads integer keys of one table into a section: each key (its range from the key table) and where it goes.
+    func readIntegers<Section, Key: ConfigKey>(_ t: TOMLTable, into section: inout Section,
+                                              _ keys: [(Key, WritableKeyPath<Section, Int>)]) throws(ConfigError) {
+        for (key, path) in keys {
+            if let v = try integer(t, key) { section[keyPath: path] = v }
         }
     }
 
-    /// A string key whose values are an enum's cases: the case, or an error listing them all.
-    func choice<Choice: RawRepresentable & CaseIterable>(_ value: String, _ table: String, _ key: String) throws(ConfigError) -> Choice
+    /// A `.choice` key as one of an enum's cases (the key table lists the same cases: ConfigValueType.choice(of:)).
+    func choice<Choice: RawRepresentable & CaseIterable, Key: ConfigKey>(_ t: TOMLTable, _ key: Key) throws(ConfigError) -> Choice?
     where Choice.RawValue == String {
-        if let chosen = Choice(rawValue: value) { return chosen }
-        let names = Choice.allCases.map { "\"\($0.rawValue)\"" }
-        let list = names.count == 2 ? names.joined(separator: " or ") : names.dropLast().joined(separator: ", ") + " or " + names.last!
-        throw error(table, key, "must be \(list), not \"\(value)\"")
+        guard let v = try oneOf(t, key) else { return nil }
+        guard let chosen = Choice(rawValue: v) else { throw error(key, "is \"\(v)\", which the speaker does not know") }
+        return chosen
     }
 
-    func bool(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Bool? {
-        guard let value = t[key] else { return nil }
-        guard let v = value.bool else { throw error(table, key, "must be true or false, not \(value.type)") }
+    /// A `.choice` key's string, one of those the key table lists, or an error listing them all.
+    func oneOf<Key: ConfigKey>(_ t: TOMLTable, _ key: Key) throws(ConfigError) -> String? {
+        guard let v = try string(t, key) else { return nil }
+        guard case .choice(let allowed) = key.spec.type else { return v }
+        if allowed.contains(v) { return v }
+        throw error(key, "must be \(Self.list(allowed)), not \"\(v)\"")
+    }
+
+    /// `"a" or "b"`, `"a", "b" or "c"`.
+    static func list(_ names: [String]) -> String {
+        let quoted = names.map { "\"\($0)\"" }
+        guard let last = quoted.last, quoted.count > 1 else { return quoted.first ?? "" }
+        return quoted.dropLast().joined(separator: ", ") + " or " + last
+    }
+
+    func bool<Key: ConfigKey>(_ t: TOMLTable, _ key: Key) throws(ConfigError) -> Bool? {
+        guard let value = t[key.rawValue] else { return nil }
+        guard let v = value.bool else { throw error(key, "must be true or false, not \(value.type)") }
         return v
     }
 
-    func string(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> String? {
-        guard let value = t[key] else { return nil }
-        guard let s = value.string else { throw error(table, key, "must be a string, not \(value.type)") }
+    func string<Key: ConfigKey>(_ t: TOMLTable, _ key: Key) throws(ConfigError) -> String? {
+        guard let value = t[key.rawValue] else { return nil }
+        guard let s = value.string else { throw error(key, "must be a string, not \(value.type)") }
         return s
     }
 
-    func integer(_ t: TOMLTable, _ table: String, _ key: String) throws(ConfigError) -> Int? {
-        guard let value = t[key] else { return nil }
-        guard let i = value.int else { throw error(table, key, "must be an integer, not \(value.type)") }
+    /// An `.integer` key, in its range.
+    func integer<Key: ConfigKey>(_ t: TOMLTable, _ key: Key) throws(ConfigError) -> Int? {
+        guard let value = t[key.rawValue] else { return nil }
+        guard let i = value.int else { throw error(key, "must be an integer, not \(value.type)") }
+        if case .integer(let range, let unit) = key.spec.type, !range.contains(i) {
+            throw error(key, range.upperBound == Int.max ? "must be \(range.lowerBound) or more, not \(i)"
+                                                         : "must be \(range.lowerBound) to \(range.upperBound)\(unit), not \(i)")
+        }
         return i
     }
 
-    func number(_ t: TOMLTable, _ table: String, _ key: String, range: ClosedRange<Double>) throws(ConfigError) -> Double? {
-        guard let value = t[key] else { return nil }
-        guard let d = value.double ?? value.int.map(Double.init) else { throw error(table, key, "must be a number, not \(value.type)") }
-        guard range.contains(d) else { throw error(table, key, "must be between \(range.lowerBound) and \(range.upperBound), not \(d)") }
-        return d
-    }
-
-    func seconds(_ t: TOMLTable, _ table: String, _ key: String, range: ClosedRange<Double>) throws(ConfigError) -> Double? {
-        guard let value = t[key] else { return nil }
-        guard let d = value.double ?? value.int.map(Double.init) else { throw error(table, key, "must be a number of seconds, not \(value.type)") }
-        guard range.contains(d) else {
-            throw error(table, key, "must be \(range.lowerBound) to \(range.upperBound) seconds, not \(d)")
+    /// A `.number` or `.seconds` key, in its range.
+    func number<Key: ConfigKey>(_ t: TOMLTable, _ key: Key) throws(ConfigError) -> Double? {
+        guard let value = t[key.rawValue] else { return nil }
+        let isSeconds = if case .seconds = key.spec.type { true } else { false }
+        guard let d = value.double ?? value.int.map(Double.init) else {
+            throw error(key, isSeconds ? "must be a number of seconds, not \(value.type)" : "must be a number, not \(value.type)")
         }
-        return d
+        switch key.spec.type {
+        case .number(let range) where !range.contains(d):
+            throw error(key, "must be between \(range.lowerBound) and \(range.upperBound), not \(d)")
+        case .seconds(let range) where !range.contains(d):
+            throw error(key, "must be \(range.lowerBound) to \(range.upperBound) seconds, not \(d)")
+        default: return d
+        }
     }
 
     /// `[[houndify.client_match]]`: each with `phrase` or `expression`, `response`, and `run` or `action`.
-    func clientMatches(_ value: any TOMLValueConvertible) throws(ConfigError) -> [SpeakerConfiguration.ClientMatchSetting] {
+    func clientMatches(_ value: any TOMLValueConvertible) throws(ConfigError) -> [HoundifySettings.ClientMatch] {
         let table = "houndify.client_match"
-        guard case .array(let items) = try json(value, "houndify", "client_match") else {
-            throw error("houndify", "client_match", "must be tables: [[houndify.client_match]]")
+        guard case .array(let items) = try json(value, HoundifyKey.table, HoundifyKey.clientMatch.rawValue) else {
+            throw error(HoundifyKey.clientMatch, "must be tables: [[houndify.client_match]]")
         }
-        var matches: [SpeakerConfiguration.ClientMatchSetting] = []
+        var matches: [HoundifySettings.ClientMatch] = []
         for (number, item) in items.enumerated() {
             let n = "\(table) #\(number + 1)"
-            guard let fields = item.objectValue else { throw error("houndify", "client_match", "must be tables: [[houndify.client_match]]") }
+            guard let fields = item.objectValue else { throw error(HoundifyKey.clientMatch, "must be tables: [[houndify.client_match]]") }
             for key in fields.keys where !["phrase", "expression", "response", "run", "action"].contains(key) {
                 throw error(n, key, "unknown key; a phrase has phrase or expression, response, and run or action")
             }
@@ -603,15 +604,19 @@ struct Reader {
             }
             let expression: String
             switch (try text("phrase"), try text("expression")) {
-            case (let phrase?, nil): expression = SpeakerConfiguration.ClientMatchSetting.expression(phrase: phrase)
+            case (let phrase?, nil): expression = HoundifySettings.ClientMatch.expression(phrase: phrase)
             case (nil, let given?): expression = given
             default: throw error(n, nil, "needs a phrase (\"good night\") or an expression (Houndify's syntax), not both")
             }
-            let action: SpeakerConfiguration.ClientMatchAction
+            let action: HoundifySettings.Action
             switch (try text("run"), try text("action")) {
             case (let command?, nil): action = .run(command)
-            case (nil, let name?): action = .builtIn(try choice(name, n, "action"))
-            default: throw error(n, nil, "needs run (a command) or action (\(SpeakerConfiguration.BuiltInAction.allCases.map(\.rawValue).joined(separator: ", "))), not both")
+            case (nil, let name?):
+                guard let builtIn = HoundifySettings.BuiltInAction(rawValue: name) else {
+                    throw error(n, "action", "must be \(Self.list(HoundifySettings.BuiltInAction.allCases.map(\.rawValue))), not \"\(name)\"")
+                }
+                action = .builtIn(builtIn)
+            default: throw error(n, nil, "needs run (a command) or action (\(HoundifySettings.BuiltInAction.allCases.map(\.rawValue).joined(separator: ", "))), not both")
             }
             matches.append(.init(expression: expression, response: try text("response") ?? "OK.", action: action))
         }
@@ -642,8 +647,3 @@ struct Reader {
     }
 }
 
-/// The allowed range of the `[houndify]` timeouts, in seconds.
-public enum HoundifySettingsLimits {
-    public static let connectTimeout: ClosedRange<Double> = 0.1...120
-    public static let responseTimeout: ClosedRange<Double> = 1...300
-}

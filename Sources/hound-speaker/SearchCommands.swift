@@ -5,6 +5,7 @@ import SpeakerConfig
 import Audio
 import FoundationEssentials
 import Houndify
+import HoundifyCore
 import JSONKit
 import Logging
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import LocalHoundify
 import Logging
 import SpeakerApp
+import HoundifyCore
 import SpeakerConfig
 
 /// The local Houndify-compatible service, a program of its own: the speaker never runs it, so the binary that
