@@ -17,7 +17,7 @@ public struct SpeakerConfiguration: Sendable {
     public struct AudioSection: Sendable, Equatable {
         /// The microphone: `input`, `input_rate`, `input_channels`, `input_channel` and `input_pacing` (the rate asked
         /// of the device, which may give its own and is resampled to 16 kHz; the channel used, 0-based, for
-        /// multi-microphone cards; CapturePacing in Sources/Audio/ALSACapture.swift).
+        /// multi-microphone cards; CapturePacing in Sources/AudioCore/CaptureSettings.swift).
         public var capture = CaptureSettings()
         public var output = "default"
         /// Output volume, 0-100.
