@@ -50,6 +50,17 @@ import Testing
         }
     }
 
+    /// The config fuzzer's dictionary (Tests/fuzz/config.dict) names every table and key, so that its mutations
+    /// reach each key's checks.
+    @Test func theFuzzersDictionaryNamesEveryKey() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let dictionary = try String(contentsOf: root.appendingPathComponent("Tests/fuzz/config.dict"), encoding: .utf8)
+        let entries = Set(dictionary.split(separator: "\n").map(String.init))
+        let missing = Set(ConfigSchema.keys.map { "\"[\($0.table)]\"" }).union(ConfigSchema.keys.map { "\"\($0.name)\"" })
+            .subtracting(entries)
+        #expect(missing.isEmpty, "not in Tests/fuzz/config.dict: \(missing.sorted())")
+    }
+
     @Test func everyTableIsDeclaredOnceWithUniqueKeys() {
         let pairs = ConfigSchema.keys.map { "\($0.table).\($0.name)" }
         #expect(Set(pairs).count == pairs.count)
