@@ -79,8 +79,9 @@ let package = Package(
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
         .target(name: "CPosix"),
 
+        // The config reader: pure, like the settings it fills (AudioCore, BoardCore, HoundifyCore, SpeakerCore).
         .target(name: "SpeakerConfig",
-                dependencies: ["Houndify", "Audio", "AudioCore", "BoardCore", "SpeakerCore", "Speech", "HotPhrase", "Platform",
+                dependencies: ["HoundifyCore", "AudioCore", "BoardCore", "SpeakerCore", "JSONKit", "Platform",
                                .product(name: "TOMLKit", package: "TOMLKit"), .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // Pure halves (no C library, no device), in the manner of NIOCore beside NIOPosix: sounds, levels and the
@@ -109,13 +110,15 @@ let package = Package(
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
-        .target(name: "HotPhrase", dependencies: ["Platform", "CCrypto"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(name: "HotPhrase", dependencies: ["AudioCore", "Platform", "CCrypto"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // Houndify's settings and what needs no C (the upload format, base64url), for the config reader.
+        .target(name: "HoundifyCore", dependencies: ["JSONKit"], swiftSettings: strict),
         .target(name: "Houndify",
-                dependencies: ["JSONKit", "CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
+                dependencies: ["HoundifyCore", "JSONKit", "CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "LocalHoundify",
@@ -140,7 +143,7 @@ let package = Package(
         // The command-line support both programs use: the config and logging context, errors as one line and an
         // exit code, the `--config` option, signals.
         .target(name: "CommandSupport",
-                dependencies: ["SpeakerConfig", "Platform", "Systemd",
+                dependencies: ["SpeakerConfig", "HoundifyCore", "Platform", "Systemd",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
@@ -149,19 +152,19 @@ let package = Package(
         // phrases), the weather card, a failed search told as the speaker tells it; and the voice-search port over
         // the Houndify client.
         .target(name: "HoundifyAnswers",
-                dependencies: ["Houndify", "JSONKit", "SpeakerCore", "SpeakerConfig", "Timers", "Audio", "AudioCore"],
+                dependencies: ["Houndify", "HoundifyCore", "JSONKit", "SpeakerCore", "SpeakerConfig", "Timers", "Audio", "AudioCore"],
                 swiftSettings: strict),
         // The speaker put together from its settings: every driver adapted to the core's ports, the hot-phrase
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
-                dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerConfig", "Houndify", "JSONKit", "Timers", "Audio", "AudioCore",
+                dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
                                "Speech", "Board", "BoardCore", "HotPhrase", "Control", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
         .target(name: "SpeakerCommands",
                 dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "Systemd", "SpeakerCore", "SpeakerConfig",
-                               "Houndify", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
+                               "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
@@ -173,7 +176,7 @@ let package = Package(
                 swiftSettings: strict),
 
         .executableTarget(name: "houndify-local",
-                dependencies: ["CommandSupport", "LocalHoundify", "SpeakerConfig",
+                dependencies: ["CommandSupport", "LocalHoundify", "SpeakerConfig", "HoundifyCore",
                                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -190,13 +193,13 @@ let package = Package(
                          dependencies: ["Audio", "Speech", "SpeakerCore", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
-        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "JSONKit", "LocalHoundify", "Audio"],
+        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
-        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HotPhrase", "Houndify", "Audio", "AudioCore", "SpeakerCore", "Speech", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HoundifyCore", "AudioCore", "SpeakerCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

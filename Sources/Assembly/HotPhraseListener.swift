@@ -3,6 +3,7 @@ import Glibc
 import Platform
 import Synchronization
 public import Audio
+public import AudioCore
 public import HotPhrase
 public import Logging
 public import SpeakerCore

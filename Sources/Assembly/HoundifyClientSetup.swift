@@ -2,6 +2,7 @@ import FoundationEssentials
 public import Houndify
 public import Logging
 public import SpeakerConfig
+import HoundifyCore
 
 extension SpeakerAssembly {
     /// The Houndify client, with the conversation kept in the configured state file. `forSpeaker`: the speaker

@@ -1,10 +1,11 @@
 public import Audio
-import AudioCore
+public import AudioCore
 public import Board
 import BoardCore
 import Glibc
 public import Houndify
 public import HoundifyAnswers
+import HoundifyCore
 import HotPhrase
 public import Logging
 import Platform
@@ -58,7 +59,7 @@ public struct SpeakerAssembly {
         settings.machine.bargeIn = echo != nil
         if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
         if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
-        settings.screenDimAfter = config.screen.dimAfter > 0 ? .milliseconds(Int64(config.screen.dimAfter * 1000)) : nil
+        settings.screenDimAfter = config.screen.dimAfterDuration
         settings.screenDimPercent = config.screen.dimLevel
         if let hook = StateHook.observer(config.speaker.stateHook, logger: logger) { observers.append(hook) }
         if config.hotphrase.enabled {

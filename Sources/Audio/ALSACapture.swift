@@ -1,45 +1,10 @@
 import CALSA
-import AudioCore
+public import AudioCore
 import CSoxr
 import FoundationEssentials
 import Glibc
 import Platform
 import Synchronization
-
-/// Capture settings (`[audio]` in config).
-public struct CaptureSettings: Sendable, Equatable {
-    /// ALSA PCM name, e.g. "default" or "plughw:CARD=seeed2micvoicec,DEV=0".
-    public var device = "default"
-    /// Rate asked of the device. The device may give its own nearest rate (ALSA's resampling is turned off);
-    /// whatever it gives is resampled to 16 kHz with libsoxr.
-    public var rate = 16_000
-    /// Channels asked of the device (a multi-microphone card may need 2).
-    public var channels = 1
-    /// The channel used, 0-based.
-    public var channel = 0
-    /// Length of the frames delivered, 10 or 20 ms.
-    public var frameMS = 20
-    /// How often a lost device is looked for again.
-    public var retryInterval: Duration = .seconds(1)
-    /// How fast frames are delivered (`[audio] input_pacing`).
-    public var pacing: CapturePacing = .auto
-
-    public init(device: String = "default") { self.device = device }
-
-    /// What the rest of the app works in.
-    public static let outputRate = 16_000
-}
-
-/// A sound card delivers audio as it is heard; an ALSA `file` PCM (a recording played as the microphone, in tests,
-/// the demo or a bench check) hands over all of it as fast as it is read.
-public enum CapturePacing: String, Sendable, Equatable, CaseIterable {
-    /// A `file` PCM is read at a microphone's pace; any other device paces itself.
-    case auto
-    /// Never faster than real time, whatever the device.
-    case realTime = "realtime"
-    /// As fast as the device gives it (a `file` PCM: at once), for tests that must not wait.
-    case none
-}
 
 /// What the capture thread reports besides audio (one event per change of state, so a missing microphone logs
 /// once, not every second).

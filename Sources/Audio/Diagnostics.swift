@@ -1,3 +1,4 @@
+public import AudioCore
 import CALSA
 public import Platform
 

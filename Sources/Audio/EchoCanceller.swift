@@ -4,39 +4,6 @@ import Glibc
 import Platform
 import Synchronization
 
-/// `[audio] echo_cancel`, `echo_delay_ms`, `echo_tail_ms`: acoustic echo cancellation on the capture path
-/// (issue #19), so the hot phrase and the question are heard over the speaker's own voice and ringing.
-public struct EchoCancelSettings: Sendable, Equatable {
-    public var enabled = false
-    /// How much later than the devices' own delays say the echo reaches the microphone: the converters and the air
-    /// between speaker and microphone (`hound-speaker doctor` measures it on the configured devices).
-    public var delayMS = 0
-    /// The longest echo the filter models: the room's reverberation that matters, 50-1000 ms.
-    public var tailMS = 200
-    /// The residual echo suppressor's greatest attenuation (dB, negative) with the person silent, and while the
-    /// person talks over the echo: speexdsp's defaults. Not config keys: `hound-speaker-bench aec --suppress` and
-    /// `--noise-suppress` measure other values (BENCHMARKS.md, "Echo cancellation": less suppression while a person
-    /// talks hears real voices a little better, and leaves more of the echo in a room's first seconds).
-    public var suppressDB = -40
-    public var suppressActiveDB = -15
-    /// The noise suppressor's greatest attenuation (dB, negative), applied with the echo's while echoing.
-    public var noiseSuppressDB = -15
-    /// speexdsp's frame, 10 or 20 ms: the capture's frames (20 ms in the speaker) must be whole multiples of it.
-    /// 20 ms took speech down further in the benchmark's rooms, but with the timer's trill its filter can diverge
-    /// (output louder than the microphone, speexdsp resetting it) in other rooms and at other echo levels, where 10 ms
-    /// held 17-31 dB (tools/bench/aec_frames.py; BENCHMARKS.md, "Echo cancellation"): 10 ms.
-    public var frameMS = 10
-
-    public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
-        self.enabled = enabled
-        self.delayMS = delayMS
-        self.tailMS = tailMS
-    }
-
-    public static let tailRange = 50...1000
-    public static let delayRange = 0...500
-}
-
 /// The monotonic clock as a timeline position (what both devices' positions are measured against).
 public func timelineNow() -> TimelinePosition {
     var now = timespec()

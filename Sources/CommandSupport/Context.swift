@@ -4,6 +4,7 @@ public import Logging
 public import SpeakerConfig
 import Synchronization
 import Systemd
+import HoundifyCore
 
 /// Loads the config and sets up logging; the subcommands of both programs share this.
 public struct AppContext: Sendable {

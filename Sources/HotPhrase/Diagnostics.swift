@@ -1,3 +1,4 @@
+public import AudioCore
 public import Platform
 
 extension HotPhraseModel {

@@ -2,12 +2,6 @@ import FoundationEssentials
 import Glibc
 import CSpeex
 
-/// How the voice query's audio is put on the wire (docs/houndify-protocol.md, "Voice upload").
-public enum AudioUploadFormat: String, Sendable, CaseIterable {
-    case pcm
-    case speex
-}
-
 /// The 44-byte WAV header exactly as the Python SDK sends it (docs/houndify-protocol.md, "WAV header"): dummy
 /// RIFF and data sizes and the SDK's ByteRate of 8 × rate, which the service tolerates.
 public enum WAVStreamHeader {

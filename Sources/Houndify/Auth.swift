@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import CCrypto
+import HoundifyCore
 
 /// Houndify's request signing (docs/houndify-protocol.md, "Signing a request"): HMAC-SHA256 keyed with the
 /// base64url-decoded client key over `UserID;RequestID` + `TimeStamp`, sent base64url-encoded with its `=`
@@ -69,20 +70,5 @@ public enum HMACSHA256 {
         // HMAC fails only on allocation failure inside OpenSSL; nothing sensible remains to do then.
         precondition(ok != nil, "OpenSSL HMAC-SHA256 failed")
         return Array(out.prefix(Int(length)))
-    }
-}
-
-/// base64 with the URL-safe alphabet (`-` `_`), padding kept on output and optional on input.
-public enum Base64URL {
-    public static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString()
-            .replacing("+", with: "-")
-            .replacing("/", with: "_")
-    }
-
-    public static func decode(_ text: String) -> [UInt8]? {
-        var s = text.replacing("-", with: "+").replacing("_", with: "/")
-        while s.count % 4 != 0 { s += "=" }
-        return Data(base64Encoded: s).map { [UInt8]($0) }
     }
 }

@@ -3,6 +3,7 @@ public import JSONKit
 import Glibc
 import Synchronization
 public import Logging
+public import HoundifyCore
 
 /// Settings of the Houndify client (the `[houndify]` and `[location]` config sections, resolved).
 public struct HoundifyClientConfiguration: Sendable {
@@ -23,8 +24,9 @@ public struct HoundifyClientConfiguration: Sendable {
     /// caller, which keeps that of the branch it took (`conversation.set`); otherwise the result's own is kept.
     public var callerKeepsActionState: Bool
 
-    public init(endpoint: String, clientKey: String, profile: ClientProfile, connectTimeoutMS: Int = 5_000,
-                responseTimeoutMS: Int = 10_000, audioFormat: AudioUploadFormat = .pcm,
+    /// The timeouts' and the format's defaults are `[houndify]`'s own (HoundifySettings), so they are said once.
+    public init(endpoint: String, clientKey: String, profile: ClientProfile, connectTimeoutMS: Int = HoundifySettings().connectTimeoutMS,
+                responseTimeoutMS: Int = HoundifySettings().responseTimeoutMS, audioFormat: AudioUploadFormat = HoundifySettings().audioFormat,
                 stopAudioOnSafeToStop: Bool = true, keepsConversation: Bool = true, callerKeepsActionState: Bool = false) {
         self.callerKeepsActionState = callerKeepsActionState
         self.endpoint = endpoint

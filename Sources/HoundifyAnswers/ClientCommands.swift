@@ -2,8 +2,8 @@ import Audio
 import AudioCore
 import FoundationEssentials
 public import Houndify
+public import HoundifyCore
 public import JSONKit
-public import SpeakerConfig
 public import SpeakerCore
 import Timers
 
@@ -17,9 +17,9 @@ public struct ClientCommandReader: Sendable {
     /// The client features Houndify may ask for in `RequiredFeatures`.
     public var supportedFeatures: Set<String>
     /// The owner's phrases, as sent in ClientMatches (their index comes back in the ClientMatchCommand).
-    public var clientMatches: [SpeakerConfiguration.ClientMatchSetting]
+    public var clientMatches: [HoundifySettings.ClientMatch]
 
-    public init(longAnswers: Bool = true, supportedFeatures: Set<String> = [], clientMatches: [SpeakerConfiguration.ClientMatchSetting] = []) {
+    public init(longAnswers: Bool = true, supportedFeatures: Set<String> = [], clientMatches: [HoundifySettings.ClientMatch] = []) {
         self.longAnswers = longAnswers
         self.supportedFeatures = supportedFeatures
         self.clientMatches = clientMatches

@@ -1,11 +1,13 @@
 import Assembly
 import Audio
 import CommandSupport
+import AudioCore
 import Board
 import BoardCore
 import FoundationEssentials
 import HotPhrase
 import Houndify
+import HoundifyCore
 import Platform
 import Speech
 import SpeakerConfig

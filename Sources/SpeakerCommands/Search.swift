@@ -5,6 +5,7 @@ import HoundifyAnswers
 import SpeakerConfig
 import FoundationEssentials
 import Houndify
+import HoundifyCore
 import JSONKit
 import Logging
 

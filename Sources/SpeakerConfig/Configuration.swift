@@ -1,78 +1,11 @@
-import FoundationEssentials
-public import JSONKit
-import Platform
-import Glibc
-public import Houndify
-public import Audio
 public import AudioCore
 public import BoardCore
+public import HoundifyCore
 public import Logging
 public import SpeakerCore
-public import Speech
-public import HotPhrase
 
 /// The speaker's settings, read from TOML (config/speaker.toml documents every key).
 public struct SpeakerConfiguration: Sendable {
-    public struct HoundifySection: Sendable, Equatable {
-        public var clientID = ""
-        public var clientKey = ""
-        public var endpoint = "https://api.houndify.com"
-        public var userID = "hound-speaker"
-        /// Empty: derived from /etc/machine-id.
-        public var deviceID = ""
-        public var connectTimeout = 5.0
-        public var responseTimeout = 10.0
-        public var audioFormat = AudioUploadFormat.pcm
-        public var unitPreference = "US"
-        /// Empty: the conversation is kept in memory only. Not set (nil): $STATE_DIRECTORY/conversation.json when
-        /// systemd gives the service a state directory (the unit's StateDirectory=), else
-        /// $XDG_STATE_HOME/hound-speaker/conversation.json (~/.local/state/... without XDG_STATE_HOME).
-        public var conversationStateFile: String?
-        public var requestInfo: [String: JSONValue] = [:]
-        /// Say SpokenResponseLong or SpokenResponse (`answer_length`); also asked of Houndify's own voice.
-        public var answerLength = AnswerLength.long
-        /// Client features for RequiredFeatures (`supported_features`).
-        public var supportedFeatures: [String] = []
-        /// Houndify's own voice for answers (`voice`, ResponseAudioVoice); empty: espeak-ng speaks them.
-        public var voice = ""
-        /// The owner's phrases (`[[houndify.client_match]]`), sent as ClientMatches.
-        public var clientMatches: [ClientMatchSetting] = []
-    }
-
-    /// One owner's phrase: Houndify matches it (ClientMatches) and the speaker does `action` and says `response`.
-    public struct ClientMatchSetting: Sendable, Equatable {
-        /// Houndify's expression syntax: `"good" . "night"`, `("lights" | "light") . ["please"]`.
-        public var expression: String
-        public var response: String
-        public var action: ClientMatchAction
-
-        public init(expression: String, response: String, action: ClientMatchAction) {
-            self.expression = expression
-            self.response = response
-            self.action = action
-        }
-
-        /// `"turn" . "on" . "the" . "porch" . "light"` for "turn on the porch light".
-        public static func expression(phrase: String) -> String {
-            phrase.lowercased().split(whereSeparator: { !$0.isLetter && !$0.isNumber && $0 != "'" })
-                .map { "\"\($0)\"" }.joined(separator: " . ")
-        }
-    }
-
-    public enum ClientMatchAction: Sendable, Equatable {
-        /// `/bin/sh -c` this, not waited for.
-        case run(String)
-        case builtIn(BuiltInAction)
-    }
-
-    /// What a phrase can do without a command (`action = "..."`).
-    public enum BuiltInAction: String, Sendable, CaseIterable {
-        case volumeUp = "volume_up", volumeDown = "volume_down", soundOff = "sound_off", soundOn = "sound_on"
-        case microphoneOff = "microphone_off"
-    }
-
-    public enum AnswerLength: String, Sendable, CaseIterable { case long, short }
-
     public struct LocationSection: Sendable, Equatable {
         public var latitude: Double?
         public var longitude: Double?
@@ -84,7 +17,7 @@ public struct SpeakerConfiguration: Sendable {
     public struct AudioSection: Sendable, Equatable {
         /// The microphone: `input`, `input_rate`, `input_channels`, `input_channel` and `input_pacing` (the rate asked
         /// of the device, which may give its own and is resampled to 16 kHz; the channel used, 0-based, for
-        /// multi-microphone cards; CapturePacing in Sources/Audio/ALSACapture.swift).
+        /// multi-microphone cards; CapturePacing in Sources/AudioCore/CaptureSettings.swift).
         public var capture = CaptureSettings()
         public var output = "default"
         /// Output volume, 0-100.
@@ -110,22 +43,6 @@ public struct SpeakerConfiguration: Sendable {
         public var listen: ControlAddress? = ControlAddress(host: "127.0.0.1", port: 8780)
         /// Asked of every client that is not on this machine; required to listen beyond loopback.
         public var token = ""
-    }
-
-    /// The kiosk screen's brightness (`[screen]`).
-    public struct ScreenSection: Sendable, Equatable {
-        /// Seconds of quiet (ready, nothing ringing) before the screen dims; 0: never.
-        public var dimAfter = 120.0
-        /// Brightness when dimmed, 1-100 percent of full.
-        public var dimLevel = 10
-        /// A sysfs backlight directory (`/sys/class/backlight/NAME`) the speaker sets; "": the page dims its picture.
-        public var backlight = ""
-
-        public init(dimAfter: Double = 120, dimLevel: Int = 10, backlight: String = "") {
-            self.dimAfter = dimAfter
-            self.dimLevel = dimLevel
-            self.backlight = backlight
-        }
     }
 
     public struct ServeSection: Sendable, Equatable {
@@ -177,12 +94,13 @@ public struct SpeakerConfiguration: Sendable {
 
     /// The file this was read from (nil for built-in defaults).
     public var path: String?
-    public var houndify = HoundifySection()
+    public var houndify = HoundifySettings()
     public var location = LocationSection()
     public var audio = AudioSection()
     public var serve = ServeSection()
     public var control = ControlSection()
-    public var screen = ScreenSection()
+    /// The kiosk screen's brightness (`[screen]`).
+    public var screen = ScreenSettings()
     public var logging = LoggingSection()
     public var board = BoardSection()
     /// espeak-ng's voice (`[speech]`).
@@ -221,62 +139,6 @@ public struct ConfigError: Error, CustomStringConvertible, Equatable {
         out += ": "
         if let key { out += "\(key): " }
         return out + problem
-    }
-}
-
-extension SpeakerConfiguration {
-    /// The Houndify client settings; fails if a credential is missing.
-    public func houndifyClientConfiguration() throws(ConfigError) -> HoundifyClientConfiguration {
-        let file = path ?? "(built-in defaults)"
-        guard !houndify.clientID.isEmpty else {
-            throw ConfigError(file: file, line: nil, key: "[houndify] client_id",
-                              problem: "no Houndify client ID: set it in the file or in HOUNDIFY_CLIENT_ID")
-        }
-        guard !houndify.clientKey.isEmpty else {
-            throw ConfigError(file: file, line: nil, key: "[houndify] client_key",
-                              problem: "no Houndify client key: set it in the file or in HOUNDIFY_CLIENT_KEY")
-        }
-        let profile = ClientProfile(
-            clientID: houndify.clientID, userID: houndify.userID,
-            deviceID: houndify.deviceID.isEmpty ? Self.machineDeviceID() : houndify.deviceID,
-            latitude: location.latitude, longitude: location.longitude,
-            positionHorizontalAccuracy: location.accuracy,
-            timeZone: location.timezone.isEmpty ? SystemTimeZone.identifier() : location.timezone,
-            unitPreference: houndify.unitPreference,
-            extra: responseAudioRequest.merging(clientMatchesRequest) { a, _ in a }.merging(houndify.requestInfo) { _, own in own })
-        return HoundifyClientConfiguration(
-            endpoint: houndify.endpoint, clientKey: houndify.clientKey, profile: profile,
-            connectTimeoutMS: Int(houndify.connectTimeout * 1000), responseTimeoutMS: Int(houndify.responseTimeout * 1000),
-            audioFormat: houndify.audioFormat)
-    }
-
-    /// What RequestInfo asks of Houndify's own voice when `[houndify] voice` names one (keys in
-    /// `[houndify.request_info]` win).
-    var responseAudioRequest: [String: JSONValue] {
-        guard !houndify.voice.isEmpty else { return [:] }
-        return ["ResponseAudioVoice": .string(houndify.voice),
-                "ResponseAudioShortOrLong": .string(houndify.answerLength == .long ? "Long" : "Short"),
-                "ResponseAudioAcceptedEncodings": ["WAV"]]
-    }
-
-    /// The owner's phrases as RequestInfo ClientMatches: each `Result` holds its index, which comes back in the
-    /// ClientMatchCommand Houndify answers with (docs/houndify-protocol.md, "Owner's phrases").
-    var clientMatchesRequest: [String: JSONValue] {
-        guard !houndify.clientMatches.isEmpty else { return [:] }
-        return ["ClientMatches": .array(houndify.clientMatches.enumerated().map { index, match in
-            ["Expression": .string(match.expression), "Result": ["HoundSpeakerMatch": .int(Int64(index))],
-             "SpokenResponse": .string(match.response), "SpokenResponseLong": .string(match.response),
-             "WrittenResponse": .string(match.response), "WrittenResponseLong": .string(match.response)]
-        })]
-    }
-
-    /// A stable per-device ID that does not reveal /etc/machine-id itself (systemd asks that it not be exposed).
-    public static func machineDeviceID() -> String {
-        guard let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) else { return "hound-speaker" }
-        let id = text.trimmed(.whitespacesAndNewlines)
-        guard !id.isEmpty else { return "hound-speaker" }
-        let digest = HMACSHA256.mac(key: Array("hound-speaker-device-id".utf8), message: Array(id.utf8))
-        return "hs-" + digest.prefix(8).map { String(cFormat: "%02x", $0) }.joined()
     }
 }
 

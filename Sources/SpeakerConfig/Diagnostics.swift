@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import HoundifyCore
 public import Platform
 
 extension SpeakerConfiguration {

@@ -2,6 +2,7 @@ import ArgumentParser
 import LocalHoundify
 import Logging
 import CommandSupport
+import HoundifyCore
 import SpeakerConfig
 import ServiceLifecycle
 import UnixSignals

@@ -2,6 +2,7 @@ import Foundation
 import JSONKit
 import Testing
 @testable import Houndify
+import HoundifyCore
 @testable import LocalHoundify
 
 /// Real libcurl against the project's own service on 127.0.0.1.

@@ -2,6 +2,7 @@ import Foundation
 import JSONKit
 import Testing
 @testable import Houndify
+import HoundifyCore
 
 /// The three vectors produced by the Python SDK 2.1.4, byte for byte (docs/houndify-protocol.md, "Test vectors").
 @Suite struct SigningTests {

@@ -1,7 +1,7 @@
 import Foundation
 import JSONKit
 import Testing
-import Houndify
+import HoundifyCore
 @testable import SpeakerConfig
 
 /// Every key of the config at the extremes an owner (or a bad editor) can write: numbers at 0, tiny, huge,
@@ -53,15 +53,12 @@ import Houndify
         }
     }
 
-    /// What is built from a loaded config at start: the Houndify client settings (timeouts in milliseconds) and
-    /// the RequestInfo JSON. A value the speaker cannot send is refused at load, so it is never silently changed.
-    func checkUsable(_ original: SpeakerConfiguration, _ what: String) throws {
-        var config = original
-        config.houndify.clientID = "id"
-        config.houndify.clientKey = "AAAA"
-        let client = try config.houndifyClientConfiguration()
-        #expect(client.connectTimeoutMS >= 100 && client.responseTimeoutMS >= 1000, "\(what)")
-        let info = JSONValue.object(config.houndify.requestInfo).asciiJSON()
+    /// What is built from a loaded config at start: the Houndify timeouts in milliseconds (as the client takes them,
+    /// Sources/Assembly/HoundifyClientSettings.swift) and the RequestInfo JSON. A value the speaker cannot send is
+    /// refused at load, so it is never silently changed.
+    func checkUsable(_ config: SpeakerConfiguration, _ what: String) throws {
+        #expect(config.houndify.connectTimeoutMS >= 100 && config.houndify.responseTimeoutMS >= 1000, "\(what)")
+        let info = JSONValue.object(config.houndify.requestInfoExtra).asciiJSON()
         #expect(!info.contains("null") || config.houndify.requestInfo.values.contains(.null), "\(what): \(info)")
     }
 

@@ -1,4 +1,5 @@
 import SpeakerConfig
+import SpeakerCore
 import Testing
 
 @Suite struct ControlConfigTests {

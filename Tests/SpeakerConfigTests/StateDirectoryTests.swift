@@ -1,5 +1,6 @@
 import Foundation
-import HotPhrase
+import AudioCore
+import HoundifyCore
 import Testing
 @testable import SpeakerConfig
 

@@ -4,6 +4,7 @@ import Logging
 import SpeakerConfig
 import Speech
 import Testing
+import AudioCore
 
 /// The assembly says whose a failure is (AssemblyError's kind) instead of choosing an exit code: the config's
 /// mistakes are `.configuration`, each naming the key. (CLITests' runExits78OnEveryConfigMistake checks that `run`

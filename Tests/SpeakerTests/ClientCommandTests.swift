@@ -2,6 +2,7 @@ import FoundationEssentials
 import AudioCore
 import BoardCore
 import Houndify
+import HoundifyCore
 import JSONKit
 import LocalHoundify
 @testable import Assembly

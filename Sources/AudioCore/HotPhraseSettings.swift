@@ -1,3 +1,6 @@
+// The drivers' settings, here in the pure half so that the config reader (Sources/SpeakerConfig) and the core
+// name them without linking ALSA, speexdsp, espeak-ng or OpenSSL.
+
 /// How the speaker listens for its hot phrase (`[hotphrase]` in config/speaker.toml).
 public struct HotPhraseSettings: Sendable, Equatable {
     /// Listen for the hot phrase at all (false: the button only, and the microphone is opened per query).

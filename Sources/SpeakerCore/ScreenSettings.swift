@@ -1,0 +1,19 @@
+/// The kiosk screen's brightness (`[screen]` in config/speaker.toml), read by the config as it is and turned into
+/// the loop's `screenDimAfter` and `screenDimPercent` by the assembly (Sources/Assembly/SpeakerAssembly.swift).
+public struct ScreenSettings: Sendable, Equatable {
+    /// Seconds of quiet (ready, nothing ringing) before the screen dims; 0: never.
+    public var dimAfter = 120.0
+    /// Brightness when dimmed, 1-100 percent of full (never 0: dimmed, not off).
+    public var dimLevel = 10
+    /// A sysfs backlight directory (`/sys/class/backlight/NAME`) the speaker sets; "": the page dims its picture.
+    public var backlight = ""
+
+    public init(dimAfter: Double = 120, dimLevel: Int = 10, backlight: String = "") {
+        self.dimAfter = dimAfter
+        self.dimLevel = dimLevel
+        self.backlight = backlight
+    }
+
+    /// `dimAfter` as the loop's timer takes it; nil: the screen never dims.
+    public var dimAfterDuration: Duration? { dimAfter > 0 ? .milliseconds(Int64(dimAfter * 1000)) : nil }
+}
