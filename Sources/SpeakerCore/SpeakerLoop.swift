@@ -86,10 +86,6 @@ public final class SpeakerLoop: Sendable {
     private let inputs: AsyncStream<LoopInput>
     let continuation: AsyncStream<LoopInput>.Continuation
     let router: CaptureRouter
-    private let watchdog: any LoopTimer
-    /// The generation the watchdog is armed for (-1: disarmed), read when it fires: a timer that fires just as
-    /// the state changes carries the old generation, which the machine ignores.
-    private let armedGeneration = Shared(-1)
     private let pulse: any LoopTimer
     /// Set for the moment the next timer is due.
     private let timerAlarm: any LoopTimer
@@ -122,6 +118,8 @@ public final class SpeakerLoop: Sendable {
         /// state, the last action's outcome. The loop only carries out what `step` returns.
         var speaker: Speaker
         var search: (any VoiceSearchSession)?
+        /// The watchdog now armed (`armWatchdog`): made for its arming, it brings the generation it was armed with.
+        var watchdog: (any LoopTimer)?
         var searchID = 0
         /// The microphone opened for one question (no hot phrase), or for good (listening for the hot phrase).
         var questionMicrophone: (any MicrophoneStream)?
@@ -168,11 +166,6 @@ public final class SpeakerLoop: Sendable {
         let clock = ports.clock
         router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, bargeIn: settings.machine.bargeIn,
                                logger: logger, now: { clock.now }, post: { continuation.yield($0) })
-        let armed = armedGeneration
-        watchdog = ports.clock.makeTimer {
-            let generation = armed.value.withLock { $0 }
-            if generation >= 0 { continuation.yield(.event(.watchdog(generation: generation))) }
-        }
         pulse = ports.clock.makeTimer { continuation.yield(.heartbeat) }
         timerAlarm = ports.clock.makeTimer { continuation.yield(.timersDue) }
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
@@ -271,14 +264,11 @@ public final class SpeakerLoop: Sendable {
                 announce(event)
                 if enrollmentTakes(event, in: &group) { continue }
                 let now = speakerNow()
-                let (effects, watchdogExpired) = state.withLock { s in
-                    let before = s.speaker.machine.state
-                    let expired: Bool = if case .watchdog(let g) = event { g == s.speaker.machine.watchdogGeneration } else { false }
-                    return (s.speaker.step(event, now: now), expired ? before : nil)
-                }
-                if let expired = watchdogExpired {
-                    tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))
-                }
+                let effects = state.withLock { $0.speaker.step(event, now: now) }
+                // Whether the watchdog expired (not a stale one) is the core's to say: it tells it, first.
+                let watchdogExpired = effects.lazy.compactMap { effect -> SpeakerState? in
+                    if case .tell(.watchdogExpired(let expired, _)) = effect { expired } else { nil }
+                }.first
                 state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
                 followSound()
                 if perform(effects, in: &group) { break loop }
@@ -662,11 +652,13 @@ public final class SpeakerLoop: Sendable {
         case .setMicrophoneMuted(let on):
             setMicrophoneMuted(on)
         case .armWatchdog(let generation, let ms):
-            armedGeneration.value.withLock { $0 = generation }
-            watchdog.schedule(after: .milliseconds(ms))
+            // A timer for this arming, carrying its generation: one that fires just as the state changes brings the
+            // old generation, which the core finds stale (the machine owns the generation; the loop keeps no copy).
+            let timer = ports.clock.makeTimer { [continuation] in continuation.yield(.event(.watchdog(generation: generation))) }
+            timer.schedule(after: .milliseconds(ms))
+            replaceWatchdog(with: timer)
         case .disarmWatchdog:
-            armedGeneration.value.withLock { $0 = -1 }
-            watchdog.disarm()
+            replaceWatchdog(with: nil)
         case .stateChanged(let from, let to):
             stateChanged(from: from, to: to)
         case .show(let utterance):
@@ -684,6 +676,12 @@ public final class SpeakerLoop: Sendable {
             ports.hotPhrase?.keepAnsweredWake()
         }
         return false
+    }
+
+    /// The watchdog armed now becomes `timer` (nil: none); the one before will not fire.
+    private func replaceWatchdog(with timer: (any LoopTimer)?) {
+        let old = state.withLock { s in defer { s.watchdog = timer }; return s.watchdog }
+        old?.disarm()
     }
 
     /// Starts a search (voice or text) as the one under way: its events come to the loop under a new id, so those
@@ -928,8 +926,7 @@ public final class SpeakerLoop: Sendable {
             defer { s.questionMicrophone = nil; s.alwaysOnMicrophone = nil; s.search = nil }
             return (s.questionMicrophone, s.alwaysOnMicrophone, s.search)
         }
-        armedGeneration.value.withLock { $0 = -1 }
-        watchdog.disarm()
+        replaceWatchdog(with: nil)
         pulse.disarm()
         timerAlarm.disarm()
         timerTick.disarm()
