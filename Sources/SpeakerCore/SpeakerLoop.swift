@@ -263,16 +263,7 @@ public final class SpeakerLoop: Sendable {
                 }
                 announce(event)
                 if enrollmentTakes(event, in: &group) { continue }
-                let now = speakerNow()
-                let effects = state.withLock { $0.speaker.step(event, now: now) }
-                // Whether the watchdog expired (not a stale one) is the core's to say: it tells it, first.
-                let watchdogExpired = effects.lazy.compactMap { effect -> SpeakerState? in
-                    if case .tell(.watchdogExpired(let expired, _)) = effect { expired } else { nil }
-                }.first
-                state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
-                followSound()
-                if perform(effects, in: &group) { break loop }
-                watchNetwork()
+                if handle(event, in: &group) { break loop }
                 if event == .started {
                     beat()
                     if started(startup, in: &group) { break loop }
@@ -300,6 +291,21 @@ public final class SpeakerLoop: Sendable {
         Speaker.Now(reading: ports.clock.reading, calendar: ports.clock.calendar, clockSynchronized: ports.system.clockSynchronized())
     }
 
+    /// Hands an event to the core and carries out what it decides. True when the loop must end.
+    private func handle(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
+        let now = speakerNow()
+        let effects = state.withLock { $0.speaker.step(event, now: now) }
+        // Whether the watchdog expired (not a stale one) is the core's to say: it tells it, first.
+        let watchdogExpired = effects.lazy.compactMap { effect -> SpeakerState? in
+            if case .tell(.watchdogExpired(let expired, _)) = effect { expired } else { nil }
+        }.first
+        state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
+        followSound()
+        if perform(effects, in: &group) { return true }
+        watchNetwork()
+        return false
+    }
+
     /// Hands an input to the core and carries out what it decides. True when the loop must end.
     private func step(_ input: Speaker.Input, in group: inout DiscardingTaskGroup) -> Bool {
         let now = speakerNow()
@@ -308,10 +314,17 @@ public final class SpeakerLoop: Sendable {
         return perform(effects, in: &group)
     }
 
-    /// Carries out the core's effects in order. True when the loop must end.
+    /// Carries out the core's effects in order. What the ports answered that the machine must hear of (a search or
+    /// the microphone that could not start: `.searchFailed`) goes to the core in the same step, once the effects
+    /// that came with it are done, not posted to the back of the queue behind other inputs. True when the loop
+    /// must end.
     private func perform(_ effects: [Speaker.Effect], in group: inout DiscardingTaskGroup) -> Bool {
+        var reports: [SpeakerEvent] = []
         for effect in effects {
-            if perform(effect, in: &group) { return true }
+            if perform(effect, reports: &reports, in: &group) { return true }
+        }
+        for event in reports {
+            if handle(event, in: &group) { return true }
         }
         return false
     }
@@ -526,12 +539,12 @@ public final class SpeakerLoop: Sendable {
     }
 
     /// Carries out one of the core's effects; returns true when the loop must end.
-    private func perform(_ effect: Speaker.Effect, in group: inout DiscardingTaskGroup) -> Bool {
+    private func perform(_ effect: Speaker.Effect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
         guard case .machine(let effect) = effect else {
             carryOut([effect])
             return false
         }
-        return perform(effect, in: &group)
+        return perform(effect, reports: &reports, in: &group)
     }
 
     /// Carries out the core's own effects (all but the machine's, `perform`).
@@ -567,18 +580,19 @@ public final class SpeakerLoop: Sendable {
         if let after { timer.schedule(after: after) } else { timer.disarm() }
     }
 
-    /// Carries out one of the machine's effects; returns true when the loop must end.
-    private func perform(_ effect: SpeakerEffect, in group: inout DiscardingTaskGroup) -> Bool {
+    /// Carries out one of the machine's effects, adding to `reports` what the machine must hear of it; returns true
+    /// when the loop must end.
+    private func perform(_ effect: SpeakerEffect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
         switch effect {
         case .startSearch(let preRoll):
             if preRoll { state.withLock { $0.lastWake = ports.clock.now } }
-            startSearch(preRoll: preRoll, in: &group)
+            if let failure = startSearch(preRoll: preRoll, in: &group) { reports.append(.searchFailed(failure)) }
         case .startTextSearch(let query, let id):
             if id != 0 {
                 state.withLock { $0.question = (id, query) }
                 tell(.question(.init(id: id, query: query, .asked)))
             }
-            startTextSearch(query, in: &group)
+            if let failure = startTextSearch(query, in: &group) { reports.append(.searchFailed(failure)) }
         case .refuseQuestion(let id, let query, let reason):
             tell(.question(.init(id: id, query: query, .refused(reason))))
         case .stopRecording:
@@ -685,16 +699,15 @@ public final class SpeakerLoop: Sendable {
     }
 
     /// Starts a search (voice or text) as the one under way: its events come to the loop under a new id, so those
-    /// of any earlier search are ignored. Nil: it could not start, and the machine has been told.
+    /// of any earlier search are ignored. Failure: it could not start (told), for the machine to hear.
     private func begin(_ kind: String, in group: inout DiscardingTaskGroup,
-                       _ start: () throws(SearchError) -> any VoiceSearchSession) -> (any VoiceSearchSession, Int)? {
+                       _ start: () throws(SearchError) -> any VoiceSearchSession) -> Result<(any VoiceSearchSession, Int), SearchError> {
         let search: any VoiceSearchSession
         do throws(SearchError) { search = try start() } catch {
             let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")
             tell(.searchFailed(failure))
             questionFailed(failure)
-            continuation.yield(.event(.searchFailed(error.failure)))
-            return nil
+            return .failure(error)
         }
         let id = state.withLock { s -> Int in
             s.searchID += 1
@@ -705,39 +718,49 @@ public final class SpeakerLoop: Sendable {
         group.addTask { [continuation] in
             for await event in search.events { continuation.yield(.search(id: id, event)) }
         }
-        return (search, id)
+        return .success((search, id))
     }
 
-    private func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) {
-        _ = begin("text", in: &group) { () throws(SearchError) in try ports.search.startTextSearch(query) }
+    /// Nil: started; else why not, for the machine (`.searchFailed`).
+    private func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        if case .failure(let error) = begin("text", in: &group, { () throws(SearchError) in try ports.search.startTextSearch(query) }) {
+            return error.failure
+        }
+        return nil
     }
 
-    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) {
-        guard let (search, id) = begin("voice", in: &group, { () throws(SearchError) in try ports.search.startVoiceSearch(afterHotPhrase: preRoll) })
-        else { return }
+    /// Nil: started, its audio on the way; else why not, for the machine (`.searchFailed`).
+    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        let search: any VoiceSearchSession, id: Int
+        switch begin("voice", in: &group, { () throws(SearchError) in try ports.search.startVoiceSearch(afterHotPhrase: preRoll) }) {
+        case .success(let started): (search, id) = started
+        case .failure(let error): return error.failure
+        }
         router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
                       preRoll: preRoll)
         if ports.hotPhrase != nil {
             // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
             if !state.withLock({ $0.speaker.microphoneUp }) {
-                microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
+                return microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
             }
-            return
+            return nil
         }
         // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
         do throws(DeviceProblem) {
             let microphone = try openMicrophone(waitForDevice: false)
             state.withLock { $0.questionMicrophone = microphone }
+            return nil
         } catch {
-            microphoneFailed(search, error)
+            return microphoneFailed(search, error)
         }
     }
 
-    private func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) {
+    /// The search started has nothing to record: it is cancelled, and the failure told, for the machine to hear.
+    private func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) -> SearchFailure {
         search.cancel()
         let error = SearchError(.microphone, detail: problem.message)
         tell(.searchFailed(error))
-        continuation.yield(.event(.searchFailed(.microphone)))
+        return .microphone
     }
 
     /// The hot phrase's microphone stays open for good; one that is missing at start is looked for every second
