@@ -98,6 +98,9 @@ public final class SpeakerLoop: Sendable {
     /// Set while the speaker is offline: the next light check of the service (`reachable`).
     private let networkCheck: any LoopTimer
     let state: Mutex<LoopState>
+    /// What the speaker holds, published by the loop after each step of the core (`publish`), for other threads
+    /// (`snapshot`): they read this, never the loop's state.
+    let published: Mutex<SpeakerSnapshot>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
 
@@ -140,7 +143,6 @@ public final class SpeakerLoop: Sendable {
         var networkCheckDelay: Duration?
         /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
         var enrolling: Enrolling?
-        var lastEnrollment: EnrollmentProgress?
         var enrollmentCount = 0
     }
 
@@ -179,6 +181,8 @@ public final class SpeakerLoop: Sendable {
         core.backlight = ports.screen != nil
         core.keepsTimers = ports.timerStore != nil
         state = Mutex(LoopState(speaker: Speaker(settings: core)))
+        published = Mutex(SpeakerSnapshot(state: .none, muted: false, offline: false, volume: 0, soundOff: false, timers: [],
+                                          alarms: [], now: 0))
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
         // none, the API answering before the file was read). What they lead to waits for the start.
@@ -209,16 +213,39 @@ public final class SpeakerLoop: Sendable {
     /// The current state.
     public var currentState: SpeakerState { state.withLock { $0.speaker.machine.state } }
 
-    /// What the speaker is doing and holds now, for a screen or a script that has just connected.
+    /// What the speaker is doing and holds now, for a screen or a script that has just connected: the snapshot the
+    /// loop published after its last step, with what moves without a step read as it is now (the time the timers'
+    /// time left counts from, the device's volume, the frames the detector's thread dropped).
     public var snapshot: SpeakerSnapshot {
-        // One lock: the screen's brightness belongs to the same moment as the state beside it.
-        let (machine, book, screen, saveProblem, enrollment) = state.withLock { s in
-            (s.speaker.machine, s.speaker.timers, s.speaker.screen, s.speaker.timersSaveProblem, s.lastEnrollment)
+        var snapshot = published.withLock { $0 }
+        snapshot.now = ports.clock.bootTime
+        snapshot.volume = ports.volume.percent
+        snapshot.soundOff = ports.volume.soundOff
+        snapshot.hotPhraseFramesDropped = router.hotPhraseFramesDropped
+        return snapshot
+    }
+
+    /// Steps the core and publishes what it holds after the step, read in the same lock (the screen's brightness
+    /// belongs to the same moment as the state beside it). Published before any effect is carried out: whoever
+    /// reads the snapshot while they are finds the state they tell of.
+    private func step(core input: Speaker.Input) -> [Speaker.Effect] {
+        let now = speakerNow()
+        let (effects, speaker) = state.withLock { s in (s.speaker.step(input, now: now), s.speaker) }
+        publish(speaker)
+        return effects
+    }
+
+    /// The core's facts into the published snapshot (only the loop publishes: one writer, in order).
+    private func publish(_ speaker: Speaker) {
+        published.withLock { p in
+            p.state = speaker.machine.state
+            p.muted = speaker.machine.muted
+            p.offline = speaker.machine.offline
+            p.timers = speaker.timers.timers
+            p.alarms = speaker.timers.alarms
+            p.screen = speaker.screen
+            p.timersSaveProblem = speaker.timersSaveProblem?.message
         }
-        return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
-                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.bootTime,
-                               screen: screen, timersSaveProblem: saveProblem?.message, enrollment: enrollment,
-                               hotPhraseFramesDropped: router.hotPhraseFramesDropped)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -293,8 +320,7 @@ public final class SpeakerLoop: Sendable {
 
     /// Hands an event to the core and carries out what it decides. True when the loop must end.
     private func handle(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
-        let now = speakerNow()
-        let effects = state.withLock { $0.speaker.step(event, now: now) }
+        let effects = step(core: .event(event))
         // Whether the watchdog expired (not a stale one) is the core's to say: it tells it, first.
         let watchdogExpired = effects.lazy.compactMap { effect -> SpeakerState? in
             if case .tell(.watchdogExpired(let expired, _)) = effect { expired } else { nil }
@@ -308,8 +334,7 @@ public final class SpeakerLoop: Sendable {
 
     /// Hands an input to the core and carries out what it decides. True when the loop must end.
     private func step(_ input: Speaker.Input, in group: inout DiscardingTaskGroup) -> Bool {
-        let now = speakerNow()
-        let effects = state.withLock { $0.speaker.step(input, now: now) }
+        let effects = step(core: input)
         followSound()
         return perform(effects, in: &group)
     }
@@ -348,8 +373,7 @@ public final class SpeakerLoop: Sendable {
             if let problem { tell(.deviceProblem(DeviceProblem(problem))) }
             return .event(event)
         case .microphone(let event):
-            let now = speakerNow()
-            _ = state.withLock { $0.speaker.step(.microphone(event), now: now) }  // nothing to carry out
+            _ = step(core: .microphone(event))  // nothing to carry out
             tell(.microphone(event))
             return nil
         case .heartbeat:
@@ -520,8 +544,7 @@ public final class SpeakerLoop: Sendable {
     /// Hands the core an input whose effects are all the core's own (never the machine's, which may need the
     /// loop's task group): the screen, a save's result.
     private func step(_ input: Speaker.Input) -> [Speaker.Effect] {
-        let now = speakerNow()
-        return state.withLock { $0.speaker.step(input, now: now) }
+        step(core: input)
     }
 
     private func setScreen(percent: Int, backlight: Bool) {
@@ -867,10 +890,12 @@ public final class SpeakerLoop: Sendable {
         }
         // Those that fell due while the speaker was off ring at the start (or are missed, if long past).
         (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: now, calendar: ports.clock.calendar)
-        state.withLock { s in
+        let speaker = state.withLock { s in
             s.speaker.restore(timers: book, checkedAt: now.boot, muted: startup.muted)
             s.startup = startup
+            return s.speaker
         }
+        publish(speaker)
     }
 
     /// The speaker is up: what reading the saved state found is told, saved and armed, and what fell due rings.

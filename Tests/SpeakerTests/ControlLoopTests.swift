@@ -3,6 +3,7 @@ import BoardCore
 import JSONKit
 import SpeakerCore
 import SpeakerTestKit
+import Synchronization
 import Testing
 import Timers
 
@@ -86,6 +87,26 @@ import Timers
         #expect(await rig.eventually { rig.search.sessions.count == before + 1 })
         #expect(rig.speech.playingCount <= 1, "only the listening chime may still play")
         await rig.stop()
+    }
+
+    /// The loop publishes its snapshot after each step of the core, before the step's effects are carried out: a
+    /// screen that connects while the loop tells of a change (its snapshot, then the activities after it) finds
+    /// that change in the snapshot already.
+    @Test func theSnapshotHoldsTheStateAsItIsToldOf() async throws {
+        let loop = Mutex<SpeakerLoop?>(nil)
+        let seen = Mutex<[(told: SpeakerState, snapshot: SpeakerState)]>([])
+        let rig = await LoopRig(observers: [{ activity in
+            guard case .stateChanged(_, let to) = activity, let loop = loop.withLock({ $0 }) else { return }
+            let snapshot = loop.snapshot.state
+            seen.withLock { $0.append((to, snapshot)) }
+        }])
+        loop.withLock { $0 = rig.loop }
+        #expect(await rig.send(.talk, expecting: .listening))
+        #expect(await rig.send(.press, expecting: .searching))
+        await rig.stop()
+        let changes = seen.withLock { $0 }
+        #expect(changes.map(\.told) == [.recording, .searching, .none])
+        #expect(changes.map(\.snapshot) == changes.map(\.told))
     }
 
     @Test func volumeFromTheAPIChangesWithoutAWord() async throws {
