@@ -530,13 +530,15 @@ public final class SpeakerLoop: Sendable {
         }
     }
 
-    /// Logs an activity and hands it to every observer.
+    /// Logs an activity, records it in the published snapshot (the conversation's last words, the LEDs: whoever
+    /// reads the snapshot after hearing of it finds it there), and hands it to every observer.
     func tell(_ activity: SpeakerActivity) {
         if let entry = activity.logEntry {
             // Every field is metadata too: under systemd each becomes a journal field (HOUND_SPEAKER_EVENT=timings).
             // Built only when the level is logged (an autoclosure): partial transcripts come by the hundred.
             logger.log(level: entry.level, "\(entry.message)", metadata: activity.metadata)
         }
+        published.withLock { $0.record(activity) }
         for observer in observers { observer(activity) }
         if activity.wakesScreen { carryOut(step(.wakeScreen)) }
     }
