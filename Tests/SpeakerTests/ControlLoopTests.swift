@@ -165,3 +165,30 @@ import Timers
         await rig.stop()
     }
 }
+
+/// What the snapshot keeps of the activities the loop tells (SpeakerSnapshot.record), which a screen shows when it
+/// connects: the last words, the display that came with the answer, the problem until the next answer, the LEDs.
+@Suite struct SnapshotRecordTests {
+    @Test func theSnapshotKeepsTheLastOfEachAsTold() {
+        var snapshot = SpeakerSnapshot(state: .ready, muted: false, offline: false, volume: 50, soundOff: false, timers: [], alarms: [], now: 0)
+        snapshot.record(.partialTranscript("what's the"))
+        #expect(snapshot.partial == "what's the")
+        snapshot.record(.display(["kind": "weather"]))
+        snapshot.record(.finalTranscript(transcript: "what's the weather", answer: "Sunny."))
+        #expect(snapshot.partial == "" && snapshot.transcript == "what's the weather" && snapshot.answer == "Sunny.")
+        #expect(snapshot.display == ["kind": "weather"], "the display told just before belongs to this answer")
+        snapshot.record(.partialTranscript("what"))
+        snapshot.record(.stateChanged(from: .ready, to: .recording))
+        #expect(snapshot.partial == "", "a new recording starts without the last one's words")
+        snapshot.record(.searchFailed(SearchError(.offline, detail: "could not resolve host")))
+        #expect(snapshot.problem == SearchFailure.offline.sentence)
+        snapshot.record(.finalTranscript(transcript: "what time is it", answer: "It is noon."))
+        #expect(snapshot.display == .null, "an answer without a display clears the last one's")
+        #expect(snapshot.problem == "")
+        snapshot.record(.answerShown("Volume 40."))
+        #expect(snapshot.answer == "Volume 40.")
+        #expect(snapshot.leds == .ready)
+        snapshot.record(.leds(.listening))
+        #expect(snapshot.leds == .listening)
+    }
+}
