@@ -116,6 +116,8 @@ public final class SpeakerLoop: Sendable {
     /// Every state entered, in order (for tests and `demo`).
     public var statesEntered: [SpeakerState] { stateLog.withLock { $0 } }
 
+    /// The loop's own state. Other threads read only `published`; besides the loop, only the speech thread's
+    /// first-sample callback (`timings`) and the making of the loop (`readSavedState`, before `run`) touch this.
     struct LoopState {
         /// The speaker's decisions (Speaker.swift): the state machine, the timers, the screen, the microphone's
         /// state, the last action's outcome. The loop only carries out what `step` returns.
@@ -210,8 +212,8 @@ public final class SpeakerLoop: Sendable {
     /// Someone touched the screen: it comes back to full brightness, and the quiet time starts again.
     public func wakeScreen() { continuation.yield(.wakeScreen) }
 
-    /// The current state.
-    public var currentState: SpeakerState { state.withLock { $0.speaker.machine.state } }
+    /// The current state, as published after the core's last step (`snapshot`).
+    public var currentState: SpeakerState { published.withLock { $0.state } }
 
     /// What the speaker is doing and holds now, for a screen or a script that has just connected: the snapshot the
     /// loop published after its last step, with what moves without a step read as it is now (the time the timers'
