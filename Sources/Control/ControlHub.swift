@@ -95,13 +95,6 @@ public final class ControlHub: Sendable {
         /// Nil: no hot phrase, so no household to show.
         var household: (any ControlledHousehold)?
         var subscribers: [ObjectIdentifier: any ControlSubscriber] = [:]
-        /// The last of each, for the snapshot.
-        var partial = ""
-        var transcript = ""
-        var answer = ""
-        var problem = ""
-        var display: JSONValue = .null
-        var leds = "ready"
         /// Typed questions waited for, by their number: until the question is taken (`asked`) or until its end.
         var waiters: [Int: (untilEnd: Bool, continuation: CheckedContinuation<SpeakerActivity.QuestionReport?, Never>)] = [:]
         /// The next typed question's number (0 is nobody's: `SpeakerEvent.textQuery`).
@@ -109,8 +102,6 @@ public final class ControlHub: Sendable {
         /// Questions numbered whose wait has not registered yet; one taken out before it registers was cancelled.
         var unregistered: Set<Int> = []
         var dropped = 0
-        /// The activity just before was a display (it belongs to the final transcript right after it).
-        var displayJustTold = false
     }
 
     private let state = Mutex(State())
@@ -147,27 +138,11 @@ public final class ControlHub: Sendable {
     /// How many clients were dropped for not keeping up.
     public var droppedCount: Int { state.withLock { $0.dropped } }
 
-    /// The loop's observer: remembers what the snapshot needs and hands the event to every client.
+    /// The loop's observer: hands the event to every client. (What the snapshot shows of it, the loop's snapshot
+    /// holds: the loop records each activity there before its observers hear of it.)
     public func publish(_ activity: SpeakerActivity) {
         let line = activity.json
         let waiter = state.withLock { s -> (CheckedContinuation<SpeakerActivity.QuestionReport?, Never>, SpeakerActivity.QuestionReport)? in
-            switch activity {
-            case .partialTranscript(let text): s.partial = text
-            case .stateChanged(_, .recording): s.partial = ""
-            case .display(let data): s.display = data
-            case .finalTranscript(let transcript, let answer, _, _):
-                // An answer without a display of its own clears the last one's.
-                if !s.displayJustTold { s.display = .null }
-                s.transcript = transcript
-                s.answer = answer
-                s.partial = ""
-                s.problem = ""
-            case .answerShown(let text): s.answer = text
-            case .searchFailed(let error): s.problem = error.failure.sentence
-            case .leds(let leds): s.leds = leds.rawValue
-            default: break
-            }
-            s.displayJustTold = if case .display = activity { true } else { false }
             for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
                 s.subscribers[id] = nil
                 s.dropped += 1
@@ -210,15 +185,15 @@ public final class ControlHub: Sendable {
         guard let snapshot = s.speaker?.snapshot else { return [("event", "snapshot"), ("state", "none")] }
         return [
             ("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted)),
-            ("offline", .bool(snapshot.offline)), ("leds", .string(s.leds)),
+            ("offline", .bool(snapshot.offline)), ("leds", .string(snapshot.leds.rawValue)),
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
             ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
             ("alarms", .array(snapshot.alarms.map(alarm))),
             // A timer that could not be saved still rings in this run; a restart would lose it.
             ("timers_saved", .bool(snapshot.timersSaveProblem == nil)),
             ("timers_save_problem", snapshot.timersSaveProblem.map { .string($0) } ?? .null),
-            ("partial", .string(s.partial)), ("transcript", .string(s.transcript)), ("answer", .string(s.answer)),
-            ("problem", .string(s.problem)), ("display", s.display),
+            ("partial", .string(snapshot.partial)), ("transcript", .string(snapshot.transcript)),
+            ("answer", .string(snapshot.answer)), ("problem", .string(snapshot.problem)), ("display", snapshot.display),
             ("screen", .object(Dictionary(uniqueKeysWithValues: snapshot.screen.fields))),
             ("household", s.household?.householdSummary.json() ?? .null),
             ("enrollment", snapshot.enrollment.map { JSONValue.object(Dictionary(uniqueKeysWithValues: $0.fields)) } ?? .null),

@@ -348,6 +348,16 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     /// Frames of the microphone the hot phrase detector did not hear because it had fallen behind, since the
     /// start (`HotPhraseWorker`); 0 without a detector.
     public var hotPhraseFramesDropped: Int
+    /// The last of each, as the activities told them (`record`): the question's words so far, the last answer's
+    /// transcript, words and display, why the last question failed, the LEDs shown.
+    public var partial = ""
+    public var transcript = ""
+    public var answer = ""
+    public var problem = ""
+    public var display: JSONValue = .null
+    public var leds: LEDState = .ready
+    /// The activity just before was a display (it belongs to the final transcript right after it).
+    var displayJustTold = false
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
                 alarms: [SpeakerAlarm], now: BootTime,
@@ -365,5 +375,27 @@ public struct SpeakerSnapshot: Sendable, Equatable {
         self.timers = timers
         self.alarms = alarms
         self.now = now
+    }
+
+    /// Keeps what `activity` tells of the conversation and the LEDs (the speaker's loop records each activity it
+    /// tells, before its observers hear of it).
+    public mutating func record(_ activity: SpeakerActivity) {
+        switch activity {
+        case .partialTranscript(let text): partial = text
+        case .stateChanged(_, .recording): partial = ""
+        case .display(let data): display = data
+        case .finalTranscript(let transcript, let answer, _, _):
+            // An answer without a display of its own clears the last one's.
+            if !displayJustTold { display = .null }
+            self.transcript = transcript
+            self.answer = answer
+            partial = ""
+            problem = ""
+        case .answerShown(let text): answer = text
+        case .searchFailed(let error): problem = error.failure.sentence
+        case .leds(let leds): self.leds = leds
+        default: break
+        }
+        displayJustTold = if case .display = activity { true } else { false }
     }
 }

@@ -153,7 +153,7 @@ extension SpeakerLoop {
                     continuation.yield(.enrollment(id: id, input))
                 }
             case .show(let progress):
-                state.withLock { $0.lastEnrollment = progress }
+                published.withLock { $0.enrollment = progress }  // the snapshot is its only holder
                 tell(.enrollment(progress))
                 let leds: LEDState? = switch progress.step {
                 case .prompting: .speaking

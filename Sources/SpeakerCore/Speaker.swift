@@ -9,7 +9,8 @@ public import Timers
 /// Each fact has one owner here: "a timer is running / in its last minute" is the book's, passed on to the machine
 /// (whose LEDs show it) only when it changes; "something is ringing" is the machine's ringing state over the
 /// book's ringing timers and alarms, and a ring with nothing left to ring for is stopped here, not posted back to
-/// the loop as a press.
+/// the loop as a press. The watchdog's generation is the machine's alone: the loop's watchdog timer brings back
+/// the generation it was armed with, and whether that one expired or is stale is decided here.
 public struct Speaker: Sendable {
     public struct Settings: Sendable, Equatable {
         public var machine = SpeakerMachine.Settings()
@@ -148,6 +149,12 @@ public struct Speaker: Sendable {
 
     public mutating func step(_ input: Input, now: Now) -> [Effect] {
         switch input {
+        case .event(.watchdog(let generation)) where generation == machine.watchdogGeneration:
+            // The watchdog of the state the speaker is in: it expired, which is told before what the machine does
+            // about it. An older generation (armed for a state already left, fired just as it was left) is stale,
+            // and the machine ignores it.
+            let expired = machine.state
+            return [.tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))] + handle(.watchdog(generation: generation), now: now)
         case .event(let event):
             return handle(event, now: now)
         case .timersDue:

@@ -86,10 +86,6 @@ public final class SpeakerLoop: Sendable {
     private let inputs: AsyncStream<LoopInput>
     let continuation: AsyncStream<LoopInput>.Continuation
     let router: CaptureRouter
-    private let watchdog: any LoopTimer
-    /// The generation the watchdog is armed for (-1: disarmed), read when it fires: a timer that fires just as
-    /// the state changes carries the old generation, which the machine ignores.
-    private let armedGeneration = Shared(-1)
     private let pulse: any LoopTimer
     /// Set for the moment the next timer is due.
     private let timerAlarm: any LoopTimer
@@ -102,6 +98,9 @@ public final class SpeakerLoop: Sendable {
     /// Set while the speaker is offline: the next light check of the service (`reachable`).
     private let networkCheck: any LoopTimer
     let state: Mutex<LoopState>
+    /// What the speaker holds, published by the loop after each step of the core (`publish`), for other threads
+    /// (`snapshot`): they read this, never the loop's state.
+    let published: Mutex<SpeakerSnapshot>
     private let history = Mutex<[InteractionTimings]>([])
     private let stateLog = Mutex<[SpeakerState]>([])
 
@@ -117,11 +116,15 @@ public final class SpeakerLoop: Sendable {
     /// Every state entered, in order (for tests and `demo`).
     public var statesEntered: [SpeakerState] { stateLog.withLock { $0 } }
 
+    /// The loop's own state. Other threads read only `published`; besides the loop, only the speech thread's
+    /// first-sample callback (`timings`) and the making of the loop (`readSavedState`, before `run`) touch this.
     struct LoopState {
         /// The speaker's decisions (Speaker.swift): the state machine, the timers, the screen, the microphone's
         /// state, the last action's outcome. The loop only carries out what `step` returns.
         var speaker: Speaker
         var search: (any VoiceSearchSession)?
+        /// The watchdog now armed (`armWatchdog`): made for its arming, it brings the generation it was armed with.
+        var watchdog: (any LoopTimer)?
         var searchID = 0
         /// The microphone opened for one question (no hot phrase), or for good (listening for the hot phrase).
         var questionMicrophone: (any MicrophoneStream)?
@@ -142,7 +145,6 @@ public final class SpeakerLoop: Sendable {
         var networkCheckDelay: Duration?
         /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
         var enrolling: Enrolling?
-        var lastEnrollment: EnrollmentProgress?
         var enrollmentCount = 0
     }
 
@@ -168,11 +170,6 @@ public final class SpeakerLoop: Sendable {
         let clock = ports.clock
         router = CaptureRouter(preRollMS: settings.preRollMS, detector: ports.hotPhrase, bargeIn: settings.machine.bargeIn,
                                logger: logger, now: { clock.now }, post: { continuation.yield($0) })
-        let armed = armedGeneration
-        watchdog = ports.clock.makeTimer {
-            let generation = armed.value.withLock { $0 }
-            if generation >= 0 { continuation.yield(.event(.watchdog(generation: generation))) }
-        }
         pulse = ports.clock.makeTimer { continuation.yield(.heartbeat) }
         timerAlarm = ports.clock.makeTimer { continuation.yield(.timersDue) }
         timerTick = ports.clock.makeTimer { continuation.yield(.timerTick) }
@@ -186,6 +183,8 @@ public final class SpeakerLoop: Sendable {
         core.backlight = ports.screen != nil
         core.keepsTimers = ports.timerStore != nil
         state = Mutex(LoopState(speaker: Speaker(settings: core)))
+        published = Mutex(SpeakerSnapshot(state: .none, muted: false, offline: false, volume: 0, soundOff: false, timers: [],
+                                          alarms: [], now: 0))
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
         // none, the API answering before the file was read). What they lead to waits for the start.
@@ -213,19 +212,42 @@ public final class SpeakerLoop: Sendable {
     /// Someone touched the screen: it comes back to full brightness, and the quiet time starts again.
     public func wakeScreen() { continuation.yield(.wakeScreen) }
 
-    /// The current state.
-    public var currentState: SpeakerState { state.withLock { $0.speaker.machine.state } }
+    /// The current state, as published after the core's last step (`snapshot`).
+    public var currentState: SpeakerState { published.withLock { $0.state } }
 
-    /// What the speaker is doing and holds now, for a screen or a script that has just connected.
+    /// What the speaker is doing and holds now, for a screen or a script that has just connected: the snapshot the
+    /// loop published after its last step, with what moves without a step read as it is now (the time the timers'
+    /// time left counts from, the device's volume, the frames the detector's thread dropped).
     public var snapshot: SpeakerSnapshot {
-        // One lock: the screen's brightness belongs to the same moment as the state beside it.
-        let (machine, book, screen, saveProblem, enrollment) = state.withLock { s in
-            (s.speaker.machine, s.speaker.timers, s.speaker.screen, s.speaker.timersSaveProblem, s.lastEnrollment)
+        var snapshot = published.withLock { $0 }
+        snapshot.now = ports.clock.bootTime
+        snapshot.volume = ports.volume.percent
+        snapshot.soundOff = ports.volume.soundOff
+        snapshot.hotPhraseFramesDropped = router.hotPhraseFramesDropped
+        return snapshot
+    }
+
+    /// Steps the core and publishes what it holds after the step, read in the same lock (the screen's brightness
+    /// belongs to the same moment as the state beside it). Published before any effect is carried out: whoever
+    /// reads the snapshot while they are finds the state they tell of.
+    private func step(core input: Speaker.Input) -> [Speaker.Effect] {
+        let now = speakerNow()
+        let (effects, speaker) = state.withLock { s in (s.speaker.step(input, now: now), s.speaker) }
+        publish(speaker)
+        return effects
+    }
+
+    /// The core's facts into the published snapshot (only the loop publishes: one writer, in order).
+    private func publish(_ speaker: Speaker) {
+        published.withLock { p in
+            p.state = speaker.machine.state
+            p.muted = speaker.machine.muted
+            p.offline = speaker.machine.offline
+            p.timers = speaker.timers.timers
+            p.alarms = speaker.timers.alarms
+            p.screen = speaker.screen
+            p.timersSaveProblem = speaker.timersSaveProblem?.message
         }
-        return SpeakerSnapshot(state: machine.state, muted: machine.muted, offline: machine.offline, volume: ports.volume.percent,
-                               soundOff: ports.volume.soundOff, timers: book.timers, alarms: book.alarms, now: ports.clock.bootTime,
-                               screen: screen, timersSaveProblem: saveProblem?.message, enrollment: enrollment,
-                               hotPhraseFramesDropped: router.hotPhraseFramesDropped)
     }
 
     /// Runs until `.shutdown` has been handled: LEDs off, devices closed. Every task it starts (the board's
@@ -270,19 +292,7 @@ public final class SpeakerLoop: Sendable {
                 }
                 announce(event)
                 if enrollmentTakes(event, in: &group) { continue }
-                let now = speakerNow()
-                let (effects, watchdogExpired) = state.withLock { s in
-                    let before = s.speaker.machine.state
-                    let expired: Bool = if case .watchdog(let g) = event { g == s.speaker.machine.watchdogGeneration } else { false }
-                    return (s.speaker.step(event, now: now), expired ? before : nil)
-                }
-                if let expired = watchdogExpired {
-                    tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))
-                }
-                state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
-                followSound()
-                if perform(effects, in: &group) { break loop }
-                watchNetwork()
+                if handle(event, in: &group) { break loop }
                 if event == .started {
                     beat()
                     if started(startup, in: &group) { break loop }
@@ -310,18 +320,38 @@ public final class SpeakerLoop: Sendable {
         Speaker.Now(reading: ports.clock.reading, calendar: ports.clock.calendar, clockSynchronized: ports.system.clockSynchronized())
     }
 
+    /// Hands an event to the core and carries out what it decides. True when the loop must end.
+    private func handle(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
+        let effects = step(core: .event(event))
+        // Whether the watchdog expired (not a stale one) is the core's to say: it tells it, first.
+        let watchdogExpired = effects.lazy.compactMap { effect -> SpeakerState? in
+            if case .tell(.watchdogExpired(let expired, _)) = effect { expired } else { nil }
+        }.first
+        state.withLock { $0.dropReason = Self.dropReason(event, watchdogExpired: watchdogExpired, settings: settings.machine) }
+        followSound()
+        if perform(effects, in: &group) { return true }
+        watchNetwork()
+        return false
+    }
+
     /// Hands an input to the core and carries out what it decides. True when the loop must end.
     private func step(_ input: Speaker.Input, in group: inout DiscardingTaskGroup) -> Bool {
-        let now = speakerNow()
-        let effects = state.withLock { $0.speaker.step(input, now: now) }
+        let effects = step(core: input)
         followSound()
         return perform(effects, in: &group)
     }
 
-    /// Carries out the core's effects in order. True when the loop must end.
+    /// Carries out the core's effects in order. What the ports answered that the machine must hear of (a search or
+    /// the microphone that could not start: `.searchFailed`) goes to the core in the same step, once the effects
+    /// that came with it are done, not posted to the back of the queue behind other inputs. True when the loop
+    /// must end.
     private func perform(_ effects: [Speaker.Effect], in group: inout DiscardingTaskGroup) -> Bool {
+        var reports: [SpeakerEvent] = []
         for effect in effects {
-            if perform(effect, in: &group) { return true }
+            if perform(effect, reports: &reports, in: &group) { return true }
+        }
+        for event in reports {
+            if handle(event, in: &group) { return true }
         }
         return false
     }
@@ -345,8 +375,7 @@ public final class SpeakerLoop: Sendable {
             if let problem { tell(.deviceProblem(DeviceProblem(problem))) }
             return .event(event)
         case .microphone(let event):
-            let now = speakerNow()
-            _ = state.withLock { $0.speaker.step(.microphone(event), now: now) }  // nothing to carry out
+            _ = step(core: .microphone(event))  // nothing to carry out
             tell(.microphone(event))
             return nil
         case .heartbeat:
@@ -503,13 +532,15 @@ public final class SpeakerLoop: Sendable {
         }
     }
 
-    /// Logs an activity and hands it to every observer.
+    /// Logs an activity, records it in the published snapshot (the conversation's last words, the LEDs: whoever
+    /// reads the snapshot after hearing of it finds it there), and hands it to every observer.
     func tell(_ activity: SpeakerActivity) {
         if let entry = activity.logEntry {
             // Every field is metadata too: under systemd each becomes a journal field (HOUND_SPEAKER_EVENT=timings).
             // Built only when the level is logged (an autoclosure): partial transcripts come by the hundred.
             logger.log(level: entry.level, "\(entry.message)", metadata: activity.metadata)
         }
+        published.withLock { $0.record(activity) }
         for observer in observers { observer(activity) }
         if activity.wakesScreen { carryOut(step(.wakeScreen)) }
     }
@@ -517,8 +548,7 @@ public final class SpeakerLoop: Sendable {
     /// Hands the core an input whose effects are all the core's own (never the machine's, which may need the
     /// loop's task group): the screen, a save's result.
     private func step(_ input: Speaker.Input) -> [Speaker.Effect] {
-        let now = speakerNow()
-        return state.withLock { $0.speaker.step(input, now: now) }
+        step(core: input)
     }
 
     private func setScreen(percent: Int, backlight: Bool) {
@@ -536,12 +566,12 @@ public final class SpeakerLoop: Sendable {
     }
 
     /// Carries out one of the core's effects; returns true when the loop must end.
-    private func perform(_ effect: Speaker.Effect, in group: inout DiscardingTaskGroup) -> Bool {
+    private func perform(_ effect: Speaker.Effect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
         guard case .machine(let effect) = effect else {
             carryOut([effect])
             return false
         }
-        return perform(effect, in: &group)
+        return perform(effect, reports: &reports, in: &group)
     }
 
     /// Carries out the core's own effects (all but the machine's, `perform`).
@@ -577,18 +607,19 @@ public final class SpeakerLoop: Sendable {
         if let after { timer.schedule(after: after) } else { timer.disarm() }
     }
 
-    /// Carries out one of the machine's effects; returns true when the loop must end.
-    private func perform(_ effect: SpeakerEffect, in group: inout DiscardingTaskGroup) -> Bool {
+    /// Carries out one of the machine's effects, adding to `reports` what the machine must hear of it; returns true
+    /// when the loop must end.
+    private func perform(_ effect: SpeakerEffect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
         switch effect {
         case .startSearch(let preRoll):
             if preRoll { state.withLock { $0.lastWake = ports.clock.now } }
-            startSearch(preRoll: preRoll, in: &group)
+            if let failure = startSearch(preRoll: preRoll, in: &group) { reports.append(.searchFailed(failure)) }
         case .startTextSearch(let query, let id):
             if id != 0 {
                 state.withLock { $0.question = (id, query) }
                 tell(.question(.init(id: id, query: query, .asked)))
             }
-            startTextSearch(query, in: &group)
+            if let failure = startTextSearch(query, in: &group) { reports.append(.searchFailed(failure)) }
         case .refuseQuestion(let id, let query, let reason):
             tell(.question(.init(id: id, query: query, .refused(reason))))
         case .stopRecording:
@@ -662,11 +693,13 @@ public final class SpeakerLoop: Sendable {
         case .setMicrophoneMuted(let on):
             setMicrophoneMuted(on)
         case .armWatchdog(let generation, let ms):
-            armedGeneration.value.withLock { $0 = generation }
-            watchdog.schedule(after: .milliseconds(ms))
+            // A timer for this arming, carrying its generation: one that fires just as the state changes brings the
+            // old generation, which the core finds stale (the machine owns the generation; the loop keeps no copy).
+            let timer = ports.clock.makeTimer { [continuation] in continuation.yield(.event(.watchdog(generation: generation))) }
+            timer.schedule(after: .milliseconds(ms))
+            replaceWatchdog(with: timer)
         case .disarmWatchdog:
-            armedGeneration.value.withLock { $0 = -1 }
-            watchdog.disarm()
+            replaceWatchdog(with: nil)
         case .stateChanged(let from, let to):
             stateChanged(from: from, to: to)
         case .show(let utterance):
@@ -686,17 +719,22 @@ public final class SpeakerLoop: Sendable {
         return false
     }
 
+    /// The watchdog armed now becomes `timer` (nil: none); the one before will not fire.
+    private func replaceWatchdog(with timer: (any LoopTimer)?) {
+        let old = state.withLock { s in defer { s.watchdog = timer }; return s.watchdog }
+        old?.disarm()
+    }
+
     /// Starts a search (voice or text) as the one under way: its events come to the loop under a new id, so those
-    /// of any earlier search are ignored. Nil: it could not start, and the machine has been told.
+    /// of any earlier search are ignored. Failure: it could not start (told), for the machine to hear.
     private func begin(_ kind: String, in group: inout DiscardingTaskGroup,
-                       _ start: () throws(SearchError) -> any VoiceSearchSession) -> (any VoiceSearchSession, Int)? {
+                       _ start: () throws(SearchError) -> any VoiceSearchSession) -> Result<(any VoiceSearchSession, Int), SearchError> {
         let search: any VoiceSearchSession
         do throws(SearchError) { search = try start() } catch {
             let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")
             tell(.searchFailed(failure))
             questionFailed(failure)
-            continuation.yield(.event(.searchFailed(error.failure)))
-            return nil
+            return .failure(error)
         }
         let id = state.withLock { s -> Int in
             s.searchID += 1
@@ -707,39 +745,49 @@ public final class SpeakerLoop: Sendable {
         group.addTask { [continuation] in
             for await event in search.events { continuation.yield(.search(id: id, event)) }
         }
-        return (search, id)
+        return .success((search, id))
     }
 
-    private func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) {
-        _ = begin("text", in: &group) { () throws(SearchError) in try ports.search.startTextSearch(query) }
+    /// Nil: started; else why not, for the machine (`.searchFailed`).
+    private func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        if case .failure(let error) = begin("text", in: &group, { () throws(SearchError) in try ports.search.startTextSearch(query) }) {
+            return error.failure
+        }
+        return nil
     }
 
-    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) {
-        guard let (search, id) = begin("voice", in: &group, { () throws(SearchError) in try ports.search.startVoiceSearch(afterHotPhrase: preRoll) })
-        else { return }
+    /// Nil: started, its audio on the way; else why not, for the machine (`.searchFailed`).
+    private func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        let search: any VoiceSearchSession, id: Int
+        switch begin("voice", in: &group, { () throws(SearchError) in try ports.search.startVoiceSearch(afterHotPhrase: preRoll) }) {
+        case .success(let started): (search, id) = started
+        case .failure(let error): return error.failure
+        }
         router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
                       preRoll: preRoll)
         if ports.hotPhrase != nil {
             // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
             if !state.withLock({ $0.speaker.microphoneUp }) {
-                microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
+                return microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
             }
-            return
+            return nil
         }
         // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
         do throws(DeviceProblem) {
             let microphone = try openMicrophone(waitForDevice: false)
             state.withLock { $0.questionMicrophone = microphone }
+            return nil
         } catch {
-            microphoneFailed(search, error)
+            return microphoneFailed(search, error)
         }
     }
 
-    private func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) {
+    /// The search started has nothing to record: it is cancelled, and the failure told, for the machine to hear.
+    private func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) -> SearchFailure {
         search.cancel()
         let error = SearchError(.microphone, detail: problem.message)
         tell(.searchFailed(error))
-        continuation.yield(.event(.searchFailed(.microphone)))
+        return .microphone
     }
 
     /// The hot phrase's microphone stays open for good; one that is missing at start is looked for every second
@@ -846,10 +894,12 @@ public final class SpeakerLoop: Sendable {
         }
         // Those that fell due while the speaker was off ring at the start (or are missed, if long past).
         (startup.changes, startup.alarms, startup.ringing) = book.restarted(now: now, calendar: ports.clock.calendar)
-        state.withLock { s in
+        let speaker = state.withLock { s in
             s.speaker.restore(timers: book, checkedAt: now.boot, muted: startup.muted)
             s.startup = startup
+            return s.speaker
         }
+        publish(speaker)
     }
 
     /// The speaker is up: what reading the saved state found is told, saved and armed, and what fell due rings.
@@ -928,8 +978,7 @@ public final class SpeakerLoop: Sendable {
             defer { s.questionMicrophone = nil; s.alwaysOnMicrophone = nil; s.search = nil }
             return (s.questionMicrophone, s.alwaysOnMicrophone, s.search)
         }
-        armedGeneration.value.withLock { $0 = -1 }
-        watchdog.disarm()
+        replaceWatchdog(with: nil)
         pulse.disarm()
         timerAlarm.disarm()
         timerTick.disarm()

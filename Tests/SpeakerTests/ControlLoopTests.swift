@@ -3,6 +3,7 @@ import BoardCore
 import JSONKit
 import SpeakerCore
 import SpeakerTestKit
+import Synchronization
 import Testing
 import Timers
 
@@ -88,6 +89,26 @@ import Timers
         await rig.stop()
     }
 
+    /// The loop publishes its snapshot after each step of the core, before the step's effects are carried out: a
+    /// screen that connects while the loop tells of a change (its snapshot, then the activities after it) finds
+    /// that change in the snapshot already.
+    @Test func theSnapshotHoldsTheStateAsItIsToldOf() async throws {
+        let loop = Mutex<SpeakerLoop?>(nil)
+        let seen = Mutex<[(told: SpeakerState, snapshot: SpeakerState)]>([])
+        let rig = await LoopRig(observers: [{ activity in
+            guard case .stateChanged(_, let to) = activity, let loop = loop.withLock({ $0 }) else { return }
+            let snapshot = loop.snapshot.state
+            seen.withLock { $0.append((to, snapshot)) }
+        }])
+        loop.withLock { $0 = rig.loop }
+        #expect(await rig.send(.talk, expecting: .listening))
+        #expect(await rig.send(.press, expecting: .searching))
+        await rig.stop()
+        let changes = seen.withLock { $0 }
+        #expect(changes.map(\.told) == [.recording, .searching, .none])
+        #expect(changes.map(\.snapshot) == changes.map(\.told))
+    }
+
     @Test func volumeFromTheAPIChangesWithoutAWord() async throws {
         let rig = await LoopRig()
         let mark = rig.recorder.count
@@ -142,5 +163,32 @@ import Timers
         let final = try #require(all.firstIndex(of: .finalTranscript(transcript: "what time is it", answer: "It is noon.")))
         #expect(all[final - 1] == .display(display))
         await rig.stop()
+    }
+}
+
+/// What the snapshot keeps of the activities the loop tells (SpeakerSnapshot.record), which a screen shows when it
+/// connects: the last words, the display that came with the answer, the problem until the next answer, the LEDs.
+@Suite struct SnapshotRecordTests {
+    @Test func theSnapshotKeepsTheLastOfEachAsTold() {
+        var snapshot = SpeakerSnapshot(state: .ready, muted: false, offline: false, volume: 50, soundOff: false, timers: [], alarms: [], now: 0)
+        snapshot.record(.partialTranscript("what's the"))
+        #expect(snapshot.partial == "what's the")
+        snapshot.record(.display(["kind": "weather"]))
+        snapshot.record(.finalTranscript(transcript: "what's the weather", answer: "Sunny."))
+        #expect(snapshot.partial == "" && snapshot.transcript == "what's the weather" && snapshot.answer == "Sunny.")
+        #expect(snapshot.display == ["kind": "weather"], "the display told just before belongs to this answer")
+        snapshot.record(.partialTranscript("what"))
+        snapshot.record(.stateChanged(from: .ready, to: .recording))
+        #expect(snapshot.partial == "", "a new recording starts without the last one's words")
+        snapshot.record(.searchFailed(SearchError(.offline, detail: "could not resolve host")))
+        #expect(snapshot.problem == SearchFailure.offline.sentence)
+        snapshot.record(.finalTranscript(transcript: "what time is it", answer: "It is noon."))
+        #expect(snapshot.display == .null, "an answer without a display clears the last one's")
+        #expect(snapshot.problem == "")
+        snapshot.record(.answerShown("Volume 40."))
+        #expect(snapshot.answer == "Volume 40.")
+        #expect(snapshot.leds == .ready)
+        snapshot.record(.leds(.listening))
+        #expect(snapshot.leds == .listening)
     }
 }

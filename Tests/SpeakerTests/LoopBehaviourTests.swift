@@ -398,6 +398,22 @@ import SpeakerTestKit
         await rig.stop()
     }
 
+    /// A search that cannot start is the machine's to hear in the same step, not behind what is queued meanwhile: a
+    /// press sent right after the question finds the failure already said (before, the press found the speaker
+    /// still recording, and sent it searching for an answer to a search that never started).
+    @Test func aSearchThatCannotStartFailsBeforeTheNextInput() async {
+        let rig = await LoopRig()
+        rig.search.refuseNextStart(SearchError(.offline, detail: "[ConnectionFailure] could not resolve host"))
+        let mark = rig.recorder.count
+        rig.loop.send(.talk)
+        rig.loop.send(.press)
+        await rig.loop.settled()
+        #expect(rig.speech.spoken == [SearchFailure.offline.sentence])
+        #expect(rig.states == [.ready, .recording, .speaking, .ready])
+        #expect(rig.recorder.all[mark...].contains(.leds(.error)))
+        await rig.stop()
+    }
+
     @Test func withoutTheHotPhraseAMissingMicrophoneIsSaidAtOnce() async {
         let rig = await LoopRig(microphoneMissing: true)
         let mark = rig.recorder.count

@@ -163,6 +163,21 @@ let coreInputs: [Speaker.Input] = [
         #expect(rig.speaker.timers.timers.isEmpty)
     }
 
+    /// The core alone says whether a watchdog expired: the one armed for the state the speaker is in is told (before
+    /// what it leads to); one armed for a state already left (it fired just as the state changed) changes nothing.
+    @Test func onlyTheCurrentWatchdogExpires() {
+        var rig = CoreRig.inState(.recording)
+        let stale = rig.speaker.machine.watchdogGeneration
+        rig.step(.endOfSpeech)
+        #expect(rig.state == .searching)
+        #expect(rig.step(.watchdog(generation: stale)).isEmpty)
+        #expect(rig.state == .searching)
+        let effects = rig.step(.watchdog(generation: rig.speaker.machine.watchdogGeneration))
+        #expect(told(effects).first == .watchdogExpired(.searching, limitMS: SpeakerMachine.Settings().searchingLimitMS))
+        #expect(machineEffects(effects).first == .cancelSearch)
+        #expect(rig.state == .speaking)  // the failure's sentence
+    }
+
     /// The LEDs show the time left: ticks while a timer counts down, quicker ticks in its last minute.
     @Test func theLastMinuteShowsOnTheLEDs() {
         var rig = CoreRig.inState(.ready)
