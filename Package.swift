@@ -152,7 +152,7 @@ let package = Package(
         // phrases), the weather card, a failed search told as the speaker tells it; and the voice-search port over
         // the Houndify client.
         .target(name: "HoundifyAnswers",
-                dependencies: ["Houndify", "HoundifyCore", "JSONKit", "SpeakerCore", "SpeakerConfig", "Timers", "Audio", "AudioCore"],
+                dependencies: ["Houndify", "HoundifyCore", "JSONKit", "SpeakerCore", "Timers", "Audio", "AudioCore"],
                 swiftSettings: strict),
         // The speaker put together from its settings: every driver adapted to the core's ports, the hot-phrase
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
