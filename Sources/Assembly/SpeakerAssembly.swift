@@ -59,8 +59,7 @@ public struct SpeakerAssembly {
         settings.machine.bargeIn = echo != nil
         if let file = config.speaker.timersFile, !file.isEmpty { timerStore = TimerFile(path: file) }
         if let file = config.speaker.muteFile, !file.isEmpty { muteStore = FlagFile(path: file) }
-        settings.screenDimAfter = config.screen.dimAfterDuration
-        settings.screenDimPercent = config.screen.dimLevel
+        settings.screen = config.screen
         if let hook = StateHook.observer(config.speaker.stateHook, logger: logger) { observers.append(hook) }
         if config.hotphrase.enabled {
             let model: HotPhraseModel

@@ -1,5 +1,5 @@
-/// The kiosk screen's brightness (`[screen]` in config/speaker.toml), read by the config as it is and turned into
-/// the loop's `screenDimAfter` and `screenDimPercent` by the assembly (Sources/Assembly/SpeakerAssembly.swift).
+/// The kiosk screen's brightness (`[screen]` in config/speaker.toml): read by the config, and the core's own setting
+/// (`Speaker.Settings.screen`), so the defaults live here only.
 public struct ScreenSettings: Sendable, Equatable {
     /// Seconds of quiet (ready, nothing ringing) before the screen dims; 0: never.
     public var dimAfter = 120.0

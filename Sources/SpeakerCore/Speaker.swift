@@ -14,10 +14,8 @@ public import Timers
 public struct Speaker: Sendable {
     public struct Settings: Sendable, Equatable {
         public var machine = SpeakerMachine.Settings()
-        /// Quiet time (ready, nothing ringing) before the screen dims; nil: it never dims.
-        public var screenDimAfter: Duration? = .seconds(120)
-        /// The brightness of a dimmed screen, 1-100 percent (never 0: dimmed, not off).
-        public var screenDimPercent = 10
+        /// Quiet time (ready, nothing ringing) before the screen dims, and how far (`[screen]`).
+        public var screen = ScreenSettings()
         /// The screen has a backlight the speaker sets (`SpeakerPorts.screen`); without one the page dims itself.
         public var backlight = false
         /// The timers are kept in a store (`SpeakerPorts.timerStore`), saved at every change.
@@ -141,7 +139,7 @@ public struct Speaker: Sendable {
 
     /// The screen as it is now, for the snapshot.
     public var screen: SpeakerActivity.Screen {
-        SpeakerActivity.Screen(dimmed: screenDimmed, percent: screenDimmed ? settings.screenDimPercent : 100,
+        SpeakerActivity.Screen(dimmed: screenDimmed, percent: screenDimmed ? settings.screen.dimLevel : 100,
                                backlight: settings.backlight && !screenLightFailed)
     }
 
@@ -196,13 +194,13 @@ public struct Speaker: Sendable {
             // Full brightness now (if dimmed), and the quiet time counted again from now if the speaker is ready.
             let dimmed = screenDimmed
             screenDimmed = false
-            let after = machine.state == .ready ? settings.screenDimAfter : nil
+            let after = machine.state == .ready ? settings.screen.dimAfterDuration : nil
             return (dimmed ? [setScreen(percent: 100)] : []) + [.armScreenIdle(after)]
         case .screenIdle:
             // Only if the speaker is still quiet: the quiet time may end just as something starts.
             guard machine.state == .ready, !screenDimmed else { return [] }
             screenDimmed = true
-            return [setScreen(percent: settings.screenDimPercent)]
+            return [setScreen(percent: settings.screen.dimLevel)]
         case .screenLightFailed:
             screenLightFailed = true
             return []

@@ -67,10 +67,8 @@ public struct SpeakerLoopSettings: Sendable {
     /// Audio kept from before a hot phrase, for the query.
     public var preRollMS = 300
     public var heartbeat: LoopHeartbeat?
-    /// Quiet time (ready, nothing ringing) before the screen dims; nil: it never dims.
-    public var screenDimAfter: Duration? = .seconds(120)
-    /// The brightness of a dimmed screen, 1-100 percent (never 0: dimmed, not off).
-    public var screenDimPercent = 10
+    /// When the screen dims and how far (`[screen]`).
+    public var screen = ScreenSettings()
     public init() {}
 }
 
@@ -178,8 +176,7 @@ public final class SpeakerLoop: Sendable {
         networkCheck = ports.clock.makeTimer { continuation.yield(.checkNetwork) }
         var core = Speaker.Settings()
         core.machine = settings.machine
-        core.screenDimAfter = settings.screenDimAfter
-        core.screenDimPercent = settings.screenDimPercent
+        core.screen = settings.screen
         core.backlight = ports.screen != nil
         core.keepsTimers = ports.timerStore != nil
         state = Mutex(LoopState(speaker: Speaker(settings: core)))

@@ -246,7 +246,7 @@ import SpeakerTestKit
     /// background (5 s after, then at twice the last wait, up to a minute) and shows ready when it answers.
     @Test func offlineGoesWhenTheServiceAnswersALightCheck() async {
         var settings = SpeakerLoopSettings()
-        settings.screenDimAfter = nil  // no other timer comes and goes meanwhile
+        settings.screen.dimAfter = 0  // never: no other timer comes and goes meanwhile
         let rig = await LoopRig(settings: settings)
         rig.search.refuseNextStart(SearchError(.offline, detail: "[ConnectionFailure] could not resolve host"))
         let mark = rig.recorder.count

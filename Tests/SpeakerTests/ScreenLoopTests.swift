@@ -8,10 +8,11 @@ import Timers
 /// The kiosk screen dims after a quiet while and comes back when something happens (never off), through the loop:
 /// the timers and the backlight port. The dimming's rules alone are state tests in SpeakerStepTests.
 @Suite struct ScreenLoopTests {
-    func settings(dimAfter: Duration? = .seconds(120)) -> SpeakerLoopSettings {
+    /// `dimAfter` in seconds; 0: never.
+    func settings(dimAfter: Double = 120) -> SpeakerLoopSettings {
         var settings = SpeakerLoopSettings()
-        settings.screenDimAfter = dimAfter
-        settings.screenDimPercent = 10
+        settings.screen.dimAfter = dimAfter
+        settings.screen.dimLevel = 10
         return settings
     }
 

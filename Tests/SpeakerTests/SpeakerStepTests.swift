@@ -13,12 +13,13 @@ struct CoreRig {
     var boot: BootTime = 5_000
     var wall: WallTime = 1_800_000_000
 
-    init(keepsTimers: Bool = false, backlight: Bool = false, dimAfter: Duration? = .seconds(120)) {
+    /// `dimAfter` in seconds; 0: never.
+    init(keepsTimers: Bool = false, backlight: Bool = false, dimAfter: Double = 120) {
         var settings = Speaker.Settings()
         settings.keepsTimers = keepsTimers
         settings.backlight = backlight
-        settings.screenDimAfter = dimAfter
-        settings.screenDimPercent = 10
+        settings.screen.dimAfter = dimAfter
+        settings.screen.dimLevel = 10
         speaker = Speaker(settings: settings)
     }
 
@@ -315,7 +316,7 @@ let coreInputs: [Speaker.Input] = [
     }
 
     @Test func neverDimsWhenSwitchedOff() {
-        var rig = CoreRig(dimAfter: nil)
+        var rig = CoreRig(dimAfter: 0)
         rig.step(.started)
         #expect(rig.step(.wakeScreen) == [.armScreenIdle(nil)])
     }
