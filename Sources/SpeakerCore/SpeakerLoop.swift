@@ -539,13 +539,7 @@ public final class SpeakerLoop: Sendable {
         }
         published.withLock { $0.record(activity) }
         for observer in observers { observer(activity) }
-        if activity.wakesScreen { carryOut(step(.wakeScreen)) }
-    }
-
-    /// Hands the core an input whose effects are all the core's own (never the machine's, which may need the
-    /// loop's task group): the screen, a save's result.
-    private func step(_ input: Speaker.Input) -> [Speaker.Effect] {
-        step(core: input)
+        if activity.wakesScreen { carryOut(step(core: .wakeScreen)) }
     }
 
     private func setScreen(percent: Int, backlight: Bool) {
@@ -555,7 +549,7 @@ public final class SpeakerLoop: Sendable {
                 try light.set(percent: percent)
                 lit = true
             } catch {
-                carryOut(step(.screenLightFailed))
+                carryOut(step(core: .screenLightFailed))
                 tell(.deviceProblem(DeviceProblem("\(error.message); the screen's page dims its own picture instead")))
             }
         }
@@ -684,7 +678,7 @@ public final class SpeakerLoop: Sendable {
                 }
             }
         case .volume(let action):
-            carryOut(step(.volumeChanged(changeVolume(action))))
+            carryOut(step(core: .volumeChanged(changeVolume(action))))
         case .timer, .alarm, .stopRinging:
             break  // carried out on the book by the core (Speaker), which never passes them on
         case .setMicrophoneMuted(let on):
@@ -924,7 +918,7 @@ public final class SpeakerLoop: Sendable {
         if let problem, state.withLock({ $0.speaker.timersSaveProblem != nil }) {
             logger.debug("timers: still cannot be saved: \(problem.message)")
         }
-        return step(.timersSaved(problem, save))
+        return step(core: .timersSaved(problem, save))
     }
 
     /// "What's your IP address": the first two, read out digit group by digit group.
