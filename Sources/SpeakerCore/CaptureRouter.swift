@@ -260,6 +260,8 @@ enum LoopInput: Sendable {
     case timerTick
     /// Something that happened off the loop (an owner's command ended), told from the loop.
     case tell(SpeakerActivity)
+    /// The speech thread sent the answer's first sample at this time (its interaction's timings).
+    case firstSpeechSample(ContinuousClock.Instant)
     /// The screen was touched.
     case wakeScreen
     /// The speaker has been quiet long enough for the screen to dim.

@@ -27,9 +27,11 @@ extension SpeakerLoop {
             }
         }
     }
+}
 
+extension LoopRun {
     /// Carries out the enrollment's own inputs; true when `input` was one.
-    func enrollmentInput(_ input: LoopInput, in group: inout DiscardingTaskGroup) -> Bool {
+    mutating func enrollmentInput(_ input: LoopInput, in group: inout DiscardingTaskGroup) -> Bool {
         switch input {
         case .startEnrollment(let phrase, let reply):
             reply.resume(returning: startEnrollment(phrase, in: &group))
@@ -38,25 +40,23 @@ extension SpeakerLoop {
             // problems are (the long press before it has already ended whatever was going on).
             if case .failure(let problem) = startEnrollment(nil, in: &group) {
                 logger.notice("set-up hold: no enrollment: \(problem.message)")
-                let words = Self.cannotTeach
+                let words = SpeakerLoop.cannotTeach
                 tell(.speech(words))
                 let playback = ports.speech.speak(words, onFirstSample: {})
                 group.addTask { _ = await playback.ended() }
             }
         case .enrollment(let id, let step):
             // The last words of a session that has ended are said: the hot phrase is listened for again.
-            if step == .spoken, state.withLock({ $0.enrolling?.id != id }) { router.endEnrolling(id) }
+            if step == .spoken, enrolling?.id != id { router.endEnrolling(id) }
             drive(id, step, in: &group)
         case .takeRecorded(let id, let samples):
-            let current = state.withLock { s -> Bool in
-                guard s.enrolling?.id == id else { return false }
-                s.enrolling?.take = samples
-                return true
+            if enrolling?.id == id {
+                enrolling?.take = samples
+                drive(id, .captured, in: &group)
             }
-            if current { drive(id, .captured, in: &group) }
         case .microphone(.lost(let why)):
             // No frames, no take (the recorder's wait is counted in frames): the session ends rather than waits.
-            if let id = state.withLock({ $0.enrolling?.id }) { drive(id, .abort("the microphone was lost: \(why)"), in: &group) }
+            if let id = enrolling?.id { drive(id, .abort("the microphone was lost: \(why)"), in: &group) }
             return false  // the loop tells it as ever
         default:
             return false
@@ -67,8 +67,8 @@ extension SpeakerLoop {
     /// While a session runs, the button, the listen command and `stop` end it and do nothing else; anything else
     /// that needs the speaker (a timer going off, a typed question, an announcement, mute, shutdown) ends it and
     /// goes on as usual. True: `event` was the session's alone.
-    func enrollmentTakes(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
-        guard let id = state.withLock({ $0.enrolling?.id }) else { return false }
+    mutating func enrollmentTakes(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
+        guard let id = enrolling?.id else { return false }
         switch event {
         case .talk, .hold, .press, .listen, .hotPhrase:
             drive(id, .abort("stopped by the button"), in: &group)
@@ -82,45 +82,36 @@ extension SpeakerLoop {
              .noSpeech, .answer, .searchFailed:
             return false  // nothing the session is in the way of
         default:
-            drive(id, .abort("stopped: \(Self.dropReason(event, watchdogExpired: nil, settings: .init()))"), in: &group)
+            drive(id, .abort("stopped: \(Speaker.dropReason(event, watchdogExpired: nil, settings: .init()))"), in: &group)
             return false
         }
     }
 
-    private func startEnrollment(_ phrase: String?, in group: inout DiscardingTaskGroup) -> Result<EnrollmentProgress, DeviceProblem> {
+    private mutating func startEnrollment(_ phrase: String?, in group: inout DiscardingTaskGroup) -> Result<EnrollmentProgress, DeviceProblem> {
         guard let port = ports.enrollment, ports.hotPhrase != nil else {
             return .failure(DeviceProblem("this speaker cannot learn voices: it does not listen for the hot phrase ([hotphrase] enabled = false)"))
         }
         if let why = port.unavailable { return .failure(DeviceProblem(why)) }
         // Spaces around and between the words are not part of the phrase (Household compares phrases so too).
         let text = phrase.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") } ?? port.defaultPhrase
-        let started = state.withLock { s -> Result<Int, DeviceProblem> in
-            if s.enrolling != nil { return .failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")) }
-            if s.speaker.machine.muted { return .failure(DeviceProblem("the microphone is muted: unmute it to enroll")) }
-            if s.speaker.machine.state != .ready {
-                return .failure(DeviceProblem("the speaker is busy (\(s.speaker.machine.state.rawValue)): enroll when it is ready"))
-            }
-            if !s.speaker.microphoneUp { return .failure(DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record")) }
-            s.enrollmentCount += 1
-            s.enrolling = Enrolling(id: s.enrollmentCount, session: EnrollmentSession(phrase: text))
-            return .success(s.enrollmentCount)
+        if enrolling != nil { return .failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")) }
+        if speaker.machine.muted { return .failure(DeviceProblem("the microphone is muted: unmute it to enroll")) }
+        if speaker.machine.state != .ready {
+            return .failure(DeviceProblem("the speaker is busy (\(speaker.machine.state.rawValue)): enroll when it is ready"))
         }
-        let id: Int
-        switch started {
-        case .success(let number): id = number
-        case .failure(let problem): return .failure(problem)
-        }
+        if !speaker.microphoneUp { return .failure(DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record")) }
+        enrollmentCount += 1
+        let id = enrollmentCount
+        enrolling = Enrolling(id: id, session: EnrollmentSession(phrase: text))
         router.startEnrolling(id)
         drive(id, .start, in: &group)
-        return .success(state.withLock { $0.enrolling?.session.progress } ?? EnrollmentSession(phrase: text).progress)
+        return .success(enrolling?.session.progress ?? EnrollmentSession(phrase: text).progress)
     }
 
     /// Hands `input` to session `id` (if it is still the one under way) and carries out what it asks.
-    private func drive(_ id: Int, _ input: EnrollmentInput, in group: inout DiscardingTaskGroup) {
-        let effects: [EnrollmentEffect] = state.withLock { s in
-            guard s.enrolling?.id == id else { return [] }
-            return s.enrolling?.session.handle(input) ?? []
-        }
+    private mutating func drive(_ id: Int, _ input: EnrollmentInput, in group: inout DiscardingTaskGroup) {
+        guard enrolling?.id == id else { return }
+        let effects = enrolling?.session.handle(input) ?? []
         guard let port = ports.enrollment else { return }
         var saying: (any Playback)?
         for effect in effects {
@@ -140,10 +131,8 @@ extension SpeakerLoop {
             case .stopCapture:
                 router.stopTake()
             case .checkTake:
-                let (take, phrase) = state.withLock { s in
-                    defer { s.enrolling?.take = [] }
-                    return (s.enrolling?.take ?? [], s.enrolling?.session.phrase ?? "")
-                }
+                let (take, phrase) = (enrolling?.take ?? [], enrolling?.session.phrase ?? "")
+                enrolling?.take = []
                 port.check(take, phrase: phrase) { [continuation] verdict in
                     let input: EnrollmentInput = switch verdict {
                     case .success: .accepted
@@ -153,7 +142,7 @@ extension SpeakerLoop {
                     continuation.yield(.enrollment(id: id, input))
                 }
             case .show(let progress):
-                published.withLock { $0.enrollment = progress }  // the snapshot is its only holder
+                loop.published.withLock { $0.enrollment = progress }  // the snapshot is its only holder
                 tell(.enrollment(progress))
                 let leds: LEDState? = switch progress.step {
                 case .prompting: .speaking
@@ -166,17 +155,15 @@ extension SpeakerLoop {
                     tell(.leds(leds))
                 }
             case .save:
-                let phrase = state.withLock { $0.enrolling?.session.phrase ?? "" }
+                let phrase = enrolling?.session.phrase ?? ""
                 port.save(phrase: phrase) { [continuation] problem in
                     continuation.yield(.enrollment(id: id, problem.map { .saveFailed($0) } ?? .saved))
                 }
             case .discard:
                 port.discard()
             case .finished:
-                let leds = state.withLock { s in
-                    s.enrolling = nil
-                    return s.speaker.machine.readyLEDs
-                }
+                enrolling = nil
+                let leds = speaker.machine.readyLEDs
                 // Its last words ("Done. I know your voice now.") are the speaker's own sound too, which the machine
                 // does not know of: the hot phrase is listened for again once they end (their `.spoken`).
                 if saying == nil { router.endEnrolling(id) }

@@ -108,6 +108,9 @@ public struct Speaker: Sendable {
     public private(set) var screenLightFailed = false
     /// Whether the always-on microphone is delivering audio, from its own events.
     public private(set) var microphoneUp = false
+    /// What stops a question under way when the event of the last step does (`dropReason(_:watchdogExpired:settings:)`),
+    /// in words for whoever typed it: the loop tells it with the question's `.dropped`.
+    public private(set) var dropReason = ""
 
     /// Said after the confirmation of a timer or alarm set that could not be saved: it rings in this run, but the
     /// person must not believe it would survive a restart (issue #34: "Your soup timer is set", then gone).
@@ -137,6 +140,19 @@ public struct Speaker: Sendable {
         if muted { _ = machine.handle(.setMuted(true)) }
     }
 
+    /// What stops a question under way when `event` does, in words for whoever typed it.
+    public static func dropReason(_ event: SpeakerEvent, watchdogExpired: SpeakerState?, settings: SpeakerMachine.Settings) -> String {
+        if watchdogExpired == .searching { return "no answer came within \(settings.searchingLimitMS / 1000) s" }
+        switch event {
+        case .cancel: return "it was stopped (a long press, or the stop command)"
+        case .talk, .press, .hold, .listen: return "the button (or the listen command) started another question"
+        case .hotPhrase: return "the hot phrase started another question"
+        case .toggleMute, .setMuted, .carryOut(.muteMicrophone): return "the microphone was muted"
+        case .shutdown: return "the speaker is shutting down"
+        default: return "it was stopped before its answer came"
+        }
+    }
+
     /// The screen as it is now, for the snapshot.
     public var screen: SpeakerActivity.Screen {
         SpeakerActivity.Screen(dimmed: screenDimmed, percent: screenDimmed ? settings.screen.dimLevel : 100,
@@ -152,8 +168,10 @@ public struct Speaker: Sendable {
             // about it. An older generation (armed for a state already left, fired just as it was left) is stale,
             // and the machine ignores it.
             let expired = machine.state
+            dropReason = Self.dropReason(.watchdog(generation: generation), watchdogExpired: expired, settings: settings.machine)
             return [.tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))] + handle(.watchdog(generation: generation), now: now)
         case .event(let event):
+            dropReason = Self.dropReason(event, watchdogExpired: nil, settings: settings.machine)
             return handle(event, now: now)
         case .timersDue:
             let changes = timers.due(now: now.reading.boot)

@@ -1,0 +1,744 @@
+import AudioCore
+import BoardCore
+import Logging
+import Synchronization
+import Timers
+
+/// One run of the speaker's loop (`SpeakerLoop.run`), and the loop's own state, local to that call: only the loop
+/// reads or changes it, so it needs no lock. Every input comes in through the loop's one queue, in order (the
+/// speech thread's first sample too, as `.firstSpeechSample`); other threads read only what the loop publishes
+/// after each step of the core (`SpeakerLoop.snapshot`).
+struct LoopRun {
+    let loop: SpeakerLoop
+    /// The speaker's decisions (Speaker.swift): the state machine, the timers, the screen, the microphone's state,
+    /// the last action's outcome. The loop only carries out what `step` returns.
+    var speaker: Speaker
+    var search: (any VoiceSearchSession)?
+    /// The watchdog now armed (`armWatchdog`): made for its arming, it brings the generation it was armed with.
+    var watchdog: (any LoopTimer)?
+    var searchID = 0
+    /// The microphone opened for one question (no hot phrase), or for good (listening for the hot phrase).
+    var questionMicrophone: (any MicrophoneStream)?
+    var alwaysOnMicrophone: (any MicrophoneStream)?
+    /// When the latest hot-phrase wake started its question (for `FalseWake.kept`).
+    var lastWake: ContinuousClock.Instant?
+    var timings: InteractionTimings?
+    /// The `final` of an answer whose words the speaker chooses itself (a client action's outcome, the volume,
+    /// the IP address): told with those words, once they are known (`tellPendingFinal`).
+    var pendingFinal: (transcript: String, done: String)?
+    /// The typed question whose search is under way, when someone waits for it (its id is not 0).
+    var question: (id: Int, query: String)?
+    /// The wait before the network check now armed or under way (nil: none is).
+    var networkCheckDelay: Duration?
+    /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
+    var enrolling: Enrolling?
+    var enrollmentCount = 0
+
+    private let pulse: any LoopTimer
+    /// Set for the moment the next timer is due.
+    private let timerAlarm: any LoopTimer
+    /// Every minute while a timer counts down: the `tick` activity.
+    private let timerTick: any LoopTimer
+    /// When the screen dims, armed whenever the speaker becomes ready.
+    private let screenIdle: any LoopTimer
+    /// Set while the timers could not be saved: the save is tried again.
+    private let timersSaveRetry: any LoopTimer
+    /// Set while the speaker is offline: the next light check of the service (`reachable`).
+    private let networkCheck: any LoopTimer
+
+    let ports: SpeakerPorts
+    private let settings: SpeakerLoopSettings
+    let logger: Logger
+    let continuation: AsyncStream<LoopInput>.Continuation
+    let router: CaptureRouter
+
+    init(loop: SpeakerLoop) {
+        self.loop = loop
+        ports = loop.ports
+        settings = loop.settings
+        logger = loop.logger
+        continuation = loop.continuation
+        router = loop.router
+        speaker = loop.start.core
+        let continuation = loop.continuation
+        let clock = loop.ports.clock
+        pulse = clock.makeTimer { continuation.yield(.heartbeat) }
+        timerAlarm = clock.makeTimer { continuation.yield(.timersDue) }
+        timerTick = clock.makeTimer { continuation.yield(.timerTick) }
+        screenIdle = clock.makeTimer { continuation.yield(.screenIdle) }
+        timersSaveRetry = clock.makeTimer { continuation.yield(.retryTimersSave) }
+        networkCheck = clock.makeTimer { continuation.yield(.checkNetwork) }
+    }
+
+
+    mutating func run(in group: inout DiscardingTaskGroup) async {
+        if let board = ports.board {
+            group.addTask { [continuation] in
+                for await intent in board.intents {
+                    switch intent {
+                    case .talk: continuation.yield(.event(.hold))  // hold-to-talk: TalkIntent.talk
+                    case .press: continuation.yield(.event(.press))
+                    case .tapEnded: continuation.yield(.event(.tapEnded))
+                    case .endTalk: continuation.yield(.event(.endTalk))
+                    case .cancel: continuation.yield(.event(.cancel))
+                    case .doublePress: continuation.yield(.event(.toggleMute))
+                    case .teachVoice: continuation.yield(.enrollFromButton)
+                    case .muteSwitch(let on): continuation.yield(.event(.setMuted(on)))
+                    }
+                }
+            }
+        }
+        let startup = loop.start.startup
+        if let problem = startup.muteProblem { tell(.deviceProblem(problem)) }
+        // Before any frame can come: the detector's thread, until the loop ends (below).
+        router.startDetector()
+        // Muted (readSavedState): the microphone is not opened at all.
+        if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
+        var iterator = loop.inputs.makeAsyncIterator()
+        inputs: while let input = await iterator.next() {
+            if case .checkNetwork = input {
+                // On a thread of the service's own (EndpointProbe), a child of the loop like a search.
+                group.addTask { [continuation, search = ports.search] in continuation.yield(.networkChecked(await search.reachable())) }
+                continue
+            }
+            if enrollmentInput(input, in: &group) { continue }
+            guard let core = take(input) else { continue }
+            guard case .event(let event) = core else {
+                // Not for the machine (a timer due, the screen's quiet time): the core decides, the loop does.
+                if step(core, in: &group) { break inputs }
+                continue
+            }
+            announce(event)
+            if enrollmentTakes(event, in: &group) { continue }
+            if handle(event, in: &group) { break inputs }
+            if event == .started {
+                beat()
+                if started(startup, in: &group) { break inputs }
+            }
+        }
+        // The microphones are stopped (shutDown): what the detector has not heard yet leads nowhere.
+        await router.stopDetector()
+        // Whoever waits for the loop to settle is let go: it has ended, nothing it sent will be handled now.
+        continuation.finish()
+        while let input = await iterator.next() {
+            if case .barrier(let waiting) = input { waiting.resume() }
+        }
+        group.cancelAll()
+    }
+
+    /// Steps the core and publishes what it holds after the step, read at once (the screen's brightness belongs
+    /// to the same moment as the state beside it). Published before any effect is carried out: whoever
+    /// reads the snapshot while they are finds the state they tell of.
+    private mutating func step(core input: Speaker.Input) -> [Speaker.Effect] {
+        let now = speakerNow()
+        let effects = speaker.step(input, now: now)
+        loop.publish(speaker)
+        return effects
+    }
+
+    /// The machine alone decides whether our own sound is playing; the router only follows it, after every input
+    /// that reaches the machine.
+    private func followSound() {
+        router.setHotPhraseListening(!speaker.machine.soundPlaying)
+    }
+
+    /// The clocks as the core reads them for one step.
+    private func speakerNow() -> Speaker.Now {
+        Speaker.Now(reading: ports.clock.reading, calendar: ports.clock.calendar, clockSynchronized: ports.system.clockSynchronized())
+    }
+
+    /// Hands an event to the core and carries out what it decides. True when the loop must end.
+    private mutating func handle(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
+        let effects = step(core: .event(event))
+        followSound()
+        if perform(effects, in: &group) { return true }
+        watchNetwork()
+        return false
+    }
+
+    /// Hands an input to the core and carries out what it decides. True when the loop must end.
+    private mutating func step(_ input: Speaker.Input, in group: inout DiscardingTaskGroup) -> Bool {
+        let effects = step(core: input)
+        followSound()
+        return perform(effects, in: &group)
+    }
+
+    /// Carries out the core's effects in order. What the ports answered that the machine must hear of (a search or
+    /// the microphone that could not start: `.searchFailed`) goes to the core in the same step, once the effects
+    /// that came with it are done, not posted to the back of the queue behind other inputs. True when the loop
+    /// must end.
+    private mutating func perform(_ effects: [Speaker.Effect], in group: inout DiscardingTaskGroup) -> Bool {
+        var reports: [SpeakerEvent] = []
+        for effect in effects {
+            if perform(effect, reports: &reports, in: &group) { return true }
+        }
+        for event in reports {
+            if handle(event, in: &group) { return true }
+        }
+        return false
+    }
+
+    /// Turns an input into the core's (nil: nothing for the core).
+    private mutating func take(_ input: LoopInput) -> Speaker.Input? {
+        switch input {
+        case .event(let event):
+            return .event(event)
+        case .endpoint(let id, let decision):
+            guard id == searchID else { return nil }
+            switch decision {
+            case .speechStarted: return nil
+            case .endOfSpeech, .maxLength: return .event(.endOfSpeech)
+            case .noSpeech: return .event(.noSpeech)
+            }
+        case .search(let id, let event):
+            guard id == searchID else { return nil }
+            return translate(event).map { .event($0) }
+        case .played(let event, let problem):
+            if let problem { tell(.deviceProblem(DeviceProblem(problem))) }
+            return .event(event)
+        case .microphone(let event):
+            _ = step(core: .microphone(event))  // nothing to carry out
+            tell(.microphone(event))
+            return nil
+        case .heartbeat:
+            beat()
+            return nil
+        case .tell(let activity):
+            tell(activity)
+            return nil
+        case .firstSpeechSample(let at):
+            if timings?.firstTTSSample == nil { timings?.firstTTSSample = at }
+            return nil
+        case .wakeScreen:
+            return .wakeScreen
+        case .screenIdle:
+            return .screenIdle
+        case .timersDue:
+            return .timersDue
+        case .retryTimersSave:
+            return .retryTimersSave
+        case .startEnrollment, .enrollFromButton, .enrollment, .takeRecorded:
+            return nil  // enrollmentInput's
+        case .barrier(let waiting):
+            waiting.resume()
+            return nil
+        case .checkNetwork:
+            return nil  // run() starts the check
+        case .networkChecked(let answers):
+            if answers {
+                networkCheckDelay = nil
+                logger.notice("Houndify answers again: no longer offline")
+                return .event(.networkBack)
+            }
+            // Not yet: checked again, less often, for as long as the speaker is offline.
+            guard speaker.machine.offline, let delay = networkCheckDelay else {
+                networkCheckDelay = nil
+                return nil
+            }
+            let next = min(delay * 2, SpeakerLoop.networkCheckLongest)
+            networkCheckDelay = next
+            networkCheck.schedule(after: next)
+            return nil
+        case .timerTick:
+            return .timerTick
+        }
+    }
+
+    /// Offline (a search could not reach the service) with no check armed: the first is armed. The offline
+    /// pattern and a screen's "No internet" then go when the service answers, not only after the next question.
+    private mutating func watchNetwork() {
+        guard speaker.machine.offline, networkCheckDelay == nil else { return }
+        networkCheckDelay = SpeakerLoop.networkCheckFirst
+        networkCheck.schedule(after: SpeakerLoop.networkCheckFirst)
+    }
+
+    /// One heartbeat, and the next one armed (only after this one was taken: at most one waits in the queue).
+    private func beat() {
+        guard let heartbeat = settings.heartbeat else { return }
+        heartbeat.beat()
+        if let interval = heartbeat.interval { pulse.schedule(after: interval) }
+    }
+
+    /// The interaction's `stage` happens now; `once`: only its first time counts.
+    private mutating func mark(_ stage: WritableKeyPath<InteractionTimings, ContinuousClock.Instant?>, once: Bool = true) {
+        let now = ports.clock.now
+        if once, timings?[keyPath: stage] != nil { return }
+        timings?[keyPath: stage] = now
+    }
+
+    private mutating func translate(_ event: SearchEvent) -> SpeakerEvent? {
+        switch event {
+        case .partialTranscript(let text):
+            mark(\.firstPartial)
+            return .partialTranscript(text)
+        case .safeToStopAudio:
+            return .endOfSpeech
+        case .answer(let answer):
+            mark(\.finalResult, once: false)
+            return .answer(answer)
+        case .failed(let error):
+            tell(.searchFailed(error))
+            questionFailed(error)
+            return .searchFailed(error.failure)
+        }
+    }
+
+    /// The activities an event itself stands for (a press, a transcript); state changes and the rest come from
+    /// the effects.
+    private mutating func announce(_ event: SpeakerEvent) {
+        switch event {
+        case .partialTranscript(let text): tell(.partialTranscript(text))
+        case .answer(let answer):
+            // What the speaker does itself is told as it does it: what a client action or a local command makes it
+            // say is known once it is done (`tellPendingFinal`), not Houndify's words for it.
+            let transcript = answer.transcript
+            func later(_ done: String) { pendingFinal = (transcript, done) }
+            switch (answer.action, LocalCommand.match(transcript)) {
+            case (nil, nil):
+                if let display = answer.display { tell(.display(display)) }
+                tellFinal(transcript: transcript, answer: answer.text, houndifyVoice: answer.voice != nil)
+            case (.run(let command)?, _): tellFinal(transcript: transcript, answer: answer.text, done: "ran \"\(command)\"")
+            case (.muteMicrophone?, _): tellFinal(transcript: transcript, answer: answer.text, done: "muted the microphone")
+            case (nil, .stop?): tellFinal(transcript: transcript, answer: "", done: "stopped")
+            case (nil, .volumeUp?): later("turned the volume up")
+            case (nil, .volumeDown?): later("turned the volume down")
+            case (nil, .ipAddress?), (.timer?, _), (.alarm?, _), (.volume?, _): later("")
+            }
+        case .talk, .hold, .press: tell(.button(.talk))
+        case .endTalk: tell(.button(.endTalk))
+        case .cancel: tell(.button(.cancel))
+        case .tapEnded: tell(.button(.release))
+        case .hotPhrase: tell(.hotPhrase)
+        case .stopPhrase: tell(.stopPhrase)
+        default: break
+        }
+    }
+
+    /// The question's recording ends: no more audio goes to its search (which `.endAudio` then finishes, and a press
+    /// that may yet be a long press leaves open), and its own microphone, if it has one, is closed.
+    private mutating func stopRecording() {
+        router.detach()
+        mark(\.endOfSpeech)
+        questionMicrophone?.stop()
+        questionMicrophone = nil
+    }
+
+    /// An answer's `final`, and, for a typed question someone waits for, its report.
+    private mutating func tellFinal(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "") {
+        tell(.finalTranscript(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done))
+        if let question = question.take() {
+            tell(.question(.init(id: question.id, query: question.query, .answered(transcript: transcript, answer: answer, done: done))))
+        }
+    }
+
+    /// The `final` of an answer whose words the speaker chose itself, with those words (said or shown now).
+    private mutating func tellPendingFinal(_ words: String) {
+        guard let pending = pendingFinal.take() else { return }
+        tellFinal(transcript: pending.transcript, answer: words, done: pending.done)
+    }
+
+    private mutating func questionFailed(_ error: SearchError) {
+        if let question = question.take() {
+            tell(.question(.init(id: question.id, query: question.query, .failed(error))))
+        }
+    }
+
+    /// Logs an activity, records it in the published snapshot (the conversation's last words, the LEDs: whoever
+    /// reads the snapshot after hearing of it finds it there), and hands it to every observer.
+    mutating func tell(_ activity: SpeakerActivity) {
+        if let entry = activity.logEntry {
+            // Every field is metadata too: under systemd each becomes a journal field (HOUND_SPEAKER_EVENT=timings).
+            // Built only when the level is logged (an autoclosure): partial transcripts come by the hundred.
+            logger.log(level: entry.level, "\(entry.message)", metadata: activity.metadata)
+        }
+        loop.published.withLock { $0.record(activity) }
+        for observer in loop.observers { observer(activity) }
+        if activity.wakesScreen { carryOut(step(core: .wakeScreen)) }
+    }
+
+    private mutating func setScreen(percent: Int, backlight: Bool) {
+        var lit = false
+        if backlight, let light = ports.screen {
+            do throws(DeviceProblem) {
+                try light.set(percent: percent)
+                lit = true
+            } catch {
+                carryOut(step(core: .screenLightFailed))
+                tell(.deviceProblem(DeviceProblem("\(error.message); the screen's page dims its own picture instead")))
+            }
+        }
+        tell(.screen(SpeakerActivity.Screen(dimmed: percent < 100, percent: percent, backlight: lit)))
+    }
+
+    /// Carries out one of the core's effects; returns true when the loop must end.
+    private mutating func perform(_ effect: Speaker.Effect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
+        guard case .machine(let effect) = effect else {
+            carryOut([effect])
+            return false
+        }
+        return perform(effect, reports: &reports, in: &group)
+    }
+
+    /// Carries out the core's own effects (all but the machine's, `perform`).
+    private mutating func carryOut(_ effects: [Speaker.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .machine:
+                // Speaker.step gives none for the inputs `step(_:)` takes (SpeakerStepTests.everyCoreInputInEveryState).
+                assertionFailure("a machine effect outside the loop's task group")
+                logger.error("internal error: an effect of the state machine came where only the core's own were expected; ignored")
+            case .saveTimers(let book, let save):
+                carryOut(saveTimers(book, save))
+            case .tell(let activity):
+                tell(activity)
+            case .soundOn:
+                // A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
+                guard ports.volume.soundOff else { break }
+                do throws(DeviceProblem) {
+                    try ports.volume.setSoundOff(false)
+                    tell(.volume(ports.volume.percent, soundOff: false))
+                } catch { tell(.deviceProblem(error)) }
+            case .armTimerAlarm(let after): arm(timerAlarm, after)
+            case .armTimerTick(let after): arm(timerTick, after)
+            case .armTimersSaveRetry(let after): arm(timersSaveRetry, after)
+            case .armScreenIdle(let after): arm(screenIdle, after)
+            case .setScreen(let percent, let backlight):
+                setScreen(percent: percent, backlight: backlight)
+            }
+        }
+    }
+
+    private func arm(_ timer: any LoopTimer, _ after: Duration?) {
+        if let after { timer.schedule(after: after) } else { timer.disarm() }
+    }
+
+    /// Carries out one of the machine's effects, adding to `reports` what the machine must hear of it; returns true
+    /// when the loop must end.
+    private mutating func perform(_ effect: SpeakerEffect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
+        switch effect {
+        case .startSearch(let preRoll):
+            if preRoll { lastWake = ports.clock.now }
+            if let failure = startSearch(preRoll: preRoll, in: &group) { reports.append(.searchFailed(failure)) }
+        case .startTextSearch(let query, let id):
+            if id != 0 {
+                question = (id, query)
+                tell(.question(.init(id: id, query: query, .asked)))
+            }
+            if let failure = startTextSearch(query, in: &group) { reports.append(.searchFailed(failure)) }
+        case .refuseQuestion(let id, let query, let reason):
+            tell(.question(.init(id: id, query: query, .refused(reason))))
+        case .stopRecording:
+            stopRecording()
+        case .clearConversation:
+            ports.search.clearConversation()
+            logger.info("conversation cleared: the next question starts anew")
+        case .endAudio:
+            stopRecording()
+            search?.finish()
+        case .cancelSearch:
+            router.detach()
+            search?.cancel()
+            questionMicrophone?.stop()
+            questionMicrophone = nil
+            searchID += 1
+            if let question = question.take() {
+                tell(.question(.init(id: question.id, query: question.query, .dropped(speaker.dropReason))))
+            }
+            finishInteraction()
+        case .speak(let utterance):
+            // Read on the speech thread as the first sample goes out, and brought to the loop like every input.
+            let firstSample: @Sendable () -> Void = { [continuation, clock = ports.clock] in
+                continuation.yield(.firstSpeechSample(clock.now))
+            }
+            // Rendered once: a client action's words are chosen (and its final transcript told) as they are.
+            let text = render(utterance)
+            tellPendingFinal(text)
+            tell(.speech(text))
+            let playback: any Playback
+            if case .recorded(let audio, _) = utterance {
+                playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
+            } else {
+                playback = ports.speech.speak(text, onFirstSample: firstSample)
+            }
+            group.addTask { [continuation] in
+                let (end, problem) = await playback.ended()
+                continuation.yield(.played(.speechEnded(end), problem: problem))
+            }
+        case .stopSpeaking:
+            ports.speech.stopSpeaking()
+        case .playEarcon(let earcon):
+            let playback = ports.speech.play(earcon)
+            group.addTask { [continuation] in
+                let (end, problem) = await playback.ended()
+                continuation.yield(.played(.soundEnded(end), problem: problem))
+            }
+        case .leds(let leds):
+            ports.board?.show(leds)
+            tell(.leds(leds))
+        case .changeVolume(let up):
+            do throws(DeviceProblem) { tell(.volume(try ports.volume.step(up: up))) } catch { tell(.deviceProblem(error)) }
+        case .runCommand(let command):
+            guard let commands = ports.commands else {
+                tell(.deviceProblem(DeviceProblem("command \"\(command)\": this speaker runs no commands")))
+                break
+            }
+            let logger = logger
+            commands.run(command) { [continuation] ended in
+                switch ended {
+                case .success(0): logger.info("command \"\(command)\" done")
+                case .success(let status):
+                    continuation.yield(.tell(.deviceProblem(DeviceProblem("command \"\(command)\" failed with exit status \(status)"))))
+                case .failure(let problem): continuation.yield(.tell(.deviceProblem(problem)))
+                }
+            }
+        case .volume(let action):
+            carryOut(step(core: .volumeChanged(changeVolume(action))))
+        case .timer, .alarm, .stopRinging:
+            break  // carried out on the book by the core (Speaker), which never passes them on
+        case .setMicrophoneMuted(let on):
+            setMicrophoneMuted(on)
+        case .armWatchdog(let generation, let ms):
+            // A timer for this arming, carrying its generation: one that fires just as the state changes brings the
+            // old generation, which the core finds stale (the machine owns the generation; the loop keeps no copy).
+            let timer = ports.clock.makeTimer { [continuation] in continuation.yield(.event(.watchdog(generation: generation))) }
+            timer.schedule(after: .milliseconds(ms))
+            replaceWatchdog(with: timer)
+        case .disarmWatchdog:
+            replaceWatchdog(with: nil)
+        case .stateChanged(let from, let to):
+            stateChanged(from: from, to: to)
+        case .show(let utterance):
+            let words = render(utterance)
+            tellPendingFinal(words)
+            tell(.answerShown(words))
+        case .stopped:
+            shutDown()
+            return true
+        case .falseWake(let wake):
+            let now = ports.clock.now
+            guard let woke = lastWake, FalseWake.kept(wake, sinceWake: now - woke) else { break }
+            ports.hotPhrase?.keepFalseWake()
+        case .answeredWake:
+            ports.hotPhrase?.keepAnsweredWake()
+        }
+        return false
+    }
+
+    /// The watchdog armed now becomes `timer` (nil: none); the one before will not fire.
+    private mutating func replaceWatchdog(with timer: (any LoopTimer)?) {
+        watchdog?.disarm()
+        watchdog = timer
+    }
+
+    /// Starts a search (voice or text) as the one under way: its events come to the loop under a new id, so those
+    /// of any earlier search are ignored. Failure: it could not start (told), for the machine to hear.
+    private mutating func begin(_ kind: String, in group: inout DiscardingTaskGroup,
+                       _ start: () throws(SearchError) -> any VoiceSearchSession) -> Result<(any VoiceSearchSession, Int), SearchError> {
+        let search: any VoiceSearchSession
+        do throws(SearchError) { search = try start() } catch {
+            let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")
+            tell(.searchFailed(failure))
+            questionFailed(failure)
+            return .failure(error)
+        }
+        searchID += 1
+        self.search = search
+        timings = InteractionTimings(trigger: ports.clock.now)
+        let id = searchID
+        group.addTask { [continuation] in
+            for await event in search.events { continuation.yield(.search(id: id, event)) }
+        }
+        return .success((search, id))
+    }
+
+    /// Nil: started; else why not, for the machine (`.searchFailed`).
+    private mutating func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        if case .failure(let error) = begin("text", in: &group, { [search = ports.search] () throws(SearchError) in try search.startTextSearch(query) }) {
+            return error.failure
+        }
+        return nil
+    }
+
+    /// Nil: started, its audio on the way; else why not, for the machine (`.searchFailed`).
+    private mutating func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        let search: any VoiceSearchSession, id: Int
+        switch begin("voice", in: &group, { [search = ports.search] () throws(SearchError) in try search.startVoiceSearch(afterHotPhrase: preRoll) }) {
+        case .success(let started): (search, id) = started
+        case .failure(let error): return error.failure
+        }
+        router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
+                      preRoll: preRoll)
+        if ports.hotPhrase != nil {
+            // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
+            if !speaker.microphoneUp {
+                return microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
+            }
+            return nil
+        }
+        // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
+        do throws(DeviceProblem) {
+            questionMicrophone = try openMicrophone(waitForDevice: false)
+            return nil
+        } catch {
+            return microphoneFailed(search, error)
+        }
+    }
+
+    /// The search started has nothing to record: it is cancelled, and the failure told, for the machine to hear.
+    private mutating func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) -> SearchFailure {
+        search.cancel()
+        let error = SearchError(.microphone, detail: problem.message)
+        tell(.searchFailed(error))
+        return .microphone
+    }
+
+    /// The hot phrase's microphone stays open for good; one that is missing at start is looked for every second
+    /// (as a lost one is), so a microphone plugged in after boot is heard without a restart.
+    private mutating func openAlwaysOnMicrophone() {
+        do throws(DeviceProblem) {
+            alwaysOnMicrophone = try openMicrophone(waitForDevice: true)
+        } catch {
+            tell(.deviceProblem(DeviceProblem("\(error.message); the hot phrase cannot be heard")))
+        }
+    }
+
+    /// Opens and starts the microphone, every frame going to the router and its events to the loop.
+    private func openMicrophone(waitForDevice: Bool) throws(DeviceProblem) -> any MicrophoneStream {
+        let router = self.router
+        return try ports.microphone.open(waitForDevice: waitForDevice,
+                                         onEvent: { [continuation] event in continuation.yield(.microphone(event)) },
+                                         onFrame: { frame in router.frame(frame) })
+    }
+
+    private func render(_ utterance: Utterance) -> String {
+        switch utterance {
+        case .text(let text): text
+        case .recorded(_, let text): text
+        case .volume: "Volume \(ports.volume.percent)."
+        case .ipAddress: SpeakerLoop.ipAddressSentence(ports.system.ipAddresses())
+        case .actionOutcome(let responses):
+            actionSentence(responses)
+        }
+    }
+
+    /// The words for the last client action, and the conversation state of the branch it took (kept here, as the
+    /// words are chosen: Houndify's next answer depends on what the speaker really did).
+    private func actionSentence(_ responses: ActionResponses?) -> String {
+        guard let outcome = speaker.lastActionOutcome else { return "Sorry, something went wrong." }
+        let (text, branch) = outcome.reply(from: responses)
+        if let kept = branch?.conversationState ?? responses?.conversationState { ports.search.keepConversation(kept) }
+        return text
+    }
+
+    /// Carries out a volume command; the sentence says the new level (said at that level).
+    private mutating func changeVolume(_ action: VolumeAction) -> ActionOutcome {
+        let volume = ports.volume
+        do throws(DeviceProblem) {
+            switch action {
+            case .step(let up): _ = try volume.step(up: up)
+            // Clamped before adding: the step comes from outside, and Int.max points would overflow the sum.
+            case .by(let points): _ = try volume.set(volume.percent + min(max(points, -100), 100))
+            case .to(let percent): _ = try volume.set(percent)
+            case .mute(let off): try volume.setSoundOff(off)
+            }
+        } catch {
+            tell(.deviceProblem(error))
+            return ActionOutcome(.failed, sentence: "Sorry, I couldn't change the volume.")
+        }
+        tell(.volume(volume.percent, soundOff: volume.soundOff))
+        if case .mute(true) = action { return ActionOutcome(.changed(1), sentence: "Sound off.") }
+        return ActionOutcome(.changed(1), sentence: "Volume \(volume.percent).")
+    }
+
+    /// Mute releases the always-on microphone (the device is closed, not just ignored); unmute opens it again.
+    private mutating func setMicrophoneMuted(_ on: Bool) {
+        tell(.muted(on))
+        if on {
+            alwaysOnMicrophone?.stop()
+            alwaysOnMicrophone = nil  // and the core has the microphone down
+        } else if ports.hotPhrase != nil, alwaysOnMicrophone == nil {
+            openAlwaysOnMicrophone()
+        }
+        if let store = ports.muteStore {
+            // The state here stays as asked either way; the store's problem says what a restart would do.
+            do throws(DeviceProblem) { try store.save(on) } catch { tell(.deviceProblem(error)) }
+        }
+    }
+
+    // MARK: Timers
+
+    /// The speaker is up: what reading the saved state found is told, saved and armed, and what fell due rings.
+    /// True when the loop must end.
+    private mutating func started(_ startup: SpeakerLoop.Startup, in group: inout DiscardingTaskGroup) -> Bool {
+        if startup.muted { tell(.muted(true)) }
+        for problem in startup.timerProblems { tell(.deviceProblem(problem)) }
+        return step(.timersRestored(changes: startup.changes, alarms: startup.alarms, ringing: startup.ringing), in: &group)
+    }
+
+    /// Saves the timers and alarms as the core asked (`.saveTimers`), and hands it the result: what the core
+    /// makes of it (the problem told once, the retry armed, the caveat) comes back to be carried out.
+    private mutating func saveTimers(_ book: TimerBook, _ save: Speaker.TimersSave) -> [Speaker.Effect] {
+        guard let store = ports.timerStore else { return [] }
+        let problem: DeviceProblem?
+        do throws(DeviceProblem) {
+            try store.save(book, at: ports.clock.reading)
+            problem = nil
+        } catch { problem = error }
+        if let problem, speaker.timersSaveProblem != nil {
+            logger.debug("timers: still cannot be saved: \(problem.message)")
+        }
+        return step(core: .timersSaved(problem, save))
+    }
+
+    private mutating func stateChanged(from: SpeakerState, to: SpeakerState) {
+        loop.stateLog.withLock { log in
+            log.append(to)
+            if log.count > SpeakerLoop.historyLimit { log.removeFirst(log.count - SpeakerLoop.historyLimit) }
+        }
+        tell(.stateChanged(from: from, to: to))
+        if to == .ready || to == .none {
+            if from == .speaking { mark(\.speechEnd) }
+            finishInteraction()
+        }
+        if to == .recording {
+            // A follow-up (AutoListen) starts its own interaction.
+            if timings?.finalResult != nil { timings = InteractionTimings(trigger: ports.clock.now) }
+        }
+    }
+
+    private mutating func finishInteraction() {
+        // An answer's words that never came (a long press over it) are not told with the next one's.
+        pendingFinal = nil
+        guard var finished = timings else { return }
+        finished.firstAudioSent = search?.firstAudioSent
+        timings = nil
+        search = nil
+        // Only the recent past is kept: a speaker runs for months.
+        loop.history.withLock { h in
+            h.append(finished)
+            if h.count > SpeakerLoop.historyLimit { h.removeFirst(h.count - SpeakerLoop.historyLimit) }
+        }
+        tell(.timings(finished))
+    }
+
+    private mutating func shutDown() {
+        router.detach()
+        replaceWatchdog(with: nil)
+        pulse.disarm()
+        timerAlarm.disarm()
+        timerTick.disarm()
+        // The time left as it is now, for a reboot (a clean stop: `reboot`, an upgrade): not the last minute's.
+        let book = speaker.timers
+        if book.anyRunning { carryOut(saveTimers(book, Speaker.TimersSave())) }
+        timersSaveRetry.disarm()
+        search?.cancel()
+        search = nil
+        questionMicrophone?.stop()
+        questionMicrophone = nil
+        alwaysOnMicrophone?.stop()
+        alwaysOnMicrophone = nil
+        ports.speech.stopSpeaking()
+        ports.board?.stop()
+        continuation.finish()
+    }
+}
