@@ -179,6 +179,23 @@ let coreInputs: [Speaker.Input] = [
         #expect(rig.state == .speaking)  // the failure's sentence
     }
 
+    /// Why a question was dropped is the core's to word, in the step that drops it: the expired watchdog says how
+    /// long the answer was waited for; a stale one leaves the last step's reason; a press says the button.
+    @Test func theCoreWordsWhyAQuestionWasDropped() {
+        var rig = CoreRig.inState(.recording)
+        let stale = rig.speaker.machine.watchdogGeneration
+        rig.step(.endOfSpeech)
+        #expect(rig.speaker.dropReason == "it was stopped before its answer came")
+        rig.step(.watchdog(generation: stale))
+        #expect(rig.speaker.dropReason == "it was stopped before its answer came")
+        let limit = SpeakerMachine.Settings().searchingLimitMS / 1000
+        rig.step(.watchdog(generation: rig.speaker.machine.watchdogGeneration))
+        #expect(rig.speaker.dropReason == "no answer came within \(limit) s")
+        var pressed = CoreRig.inState(.searching)
+        #expect(machineEffects(pressed.step(.press)).contains(.cancelSearch))
+        #expect(pressed.speaker.dropReason == "the button (or the listen command) started another question")
+    }
+
     /// The LEDs show the time left: ticks while a timer counts down, quicker ticks in its last minute.
     @Test func theLastMinuteShowsOnTheLEDs() {
         var rig = CoreRig.inState(.ready)
