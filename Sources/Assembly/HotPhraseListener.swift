@@ -17,22 +17,38 @@ public import Control
 ///
 /// With a household (docs/household.md) it runs the FusedDetector: the generic model and the household's
 /// templates; otherwise the generic HotPhraseDetector alone. A change to the household (a false wake kept,
-/// `ctl forget`, `enroll` while running) builds the new detector on a thread of its own, under `changing`, and
-/// only the swap takes `lock`: the detector's thread never waits for a file or a DTW over the negatives; it
-/// finishes the frame it is on with the old detector and goes on with the new one.
+/// `ctl forget`, `enroll` while running) measures the new household on a thread of its own, under `changing`, and
+/// leaves the result (a `Plan`, plain values) in `lock`: the detector's thread never waits for a file or a DTW over
+/// the negatives; it finishes the frame it is on with the old detector and makes the new one from the plan before
+/// the next (buffers only).
 public final class HotPhraseListener: HotPhraseDetecting, Sendable {
-    /// @unchecked, and not around a C handle: the detectors are plain classes whose state is touched by the one
-    /// thread that processes (HotPhraseDetecting's contract); `lock` only says which one runs, and a detector
-    /// built on a household thread is handed over once, whole, by `swap`.
-    private enum Detector: @unchecked Sendable {
+    /// The detector that runs. Not Sendable: it is made and used only on the thread that processes
+    /// (HotPhraseDetecting's contract), inside `running`, and never leaves it.
+    private enum Detector {
         case generic(HotPhraseDetector)
         case fused(FusedDetector)
     }
 
-    /// Which detector runs, the household beside it and what the latest wake left.
+    /// Which detector to run, as plain values: measured off the detector's thread, made into a Detector on it.
+    private enum Plan: Sendable {
+        case generic
+        case fused(FusedDetector.Plan)
+    }
+
+    /// The detector's thread's own: the detector and the samples it hears (copied in: what it hears stays its
+    /// own). Only that thread takes this lock, so it never waits on it; the loop and the status use `lock`.
     private struct Running {
         var detector: Detector
-        /// The household as the detector runs it (swapped with the detector: status never waits for a change
+        var heard: [Int16]
+    }
+
+    /// The detector to make next, the household beside it and what the latest wake left.
+    private struct Shared {
+        /// Left by a household change, taken by the detector's thread before its next frame.
+        var next: Plan?
+        /// Whether the household's personal scorer runs (the plan last left is a fused one).
+        var personal = false
+        /// The household as the detector runs it (swapped with the plan: status never waits for a change
         /// being built).
         var household = Household()
         var score = 0.0
@@ -42,7 +58,8 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         var wakePhrase: String?
     }
 
-    private let lock: Mutex<Running>
+    private let lock: Mutex<Shared>
+    private let running: Mutex<Running>
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
     public let bargeInThreshold: Double
@@ -102,7 +119,9 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         voices = source.flatMap { model.hasEmbeddings ? $0 : nil }
         zThreshold = voices?.bank.zThreshold(sensitivity: settings.sensitivity) ?? 0
         bargeInZThreshold = voices?.bank.zThreshold(sensitivity: settings.bargeInSensitivity) ?? 0
-        lock = Mutex(Running(detector: .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))))
+        lock = Mutex(Shared())
+        running = Mutex(Running(detector: .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)),
+                                heard: Array(repeating: 0, count: EchoCanceller.maxFrame)))
         let atStart = voices.map { Self.read($0, logger: logger) }
         unusableAtStart = atStart?.problem
         if let atStart { changing.withLock { _ in _ = install(atStart.0) } }
@@ -122,32 +141,41 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         }
     }
 
-    /// Builds the detector for `household` and swaps it in (the caller holds `changing`); returns the reason the
-    /// generic detector runs instead, nil when the household's does.
+    /// Measures `household` for the detector and leaves the plan for the detector's thread (the caller holds
+    /// `changing`); returns the reason the generic detector runs instead, nil when the household's does.
     @discardableResult
     private func install(_ next: Household) -> String? {
         guard let voices else { return "no household" }
         guard next.phrases.contains(where: { !$0.templates.isEmpty }) else {
-            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)), next)
+            swap(.generic, next)
             return "the household has no takes yet (hound-speaker enroll)"
         }
         do {
-            let fused = try FusedDetector(model: model, household: next, bank: voices.bank, threshold: threshold,
-                                          zThreshold: zThreshold,
-                                          refractorySeconds: settings.refractorySeconds)
-            swap(.fused(fused), next)
+            swap(.fused(try FusedDetector.Plan(model: model, household: next, bank: voices.bank)), next)
             return nil
         } catch {
             logger?.error("\(error): the hot phrase is listened for by the generic model alone")
-            swap(.generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)), next)
+            swap(.generic, next)
             return "\(error)"
         }
     }
 
-    private func swap(_ next: Detector, _ household: Household) {
+    private func swap(_ next: Plan, _ household: Household) {
         lock.withLock {
-            $0.detector = next
+            $0.next = next
+            if case .fused = next { $0.personal = true } else { $0.personal = false }
             $0.household = household
+        }
+    }
+
+    /// The detector for `plan`, on the detector's thread: buffers only, the DTWs were run when it was planned.
+    private func detector(for plan: Plan) -> Detector {
+        switch plan {
+        case .generic:
+            .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds))
+        case .fused(let measured):
+            .fused(FusedDetector(model: model, plan: measured, threshold: threshold, zThreshold: zThreshold,
+                                 refractorySeconds: settings.refractorySeconds))
         }
     }
 
@@ -169,7 +197,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
 
     /// Whether the household's personal scorer runs.
     public var personalActive: Bool {
-        lock.withLock { if case .fused = $0.detector { true } else { false } }
+        lock.withLock { $0.personal }
     }
 
     /// The household as the detector runs it (for status).
@@ -185,37 +213,52 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     }
 
     public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit? {
-        let current = lock.withLock { $0.detector }
+        let next = lock.withLock { $0.next.take() }
         let ownSound = overOwnSound || echoing
-        var hit: HotPhraseHit? = nil
-        var detected = 0.0
-        switch current {
-        case .generic(let d):
-            d.threshold = ownSound ? bargeInThreshold : threshold
-            d.process(frame) { detection in
-                hit = .wake
-                detected = detection.score
+        let heard = running.withLock { r -> (hit: HotPhraseHit, score: Double, wake: (frames: [[Float]], phrase: String?)?)? in
+            if let next { r.detector = detector(for: next) }
+            var hit: HotPhraseHit? = nil
+            var detected = 0.0
+            var start = 0
+            while start < frame.count {
+                // Copied sample by sample into the thread's own buffer (a frame is at most one such buffer).
+                let count = min(frame.count - start, r.heard.count)
+                for i in 0..<count { r.heard[i] = frame[start + i] }
+                start += count
+                r.heard.withUnsafeBufferPointer { buffer in
+                    let samples = UnsafeBufferPointer(rebasing: buffer[0..<count])
+                    switch r.detector {
+                    case .generic(let d):
+                        d.threshold = ownSound ? bargeInThreshold : threshold
+                        d.process(samples) { detection in
+                            hit = .wake
+                            detected = detection.score
+                        }
+                    case .fused(let d):
+                        d.threshold = ownSound ? bargeInThreshold : threshold
+                        d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
+                        // The stop phrase counts only while the speaker itself rings or speaks, not in its echo's tail.
+                        d.stopArmed = overOwnSound
+                        d.process(samples) { detection in
+                            hit = detection.stop ? .stop : .wake
+                            detected = detection.score
+                        }
+                    }
+                }
             }
-        case .fused(let d):
-            d.threshold = ownSound ? bargeInThreshold : threshold
-            d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
-            // The stop phrase counts only while the speaker itself rings or speaks, not in its echo's tail.
-            d.stopArmed = overOwnSound
-            d.process(frame) { detection in
-                hit = detection.stop ? .stop : .wake
-                detected = detection.score
-            }
+            guard let hit else { return nil }
+            // Copied now, on the thread that owns the detector's state (the loop asks for them later).
+            let wake: (frames: [[Float]], phrase: String?)? = if case .fused(let d) = r.detector, hit == .wake {
+                (d.framesAtLastWake, d.phraseAtLastWake)
+            } else { nil }
+            return (hit, detected, wake)
         }
-        guard let hit else { return nil }
-        // Copied now, on the thread that owns the detector's state (the loop asks for them later).
-        let wake: (frames: [[Float]], phrase: String?)? = if case .fused(let d) = current, hit == .wake {
-            (d.framesAtLastWake, d.phraseAtLastWake)
-        } else { nil }
+        guard let heard else { return nil }
         lock.withLock {
-            $0.score = detected
-            if let wake { ($0.wakeFrames, $0.wakePhrase) = wake }
+            $0.score = heard.score
+            if let wake = heard.wake { ($0.wakeFrames, $0.wakePhrase) = wake }
         }
-        return hit
+        return heard.hit
     }
 
     /// `hear` and `process` in one, for a caller that feeds frames itself, one at a time (a test, a tool).
@@ -231,9 +274,11 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     }
 
     public func reset() {
-        switch lock.withLock({ $0.detector }) {
-        case .generic(let d): d.reset()
-        case .fused(let d): d.reset()
+        running.withLock { r in
+            switch r.detector {
+            case .generic(let d): d.reset()
+            case .fused(let d): d.reset()
+            }
         }
     }
 
@@ -247,7 +292,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     /// household's detector (the generic one has no frames to keep).
     public func keepFalseWake() {
         let frames: [[Float]] = lock.withLock {
-            guard case .fused = $0.detector else { return [] }
+            guard $0.personal else { return [] }
             return $0.wakeFrames
         }
         guard !frames.isEmpty, voices != nil else { return }
@@ -261,7 +306,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     public func keepAnsweredWake() {
         guard settings.learnFromAnswers, let voices else { return }
         let (frames, phrase): ([[Float]], String?) = lock.withLock {
-            guard case .fused = $0.detector else { return ([], nil) }
+            guard $0.personal else { return ([], nil) }
             return ($0.wakeFrames, $0.wakePhrase)
         }
         guard let phrase, !frames.isEmpty, !Household.isStopPhrase(phrase) else { return }
@@ -322,9 +367,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
 
 extension HotPhraseListener: ControlledHousehold {
     public var householdSummary: HouseholdSummary {
-        let (household, active) = lock.withLock { running -> (Household, Bool) in
-            if case .fused = running.detector { (running.household, true) } else { (running.household, false) }
-        }
+        let (household, active) = lock.withLock { ($0.household, $0.personal) }
         return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
             HouseholdSummary.Phrase(text: p.text, takes: p.templates.filter { !$0.isLearned }.map { $0.added.formatted(.iso8601) },
                                     learned: p.templates.count { $0.isLearned })

@@ -74,58 +74,101 @@ public final class FusedDetector {
     /// The phrase of the latest wake (nil before the first): what an answered wake teaches (Household.learn).
     public private(set) var phraseAtLastWake: String?
 
+    /// What a household makes of the bank, measured once (every template's DTW over every household negative):
+    /// the slow part of making a detector, done off the detector's thread (HotPhraseListener) and handed to it
+    /// whole, as plain values, for `init(model:plan:...)` there.
+    public struct Plan: Sendable {
+        struct Template: Sendable {
+            let frames: [Float]
+            let mu: Double
+            let sd: Double
+            let negativeFloor: Double
+        }
+        struct Phrase: Sendable {
+            let text: String
+            let isModelPhrase: Bool
+            let isStop: Bool
+            let templates: [Template]
+        }
+        let phrases: [Phrase]
+        let negatives: [[Float]]
+        let negativeScores: [Float]
+        let mean: [Float]
+        let dim: Int
+        let zThreshold: Double
+        /// Whether the household has any template (what the listener reports as the personal scorer running).
+        public var hasTemplates: Bool { !phrases.isEmpty }
+
+        /// Throws if the household has templates and the model has no embedding, or the embeddings' sizes disagree.
+        public init(model: HotPhraseModel, household: Household, bank: NegativeBank) throws {
+            let hasTemplates = household.phrases.contains { !$0.templates.isEmpty }
+            if hasTemplates || !household.negatives.isEmpty {
+                guard case .embedding(let m) = model.network else { throw Enrollment.needsEmbedding(model) }
+                guard m.dim == bank.dim else {
+                    throw HouseholdError(file: "negative bank", path: bank.path,
+                                         problem: "holds \(bank.dim)-number embeddings; the model \(model.path) makes \(m.dim)")
+                }
+            }
+            try household.check(dim: bank.dim)
+            let normalisedNegatives = household.negatives.map { bank.normalised($0.embeddings) }
+            var phrases: [Phrase] = []
+            var modelPhraseTemplates: [SubsequenceDTW] = []
+            for p in household.phrases where !p.templates.isEmpty {
+                var templates: [Template] = []
+                let isModelPhrase = Household.same(p.text, model.phrase)
+                for t in p.templates {
+                    let frames = bank.normalised(t.embeddings)
+                    let dtw = SubsequenceDTW(template: frames, dim: bank.dim)
+                    var floor = -Double.infinity
+                    for n in normalisedNegatives {
+                        let end = FusedDetector.run(dtw, over: n, dim: bank.dim)
+                        floor = max(floor, Household.z(score: end, mu: t.mu, sd: t.sd) + 0.5)
+                    }
+                    templates.append(Template(frames: frames, mu: t.mu, sd: t.sd, negativeFloor: floor))
+                    if isModelPhrase && !phrases.contains(where: \.isModelPhrase) { modelPhraseTemplates.append(dtw) }
+                }
+                phrases.append(Phrase(text: p.text, isModelPhrase: isModelPhrase, isStop: Household.isStopPhrase(p.text),
+                                      templates: templates))
+            }
+            self.phrases = phrases
+            negatives = normalisedNegatives
+            negativeScores = modelPhraseTemplates.isEmpty ? [] : normalisedNegatives.map { n in
+                modelPhraseTemplates.map { FusedDetector.run($0, over: n, dim: bank.dim) }.min() ?? .infinity
+            }
+            mean = bank.mean
+            dim = bank.dim
+            zThreshold = bank.zThreshold
+        }
+    }
+
     /// `threshold` nil uses the model's own; `zThreshold` nil the bank's at sensitivity 0.5. Throws if the
     /// household has templates and the model has no embedding, or the embeddings' sizes disagree.
-    public init(model: HotPhraseModel, household: Household, bank: NegativeBank, threshold: Double? = nil,
-                zThreshold: Double? = nil, refractorySeconds: Double? = nil) throws {
+    public convenience init(model: HotPhraseModel, household: Household, bank: NegativeBank, threshold: Double? = nil,
+                            zThreshold: Double? = nil, refractorySeconds: Double? = nil) throws {
+        self.init(model: model, plan: try Plan(model: model, household: household, bank: bank), threshold: threshold,
+                  zThreshold: zThreshold, refractorySeconds: refractorySeconds)
+    }
+
+    /// A detector for a household measured already (`Plan`): allocates its buffers and nothing else.
+    public init(model: HotPhraseModel, plan: Plan, threshold: Double? = nil, zThreshold: Double? = nil,
+                refractorySeconds: Double? = nil) {
         // The generic detector's own refractory period is one step: this one's is shared with the templates.
         generic = HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: 0)
-        self.zThreshold = zThreshold ?? bank.zThreshold
-        dim = bank.dim
-        let hasTemplates = household.phrases.contains { !$0.templates.isEmpty }
-        if hasTemplates || !household.negatives.isEmpty {
-            guard case .embedding(let m) = model.network else { throw Enrollment.needsEmbedding(model) }
-            guard m.dim == bank.dim else {
-                throw HouseholdError(file: "negative bank", path: bank.path,
-                                     problem: "holds \(bank.dim)-number embeddings; the model \(model.path) makes \(m.dim)")
-            }
+        self.zThreshold = zThreshold ?? plan.zThreshold
+        dim = plan.dim
+        phrases = plan.phrases.map { p in
+            PhraseState(text: p.text, isModelPhrase: p.isModelPhrase, isStop: p.isStop, templates: p.templates.map { t in
+                TemplateState(dtw: SubsequenceDTW(template: t.frames, dim: plan.dim), mu: t.mu, sd: t.sd, negativeFloor: t.negativeFloor)
+            })
         }
-        try household.check(dim: bank.dim)
-        let normalisedNegatives = household.negatives.map { bank.normalised($0.embeddings) }
-        var states: [PhraseState] = []
-        for p in household.phrases where !p.templates.isEmpty {
-            var templates: [TemplateState] = []
-            for t in p.templates {
-                let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
-                var floor = -Double.infinity
-                for n in normalisedNegatives {
-                    let end = Self.run(dtw, over: n, dim: bank.dim)
-                    floor = max(floor, Household.z(score: end, mu: t.mu, sd: t.sd) + 0.5)
-                }
-                dtw.reset()
-                templates.append(TemplateState(dtw: dtw, mu: t.mu, sd: t.sd, negativeFloor: floor))
-            }
-            states.append(PhraseState(text: p.text, isModelPhrase: Household.same(p.text, model.phrase),
-                                      isStop: Household.isStopPhrase(p.text), templates: templates))
-        }
-        phrases = states
-        modelPhrase = states.firstIndex(where: \.isModelPhrase)
-        negatives = normalisedNegatives
-        if let modelPhrase {
-            negativeScores = normalisedNegatives.map { n in
-                states[modelPhrase].templates.map { t in
-                    defer { t.dtw.reset() }
-                    return Self.run(t.dtw, over: n, dim: bank.dim)
-                }.min() ?? .infinity
-            }
-        } else {
-            negativeScores = []
-        }
-        window = max(1, normalisedNegatives.map { $0.count / bank.dim }.max() ?? 1)
+        modelPhrase = phrases.firstIndex(where: \.isModelPhrase)
+        negatives = plan.negatives
+        negativeScores = plan.negativeScores
+        window = max(1, plan.negatives.map { $0.count / plan.dim }.max() ?? 1)
         frame = .allocate(capacity: dim)
         frame.initialize(repeating: 0, count: dim)
         mean = .allocate(capacity: dim)
-        mean.initialize(from: bank.mean, count: dim)
+        mean.initialize(from: plan.mean, count: dim)
         recent = .allocate(capacity: window * dim)
         recent.initialize(repeating: 0, count: window * dim)
         raw = .allocate(capacity: Enrollment.maxFrames * dim)
@@ -164,7 +207,7 @@ public final class FusedDetector {
 
     /// The best (lowest) score of `dtw` over `frames` (normalised rows) run as a stream from reset: its z is
     /// the template's best z over a household negative (as the reference, household.negative_threshold).
-    private static func run(_ dtw: SubsequenceDTW, over frames: [Float], dim: Int) -> Float {
+    static func run(_ dtw: SubsequenceDTW, over frames: [Float], dim: Int) -> Float {
         dtw.reset()
         var best = Float.infinity
         frames.withUnsafeBufferPointer { f in
