@@ -110,15 +110,17 @@ let package = Package(
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
-        .target(name: "HotPhrase", dependencies: ["AudioCore", "Platform", "CCrypto"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(name: "HotPhrase", dependencies: ["AudioCore", "Platform", "Digests"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // SHA-256, HMAC-SHA256 and a constant-time compare: the one target that calls libcrypto.
+        .target(name: "Digests", dependencies: ["CCrypto"], swiftSettings: strict),
         // Houndify's settings and what needs no C (the upload format, base64url), for the config reader.
         .target(name: "HoundifyCore", dependencies: ["JSONKit"], swiftSettings: strict),
         .target(name: "Houndify",
-                dependencies: ["HoundifyCore", "JSONKit", "CCurl", "CShims", "CCrypto", "CSpeex", "Platform",
+                dependencies: ["HoundifyCore", "JSONKit", "CCurl", "CShims", "Digests", "CSpeex", "Platform",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         .target(name: "LocalHoundify",
@@ -132,7 +134,7 @@ let package = Package(
         // The control API and kiosk page of `run` (HTTP and WebSocket on SwiftNIO): commands in, the speaker's
         // activity out, to any number of clients, none of which can hold up the loop.
         .target(name: "Control",
-                dependencies: ["SpeakerCore", "BoardCore", "JSONKit", "Timers", "CCrypto",
+                dependencies: ["SpeakerCore", "BoardCore", "JSONKit", "Timers", "Digests",
                                .product(name: "NIOCore", package: "swift-nio"),
                                .product(name: "NIOPosix", package: "swift-nio"),
                                .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -158,7 +160,7 @@ let package = Package(
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
                 dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
-                               "Speech", "Board", "BoardCore", "HotPhrase", "Control", "Platform",
+                               "Speech", "Board", "BoardCore", "HotPhrase", "Control", "Platform", "Digests",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
@@ -193,7 +195,7 @@ let package = Package(
                          dependencies: ["Audio", "Speech", "SpeakerCore", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
-        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio"],
+        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HoundifyCore", "AudioCore", "SpeakerCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),

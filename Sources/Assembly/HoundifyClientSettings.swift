@@ -1,5 +1,6 @@
 import FoundationEssentials
 public import Houndify
+import Digests
 import HoundifyCore
 import Platform
 public import SpeakerConfig
@@ -37,7 +38,7 @@ extension SpeakerConfiguration {
         guard let text = try? String(contentsOfFile: "/etc/machine-id", encoding: .utf8) else { return "hound-speaker" }
         let id = text.trimmed(.whitespacesAndNewlines)
         guard !id.isEmpty else { return "hound-speaker" }
-        let digest = HMACSHA256.mac(key: Array("hound-speaker-device-id".utf8), message: Array(id.utf8))
+        let digest = Digests.hmacSHA256(key: Array("hound-speaker-device-id".utf8), message: Array(id.utf8))
         return "hs-" + digest.prefix(8).map { String(cFormat: "%02x", $0) }.joined()
     }
 }

@@ -1,4 +1,4 @@
-import CCrypto
+import Digests
 import FoundationEssentials
 import Glibc
 public import NIOHTTP1
@@ -22,7 +22,7 @@ public struct ControlAccess: Sendable {
     /// on, as configured (`127.0.0.1`, `0.0.0.0`, `192.168.1.20`, `::1`). `hostName`: this machine's name
     /// (gethostname), asked of the system unless given.
     public init(token: String, listenHost: String = "127.0.0.1", port: Int, hostName: String? = nil) {
-        tokenDigest = token.isEmpty ? nil : Self.sha256(Array(token.utf8))
+        tokenDigest = token.isEmpty ? nil : Digests.sha256(Array(token.utf8))
         self.port = port
         let wildcard = listenHost == "0.0.0.0" || listenHost == "::"
         let loopback = listenHost.hasPrefix("127.") || listenHost == "::1"
@@ -56,7 +56,7 @@ public struct ControlAccess: Sendable {
             guard let given = Self.token(in: head) else {
                 return Refusal(status: .unauthorized, message: "a token is needed: Authorization: Bearer TOKEN, or ?token=TOKEN")
             }
-            guard Self.equalInConstantTime(Self.sha256(Array(given.utf8)), tokenDigest) else {
+            guard Digests.equalInConstantTime(Digests.sha256(Array(given.utf8)), tokenDigest) else {
                 return Refusal(status: .unauthorized, message: "the token is wrong")
             }
         }
@@ -123,19 +123,6 @@ public struct ControlAccess: Sendable {
             return String(authorization.dropFirst("Bearer ".count))
         }
         return ControlPath(head.uri).query["token"]
-    }
-
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        bytes.withUnsafeBufferPointer { input in
-            digest.withUnsafeMutableBufferPointer { output in _ = SHA256(input.baseAddress, input.count, output.baseAddress) }
-        }
-        return digest
-    }
-
-    /// OpenSSL's CRYPTO_memcmp over two digests of the same length: the time taken says nothing about the token.
-    static func equalInConstantTime(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        a.count == b.count && a.withUnsafeBytes { x in b.withUnsafeBytes { y in CRYPTO_memcmp(x.baseAddress, y.baseAddress, a.count) == 0 } }
     }
 }
 

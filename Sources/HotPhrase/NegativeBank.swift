@@ -3,7 +3,7 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
-import CCrypto
+import Digests
 import Platform
 import FoundationEssentials
 
@@ -116,14 +116,7 @@ public struct NegativeBank: Sendable {
     }
 
     static func sha256(_ bytes: [UInt8]) -> String {
-        var digest = [UInt8](repeating: 0, count: Int(SHA256_DIGEST_LENGTH))
-        bytes.withUnsafeBufferPointer { input in
-            digest.withUnsafeMutableBufferPointer { output in _ = SHA256(input.baseAddress, input.count, output.baseAddress) }
-        }
-        let hex = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for b in digest { text += [hex[Int(b >> 4)], hex[Int(b & 15)]] }
-        return String(decoding: text, as: UTF8.self)
+        Digests.hex(Digests.sha256(bytes))
     }
 
     /// The personal threshold for a sensitivity in 0...1 (docs/household.md): 0.5 is the bank's own, each 0.1

@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import CCrypto
+import Digests
 import HoundifyCore
 
 /// Houndify's request signing (docs/houndify-protocol.md, "Signing a request"): HMAC-SHA256 keyed with the
@@ -32,7 +32,7 @@ public struct HoundAuthenticator: Sendable {
 
     public func signature(userID: String, requestID: String, timeStamp: Int64) -> String {
         let message = Array("\(userID);\(requestID)\(timeStamp)".utf8)
-        return Base64URL.encode(HMACSHA256.mac(key: key, message: message))
+        return Base64URL.encode(Digests.hmacSHA256(key: key, message: message))
     }
 
     public func headers(userID: String, requestID: String, timeStamp: Int64) -> Headers {
@@ -49,26 +49,7 @@ public struct HoundAuthenticator: Sendable {
               let timeStamp = Int64(client[1]),
               let given = Base64URL.decode(String(client[2]))
         else { return false }
-        let expected = HMACSHA256.mac(key: key, message: Array("\(request[0]);\(request[1])\(timeStamp)".utf8))
-        guard given.count == expected.count else { return false }
-        var difference: UInt8 = 0
-        for (a, b) in zip(given, expected) { difference |= a ^ b }
-        return difference == 0
-    }
-}
-
-public enum HMACSHA256 {
-    public static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
-        var out = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        let ok = key.withUnsafeBytes { k in
-            message.withUnsafeBytes { m in
-                HMAC(EVP_sha256(), k.baseAddress, Int32(k.count), m.baseAddress?.assumingMemoryBound(to: UInt8.self),
-                     m.count, &out, &length)
-            }
-        }
-        // HMAC fails only on allocation failure inside OpenSSL; nothing sensible remains to do then.
-        precondition(ok != nil, "OpenSSL HMAC-SHA256 failed")
-        return Array(out.prefix(Int(length)))
+        let expected = Digests.hmacSHA256(key: key, message: Array("\(request[0]);\(request[1])\(timeStamp)".utf8))
+        return Digests.equalInConstantTime(given, expected)
     }
 }
