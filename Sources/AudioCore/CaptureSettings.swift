@@ -19,7 +19,8 @@ public struct CaptureSettings: Sendable, Equatable {
     /// How fast frames are delivered (`[audio] input_pacing`).
     public var pacing: CapturePacing = .auto
 
-    public init(device: String = "default") { self.device = device }
+    /// `device` nil keeps the default (written once, above).
+    public init(device: String? = nil) { if let device { self.device = device } }
 
     /// What the rest of the app works in.
     public static let outputRate = 16_000
@@ -59,10 +60,11 @@ public struct EchoCancelSettings: Sendable, Equatable {
     /// held 17-31 dB (tools/bench/aec_frames.py; BENCHMARKS.md, "Echo cancellation"): 10 ms.
     public var frameMS = 10
 
-    public init(enabled: Bool = false, delayMS: Int = 0, tailMS: Int = 200) {
-        self.enabled = enabled
-        self.delayMS = delayMS
-        self.tailMS = tailMS
+    /// Each value not given keeps its default (written once, above).
+    public init(enabled: Bool? = nil, delayMS: Int? = nil, tailMS: Int? = nil) {
+        if let enabled { self.enabled = enabled }
+        if let delayMS { self.delayMS = delayMS }
+        if let tailMS { self.tailMS = tailMS }
     }
 
     public static let tailRange = 50...1000

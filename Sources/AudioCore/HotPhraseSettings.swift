@@ -23,11 +23,12 @@ public struct HotPhraseSettings: Sendable, Equatable {
     /// as a learned template (the newest four per phrase; docs/household.md, "Answered wakes").
     public var learnFromAnswers = true
 
-    public init(enabled: Bool = true, model: String = "", sensitivity: Double = 0.5, refractoryMS: Int = 2000) {
-        self.enabled = enabled
-        self.model = model
-        self.sensitivity = sensitivity
-        self.refractoryMS = refractoryMS
+    /// Each value not given keeps its default (written once, above).
+    public init(enabled: Bool? = nil, model: String? = nil, sensitivity: Double? = nil, refractoryMS: Int? = nil) {
+        if let enabled { self.enabled = enabled }
+        if let model { self.model = model }
+        if let sensitivity { self.sensitivity = sensitivity }
+        if let refractoryMS { self.refractoryMS = refractoryMS }
     }
 
     public var refractorySeconds: Double { Double(refractoryMS) / 1000 }

@@ -8,10 +8,11 @@ public struct ScreenSettings: Sendable, Equatable {
     /// A sysfs backlight directory (`/sys/class/backlight/NAME`) the speaker sets; "": the page dims its picture.
     public var backlight = ""
 
-    public init(dimAfter: Double = 120, dimLevel: Int = 10, backlight: String = "") {
-        self.dimAfter = dimAfter
-        self.dimLevel = dimLevel
-        self.backlight = backlight
+    /// Each value not given keeps its default (written once, above).
+    public init(dimAfter: Double? = nil, dimLevel: Int? = nil, backlight: String? = nil) {
+        if let dimAfter { self.dimAfter = dimAfter }
+        if let dimLevel { self.dimLevel = dimLevel }
+        if let backlight { self.backlight = backlight }
     }
 
     /// `dimAfter` as the loop's timer takes it; nil: the screen never dims.
