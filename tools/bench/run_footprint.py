@@ -66,7 +66,10 @@ def main():
             f.write(
                 f'pcm.fp_mic {{ type file\n slave.pcm "null"\n file "/dev/null"\n infile "{tmp}/mic.raw"\n format "raw" }}\n'
                 f'pcm.fp_speaker {{ type file\n slave.pcm "null"\n file "/dev/null"\n format "raw" }}\n')
-        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, 
+        # A state directory of its own: the speaker keeps mute, timers and the conversation there, and a run must
+        # neither start from an earlier one's (a double click under callgrind left the next runs muted) nor leave
+        # its own in the owner's $XDG_STATE_HOME.
+        env = dict(os.environ, HOUNDIFY_CLIENT_ID=ID, HOUNDIFY_CLIENT_KEY=KEY, XDG_STATE_HOME=f"{tmp}/state", 
                    ALSA_CONFIG_PATH=f"/usr/share/alsa/alsa.conf:{tmp}/asoundrc", HOUND_SPEAKER_BOARD_PATH=f"{root}/board",
                    # A binary copied out of the tree finds the shipped files here.
                    HOUND_SPEAKER_EARCON_PATH=f"{root}/share/earcons", HOUND_SPEAKER_HOTPHRASE_PATH=f"{root}/share/hotphrase")
@@ -101,8 +104,10 @@ def main():
                 answered = int(wait_for('"event":"hotphrase"') and wait_for('"from":"speaking","to":"ready"'))
                 args.queries = 1
             for _ in range(0 if args.hotphrase else args.queries):
-                # A simulated click holds the button 120 ms; the next one must come after it is released.
-                time.sleep(0.3)
+                # A simulated click holds the button 120 ms, and a press within 400 ms of the last release is a double
+                # press (mute: ButtonGestures' doublePressGap). An answer can be back within 30 ms of the click, so the
+                # next click waits well past both.
+                time.sleep(0.7)
                 run.stdin.write("click\n"); run.stdin.flush()
                 if wait_for('"from":"speaking","to":"ready"'):
                     answered += 1
