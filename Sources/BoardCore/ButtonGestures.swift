@@ -12,12 +12,12 @@ public struct ButtonGestures: Sendable {
         public var doublePressGap: Duration = .milliseconds(400)
         /// Held this long (longer than `longPress`): the set-up hold, which starts "Teach it my voice" in tap mode.
         public var setupHold: Duration = .seconds(5)
-        public init(debounce: Duration = .milliseconds(30), longPress: Duration = .seconds(1),
-                    doublePressGap: Duration = .milliseconds(400), setupHold: Duration = .seconds(5)) {
-            self.debounce = debounce
-            self.longPress = longPress
-            self.doublePressGap = doublePressGap
-            self.setupHold = setupHold
+        /// Each value not given keeps its default (written once, above).
+        public init(debounce: Duration? = nil, longPress: Duration? = nil, doublePressGap: Duration? = nil, setupHold: Duration? = nil) {
+            if let debounce { self.debounce = debounce }
+            if let longPress { self.longPress = longPress }
+            if let doublePressGap { self.doublePressGap = doublePressGap }
+            if let setupHold { self.setupHold = setupHold }
         }
     }
 

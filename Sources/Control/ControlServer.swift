@@ -58,9 +58,10 @@ public final class ControlServer: Sendable {
         /// long between requests is closed too. WebSockets are not timed: they are the kiosk's, and send nothing.
         public var requestTimeout = Duration.seconds(10)
 
-        public init(connections: Int = 64, requestTimeout: Duration = .seconds(10)) {
-            self.connections = connections
-            self.requestTimeout = requestTimeout
+        /// Each value not given keeps its default (written once, above).
+        public init(connections: Int? = nil, requestTimeout: Duration? = nil) {
+            if let connections { self.connections = connections }
+            if let requestTimeout { self.requestTimeout = requestTimeout }
         }
 
         var requestTimeAmount: TimeAmount {
