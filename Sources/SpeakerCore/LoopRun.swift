@@ -70,7 +70,7 @@ struct LoopRun {
         networkCheck = clock.makeTimer { continuation.yield(.checkNetwork) }
     }
 
-
+    /// The loop itself (`SpeakerLoop.run` makes the group): every input in order until `.shutdown` is handled.
     mutating func run(in group: inout DiscardingTaskGroup) async {
         if let board = ports.board {
             group.addTask { [continuation] in
