@@ -438,6 +438,7 @@ ENROL_NOISE_SECONDS = 60
 ENROL_RT60 = (0.3, 0.8)
 ENROL_DRR_DB = (-3.0, 6.0)
 GATE_STEPS = 12  # the gate looks at the generic score's max over the last 12 steps (0.96 s), this one included
+GATE_AHEAD = [0]  # ... and this many after it (--gate-ahead; a list so the command line can set it)
 Z_GRID = np.round(np.arange(5.9, 9.05, 0.1), 1)
 
 
@@ -508,22 +509,54 @@ def render_take(samples, rendering, name, banks):
     return np.clip(np.round(np.asarray(x, np.float64) * 32768), -32768, 32767).astype(np.int16), drawn
 
 
-def causal_max(g, steps):
-    """max(g[t - steps + 1 .. t]) at every t (fewer at the start)."""
+def causal_max(g, steps, ahead=0):
+    """max(g[t - steps + 1 .. t + ahead]) at every t (fewer at either end). With ahead > 0 a template wake at t is
+    decided `ahead` steps late (the generic score may peak after the template's best match)."""
     g = np.asarray(g)
     out = g.copy()
     for k in range(1, min(steps, len(g))):
         out[k:] = np.maximum(out[k:], g[:-k])
+    for k in range(1, min(ahead + 1, len(g))):
+        out[:-k] = np.maximum(out[:-k], g[k:])
     return out
 
 
-def gated_fires(z_row, z_th, g_row, g_th, floor, steps=GATE_STEPS):
+def parse_gate(spec):
+    """A gate: "F" (the generic score's recent max must reach F) or "F@Z" (the same, except that a template wake
+    with z at least Z passes anyway) -> (F, Z or None)."""
+    f, at, z = str(spec).partition("@")
+    try:
+        floor, bypass = float(f), (float(z) if at else None)
+    except ValueError:
+        raise HotPhraseError(spec, "a gate is F or F@Z: a generic score floor in (0, 1), optionally @ a z")
+    if not 0 < floor < 1:
+        raise HotPhraseError(spec, f"the floor {floor:g} is not a generic score in (0, 1)")
+    return floor, bypass
+
+
+def gate_name(gate):
+    return "none" if gate is None else f"{gate[0]:g}" + (f"@{gate[1]:g}" if gate[1] is not None else "")
+
+
+def gate_pass(g_recent, z, gate):
+    """Where a template wake may count: the generic score's recent max (causal_max) reaches the gate's floor, or z
+    reaches its bypass; gate None: everywhere."""
+    if gate is None:
+        return np.ones(np.shape(z), bool)
+    ok = np.asarray(g_recent) >= gate[0]
+    if gate[1] is not None:
+        ok = ok | (np.asarray(z) >= gate[1])
+    return ok
+
+
+def gated_fires(z_row, z_th, g_row, g_th, gate, steps=GATE_STEPS):
     """The fused decision with a gate on the personal path (the model's own phrase): a step wakes when the generic
-    score reaches its threshold, or the personal z reaches its own while the generic score's max over the last
-    `steps` steps reaches `floor` (floor None: no gate, fused_fires). As 1.0 / 0.0 for count_wakes."""
-    p = np.asarray(z_row) >= z_th
-    if floor is not None:
-        p &= causal_max(g_row, steps) >= floor
+    score reaches its threshold, or the personal z reaches its own where gate_pass allows it (the generic score's
+    max over the last `steps` steps reaches the floor, or z the bypass); gate None: no gate (fused_fires), a number:
+    a floor alone. As 1.0 / 0.0 for count_wakes."""
+    if gate is not None and not isinstance(gate, tuple):
+        gate = (float(gate), None)
+    p = (np.asarray(z_row) >= z_th) & gate_pass(causal_max(g_row, steps, GATE_AHEAD[0]), z_row, gate)
     return (p | (np.asarray(g_row) >= g_th)).astype(np.float32)
 
 
@@ -594,9 +627,9 @@ def remedies_clips(rem, clip_list, heads, z_th, floors):
         for h, (_, head, arrays, _) in enumerate(heads):
             g = generic_series(head, arrays, raw)
             gbest[c, h] = g.max()
-            gm = causal_max(g, GATE_STEPS)
+            gm = causal_max(g, GATE_STEPS, GATE_AHEAD[0])
             for fi, f in enumerate(floors):
-                gated[c, h, fi] = P.any(axis=-1) if f is None else (P & (gm >= f)).any(axis=-1)
+                gated[c, h, fi] = (P & gate_pass(gm, Z, f)).any(axis=-1)
     return pbest, gbest, gated
 
 
@@ -622,9 +655,9 @@ def remedies_false_accepts(rem, streams, heads, z_th, floors, grid=Z_GRID):
             g = generic_series(head, arrays, raw)
             n_gen = count_wakes(g, g_th)
             gen[h] += n_gen
-            gm = causal_max(g, GATE_STEPS)
+            gm = causal_max(g, GATE_STEPS, GATE_AHEAD[0])
             for fi, f in enumerate(floors):
-                p = P if f is None else P & (gm >= f)
+                p = P & gate_pass(gm, Z, f)
                 fused[h, fi] += n_gen
                 for v, e in zip(*np.nonzero(p.any(axis=-1))):
                     fused[h, fi, v, e] += count_wakes((p[v, e] | (g >= g_th)).astype(np.float32), 0.5) - n_gen
@@ -651,13 +684,19 @@ def remedies_report(meta, rem, clip_names, clip_sets, heads, z_th, floors, test,
     for e, m in enumerate(meta):
         own[e, [col[n] for n in m["own"]]] = True
         guests[e, [col[n] for n in m["guests"]]] = True
-    clips = {c: remedies_clips(rem, cl, heads, z_th, floors) for c, cl in clip_sets.items()}
-    fa = {side: remedies_false_accepts(rem, s[0], heads, z_th, floors) for side, s in
-          (("test", test), ("threshold", threshold))}
+    import time
+    t0 = time.time()
+    clips, fa = {}, {}
+    for c, cl in clip_sets.items():
+        clips[c] = remedies_clips(rem, cl, heads, z_th, floors)
+        print(f"clips {c}: {len(cl)} ({time.time() - t0:.0f} s)", flush=True)
+    for side, s in (("test", test), ("threshold", threshold)):
+        fa[side] = remedies_false_accepts(rem, s[0], heads, z_th, floors)
+        print(f"false accepts, {side} side: {s[1] / 3600:.2f} h ({time.time() - t0:.0f} s)", flush=True)
     hours = {"test": test[1] / 3600, "threshold": threshold[1] / 3600}
     zi = int(np.flatnonzero(np.isclose(Z_GRID, z_th))[0])
-    fstr = ["none" if f is None else f for f in floors]
-    rep = {"z_threshold": z_th, "gate_steps": GATE_STEPS, "floors": fstr, "enrollments": E,
+    fstr = [gate_name(f) for f in floors]
+    rep = {"z_threshold": z_th, "gate_steps": GATE_STEPS, "gate_ahead": GATE_AHEAD[0], "floors": fstr, "enrollments": E,
            "hours": {k: round(v, 3) for k, v in hours.items()}, "renderings_drawn": dict(rem.drawn),
            "generic": {}, "variants": {}}
     for h, (name, _, _, g_th) in enumerate(heads):
@@ -757,9 +796,12 @@ def main(argv=None):
                          "--enrol-noise-sentences; reports instead of the scorers' and fused tables")
     ap.add_argument("--enrol-noise-sentences", default=None, metavar="NPZ",
                     help="training sentences for the renderings' babble (WORKDIR/cache/sent_train_piper.npz)")
-    ap.add_argument("--gate-floors", nargs="*", type=float, default=[], metavar="F",
+    ap.add_argument("--gate-floors", nargs="*", default=[], metavar="F[@Z]",
                     help="session 4: gate the personal path of the model's phrase on the generic score's max over "
-                         f"the last {GATE_STEPS} steps reaching F (each F measured, beside no gate)")
+                         f"the last {GATE_STEPS} steps reaching F (each F measured, beside no gate); F@Z: a "
+                         "template wake with z >= Z passes anyway")
+    ap.add_argument("--gate-ahead", type=int, default=0, metavar="STEPS",
+                    help="the gate also looks this many steps after the template's (its wake that much later)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     a = ap.parse_args(argv)
@@ -778,8 +820,10 @@ def main(argv=None):
         raise HotPhraseError("--enrol-variants/--gate-floors", "need --generic, --bank-z and --enrol-noise-sentences")
     if remedies and a.condition_test_side:
         raise HotPhraseError("--condition-test-side", "not measured with --enrol-variants/--gate-floors")
-    if any(not 0 < f < 1 for f in a.gate_floors):
-        raise HotPhraseError("--gate-floors", f"each floor must be a generic score in (0, 1), not {a.gate_floors}")
+    gates = [parse_gate(g) for g in a.gate_floors]
+    if a.gate_ahead < 0:
+        raise HotPhraseError("--gate-ahead", f"{a.gate_ahead} steps: at least 0")
+    GATE_AHEAD[0] = a.gate_ahead
     variants = [("clean", [])] + [(v, parse_variant(v)) for v in (a.enrol_variants or []) if v != "clean"]
     if a.condition_test_side and not (a.condition and a.test_npz):
         raise HotPhraseError("--condition-test-side", "needs --condition and --test-npz (the files rendered in it)")
@@ -890,7 +934,7 @@ def main(argv=None):
             cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
             clip_sets[c] = [cm[n] for n in names]
         rr = remedies_report(meta, rem, names, clip_sets, heads, float(header["z_threshold"]),
-                             [None] + list(a.gate_floors), (test_streams, test_sec), (thr_streams, thr_sec))
+                             [None] + gates, (test_streams, test_sec), (thr_streams, thr_sec))
         rr.update({"keyword": word, "speakers_enrolled": len({m["speaker"] for m in meta}),
                    "takes_rejected": dict(rejected), "variants_spec": {v: r for v, r in variants}})
         if a.json:

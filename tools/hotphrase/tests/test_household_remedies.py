@@ -114,6 +114,8 @@ class Gate(unittest.TestCase):
         g = np.array([0.0, 5, 1, 0, 0, 0])
         np.testing.assert_array_equal(HE.causal_max(g, 3), [0, 5, 5, 5, 1, 0])
         np.testing.assert_array_equal(HE.causal_max(g, 1), g)
+        np.testing.assert_array_equal(HE.causal_max(g, 3, ahead=1), [5, 5, 5, 5, 1, 0])
+        np.testing.assert_array_equal(HE.causal_max(g, 1, ahead=2), [5, 5, 1, 0, 0, 0])
 
     def test_gated_fires(self):
         n = 40
@@ -126,6 +128,8 @@ class Gate(unittest.TestCase):
         g[20 - HE.GATE_STEPS + 1] = 0.1
         np.testing.assert_array_equal(np.flatnonzero(HE.gated_fires(z, 5.9, g, 0.8, 0.05)), [20])
         self.assertEqual(HE.gated_fires(z, 5.9, g, 0.8, 0.2).sum(), 0)  # below a higher floor
+        self.assertEqual(HE.gated_fires(z, 5.9, g, 0.8, (0.2, 9.5)).sum(), 0)  # z below the bypass
+        self.assertEqual(HE.gated_fires(z, 5.9, g, 0.8, (0.2, 9.0)).sum(), 1)  # z at the bypass: passes
         g[30] = 0.9
         np.testing.assert_array_equal(np.flatnonzero(HE.gated_fires(z, 5.9, g, 0.8, 0.95)), [30])  # generic alone
 
@@ -146,15 +150,26 @@ class Gate(unittest.TestCase):
         HE.generic_series = lambda head, arrays, raw: g
         try:
             pers, gen, fused = HE.remedies_false_accepts(FakeRem(), [np.zeros((n, EMB_DIM))],
-                                                         [("h", None, None, 0.8)], 5.9, [None, 0.05, 0.1])
+                                                         [("h", None, None, 0.8)], 5.9,
+                                                         [None, (0.05, None), (0.1, None), (0.1, 7.5)])
         finally:
             HE.generic_series = real
         self.assertEqual(gen.tolist(), [1])
-        self.assertEqual(fused[0, :, 0, 0].tolist(), [3, 2, 1])  # no gate, floor 0.05 (one left), floor 0.1
+        # no gate, floor 0.05 (one left), floor 0.1, floor 0.1 with the 7.5 bypass (the second one back)
+        self.assertEqual(fused[0, :, 0, 0].tolist(), [3, 2, 1, 2])
         zi = {float(z_): i for i, z_ in enumerate(HE.Z_GRID)}
         self.assertEqual(pers[0, 0, zi[5.9]], 2)
         self.assertEqual(pers[0, 0, zi[7.0]], 1)
         self.assertEqual(pers[0, 0, zi[7.6]], 0)
+
+    def test_gate_specs(self):
+        self.assertEqual(HE.parse_gate("0.05"), (0.05, None))
+        self.assertEqual(HE.parse_gate("0.1@7"), (0.1, 7.0))
+        self.assertEqual([HE.gate_name(g) for g in (None, (0.05, None), (0.1, 7.0))], ["none", "0.05", "0.1@7"])
+        for bad in ("x", "0.1@", "1.5", "0", "0.1@z"):
+            with self.assertRaises(HotPhraseError) as cm:
+                HE.parse_gate(bad)
+            self.assertIn(bad, str(cm.exception))
 
     def test_z_needed_and_the_floor_chosen(self):
         grid = np.array([5.9, 6.0, 6.1, 6.2])
