@@ -123,16 +123,30 @@ def template_frames(header, ts, samples, what="take", embedder=None):
     `embedder(int16 samples) -> (e, t_k)` replaces the numpy reference (the measurement runs the TFLite graphs,
     the same network in float32)."""
     span = check_take(samples, what)
+    emb, t = span_frames(header, ts, padded_take(samples), span, what, embedder)
+    return emb, t, span
+
+
+def padded_take(samples):
+    """A take with PAD_SECONDS of digital silence either side, as it is embedded."""
     pad = np.zeros(int(PAD_SECONDS * SAMPLE_RATE), np.int16)
-    padded = np.concatenate([pad, np.asarray(samples, np.int16), pad])
+    return np.concatenate([pad, np.asarray(samples, np.int16), pad])
+
+
+def span_frames(header, ts, padded, span, what="take", embedder=None):
+    """The template frames of a padded take (padded_take's length and alignment), kept by a speech span (s, e) in
+    the take's own time: t_k in [s + 0.24, e + 0.40], the last 24. template_frames passes the take's own span; a
+    take rendered in noise or a room (household_eval's multi-condition enrollment) passes its clean take's span,
+    since noise over the whole rendering would move check_take's span."""
+    pad = int(PAD_SECONDS * SAMPLE_RATE)
     emb, t = embedder(padded) if embedder else embed_samples(header, ts, padded)
-    t = t - len(pad)
+    t = t - pad
     keep = (t >= (span[0] + TRIM_BEFORE) * SAMPLE_RATE) & (t <= (span[1] + TRIM_AFTER) * SAMPLE_RATE)
     emb, t = emb[keep][-MAX_TEMPLATE_FRAMES:], t[keep][-MAX_TEMPLATE_FRAMES:]
     if len(emb) < MIN_TEMPLATE_FRAMES:
         raise TakeError(what, "no speech found", f"{len(emb)} embedding frames in the speech span, "
                                                  f"fewer than {MIN_TEMPLATE_FRAMES}")
-    return emb, t, span
+    return emb, t
 
 
 # --- subsequence DTW ----------------------------------------------------------------------------------------------
@@ -201,7 +215,8 @@ def dtw_scores(templates, frames):
     inf_col = np.full((J, Lmax), np.inf)
     d1, d2 = inf_col.copy(), inf_col.copy()
     rows = np.arange(J)
-    chunk = 4096
+    # the cost block of a chunk is [chunk, J, Lmax] float64: about 32 MB at most, whatever the template count
+    chunk = int(np.clip(4_000_000 // (J * Lmax), 16, 4096))
     for start in range(0, N, chunk):
         C = 1.0 - np.einsum("jld,nd->njl", T, X[start:start + chunk])
         for n in range(len(C)):
