@@ -15,7 +15,7 @@ public struct HotPhraseSettings: Sendable, Equatable {
     public var refractoryMS = 2000
     /// The sensitivity while the speaker talks or rings, over the echo-cancelled audio (`[audio] echo_cancel`): what
     /// is left of its own voice must not wake it, and a person talking over it is often heard less well.
-    public var bargeInSensitivity = 0.5
+    public var bargeInSensitivity = 0.4
     /// The folder of the household's enrolled voices (household.json, docs/household.md); "" is the state
     /// directory (ConfigLoader fills it in).
     public var household = ""
