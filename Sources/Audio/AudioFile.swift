@@ -39,16 +39,49 @@ public enum AudioFile {
             throw .cannotOpen(path: path, reason: sndfile.lastError())
         }
         defer { _ = sndfile.close(file) }
+        return try decode(file, info, sndfile: sndfile, name: path, targetRate: targetRate)
+    }
+
+    /// `readMono` of a file held in memory (Houndify's spoken answer arrives as a WAV inside its JSON), read
+    /// through libsndfile's virtual I/O: nothing is written to disk, so nothing of it can be left behind, and
+    /// no descriptor exists for a child process to inherit. `name` stands for the path in errors.
+    public static func readMono(bytes: [UInt8], name: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+        try readMono(bytes: bytes, name: name, targetRate: targetRate, library: Sndfile.soname)
+    }
+
+    static func readMono(bytes: [UInt8], name: String, targetRate: Int, library: String) throws(AudioFileError) -> MonoAudio {
+        let sndfile = try Sndfile(library: library)
+        guard !bytes.isEmpty else { throw .empty(path: name) }
+        var io = SF_VIRTUAL_IO(get_filelen: MemoryFile.length, seek: MemoryFile.seek, read: MemoryFile.read,
+                               write: MemoryFile.write, tell: MemoryFile.tell)
+        // withUnsafeBytes rethrows untyped errors, so the typed one comes out as a Result.
+        let result = bytes.withUnsafeBytes { buffer -> Result<MonoAudio, AudioFileError> in
+            var memory = MemoryFile(bytes: buffer, position: 0)
+            return withUnsafeMutablePointer(to: &memory) { memoryPointer in
+                var info = SF_INFO()
+                guard let file = sndfile.openVirtual(&io, Int32(SFM_READ), &info, UnsafeMutableRawPointer(memoryPointer)) else {
+                    return .failure(.cannotOpen(path: name, reason: sndfile.lastError()))
+                }
+                defer { _ = sndfile.close(file) }
+                return Result { () throws(AudioFileError) in try decode(file, info, sndfile: sndfile, name: name, targetRate: targetRate) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// The samples of an open file, mixed to mono and resampled: what both `readMono`s share.
+    private static func decode(_ file: OpaquePointer, _ info: SF_INFO, sndfile: borrowing Sndfile, name: String,
+                               targetRate: Int) throws(AudioFileError) -> MonoAudio {
         let subtype = info.format & Int32(SF_FORMAT_SUBMASK)
         let linear: Set<Int32> = [Int32(SF_FORMAT_PCM_S8), Int32(SF_FORMAT_PCM_U8), Int32(SF_FORMAT_PCM_16),
                                   Int32(SF_FORMAT_PCM_24), Int32(SF_FORMAT_PCM_32), Int32(SF_FORMAT_FLOAT),
                                   Int32(SF_FORMAT_DOUBLE)]
-        guard linear.contains(subtype) else { throw .notPCM(path: path, format: formatName(subtype)) }
-        guard info.frames > 0, info.channels > 0 else { throw .empty(path: path) }
+        guard linear.contains(subtype) else { throw .notPCM(path: name, format: formatName(subtype)) }
+        guard info.frames > 0, info.channels > 0 else { throw .empty(path: name) }
         let channels = Int(info.channels)
         var interleaved = [Float](repeating: 0, count: Int(info.frames) * channels)
         let read = interleaved.withUnsafeMutableBufferPointer { sndfile.readFloatFrames(file, $0.baseAddress, info.frames) }
-        guard read > 0 else { throw .empty(path: path) }
+        guard read > 0 else { throw .empty(path: name) }
         var mono = [Float](repeating: 0, count: Int(read))
         for frame in 0..<Int(read) {
             var sum: Float = 0
@@ -106,4 +139,48 @@ public enum AudioFile {
         default: "encoding 0x\(String(subtype, radix: 16))"
         }
     }
+}
+
+/// The read-only "file" libsndfile's virtual I/O reads (`AudioFile.readMono(bytes:)`): the bytes and a position,
+/// reached through the `user_data` pointer its callbacks are given (C callbacks capture nothing).
+private struct MemoryFile {
+    let bytes: UnsafeRawBufferPointer
+    var position: Int
+
+    private static func file(_ userData: UnsafeMutableRawPointer?) -> UnsafeMutablePointer<MemoryFile> {
+        userData!.assumingMemoryBound(to: MemoryFile.self)
+    }
+
+    static let length: sf_vio_get_filelen = { userData in sf_count_t(file(userData).pointee.bytes.count) }
+
+    static let tell: sf_vio_tell = { userData in sf_count_t(file(userData).pointee.position) }
+
+    /// SEEK_SET, SEEK_CUR or SEEK_END; a position outside the bytes is refused (-1), as lseek refuses one before 0.
+    static let seek: sf_vio_seek = { offset, whence, userData in
+        let memory = file(userData)
+        let base = switch whence {
+        case SEEK_SET: 0
+        case SEEK_CUR: memory.pointee.position
+        case SEEK_END: memory.pointee.bytes.count
+        default: -1
+        }
+        let (target, overflow) = Int(offset).addingReportingOverflow(base)
+        guard base >= 0, !overflow, (0...memory.pointee.bytes.count).contains(target) else { return -1 }
+        memory.pointee.position = target
+        return sf_count_t(target)
+    }
+
+    static let read: sf_vio_read = { destination, count, userData in
+        let memory = file(userData)
+        let available = memory.pointee.bytes.count - memory.pointee.position
+        let n = max(0, min(Int(count), available))
+        if n > 0, let destination, let source = memory.pointee.bytes.baseAddress {
+            destination.copyMemory(from: source + memory.pointee.position, byteCount: n)
+        }
+        memory.pointee.position += n
+        return sf_count_t(n)
+    }
+
+    /// Opened for reading only: libsndfile never writes, and would be told nothing was written.
+    static let write: sf_vio_write = { _, _, _ in 0 }
 }

@@ -13,6 +13,8 @@ struct Sndfile: ~Copyable {
     static let soname = "libsndfile.so.1"
 
     typealias Open = @convention(c) (UnsafePointer<CChar>?, Int32, UnsafeMutablePointer<SF_INFO>?) -> OpaquePointer?
+    typealias OpenVirtual = @convention(c) (UnsafeMutablePointer<SF_VIRTUAL_IO>?, Int32, UnsafeMutablePointer<SF_INFO>?,
+                                            UnsafeMutableRawPointer?) -> OpaquePointer?
     typealias Close = @convention(c) (OpaquePointer?) -> Int32
     typealias StrError = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
     typealias ReadFloatFrames = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Float>?, sf_count_t) -> sf_count_t
@@ -20,12 +22,13 @@ struct Sndfile: ~Copyable {
 
     private let handle: UnsafeMutableRawPointer
     let open: Open
+    let openVirtual: OpenVirtual
     let close: Close
     let strerror: StrError
     let readFloatFrames: ReadFloatFrames
     let writeShorts: WriteShorts
 
-    /// Loads `library` (a soname or a path) and looks up the five functions used here; an error names the library
+    /// Loads `library` (a soname or a path) and looks up the six functions used here; an error names the library
     /// and what the dynamic loader said.
     init(library: String = Sndfile.soname) throws(AudioFileError) {
         guard let handle = dlopen(library, RTLD_NOW | RTLD_LOCAL) else {
@@ -34,7 +37,8 @@ struct Sndfile: ~Copyable {
         func symbol<F>(_ name: String, as _: F.Type) -> F? {
             dlsym(handle, name).map { unsafeBitCast($0, to: F.self) }
         }
-        guard let open = symbol("sf_open", as: Open.self), let close = symbol("sf_close", as: Close.self),
+        guard let open = symbol("sf_open", as: Open.self), let openVirtual = symbol("sf_open_virtual", as: OpenVirtual.self),
+              let close = symbol("sf_close", as: Close.self),
               let strerror = symbol("sf_strerror", as: StrError.self),
               let readFloatFrames = symbol("sf_readf_float", as: ReadFloatFrames.self),
               let writeShorts = symbol("sf_write_short", as: WriteShorts.self) else {
@@ -42,13 +46,13 @@ struct Sndfile: ~Copyable {
             dlclose(handle)
             throw .library(name: library, reason: reason)
         }
-        (self.handle, self.open, self.close, self.strerror) = (handle, open, close, strerror)
+        (self.handle, self.open, self.openVirtual, self.close, self.strerror) = (handle, open, openVirtual, close, strerror)
         (self.readFloatFrames, self.writeShorts) = (readFloatFrames, writeShorts)
     }
 
     deinit { dlclose(handle) }
 
-    /// libsndfile's message for the last failed `sf_open`.
+    /// libsndfile's message for the last failed `sf_open` or `sf_open_virtual`.
     func lastError() -> String {
         strerror(nil).map { String(cString: $0) } ?? "unknown error"
     }

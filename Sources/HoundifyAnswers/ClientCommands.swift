@@ -85,11 +85,7 @@ public struct ClientCommandReader: Sendable {
         guard let base64 = result.json["ResponseAudioBytes"]?.stringValue, let data = Data(base64Encoded: base64), !data.isEmpty else {
             return nil
         }
-        // libsndfile reads files: a private one, gone as soon as it is read.
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hound-speaker-voice-\(UUID().uuidString).wav").path
-        guard FileManager.default.createFile(atPath: path, contents: data, attributes: [.posixPermissions: 0o600]) else { return nil }
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        return try? AudioFile.readMono(path: path, targetRate: 22_050)
+        return try? AudioFile.readMono(bytes: [UInt8](data), name: "Houndify's ResponseAudioBytes", targetRate: 22_050)
     }
 
     // MARK: Commands the speaker carries out

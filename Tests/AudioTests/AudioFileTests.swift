@@ -76,6 +76,48 @@ func temporaryPath(_ name: String) -> String {
         #expect(throws: AudioFileError.self) { try AudioFile.readMono(path: text) }
     }
 
+    /// A file held in memory (Houndify's spoken answer) reads as the same file on disk does: every rate and
+    /// channel count, u-law refused, garbage and nothing named by the name given.
+    @Test(arguments: [(44100, 2), (22050, 1), (8000, 1)])
+    func aFileInMemoryReadsAsOnDisk(rate: Int, channels: Int) throws {
+        let path = temporaryPath("voice.wav")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try sox(["-n", "-r", String(rate), "-c", String(channels), "-b", "16", path, "synth", "0.7", "sine", "300", "vol", "0.4"])
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        let fromMemory = try AudioFile.readMono(bytes: bytes, name: "the answer", targetRate: 22_050)
+        let fromDisk = try AudioFile.readMono(path: path, targetRate: 22_050)
+        #expect(fromMemory.sampleRate == 22_050)
+        #expect(fromMemory.samples.count > 15_000)
+        #expect(fromMemory.samples == fromDisk.samples)
+    }
+
+    @Test func badBytesInMemoryAreNamed() throws {
+        #expect(throws: AudioFileError.empty(path: "the answer")) { try AudioFile.readMono(bytes: [], name: "the answer") }
+        do {
+            _ = try AudioFile.readMono(bytes: Array("RIFF but not really a WAV".utf8), name: "the answer")
+            Issue.record("garbage read as audio")
+        } catch {
+            guard case .cannotOpen(let name, _) = error else { Issue.record("\(error)"); return }
+            #expect(name == "the answer")
+        }
+        let path = temporaryPath("ulaw.wav")
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try sox(["-n", "-r", "8000", "-e", "u-law", path, "synth", "0.2", "sine", "440"])
+        let ulaw = try [UInt8](Data(contentsOf: URL(fileURLWithPath: path)))
+        #expect(throws: AudioFileError.notPCM(path: "the answer", format: "u-law")) {
+            try AudioFile.readMono(bytes: ulaw, name: "the answer")
+        }
+        // Cut short in its samples: the header's length says more than there is; what is there is read, no more.
+        let whole = try { () throws -> [UInt8] in
+            let tone = temporaryPath("tone.wav")
+            defer { try? FileManager.default.removeItem(atPath: tone) }
+            try sox(["-n", "-r", "16000", "-c", "1", "-b", "16", tone, "synth", "0.5", "sine", "440"])
+            return try [UInt8](Data(contentsOf: URL(fileURLWithPath: tone)))
+        }()
+        let cut = try AudioFile.readMono(bytes: Array(whole.prefix(44 + 2 * 3000)), name: "the answer")
+        #expect(cut.samples.count == 3000)
+    }
+
     @Test func writeThenReadRoundTrips() throws {
         let path = temporaryPath("out.wav")
         defer { try? FileManager.default.removeItem(atPath: path) }

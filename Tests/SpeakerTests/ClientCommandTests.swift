@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Audio
 import AudioCore
 import BoardCore
 import Houndify
@@ -124,9 +125,27 @@ import Timers
         let answer = ClientCommandReader().read(try HoundServerResponse(json: json, raw: Data())).answer
         #expect(answer.voice == nil)
         #expect(answer.text == "It is noon.")
-        let leftovers = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
-            .filter { $0.hasPrefix("hound-speaker-voice-") }
-        #expect(leftovers.isEmpty)  // the private file it was read through is gone
+    }
+
+    /// Houndify's own voice (a WAV, base64, inside the JSON) becomes the answer's recording at the player's rate,
+    /// read from memory: nothing is written to the temporary folder.
+    @Test func houndifysVoiceIsDecodedFromTheResponse() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-voice-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let samples = (0..<16_000).map { Int16(truncatingIfNeeded: Int(8000 * sin(Double($0) * 0.1))) }
+        try AudioFile.writeWAV(MonoAudio(samples: samples, sampleRate: 16_000), to: path)
+        let wav = try Data(contentsOf: URL(fileURLWithPath: path))
+        let before = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+        let result: JSONValue = ["CommandKind": "InformationCommand", "SpokenResponse": "It is noon.",
+                                 "ResponseAudioBytes": .string(wav.base64EncodedString())]
+        let json: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "AllResults": [result]]
+        let answer = ClientCommandReader().read(try HoundServerResponse(json: json, raw: Data())).answer
+        let voice = try #require(answer.voice)
+        #expect(voice.sampleRate == 22_050)
+        #expect(abs(voice.samples.count - 22_050) <= 4)  // one second, resampled
+        #expect(answer.text == "It is noon.")
+        let after = try FileManager.default.contentsOfDirectory(atPath: FileManager.default.temporaryDirectory.path)
+        #expect(Set(after) == Set(before))
     }
 
     @Test func shortOrLongAnswers() throws {
