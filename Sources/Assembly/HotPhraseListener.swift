@@ -43,7 +43,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     }
 
     /// The detector to make next, the household beside it and what the latest wake left.
-    private struct Shared {
+    private struct LoopFacing {
         /// Left by a household change, taken by the detector's thread before its next frame.
         var next: Plan?
         /// Whether the household's personal scorer runs (the plan last left is a fused one).
@@ -58,7 +58,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         var wakePhrase: String?
     }
 
-    private let lock: Mutex<Shared>
+    private let lock: Mutex<LoopFacing>
     private let running: Mutex<Running>
     public let threshold: Double
     /// The threshold over the speaker's own sound (barge-in, `[hotphrase] barge_in_sensitivity`).
@@ -119,7 +119,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         voices = source.flatMap { model.hasEmbeddings ? $0 : nil }
         zThreshold = voices?.bank.zThreshold(sensitivity: settings.sensitivity) ?? 0
         bargeInZThreshold = voices?.bank.zThreshold(sensitivity: settings.bargeInSensitivity) ?? 0
-        lock = Mutex(Shared())
+        lock = Mutex(LoopFacing())
         running = Mutex(Running(detector: .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)),
                                 heard: Array(repeating: 0, count: EchoCanceller.maxFrame)))
         let atStart = voices.map { Self.read($0, logger: logger) }
