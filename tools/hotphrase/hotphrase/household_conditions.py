@@ -99,6 +99,21 @@ def conditions(snrs, rooms, room_snrs, clean=False):
     return out
 
 
+def clip_labels(cond, n, kinds, rooms):
+    """What condition_audio draws for each of n clips, in order: the room's key and/or the noise family ("clean"
+    for the clean set), by the same turn (clip i: rooms[i % 12], kinds[i % 4]). Saved beside the embeddings
+    (`labels`) so that household_eval can break misses down by room and noise family."""
+    out = []
+    for i in range(n):
+        parts = []
+        if cond.startswith("room"):
+            parts.append(rooms[i % len(rooms)][0]["key"])
+        if "snr" in cond:
+            parts.append(kinds[i % len(kinds)])
+        out.append("+".join(parts) or "clean")
+    return out
+
+
 def condition_audio(word, cond, clips, banks, rooms):
     """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
@@ -239,7 +254,9 @@ def main(argv=None):
             os.makedirs(os.path.dirname(path), exist_ok=True)
             audio, used = condition_audio(word, cond, clips, banks, rooms)
             audio, fe = stamped(audio, a.frontend)
-            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), **fe)
+            labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms))
+            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
+                               **fe)
             os.replace(path + ".tmp.npz", path)
             print(f"{path}: {len(audio)} clips ({used})", flush=True)
 

@@ -339,6 +339,27 @@ def load_clips_npz(path, names, frontend=None):
     return {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(names))}
 
 
+def load_labels(path, names):
+    """{clip name: what its rendering drew} from household_conditions' `labels` (room key and/or noise family), or
+    None for a file without them."""
+    z = np.load(path)
+    if "labels" not in z.files:
+        return None
+    return {n: str(lab) for n, lab in zip(sorted(names), z["labels"])}
+
+
+def misses_by_label(pbest, meta, col, z_th, labels):
+    """{label: {own_missed_pct, own_clips}} of the personal scorer, pooled over enrollments as fused_report's."""
+    tot = collections.defaultdict(lambda: [0, 0])
+    for r, m in enumerate(meta):
+        for n in m["own"]:
+            t = tot[labels[n]]
+            t[0] += int(pbest[r, col[n]] < z_th)
+            t[1] += 1
+    return {k: {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1]}
+            for k, v in sorted(tot.items())}
+
+
 def false_accepts(enrollments, scorers, streams, z_th, heads):
     """Wakes on the streams: (personal [E], generic {head: n}, fused {head: [E]})."""
     fa_personal = np.zeros(len(enrollments))
@@ -371,7 +392,7 @@ def fa_rates(fa_personal, fa_generic, fa_fused, hours):
 
 
 def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions,
-                 condition_tests=None):
+                 condition_tests=None, condition_labels=None):
     """Generic alone, personal alone (DTW at z_th) and fused, on the same enrollments, clips and test side.
     heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (every clip
     rendered in noise or rooms; enrollment stays clean): the enrolled people's misses and the guests heard there;
@@ -420,6 +441,10 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
                             "test_fa_per_hour_worst_enrollment": round(float(fa_personal.max()) / hours, 3)})
     cond_best = {c: best_over({n: cm[n] for n in names}) for c, cm in conditions.items()}
     rep["conditions"] = {c: {"personal": outcomes(pb, None, None)["personal"]} for c, (pb, _) in cond_best.items()}
+    for c, labels in (condition_labels or {}).items():
+        if labels is not None:
+            rep["conditions"][c]["personal"]["by_rendering"] = misses_by_label(cond_best[c][0], meta, col, z_th,
+                                                                               labels)
     cond_fa = {}
     for c, (streams, seconds) in (condition_tests or {}).items():
         cond_fa[c] = fa_rates(*false_accepts(enrollments, scorers, streams, z_th, heads), seconds / 3600)
@@ -1051,8 +1076,10 @@ def main(argv=None):
             for c, d in conditions_dirs.items():
                 streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz], frontend)
                 cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
+        labels = {c: load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
+                  for c, d in conditions_dirs.items()}
         report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds, cond_tests)
+                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

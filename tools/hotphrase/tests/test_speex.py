@@ -120,6 +120,27 @@ class Names(unittest.TestCase):
                 speex.parse_frontend(bad)
 
 
+class ByRendering(unittest.TestCase):
+    def test_misses_by_label(self):
+        from hotphrase import household_eval as HE
+        col = {"a": 0, "b": 1, "c": 2, "d": 3}
+        pbest = np.array([[7.0, 1.0, 7.0, 1.0], [1.0, 7.0, 7.0, 7.0]])  # [enrollment, clip] best z
+        meta = [{"own": ["a", "b", "c"]}, {"own": ["b", "d"]}]
+        labels = {"a": "fan", "b": "babble", "c": "fan", "d": "babble"}
+        out = HE.misses_by_label(pbest, meta, col, 5.9, labels)
+        self.assertEqual(out, {"babble": {"own_missed_pct": 33.33, "own_clips": 3},
+                               "fan": {"own_missed_pct": 0.0, "own_clips": 2}})
+
+    def test_labels_read_in_sorted_name_order(self):
+        from hotphrase import household_eval as HE
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.npz")
+            np.savez(path, emb=np.zeros((2, 96)), offsets=np.array([0, 1, 2]), labels=np.array(["fan", "babble"]))
+            self.assertEqual(HE.load_labels(path, ["z.wav", "a.wav"]), {"a.wav": "fan", "z.wav": "babble"})
+            np.savez(path, emb=np.zeros((2, 96)), offsets=np.array([0, 1, 2]))
+            self.assertIsNone(HE.load_labels(path, ["z.wav", "a.wav"]))
+
+
 class CacheKeys(unittest.TestCase):
     """household_eval never reads embeddings made through another front end."""
 
