@@ -7,7 +7,8 @@
 #
 # WORK: a work folder outside the repository (e.g. /var/tmp/h37). MIRRORS: a folder holding the snapshots
 # get_public_negatives reads (jimbozhang+speechocean762, Jakobovski+free-spoken-digit-dataset,
-# OpenVoiceOS+ovos-ww-community-dataset, each as OWNER+NAME/repo, a bare git directory).
+# OpenVoiceOS+ovos-ww-community-dataset, chaeyoung-lee+wids_tutorial, each as OWNER+NAME/repo, a bare git
+# directory).
 # FRONTENDS (environment, default "none speex-denoise"): the front ends the renderings are embedded through.
 # Every heavy step runs under nice -n 19, one at a time.
 set -euo pipefail
@@ -70,8 +71,8 @@ if [ ! -f "$W/cache/sent_eval.npz" ]; then
         --l2-positives 0 --l2-confusables 0 --l2-sentences 0 --procs 2
 fi
 
-# 4. The public negatives the test side holds (get_public_negatives' evaluation split).
-for s in speechocean762 fsdd ovos; do
+# 4. The public negatives: the test side (their evaluation split) and the bank's sources (training split).
+for s in speechocean762 fsdd ovos speech_commands; do
     if [ ! -f "$W/public/manifest-$s.tsv" ]; then
         step "public negatives: $s"
         n19 "$work/venv/bin/python" -m hotphrase.get_public_negatives "$W" --mirrors "$mirrors" --sources "$s"
@@ -104,5 +105,15 @@ for fe in "${frontends[@]}"; do
     n19 "$work/venv/bin/python" -m hotphrase.household_conditions "$W" "$out" --words --clean --snr --only clean \
         --test-side-extra "$W/public/eval/speechocean762" "$W/public/eval/fsdd" "$W/public/eval/ovos" \
         --test-side-real-speech --frontend "$fe" --procs 2
+done
+# 8. The negative bank made again through each front end (without one it is the shipped bank, bit for bit).
+mkdir -p "$work/bank"
+for fe in "${frontends[@]}"; do
+    [ "$fe" != none ] || continue
+    if [ ! -f "$work/bank/bank-$fe.hpm" ]; then
+        step "negative bank through $fe"
+        n19 "$work/venv/bin/python" -m hotphrase.negative_bank "$work/bank/bank-$fe.hpm" --public "$W/public" \
+            --z-threshold 5.9 --frontend "$fe"
+    fi
 done
 step "done; the runs: BENCHMARKS.md, Issue #37, part 2, session 6"
