@@ -15,7 +15,15 @@ OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WOR
               path and scaled back to the dry clip's active power (a fixed gain: the level is not what is
               measured), then before it held-out fan noise at its own noise floor as the clean set has
   room-snrN   the room's rendering in held-out noise at N dB (--room-snr)
+  clean       (with --clean) the clip as evaluate_format2's clean set renders it (held-out fan noise before it at
+              its own floor) but drawn from this module's seed: the clean set on a machine without evaluate_format2's
+              caches, and through a --frontend
 Everything is drawn from seeds fixed per keyword and condition, so a rerun writes the same audio.
+
+With `--frontend speex-denoise[:DB]` (issue #37, part 2, session 6; speex.py) every rendering (a clip with its lead-in,
+or a whole test-side stream) goes through libspeexdsp's noise suppressor from its start before it is embedded, as a
+front end ahead of the speaker's embedding would run; each file records its front end (`frontend`), and
+household_eval uses a file only with the same --frontend. Give each front end its own OUT.
 
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
@@ -84,10 +92,25 @@ def read_rirs(path):
     return [(m, z[m["key"]]) for m in meta]
 
 
-def conditions(snrs, rooms, room_snrs):
-    out = [f"snr{s:g}" for s in snrs]
+def conditions(snrs, rooms, room_snrs, clean=False):
+    out = (["clean"] if clean else []) + [f"snr{s:g}" for s in snrs]
     if rooms:
         out += ["room"] + [f"room-snr{s:g}" for s in room_snrs]
+    return out
+
+
+def clip_labels(cond, n, kinds, rooms):
+    """What condition_audio draws for each of n clips, in order: the room's key and/or the noise family ("clean"
+    for the clean set), by the same turn (clip i: rooms[i % 12], kinds[i % 4]). Saved beside the embeddings
+    (`labels`) so that household_eval can break misses down by room and noise family."""
+    out = []
+    for i in range(n):
+        parts = []
+        if cond.startswith("room"):
+            parts.append(rooms[i % len(rooms)][0]["key"])
+        if "snr" in cond:
+            parts.append(kinds[i % len(kinds)])
+        out.append("+".join(parts) or "clean")
     return out
 
 
@@ -150,7 +173,16 @@ def test_side_sets(workdir, extra_folders, real_speech):
     return out
 
 
-def render_test_side(workdir, out, extra_folders, real_speech, conds, rooms, procs):
+def stamped(audio, frontend):
+    """The renderings through the front end (speex.make's; None: as they are) and the file's `frontend` entry."""
+    from . import speex
+    fe = speex.make(frontend)
+    if fe is not None:
+        audio = [speex.apply_float(fe, x) for x in audio]
+    return audio, {"frontend": np.array(speex.parse_frontend(frontend) or "none")}
+
+
+def render_test_side(workdir, out, extra_folders, real_speech, conds, rooms, procs, frontend=None):
     from .evaluate_format2 import REAL_QUIET, embed_all, eval_banks
     rng0, banks, _ = eval_banks(workdir)
     for name, groups, n_files in test_side_sets(workdir, extra_folders, real_speech):
@@ -170,7 +202,8 @@ def render_test_side(workdir, out, extra_folders, real_speech, conds, rooms, pro
                 audio.append(np.concatenate(rendered))
             path = os.path.join(out, cond, name)
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, procs), files=np.array(n_files))
+            audio, fe = stamped(audio, frontend)
+            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, procs), files=np.array(n_files), **fe)
             os.replace(path + ".tmp.npz", path)
             hours = sum(len(x) for x in audio) / SR / 3600
             print(f"{path}: {len(audio)} streams, {i} recordings, {hours:.2f} h", flush=True)
@@ -186,6 +219,10 @@ def main(argv=None):
     ap.add_argument("--rirs", help="room_rirs' output; without it, no room conditions")
     ap.add_argument("--room-snr", nargs="*", type=float, default=[10])
     ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--clean", action="store_true",
+                    help="also the clean condition (as evaluate_format2's clean set, from this module's seed)")
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]",
+                    help="every rendering through this front end before embedding (speex.py), recorded in the file")
     ap.add_argument("--only", nargs="+", default=None, metavar="COND", help="render only these conditions")
     ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
                     help="household_eval's test side: these get_public_negatives eval folders (WORKDIR/public/eval/X)")
@@ -194,14 +231,17 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from .evaluate_format2 import embed_all, eval_banks
     rooms = read_rirs(a.rirs) if a.rirs else []
-    conds = conditions(a.snr, rooms, a.room_snr)
+    from . import speex
+    speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
+    conds = conditions(a.snr, rooms, a.room_snr, a.clean)
     if a.only is not None:
         unknown = sorted(set(a.only) - set(conds))
         if unknown:
             raise HotPhraseError("--only", f"{', '.join(unknown)} not among this run's conditions ({', '.join(conds)})")
         conds = [c for c in conds if c in a.only]
     if a.test_side_extra or a.test_side_real_speech:
-        render_test_side(a.workdir, a.out, a.test_side_extra, a.test_side_real_speech, conds, rooms, a.procs)
+        render_test_side(a.workdir, a.out, a.test_side_extra, a.test_side_real_speech, conds, rooms, a.procs,
+                         a.frontend)
     if not a.words:
         return
     _, banks, _ = eval_banks(a.workdir)
@@ -213,7 +253,10 @@ def main(argv=None):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
             audio, used = condition_audio(word, cond, clips, banks, rooms)
-            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used))
+            audio, fe = stamped(audio, a.frontend)
+            labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms))
+            e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
+                               **fe)
             os.replace(path + ".tmp.npz", path)
             print(f"{path}: {len(audio)} clips ({used})", flush=True)
 

@@ -64,15 +64,32 @@ SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared
 
 
 class Embedder:
-    """The TFLite speech_embedding with household's t_k (the Swift detector's report)."""
+    """The TFLite speech_embedding with household's t_k (the Swift detector's report). With a front end
+    (speex.make: int16 -> int16) every call first runs it over exactly the samples embedded, from their start (a
+    padded take, a padded clip, a speaker's whole stream), as a front end inside the speaker's embedding path
+    would run from the same reset."""
 
-    def __init__(self):
+    def __init__(self, frontend=None):
         from .embedding import Frontend
         self.fe = Frontend()
+        self.frontend = frontend
 
     def __call__(self, samples):
+        if self.frontend is not None:
+            samples = self.frontend(np.asarray(samples, np.int16))
         e = self.fe(np.asarray(samples, np.float32) / 32768.0)
         return e, np.array([H.step_end(k) for k in range(len(e))], np.int64)
+
+
+def check_frontend(path, z, frontend):
+    """A cache of embeddings (np.load'ed) is used only when it was made through the same front end: its
+    `frontend` entry (household_conditions writes it; evaluate_format2's caches have none: "none")."""
+    made = str(z["frontend"]) if "frontend" in z.files else "none"
+    want = frontend or "none"
+    if made != want:
+        raise HotPhraseError(path, f"embedded through front end {made}, this run's is {want}: caches made through "
+                                   "different front ends are never mixed (render it again with "
+                                   "household_conditions --frontend)")
 
 
 def cached(path, make):
@@ -294,28 +311,53 @@ def clip_outcomes(own_best, guest_best, th):
     return [int(np.sum(own_best < th)), len(own_best), int(np.sum(guest_best >= th)), len(guest_best)]
 
 
-def load_streams(paths):
-    """The streams of the format-2 evaluation's ragged caches (emb + offsets), in order; a missing file is an error."""
+def load_streams(paths, frontend=None):
+    """The streams of the format-2 evaluation's ragged caches (emb + offsets), in order; a missing file, or one made
+    through another front end (check_frontend), is an error."""
     out = []
     for path in paths:
         if not os.path.exists(path):
             raise HotPhraseError(path, "missing (render it with household_conditions --test-side-...)")
         z = np.load(path)
+        check_frontend(path, z, frontend)
         o = z["offsets"]
         out += [z["emb"][o[i]:o[i + 1]] for i in range(len(o) - 1)]
     return out
 
 
-def load_clips_npz(path, names):
+def load_clips_npz(path, names, frontend=None):
     """{clip name: raw embeddings} from an evaluate_format2-style ragged cache (emb + offsets) of a keyword folder's
-    clips in sorted name order (e1_eval_real_WORD.npz, or household_conditions' renderings of the same clips)."""
+    clips in sorted name order (e1_eval_real_WORD.npz, or household_conditions' renderings of the same clips),
+    made through the front end `frontend` (check_frontend)."""
     if not os.path.exists(path):
         raise HotPhraseError(path, "missing")
     z = np.load(path)
+    check_frontend(path, z, frontend)
     o = z["offsets"]
     if len(o) - 1 != len(names):
         raise HotPhraseError(path, f"holds {len(o) - 1} clips, the speakers file {len(names)}")
     return {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(names))}
+
+
+def load_labels(path, names):
+    """{clip name: what its rendering drew} from household_conditions' `labels` (room key and/or noise family), or
+    None for a file without them."""
+    z = np.load(path)
+    if "labels" not in z.files:
+        return None
+    return {n: str(lab) for n, lab in zip(sorted(names), z["labels"])}
+
+
+def misses_by_label(pbest, meta, col, z_th, labels):
+    """{label: {own_missed_pct, own_clips}} of the personal scorer, pooled over enrollments as fused_report's."""
+    tot = collections.defaultdict(lambda: [0, 0])
+    for r, m in enumerate(meta):
+        for n in m["own"]:
+            t = tot[labels[n]]
+            t[0] += int(pbest[r, col[n]] < z_th)
+            t[1] += 1
+    return {k: {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1]}
+            for k, v in sorted(tot.items())}
 
 
 def false_accepts(enrollments, scorers, streams, z_th, heads):
@@ -350,7 +392,7 @@ def fa_rates(fa_personal, fa_generic, fa_fused, hours):
 
 
 def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions,
-                 condition_tests=None):
+                 condition_tests=None, condition_labels=None):
     """Generic alone, personal alone (DTW at z_th) and fused, on the same enrollments, clips and test side.
     heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (every clip
     rendered in noise or rooms; enrollment stays clean): the enrolled people's misses and the guests heard there;
@@ -399,6 +441,10 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
                             "test_fa_per_hour_worst_enrollment": round(float(fa_personal.max()) / hours, 3)})
     cond_best = {c: best_over({n: cm[n] for n in names}) for c, cm in conditions.items()}
     rep["conditions"] = {c: {"personal": outcomes(pb, None, None)["personal"]} for c, (pb, _) in cond_best.items()}
+    for c, labels in (condition_labels or {}).items():
+        if labels is not None:
+            rep["conditions"][c]["personal"]["by_rendering"] = misses_by_label(cond_best[c][0], meta, col, z_th,
+                                                                               labels)
     cond_fa = {}
     for c, (streams, seconds) in (condition_tests or {}).items():
         cond_fa[c] = fa_rates(*false_accepts(enrollments, scorers, streams, z_th, heads), seconds / 3600)
@@ -802,11 +848,22 @@ def main(argv=None):
                          "template wake with z >= Z passes anyway")
     ap.add_argument("--gate-ahead", type=int, default=0, metavar="STEPS",
                     help="the gate also looks this many steps after the template's (its wake that much later)")
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]",
+                    help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
+                         "negatives; speex.py: libspeexdsp's noise suppressor at DB, default -15); caches given "
+                         "(--clips-dir, --condition, --test-npz) must have been made through the same one")
+    ap.add_argument("--no-threshold-side", action="store_true",
+                    help="with --bank-z and --test-npz: no threshold side (it needs --public's speechocean762 "
+                         "manifest); its false accepts are not reported")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     a = ap.parse_args(argv)
     if a.merge:
         return merge(a.bank, a.merge)
+    from . import speex
+    frontend = speex.parse_frontend(a.frontend)
+    if a.no_threshold_side and not (a.bank_z and a.test_npz):
+        raise HotPhraseError("--no-threshold-side", "needs --bank-z and --test-npz (nothing here is chosen on it)")
     public = a.public or default_public_dir()
     header, _, mean, bank_segments = H.read_bank(a.bank)
     if a.bank_z and "z_threshold" not in header:
@@ -818,6 +875,8 @@ def main(argv=None):
     remedies = a.enrol_variants is not None or bool(a.gate_floors)
     if remedies and not (a.generic and a.bank_z and a.enrol_noise_sentences):
         raise HotPhraseError("--enrol-variants/--gate-floors", "need --generic, --bank-z and --enrol-noise-sentences")
+    if remedies and a.no_threshold_side:
+        raise HotPhraseError("--no-threshold-side", "the remedies choose gate floors on the threshold side")
     if remedies and a.condition_test_side:
         raise HotPhraseError("--condition-test-side", "not measured with --enrol-variants/--gate-floors")
     gates = [parse_gate(g) for g in a.gate_floors]
@@ -840,9 +899,12 @@ def main(argv=None):
         heads.append((os.path.basename(os.path.normpath(d)), head, arrays, generic_threshold(d)))
     if not a.speakers:
         raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
-    emb = Embedder()
+    emb = Embedder(speex.make(frontend))
     scorers = Scorers(mean, bank_segments)
-    thr_groups, test_groups = negative_groups(public, a.real_speech, header, a.seed)
+    if a.no_threshold_side:
+        thr_groups, test_groups = {}, {}
+    else:
+        thr_groups, test_groups = negative_groups(public, a.real_speech, header, a.seed)
     if a.limit:
         if a.write_threshold:
             raise HotPhraseError("--limit", "a quick check never sets the bank's threshold")
@@ -853,11 +915,14 @@ def main(argv=None):
         make = lambda: speaker_streams(emb, groups)  # noqa: E731
         if a.cache and not a.limit:
             os.makedirs(a.cache, exist_ok=True)
-            return cached(os.path.join(a.cache, f"neg-{name}.npz"), make)
+            return cached(os.path.join(a.cache, f"neg-{name}{speex.tag(frontend)}.npz"), make)
         return make()
-    thr_streams, thr_names, thr_sec = negatives("threshold", thr_groups)
+    if a.no_threshold_side:
+        thr_streams, thr_names, thr_sec = [], [], 0.0
+    else:
+        thr_streams, thr_names, thr_sec = negatives("threshold", thr_groups)
     if a.test_npz:
-        test_streams = load_streams(a.test_npz)
+        test_streams = load_streams(a.test_npz, frontend)
         test_names = [os.path.basename(p) for p in a.test_npz]
         test_sec = sum(len(x) for x in test_streams) * STEP_SECONDS
     else:
@@ -882,7 +947,8 @@ def main(argv=None):
         names_all = sorted(spk[word])[:10 * a.limit or None]
         cached_clips = None
         if a.clips_dir:
-            cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word])
+            cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word],
+                                          frontend)
         for n in names_all:
             x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
             audio[n] = x
@@ -931,7 +997,7 @@ def main(argv=None):
         names = sorted(spk[word])[:10 * a.limit or None]
         clip_sets = {"clean": [clip_embs[(word, n)] for n in names]}
         for c, d in conditions_dirs.items():
-            cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
+            cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
             clip_sets[c] = [cm[n] for n in names]
         rr = remedies_report(meta, rem, names, clip_sets, heads, float(header["z_threshold"]),
                              [None] + gates, (test_streams, test_sec), (thr_streams, thr_sec))
@@ -945,21 +1011,24 @@ def main(argv=None):
     enrollments = [scorers.enrol(raw, stats[TAKES * i:TAKES * (i + 1)]) for i, raw in enumerate(enrollments)]
     print(f"enrollments: {len(enrollments)}; takes rejected by the checks: {dict(rejected)}", flush=True)
 
-    report = {"bank": os.path.basename(a.bank), "threshold_side_hours": round(thr_sec / 3600, 3),
+    report = {"bank": os.path.basename(a.bank), "frontend": frontend or "none",
+              "threshold_side_hours": round(thr_sec / 3600, 3),
               "threshold_side_speakers": len(thr_names), "test_side_hours": round(test_sec / 3600, 3),
               "test_side": test_names if a.test_npz else f"{len(test_names)} speakers", "enrollments": len(enrollments),
               "speakers_enrolled": len({(m["word"], m["speaker"]) for m in meta}), "draws": a.draws,
               "takes_rejected": dict(rejected), "scorers": {}}
     words = sorted({m["word"] for m in meta})
     for kind in a.scorers:
-        zt = z_series(enrollments, thr_streams, scorers, kind)
+        zt = z_series(enrollments, thr_streams, scorers, kind) if thr_streams else None
         if a.bank_z and kind == "dtw":
             z_alone = {w: float(header["z_threshold"]) for w in words}
         else:
             z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]],
                                            thr_sec / 3600)[0] for w in words}
         z_th = max(z_alone.values())
-        fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (thr_sec / 3600)
+        fa_thr = None
+        if thr_streams:
+            fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (thr_sec / 3600)
         fa_test = np.zeros(len(enrollments))
         for raw in test_streams:
             raw = np.asarray(raw, np.float32)
@@ -985,7 +1054,7 @@ def main(argv=None):
                            "guests_heard_pct": round(100 * v[2] / max(v[3], 1), 2), "guest_clips": v[3],
                            "enrollments": len(rows), "z_threshold_alone": z_alone[w]}
         r = {"z_threshold": z_th,
-             "threshold_side_fa_per_hour_mean": round(fa_thr, 3),
+             "threshold_side_fa_per_hour_mean": None if fa_thr is None else round(fa_thr, 3),
              "test_side_fa_per_hour_mean": round(float(fa_test.mean()), 3),
              "test_side_fa_per_hour_worst_enrollment": round(float(fa_test.max()), 3),
              "test_side_enrollments_without_false_accepts_pct": round(100 * float(np.mean(fa_test == 0)), 1),
@@ -999,16 +1068,18 @@ def main(argv=None):
             raise HotPhraseError("--scorers", "--generic and --condition compare against DTW: include dtw")
         word = words[0]
         z_th = report["scorers"]["dtw"]["z_threshold"]
-        conds = {c: load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
+        conds = {c: load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
                  for c, d in conditions_dirs.items()}
         clips = {n: e for (w, n), e in clip_embs.items() if w == word}
         cond_tests = {}
         if a.condition_test_side:
             for c, d in conditions_dirs.items():
-                streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz])
+                streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz], frontend)
                 cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
+        labels = {c: load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
+                  for c, d in conditions_dirs.items()}
         report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds, cond_tests)
+                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

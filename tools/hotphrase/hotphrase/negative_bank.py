@@ -1,7 +1,7 @@
 """The shipped negative bank of the personal scorer (docs/household.md): real speech that is not the phrase, as
 speech_embedding frames, against which every enrolled template's mu and sd are measured.
 
-  python -m hotphrase.negative_bank OUT.hpm [--public DIR] [--z-threshold Z] [--seed N]
+  python -m hotphrase.negative_bank OUT.hpm [--public DIR] [--z-threshold Z] [--seed N] [--frontend SPEC]
 
 Reads the public training negatives that get_public_negatives downloaded (DIR, default
 $HOTPHRASE_WORK/public or tools/hotphrase/work/public: the folders and their manifest-*.tsv with each file's
@@ -11,6 +11,9 @@ budget, are joined into one segment (a stream from reset, as the speaker hears i
 speech_embedding (the same network the model files carry, float32); stored float16. The header lists each
 source with its licence, seconds and speakers, and `bank_speakers` (per source, the speaker ids) so that an
 evaluation can hold them out. `z_threshold` is the evaluation's (household_eval --write-threshold), 0 until set.
+With `--frontend speex-denoise[:DB]` (speex.py; issue #37, part 2, session 6) each segment goes through that front
+end from its start before it is embedded, as it would on a speaker that runs it ahead of the embedding; the header
+records it (`frontend`). The shipped bank has none.
 """
 import collections
 import csv
@@ -117,7 +120,11 @@ def main(argv=None):
     ap.add_argument("--public", default=None, help="get_public_negatives' folder (default: the work folder's)")
     ap.add_argument("--z-threshold", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=37)
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]")
     a = ap.parse_args(argv)
+    from . import speex
+    frontend = speex.parse_frontend(a.frontend)
+    denoise = speex.make(frontend)
     public = a.public or default_public_dir()
     rows = read_manifests(public)
     chosen = select(rows, a.seed)
@@ -126,7 +133,7 @@ def main(argv=None):
     fe = Frontend()
     frames, kept, seconds = [], [], collections.Counter()
     for source, spk, x in segs:
-        e = fe(x)
+        e = fe(speex.apply_float(denoise, x) if denoise is not None else x)
         if len(e) == 0:
             continue
         frames.append(e)
@@ -137,6 +144,7 @@ def main(argv=None):
                for s in SOURCES]
     H.write_bank(a.out, frames, a.z_threshold, sources,
                  {"bank_speakers": {s: sorted(chosen[s]) for s in SOURCES},
+                  **({"frontend": frontend} if frontend else {}),
                   "made_by": f"python -m hotphrase.negative_bank (seed {a.seed}) from get_public_negatives' "
                              "training split; embeddings: Google speech_embedding (Apache-2.0), pyopen-wakeword "
                              "1.1.0's TFLite graphs"})

@@ -62,6 +62,7 @@ class Room(unittest.TestCase):
 class Conditions(unittest.TestCase):
     def test_names(self):
         self.assertEqual(HC.conditions([0, 5, 10], [], [10]), ["snr0", "snr5", "snr10"])
+        self.assertEqual(HC.conditions([10], [], [10], clean=True), ["clean", "snr10"])
         self.assertEqual(HC.conditions([10], ["r"], [10]), ["snr10", "room", "room-snr10"])
 
     def test_drawn_in_turn_and_repeatable(self):
@@ -82,6 +83,12 @@ class Conditions(unittest.TestCase):
         c, used = HC.condition_audio("w", "snr5", clips, Banks, [])
         self.assertEqual(used, {"fan": 3, "street": 2})
         self.assertEqual([len(x) for x in c], [HC.LEAD + 3000 + HC.TAIL] * 5)
+        # the labels saved beside the embeddings name what each clip drew, in the same turn
+        labels = HC.clip_labels("room-snr10", 5, Banks.kinds, rooms)
+        self.assertEqual(labels, ["r1+fan", "r2+street", "r1+fan", "r2+street", "r1+fan"])
+        self.assertEqual(HC.clip_labels("snr5", 3, ["fan", "street", "babble"], []), ["fan", "street", "babble"])
+        self.assertEqual(HC.clip_labels("room", 3, Banks.kinds, rooms), ["r1", "r2", "r1"])
+        self.assertEqual(HC.clip_labels("clean", 2, Banks.kinds, rooms), ["clean", "clean"])
 
 
 class FakeBanks:
