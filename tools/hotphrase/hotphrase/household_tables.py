@@ -1,0 +1,140 @@
+"""BENCHMARKS.md's tables of the household's personal path, made from household_eval's JSON reports (--json), so
+that every figure in them comes from a command in the repository.
+
+  python -m hotphrase.household_tables REPORT.json ... [--by-rendering]
+
+One row a report: the keyword, the front end, the bank's file, the z the report used, the enrolled people's other
+clips missed clean and in each condition the report holds (household_eval --condition), other people's clips heard
+clean, and the false accepts an hour on the test side, mean over enrollments (worst enrollment); where a report
+chose its z on the threshold side, that side's false accepts an hour at it (mean over enrollments) too. With
+--by-rendering, the misses in each condition broken down by what the clip went through (household_conditions
+records it): noise by family, rooms by reverberation time (the distances pooled), a room in noise by the noise's
+family; pooled over clips, as the report's own percentages are.
+"""
+import json
+import re
+
+from . import cli
+from .errors import HotPhraseError
+
+
+def _load(path):
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except json.JSONDecodeError as e:
+        raise HotPhraseError(path, f"not a household_eval report (line {e.lineno}: {e.msg})") from None
+    fused = report.get("fused")
+    if not isinstance(fused, dict) or "personal" not in fused:
+        raise HotPhraseError(path, "not a household_eval report with a personal path (no fused.personal: "
+                                   "was it run with --bank-z or the dtw scorer?)")
+    return report
+
+
+def keyword(report):
+    words = list(report.get("scorers", {}).get("dtw", {}).get("per_word", {}))
+    return ", ".join(words) if words else "?"
+
+
+def _threshold_side(report):
+    return report.get("scorers", {}).get("dtw", {}).get("threshold_side_fa_per_hour_mean")
+
+
+def _pct(x):
+    return f"{x:.2f} %"
+
+
+def rows(reports):
+    """(header, rows) of the main table; the conditions are the union of the reports', in first-seen order."""
+    conditions = []
+    for r in reports:
+        for c in r["fused"].get("conditions", {}):
+            if c not in conditions:
+                conditions.append(c)
+    # the threshold side's false accepts at the report's z, where a report chose z there (not --no-threshold-side)
+    side = any(_threshold_side(r) is not None for r in reports)
+    header = ["keyword", "front end", "bank", "z", *(["FA/h threshold side"] if side else []), "clean", *conditions,
+              "guests heard (clean)", "FA/h test side"]
+    out = []
+    for r in reports:
+        fused = r["fused"]
+        personal = fused["personal"]
+        cells = [keyword(r), r.get("frontend", "none"), r.get("bank", "?"), f"{fused['z_threshold']:.1f}"]
+        if side:
+            fa_side = _threshold_side(r)
+            cells.append("-" if fa_side is None else f"{fa_side:.3f}")
+        cells.append(_pct(personal["own_missed_pct"]))
+        for c in conditions:
+            got = fused.get("conditions", {}).get(c, {}).get("personal")
+            cells.append(_pct(got["own_missed_pct"]) if got else "-")
+        cells.append(_pct(personal["guests_heard_pct"]))
+        fa, worst = personal.get("test_fa_per_hour_mean"), personal.get("test_fa_per_hour_worst_enrollment")
+        cells.append("-" if fa is None else f"{fa:.3f} ({worst:.3f})")
+        out.append(cells)
+    return header, out
+
+
+_ROOM = re.compile(r"^rt([0-9.]+)_[0-9.]+m$")
+_ROOM_NOISE = re.compile(r"^rt[0-9.]+_[0-9.]+m\+(.+)$")
+
+
+def group(rendering):
+    """What a clip's rendering is pooled under: a room by its RT60, a room in noise by the noise's family."""
+    m = _ROOM.match(rendering)
+    if m:
+        return f"RT60 {m.group(1)} s"
+    m = _ROOM_NOISE.match(rendering)
+    if m:
+        return m.group(1)
+    return rendering
+
+
+def by_rendering(report, condition):
+    """{group: (missed percent, clips)} pooled over the clips of each group, in sorted group order."""
+    got = report["fused"].get("conditions", {}).get(condition, {}).get("personal", {}).get("by_rendering")
+    if not got:
+        return {}
+    pooled = {}
+    for name, v in got.items():
+        missed, clips = pooled.get(group(name), (0.0, 0))
+        pooled[group(name)] = (missed + v["own_missed_pct"] * v["own_clips"] / 100.0, clips + v["own_clips"])
+    return {g: (100.0 * m / n if n else 0.0, n) for g, (m, n) in sorted(pooled.items())}
+
+
+def rendering_rows(reports):
+    conditions = []
+    for r in reports:
+        for c in r["fused"].get("conditions", {}):
+            if c not in conditions and by_rendering(r, c):
+                conditions.append(c)
+    groups = {c: sorted({g for r in reports for g in by_rendering(r, c)}) for c in conditions}
+    header = ["keyword", "front end", "bank", "z"] + [f"{c}: {' / '.join(groups[c])}" for c in conditions]
+    out = []
+    for r in reports:
+        cells = [keyword(r), r.get("frontend", "none"), r.get("bank", "?"), f"{r['fused']['z_threshold']:.1f}"]
+        for c in conditions:
+            got = by_rendering(r, c)
+            cells.append(" / ".join(f"{got[g][0]:.1f}" if g in got else "-" for g in groups[c]))
+        out.append(cells)
+    return header, out
+
+
+def markdown(header, body):
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in body]
+    return "\n".join(lines)
+
+
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("reports", nargs="+", metavar="REPORT.json")
+    ap.add_argument("--by-rendering", action="store_true", help="the misses in each condition by rendering")
+    args = ap.parse_args(argv)
+    reports = [_load(p) for p in args.reports]
+    print(markdown(*(rendering_rows(reports) if args.by_rendering else rows(reports))))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

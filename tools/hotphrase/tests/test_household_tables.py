@@ -1,0 +1,96 @@
+"""household_tables: BENCHMARKS.md's personal-path tables from household_eval's reports (rows, conditions missing
+from a report, pooling by rendering weighted by clips, and reports it cannot read named)."""
+import contextlib
+import io
+import json
+import os
+import tempfile
+import unittest
+
+from hotphrase import household_tables as T
+from hotphrase.errors import HotPhraseError
+
+
+def report(word, frontend, missed, conditions, fa=(0.132, 2.074)):
+    return {"bank": "negative-bank.hpm", "frontend": frontend,
+            "scorers": {"dtw": {"per_word": {word: {}}}},
+            "fused": {"z_threshold": 5.9,
+                      "personal": {"own_missed_pct": missed, "guests_heard_pct": 72.19,
+                                   "test_fa_per_hour_mean": fa[0], "test_fa_per_hour_worst_enrollment": fa[1]},
+                      "conditions": {c: {"personal": v} for c, v in conditions.items()}}}
+
+
+class Tables(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+
+    def write(self, name, data):
+        path = os.path.join(self.dir, name)
+        with open(path, "w") as f:
+            f.write(data if isinstance(data, str) else json.dumps(data))
+        return path
+
+    def run_main(self, *argv):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            T.main(list(argv))
+        return out.getvalue().splitlines()
+
+    def test_a_row_a_report_and_the_union_of_conditions(self):
+        a = report("jarvis", "none", 0.0, {"snr10": {"own_missed_pct": 15.0, "guests_heard_pct": 37.15},
+                                           "room": {"own_missed_pct": 4.1, "guests_heard_pct": 48.26}})
+        b = report("computer", "speex-denoise:-15", 0.11, {"room": {"own_missed_pct": 28.48, "guests_heard_pct": 13.38}},
+                   fa=(0.007, 0.207))
+        lines = self.run_main(self.write("a.json", a), self.write("b.json", b))
+        self.assertEqual(lines[0], "| keyword | front end | bank | z | clean | snr10 | room | guests heard (clean) | "
+                                   "FA/h test side |")
+        self.assertEqual(lines[2], "| jarvis | none | negative-bank.hpm | 5.9 | 0.00 % | 15.00 % | 4.10 % | 72.19 % | "
+                                   "0.132 (2.074) |")
+        # computer has no snr10: a dash, not a zero
+        self.assertEqual(lines[3], "| computer | speex-denoise:-15 | negative-bank.hpm | 5.9 | 0.11 % | - | 28.48 % | "
+                                   "72.19 % | 0.007 (0.207) |")
+
+    def test_renderings_pool_by_clips(self):
+        by = {"rt0.4_1m": {"own_missed_pct": 4.55, "own_clips": 66}, "rt0.4_2m": {"own_missed_pct": 0.0, "own_clips": 62},
+              "rt0.4_3m": {"own_missed_pct": 0.0, "own_clips": 66}, "rt0.2_1m": {"own_missed_pct": 50.0, "own_clips": 2}}
+        noisy = {"rt0.2_1m+fan": {"own_missed_pct": 10.0, "own_clips": 10},
+                 "rt0.4_2m+fan": {"own_missed_pct": 0.0, "own_clips": 30},
+                 "rt0.6_1m+babble": {"own_missed_pct": 80.0, "own_clips": 5}}
+        r = report("jarvis", "none", 0.0, {"room": {"own_missed_pct": 3.0, "guests_heard_pct": 1.0, "by_rendering": by},
+                                           "room-snr10": {"own_missed_pct": 9.0, "guests_heard_pct": 1.0,
+                                                          "by_rendering": noisy}})
+        room = T.by_rendering(r, "room")
+        self.assertEqual(list(room), ["RT60 0.2 s", "RT60 0.4 s"])
+        self.assertAlmostEqual(room["RT60 0.4 s"][0], 100 * 3 / 194, places=2)  # 3 of 66 + 62 + 66 clips, not a mean of %
+        self.assertEqual(room["RT60 0.4 s"][1], 194)
+        self.assertEqual(T.by_rendering(r, "room-snr10"), {"babble": (80.0, 5), "fan": (2.5, 40)})
+        lines = self.run_main("--by-rendering", self.write("r.json", r))
+        self.assertEqual(lines[2], "| jarvis | none | negative-bank.hpm | 5.9 | 50.0 / 1.5 | 80.0 / 2.5 |")
+
+    def test_the_threshold_side_where_z_was_chosen_there(self):
+        a = report("computer", "none", 0.0, {})
+        a["fused"]["z_threshold"] = 5.7
+        a["scorers"]["dtw"]["threshold_side_fa_per_hour_mean"] = 0.427
+        b = report("jarvis", "none", 0.0, {})  # --no-threshold-side: none recorded
+        lines = self.run_main(self.write("a.json", a), self.write("b.json", b))
+        self.assertIn("| z | FA/h threshold side | clean |", lines[0])
+        self.assertTrue(lines[2].startswith("| computer | none | negative-bank.hpm | 5.7 | 0.427 | 0.00 % |"), lines[2])
+        self.assertTrue(lines[3].startswith("| jarvis | none | negative-bank.hpm | 5.9 | - | 0.00 % |"), lines[3])
+
+    def test_what_it_cannot_read_is_named(self):
+        bad = self.write("bad.json", "{not json")
+        with self.assertRaises(HotPhraseError) as e:
+            T._load(bad)
+        self.assertIn("bad.json", str(e.exception))
+        other = self.write("other.json", {"scorers": {}})
+        with self.assertRaises(HotPhraseError) as e:
+            T._load(other)
+        self.assertIn("fused.personal", str(e.exception))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(T.main([other]), 1)
+        self.assertIn("other.json", err.getvalue())
+
+
+if __name__ == "__main__":
+    unittest.main()
