@@ -304,10 +304,12 @@ mute_file = "{tmp_path}/muted"
         tmp.write_text(f"{seconds}\n")
         os.replace(tmp, self.shift_file)
 
-    def timer_events(self, until):
-        """The timer events until one whose change is `until` (which is returned last)."""
+    def timer_events(self, until, due_in=0):
+        """The timer events until one whose change is `until` (which is returned last); `due_in`: the seconds it is
+        due in at the latest (a timer's length), waited on top of the hang guard (a 90 s timer waited for with a
+        90 s guard failed once when it rang on time on a loaded machine)."""
         seen = []
-        self.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == until, seen)
+        self.wait_for(lambda e: e.get("event") == "timer" and e.get("change") == until, seen, expected_after=due_in)
         return [e for e in seen if e.get("event") == "timer"]
 
 
@@ -321,7 +323,7 @@ def test_run_timer_rings_after_its_time_whatever_the_wall_clock_does(local_servi
         events = speaker.press()
         assert any(e.get("event") == "timer" and e.get("change") == "set" for e in events), speaker.log_tail()
         speaker.step_to(step)
-        timers = speaker.timer_events(until="ringing")
+        timers = speaker.timer_events(until="ringing", due_in=seconds)
         rang = time.monotonic()
         assert [e["change"] for e in timers if e["change"] not in ("tick",)] == ["ringing"], timers
         # Set after `pressed`, so it must not have rung sooner than its length after it (a lower bound only: a busy
@@ -350,7 +352,7 @@ def test_run_timer_outlives_a_restart_with_the_clock_stepped_back(local_service,
         # Told at once after the start: the time left, which is at most what it was set for.
         first = again.wait_for(lambda e: e.get("event") == "timer")
         assert first["change"] == "tick" and 0 < first["remaining_s"] <= 30, first
-        timers = again.timer_events(until="ringing")
+        timers = again.timer_events(until="ringing", due_in=30)
         assert "missed" not in [e["change"] for e in timers], timers
     finally:
         assert again.stop() == 0

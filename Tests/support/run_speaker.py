@@ -82,11 +82,12 @@ debounce_ms = 0
                 pass
         self.events.put(None)
 
-    def wait_for(self, match, seen=None):
-        """Waits for an event `match` accepts and returns it, collecting the events on the way into `seen`."""
-        deadline = time.monotonic() + HANG_GUARD
+    def wait_for(self, match, seen=None, expected_after=0):
+        """Waits for an event `match` accepts and returns it, collecting the events on the way into `seen`.
+        `expected_after`: seconds the event is due after at the earliest (a timer's length), on top of the guard."""
+        deadline = time.monotonic() + expected_after + HANG_GUARD
         while time.monotonic() < deadline:
-            event = self.events.get(timeout=HANG_GUARD)
+            event = self.events.get(timeout=expected_after + HANG_GUARD)
             assert event is not None, "the speaker exited"
             if seen is not None:
                 seen.append(event)
