@@ -296,6 +296,18 @@ public final class FakeSpeech: SpeechOutputPort {
         callback?()
     }
 
+    /// Whether an utterance (speech or a recording) is playing, not ended.
+    public var isSpeaking: Bool {
+        state.withLock { s in
+            s.playing.contains { playing in
+                switch playing.sound {
+                case .speech, .recording: !playing.hasEnded
+                case .earcon: false
+                }
+            }
+        }
+    }
+
     /// Ends the latest utterance that is still playing.
     public func endSpeech(_ end: SoundEnd = .finished, problem: String? = nil) {
         let playing = state.withLock { s in

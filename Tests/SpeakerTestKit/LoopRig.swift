@@ -96,6 +96,9 @@ public final class LoopRig: Sendable {
 
     /// Ends the utterance playing and waits until the loop has left speaking.
     public func endSpeech(_ end: SoundEnd = .finished) async {
+        // The loop tells the speaking state before it hands the words to the speech port: a test that saw the state
+        // could end nothing (PendingCommandTests once waited 20 s for a speaker still speaking).
+        _ = await eventually { speech.isSpeaking }
         let mark = recorder.count
         speech.endSpeech(end)
         _ = await saw(after: mark) { if case .stateChanged(.speaking, _) = $0 { true } else { false } }
