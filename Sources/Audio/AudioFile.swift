@@ -46,27 +46,32 @@ public enum AudioFile {
     /// through libsndfile's virtual I/O: nothing is written to disk, so nothing of it can be left behind, and
     /// no descriptor exists for a child process to inherit. `name` stands for the path in errors.
     public static func readMono(bytes: [UInt8], name: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+        // withUnsafeBytes rethrows untyped errors, so the typed one comes out as a Result.
+        let result = bytes.withUnsafeBytes { buffer in
+            Result { () throws(AudioFileError) in try readMono(bytes: buffer, name: name, targetRate: targetRate) }
+        }
+        return try result.get()
+    }
+
+    /// The same, of bytes the caller holds (a `Data`'s, say), read where they are: no copy is made.
+    public static func readMono(bytes: UnsafeRawBufferPointer, name: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
         try readMono(bytes: bytes, name: name, targetRate: targetRate, library: Sndfile.soname)
     }
 
-    static func readMono(bytes: [UInt8], name: String, targetRate: Int, library: String) throws(AudioFileError) -> MonoAudio {
+    static func readMono(bytes: UnsafeRawBufferPointer, name: String, targetRate: Int, library: String) throws(AudioFileError) -> MonoAudio {
         let sndfile = try Sndfile(library: library)
         guard !bytes.isEmpty else { throw .empty(path: name) }
         var io = SF_VIRTUAL_IO(get_filelen: MemoryFile.length, seek: MemoryFile.seek, read: MemoryFile.read,
                                write: MemoryFile.write, tell: MemoryFile.tell)
-        // withUnsafeBytes rethrows untyped errors, so the typed one comes out as a Result.
-        let result = bytes.withUnsafeBytes { buffer -> Result<MonoAudio, AudioFileError> in
-            var memory = MemoryFile(bytes: buffer, position: 0)
-            return withUnsafeMutablePointer(to: &memory) { memoryPointer in
-                var info = SF_INFO()
-                guard let file = sndfile.openVirtual(&io, Int32(SFM_READ), &info, UnsafeMutableRawPointer(memoryPointer)) else {
-                    return .failure(.cannotOpen(path: name, reason: sndfile.lastError()))
-                }
-                defer { _ = sndfile.close(file) }
-                return Result { () throws(AudioFileError) in try decode(file, info, sndfile: sndfile, name: name, targetRate: targetRate) }
+        var memory = MemoryFile(bytes: bytes, position: 0)
+        return try withUnsafeMutablePointer(to: &memory) { (memoryPointer) throws(AudioFileError) -> MonoAudio in
+            var info = SF_INFO()
+            guard let file = sndfile.openVirtual(&io, Int32(SFM_READ), &info, UnsafeMutableRawPointer(memoryPointer)) else {
+                throw .cannotOpen(path: name, reason: sndfile.lastError())
             }
+            defer { _ = sndfile.close(file) }
+            return try decode(file, info, sndfile: sndfile, name: name, targetRate: targetRate)
         }
-        return try result.get()
     }
 
     /// The samples of an open file, mixed to mono and resampled: what both `readMono`s share.

@@ -202,7 +202,7 @@ public final class ControlHub: Sendable {
         ]
     }
 
-    static func timer(_ timer: SpeakerTimer, now: WallTime) -> JSONValue {
+    static func timer(_ timer: SpeakerTimer, now: BootTime) -> JSONValue {
         let status = switch timer.status {
         case .running: "running"
         case .paused: "paused"

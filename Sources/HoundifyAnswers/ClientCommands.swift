@@ -85,7 +85,7 @@ public struct ClientCommandReader: Sendable {
         guard let base64 = result.json["ResponseAudioBytes"]?.stringValue, let data = Data(base64Encoded: base64), !data.isEmpty else {
             return nil
         }
-        return try? AudioFile.readMono(bytes: [UInt8](data), name: "Houndify's ResponseAudioBytes", targetRate: 22_050)
+        return data.withUnsafeBytes { try? AudioFile.readMono(bytes: $0, name: "Houndify's ResponseAudioBytes", targetRate: 22_050) }
     }
 
     // MARK: Commands the speaker carries out
