@@ -44,13 +44,19 @@ def _pct(x):
     return f"{x:.2f} %"
 
 
-def rows(reports):
-    """(header, rows) of the main table; the conditions are the union of the reports', in first-seen order."""
+def _conditions(reports, wanted=lambda report, condition: True):
+    """The union of the reports' conditions (those `wanted` in some report), in first-seen order."""
     conditions = []
     for r in reports:
         for c in r["fused"].get("conditions", {}):
-            if c not in conditions:
+            if c not in conditions and wanted(r, c):
                 conditions.append(c)
+    return conditions
+
+
+def rows(reports):
+    """(header, rows) of the main table; the conditions are the union of the reports', in first-seen order."""
+    conditions = _conditions(reports)
     # the threshold side's false accepts at the report's z, where a report chose z there (not --no-threshold-side)
     side = any(_threshold_side(r) is not None for r in reports)
     header = ["keyword", "front end", "bank", "z", *(["FA/h threshold side"] if side else []), "clean", *conditions,
@@ -102,11 +108,7 @@ def by_rendering(report, condition):
 
 
 def rendering_rows(reports):
-    conditions = []
-    for r in reports:
-        for c in r["fused"].get("conditions", {}):
-            if c not in conditions and by_rendering(r, c):
-                conditions.append(c)
+    conditions = _conditions(reports, lambda r, c: bool(by_rendering(r, c)))
     groups = {c: sorted({g for r in reports for g in by_rendering(r, c)}) for c in conditions}
     header = ["keyword", "front end", "bank", "z"] + [f"{c}: {' / '.join(groups[c])}" for c in conditions]
     out = []
