@@ -328,8 +328,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// keeps it as one of the household's false wakes. It comes before the earcon that marks the end, whose sound
     /// resets the detector.
     case falseWake(FalseWake)
-    /// A hot-phrase wake's question was answered (Houndify heard words after the phrase): the detector may learn
-    /// that wake (`HotPhraseDetecting.keepAnsweredWake`).
+    /// A hot-phrase wake's question was answered (Houndify heard words after the phrase) and its answer, if one
+    /// was spoken, heard to the end: the detector may learn that wake (`HotPhraseDetecting.keepAnsweredWake`).
     case answeredWake
 }
 
@@ -401,8 +401,10 @@ public struct SpeakerMachine: Sendable {
         /// so the question's upload is left unfinished (`stopRecording`) and an answer (or failure) that comes
         /// anyway waits in `held` until the button comes up, instead of playing for a second and being cut off.
         case searching(pressDown: Bool, held: SpeakerEvent?)
-        /// `reopen`: whether (and why) the microphone reopens when the answer has been spoken.
-        case speaking(reopen: Reopen)
+        /// `reopen`: whether (and why) the microphone reopens when the answer has been spoken. `learn`: the
+        /// answer is a hot-phrase wake's that Houndify heard words after; heard to the end, the wake is told to
+        /// the detector to learn from (`answeredWake`), stopped, it is not.
+        case speaking(reopen: Reopen, learn: Bool = false)
         case ringing
 
         var state: SpeakerState {
@@ -630,11 +632,14 @@ public struct SpeakerMachine: Sendable {
         case (.speaking, .hotPhrase) where settings.bargeIn && !muted:
             // "OK Hound" over the answer (barge-in): it stops at once and the next question is heard.
             return [.stopSpeaking] + startListening(preRoll: true)
-        case (.speaking(let reopen), .speechEnded(let end)):
+        case (.speaking(let reopen, let learn), .speechEnded(let end)):
             _ = soundEnded(end)
+            let learned: [SpeakerEffect] = learn && end == .finished ? [.answeredWake] : []
             // Not into a microphone the owner has muted, nor after an answer that never reached the ear.
-            guard reopen != .no, !muted, end != .outputFailed else { return leave(to: .ready) + [.leds(readyLEDs)] }
-            return startListening(preRoll: false, quiet: reopen == .followUp, reopened: true)
+            guard reopen != .no, !muted, end != .outputFailed else {
+                return learned + leave(to: .ready) + [.leds(readyLEDs)]
+            }
+            return learned + startListening(preRoll: false, quiet: reopen == .followUp, reopened: true)
         case (.speaking, .watchdog):
             // The speech output itself is what hangs, so another sentence would hang too: the earcon says it.
             return [.stopSpeaking, .playEarcon(.error)] + leave(to: .ready) + [.leds(readyLEDs)]
@@ -723,9 +728,18 @@ public struct SpeakerMachine: Sendable {
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
-        // Words after the hot phrase: the wake was a person's, which the household's detector may learn from.
+        // Words after the hot phrase: the wake may have been a person's, which the household's detector may learn
+        // from. A false wake in the middle of a conversation is answered too (Houndify hears the people talking
+        // on), so an answer that is spoken waits to be heard to the end: the one stopped by a press, "stop" or
+        // "OK Hound" over it teaches nothing. One with nothing spoken (speech off, a local "stop") is told now.
         let heardWords = !answer.transcript.allSatisfy(\.isWhitespace)
-        return (wokenByHotPhrase && heardWords ? [.answeredWake] : []) + answering(answer)
+        let effects = answering(answer)
+        guard wokenByHotPhrase, heardWords else { return effects }
+        if case .speaking(let reopen, _) = phase {
+            phase = .speaking(reopen: reopen, learn: true)
+            return effects
+        }
+        return [.answeredWake] + effects
     }
 
     private mutating func answering(_ answer: SpeakerAnswer) -> [SpeakerEffect] {

@@ -317,7 +317,8 @@ import SpeakerTestKit
     }
 
     /// Issue #37: a hot-phrase wake whose question Houndify heard words in is told to the detector as answered
-    /// (to learn from); one that heard no words, and a question started by the button, are not.
+    /// (to learn from) once its answer has been heard to the end; one whose answer was stopped, one that heard
+    /// no words, and a question started by the button, are not.
     @Test func anAnsweredWakeIsToldToTheDetector() async throws {
         let rig = await LoopRig(hotPhrase: true)
         let detector = try #require(rig.hotPhrase)
@@ -331,8 +332,14 @@ import SpeakerTestKit
         var mark = rig.recorder.count
         try #require(await wake()).send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         #expect(await rig.saw(.leds(.speaking), after: mark))
-        #expect(detector.answeredWakesKept == 1)
+        #expect(detector.answeredWakesKept == 0)
         await rig.endSpeech()
+        #expect(await rig.eventually { detector.answeredWakesKept == 1 })
+        mark = rig.recorder.count
+        try #require(await wake()).send(.answer(SpeakerAnswer(transcript: "what is the weather", text: "Sunny.")))
+        #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(await rig.send(.press, expecting: .ready))
+        #expect(detector.answeredWakesKept == 1)
         mark = rig.recorder.count
         try #require(await wake()).send(.answer(SpeakerAnswer(transcript: "  ", text: "")))
         #expect(await rig.saw(.leds(.ready), after: mark))

@@ -411,28 +411,69 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(falseWakes(n.handle(.cancel)).isEmpty)
     }
 
-    /// Issue #37: an answered wake (Houndify heard words after the hot phrase, whatever the answer does) is said
-    /// once; a wake with no words, or any question the button started, is not.
-    @Test func onlyHotPhraseWakesWithWordsAreAnsweredWakes() {
+    /// Issue #37: an answered wake (Houndify heard words after the hot phrase) is said once, when its answer has
+    /// been heard to the end (at once where nothing is spoken); a wake with no words, an answer stopped or cut
+    /// short, and any question the button started, are not.
+    @Test func onlyHotPhraseWakesWithWordsHeardToTheEndAreAnsweredWakes() {
         func answered(_ effects: [SpeakerEffect]) -> Int { effects.filter { $0 == .answeredWake }.count }
-        func woken() -> SpeakerMachine {
-            var m = machine(in: .ready)
+        func woken(_ settings: SpeakerMachine.Settings = .init()) -> SpeakerMachine {
+            var m = machine(in: .ready, settings: settings)
             _ = m.handle(.hotPhrase)
             return m
         }
+        let noon = SpeakerAnswer(transcript: "what time is it", text: "It is noon.")
         var m = woken()
-        let effects = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        #expect(answered(effects) == 1)
+        #expect(answered(m.handle(.answer(noon))) == 0)
+        #expect(m.state == .speaking)
+        #expect(answered(m.handle(.speechEnded(.finished))) == 1)
+        #expect(m.state == .ready)
         m = woken()
         #expect(answered(m.handle(.answer(SpeakerAnswer(transcript: "set a timer for 5 minutes", text: "Done.",
-                                                         action: .timer(.set(seconds: 300, name: "")))))) == 1)
+                                                         action: .timer(.set(seconds: 300, name: "")))))) == 0)
+        #expect(answered(m.handle(.speechEnded(.finished))) == 1)
+        // stopped by a press, by "stop", or cut short: a false wake mid-conversation is answered too
+        for stop in [SpeakerEvent.press, .stopPhrase] {
+            m = woken()
+            _ = m.handle(.answer(noon))
+            #expect(answered(m.handle(stop)) == 0)
+            #expect(m.state == .ready)
+            #expect(answered(m.handle(.speechEnded(.interrupted))) == 0)
+        }
+        for end in [SoundEnd.interrupted, .outputFailed] {
+            m = woken()
+            _ = m.handle(.answer(noon))
+            #expect(answered(m.handle(.speechEnded(end))) == 0)
+        }
+        // "OK Hound" over the answer: that answer teaches nothing, and the next wake's answer is its own
+        m = woken(BargeInMachineTests.bargeIn)
+        _ = m.handle(.answer(noon))
+        _ = m.handle(.hotPhrase)
+        #expect(m.state == .recording)
+        _ = m.handle(.endOfSpeech)
+        #expect(answered(m.handle(.answer(noon))) == 0)
+        #expect(answered(m.handle(.speechEnded(.finished))) == 1)
+        // an answer a person stopped leaves nothing behind for a later answer to the button or a typed question
+        m = woken()
+        _ = m.handle(.answer(noon))
+        _ = m.handle(.press)
+        _ = m.handle(.talk)
+        _ = m.handle(.endOfSpeech)
+        _ = m.handle(.answer(noon))
+        #expect(answered(m.handle(.speechEnded(.finished))) == 0)
+        // nothing spoken: told at once
+        var quiet = SpeakerMachine.Settings()
+        quiet.enableSpeech = false
+        m = woken(quiet)
+        #expect(answered(m.handle(.answer(noon))) == 1)
+        #expect(m.state == .ready)
         m = woken()
         #expect(answered(m.handle(.answer(SpeakerAnswer(transcript: " ", text: "")))) == 0)
         m = woken()
         #expect(answered(m.handle(.noSpeech)) == 0)
         var n = machine(in: .ready)
         _ = n.handle(.talk)
-        #expect(answered(n.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))) == 0)
+        #expect(answered(n.handle(.answer(noon))) == 0)
+        #expect(answered(n.handle(.speechEnded(.finished))) == 0)
     }
 
     @Test func aCancelCountsOnlyWithinTwoSecondsOfTheWake() {
