@@ -159,7 +159,7 @@ def heard_counts(best, thresholds, cols):
     return int(np.sum((best[:, cols] >= np.asarray(thresholds)[:, None]).any(axis=0)))
 
 
-def draw_enrollments(spk_word, folder, clips, seed, draws, embedder):
+def draw_enrollments(spk_word, folder, seed, draws, embedder):
     """household_eval.main's draws for one keyword, step for step (the same rng calls in the same order): [(raw
     takes, meta)] with meta's own clips and guests."""
     from . import dataset as D
@@ -355,7 +355,7 @@ def main(argv=None):
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         clip_sets[name] = HE.load_clips_npz(os.path.join(folder, f"e1_eval_real_{word}.npz"), spk[word])
     emb = HE.Embedder(speex.make(None))
-    drawn = draw_enrollments(spk[word], os.path.join(a.keywords, word), clip_sets["clean"], a.seed, a.draws, emb)
+    drawn = draw_enrollments(spk[word], os.path.join(a.keywords, word), a.seed, a.draws, emb)
     if a.limit:
         drawn = drawn[:a.limit]
     streams = HE.load_streams(a.test_npz)

@@ -78,7 +78,7 @@ class Replay(unittest.TestCase):
         hh.add(self.T)  # the template itself: z 10, threshold 10.5
         self.assertAlmostEqual(hh.thresholds[0], 10.5, places=6)
         noise = [unit_rows(self.rng, 6) for _ in range(H.MAX_NEGATIVES)]
-        for k, n in enumerate(noise[:-1]):
+        for n in noise[:-1]:
             hh.add(n)
         self.assertEqual(len(hh.negatives), H.MAX_NEGATIVES)
         self.assertAlmostEqual(hh.thresholds[0], 10.5, places=6)
