@@ -269,7 +269,8 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     rep["false_wakes_per_hour"] = {k: summarise(v) for k, v in runs.items()
                                    if k not in ("rise", "negatives") and not k.endswith("_wakes")}
     rep["wakes"] = {k[:-len("_wakes")]: {"total": int(np.sum(v)), "enrollments_with_any": int(np.sum(np.array(v) > 0)),
-                                         "max": int(np.max(v))} for k, v in runs.items() if k.endswith("_wakes")}
+                                         "max": int(np.max(v)), "per_enrollment": [int(x) for x in v]}
+                  for k, v in runs.items() if k.endswith("_wakes")}
     tr = np.array(runs["rise"])
     rep["on_fixed_threshold_rise"] = {"mean": round(float(tr.mean()), 3), "max": round(float(tr.max()), 3),
                                       "enrollments_raised": int(np.sum(tr > 0)),
