@@ -56,6 +56,8 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         /// detector's thread as the wake is found, for `keepFalseWake`, and its phrase, for `keepAnsweredWake`.
         var wakeFrames: [[Float]] = []
         var wakePhrase: String?
+        /// The wake whose question was answered (`holdAnsweredWake`), waiting for its answer to be heard to the end.
+        var answered: (frames: [[Float]], phrase: String)?
     }
 
     private let lock: Mutex<LoopFacing>
@@ -299,17 +301,28 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         change("a false wake kept as a household negative") { $0.addNegative(frames) }
     }
 
-    /// The latest wake's question was answered (SpeakerCore's `answeredWake`): where the household's templates
-    /// heard that wake's phrase themselves, the frames they matched become a learned template (Household.learn),
-    /// saved and applied at once on a thread of this listener's. Nothing without the household's detector, with
-    /// `[hotphrase] learn_from_answers` off, or for the stop phrase.
-    public func keepAnsweredWake() {
-        guard settings.learnFromAnswers, let voices else { return }
-        let (frames, phrase): ([[Float]], String?) = lock.withLock {
-            guard $0.personal else { return ([], nil) }
-            return ($0.wakeFrames, $0.wakePhrase)
+    /// The latest wake's question was answered (SpeakerCore's `holdAnsweredWake`): its frames and phrase are set
+    /// aside as they are now, so a wake heard while the answer plays cannot take their place. Nothing without the
+    /// household's detector.
+    public func holdAnsweredWake() {
+        lock.withLock {
+            guard $0.personal, let phrase = $0.wakePhrase, !$0.wakeFrames.isEmpty else { $0.answered = nil; return }
+            $0.answered = ($0.wakeFrames, phrase)
         }
-        guard let phrase, !frames.isEmpty, !Household.isStopPhrase(phrase) else { return }
+    }
+
+    /// The answer to the wake set aside was heard to the end (SpeakerCore's `answeredWake`): where the household's
+    /// templates heard that wake's phrase themselves, the frames they matched become a learned template
+    /// (Household.learn), saved and applied at once on a thread of this listener's. Nothing when no wake is set
+    /// aside (each is taken once), without the household's detector, with `[hotphrase] learn_from_answers` off, or
+    /// for the stop phrase.
+    public func keepAnsweredWake() {
+        let answered = lock.withLock { facing in
+            defer { facing.answered = nil }
+            return facing.answered
+        }
+        guard settings.learnFromAnswers, let voices, let (frames, phrase) = answered else { return }
+        guard !Household.isStopPhrase(phrase) else { return }
         let zThreshold = zThreshold, logger = logger
         change("an answered wake of \"\(phrase)\" learned", { household in
             do {

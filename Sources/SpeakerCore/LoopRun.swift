@@ -518,6 +518,8 @@ struct LoopRun {
             let now = ports.clock.now
             guard let woke = lastWake, FalseWake.kept(wake, sinceWake: now - woke) else { break }
             ports.hotPhrase?.keepFalseWake()
+        case .holdAnsweredWake:
+            ports.hotPhrase?.holdAnsweredWake()
         case .answeredWake:
             ports.hotPhrase?.keepAnsweredWake()
         }

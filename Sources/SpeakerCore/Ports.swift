@@ -166,9 +166,12 @@ public protocol HotPhraseDetecting: AnyObject, Sendable {
     /// The latest wake was false (`FalseWake.kept`): a detector that learns the household's false wakes keeps
     /// that wake's frames (issue #37). Called from the loop; must not block it.
     func keepFalseWake()
-    /// The latest wake started a question that was answered, and the answer heard to the end: a detector that
-    /// learns the household's voices may keep that wake as a template (issue #37, "answered wakes can strengthen
-    /// the enrollment"). Called from the loop; must not block it.
+    /// The latest wake started a question that was answered: a detector that learns the household's voices sets
+    /// that wake aside for `keepAnsweredWake`. Called from the loop; must not block it.
+    func holdAnsweredWake()
+    /// The answer to the wake set aside by `holdAnsweredWake` was heard to the end: a detector that learns the
+    /// household's voices may keep that wake as a template (issue #37, "answered wakes can strengthen the
+    /// enrollment"). Nothing when none is set aside; it is set aside once. Called from the loop; must not block it.
     func keepAnsweredWake()
 }
 
@@ -179,6 +182,7 @@ extension HotPhraseDetecting {
     }
 
     public func keepFalseWake() {}
+    public func holdAnsweredWake() {}
     public func keepAnsweredWake() {}
 }
 

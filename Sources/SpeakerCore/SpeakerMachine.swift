@@ -328,8 +328,12 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// keeps it as one of the household's false wakes. It comes before the earcon that marks the end, whose sound
     /// resets the detector.
     case falseWake(FalseWake)
-    /// A hot-phrase wake's question was answered (Houndify heard words after the phrase) and its answer, if one
-    /// was spoken, heard to the end: the detector may learn that wake (`HotPhraseDetecting.keepAnsweredWake`).
+    /// A hot-phrase wake's question was answered (Houndify heard words after the phrase): the detector sets that
+    /// wake aside (`HotPhraseDetecting.holdAnsweredWake`), as it is now, for `answeredWake`. A wake it hears while
+    /// the answer plays (over the speaker's own sound, with barge-in off) must not take its place.
+    case holdAnsweredWake
+    /// The answer to the wake set aside, if one was spoken, was heard to the end: the detector may learn that
+    /// wake (`HotPhraseDetecting.keepAnsweredWake`).
     case answeredWake
 }
 
@@ -737,9 +741,9 @@ public struct SpeakerMachine: Sendable {
         guard wokenByHotPhrase, heardWords else { return effects }
         if case .speaking(let reopen, _) = phase {
             phase = .speaking(reopen: reopen, learn: true)
-            return effects
+            return [.holdAnsweredWake] + effects
         }
-        return [.answeredWake] + effects
+        return [.holdAnsweredWake, .answeredWake] + effects
     }
 
     private mutating func answering(_ answer: SpeakerAnswer) -> [SpeakerEffect] {

@@ -485,13 +485,16 @@ public final class FakeHotPhrase: HotPhraseDetecting {
     }
     public func reset() { state.withLock { $0.resetsAfter.append($0.frames) } }
     public func keepFalseWake() { kept.withLock { $0 += 1 } }
-    public func keepAnsweredWake() { answered.withLock { $0 += 1 } }
+    public func holdAnsweredWake() { answered.withLock { $0.held += 1 } }
+    public func keepAnsweredWake() { answered.withLock { $0.kept += 1 } }
     private let kept = Mutex(0)
-    private let answered = Mutex(0)
+    private let answered = Mutex((held: 0, kept: 0))
     /// How many wakes the loop told it to keep as the household's false wakes.
     public var falseWakesKept: Int { kept.withLock { $0 } }
     /// How many wakes the loop told it were answered (for the household to learn from).
-    public var answeredWakesKept: Int { answered.withLock { $0 } }
+    public var answeredWakesKept: Int { answered.withLock { $0.kept } }
+    /// How many wakes the loop told it to set aside as answered (to learn once their answers are heard out).
+    public var answeredWakesHeld: Int { answered.withLock { $0.held } }
     public var resets: Int { state.withLock { $0.resetsAfter.count } }
     /// For each reset, how many frames had been heard before it.
     public var resetsAfter: [Int] { state.withLock { $0.resetsAfter } }

@@ -109,8 +109,9 @@ import TestSupport
         #expect(mode == 0o600)
     }
 
-    /// An answered wake (the loop's `keepAnsweredWake`) that the templates heard becomes a learned template,
-    /// saved 0600 and counted in the summary beside the takes; with `learn_from_answers` off nothing is kept.
+    /// An answered wake (set aside by the loop's `holdAnsweredWake`, learned at its `keepAnsweredWake`) that the
+    /// templates heard becomes a learned template, saved 0600 and counted in the summary beside the takes; with
+    /// `learn_from_answers` off nothing is kept, nor without a wake set aside, and each is learned once.
     @Test func anAnsweredWakeIsLearnedUnlessTurnedOff() async throws {
         let (model, source) = try enrolled("OK Hound")
         defer { try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: source.path).deletingLastPathComponent().path) }
@@ -120,16 +121,24 @@ import TestSupport
         off.learnFromAnswers = false
         let quiet = HotPhraseListener(model: model, settings: off, echo: nil, household: source, logger: nil)
         #expect(hits(quiet, stream) == 1)
+        quiet.holdAnsweredWake()
         quiet.keepAnsweredWake()
         // a change that would have been made is on another thread: a reload after it reads the file as it is
         guard case .success(let unchanged) = await quiet.apply(.reload) else { Issue.record("reload failed"); return }
         #expect(unchanged.phrases.first?.learned == 0 && unchanged.phrases.first?.takes.count == 3)
 
         let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
-        listener.keepAnsweredWake()  // no wake yet: nothing to learn
+        listener.holdAnsweredWake()  // no wake yet: nothing set aside
         #expect(hits(listener, stream) == 1)
+        listener.keepAnsweredWake()  // a wake, but none set aside: nothing to learn
+        guard case .success(let notYet) = await listener.apply(.reload) else { Issue.record("reload failed"); return }
+        #expect(notYet.phrases.first?.learned == 0)
+        listener.holdAnsweredWake()
         listener.keepAnsweredWake()
+        listener.keepAnsweredWake()  // taken once: this one learns nothing more
         #expect(eventually { listener.householdSummary.phrases.first?.learned == 1 })
+        guard case .success(let once) = await listener.apply(.reload) else { Issue.record("reload failed"); return }
+        #expect(once.phrases.first?.learned == 1)
         #expect(listener.householdSummary.phrases.first?.takes.count == 3)
         let saved = try #require(try Household.load(path: path)?.phrase("OK Hound")?.templates)
         #expect(saved.map(\.isLearned) == [false, false, false, true])

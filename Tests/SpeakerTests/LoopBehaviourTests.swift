@@ -332,6 +332,7 @@ import SpeakerTestKit
         var mark = rig.recorder.count
         try #require(await wake()).send(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         #expect(await rig.saw(.leds(.speaking), after: mark))
+        #expect(await rig.eventually { detector.answeredWakesHeld == 1 })
         #expect(detector.answeredWakesKept == 0)
         await rig.endSpeech()
         #expect(await rig.eventually { detector.answeredWakesKept == 1 })
