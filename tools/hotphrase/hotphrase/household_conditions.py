@@ -15,6 +15,9 @@ OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WOR
               path and scaled back to the dry clip's active power (a fixed gain: the level is not what is
               measured), then before it held-out fan noise at its own noise floor as the clean set has
   room-snrN   the room's rendering in held-out noise at N dB (--room-snr)
+  house-room, house-room-snrN
+              (with --rirs and --house SPEAKERS.json, issue #37, part 2, session 7) as room and room-snrN, but each
+              clip through its speaker's own room (a household lives in one): house_rooms
   clean       (with --clean) the clip as evaluate_format2's clean set renders it (held-out fan noise before it at
               its own floor) but drawn from this module's seed: the clean set on a machine without evaluate_format2's
               caches, and through a --frontend
@@ -99,31 +102,48 @@ def conditions(snrs, rooms, room_snrs, clean=False):
     return out
 
 
-def clip_labels(cond, n, kinds, rooms):
+def house_rooms(labels, rooms_per_distance=3):
+    """A room index (into read_rirs' list: 4 rooms x 3 distances, room-major) for each clip, given each clip's
+    speaker label in sorted clip order: the speaker's room is its label mod 4, the distance (1, 2, 3 m) the clip's
+    place among that speaker's clips mod 3 (a person is heard from across the room and from near it in turn)."""
+    seen, out = {}, []
+    for lab in labels:
+        k = seen.get(lab, 0)
+        seen[lab] = k + 1
+        out.append((int(lab) % 4) * rooms_per_distance + k % rooms_per_distance)
+    return out
+
+
+def room_of(i, rooms, room_index):
+    return rooms[room_index[i] if room_index is not None else i % len(rooms)]
+
+
+def clip_labels(cond, n, kinds, rooms, room_index=None):
     """What condition_audio draws for each of n clips, in order: the room's key and/or the noise family ("clean"
     for the clean set), by the same turn (clip i: rooms[i % 12], kinds[i % 4]). Saved beside the embeddings
     (`labels`) so that household_eval can break misses down by room and noise family."""
     out = []
     for i in range(n):
         parts = []
-        if cond.startswith("room"):
-            parts.append(rooms[i % len(rooms)][0]["key"])
+        if "room" in cond:
+            parts.append(room_of(i, rooms, room_index)[0]["key"])
         if "snr" in cond:
             parts.append(kinds[i % len(kinds)])
         out.append("+".join(parts) or "clean")
     return out
 
 
-def condition_audio(word, cond, clips, banks, rooms):
-    """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn."""
+def condition_audio(word, cond, clips, banks, rooms, room_index=None):
+    """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn;
+    `room_index` (house_rooms) picks each clip's room instead of the rooms in turn."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
     fan = banks.b["fan"]
     kinds = list(banks.kinds)
     audio, used = [], {}
     for i, x in enumerate(clips):
         snr = float(cond.rsplit("snr", 1)[1]) if "snr" in cond else None
-        if cond.startswith("room"):
-            m, h = rooms[i % len(rooms)]
+        if "room" in cond:
+            m, h = room_of(i, rooms, room_index)
             x = reverberant(x, h, m["direct_path_samples"])
             tail = 0
             used[m["key"]] = used.get(m["key"], 0) + 1
@@ -223,6 +243,9 @@ def main(argv=None):
                     help="also the clean condition (as evaluate_format2's clean set, from this module's seed)")
     ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]",
                     help="every rendering through this front end before embedding (speex.py), recorded in the file")
+    ap.add_argument("--house", metavar="SPEAKERS.json",
+                    help="also house-room and house-room-snrN (--room-snr): each clip in its speaker's own room "
+                         "(cluster_speakers' output, one keyword's labels; house_rooms)")
     ap.add_argument("--only", nargs="+", default=None, metavar="COND", help="render only these conditions")
     ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
                     help="household_eval's test side: these get_public_negatives eval folders (WORKDIR/public/eval/X)")
@@ -234,6 +257,13 @@ def main(argv=None):
     from . import speex
     speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
     conds = conditions(a.snr, rooms, a.room_snr, a.clean)
+    house = None
+    if a.house:
+        if not rooms:
+            raise HotPhraseError("--house", "needs --rirs")
+        with open(a.house) as f:
+            house = json.load(f)["keywords"]
+        conds += ["house-room"] + [f"house-room-snr{s:g}" for s in a.room_snr]
     if a.only is not None:
         unknown = sorted(set(a.only) - set(conds))
         if unknown:
@@ -247,14 +277,23 @@ def main(argv=None):
     _, banks, _ = eval_banks(a.workdir)
     for word in a.words:
         clips = D.real_clips(word, None)
+        room_index = None
         for cond in conds:
+            if cond.startswith("house"):
+                if word not in (house or {}):
+                    continue
+                if len(house[word]) != len(clips):
+                    raise HotPhraseError(a.house, f"{len(house[word])} clips of {word}, the folder has {len(clips)}")
+                room_index = house_rooms([house[word][n] for n in sorted(house[word])])
+            else:
+                room_index = None
             path = os.path.join(a.out, cond, f"e1_eval_real_{word}.npz")
             if os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            audio, used = condition_audio(word, cond, clips, banks, rooms)
+            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index)
             audio, fe = stamped(audio, a.frontend)
-            labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms))
+            labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms, room_index))
             e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
                                **fe)
             os.replace(path + ".tmp.npz", path)

@@ -1,0 +1,172 @@
+"""household_learning (issue #37, part 2, session 7): the answered-wake rule as Household.learn and FusedDetector do
+it (the path's start carried by the DTW, the best match cut out, learned only when z reaches the threshold, the newest
+4 learned kept beside the takes, the wake's last 24 frames), the learn/test split and household_eval's draws, and
+household_conditions' house rooms."""
+import unittest
+
+import numpy as np
+
+from hotphrase import household as H
+from hotphrase import household_conditions as HC
+from hotphrase import household_learning as HL
+from hotphrase.constants import EMB_DIM
+
+
+def unit_rows(rng, n):
+    x = rng.standard_normal((n, EMB_DIM))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def brute_starts(template, frames):
+    """The start of the best path ending at the template's last frame, at every t, from the whole matrix, with the
+    predecessors in the page's order (first kept on ties): what PathDtw must carry."""
+    c = H.distances(template, frames)
+    L, N = c.shape
+    D = np.full((L, N), np.inf)
+    S = np.zeros((L, N), np.int64)
+    for t in range(N):
+        D[0, t], S[0, t] = c[0, t], t
+        for i in range(1, L):
+            cands = []
+            if t >= 1:
+                cands.append((D[i - 1, t - 1], S[i - 1, t - 1]))
+            if t >= 2:
+                cands.append((D[i - 1, t - 2], S[i - 1, t - 2]))
+            if i >= 2 and t >= 1:
+                cands.append((D[i - 2, t - 1] + c[i - 1, t], S[i - 2, t - 1]))
+            best = (np.inf, 0)
+            for v, s in cands:
+                if v < best[0]:
+                    best = (v, s)
+            D[i, t], S[i, t] = c[i, t] + best[0], best[1]
+    return D[L - 1] / L, S[L - 1]
+
+
+class PathDtw(unittest.TestCase):
+    def test_scores_are_the_reference_and_starts_the_brute_force(self):
+        rng = np.random.default_rng(3)
+        T, X = unit_rows(rng, 7), unit_rows(rng, 40)
+        d = HL.PathDtw(T)
+        got, starts = [], []
+        for x in X:
+            got.append(d.step(x))
+            starts.append(d.last_start)
+        want, want_starts = brute_starts(T, X)
+        np.testing.assert_allclose(got, H.dtw_scores_full(T, X), rtol=1e-12)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+        finite = np.isfinite(want)
+        np.testing.assert_array_equal(np.array(starts)[finite], want_starts[finite])
+
+    def test_a_slow_copy_is_cut_where_it_lies(self):
+        rng = np.random.default_rng(4)
+        T = unit_rows(rng, 6)
+        slow = np.repeat(T, 2, axis=0)[:-1]  # every template frame twice: the person slower
+        X = np.concatenate([unit_rows(rng, 9), slow, unit_rows(rng, 5)])
+        tpl = [{"x": T, "mu": 1.0, "sd": 0.1, "learned": False}]
+        z, start, end = HL.best_match(tpl, X)
+        # T0 said twice (frames 9 and 10) ties: the one-to-one step comes first, so the path starts on the second
+        self.assertEqual((start, end), (10, 9 + len(slow) - 1))
+        self.assertAlmostEqual(z, 10.0, places=9)  # a perfect path: mean distance 0
+
+
+class Learn(unittest.TestCase):
+    def setUp(self):
+        rng = np.random.default_rng(5)
+        self.mean = np.zeros(EMB_DIM)
+        self.T = unit_rows(rng, 8)
+        self.take = HL.template(self.T, self.mean, mu=1.0, sd=0.1, learned=False)
+        self.noise = unit_rows(rng, 30)
+        self.stream = np.concatenate([self.noise[:10], self.T + 0.05 * unit_rows(rng, 8), self.noise[10:16]])
+
+    def test_learned_only_when_z_reaches_the_threshold(self):
+        z = HL.best_match([self.take], H.centre(self.stream, self.mean))[0]
+        what, cut, _ = HL.learn_cut([self.take], self.stream, self.mean, z - 0.01)
+        self.assertEqual(what, "learned")
+        what, cut, _ = HL.learn_cut([self.take], self.stream, self.mean, z + 0.01)
+        self.assertEqual((what, cut), ("templates did not hear", None))
+
+    def test_the_learned_span_is_the_paths_frames(self):
+        what, cut, _ = HL.learn_cut([self.take], self.stream, self.mean, 5.0)
+        self.assertEqual(what, "learned")
+        np.testing.assert_array_equal(cut, self.stream[10:18])
+
+    def test_no_takes_no_learning_and_the_size_is_checked(self):
+        learned_only = dict(self.take, learned=True)
+        self.assertEqual(HL.learn_cut([learned_only], self.stream, self.mean, 0.0)[0], "not enrolled")
+        short = HL.template(self.T[:1], self.mean, mu=1.0, sd=0.1, learned=False)  # a path of 1 frame
+        self.assertEqual(HL.learn_cut([short], self.stream, self.mean, 0.0)[0], "match size")
+
+    def test_the_newest_four_learned_kept_and_the_takes_never_dropped(self):
+        h = [self.take, dict(self.take, mu=2.0)]
+        for k in range(6):
+            h = HL.keep_learned(h, dict(self.take, mu=10.0 + k, learned=True))
+        self.assertEqual([t["mu"] for t in h], [1.0, 2.0, 12.0, 13.0, 14.0, 15.0])
+
+    def test_the_wake_keeps_the_last_24_frames_up_to_the_first_crossing(self):
+        rng = np.random.default_rng(6)
+        stream = np.concatenate([unit_rows(rng, 40), self.T, unit_rows(rng, 20), self.T, unit_rows(rng, 5)])
+        frames = HL.first_wake([self.take], stream, self.mean, 9.5)
+        end = 40 + len(self.T)  # the first copy's last frame, included
+        np.testing.assert_array_equal(frames, stream[end - 24:end])
+        self.assertIsNone(HL.first_wake([self.take], unit_rows(rng, 50), self.mean, 9.5))
+
+    def test_rounds_learn_in_order_and_a_miss_teaches_nothing(self):
+        rng = np.random.default_rng(7)
+        heard = np.concatenate([unit_rows(rng, 30), self.T, unit_rows(rng, 3)])
+        missed = unit_rows(rng, 40)
+        measured = []
+
+        def measure(cuts):
+            measured.append(len(cuts))
+            return [(1.0, 0.1)] * len(cuts)
+        hs, oc, lengths = HL.learn_half([[self.take], [self.take]], [[missed, heard], [heard]], self.mean, 9.5, measure)
+        self.assertEqual(oc, [["missed", "learned"], ["learned"]])
+        self.assertEqual([sum(t["learned"] for t in h) for h in hs], [1, 1])
+        self.assertEqual(lengths["learned"], {8: 2})
+        self.assertEqual(measured, [1, 1])  # round 0: the second household's; round 1: the first's
+        np.testing.assert_array_equal(hs[0][1]["raw"], heard[30:38].astype(np.float32))
+
+    def test_through_takes_a_learned_template_never_cuts(self):
+        rng = np.random.default_rng(8)
+        other = unit_rows(rng, 6)  # a learned template the take does not resemble
+        learned = HL.template(other, self.mean, mu=1.0, sd=0.1, learned=True)
+        clip = np.concatenate([unit_rows(rng, 30), other, unit_rows(rng, 3)])
+        measure = lambda cuts: [(1.0, 0.1)] * len(cuts)  # noqa: E731
+        _, oc, _ = HL.learn_half([[self.take, learned]], [[clip]], self.mean, 9.5, measure)
+        self.assertEqual(oc, [["learned"]])
+        _, oc, _ = HL.learn_half([[self.take, learned]], [[clip]], self.mean, 9.5, measure, through_takes=True)
+        self.assertEqual(oc, [["templates did not hear"]])
+
+
+class Split(unittest.TestCase):
+    def test_halves_and_turns(self):
+        self.assertEqual(HL.split_own(list("abcde")), (["a", "b"], ["c", "d", "e"]))
+        self.assertEqual([HL.alternate(j, ["quiet", "noisy"]) for j in range(4)], ["quiet", "noisy"] * 2)
+
+    def test_draws_repeat_household_evals(self):
+        labels = {f"c{i:02d}.wav": i % 3 for i in range(30)}
+        passed = set(labels) - {"c00.wav"}
+        got = HL.enrollment_draws(labels, passed, 2, 37)
+        rng = np.random.default_rng(37)
+        for lab in range(3):
+            names = sorted(n for n in labels if labels[n] == lab)
+            ok = [n for n in names if n in passed]
+            for d in range(2):
+                pick = list(rng.choice(ok, 3, replace=False))
+                e = got[lab * 2 + d]
+                self.assertEqual((e[0], e[1], e[2]), (lab, d, pick))
+                self.assertEqual(e[3], [n for n in names if n not in pick])
+
+
+class HouseRooms(unittest.TestCase):
+    def test_a_speaker_keeps_its_room_and_walks_its_distances(self):
+        idx = HC.house_rooms([5, 2, 5, 5, 2, 5])
+        self.assertEqual(idx, [3, 6, 4, 5, 7, 3])  # 5 % 4 = room 1 (indices 3-5), 2 -> room 2 (6-8)
+        rooms = [({"key": f"r{i}"}, None) for i in range(12)]
+        labs = HC.clip_labels("house-room-snr10", 2, ["fan", "babble"], rooms, idx[:2])
+        self.assertEqual(labs, ["r3+fan", "r6+babble"])
+        self.assertEqual(HC.clip_labels("room", 2, ["fan"], rooms), ["r0", "r1"])
+
+
+if __name__ == "__main__":
+    unittest.main()
