@@ -4,6 +4,8 @@ Sources/HotPhrase/Household.swift) does for a person heard across the room, meas
 
   python -m hotphrase.household_learning --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          --learn-in house-room=DIR house-room-snr10=DIR [--condition NAME=DIR ...] --test-npz NPZ ... [--json OUT]
+         [--learn-through all|takes]
+  python -m hotphrase.household_learning --tables OUT.json ...
 
 - Enrollments: household_eval's, the same draws (--draws of 3 clean takes per speaker with at least 6 clips that
   pass the take checks, --seed; enrollment_draws repeats its drawing exactly).
@@ -309,22 +311,76 @@ def load_clips(path, names):
     return dict(zip(sorted(names), pieces))
 
 
+COLUMNS = ("clean", "house-room", "house-room-snr10", "snr10", "room", "room-snr10")
+
+
+def median_frames(counter):
+    n = sorted(int(k) for k, v in counter.items() for _ in range(v))
+    return n[len(n) // 2] if n else None
+
+
+def tables(reports):
+    """BENCHMARKS.md's tables (issue #37, part 2, session 7) from the --json reports, as markdown."""
+    out = ["| keyword | templates | z | " + " | ".join(COLUMNS) + " | guests heard (clean) | FA/h test side |",
+           "|---|---|---|" + "---|" * len(COLUMNS) + "---|---|"]
+    for r in reports:
+        zs = [r["z_threshold"]] + ([r["z_back"]] if r["z_back"] not in (None, r["z_threshold"]) else [])
+        through = "learned" if r.get("learn_through", "all") == "all" else "learned through the takes"
+        rows = [("takes", "takes")] if r.get("learn_through", "all") == "all" else []
+        rows.append((f"takes + {through}", "takes+learned"))
+        for z in zs:
+            key = f"{z:.1f}"
+            for name, k in rows:
+                if z == r["z_threshold"]:
+                    fa = r["fa_per_hour"][k]
+                else:
+                    fa = r["fa_sweep"][key][k]
+                miss = " | ".join(f"{r['misses'][c][key][k]:.2f} %" for c in COLUMNS)
+                out.append(f"| {r['keyword']} | {name} | {key} | {miss} | {r['guests'][key][k]:.2f} % | "
+                           f"{fa[0]:.3f} ({fa[1]:.3f}) |")
+    out += ["", "| keyword | templates | learn clips | heard in house-room | heard in house-room-snr10 | learned | "
+                "not learned: path of 3 frames | learned kept per enrollment (0/1/2/3/4) | frames: takes / learned "
+                "(median) |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in reports:
+        by = r["learn_outcomes_by_condition"]
+        heard = {c: 100 * (1 - v.get("missed", 0) / max(sum(v.values()), 1)) for c, v in by.items()}
+        kept = "/".join(str(r["learned_kept_per_enrollment"].get(str(i), 0)) for i in range(LEARNED_KEPT + 1))
+        through = "all (the speaker's rule)" if r.get("learn_through", "all") == "all" else "the takes alone"
+        out.append(f"| {r['keyword']} | {through} | {r['learn_clips']} | {heard.get('house-room', 0):.1f} % | "
+                   f"{heard.get('house-room-snr10', 0):.1f} % | {r['learn_outcomes'].get('learned', 0)} | "
+                   f"{r['learn_outcomes'].get('match size', 0)} | {kept} | {median_frames(r['take_frames'])} / "
+                   f"{median_frames(r['path_frames'].get('learned', {}))} |")
+    out += ["", "| keyword | templates | house-room: RT60 0.2 / 0.4 / 0.6 / 0.8 s | house-room-snr10: fan / street / "
+                "music / babble | house-room-snr10: RT60 0.2 / 0.4 / 0.6 / 0.8 s |", "|---|---|---|---|---|"]
+    for r in reports:
+        rows = [("takes", "takes")] if r.get("learn_through", "all") == "all" else []
+        rows.append(("takes + learned" + ("" if r.get("learn_through", "all") == "all" else " through the takes"),
+                     "takes+learned"))
+        for name, k in rows:
+            hr, hn = r["misses_by_rendering"]["house-room"][k], r["misses_by_rendering"]["house-room-snr10"][k]
+            rt = lambda d: " / ".join(f"{d[f'rt{x}']:.1f}" for x in ("0.2", "0.4", "0.6", "0.8"))  # noqa: E731
+            fam = " / ".join(f"{hn[f]:.1f}" for f in ("fan", "street", "music_plucks", "babble"))
+            out.append(f"| {r['keyword']} | {name} | {rt(hr)} | {fam} | {rt(hn)} |")
+    return "\n".join(out)
+
+
 @cli.command
 def main(argv=None):
     from . import dataset as D
     from . import household_eval as HE
     from .constants import STEP_SECONDS
     ap = cli.parser(__name__, __doc__)
-    ap.add_argument("--bank", required=True)
-    ap.add_argument("--speakers", required=True, help="cluster_speakers' output, one keyword")
+    ap.add_argument("--tables", nargs="+", metavar="REPORT.json", help="only print BENCHMARKS.md's tables of these")
+    ap.add_argument("--bank")
+    ap.add_argument("--speakers", help="cluster_speakers' output, one keyword")
     ap.add_argument("--keywords", default=os.environ.get("HOTPHRASE_REAL_KEYWORDS",
                                                          os.path.join(HE.SHARED, "real-keywords")))
-    ap.add_argument("--clips-dir", required=True, help="the clean renderings (household_conditions --clean)")
-    ap.add_argument("--learn-in", nargs="+", required=True, metavar="NAME=DIR",
+    ap.add_argument("--clips-dir", help="the clean renderings (household_conditions --clean)")
+    ap.add_argument("--learn-in", nargs="+", metavar="NAME=DIR",
                     help="the learn half's clips rendered in these conditions in turn (household_conditions --house)")
     ap.add_argument("--condition", action="append", default=[], metavar="NAME=DIR",
                     help="the test half also scored in these renderings (the --learn-in ones always are)")
-    ap.add_argument("--test-npz", nargs="+", required=True, help="household_eval's test side (false accepts)")
+    ap.add_argument("--test-npz", nargs="+", help="household_eval's test side (false accepts)")
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--learn-through", choices=("all", "takes"), default="all",
@@ -332,6 +388,16 @@ def main(argv=None):
                          "Household.learn) or the takes alone (a variant measured beside it)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
+    if a.tables:
+        reports = []
+        for p in a.tables:
+            with open(p) as f:
+                reports.append(json.load(f))
+        print(tables(reports))
+        return
+    for need in ("bank", "speakers", "clips_dir", "learn_in", "test_npz"):
+        if not getattr(a, need):
+            raise HotPhraseError("--" + need.replace("_", "-"), "needed (except with --tables)")
 
     def named(specs, what):
         out = {}
