@@ -339,8 +339,8 @@ def tables(reports):
                 out.append(f"| {r['keyword']} | {name} | {key} | {miss} | {r['guests'][key][k]:.2f} % | "
                            f"{fa[0]:.3f} ({fa[1]:.3f}) |")
     out += ["", "| keyword | templates | learn clips | heard in house-room | heard in house-room-snr10 | learned | "
-                "not learned: path of 3 frames | learned kept per enrollment (0/1/2/3/4) | frames: takes / learned "
-                "(median) |", "|---|---|---|---|---|---|---|---|---|"]
+                "not learned: path of 3 frames | not learned: templates did not hear | learned kept per enrollment "
+                "(0/1/2/3/4) | frames: takes / learned (median) |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in reports:
         by = r["learn_outcomes_by_condition"]
         heard = {c: 100 * (1 - v.get("missed", 0) / max(sum(v.values()), 1)) for c, v in by.items()}
@@ -348,7 +348,8 @@ def tables(reports):
         through = "all (the speaker's rule)" if r.get("learn_through", "all") == "all" else "the takes alone"
         out.append(f"| {r['keyword']} | {through} | {r['learn_clips']} | {heard.get('house-room', 0):.1f} % | "
                    f"{heard.get('house-room-snr10', 0):.1f} % | {r['learn_outcomes'].get('learned', 0)} | "
-                   f"{r['learn_outcomes'].get('match size', 0)} | {kept} | {median_frames(r['take_frames'])} / "
+                   f"{r['learn_outcomes'].get('match size', 0)} | "
+                   f"{r['learn_outcomes'].get('templates did not hear', 0)} | {kept} | {median_frames(r['take_frames'])} / "
                    f"{median_frames(r['path_frames'].get('learned', {}))} |")
     out += ["", "| keyword | templates | house-room: RT60 0.2 / 0.4 / 0.6 / 0.8 s | house-room-snr10: fan / street / "
                 "music / babble | house-room-snr10: RT60 0.2 / 0.4 / 0.6 / 0.8 s |", "|---|---|---|---|---|"]

@@ -158,6 +158,32 @@ class Split(unittest.TestCase):
                 self.assertEqual(e[3], [n for n in names if n not in pick])
 
 
+class Tables(unittest.TestCase):
+    def test_rows_at_both_zs_and_the_learn_half(self):
+        cell = lambda t, l: {"takes": t, "takes+learned": l, "clips": 10}  # noqa: E731
+        misses = {c: {"5.9": cell(30.0, 20.0), "6.5": cell(40.0, 31.5)} for c in HL.COLUMNS}
+        rend = {"takes": {"rt0.2": 1, "rt0.4": 2, "rt0.6": 3, "rt0.8": 4, "fan": 5, "street": 6,
+                          "music_plucks": 7, "babble": 8}}
+        rend["takes+learned"] = rend["takes"]
+        r = {"keyword": "jarvis", "z_threshold": 5.9, "z_back": 6.5, "learn_through": "all",
+             "misses": misses, "guests": {"5.9": cell(70.0, 75.0), "6.5": cell(50.0, 55.0)},
+             "fa_per_hour": {"takes": [0.1, 2.0], "takes+learned": [0.8, 6.0]},
+             "fa_sweep": {"6.5": {"takes": [0.01, 0.5], "takes+learned": [0.1, 1.9]}},
+             "learn_outcomes_by_condition": {"house-room": {"learned": 3, "missed": 1},
+                                             "house-room-snr10": {"missed": 2, "learned": 2}},
+             "learn_outcomes": {"learned": 5, "missed": 3}, "learn_clips": 8,
+             "learned_kept_per_enrollment": {"2": 1, "3": 1}, "take_frames": {"9": 3, "10": 3},
+             "path_frames": {"learned": {"5": 2, "6": 3}},
+             "misses_by_rendering": {"house-room": rend, "house-room-snr10": rend}}
+        out = HL.tables([r]).split("\n")
+        self.assertIn("| jarvis | takes + learned | 6.5 | 31.50 % | 31.50 % | 31.50 % | 31.50 % | 31.50 % | "
+                      "31.50 % | 55.00 % | 0.100 (1.900) |", out)
+        self.assertIn("| jarvis | takes | 5.9 | 30.00 % | 30.00 % | 30.00 % | 30.00 % | 30.00 % | 30.00 % | "
+                      "70.00 % | 0.100 (2.000) |", out)
+        self.assertIn("| jarvis | all (the speaker's rule) | 8 | 75.0 % | 50.0 % | 5 | 0 | 0 | 0/0/1/1/0 | 10 / 6 |",
+                      out)
+
+
 class HouseRooms(unittest.TestCase):
     def test_a_speaker_keeps_its_room_and_walks_its_distances(self):
         idx = HC.house_rooms([5, 2, 5, 5, 2, 5])
