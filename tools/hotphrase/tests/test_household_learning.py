@@ -182,6 +182,11 @@ class Tables(unittest.TestCase):
                       "70.00 % | 0.100 (2.000) |", out)
         self.assertIn("| jarvis | all (the speaker's rule) | 8 | 75.0 % | 50.0 % | 5 | 0 | 0 | 0/0/1/1/0 | 10 / 6 |",
                       out)
+        moved = dict(r, z_threshold=6.5, z_bank=5.9, fa_per_hour_takes_at_bank_z=[0.1, 2.0])
+        out = HL.tables([r, moved]).split("\n")
+        self.assertIn("| jarvis | 6.5 | 5 | 0.800 (6.000) | 0.100 (2.000) | 31.50 % | 31.50 % | 31.50 % | 31.50 % | "
+                      "31.50 % | 31.50 % | 55.00 % |", out)
+        self.assertEqual(sum(line.startswith("| jarvis | takes | 5.9") for line in out), 1)  # not in the first
 
 
 class HouseRooms(unittest.TestCase):
