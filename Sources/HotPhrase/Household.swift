@@ -131,9 +131,12 @@ public struct Household: Codable, Sendable, Equatable {
     }
 
     /// Strengthens the enrollment of `text` with an answered wake (docs/household.md, "Answered wakes"): `frames`
-    /// are the raw embedding frames heard up to the wake. The phrase's templates are run over them; where the best
-    /// z reaches `zThreshold`, the frames its path covered become a learned template (measured against `bank`),
-    /// and the phrase keeps its newest `learnedKept` learned templates. Returns the frames kept.
+    /// are the raw embedding frames heard up to the wake. The phrase's enrolled takes are run over them; where the
+    /// best z reaches `zThreshold`, the frames its path covered become a learned template (measured against
+    /// `bank`), and the phrase keeps its newest `learnedKept` learned templates. Returns the frames kept.
+    /// Only the takes cut what is learned: a learned template (which hears itself best) would cut the next one
+    /// shorter and shorter, and a wake only learned templates heard would teach more of the same (issue #37 part 2
+    /// session 7 in BENCHMARKS.md: at equal false accepts this misses fewer than learning through all templates).
     @discardableResult
     public mutating func learn(from frames: [[Float]], phrase text: String, bank: NegativeBank, zThreshold: Double,
                                now: Date = Date()) throws -> Int {
@@ -143,7 +146,7 @@ public struct Household: Codable, Sendable, Equatable {
         }
         guard let p = phrases.firstIndex(where: { Self.same($0.text, text) }),
               phrases[p].templates.contains(where: { !$0.isLearned }) else { throw NotLearned.notEnrolled }
-        let best = Self.bestMatch(of: phrases[p].templates, over: frames, bank: bank)
+        let best = Self.bestMatch(of: phrases[p].templates.filter { !$0.isLearned }, over: frames, bank: bank)
         guard best.z >= zThreshold else { throw NotLearned.templatesDidNotHear(z: best.z, needed: zThreshold) }
         let cut = Array(frames[best.start...best.end])
         guard (Enrollment.minFrames...Enrollment.maxFrames).contains(cut.count) else { throw NotLearned.matchSize(frames: cut.count) }

@@ -337,6 +337,19 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         }
         #expect(throws: Household.NotLearned.notEnrolled) { try learning.learn(from: heard, phrase: "OK Hound", bank: bank, zThreshold: threshold) }
         #expect(learning.phrase("hey kitchen")?.templates.count == 4)
+        // only the takes cut what is learned: a wake that a learned template alone heard (here one made of the
+        // other sentence, which hears itself at once) teaches nothing
+        var drifted = household
+        let wrong = Array(otherFrames.suffix(12))
+        let (mu, sd) = try bank.measure(template: wrong)
+        drifted.phrases[0].templates.append(Household.Template(embeddings: wrong, mu: mu, sd: sd, added: Date(),
+                                                               bankSHA256: bank.sha256, learned: true))
+        #expect(HouseholdFixtures.bestZ(drifted, "hey kitchen", over: other, bank: bank, model: model) >= threshold)
+        #expect { try drifted.learn(from: Array(otherFrames.suffix(24)), phrase: "hey kitchen", bank: bank, zThreshold: threshold) } throws: { error in
+            guard case .templatesDidNotHear = error as? Household.NotLearned else { return false }
+            return true
+        }
+        #expect(drifted.phrase("hey kitchen")?.templates.count == 4)
 
         // bounded: the newest four learned, the three takes kept
         for i in 1...5 {

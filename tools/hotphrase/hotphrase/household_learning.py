@@ -153,8 +153,9 @@ def learn_half(households, learn_clips, mean, z_threshold, measure, through_take
     (`measure(list of raw cuts) -> [(mu, sd)]`: the bank's statistics; a template learned in round j is in the
     detector from round j + 1, as the speaker swaps its detector after an answered wake). Returns the households
     after learning, per household the outcome of each clip ("missed" or learn_cut's what), and the lengths of
-    the paths cut ({what: Counter of frames}). `through_takes` (not the speaker's rule; --learn-through takes): the
-    wake's frames are matched by the takes alone, so a learned template is never cut from another's path."""
+    the paths cut ({what: Counter of frames}). `through_takes` (--learn-through takes; the speaker's rule since this
+    measurement, Household.learn): the wake's frames are matched by the takes alone, so a learned template is never
+    cut from another's path. Without it, every template cuts (the speaker's rule when session 7 measured it)."""
     households = [list(h) for h in households]
     outcomes = [[] for _ in households]
     lengths = collections.defaultdict(collections.Counter)
@@ -350,7 +351,7 @@ def tables(reports):
         by = r["learn_outcomes_by_condition"]
         heard = {c: 100 * (1 - v.get("missed", 0) / max(sum(v.values()), 1)) for c, v in by.items()}
         kept = "/".join(str(r["learned_kept_per_enrollment"].get(str(i), 0)) for i in range(LEARNED_KEPT + 1))
-        through = "all (the speaker's rule)" if r.get("learn_through", "all") == "all" else "the takes alone"
+        through = "all (the rule measured first)" if r.get("learn_through", "all") == "all" else "the takes alone"
         out.append(f"| {r['keyword']} | {through} | {r['learn_clips']} | {heard.get('house-room', 0):.1f} % | "
                    f"{heard.get('house-room-snr10', 0):.1f} % | {r['learn_outcomes'].get('learned', 0)} | "
                    f"{r['learn_outcomes'].get('match size', 0)} | "
@@ -402,8 +403,8 @@ def main(argv=None):
                     help="the running z threshold (the wake and the learning), default the bank's (sensitivity 0.5); "
                          "false accepts are still held at the takes' at the bank's z")
     ap.add_argument("--learn-through", choices=("all", "takes"), default="all",
-                    help="which templates cut the learned span from a wake's frames: all (the speaker's rule, "
-                         "Household.learn) or the takes alone (a variant measured beside it)")
+                    help="which templates cut the learned span from a wake's frames: all (the speaker's rule when "
+                         "session 7 measured it) or the takes alone (Household.learn's since, chosen by it)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.tables:
