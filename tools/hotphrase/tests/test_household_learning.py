@@ -180,7 +180,7 @@ class Tables(unittest.TestCase):
                       "31.50 % | 55.00 % | 0.100 (1.900) |", out)
         self.assertIn("| jarvis | takes | 5.9 | 30.00 % | 30.00 % | 30.00 % | 30.00 % | 30.00 % | 30.00 % | "
                       "70.00 % | 0.100 (2.000) |", out)
-        self.assertIn("| jarvis | all (the speaker's rule) | 8 | 75.0 % | 50.0 % | 5 | 0 | 0 | 0/0/1/1/0 | 10 / 6 |",
+        self.assertIn("| jarvis | all (the rule measured first) | 8 | 75.0 % | 50.0 % | 5 | 0 | 0 | 0/0/1/1/0 | 10 / 6 |",
                       out)
         moved = dict(r, z_threshold=6.5, z_bank=5.9, fa_per_hour_takes_at_bank_z=[0.1, 2.0])
         out = HL.tables([r, moved]).split("\n")
