@@ -320,8 +320,9 @@ def load_streams(paths, frontend=None):
             raise HotPhraseError(path, "missing (render it with household_conditions --test-side-...)")
         z = np.load(path)
         check_frontend(path, z, frontend)
-        o = z["offsets"]
-        out += [z["emb"][o[i]:o[i + 1]] for i in range(len(o) - 1)]
+        # one read of the array (each z["emb"] reads and decompresses it all again)
+        o, emb = z["offsets"], z["emb"]
+        out += [emb[o[i]:o[i + 1]] for i in range(len(o) - 1)]
     return out
 
 
@@ -336,7 +337,8 @@ def load_clips_npz(path, names, frontend=None):
     o = z["offsets"]
     if len(o) - 1 != len(names):
         raise HotPhraseError(path, f"holds {len(o) - 1} clips, the speakers file {len(names)}")
-    return {n: z["emb"][o[i]:o[i + 1]] for i, n in enumerate(sorted(names))}
+    emb = z["emb"]  # once: each z["emb"] reads it all again
+    return {n: emb[o[i]:o[i + 1]] for i, n in enumerate(sorted(names))}
 
 
 def load_labels(path, names):

@@ -293,27 +293,6 @@ def by_label(best, rows, z, labels, names):
     return {k: round(100 * m / max(n, 1), 1) for k, (m, n) in sorted(tot.items())}
 
 
-def ragged(path):
-    """The pieces of a ragged cache (emb + offsets) as copies of one read: household_eval's loaders read `emb` from the
-    npz again for every piece, and each piece, a view, keeps its whole copy alive (gigabytes for a keyword's clips in
-    six renderings)."""
-    from . import household_eval as HE
-    if not os.path.exists(path):
-        raise HotPhraseError(path, "missing (household_conditions renders it)")
-    z = np.load(path)
-    HE.check_frontend(path, z, None)
-    emb, o = z["emb"], z["offsets"]
-    return [emb[o[i]:o[i + 1]].copy() for i in range(len(o) - 1)]
-
-
-def load_clips(path, names):
-    """{clip name: raw embeddings} of a keyword's renderings in sorted name order (household_eval.load_clips_npz)."""
-    pieces = ragged(path)
-    if len(pieces) != len(names):
-        raise HotPhraseError(path, f"holds {len(pieces)} clips, the speakers file {len(names)}")
-    return dict(zip(sorted(names), pieces))
-
-
 COLUMNS = ("clean", "house-room", "house-room-snr10", "snr10", "room", "room-snr10")
 
 
@@ -468,8 +447,8 @@ def main(argv=None):
     stats = measure([t for h in households for t in h])
     it = iter(stats)
     households = [[template(t, mean, *next(it), learned=False) for t in h] for h in households]
-    clean = load_clips(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), labels)
-    conds = {c: load_clips(os.path.join(d, f"e1_eval_real_{word}.npz"), labels) for c, d in cond_dirs.items()}
+    clean = HE.load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), labels)
+    conds = {c: HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels) for c, d in cond_dirs.items()}
     cond_labels = {c: HE.load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), labels)
                    for c, d in cond_dirs.items()}
     order = list(learn_dirs)
@@ -489,7 +468,7 @@ def main(argv=None):
           f"{ {w: dict(sorted(c.items())) for w, c in lengths.items()} }", flush=True)
 
     # false accepts on the test side
-    streams = [x for p in a.test_npz for x in ragged(p)]
+    streams = HE.load_streams(a.test_npz)
     hours = sum(len(x) for x in streams) * STEP_SECONDS / 3600
     zt, zl = stream_series(learned, streams, mean, HE.REFRACTORY_STEPS)
     both = np.maximum(zt, zl)
