@@ -326,6 +326,41 @@ def load_streams(paths, frontend=None):
     return out
 
 
+def read_clips(folder, names):
+    """{name: int16 samples} of a keyword folder's clips `names`, and the set of those that pass the take checks
+    (household.check_take): what main reads before it draws."""
+    audio, passed = {}, set()
+    for n in names:
+        x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
+        audio[n] = x
+        try:
+            H.check_take(x, n)
+            passed.add(n)
+        except H.TakeError:
+            pass
+    return audio, passed
+
+
+def enrollment_draws(labels, passed, draws, seed, min_clips=6, takes=3):
+    """main's drawing for one keyword, repeated (household_learning, household_negatives): labels {clip name: speaker}, passed the names that
+    pass the take checks. Returns [(speaker, draw, pick, own)], own the speaker's other clips in name order, in
+    household_eval's order (speakers by label, draws in turn; every speaker with enough clips draws from one
+    generator)."""
+    rng = np.random.default_rng(seed)
+    by_spk = collections.defaultdict(list)
+    for n in sorted(labels):
+        by_spk[labels[n]].append(n)
+    out = []
+    for lab, names in sorted(by_spk.items()):
+        ok = [n for n in names if n in passed]
+        if len(ok) < min_clips:
+            continue
+        for d in range(draws):
+            pick = [str(n) for n in rng.choice(ok, takes, replace=False)]
+            out.append((lab, d, pick, [n for n in names if n not in pick]))
+    return out
+
+
 def load_clips_npz(path, names, frontend=None):
     """{clip name: raw embeddings} from an evaluate_format2-style ragged cache (emb + offsets) of a keyword folder's
     clips in sorted name order (e1_eval_real_WORD.npz, or household_conditions' renderings of the same clips),

@@ -8,7 +8,7 @@ Sources/HotPhrase/Household.swift) does for a person heard across the room, meas
   python -m hotphrase.household_learning --tables OUT.json ...
 
 - Enrollments: household_eval's, the same draws (--draws of 3 clean takes per speaker with at least 6 clips that
-  pass the take checks, --seed; enrollment_draws repeats its drawing exactly).
+  pass the take checks, --seed; household_eval.enrollment_draws repeats its drawing exactly).
 - Each enrollment's speaker's other clips (household_eval's "own", in sorted name order) are split: the first half
   (floor) is the LEARN half, the weeks of use; the rest the TEST half.
 - The learn half is streamed in that order, clip j rendered as the --learn-in conditions in turn (j even: the first,
@@ -193,26 +193,6 @@ def alternate(j, conditions):
 
 # --- household_eval's enrollments, the same draws ----------------------------------------------------------------
 
-def enrollment_draws(labels, passed, draws, seed, min_clips=6, takes=3):
-    """household_eval.main's drawing for one keyword, repeated: labels {clip name: speaker}, passed the names that
-    pass the take checks. Returns [(speaker, draw, pick, own)], own the speaker's other clips in name order, in
-    household_eval's order (speakers by label, draws in turn; every speaker with enough clips draws from one
-    generator)."""
-    rng = np.random.default_rng(seed)
-    by_spk = collections.defaultdict(list)
-    for n in sorted(labels):
-        by_spk[labels[n]].append(n)
-    out = []
-    for lab, names in sorted(by_spk.items()):
-        ok = [n for n in names if n in passed]
-        if len(ok) < min_clips:
-            continue
-        for d in range(draws):
-            pick = [str(n) for n in rng.choice(ok, takes, replace=False)]
-            out.append((lab, d, pick, [n for n in names if n not in pick]))
-    return out
-
-
 # --- the measurement ------------------------------------------------------------------------------------------------
 
 def best_split(households, clip, mean):
@@ -361,7 +341,6 @@ def tables(reports):
 
 @cli.command
 def main(argv=None):
-    from . import dataset as D
     from . import household_eval as HE
     from .constants import STEP_SECONDS
     ap = cli.parser(__name__, __doc__)
@@ -418,20 +397,12 @@ def main(argv=None):
     (word, labels), = spk.items()
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    audio, passed = {}, set()
-    for n in names:
-        x = np.round(D.read_audio(os.path.join(a.keywords, word, n)) * 32767).astype(np.int16)
-        audio[n] = x
-        try:
-            H.check_take(x, n)
-            passed.add(n)
-        except H.TakeError:
-            pass
+    audio, passed = HE.read_clips(os.path.join(a.keywords, word), names)
     emb = HE.Embedder()
     scorers = HE.Scorers(mean, bank_segments)
     measure = lambda cuts: scorers.dtw_stats([H.centre(c, mean) for c in cuts])  # noqa: E731
     frames, meta, households = {}, [], []
-    for lab, d, pick, own in enrollment_draws(labels, passed, a.draws, a.seed):
+    for lab, d, pick, own in HE.enrollment_draws(labels, passed, a.draws, a.seed):
         for n in pick:
             if n not in frames:
                 try:

@@ -160,40 +160,25 @@ def heard_counts(best, thresholds, cols):
 
 
 def draw_enrollments(spk_word, folder, seed, draws, embedder):
-    """household_eval.main's draws for one keyword, step for step (the same rng calls in the same order): [(raw
-    takes, meta)] with meta's own clips and guests."""
-    from . import dataset as D
-    rng = np.random.default_rng(seed)
+    """household_eval.main's draws for one keyword, step for step (household_eval.enrollment_draws: the same rng
+    calls in the same order): [(raw takes, meta)] with meta's own clips and guests; a draw with a take the
+    embedding refuses is left out, as main leaves it out."""
+    from . import household_eval as HE
     names_all = sorted(spk_word)
-    by_spk, audio, passed = collections.defaultdict(list), {}, set()
-    for n in names_all:
-        x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
-        audio[n] = x
-        try:
-            H.check_take(x, n)
-            passed.add(n)
-        except H.TakeError:
-            pass
-        by_spk[spk_word[n]].append(n)
+    audio, passed = HE.read_clips(folder, names_all)
     takes, out = {}, []
-    for lab, names in sorted(by_spk.items()):
-        ok = [n for n in names if n in passed]
-        if len(ok) < 6:
+    for lab, d, pick, own in HE.enrollment_draws(spk_word, passed, draws, seed):
+        for n in pick:
+            if n not in takes:
+                try:
+                    takes[n] = H.template_frames(None, None, audio[n], n, embedder=embedder)[0]
+                except H.TakeError:
+                    takes[n] = None
+        if any(takes[n] is None for n in pick):
             continue
-        for d in range(draws):
-            pick = list(rng.choice(ok, 3, replace=False))
-            for n in pick:
-                if n not in takes:
-                    try:
-                        takes[n] = H.template_frames(None, None, audio[n], n, embedder=embedder)[0]
-                    except H.TakeError:
-                        takes[n] = None
-            if any(takes[n] is None for n in pick):
-                continue
-            out.append(([takes[n] for n in pick],
-                        {"speaker": int(lab), "draw": d, "takes": [str(n) for n in pick],
-                         "own": [n for n in names if n not in pick],
-                         "guests": [n for n in names_all if spk_word[n] != lab]}))
+        out.append(([takes[n] for n in pick],
+                    {"speaker": int(lab), "draw": d, "takes": pick, "own": own,
+                     "guests": [n for n in names_all if spk_word[n] != lab]}))
     return out
 
 

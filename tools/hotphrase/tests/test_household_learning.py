@@ -8,6 +8,7 @@ import numpy as np
 
 from hotphrase import household as H
 from hotphrase import household_conditions as HC
+from hotphrase import household_eval as HE
 from hotphrase import household_learning as HL
 from hotphrase.constants import EMB_DIM
 
@@ -146,7 +147,7 @@ class Split(unittest.TestCase):
     def test_draws_repeat_household_evals(self):
         labels = {f"c{i:02d}.wav": i % 3 for i in range(30)}
         passed = set(labels) - {"c00.wav"}
-        got = HL.enrollment_draws(labels, passed, 2, 37)
+        got = HE.enrollment_draws(labels, passed, 2, 37)
         rng = np.random.default_rng(37)
         for lab in range(3):
             names = sorted(n for n in labels if labels[n] == lab)
