@@ -83,9 +83,13 @@ class SSHTests(unittest.TestCase):
         self.assertNotIn("--grep", self.journalctl_args())
 
     def test_logs_follows_and_ctrl_c_ends_both_sides(self):
-        # Ctrl-C in a terminal signals the whole foreground process group: so does this test.
+        # Ctrl-C in a terminal signals the whole foreground process group: so does this test. A terminal's shell
+        # starts the command with SIGINT at its default; a test run started as a background job inherits it
+        # ignored (POSIX shells ignore it for background jobs), and bash cannot trap a signal ignored on entry, so
+        # the child gets the terminal's default back.
         process = subprocess.Popen([LOGS, self.server.host], env=self.server.environment(), stdout=subprocess.PIPE,
-                                   stderr=subprocess.PIPE, text=True, start_new_session=True)
+                                   stderr=subprocess.PIPE, text=True, start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         remote_pid = None
         try:
             self.assertTrue(wait_until(lambda: self.server.recorded("journalctl.pid"), 15), "journalctl never ran")
