@@ -17,9 +17,12 @@ public struct HotPhraseScan: Sendable {
     public var household: String?
     public var bank: String?
     public var configPath: String?
+    /// Every wake is kept as a household negative, as the speaker keeps a wake that heard nothing: saved to the
+    /// household's file and applied at once (a measurement of a household living with the recording).
+    public var keepFalseWakes: Bool
 
     public init(wav: String, threshold: Double? = nil, json: Bool = false, model: String? = nil,
-                household: String? = nil, bank: String? = nil, configPath: String? = nil) {
+                household: String? = nil, bank: String? = nil, configPath: String? = nil, keepFalseWakes: Bool = false) {
         self.wav = wav
         self.threshold = threshold
         self.json = json
@@ -27,6 +30,7 @@ public struct HotPhraseScan: Sendable {
         self.household = household
         self.bank = bank
         self.configPath = configPath
+        self.keepFalseWakes = keepFalseWakes
     }
 
     public func run() async throws {
@@ -76,29 +80,54 @@ public struct HotPhraseScan: Sendable {
             members = found
             _ = try members.remeasure(bank: negatives)
         } catch let failure as CommandFailure { throw failure } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
-        let detector: FusedDetector
-        do {
-            detector = try FusedDetector(model: loaded, household: members, bank: negatives, threshold: chosen,
-                                         zThreshold: negatives.zThreshold(sensitivity: config.hotphrase.sensitivity),
-                                         refractorySeconds: config.hotphrase.refractorySeconds)
-        } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
-        var count = 0
+        let zThreshold = negatives.zThreshold(sensitivity: config.hotphrase.sensitivity)
+        func makeDetector(_ household: Household) throws -> FusedDetector {
+            do {
+                return try FusedDetector(model: loaded, household: household, bank: negatives, threshold: chosen,
+                                         zThreshold: zThreshold, refractorySeconds: config.hotphrase.refractorySeconds)
+            } catch { throw CommandFailure(message: "\(error)", exitCode: 66) }
+        }
+        var detector = try makeDetector(members)
+        var count = 0, kept = 0
+        // With --keep-false-wakes each wake's frames become a negative and a new detector runs from the next frame
+        // (as the listener swaps one in): its times start at zero, so `offset` is where it started.
+        var fed = 0, offset = 0
+        var failure: (any Error)?
         audio.forEachFrame { frame in
+            var woke = false
             detector.process(frame) { d in
                 count += 1
+                woke = true
+                let time = d.time + Double(offset) / Double(audio.sampleRate)
                 if json {
-                    printLine(detectionLine(time: d.time, score: d.score, phrase: d.phrase))
+                    printLine(detectionLine(time: time, score: d.score, phrase: d.phrase))
                 } else {
-                    printLine(String(cFormat: "%8.2f s  ", d.time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
+                    printLine(String(cFormat: "%8.2f s  ", time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
                               + (d.personal ? " (z, enrolled voices)" : ""))
                 }
             }
+            fed += frame.count
+            guard keepFalseWakes, woke else { return true }
+            members.addNegative(detector.framesAtLastWake)
+            kept += 1
+            do {
+                try members.save(path: path)
+                detector = try makeDetector(members)
+            } catch {
+                failure = error
+                return false
+            }
+            offset = fed
             return true
+        }
+        if let failure {
+            throw failure as? CommandFailure ?? CommandFailure(message: "household file \(path): \(failure)", exitCode: 73)
         }
         if !json {
             printError("\(count) detection\(count == 1 ? "" : "s") in " + String(cFormat: "%.1f s of audio (threshold %.6f, z %.2f, ", audio.duration,
                                                                                 chosen, detector.zThreshold)
-                       + "model \(loaded.path), household \(path): \(detector.personalPhrases.count) enrolled phrase\(detector.personalPhrases.count == 1 ? "" : "s"))")
+                       + "model \(loaded.path), household \(path): \(detector.personalPhrases.count) enrolled phrase\(detector.personalPhrases.count == 1 ? "" : "s"))"
+                       + (keepFalseWakes ? "; \(kept) kept as household negatives, \(members.negatives.count) in the file" : ""))
         }
     }
 }

@@ -25,7 +25,10 @@ struct HotPhraseCommand: AsyncParsableCommand {
             Any sample rate or channel count (converted to 16 kHz mono). One line per detection; with --json, \
             {"time":seconds,"score":0..1}. With --household, the detector as the speaker runs it with that household's \
             enrolled voices (docs/household.md): --json lines are {"time":seconds,"score":x,"phrase":"..."}, the score \
-            the generic model's probability or, when the templates woke it, their z-score.
+            the generic model's probability or, when the templates woke it, their z-score. With --keep-false-wakes \
+            (and --household), every detection is kept as a household negative, as the speaker keeps a wake that heard \
+            nothing: written to the household's file and applied from the next frame on, so a recording plays one \
+            household's life (the file is changed; use a copy to measure).
             """)
 
     @Argument(help: "The WAV file.") var wav: String
@@ -37,16 +40,19 @@ struct HotPhraseCommand: AsyncParsableCommand {
     var household: String?
     @Option(help: ArgumentHelp("Negative bank, with --household (default: the installed negative-bank.hpm).", valueName: "FILE"))
     var bank: String?
+    @Flag(help: "With --household: keep every detection as a household negative in its file, as the speaker keeps a false wake.")
+    var keepFalseWakes = false
     @OptionGroup var options: ConfigOption
 
     func validate() throws {
         if let threshold, !(0...1).contains(threshold) { throw ValidationError("--threshold must be between 0 and 1, not \(threshold)") }
+        if keepFalseWakes && household == nil { throw ValidationError("--keep-false-wakes needs --household DIR (the household that keeps them)") }
     }
 
     func run() async throws {
         try await reporting {
             try await HotPhraseScan(wav: wav, threshold: threshold, json: json, model: model, household: household,
-                                    bank: bank, configPath: options.config).run()
+                                    bank: bank, configPath: options.config, keepFalseWakes: keepFalseWakes).run()
         }
     }
 }

@@ -79,6 +79,47 @@ import Testing
         #expect((phrases.first?["templates"] as? [Any])?.count == 4)
     }
 
+    /// `hotphrase --household DIR --keep-false-wakes` plays a household living with the recording: every wake is
+    /// kept in DIR's file as the speaker keeps a false wake (0600, one negative per wake), applied from the next
+    /// frame on, with the recording's own times; without --household it is refused by name.
+    @Test func keepFalseWakesKeepsEachWakeAsAHouseholdNegative() throws {
+        let dir = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let takes = (1...3).map { "\(Self.fixtures)/take-\($0).wav" }
+        #expect(try CLI.run(["enroll"] + takes + ["--household", dir, "--phrase", "OK Hound"] + Self.model).status == 0)
+        // the stream three times over: "OK Hound" at about 2.0, 5.4 and 8.8 s
+        let three = "\(dir)/three.wav"
+        let sox = Process()
+        sox.executableURL = URL(fileURLWithPath: "/usr/bin/sox")
+        sox.arguments = Array(repeating: "\(Self.fixtures)/stream.wav", count: 3) + [three]
+        try sox.run()
+        sox.waitUntilExit()
+        func times(_ output: String) throws -> [Double] {
+            try output.split(separator: "\n").map { line in
+                try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])["time"] as? Double ?? -1
+            }
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/household.json"))
+        let plain = try CLI.run(["hotphrase", three, "--household", dir, "--json", "--threshold", "1"] + Self.model)
+        let plainTimes = try times(plain.stdout)
+        #expect(plain.status == 0 && plainTimes.count == 3, "\(plain.stdout)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: "\(dir)/household.json")) == before, "a scan without the flag changes nothing")
+
+        let kept = try CLI.run(["hotphrase", three, "--household", dir, "--json", "--threshold", "1", "--keep-false-wakes"] + Self.model)
+        #expect(kept.status == 0, "\(kept.stderr)")
+        let heard = try times(kept.stdout)
+        #expect(heard.first == plainTimes.first, "the first wake is where it was without negatives")
+        #expect(zip(heard, heard.dropFirst()).allSatisfy { $1 - $0 >= 2 } && heard.allSatisfy { $0 < 10.3 }, "\(heard)")
+        let saved = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/household.json"))) as? [String: Any])
+        #expect((saved["negatives"] as? [Any])?.count == heard.count, "\(saved.keys)")
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: "\(dir)/household.json")[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+
+        let alone = try CLI.run(["hotphrase", three, "--keep-false-wakes"] + Self.model)
+        #expect(alone.status == 64)
+        #expect(alone.stderr.contains("--keep-false-wakes needs --household DIR"), "\(alone.stderr)")
+    }
+
     @Test func enrollExplainsWhatItCannotDo() throws {
         let dir = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
