@@ -2,7 +2,8 @@
 thresholds: how often a model would wake in a home where people only talk.
 
   python -m hotphrase.real_wakes MODEL --swift-bin BIN [--threshold T ...] [--set NAME=DIR ...]
-                                 [--real-speech all|eval|train|none] [--json FILE] [--household DIR [--bank FILE]]
+                                 [--real-speech all|eval|train|none] [--json FILE]
+                                 [--household DIR [--bank FILE] [--keep-false-wakes]]
 
 Each set's recordings (16 kHz mono WAV or FLAC, found recursively under DIR and sorted by path) are joined into one
 long recording with 0.5 s of silence between them, so that a wake cannot straddle two speakers without the
@@ -16,7 +17,12 @@ Each set is held in memory whole while it runs (about 0.5 GB per hour of audio).
 With `--household DIR` (a folder of household.json, made by `hound-speaker enroll WAV... --household DIR`) the
 detector is the fused one the speaker runs with that household (`hound-speaker hotphrase --household`,
 docs/household.md): the generic model at each --threshold, the enrolled templates at the bank's z_threshold for
-the configured sensitivity; every detection, whichever of the two woke it, is a false wake.
+the configured sensitivity; every detection, whichever of the two woke it, is a false wake. With
+`--keep-false-wakes` the household lives through the sets, in the order given, keeping every wake as a household
+negative as the speaker keeps a false wake (`hotphrase --keep-false-wakes`): each threshold starts from a copy of
+DIR's household.json (DIR is not changed), and the report gives the negatives it kept. Every wake counts as one
+that heard nothing: on a real speaker a wake followed by talk is answered instead and keeps nothing, so this is
+the most the rule can do.
 
 Prints a table of false wakes (and per hour) for each set and threshold, and the hours; `--json` writes it too.
 Counts are small: no false wake in H hours bounds the rate only below about 3/H per hour (95 %).
@@ -24,6 +30,7 @@ Counts are small: no false wake in H hours bounds the rate only below about 3/H 
 import collections
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 
@@ -69,15 +76,17 @@ def real_speech_sets(split):
     return sets
 
 
-def hotphrase_command(swift_bin, model, wav, threshold, household=None, bank=None):
+def hotphrase_command(swift_bin, model, wav, threshold, household=None, bank=None, keep=False):
     """The `hound-speaker hotphrase` command line for one run."""
     cmd = [swift_bin, "hotphrase", wav, "--model", model, "--threshold", repr(threshold), "--json"]
     if household:
         cmd += ["--household", household]
         if bank:
             cmd += ["--bank", bank]
-    elif bank:
-        raise HotPhraseError(bank, "--bank is for the household's detector: give --household too")
+        if keep:
+            cmd += ["--keep-false-wakes"]
+    elif bank or keep:
+        raise HotPhraseError(bank or "--keep-false-wakes", "it is for the household's detector: give --household too")
     return cmd
 
 
@@ -89,16 +98,22 @@ def household_file(folder):
     return path
 
 
+def negatives_in(folder):
+    """How many household negatives folder's household.json holds."""
+    with open(household_file(folder)) as f:
+        return len(json.load(f).get("negatives", []))
+
+
 def woken_by(detection):
     """"personal" or "generic": a template wake reports its z (at least the bank's z_threshold moved by the
     sensitivity, above 1 at every sensitivity), a generic wake the model's probability (0 to 1); docs/household.md."""
     return "personal" if detection["score"] > 1 else "generic"
 
 
-def detections(swift_bin, model, wav, threshold, household=None, bank=None):
-    """`hound-speaker hotphrase WAV --json` at `threshold` (with --household, the fused detector): its detections,
-    [{"time": s, "score": x}] (and "phrase" with a household)."""
-    r = subprocess.run(hotphrase_command(swift_bin, model, wav, threshold, household, bank),
+def detections(swift_bin, model, wav, threshold, household=None, bank=None, keep=False):
+    """`hound-speaker hotphrase WAV --json` at `threshold` (with --household, the fused detector; with `keep`, each
+    wake kept in the household's file): its detections, [{"time": s, "score": x}] (and "phrase" with a household)."""
+    r = subprocess.run(hotphrase_command(swift_bin, model, wav, threshold, household, bank, keep),
                        capture_output=True, text=True)
     if r.returncode != 0:
         raise HotPhraseError(swift_bin, f"hotphrase failed on {wav} (exit {r.returncode}): {r.stderr.strip()}")
@@ -116,9 +131,11 @@ def main(argv=None):
     ap.add_argument("--json")
     ap.add_argument("--household", metavar="DIR", help="run the fused detector with this household (household.json)")
     ap.add_argument("--bank", metavar="FILE", help="the negative bank, with --household (default: the installed one)")
+    ap.add_argument("--keep-false-wakes", action="store_true",
+                    help="with --household: keep every wake as a household negative, set after set (a copy of DIR's file)")
     a = ap.parse_args(argv)
-    if a.bank and not a.household:
-        raise HotPhraseError(a.bank, "--bank is for the household's detector: give --household too")
+    if (a.bank or a.keep_false_wakes) and not a.household:
+        raise HotPhraseError(a.bank or "--keep-false-wakes", "it is for the household's detector: give --household too")
     if a.household:
         household_file(a.household)
     thresholds = sorted(a.threshold or [0.99, 0.995, 0.999])
@@ -128,9 +145,16 @@ def main(argv=None):
         if not sep or not name or not folder:
             raise HotPhraseError(s, "--set wants NAME=DIR")
         sets[name] = files_under(folder)
-    report = {"model": a.model, "thresholds": thresholds, "household": a.household, "sets": {}}
+    report = {"model": a.model, "thresholds": thresholds, "household": a.household,
+              "keep_false_wakes": a.keep_false_wakes, "sets": {}}
     import soundfile
     with tempfile.TemporaryDirectory() as tmp:
+        households = {t: a.household for t in thresholds}
+        if a.keep_false_wakes:
+            for i, t in enumerate(thresholds):
+                households[t] = os.path.join(tmp, f"household-{i}")
+                os.makedirs(households[t])
+                shutil.copy2(household_file(a.household), households[t])
         for name, paths in sets.items():
             audio = gather(paths)
             wav = os.path.join(tmp, "set.wav")
@@ -138,7 +162,7 @@ def main(argv=None):
             hours = len(audio) / SAMPLE_RATE / 3600
             row = {"recordings": len(paths), "hours": round(hours, 3), "false_wakes": {}, "examples": {}}
             for t in thresholds:
-                found = detections(a.swift_bin, a.model, wav, t, a.household, a.bank)
+                found = detections(a.swift_bin, a.model, wav, t, households[t], a.bank, a.keep_false_wakes)
                 row["false_wakes"][repr(t)] = len(found)
                 row["examples"][repr(t)] = [round(d["time"], 2) for d in found[:20]]
                 if a.household:
@@ -146,6 +170,8 @@ def main(argv=None):
             report["sets"][name] = row
             print(f"{name}: {len(paths)} recordings, {hours:.2f} h, false wakes "
                   + ", ".join(f"{row['false_wakes'][repr(t)]} at {t}" for t in thresholds), flush=True)
+        if a.keep_false_wakes:
+            report["negatives_kept"] = {repr(t): negatives_in(households[t]) for t in thresholds}
     total_h = sum(r["hours"] for r in report["sets"].values())
     print()
     print("| set | recordings | hours | " + " | ".join(f"false wakes at {t}" for t in thresholds) + " |")
@@ -156,6 +182,9 @@ def main(argv=None):
     totals = [sum(r["false_wakes"][repr(t)] for r in report["sets"].values()) for t in thresholds]
     print(f"| all | {sum(r['recordings'] for r in report['sets'].values())} | {total_h:.2f} | "
           + " | ".join(f"{n} ({n / total_h:.2f}/h)" if total_h else str(n) for n in totals) + " |")
+    if a.keep_false_wakes:
+        print("household negatives in the file at the end: "
+              + ", ".join(f"{report['negatives_kept'][repr(t)]} at {t}" for t in thresholds))
     report["total_hours"] = round(total_h, 3)
     report["total_false_wakes"] = dict(zip(map(repr, thresholds), totals))
     if a.json:

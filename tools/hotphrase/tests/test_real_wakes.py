@@ -49,9 +49,13 @@ class Household(unittest.TestCase):
         self.assertEqual(R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, "/h"), base + ["--household", "/h"])
         self.assertEqual(R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, "/h", "b.hpm"),
                          base + ["--household", "/h", "--bank", "b.hpm"])
-        with self.assertRaises(HotPhraseError) as e:
-            R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, None, "b.hpm")
-        self.assertIn("--household", str(e.exception))
+        self.assertEqual(R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, "/h", None, keep=True),
+                         base + ["--household", "/h", "--keep-false-wakes"])
+        for bank, keep in (("b.hpm", False), (None, True)):
+            with self.assertRaises(HotPhraseError) as e:
+                R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, None, bank, keep)
+            self.assertIn("--household", str(e.exception))
+        self.assertEqual(R.main(["m.hpm", "--swift-bin", "bin", "--real-speech", "none", "--keep-false-wakes"]), 1)
 
     def test_a_folder_without_household_json_is_named(self):
         with tempfile.TemporaryDirectory() as d:
@@ -113,6 +117,35 @@ class ThroughTheSwiftDetector(unittest.TestCase):
                 report = json.load(f)
         self.assertEqual(report["sets"]["demo"]["false_wakes"], {"0.99": 2})
         self.assertEqual(report["sets"]["demo"]["by_detector"], {"0.99": {"personal": 2}})
+
+    def test_a_household_that_keeps_its_false_wakes_is_not_woken_twice_by_one_sound(self):
+        # As above, with every wake kept as a household negative: the first copy wakes it, the second, the same
+        # sound, does not (a television saying it nightly); the household's own folder is left as it was.
+        import soundfile
+        import subprocess
+        with tempfile.TemporaryDirectory() as d:
+            x, sr = soundfile.read(DEMO, dtype="int16")
+            soundfile.write(os.path.join(d, "take.wav"), x[int(2.0 * sr):int(3.6 * sr)], sr, subtype="PCM_16")
+            home = os.path.join(d, "home")
+            os.makedirs(home)
+            subprocess.run([binary(), "enroll", os.path.join(d, "take.wav"), "--household", home,
+                            "--model", MODEL, "--bank", BANK], check=True, capture_output=True)
+            with open(os.path.join(home, "household.json"), "rb") as f:
+                before = f.read()
+            os.makedirs(os.path.join(d, "set"))
+            for n in ("1.wav", "2.wav"):
+                shutil.copy(DEMO, os.path.join(d, "set", n))
+            out = os.path.join(d, "report.json")
+            self.assertEqual(R.main([MODEL, "--swift-bin", binary(), "--real-speech", "none", "--set",
+                                     f"demo={d}/set", "--threshold", "0.99", "--household", home,
+                                     "--bank", BANK, "--keep-false-wakes", "--json", out]), 0)
+            with open(out) as f:
+                report = json.load(f)
+            with open(os.path.join(home, "household.json"), "rb") as f:
+                self.assertEqual(f.read(), before)
+        self.assertEqual(report["sets"]["demo"]["false_wakes"], {"0.99": 1})
+        self.assertEqual(report["negatives_kept"], {"0.99": 1})
+        self.assertTrue(report["keep_false_wakes"])
 
 
 if __name__ == "__main__":
