@@ -64,6 +64,14 @@ public final class FusedDetector {
     private var modelPhraseScore = Float.infinity
     private let refractorySamples: Int
     private var deafUntil = Int.min
+    /// A personal wake waits for its match's peak, at most this many embedding steps (80 ms each) after its
+    /// templates first reach their threshold: the z of a match keeps rising for a step or more after it first
+    /// crosses, and the frames kept for a false wake must hold the peak, or the same sound heard again reaches a
+    /// higher z than its household negative did and wakes the speaker again (docs/household.md). The stop phrase
+    /// does not wait.
+    public static let peakWaitSteps = 6
+    /// The personal wake waiting for its peak: its phrase, the best z so far, steps waited.
+    private var pending: (phrase: Int, z: Double, steps: Int)?
     /// The last `Enrollment.maxFrames` raw frames (ring), and their copy at the latest wake, oldest first: what
     /// the speaker keeps as a household negative when that wake turns out false (docs/household.md).
     private let raw: UnsafeMutablePointer<Float>
@@ -227,6 +235,7 @@ public final class FusedDetector {
         recentNext = 0
         modelPhraseScore = .infinity
         deafUntil = .min
+        pending = nil
         rawCount = 0
         rawNext = 0
         // The latest wake's frames stay: the listener is reset (our own earcon) before the loop says that wake
@@ -262,6 +271,7 @@ public final class FusedDetector {
             recentCount = min(recentCount + 1, window)
         }
         var wake: (phrase: Int, z: Double, margin: Double)?
+        var pendingZ = -Double.infinity
         for (p, phrase) in phrases.enumerated() {
             var best = -Double.infinity, margin = -Double.infinity, lowest = Float.infinity
             for t in phrase.templates {
@@ -272,15 +282,42 @@ public final class FusedDetector {
                 margin = max(margin, z - max(zThreshold, t.negativeFloor))
             }
             if phrase.isModelPhrase { modelPhraseScore = lowest }
+            if p == pending?.phrase { pendingZ = best }
             if phrase.isStop && !stopArmed { continue }
             if margin >= 0, margin > wake?.margin ?? -.infinity { wake = (p, best, margin) }
         }
-        guard let wake, sample >= deafUntil else { return }
+        // deaf: a generic wake came first (it set the refractory period), and a pending wake is that wake
+        guard sample >= deafUntil else { pending = nil; return }
+        if let wake, phrases[wake.phrase].isStop {
+            // A stop is no wake and waits for nothing: the frames kept for a false wake stay those of the last wake.
+            pending = nil
+            deafUntil = sample + refractorySamples
+            onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true, stop: true))
+            return
+        }
+        if var waiting = pending {
+            waiting.steps += 1
+            if pendingZ > waiting.z && waiting.steps < Self.peakWaitSteps {
+                waiting.z = pendingZ
+                pending = waiting
+                return
+            }
+            pending = nil
+            fire(waiting.phrase, z: max(waiting.z, pendingZ), sample: sample, rate: rate, onDetection: onDetection)
+        } else if let wake {
+            if Self.peakWaitSteps > 0 {
+                pending = (wake.phrase, wake.z, 0)
+            } else {
+                fire(wake.phrase, z: wake.z, sample: sample, rate: rate, onDetection: onDetection)
+            }
+        }
+    }
+
+    /// A personal wake at `sample`, with the frames heard up to it kept for `framesAtLastWake`.
+    private func fire(_ phrase: Int, z: Double, sample: Int, rate: Double, onDetection: (WakeDetection) -> Void) {
         deafUntil = sample + refractorySamples
-        let stop = phrases[wake.phrase].isStop
-        // A stop is no wake: the frames kept for a false wake stay those of the last wake.
-        if !stop { keepWakeFrames(phrases[wake.phrase].text) }
-        onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true, stop: stop))
+        keepWakeFrames(phrases[phrase].text)
+        onDetection(WakeDetection(time: Double(sample) / rate, score: z, phrase: phrases[phrase].text, personal: true, stop: false))
     }
 
     /// Whether a generic wake with `score` lies where a household negative was heard and does not reach the

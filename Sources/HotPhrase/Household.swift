@@ -104,9 +104,11 @@ public struct Household: Codable, Sendable, Equatable {
         }
     }
 
-    /// Keeps a false wake's frames (the last min(24, longest template) of `frames`), the newest 64.
+    /// Keeps a false wake's frames (the last min(24, 2 x longest template + 1) of `frames`: a template's path
+    /// spans at most twice its length, a slower saying, and the wake comes a step after the path's peak,
+    /// FusedDetector.peakWaitSteps), the newest 64.
     public mutating func addNegative(_ frames: [[Float]], now: Date = Date()) {
-        let longest = phrases.flatMap(\.templates).map(\.embeddings.count).max() ?? Enrollment.maxFrames
+        let longest = phrases.flatMap(\.templates).map(\.embeddings.count).max().map { 2 * $0 + 1 } ?? Enrollment.maxFrames
         negatives.append(Negative(embeddings: Array(frames.suffix(min(Enrollment.maxFrames, longest))), added: now))
         if negatives.count > Self.negativesKept { negatives.removeFirst(negatives.count - Self.negativesKept) }
     }

@@ -375,8 +375,9 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         #expect(try Household.load(path: "\(dir)/household.json")?.phrase("hey kitchen")?.templates.contains { $0.isLearned } == false)
     }
 
-    /// A household negative ending where the template matched best raises that template's threshold above
-    /// what the sound scores, so the same sound no longer wakes the speaker.
+    /// The frames the detector keeps at a wake (what the speaker keeps when that wake was false) raise the
+    /// templates' thresholds above what the sound scores, so the same sound no longer wakes the speaker: the wake
+    /// waited for its match's peak (FusedDetector.peakWaitSteps), so those frames hold it.
     @Test func aHouseholdNegativeRaisesTheThreshold() throws {
         let model = try EmbeddingFixtures.model()
         let (bank, bankPath) = try HouseholdFixtures.bank()
@@ -385,14 +386,15 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         let take = try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model)
         try household.add(take, phrase: "hey kitchen", bank: bank)
         let samples = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160)
-        func wakes(_ household: Household) throws -> [WakeDetection] {
+        func wakes(_ household: Household) throws -> (found: [WakeDetection], kept: [[Float]]) {
             let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 1, zThreshold: 1)
             var found: [WakeDetection] = []
             samples.withUnsafeBufferPointer { detector.process($0) { found.append($0) } }
-            return found
+            return (found, detector.framesAtLastWake)
         }
-        #expect(try wakes(household).count == 1)
-        // the frame where the template's z peaks
+        let first = try wakes(household)
+        #expect(first.found.count == 1)
+        // the template's z over the sound: the wake came no earlier than where it first reached the threshold
         let frames = HouseholdFixtures.frames(samples, model: model)
         let t = household.phrases[0].templates[0]
         let dtw = SubsequenceDTW(template: bank.normalised(t.embeddings), dim: bank.dim)
@@ -400,10 +402,13 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         let z = normalised.withUnsafeBufferPointer { f in
             (0..<frames.count).map { Household.z(score: dtw.push(f.baseAddress! + $0 * bank.dim), mu: t.mu, sd: t.sd) }
         }
-        let peak = try #require(z.indices.max { z[$0] < z[$1] })
-        household.addNegative(Array(frames[...peak]))
-        #expect(household.negatives.first?.embeddings.count == min(24, take.template.count))
-        #expect(try wakes(household).isEmpty)
+        let crossing = try #require(z.firstIndex { $0 >= 1 })
+        #expect(first.kept.count > crossing && first.kept.count <= crossing + 1 + FusedDetector.peakWaitSteps, "\(first.kept.count) \(crossing)")
+        #expect(first.kept == Array(frames.prefix(first.kept.count)))
+        household.addNegative(first.kept)
+        #expect(household.negatives.first?.embeddings.count == min(24, 2 * take.template.count + 1, first.kept.count))
+        let again = try wakes(household).found
+        #expect(again.isEmpty, "\(z.map { (($0 * 100).rounded() / 100) }) crossing \(crossing) kept \(first.kept.count) \(first.found) again \(again)")
     }
 }
 
@@ -423,7 +428,8 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
 
     /// For the model's own phrase (the test model's is "test") either detector wakes the speaker: the templates
     /// alone with the generic model held off; with the generic model at threshold 0 (it would fire on its first
-    /// score, 2.022 s, and every step after) one refractory period of 2 s spaces all wakes, whichever woke it.
+    /// score, 2.022 s, and every step after) one refractory period of 2 s spaces all wakes, whichever woke it, and
+    /// a generic wake while the templates' wake waits for its peak is the wake.
     @Test func theModelsPhraseWakesByEitherWithOneRefractoryPeriod() throws {
         let model = try EmbeddingFixtures.model()
         let (bank, bankPath) = try HouseholdFixtures.bank()
@@ -437,14 +443,40 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
 
         let both = wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: 0, zThreshold: 1,
                                            refractorySeconds: 2), stream)
-        // the templates hear it at 1.622 s, before the generic model's first score; then the generic model, 2 s on
-        #expect(both.first?.personal == true && both.first?.time == personal.first?.time, "\(both)")
-        #expect(both.dropFirst().allSatisfy { !$0.personal && $0.phrase == "test" } && both.count > 1, "\(both)")
+        // the templates first hear it at 1.622 s and wait for their peak, after the generic model's first score
+        // (2.022 s): that is the wake, and the generic model's every 2 s after it
+        #expect(try #require(personal.first?.time) > 2.022, "\(personal)")
+        #expect(both.first?.time == 2.022, "\(both)")
+        #expect(both.allSatisfy { !$0.personal && $0.phrase == "test" } && both.count > 1, "\(both)")
         #expect(zip(both, both.dropFirst()).allSatisfy { $1.time - $0.time >= 2 - 1e-9 }, "\(both.map(\.time))")
         let generic = HotPhraseDetector(model: model, threshold: 0, refractorySeconds: 2)
         var alone: [HotPhraseDetection] = []
         stream.withUnsafeBufferPointer { generic.process($0) { alone.append($0) } }
         #expect(both.count >= alone.count, "fusion never hears less than the generic model alone")
+    }
+
+    /// A wake of the templates waits for its match's peak (at most `peakWaitSteps` steps); the stop phrase, the
+    /// same takes under its name, does not: it is heard on the step its templates first reach the threshold.
+    @Test func aPersonalWakeWaitsForItsPeakAndAStopDoesNot() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        let take = try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model)
+        let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 16_000)
+        func first(_ phrase: String) throws -> WakeDetection? {
+            var household = Household()
+            try household.add(take, phrase: phrase, bank: bank)
+            let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1)
+            detector.stopArmed = true
+            return wakes(detector, stream).first
+        }
+        let wake = try #require(try first("hey kitchen"))
+        let stop = try #require(try first("stop"))
+        #expect(stop.stop && !wake.stop)
+        let step = model.stepSeconds
+        let waited = ((wake.time - stop.time) / step).rounded()
+        #expect(waited >= 1 && waited <= Double(FusedDetector.peakWaitSteps), "\(stop.time) \(wake.time)")
+        #expect(wake.score > stop.score, "the wake reports its peak's z: \(wake.score) against \(stop.score)")
     }
 
     /// A generic wake whose frames match a kept household negative (no templates: by the mean distance of the
@@ -497,8 +529,9 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         #expect(mode == 0o600)
     }
 
-    /// The household's false wakes: the newest 64 are kept, each its last frames (at most the longest
-    /// template's), and they survive a save and a load.
+    /// The household's false wakes: the newest 64 are kept, each its last frames (at most twice the longest
+    /// template's and one more, a slower saying's path and the step after its peak), and they survive a save and a
+    /// load.
     @Test func falseWakesAreBoundedToTheNewest64AndSaved() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hh-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -510,8 +543,8 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
                           now: Date(timeIntervalSince1970: 1_790_000_000 + Double(i)))
         }
         #expect(h.negatives.count == Household.negativesKept && Household.negativesKept == 64)
-        #expect(h.negatives.first?.embeddings.map { $0[0] } == [625, 626, 627, 628, 629])  // the 7th added, its last 5 frames
-        #expect(h.negatives.last?.embeddings.map { $0[0] } == [6925, 6926, 6927, 6928, 6929])
+        #expect(h.negatives.first?.embeddings.map { $0[0] } == (619...629).map(Float.init))  // the 7th added, its last 2 x 5 + 1 frames
+        #expect(h.negatives.last?.embeddings.map { $0[0] } == (6919...6929).map(Float.init))
         try h.save(path: path)
         #expect(try Household.load(path: path) == h)
     }

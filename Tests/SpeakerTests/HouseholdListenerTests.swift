@@ -76,8 +76,8 @@ import TestSupport
         #expect(hits(empty, stream) == 1)
 
         // A listener started with the file runs it at once; the wake it hears, kept as a false wake, is saved
-        // and applied at once: the same sound wakes it only where the templates pass the negative's own z by
-        // more than 0.5 (docs/household.md), here at the phrase's stronger peak after the first crossing.
+        // and applied at once: the same sound no longer wakes it (the wake waited for its match's peak, so the
+        // negative holds it; docs/household.md).
         let listener = HotPhraseListener(model: model, settings: settings, echo: nil, household: source, logger: nil)
         #expect(listener.personalActive)
         #expect(listener.describe == "the generic model and the household's voices (\"OK Hound\": 3 takes)")
@@ -89,9 +89,9 @@ import TestSupport
         let saved = try #require(try Household.load(path: path))
         #expect(saved.negatives.count == 1)
         let longest = saved.phrases.flatMap(\.templates).map(\.embeddings.count).max() ?? 0
-        #expect(saved.negatives.first?.embeddings.count == min(24, longest))
-        #expect(hits(listener, stream) == 1)
-        #expect(listener.lastDetectionScore >= before + 0.5, "\(before) \(listener.lastDetectionScore)")
+        // the frames it heard up to the wake (22 here: the stream is short), at most min(24, 2 x longest + 1)
+        #expect((longest...min(24, 2 * longest + 1)).contains(saved.negatives.first?.embeddings.count ?? 0), "\(saved.negatives.first?.embeddings.count ?? 0)")
+        #expect(hits(listener, stream) == 0)
 
         // Forgetting: an unknown phrase is refused by name; the negatives, then the phrase.
         guard case .failure(let problem) = await listener.apply(.forget("hey kitchen")) else { Issue.record("forgot a phrase never enrolled"); return }

@@ -311,18 +311,43 @@ def personal_z(templates, stats, frames):
     return z.max(axis=0)
 
 
+PEAK_WAIT_STEPS = 6  # FusedDetector.peakWaitSteps: a personal wake waits for its match's peak, at most this many steps
+
+
 def fused_detections(times, generic, generic_threshold, personal, personal_thresholds,
-                     refractory=REFRACTORY_SECONDS):
+                     refractory=REFRACTORY_SECONDS, wait=PEAK_WAIT_STEPS):
     """The fused rule: a step wakes when the generic score reaches its threshold or the personal z reaches its
     own (the model's phrase; pass generic=None for a phrase of the owner's choosing); one refractory period for
     both. `personal` is [J, N] z per template and `personal_thresholds` [J] (thresholds may differ per template
-    after household negatives). Returns the times of the detections."""
-    hits = (np.asarray(personal) >= np.asarray(personal_thresholds)[:, None]).any(axis=0)
-    if generic is not None:
-        hits |= np.asarray(generic) >= generic_threshold
-    out, last = [], -np.inf
-    for t, h in zip(times, hits):
-        if h and t - last >= refractory:
+    after household negatives). A personal wake waits for its peak (FusedDetector.peakWaitSteps): from the step
+    its templates first reach their thresholds it fires at the first later step whose best z does not rise, or
+    `wait` steps on, whichever is first (wait 0: at once); a generic wake meanwhile is the wake. Returns the times
+    of the detections."""
+    z = np.asarray(personal)
+    hits = (z >= np.asarray(personal_thresholds)[:, None]).any(axis=0)
+    best = z.max(axis=0)
+    generic_hits = np.zeros(len(hits), bool) if generic is None else np.asarray(generic) >= generic_threshold
+    out, last, pending = [], -np.inf, None  # pending: [best z so far, steps waited]
+    for i, t in enumerate(times):
+        if t - last < refractory:
+            pending = None
+            continue
+        if generic_hits[i]:
+            # a wake at this step either way: the one that waited, or the generic model's
             out.append(float(t))
-            last = t
+            last, pending = t, None
+            continue
+        if pending is not None:
+            pending[1] += 1
+            if best[i] > pending[0] and pending[1] < wait:
+                pending[0] = best[i]
+                continue
+            out.append(float(t))
+            last, pending = t, None
+        elif hits[i]:
+            if wait > 0:
+                pending = [best[i], 0]
+            else:
+                out.append(float(t))
+                last = t
     return out

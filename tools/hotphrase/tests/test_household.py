@@ -200,9 +200,29 @@ class Decision(unittest.TestCase):
         generic = np.array([0, .9, 0, 0, 0, 0, 0, 0, 0, 0])
         z = np.array([[0, 0, 0, 9, 0, 0, 0, 0, 9, 0]])
         # generic at 0.5 s; the personal hit at 1.5 s is within 2 s of it; the one at 4.0 s is not
-        self.assertEqual(H.fused_detections(times, generic, 0.5, z, [4.0]), [0.5, 4.0])
-        self.assertEqual(H.fused_detections(times, None, None, z, [4.0]), [1.5, 4.0])
+        self.assertEqual(H.fused_detections(times, generic, 0.5, z, [4.0], wait=0), [0.5, 4.0])
+        self.assertEqual(H.fused_detections(times, None, None, z, [4.0], wait=0), [1.5, 4.0])
         self.assertEqual(H.fused_detections(times, None, None, z, [10.0]), [])
+        # waiting for the peak, the personal wakes come a step later (their z falls at once)
+        self.assertEqual(H.fused_detections(times, generic, 0.5, z, [4.0]), [0.5, 4.5])
+        self.assertEqual(H.fused_detections(times, None, None, z, [4.0]), [2.0, 4.5])
+
+    def test_a_personal_wake_waits_for_its_peak(self):
+        times = np.arange(12) * 0.08
+        # crosses 4 at step 3, peaks at step 5 (7.0), falls at step 6
+        z = np.array([[0, 1, 3, 5, 6, 7, 6, 5, 2, 0, 0, 0]], float)
+        at = {w: H.fused_detections(times, None, None, z, [4.0], wait=w) for w in (0, 1, 2, 3, 5)}
+        self.assertEqual(at[0], [times[3]])
+        self.assertEqual(at[1], [times[4]])       # one step on, still rising: it waits no longer
+        self.assertEqual(at[2], [times[5]])
+        self.assertEqual(at[3], [times[6]])       # the first step after the peak
+        self.assertEqual(at[5], [times[6]])
+        self.assertGreaterEqual(H.PEAK_WAIT_STEPS, 3)
+        self.assertEqual(H.fused_detections(times, None, None, z, [4.0]), [times[6]])
+        # a generic wake while it waits is the wake (at its own step), and the refractory period runs from it
+        generic = np.zeros(12)
+        generic[4] = 0.9
+        self.assertEqual(H.fused_detections(times, generic, 0.5, z, [4.0], wait=3), [times[4]])
 
     def test_household_negative_raises_the_threshold(self):
         rng = np.random.default_rng(6)
