@@ -89,15 +89,16 @@ public struct HotPhraseScan: Sendable {
         }
         var detector = try makeDetector(members)
         var count = 0, kept = 0
-        // With --keep-false-wakes each wake's frames become a negative and a new detector runs from the next frame
-        // (as the listener swaps one in): its times start at zero, so `offset` is where it started.
-        var fed = 0, offset = 0
+        // With --keep-false-wakes each wake's frames become a negative, and a new detector runs from the next
+        // boundary of the old one's 80 ms steps (so a sound heard again lies on the grid it would have without the
+        // wake: the file's own times and grid throughout); its times start at zero, so `offset` is where it started.
+        let step = max(1, Int((loaded.stepSeconds * Double(audio.sampleRate)).rounded()))
+        var fed = 0, offset = 0, rebuild = false
         var failure: (any Error)?
         audio.forEachFrame { frame in
-            var woke = false
             detector.process(frame) { d in
                 count += 1
-                woke = true
+                if keepFalseWakes { rebuild = true }
                 let time = d.time + Double(offset) / Double(audio.sampleRate)
                 if json {
                     printLine(detectionLine(time: time, score: d.score, phrase: d.phrase))
@@ -105,11 +106,14 @@ public struct HotPhraseScan: Sendable {
                     printLine(String(cFormat: "%8.2f s  ", time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
                               + (d.personal ? " (z, enrolled voices)" : ""))
                 }
+                if keepFalseWakes {
+                    members.addNegative(detector.framesAtLastWake)
+                    kept += 1
+                }
             }
             fed += frame.count
-            guard keepFalseWakes, woke else { return true }
-            members.addNegative(detector.framesAtLastWake)
-            kept += 1
+            guard rebuild, fed % step == 0 else { return true }
+            rebuild = false
             do {
                 try members.save(path: path)
                 detector = try makeDetector(members)

@@ -3,7 +3,7 @@ thresholds: how often a model would wake in a home where people only talk.
 
   python -m hotphrase.real_wakes MODEL --swift-bin BIN [--threshold T ...] [--set NAME=DIR ...]
                                  [--real-speech all|eval|train|none] [--json FILE]
-                                 [--household DIR [--bank FILE] [--keep-false-wakes]]
+                                 [--household DIR [--bank FILE] [--keep-false-wakes]] [--repeat N]
 
 Each set's recordings (16 kHz mono WAV or FLAC, found recursively under DIR and sorted by path) are joined into one
 long recording with 0.5 s of silence between them, so that a wake cannot straddle two speakers without the
@@ -24,6 +24,10 @@ DIR's household.json (DIR is not changed), and the report gives the negatives it
 that heard nothing: on a real speaker a wake followed by talk is answered instead and keeps nothing, so this is
 the most the rule can do.
 
+`--repeat N` plays each set N times over (after the same gap; each time on another offset of the detector's 80 ms
+step grid, as a recording played again would be) and counts the wakes of each pass (`false_wakes_by_pass`): with
+`--keep-false-wakes`, how many of the sounds that woke the household once wake it again (a television's rerun).
+
 Prints a table of false wakes (and per hour) for each set and threshold, and the hours; `--json` writes it too.
 Counts are small: no false wake in H hours bounds the rate only below about 3/H per hour (95 %).
 """
@@ -38,10 +42,23 @@ import numpy as np
 
 from . import cli
 from . import dataset as D
-from .constants import SAMPLE_RATE
+from .constants import SAMPLE_RATE, STEP_SECONDS
 from .errors import HotPhraseError
 
 GAP_SECONDS = 0.5
+
+
+def repeated(audio, times):
+    """`audio` (one set, ending in its gap) `times` times over."""
+    return np.concatenate([audio] * times) if times > 1 else audio
+
+
+def passes(found, pass_seconds, times):
+    """How many of `found` detections fall in each of `times` passes of `pass_seconds`."""
+    counts = [0] * times
+    for d in found:
+        counts[min(times - 1, int(d["time"] // pass_seconds))] += 1
+    return counts
 
 
 def gather(paths):
@@ -133,11 +150,15 @@ def main(argv=None):
     ap.add_argument("--bank", metavar="FILE", help="the negative bank, with --household (default: the installed one)")
     ap.add_argument("--keep-false-wakes", action="store_true",
                     help="with --household: keep every wake as a household negative, set after set (a copy of DIR's file)")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="play each set N times over and count each pass's wakes (default 1)")
     a = ap.parse_args(argv)
     if (a.bank or a.keep_false_wakes) and not a.household:
         raise HotPhraseError(a.bank or "--keep-false-wakes", "it is for the household's detector: give --household too")
     if a.household:
         household_file(a.household)
+    if a.repeat < 1:
+        raise HotPhraseError(str(a.repeat), "--repeat wants 1 or more")
     thresholds = sorted(a.threshold or [0.99, 0.995, 0.999])
     sets = {} if a.real_speech == "none" else real_speech_sets(a.real_speech)
     for s in a.set:
@@ -146,7 +167,7 @@ def main(argv=None):
             raise HotPhraseError(s, "--set wants NAME=DIR")
         sets[name] = files_under(folder)
     report = {"model": a.model, "thresholds": thresholds, "household": a.household,
-              "keep_false_wakes": a.keep_false_wakes, "sets": {}}
+              "keep_false_wakes": a.keep_false_wakes, "repeat": a.repeat, "sets": {}}
     import soundfile
     with tempfile.TemporaryDirectory() as tmp:
         households = {t: a.household for t in thresholds}
@@ -156,15 +177,22 @@ def main(argv=None):
                 os.makedirs(households[t])
                 shutil.copy2(household_file(a.household), households[t])
         for name, paths in sets.items():
-            audio = gather(paths)
+            once = gather(paths)
+            audio = repeated(once, a.repeat)
             wav = os.path.join(tmp, "set.wav")
             soundfile.write(wav, audio, SAMPLE_RATE, subtype="PCM_16")
             hours = len(audio) / SAMPLE_RATE / 3600
             row = {"recordings": len(paths), "hours": round(hours, 3), "false_wakes": {}, "examples": {}}
+            if a.repeat > 1:
+                # where each pass falls on the 80 ms grid, relative to the first (the set's length decides it)
+                step = int(STEP_SECONDS * SAMPLE_RATE)
+                row["pass_grid_offsets_ms"] = [round((k * len(once) % step) * 1000 / SAMPLE_RATE, 1) for k in range(a.repeat)]
             for t in thresholds:
                 found = detections(a.swift_bin, a.model, wav, t, households[t], a.bank, a.keep_false_wakes)
                 row["false_wakes"][repr(t)] = len(found)
                 row["examples"][repr(t)] = [round(d["time"], 2) for d in found[:20]]
+                if a.repeat > 1:
+                    row.setdefault("false_wakes_by_pass", {})[repr(t)] = passes(found, len(once) / SAMPLE_RATE, a.repeat)
                 if a.household:
                     row.setdefault("by_detector", {})[repr(t)] = dict(collections.Counter(map(woken_by, found)))
             report["sets"][name] = row
@@ -182,6 +210,10 @@ def main(argv=None):
     totals = [sum(r["false_wakes"][repr(t)] for r in report["sets"].values()) for t in thresholds]
     print(f"| all | {sum(r['recordings'] for r in report['sets'].values())} | {total_h:.2f} | "
           + " | ".join(f"{n} ({n / total_h:.2f}/h)" if total_h else str(n) for n in totals) + " |")
+    if a.repeat > 1:
+        report["false_wakes_by_pass"] = {repr(t): [sum(r["false_wakes_by_pass"][repr(t)][k] for r in report["sets"].values())
+                                                   for k in range(a.repeat)] for t in thresholds}
+        print("false wakes in each pass: " + ", ".join(f"{report['false_wakes_by_pass'][repr(t)]} at {t}" for t in thresholds))
     if a.keep_false_wakes:
         print("household negatives in the file at the end: "
               + ", ".join(f"{report['negatives_kept'][repr(t)]} at {t}" for t in thresholds))
