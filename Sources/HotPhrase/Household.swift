@@ -146,9 +146,10 @@ public struct Household: Codable, Sendable, Equatable {
         guard frames.allSatisfy({ $0.count == bank.dim }) else {
             throw HouseholdError(file: "answered wake", path: "", problem: "has frames that are not \(bank.dim) numbers each")
         }
-        guard let p = phrases.firstIndex(where: { Self.same($0.text, text) }),
-              phrases[p].templates.contains(where: { !$0.isLearned }) else { throw NotLearned.notEnrolled }
-        let best = Self.bestMatch(of: phrases[p].templates.filter { !$0.isLearned }, over: frames, bank: bank)
+        guard let p = phrases.firstIndex(where: { Self.same($0.text, text) }) else { throw NotLearned.notEnrolled }
+        let takes = phrases[p].templates.filter { !$0.isLearned }
+        guard !takes.isEmpty else { throw NotLearned.notEnrolled }
+        let best = Self.bestMatch(of: takes, over: frames, bank: bank)
         guard best.z >= zThreshold else { throw NotLearned.templatesDidNotHear(z: best.z, needed: zThreshold) }
         let cut = Array(frames[best.start...best.end])
         guard (Enrollment.minFrames...Enrollment.maxFrames).contains(cut.count) else { throw NotLearned.matchSize(frames: cut.count) }
