@@ -3,7 +3,7 @@ path's false wakes on real speech fall when every one of them is kept, and what 
 
   python -m hotphrase.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
          --clips-dir C/clean [--condition NAME=C/NAME ...] --test-npz C/clean/e1_eval_*.npz ... \
-         [--draws 3] [--seed 37] [--shuffle-seed 1] [--json OUT]
+         [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W] [--json OUT]
 
 - The enrollments are household_eval's (the same draws of 3 clean takes from the same seed, enrolled against the
   bank at its shipped z_threshold: sessions 2-6); the personal path only (subsequence DTW), no generic heads.
@@ -17,6 +17,9 @@ path's false wakes on real speech fall when every one of them is kept, and what 
   to and including the wake's step become a household negative (the newest 64 kept), and every template's
   threshold becomes max(z_threshold, z_T(negative) + 0.5) over the kept negatives
   (household.negative_threshold) for every step after the wake.
+- With --wait W (session 8, waiting for the peak) a wake pending at its crossing fires up to W steps later, once
+  the phrase's z (the max over its templates) stops rising (decision_step); the wake's step, the refractory
+  period's start and the negative's last frame are then that decision step. W = 0 is session 7b's rule.
 - Reported per enrollment, then the mean (and worst) over enrollments: false wakes an hour in the household's first
   hour, in the rest and overall, and per hour of the replay, rule on against rule off; the same on each half of
   the test side with the negatives learned on the other half and then frozen (nothing scored on what it learned
@@ -77,18 +80,38 @@ class HouseholdNegatives:
         return HouseholdNegatives(self.templates, self.stats, self.z_threshold, self.negatives)
 
 
-def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS):
+def decision_step(best, i, wait):
+    """The step a wake pending since step i fires at (issue #37, session 8: waiting for the peak): with `wait` W
+    > 0, at each following step j the wake waits on while `best` (the phrase's z, the max over its templates) is
+    still rising and j - i < W, and fires at the first j where either fails: one step past the peak, or at i + W.
+    W = 0 fires at i (the rule before session 8). A stream that ends while waiting fires at its last step (its
+    frames end there)."""
+    if wait <= 0:
+        return i
+    peak, j = best[i], i + 1
+    while j < len(best):
+        if not (best[j] > peak and j - i < wait):
+            return j
+        peak = best[j]
+        j += 1
+    return len(best) - 1
+
+
+def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0):
     """One stream (from reset) through the rule: z [J, N] per template, frames [N, 96] centred. Returns the steps
-    that woke. With `learn` each wake's frames become a negative of `household` (its thresholds rise for every
-    later step); without, the thresholds stay as they are."""
+    that woke: the decision steps (decision_step, `wait`; the crossing itself with wait 0). With `learn` each
+    wake's frames up to and including its decision step become a negative of `household` (its thresholds rise for
+    every later step); without, the thresholds stay as they are. The refractory period counts from the decision
+    step."""
     z = np.asarray(z)
+    best = z.max(axis=0)
     wakes, pos = [], 0
     n = z.shape[1]
     while pos < n:
         hit = np.flatnonzero((z[:, pos:] >= household.thresholds[:, None]).any(axis=0))
         if not len(hit):
             break
-        t = pos + int(hit[0])
+        t = decision_step(best, pos + int(hit[0]), wait)
         wakes.append(t)
         if learn:
             # the detector's ring holds the last 24 raw frames heard up to the wake (FusedDetector.keepWakeFrames)
@@ -97,12 +120,12 @@ def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS)
     return wakes
 
 
-def replay(zs, streams, household, order, learn=True):
+def replay(zs, streams, household, order, learn=True, wait=0):
     """The streams in `order` as one household's life: [(time in seconds since the replay began, stream index)]
-    of every wake; `household` keeps what it learned."""
+    of every wake (at its decision step, `wait`: replay_stream); `household` keeps what it learned."""
     out, clock = [], 0.0
     for i in order:
-        for t in replay_stream(zs[i], streams[i], household, learn):
+        for t in replay_stream(zs[i], streams[i], household, learn, wait=wait):
             out.append((clock + (t + 1) * STEP_SECONDS, int(i)))
         clock += len(streams[i]) * STEP_SECONDS
     return out
@@ -189,9 +212,11 @@ def halves(order, lengths):
     return list(order[:k]), list(order[k:])
 
 
-def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, meta, shuffle_seed, log=print):
+def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, meta, shuffle_seed, log=print,
+            wait=0):
     """The whole report (main's), from enrollments [(raw takes)], the test side's raw streams and the clips
-    ({condition: {clip name: raw embeddings}}, "clean" first). Every template of every enrollment is scored over
+    ({condition: {clip name: raw embeddings}}, "clean" first); every replay, the rule off too, wakes at its
+    decision step (`wait`: replay_stream). Every template of every enrollment is scored over
     each stream and clip in one pass (as household_eval.personal); the replays are then per enrollment."""
     T = [[H.centre(e, mean) for e in raw] for raw in enrollments]
     flat = [t for ts in T for t in ts]
@@ -210,7 +235,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     shuffled = [int(i) for i in np.random.default_rng(shuffle_seed).permutation(len(X))]
     first_half, second_half = halves(fixed, lengths)
     sec = lambda o: sum(lengths[i] for i in o) * STEP_SECONDS  # noqa: E731
-    rep = {"z_threshold": z_threshold, "enrollments": len(T), "test_side_hours": round(seconds / HOUR, 3),
+    rep = {"z_threshold": z_threshold, "wait": wait, "enrollments": len(T), "test_side_hours": round(seconds / HOUR, 3),
            "streams": len(X), "order_fixed": fixed, "order_shuffled": shuffled,
            "halves": [first_half, second_half],
            "halves_hours": [round(sec(first_half) / HOUR, 3), round(sec(second_half) / HOUR, 3)]}
@@ -222,7 +247,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
         final = {}
         for name, order, learn in (("off", fixed, False), ("on_fixed", fixed, True), ("on_shuffled", shuffled, True)):
             hh = HouseholdNegatives(templates, st, z_threshold)
-            w = replay(zs, X, hh, order, learn)
+            w = replay(zs, X, hh, order, learn, wait)
             runs[name].append(rates([t for t, _ in w], seconds))
             runs[name + "_wakes"].append(len(w))
             final[name] = hh
@@ -230,9 +255,9 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
         for name, learn_on, score_on in (("second_after_first", first_half, second_half),
                                          ("first_after_second", second_half, first_half)):
             hh = HouseholdNegatives(templates, st, z_threshold)
-            replay(zs, X, hh, learn_on, True)
-            w_on = replay(zs, X, hh.frozen(), score_on, False)
-            w_off = replay(zs, X, HouseholdNegatives(templates, st, z_threshold), score_on, False)
+            replay(zs, X, hh, learn_on, True, wait)
+            w_on = replay(zs, X, hh.frozen(), score_on, False, wait)
+            w_off = replay(zs, X, HouseholdNegatives(templates, st, z_threshold), score_on, False, wait)
             runs[name + "_on"].append(rates([t for t, _ in w_on], sec(score_on)))
             runs[name + "_off"].append(rates([t for t, _ in w_off], sec(score_on)))
         # the cost: the thresholds each whole replay left, against z_threshold
@@ -288,7 +313,8 @@ def table(rep, word):
     """Markdown rows for BENCHMARKS.md."""
     f = rep["false_wakes_per_hour"]
     cell = lambda k, p: f"{f[k][p]['mean']:.3f} ({f[k][p]['worst']:.3f})"  # noqa: E731
-    rows = [f"| {word} | rule off (session 6) | {cell('off', 'first_hour')} | {cell('off', 'rest')} | "
+    off = "rule off (session 6)" if not rep.get("wait") else "rule off"
+    rows = [f"| {word} | {off} | {cell('off', 'first_hour')} | {cell('off', 'rest')} | "
             f"{cell('off', 'overall')} | " + " / ".join(f"{x:.3f}" for x in f["off"]["per_hour_mean"]) + " |"]
     for k, what in (("on_fixed", "rule on, files in order"), ("on_shuffled", "rule on, streams shuffled")):
         rows.append(f"| {word} | {what} | {cell(k, 'first_hour')} | {cell(k, 'rest')} | {cell(k, 'overall')} | "
@@ -323,6 +349,9 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--shuffle-seed", type=int, default=1)
+    ap.add_argument("--wait", type=int, default=0, metavar="W",
+                    help="a wake waits for its peak up to W steps (80 ms each) past the crossing (decision_step); "
+                         "0, the default, fires at the crossing (session 7b's rule)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: the first N enrollments only")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -348,7 +377,8 @@ def main(argv=None):
     print(f"{word}: {len(drawn)} enrollments; test side {sum(len(s) for s in streams) * STEP_SECONDS / HOUR:.3f} h "
           f"in {len(streams)} streams", flush=True)
     rep = measure([d[0] for d in drawn], mean, [H.centre(s, mean) for s in bank_segments],
-                  float(header["z_threshold"]), streams, clip_sets, [d[1] for d in drawn], a.shuffle_seed)
+                  float(header["z_threshold"]), streams, clip_sets, [d[1] for d in drawn], a.shuffle_seed,
+                  wait=a.wait)
     rep.update({"keyword": word, "bank": os.path.basename(a.bank), "test_side": [os.path.basename(p) for p in a.test_npz],
                 "enrolled": [d[1]["takes"] for d in drawn]})
     for t in table(rep, word):
