@@ -3,7 +3,7 @@ path's false wakes on real speech fall when every one of them is kept, and what 
 
   python -m hotphrase.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
          --clips-dir C/clean [--condition NAME=C/NAME ...] --test-npz C/clean/e1_eval_*.npz ... \
-         [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W] [--json OUT]
+         [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W [--cut peak]] [--json OUT]
 
 - The enrollments are household_eval's (the same draws of 3 clean takes from the same seed, enrolled against the
   bank at its shipped z_threshold: sessions 2-6); the personal path only (subsequence DTW), no generic heads.
@@ -19,7 +19,8 @@ path's false wakes on real speech fall when every one of them is kept, and what 
   (household.negative_threshold) for every step after the wake.
 - With --wait W (session 8, waiting for the peak) a wake pending at its crossing fires up to W steps later, once
   the phrase's z (the max over its templates) stops rising (decision_step); the wake's step, the refractory
-  period's start and the negative's last frame are then that decision step. W = 0 is session 7b's rule.
+  period's start and the negative's last frame are then that decision step. W = 0 is session 7b's rule. With
+  --cut peak (a variant) the negative's last frame is the peak's step instead.
 - Reported per enrollment, then the mean (and worst) over enrollments: false wakes an hour in the household's first
   hour, in the rest and overall, and per hour of the replay, rule on against rule off; the same on each half of
   the test side with the negatives learned on the other half and then frozen (nothing scored on what it learned
@@ -97,12 +98,14 @@ def decision_step(best, i, wait):
     return len(best) - 1
 
 
-def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0):
+def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0, cut="decision"):
     """One stream (from reset) through the rule: z [J, N] per template, frames [N, 96] centred. Returns the steps
     that woke: the decision steps (decision_step, `wait`; the crossing itself with wait 0). With `learn` each
     wake's frames up to and including its decision step become a negative of `household` (its thresholds rise for
     every later step); without, the thresholds stay as they are. The refractory period counts from the decision
-    step."""
+    step. With `cut` "peak" (a variant, not the proposed rule) the negative's frames end at the step of the best z
+    since the crossing instead: a wake that fires one step past its peak otherwise cuts the longest template's
+    length from one frame too late."""
     z = np.asarray(z)
     best = z.max(axis=0)
     wakes, pos = [], 0
@@ -111,21 +114,23 @@ def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS,
         hit = np.flatnonzero((z[:, pos:] >= household.thresholds[:, None]).any(axis=0))
         if not len(hit):
             break
-        t = decision_step(best, pos + int(hit[0]), wait)
+        i = pos + int(hit[0])
+        t = decision_step(best, i, wait)
         wakes.append(t)
         if learn:
+            e = i + int(np.argmax(best[i:t + 1])) if cut == "peak" else t
             # the detector's ring holds the last 24 raw frames heard up to the wake (FusedDetector.keepWakeFrames)
-            household.add(frames[max(0, t + 1 - H.MAX_TEMPLATE_FRAMES):t + 1])
+            household.add(frames[max(0, e + 1 - H.MAX_TEMPLATE_FRAMES):e + 1])
         pos = t + refractory
     return wakes
 
 
-def replay(zs, streams, household, order, learn=True, wait=0):
+def replay(zs, streams, household, order, learn=True, wait=0, cut="decision"):
     """The streams in `order` as one household's life: [(time in seconds since the replay began, stream index)]
-    of every wake (at its decision step, `wait`: replay_stream); `household` keeps what it learned."""
+    of every wake (at its decision step, `wait`, `cut`: replay_stream); `household` keeps what it learned."""
     out, clock = [], 0.0
     for i in order:
-        for t in replay_stream(zs[i], streams[i], household, learn, wait=wait):
+        for t in replay_stream(zs[i], streams[i], household, learn, wait=wait, cut=cut):
             out.append((clock + (t + 1) * STEP_SECONDS, int(i)))
         clock += len(streams[i]) * STEP_SECONDS
     return out
@@ -213,10 +218,10 @@ def halves(order, lengths):
 
 
 def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, meta, shuffle_seed, log=print,
-            wait=0):
+            wait=0, cut="decision"):
     """The whole report (main's), from enrollments [(raw takes)], the test side's raw streams and the clips
     ({condition: {clip name: raw embeddings}}, "clean" first); every replay, the rule off too, wakes at its
-    decision step (`wait`: replay_stream). Every template of every enrollment is scored over
+    decision step (`wait`, `cut`: replay_stream). Every template of every enrollment is scored over
     each stream and clip in one pass (as household_eval.personal); the replays are then per enrollment."""
     T = [[H.centre(e, mean) for e in raw] for raw in enrollments]
     flat = [t for ts in T for t in ts]
@@ -235,7 +240,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     shuffled = [int(i) for i in np.random.default_rng(shuffle_seed).permutation(len(X))]
     first_half, second_half = halves(fixed, lengths)
     sec = lambda o: sum(lengths[i] for i in o) * STEP_SECONDS  # noqa: E731
-    rep = {"z_threshold": z_threshold, "wait": wait, "enrollments": len(T), "test_side_hours": round(seconds / HOUR, 3),
+    rep = {"z_threshold": z_threshold, "wait": wait, "cut": cut, "enrollments": len(T), "test_side_hours": round(seconds / HOUR, 3),
            "streams": len(X), "order_fixed": fixed, "order_shuffled": shuffled,
            "halves": [first_half, second_half],
            "halves_hours": [round(sec(first_half) / HOUR, 3), round(sec(second_half) / HOUR, 3)]}
@@ -247,7 +252,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
         final = {}
         for name, order, learn in (("off", fixed, False), ("on_fixed", fixed, True), ("on_shuffled", shuffled, True)):
             hh = HouseholdNegatives(templates, st, z_threshold)
-            w = replay(zs, X, hh, order, learn, wait)
+            w = replay(zs, X, hh, order, learn, wait, cut)
             runs[name].append(rates([t for t, _ in w], seconds))
             runs[name + "_wakes"].append(len(w))
             final[name] = hh
@@ -255,9 +260,9 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
         for name, learn_on, score_on in (("second_after_first", first_half, second_half),
                                          ("first_after_second", second_half, first_half)):
             hh = HouseholdNegatives(templates, st, z_threshold)
-            replay(zs, X, hh, learn_on, True, wait)
-            w_on = replay(zs, X, hh.frozen(), score_on, False, wait)
-            w_off = replay(zs, X, HouseholdNegatives(templates, st, z_threshold), score_on, False, wait)
+            replay(zs, X, hh, learn_on, True, wait, cut)
+            w_on = replay(zs, X, hh.frozen(), score_on, False, wait, cut)
+            w_off = replay(zs, X, HouseholdNegatives(templates, st, z_threshold), score_on, False, wait, cut)
             runs[name + "_on"].append(rates([t for t, _ in w_on], sec(score_on)))
             runs[name + "_off"].append(rates([t for t, _ in w_off], sec(score_on)))
         # the cost: the thresholds each whole replay left, against z_threshold
@@ -352,6 +357,9 @@ def main(argv=None):
     ap.add_argument("--wait", type=int, default=0, metavar="W",
                     help="a wake waits for its peak up to W steps (80 ms each) past the crossing (decision_step); "
                          "0, the default, fires at the crossing (session 7b's rule)")
+    ap.add_argument("--cut", choices=("decision", "peak"), default="decision",
+                    help="where a wake's negative ends: its decision step (the proposed rule) or, a variant, the "
+                         "step of its best z (replay_stream)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: the first N enrollments only")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -378,7 +386,7 @@ def main(argv=None):
           f"in {len(streams)} streams", flush=True)
     rep = measure([d[0] for d in drawn], mean, [H.centre(s, mean) for s in bank_segments],
                   float(header["z_threshold"]), streams, clip_sets, [d[1] for d in drawn], a.shuffle_seed,
-                  wait=a.wait)
+                  wait=a.wait, cut=a.cut)
     rep.update({"keyword": word, "bank": os.path.basename(a.bank), "test_side": [os.path.basename(p) for p in a.test_npz],
                 "enrolled": [d[1]["takes"] for d in drawn]})
     for t in table(rep, word):

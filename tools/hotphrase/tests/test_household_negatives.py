@@ -194,6 +194,11 @@ class WaitForThePeak(unittest.TestCase):
         self.assertEqual(wakes[0], peak + 1)
         self.assertEqual(len(wakes), 2)
         self.assertLess(hh.thresholds[0], z[0, peak] + 0.5)
+        # the variant --cut peak ends the negative at the peak's step: the same wake, the whole match kept
+        hh = N.HouseholdNegatives([self.T], [STATS], 5.9)
+        self.assertEqual(N.replay_stream(z, x, hh, wait=2, cut="peak"), [peak + 1])
+        np.testing.assert_array_equal(hh.negatives[0], x[peak - 5:peak + 1])
+        self.assertAlmostEqual(hh.thresholds[0], z[0, peak] + 0.5, places=5)
 
 class Rates(unittest.TestCase):
     def test_first_hour_rest_and_per_hour(self):
