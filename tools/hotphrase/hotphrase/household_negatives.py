@@ -21,6 +21,9 @@ path's false wakes on real speech fall when every one of them is kept, and what 
   the phrase's z (the max over its templates) stops rising (decision_step); the wake's step, the refractory
   period's start and the negative's last frame are then that decision step. W = 0 is session 7b's rule. With
   --cut peak (a variant) the negative's last frame is the peak's step instead.
+  The report's wake_events say, per replay, how long the wakes waited, how much the best z gained by the step
+  they fired and up to the match's peak, and (rule on) how many of them an exact repeat of the sound would wake
+  again with the thresholds their negatives left (wake_event).
 - Reported per enrollment, then the mean (and worst) over enrollments: false wakes an hour in the household's first
   hour, in the rest and overall, and per hour of the replay, rule on against rule off; the same on each half of
   the test side with the negatives learned on the other half and then frozen (nothing scored on what it learned
@@ -98,14 +101,15 @@ def decision_step(best, i, wait):
     return len(best) - 1
 
 
-def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0, cut="decision"):
+def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0, cut="decision",
+                  events=None):
     """One stream (from reset) through the rule: z [J, N] per template, frames [N, 96] centred. Returns the steps
     that woke: the decision steps (decision_step, `wait`; the crossing itself with wait 0). With `learn` each
     wake's frames up to and including its decision step become a negative of `household` (its thresholds rise for
     every later step); without, the thresholds stay as they are. The refractory period counts from the decision
     step. With `cut` "peak" (a variant, not the proposed rule) the negative's frames end at the step of the best z
     since the crossing instead: a wake that fires one step past its peak otherwise cuts the longest template's
-    length from one frame too late."""
+    length from one frame too late. `events`, a list, gets one wake_event per wake."""
     z = np.asarray(z)
     best = z.max(axis=0)
     wakes, pos = [], 0
@@ -121,16 +125,50 @@ def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS,
             e = i + int(np.argmax(best[i:t + 1])) if cut == "peak" else t
             # the detector's ring holds the last 24 raw frames heard up to the wake (FusedDetector.keepWakeFrames)
             household.add(frames[max(0, e + 1 - H.MAX_TEMPLATE_FRAMES):e + 1])
+        if events is not None:
+            events.append(wake_event(z, best, i, t, household.thresholds if learn else None))
         pos = t + refractory
     return wakes
 
 
-def replay(zs, streams, household, order, learn=True, wait=0, cut="decision"):
+def wake_event(z, best, i, t, thresholds=None):
+    """What one wake (crossing at step i, fired at step t) waited for: the steps waited, the best z's gain by the
+    step it fired and up to the match's peak (the first step where the best z stops rising, however long that
+    takes), and, given the thresholds its negative left, whether an exact repeat of the sound (the same z series
+    from the crossing to that peak) would still wake."""
+    p = decision_step(best, i, len(best))
+    p = i + int(np.argmax(best[i:p + 1]))
+    ev = {"waited": int(t - i), "gain_at_fire": float(best[i:t + 1].max() - best[i]),
+          "to_peak": int(p - i), "gain_to_peak": float(best[p] - best[i])}
+    if thresholds is not None:
+        ev["repeat_wakes"] = bool((z[:, i:p + 1] >= np.asarray(thresholds)[:, None]).any())
+    return ev
+
+
+def summarise_events(events):
+    """The wake_events of many wakes pooled: how many, how long they waited and what for."""
+    n = len(events)
+    if not n:
+        return {"wakes": 0}
+    g = lambda k: np.array([e[k] for e in events], np.float64)  # noqa: E731
+    out = {"wakes": n, "waited_mean_steps": round(float(g("waited").mean()), 3),
+           "waited_hist": {int(k): int(v) for k, v in zip(*np.unique(g("waited"), return_counts=True))},
+           "gain_at_fire_mean": round(float(g("gain_at_fire").mean()), 3),
+           "to_peak_hist": {int(k): int(v) for k, v in zip(*np.unique(g("to_peak"), return_counts=True))},
+           "gain_to_peak_mean": round(float(g("gain_to_peak").mean()), 3),
+           "gain_to_peak_median": round(float(np.median(g("gain_to_peak"))), 3),
+           "gain_to_peak_max": round(float(g("gain_to_peak").max()), 3)}
+    if "repeat_wakes" in events[0]:
+        out["exact_repeat_would_wake"] = int(sum(e["repeat_wakes"] for e in events))
+    return out
+
+
+def replay(zs, streams, household, order, learn=True, wait=0, cut="decision", events=None):
     """The streams in `order` as one household's life: [(time in seconds since the replay began, stream index)]
     of every wake (at its decision step, `wait`, `cut`: replay_stream); `household` keeps what it learned."""
     out, clock = [], 0.0
     for i in order:
-        for t in replay_stream(zs[i], streams[i], household, learn, wait=wait, cut=cut):
+        for t in replay_stream(zs[i], streams[i], household, learn, wait=wait, cut=cut, events=events):
             out.append((clock + (t + 1) * STEP_SECONDS, int(i)))
         clock += len(streams[i]) * STEP_SECONDS
     return out
@@ -240,11 +278,12 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     shuffled = [int(i) for i in np.random.default_rng(shuffle_seed).permutation(len(X))]
     first_half, second_half = halves(fixed, lengths)
     sec = lambda o: sum(lengths[i] for i in o) * STEP_SECONDS  # noqa: E731
-    rep = {"z_threshold": z_threshold, "wait": wait, "cut": cut, "enrollments": len(T), "test_side_hours": round(seconds / HOUR, 3),
-           "streams": len(X), "order_fixed": fixed, "order_shuffled": shuffled,
+    rep = {"z_threshold": z_threshold, "wait": wait, "cut": cut, "enrollments": len(T),
+           "test_side_hours": round(seconds / HOUR, 3), "streams": len(X), "order_fixed": fixed, "order_shuffled": shuffled,
            "halves": [first_half, second_half],
            "halves_hours": [round(sec(first_half) / HOUR, 3), round(sec(second_half) / HOUR, 3)]}
     runs = collections.defaultdict(list)
+    events = collections.defaultdict(list)
     cost = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
     for e, templates in enumerate(T):
         st = stats[rows[e]:rows[e + 1]]
@@ -252,7 +291,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
         final = {}
         for name, order, learn in (("off", fixed, False), ("on_fixed", fixed, True), ("on_shuffled", shuffled, True)):
             hh = HouseholdNegatives(templates, st, z_threshold)
-            w = replay(zs, X, hh, order, learn, wait, cut)
+            w = replay(zs, X, hh, order, learn, wait, cut, events[name])
             runs[name].append(rates([t for t, _ in w], seconds))
             runs[name + "_wakes"].append(len(w))
             final[name] = hh
@@ -290,6 +329,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     rep["on_fixed_threshold_rise"] = {"mean": round(float(tr.mean()), 3), "max": round(float(tr.max()), 3),
                                       "enrollments_raised": int(np.sum(tr > 0)),
                                       "negatives_kept_max": int(np.max(runs["negatives"]))}
+    rep["wake_events"] = {k: summarise_events(v) for k, v in events.items()}
     clips = {}
     for cond, d in cost.items():
         clips[cond] = {}

@@ -148,6 +148,22 @@ class WaitForThePeak(unittest.TestCase):
         # a stream that ends while the wake waits fires at its last step
         self.assertEqual(self.run_series([0, 6, 7, 8], 4)[0], [3])
 
+    def test_each_wake_says_what_it_waited_for(self):
+        z = np.array([[0, 1, 2, 6, 7, 8, 3, 2, 1, 0]], np.float32)
+        x = unit_rows(self.rng, 10)
+        for wait, waited, gain in ((0, 0, 0.0), (1, 1, 1.0), (2, 2, 2.0), (4, 3, 2.0)):
+            ev = []
+            hh = N.HouseholdNegatives([self.T], [STATS], 5.9)
+            N.replay_stream(z, x, hh, learn=False, wait=wait, events=ev)
+            self.assertEqual(ev, [{"waited": waited, "gain_at_fire": gain, "to_peak": 2, "gain_to_peak": 2.0}])
+        s = N.summarise_events([{"waited": 0, "gain_at_fire": 0.0, "to_peak": 2, "gain_to_peak": 2.0,
+                                 "repeat_wakes": True},
+                                {"waited": 2, "gain_at_fire": 1.0, "to_peak": 2, "gain_to_peak": 1.0,
+                                 "repeat_wakes": False}])
+        self.assertEqual((s["wakes"], s["waited_mean_steps"], s["waited_hist"], s["to_peak_hist"]),
+                         (2, 1.0, {0: 1, 2: 1}, {2: 2}))
+        self.assertEqual((s["gain_to_peak_mean"], s["exact_repeat_would_wake"]), (1.5, 1))
+
     def test_rising_is_the_best_z_over_templates_not_the_margin(self):
         # template 0's threshold 5.9 is crossed at step 1; its margin falls from step 2 on, while template 1
         # (threshold 9, never reached) carries the phrase's best z on rising to step 4
@@ -179,6 +195,11 @@ class WaitForThePeak(unittest.TestCase):
         self.assertLess(z[:, on[0]].max(), z[:, 50:56].max())
         for wait in (1, 2, 4):
             self.assertEqual(len(N.replay_stream(z, x, hh(), wait=wait)), 1, wait)
+        # each wake's event says the same of its own sound, from the thresholds its negative left
+        for wait, again in ((0, True), (1, False), (4, False)):
+            ev = []
+            N.replay_stream(z, x, hh(), wait=wait, events=ev)
+            self.assertEqual(ev[0]["repeat_wakes"], again, wait)
 
     def test_past_the_peak_the_cut_can_lose_the_start_of_the_match(self):
         # the cut is the longest template's length: when that template is the sound and the wake fires one step
