@@ -3,7 +3,7 @@ path's false wakes on real speech fall when every one of them is kept, and what 
 
   python -m hotphrase.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
          --clips-dir C/clean [--condition NAME=C/NAME ...] --test-npz C/clean/e1_eval_*.npz ... \
-         [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W [--cut peak]] [--json OUT]
+         [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W [--cut peak]] [--cut-frames N] [--json OUT]
 
 - The enrollments are household_eval's (the same draws of 3 clean takes from the same seed, enrolled against the
   bank at its shipped z_threshold: sessions 2-6); the personal path only (subsequence DTW), no generic heads.
@@ -20,7 +20,8 @@ path's false wakes on real speech fall when every one of them is kept, and what 
 - With --wait W (session 8, waiting for the peak) a wake pending at its crossing fires up to W steps later, once
   the phrase's z (the max over its templates) stops rising (decision_step); the wake's step, the refractory
   period's start and the negative's last frame are then that decision step. W = 0 is session 7b's rule. With
-  --cut peak (a variant) the negative's last frame is the peak's step instead.
+  --cut peak (a variant) the negative's last frame is the peak's step instead; with --cut-frames N (another)
+  every negative is the last N frames (at most 24, the detector's ring) instead of min(24, longest template).
   The report's wake_events say, per replay, how long the wakes waited, how much the best z gained by the step
   they fired and up to the match's peak, and (rule on) how many of them an exact repeat of the sound would wake
   again with the thresholds their negatives left (wake_event).
@@ -56,7 +57,8 @@ class HouseholdNegatives:
     """One enrollment's templates (centred) with their bank statistics, and the household negatives kept so far
     (centred frames) with the per-template thresholds they give."""
 
-    def __init__(self, templates, stats, z_threshold, negatives=()):
+    def __init__(self, templates, stats, z_threshold, negatives=(), cut_frames=0):
+        self.cut_frames = int(cut_frames)
         self.templates = [np.asarray(t, np.float64) for t in templates]
         self.stats = list(stats)
         self.z_threshold = float(z_threshold)
@@ -67,7 +69,10 @@ class HouseholdNegatives:
 
     @property
     def window(self):
-        """Household.addNegative's cut: the last min(24, longest template) frames."""
+        """Household.addNegative's cut: the last min(24, longest template) frames; or `cut_frames` (a variant,
+        at most the detector's 24-frame ring)."""
+        if self.cut_frames:
+            return min(H.MAX_TEMPLATE_FRAMES, self.cut_frames)
         return min(H.MAX_TEMPLATE_FRAMES, max(len(t) for t in self.templates))
 
     def add(self, frames):
@@ -81,7 +86,7 @@ class HouseholdNegatives:
 
     def frozen(self):
         """A copy with the same negatives and thresholds (measured once more, as a new detector's plan is)."""
-        return HouseholdNegatives(self.templates, self.stats, self.z_threshold, self.negatives)
+        return HouseholdNegatives(self.templates, self.stats, self.z_threshold, self.negatives, self.cut_frames)
 
 
 def decision_step(best, i, wait):
@@ -256,11 +261,12 @@ def halves(order, lengths):
 
 
 def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, meta, shuffle_seed, log=print,
-            wait=0, cut="decision"):
+            wait=0, cut="decision", cut_frames=0):
     """The whole report (main's), from enrollments [(raw takes)], the test side's raw streams and the clips
     ({condition: {clip name: raw embeddings}}, "clean" first); every replay, the rule off too, wakes at its
     decision step (`wait`, `cut`: replay_stream). Every template of every enrollment is scored over
-    each stream and clip in one pass (as household_eval.personal); the replays are then per enrollment."""
+    each stream and clip in one pass (as household_eval.personal); the replays are then per enrollment.
+    `cut_frames` (a variant) cuts every negative to that many frames instead of Household.addNegative's."""
     T = [[H.centre(e, mean) for e in raw] for raw in enrollments]
     flat = [t for ts in T for t in ts]
     stats = _bank_stats(flat, bank_centred)
@@ -278,8 +284,9 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     shuffled = [int(i) for i in np.random.default_rng(shuffle_seed).permutation(len(X))]
     first_half, second_half = halves(fixed, lengths)
     sec = lambda o: sum(lengths[i] for i in o) * STEP_SECONDS  # noqa: E731
-    rep = {"z_threshold": z_threshold, "wait": wait, "cut": cut, "enrollments": len(T),
-           "test_side_hours": round(seconds / HOUR, 3), "streams": len(X), "order_fixed": fixed, "order_shuffled": shuffled,
+    rep = {"z_threshold": z_threshold, "wait": wait, "cut": cut, "cut_frames": cut_frames, "enrollments": len(T),
+           "test_side_hours": round(seconds / HOUR, 3), "streams": len(X), "order_fixed": fixed,
+           "order_shuffled": shuffled,
            "halves": [first_half, second_half],
            "halves_hours": [round(sec(first_half) / HOUR, 3), round(sec(second_half) / HOUR, 3)]}
     runs = collections.defaultdict(list)
@@ -287,10 +294,11 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     cost = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
     for e, templates in enumerate(T):
         st = stats[rows[e]:rows[e + 1]]
+        new = lambda: HouseholdNegatives(templates, st, z_threshold, cut_frames=cut_frames)  # noqa: E731
         zs = [z[rows[e]:rows[e + 1]] for z in z_all]
         final = {}
         for name, order, learn in (("off", fixed, False), ("on_fixed", fixed, True), ("on_shuffled", shuffled, True)):
-            hh = HouseholdNegatives(templates, st, z_threshold)
+            hh = new()
             w = replay(zs, X, hh, order, learn, wait, cut, events[name])
             runs[name].append(rates([t for t, _ in w], seconds))
             runs[name + "_wakes"].append(len(w))
@@ -298,10 +306,10 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
         # held out: learn on one half, then score the other with the negatives frozen
         for name, learn_on, score_on in (("second_after_first", first_half, second_half),
                                          ("first_after_second", second_half, first_half)):
-            hh = HouseholdNegatives(templates, st, z_threshold)
+            hh = new()
             replay(zs, X, hh, learn_on, True, wait, cut)
             w_on = replay(zs, X, hh.frozen(), score_on, False, wait, cut)
-            w_off = replay(zs, X, HouseholdNegatives(templates, st, z_threshold), score_on, False, wait, cut)
+            w_off = replay(zs, X, new(), score_on, False, wait, cut)
             runs[name + "_on"].append(rates([t for t, _ in w_on], sec(score_on)))
             runs[name + "_off"].append(rates([t for t, _ in w_off], sec(score_on)))
         # the cost: the thresholds each whole replay left, against z_threshold
@@ -400,6 +408,9 @@ def main(argv=None):
     ap.add_argument("--cut", choices=("decision", "peak"), default="decision",
                     help="where a wake's negative ends: its decision step (the proposed rule) or, a variant, the "
                          "step of its best z (replay_stream)")
+    ap.add_argument("--cut-frames", type=int, default=0, metavar="N",
+                    help="a variant: every negative is the last N frames (at most the ring's 24) instead of "
+                         "min(24, longest template)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: the first N enrollments only")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -426,7 +437,7 @@ def main(argv=None):
           f"in {len(streams)} streams", flush=True)
     rep = measure([d[0] for d in drawn], mean, [H.centre(s, mean) for s in bank_segments],
                   float(header["z_threshold"]), streams, clip_sets, [d[1] for d in drawn], a.shuffle_seed,
-                  wait=a.wait, cut=a.cut)
+                  wait=a.wait, cut=a.cut, cut_frames=a.cut_frames)
     rep.update({"keyword": word, "bank": os.path.basename(a.bank), "test_side": [os.path.basename(p) for p in a.test_npz],
                 "enrolled": [d[1]["takes"] for d in drawn]})
     for t in table(rep, word):

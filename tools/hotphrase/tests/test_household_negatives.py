@@ -220,6 +220,12 @@ class WaitForThePeak(unittest.TestCase):
         self.assertEqual(N.replay_stream(z, x, hh, wait=2, cut="peak"), [peak + 1])
         np.testing.assert_array_equal(hh.negatives[0], x[peak - 5:peak + 1])
         self.assertAlmostEqual(hh.thresholds[0], z[0, peak] + 0.5, places=5)
+        # so does the variant --cut-frames 9: a cut longer than the template holds the match from one step past it
+        hh = N.HouseholdNegatives([self.T], [STATS], 5.9, cut_frames=9)
+        self.assertEqual(N.replay_stream(z, x, hh, wait=2), [peak + 1])
+        np.testing.assert_array_equal(hh.negatives[0], x[peak - 7:peak + 2])
+        self.assertAlmostEqual(hh.thresholds[0], z[0, peak] + 0.5, places=5)
+        self.assertEqual(N.HouseholdNegatives([self.T], [STATS], 5.9, cut_frames=40).window, 24)  # the ring
 
 class Rates(unittest.TestCase):
     def test_first_hour_rest_and_per_hour(self):
