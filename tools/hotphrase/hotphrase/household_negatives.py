@@ -3,7 +3,7 @@ path's false wakes on real speech fall when every one of them is kept, and what 
 
   python -m hotphrase.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
          --clips-dir C/clean [--condition NAME=C/NAME ...] --test-npz C/clean/e1_eval_*.npz ... \
-         [--draws 3] [--seed 37] [--shuffle-seed 1] [--json OUT]
+         [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W [--cut peak]] [--cut-frames N] [--json OUT]
 
 - The enrollments are household_eval's (the same draws of 3 clean takes from the same seed, enrolled against the
   bank at its shipped z_threshold: sessions 2-6); the personal path only (subsequence DTW), no generic heads.
@@ -17,6 +17,14 @@ path's false wakes on real speech fall when every one of them is kept, and what 
   to and including the wake's step become a household negative (the newest 64 kept), and every template's
   threshold becomes max(z_threshold, z_T(negative) + 0.5) over the kept negatives
   (household.negative_threshold) for every step after the wake.
+- With --wait W (session 8, waiting for the peak) a wake pending at its crossing fires up to W steps later, once
+  the phrase's z (the max over its templates) stops rising (decision_step); the wake's step, the refractory
+  period's start and the negative's last frame are then that decision step. W = 0 is session 7b's rule. With
+  --cut peak (a variant) the negative's last frame is the peak's step instead; with --cut-frames N (another)
+  every negative is the last N frames (at most 24, the detector's ring) instead of min(24, longest template).
+  The report's wake_events say, per replay, how long the wakes waited, how much the best z gained by the step
+  they fired and up to the match's peak, and (rule on) how many of them an exact repeat of the sound would wake
+  again with the thresholds their negatives left (wake_event).
 - Reported per enrollment, then the mean (and worst) over enrollments: false wakes an hour in the household's first
   hour, in the rest and overall, and per hour of the replay, rule on against rule off; the same on each half of
   the test side with the negatives learned on the other half and then frozen (nothing scored on what it learned
@@ -49,7 +57,8 @@ class HouseholdNegatives:
     """One enrollment's templates (centred) with their bank statistics, and the household negatives kept so far
     (centred frames) with the per-template thresholds they give."""
 
-    def __init__(self, templates, stats, z_threshold, negatives=()):
+    def __init__(self, templates, stats, z_threshold, negatives=(), cut_frames=0):
+        self.cut_frames = int(cut_frames)
         self.templates = [np.asarray(t, np.float64) for t in templates]
         self.stats = list(stats)
         self.z_threshold = float(z_threshold)
@@ -60,7 +69,10 @@ class HouseholdNegatives:
 
     @property
     def window(self):
-        """Household.addNegative's cut: the last min(24, longest template) frames."""
+        """Household.addNegative's cut: the last min(24, longest template) frames; or `cut_frames` (a variant,
+        at most the detector's 24-frame ring)."""
+        if self.cut_frames:
+            return min(H.MAX_TEMPLATE_FRAMES, self.cut_frames)
         return min(H.MAX_TEMPLATE_FRAMES, max(len(t) for t in self.templates))
 
     def add(self, frames):
@@ -74,35 +86,94 @@ class HouseholdNegatives:
 
     def frozen(self):
         """A copy with the same negatives and thresholds (measured once more, as a new detector's plan is)."""
-        return HouseholdNegatives(self.templates, self.stats, self.z_threshold, self.negatives)
+        return HouseholdNegatives(self.templates, self.stats, self.z_threshold, self.negatives, self.cut_frames)
 
 
-def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS):
+def decision_step(best, i, wait):
+    """The step a wake pending since step i fires at (issue #37, session 8: waiting for the peak): with `wait` W
+    > 0, at each following step j the wake waits on while `best` (the phrase's z, the max over its templates) is
+    still rising and j - i < W, and fires at the first j where either fails: one step past the peak, or at i + W.
+    W = 0 fires at i (the rule before session 8). A stream that ends while waiting fires at its last step (its
+    frames end there)."""
+    if wait <= 0:
+        return i
+    peak, j = best[i], i + 1
+    while j < len(best):
+        if not (best[j] > peak and j - i < wait):
+            return j
+        peak = best[j]
+        j += 1
+    return len(best) - 1
+
+
+def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0, cut="decision",
+                  events=None):
     """One stream (from reset) through the rule: z [J, N] per template, frames [N, 96] centred. Returns the steps
-    that woke. With `learn` each wake's frames become a negative of `household` (its thresholds rise for every
-    later step); without, the thresholds stay as they are."""
+    that woke: the decision steps (decision_step, `wait`; the crossing itself with wait 0). With `learn` each
+    wake's frames up to and including its decision step become a negative of `household` (its thresholds rise for
+    every later step); without, the thresholds stay as they are. The refractory period counts from the decision
+    step. With `cut` "peak" (a variant, not the proposed rule) the negative's frames end at the step of the best z
+    since the crossing instead: a wake that fires one step past its peak otherwise cuts the longest template's
+    length from one frame too late. `events`, a list, gets one wake_event per wake."""
     z = np.asarray(z)
+    best = z.max(axis=0)
     wakes, pos = [], 0
     n = z.shape[1]
     while pos < n:
         hit = np.flatnonzero((z[:, pos:] >= household.thresholds[:, None]).any(axis=0))
         if not len(hit):
             break
-        t = pos + int(hit[0])
+        i = pos + int(hit[0])
+        t = decision_step(best, i, wait)
         wakes.append(t)
         if learn:
+            e = i + int(np.argmax(best[i:t + 1])) if cut == "peak" else t
             # the detector's ring holds the last 24 raw frames heard up to the wake (FusedDetector.keepWakeFrames)
-            household.add(frames[max(0, t + 1 - H.MAX_TEMPLATE_FRAMES):t + 1])
+            household.add(frames[max(0, e + 1 - H.MAX_TEMPLATE_FRAMES):e + 1])
+        if events is not None:
+            events.append(wake_event(z, best, i, t, household.thresholds if learn else None))
         pos = t + refractory
     return wakes
 
 
-def replay(zs, streams, household, order, learn=True):
+def wake_event(z, best, i, t, thresholds=None):
+    """What one wake (crossing at step i, fired at step t) waited for: the steps waited, the best z's gain by the
+    step it fired and up to the match's peak (the first step where the best z stops rising, however long that
+    takes), and, given the thresholds its negative left, whether an exact repeat of the sound (the same z series
+    from the crossing to that peak) would still wake."""
+    p = decision_step(best, i, len(best))
+    p = i + int(np.argmax(best[i:p + 1]))
+    ev = {"waited": int(t - i), "gain_at_fire": float(best[i:t + 1].max() - best[i]),
+          "to_peak": int(p - i), "gain_to_peak": float(best[p] - best[i])}
+    if thresholds is not None:
+        ev["repeat_wakes"] = bool((z[:, i:p + 1] >= np.asarray(thresholds)[:, None]).any())
+    return ev
+
+
+def summarise_events(events):
+    """The wake_events of many wakes pooled: how many, how long they waited and what for."""
+    n = len(events)
+    if not n:
+        return {"wakes": 0}
+    g = lambda k: np.array([e[k] for e in events], np.float64)  # noqa: E731
+    out = {"wakes": n, "waited_mean_steps": round(float(g("waited").mean()), 3),
+           "waited_hist": {int(k): int(v) for k, v in zip(*np.unique(g("waited"), return_counts=True))},
+           "gain_at_fire_mean": round(float(g("gain_at_fire").mean()), 3),
+           "to_peak_hist": {int(k): int(v) for k, v in zip(*np.unique(g("to_peak"), return_counts=True))},
+           "gain_to_peak_mean": round(float(g("gain_to_peak").mean()), 3),
+           "gain_to_peak_median": round(float(np.median(g("gain_to_peak"))), 3),
+           "gain_to_peak_max": round(float(g("gain_to_peak").max()), 3)}
+    if "repeat_wakes" in events[0]:
+        out["exact_repeat_would_wake"] = int(sum(e["repeat_wakes"] for e in events))
+    return out
+
+
+def replay(zs, streams, household, order, learn=True, wait=0, cut="decision", events=None):
     """The streams in `order` as one household's life: [(time in seconds since the replay began, stream index)]
-    of every wake; `household` keeps what it learned."""
+    of every wake (at its decision step, `wait`, `cut`: replay_stream); `household` keeps what it learned."""
     out, clock = [], 0.0
     for i in order:
-        for t in replay_stream(zs[i], streams[i], household, learn):
+        for t in replay_stream(zs[i], streams[i], household, learn, wait=wait, cut=cut, events=events):
             out.append((clock + (t + 1) * STEP_SECONDS, int(i)))
         clock += len(streams[i]) * STEP_SECONDS
     return out
@@ -189,10 +260,13 @@ def halves(order, lengths):
     return list(order[:k]), list(order[k:])
 
 
-def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, meta, shuffle_seed, log=print):
+def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, meta, shuffle_seed, log=print,
+            wait=0, cut="decision", cut_frames=0):
     """The whole report (main's), from enrollments [(raw takes)], the test side's raw streams and the clips
-    ({condition: {clip name: raw embeddings}}, "clean" first). Every template of every enrollment is scored over
-    each stream and clip in one pass (as household_eval.personal); the replays are then per enrollment."""
+    ({condition: {clip name: raw embeddings}}, "clean" first); every replay, the rule off too, wakes at its
+    decision step (`wait`, `cut`: replay_stream). Every template of every enrollment is scored over
+    each stream and clip in one pass (as household_eval.personal); the replays are then per enrollment.
+    `cut_frames` (a variant) cuts every negative to that many frames instead of Household.addNegative's."""
     T = [[H.centre(e, mean) for e in raw] for raw in enrollments]
     flat = [t for ts in T for t in ts]
     stats = _bank_stats(flat, bank_centred)
@@ -210,29 +284,32 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     shuffled = [int(i) for i in np.random.default_rng(shuffle_seed).permutation(len(X))]
     first_half, second_half = halves(fixed, lengths)
     sec = lambda o: sum(lengths[i] for i in o) * STEP_SECONDS  # noqa: E731
-    rep = {"z_threshold": z_threshold, "enrollments": len(T), "test_side_hours": round(seconds / HOUR, 3),
-           "streams": len(X), "order_fixed": fixed, "order_shuffled": shuffled,
+    rep = {"z_threshold": z_threshold, "wait": wait, "cut": cut, "cut_frames": cut_frames, "enrollments": len(T),
+           "test_side_hours": round(seconds / HOUR, 3), "streams": len(X), "order_fixed": fixed,
+           "order_shuffled": shuffled,
            "halves": [first_half, second_half],
            "halves_hours": [round(sec(first_half) / HOUR, 3), round(sec(second_half) / HOUR, 3)]}
     runs = collections.defaultdict(list)
+    events = collections.defaultdict(list)
     cost = collections.defaultdict(lambda: collections.defaultdict(lambda: [0, 0]))
     for e, templates in enumerate(T):
         st = stats[rows[e]:rows[e + 1]]
+        new = lambda: HouseholdNegatives(templates, st, z_threshold, cut_frames=cut_frames)  # noqa: E731
         zs = [z[rows[e]:rows[e + 1]] for z in z_all]
         final = {}
         for name, order, learn in (("off", fixed, False), ("on_fixed", fixed, True), ("on_shuffled", shuffled, True)):
-            hh = HouseholdNegatives(templates, st, z_threshold)
-            w = replay(zs, X, hh, order, learn)
+            hh = new()
+            w = replay(zs, X, hh, order, learn, wait, cut, events[name])
             runs[name].append(rates([t for t, _ in w], seconds))
             runs[name + "_wakes"].append(len(w))
             final[name] = hh
         # held out: learn on one half, then score the other with the negatives frozen
         for name, learn_on, score_on in (("second_after_first", first_half, second_half),
                                          ("first_after_second", second_half, first_half)):
-            hh = HouseholdNegatives(templates, st, z_threshold)
-            replay(zs, X, hh, learn_on, True)
-            w_on = replay(zs, X, hh.frozen(), score_on, False)
-            w_off = replay(zs, X, HouseholdNegatives(templates, st, z_threshold), score_on, False)
+            hh = new()
+            replay(zs, X, hh, learn_on, True, wait, cut)
+            w_on = replay(zs, X, hh.frozen(), score_on, False, wait, cut)
+            w_off = replay(zs, X, new(), score_on, False, wait, cut)
             runs[name + "_on"].append(rates([t for t, _ in w_on], sec(score_on)))
             runs[name + "_off"].append(rates([t for t, _ in w_off], sec(score_on)))
         # the cost: the thresholds each whole replay left, against z_threshold
@@ -260,6 +337,7 @@ def measure(enrollments, mean, bank_centred, z_threshold, streams, clip_sets, me
     rep["on_fixed_threshold_rise"] = {"mean": round(float(tr.mean()), 3), "max": round(float(tr.max()), 3),
                                       "enrollments_raised": int(np.sum(tr > 0)),
                                       "negatives_kept_max": int(np.max(runs["negatives"]))}
+    rep["wake_events"] = {k: summarise_events(v) for k, v in events.items()}
     clips = {}
     for cond, d in cost.items():
         clips[cond] = {}
@@ -288,7 +366,8 @@ def table(rep, word):
     """Markdown rows for BENCHMARKS.md."""
     f = rep["false_wakes_per_hour"]
     cell = lambda k, p: f"{f[k][p]['mean']:.3f} ({f[k][p]['worst']:.3f})"  # noqa: E731
-    rows = [f"| {word} | rule off (session 6) | {cell('off', 'first_hour')} | {cell('off', 'rest')} | "
+    off = "rule off (session 6)" if not rep.get("wait") else "rule off"
+    rows = [f"| {word} | {off} | {cell('off', 'first_hour')} | {cell('off', 'rest')} | "
             f"{cell('off', 'overall')} | " + " / ".join(f"{x:.3f}" for x in f["off"]["per_hour_mean"]) + " |"]
     for k, what in (("on_fixed", "rule on, files in order"), ("on_shuffled", "rule on, streams shuffled")):
         rows.append(f"| {word} | {what} | {cell(k, 'first_hour')} | {cell(k, 'rest')} | {cell(k, 'overall')} | "
@@ -323,6 +402,15 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--shuffle-seed", type=int, default=1)
+    ap.add_argument("--wait", type=int, default=0, metavar="W",
+                    help="a wake waits for its peak up to W steps (80 ms each) past the crossing (decision_step); "
+                         "0, the default, fires at the crossing (session 7b's rule)")
+    ap.add_argument("--cut", choices=("decision", "peak"), default="decision",
+                    help="where a wake's negative ends: its decision step (the proposed rule) or, a variant, the "
+                         "step of its best z (replay_stream)")
+    ap.add_argument("--cut-frames", type=int, default=0, metavar="N",
+                    help="a variant: every negative is the last N frames (at most the ring's 24) instead of "
+                         "min(24, longest template)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: the first N enrollments only")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -348,7 +436,8 @@ def main(argv=None):
     print(f"{word}: {len(drawn)} enrollments; test side {sum(len(s) for s in streams) * STEP_SECONDS / HOUR:.3f} h "
           f"in {len(streams)} streams", flush=True)
     rep = measure([d[0] for d in drawn], mean, [H.centre(s, mean) for s in bank_segments],
-                  float(header["z_threshold"]), streams, clip_sets, [d[1] for d in drawn], a.shuffle_seed)
+                  float(header["z_threshold"]), streams, clip_sets, [d[1] for d in drawn], a.shuffle_seed,
+                  wait=a.wait, cut=a.cut, cut_frames=a.cut_frames)
     rep.update({"keyword": word, "bank": os.path.basename(a.bank), "test_side": [os.path.basename(p) for p in a.test_npz],
                 "enrolled": [d[1]["takes"] for d in drawn]})
     for t in table(rep, word):
