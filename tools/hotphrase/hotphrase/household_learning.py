@@ -397,24 +397,15 @@ def main(argv=None):
     (word, labels), = spk.items()
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    audio, passed = HE.read_clips(os.path.join(a.keywords, word), names)
     emb = HE.Embedder()
     scorers = HE.Scorers(mean, bank_segments)
     measure = lambda cuts: scorers.dtw_stats([H.centre(c, mean) for c in cuts])  # noqa: E731
-    frames, meta, households = {}, [], []
-    for lab, d, pick, own in HE.enrollment_draws(labels, passed, a.draws, a.seed):
-        for n in pick:
-            if n not in frames:
-                try:
-                    frames[n] = H.template_frames(None, None, audio[n], n, embedder=emb)[0]
-                except H.TakeError:
-                    frames[n] = None
-        if any(frames[n] is None for n in pick):
-            continue
-        learn, test = split_own(own)
-        meta.append({"speaker": int(lab), "draw": d, "takes": pick, "learn": learn, "test": test,
-                     "guests": [n for n in names if labels[n] != lab]})
-        households.append([np.asarray(frames[n], np.float32) for n in pick])
+    meta, households = [], []
+    for takes, m in HE.draw_enrollments(labels, os.path.join(a.keywords, word), a.seed, a.draws, emb):
+        learn, test = split_own(m["own"])
+        meta.append({"speaker": m["speaker"], "draw": m["draw"], "takes": m["takes"], "learn": learn, "test": test,
+                     "guests": m["guests"]})
+        households.append([np.asarray(t, np.float32) for t in takes])
     stats = measure([t for h in households for t in h])
     it = iter(stats)
     households = [[template(t, mean, *next(it), learned=False) for t in h] for h in households]

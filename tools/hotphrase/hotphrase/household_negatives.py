@@ -47,6 +47,7 @@ from . import household as H
 from .constants import STEP_SECONDS
 from .errors import HotPhraseError
 
+DOUBLE = "double"  # --cut-frames double: Household.addNegative's cut since session 8
 REFRACTORY_STEPS = 25  # 2 s of 80 ms steps (household_eval.REFRACTORY_STEPS, FusedDetector's refractorySamples)
 HOUR = 3600.0
 
@@ -58,7 +59,7 @@ class HouseholdNegatives:
     (centred frames) with the per-template thresholds they give."""
 
     def __init__(self, templates, stats, z_threshold, negatives=(), cut_frames=0):
-        self.cut_frames = int(cut_frames)
+        self.cut_frames = cut_frames if cut_frames == DOUBLE else int(cut_frames)
         self.templates = [np.asarray(t, np.float64) for t in templates]
         self.stats = list(stats)
         self.z_threshold = float(z_threshold)
@@ -69,8 +70,11 @@ class HouseholdNegatives:
 
     @property
     def window(self):
-        """Household.addNegative's cut: the last min(24, longest template) frames; or `cut_frames` (a variant,
-        at most the detector's 24-frame ring)."""
+        """Session 7b's cut: the last min(24, longest template) frames; or `cut_frames` (a variant, at most the
+        detector's 24-frame ring); or, with `cut_frames` DOUBLE, the speaker's since session 8
+        (Household.addNegative): min(24, 2 x longest template + 1)."""
+        if self.cut_frames == DOUBLE:
+            return min(H.MAX_TEMPLATE_FRAMES, 2 * max(len(t) for t in self.templates) + 1)
         if self.cut_frames:
             return min(H.MAX_TEMPLATE_FRAMES, self.cut_frames)
         return min(H.MAX_TEMPLATE_FRAMES, max(len(t) for t in self.templates))
@@ -230,29 +234,6 @@ def heard_counts(best, thresholds, cols):
     return int(np.sum((best[:, cols] >= np.asarray(thresholds)[:, None]).any(axis=0)))
 
 
-def draw_enrollments(spk_word, folder, seed, draws, embedder):
-    """household_eval.main's draws for one keyword, step for step (household_eval.enrollment_draws: the same rng
-    calls in the same order): [(raw takes, meta)] with meta's own clips and guests; a draw with a take the
-    embedding refuses is left out, as main leaves it out."""
-    from . import household_eval as HE
-    names_all = sorted(spk_word)
-    audio, passed = HE.read_clips(folder, names_all)
-    takes, out = {}, []
-    for lab, d, pick, own in HE.enrollment_draws(spk_word, passed, draws, seed):
-        for n in pick:
-            if n not in takes:
-                try:
-                    takes[n] = H.template_frames(None, None, audio[n], n, embedder=embedder)[0]
-                except H.TakeError:
-                    takes[n] = None
-        if any(takes[n] is None for n in pick):
-            continue
-        out.append(([takes[n] for n in pick],
-                    {"speaker": int(lab), "draw": d, "takes": pick, "own": own,
-                     "guests": [n for n in names_all if spk_word[n] != lab]}))
-    return out
-
-
 def halves(order, lengths):
     """The order cut in two where its first part reaches half the hours (streams stay whole)."""
     cum = np.cumsum([lengths[i] for i in order])
@@ -408,9 +389,9 @@ def main(argv=None):
     ap.add_argument("--cut", choices=("decision", "peak"), default="decision",
                     help="where a wake's negative ends: its decision step (the proposed rule) or, a variant, the "
                          "step of its best z (replay_stream)")
-    ap.add_argument("--cut-frames", type=int, default=0, metavar="N",
+    ap.add_argument("--cut-frames", type=lambda v: v if v == DOUBLE else int(v), default=0, metavar="N|double",
                     help="a variant: every negative is the last N frames (at most the ring's 24) instead of "
-                         "min(24, longest template)")
+                         "min(24, longest template); `double`, the speaker's since session 8: min(24, 2 x longest + 1)")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: the first N enrollments only")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
@@ -429,7 +410,7 @@ def main(argv=None):
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         clip_sets[name] = HE.load_clips_npz(os.path.join(folder, f"e1_eval_real_{word}.npz"), spk[word])
     emb = HE.Embedder(speex.make(None))
-    drawn = draw_enrollments(spk[word], os.path.join(a.keywords, word), a.seed, a.draws, emb)
+    drawn = HE.draw_enrollments(spk[word], os.path.join(a.keywords, word), a.seed, a.draws, emb)
     if a.limit:
         drawn = drawn[:a.limit]
     streams = HE.load_streams(a.test_npz)

@@ -226,6 +226,12 @@ class WaitForThePeak(unittest.TestCase):
         np.testing.assert_array_equal(hh.negatives[0], x[peak - 7:peak + 2])
         self.assertAlmostEqual(hh.thresholds[0], z[0, peak] + 0.5, places=5)
         self.assertEqual(N.HouseholdNegatives([self.T], [STATS], 5.9, cut_frames=40).window, 24)  # the ring
+        # the speaker's cut since session 8 (Household.addNegative): twice the longest template and one, at most 24
+        hh = N.HouseholdNegatives([self.T], [STATS], 5.9, cut_frames=N.DOUBLE)
+        self.assertEqual(hh.window, min(24, 2 * len(self.T) + 1))
+        self.assertEqual(N.replay_stream(z, x, hh, wait=2), [peak + 1])
+        self.assertAlmostEqual(hh.thresholds[0], z[0, peak] + 0.5, places=5)
+        self.assertEqual(N.HouseholdNegatives([np.zeros((12, 96))], [STATS], 5.9, cut_frames=N.DOUBLE).window, 24)
 
 class Rates(unittest.TestCase):
     def test_first_hour_rest_and_per_hour(self):
