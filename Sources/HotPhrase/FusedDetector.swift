@@ -72,6 +72,8 @@ public final class FusedDetector {
     public static let peakWaitSteps = 6
     /// The personal wake waiting for its peak: its phrase, the best z so far, steps waited.
     private var pending: (phrase: Int, z: Double, steps: Int)?
+    /// The sample of the newest embedding step (for `finish`).
+    private var lastSample = 0
     /// The last `Enrollment.maxFrames` raw frames (ring), and their copy at the latest wake, oldest first: what
     /// the speaker keeps as a household negative when that wake turns out false (docs/household.md).
     private let raw: UnsafeMutablePointer<Float>
@@ -236,6 +238,7 @@ public final class FusedDetector {
         modelPhraseScore = .infinity
         deafUntil = .min
         pending = nil
+        lastSample = 0
         rawCount = 0
         rawNext = 0
         // The latest wake's frames stay: the listener is reset (our own earcon) before the loop says that wake
@@ -260,6 +263,7 @@ public final class FusedDetector {
     /// by the most.
     private func personal(_ e: UnsafeBufferPointer<Float>, sample: Int, rate: Double, onDetection: (WakeDetection) -> Void) {
         guard e.count == dim else { return }
+        lastSample = sample
         (raw + rawNext * dim).update(from: e.baseAddress!, count: dim)
         rawNext = (rawNext + 1) % Enrollment.maxFrames
         rawCount = min(rawCount + 1, Enrollment.maxFrames)
@@ -311,6 +315,14 @@ public final class FusedDetector {
                 fire(wake.phrase, z: wake.z, sample: sample, rate: rate, onDetection: onDetection)
             }
         }
+    }
+
+    /// The input has ended (a file, not the microphone): a personal wake still waiting for its peak comes now, at
+    /// the last step heard, rather than never.
+    public func finish(onDetection: (WakeDetection) -> Void) {
+        guard let waiting = pending else { return }
+        pending = nil
+        fire(waiting.phrase, z: waiting.z, sample: lastSample, rate: Double(model.sampleRate), onDetection: onDetection)
     }
 
     /// A personal wake at `sample`, with the frames heard up to it kept for `framesAtLastWake`.

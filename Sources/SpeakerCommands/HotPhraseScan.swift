@@ -94,28 +94,33 @@ public struct HotPhraseScan: Sendable {
         // wake: the file's own times and grid throughout); its times start at zero, so `offset` is where it started.
         let step = max(1, Int((loaded.stepSeconds * Double(audio.sampleRate)).rounded()))
         var fed = 0, offset = 0, rebuild = false
+        func report(_ d: WakeDetection) {
+            count += 1
+            let time = d.time + Double(offset) / Double(audio.sampleRate)
+            if json {
+                printLine(detectionLine(time: time, score: d.score, phrase: d.phrase))
+            } else {
+                printLine(String(cFormat: "%8.2f s  ", time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
+                          + (d.personal ? " (z, enrolled voices)" : ""))
+            }
+            guard keepFalseWakes else { return }
+            members.addNegative(detector.framesAtLastWake)
+            kept += 1
+            rebuild = true
+        }
+        func save() throws {
+            do { try members.save(path: path) } catch {
+                throw CommandFailure(message: "household file \(path): cannot be saved: \(error)", exitCode: 73)
+            }
+        }
         var failure: (any Error)?
         audio.forEachFrame { frame in
-            detector.process(frame) { d in
-                count += 1
-                if keepFalseWakes { rebuild = true }
-                let time = d.time + Double(offset) / Double(audio.sampleRate)
-                if json {
-                    printLine(detectionLine(time: time, score: d.score, phrase: d.phrase))
-                } else {
-                    printLine(String(cFormat: "%8.2f s  ", time) + "\"\(d.phrase)\"" + String(cFormat: "  score %.5f", d.score)
-                              + (d.personal ? " (z, enrolled voices)" : ""))
-                }
-                if keepFalseWakes {
-                    members.addNegative(detector.framesAtLastWake)
-                    kept += 1
-                }
-            }
+            detector.process(frame) { report($0) }
             fed += frame.count
             guard rebuild, fed % step == 0 else { return true }
             rebuild = false
             do {
-                try members.save(path: path)
+                try save()
                 detector = try makeDetector(members)
             } catch {
                 failure = error
@@ -124,9 +129,10 @@ public struct HotPhraseScan: Sendable {
             offset = fed
             return true
         }
-        if let failure {
-            throw failure as? CommandFailure ?? CommandFailure(message: "household file \(path): \(failure)", exitCode: 73)
-        }
+        if let failure { throw failure }
+        // a wake still waiting for its peak when the file ends comes at its last step
+        detector.finish { report($0) }
+        if rebuild { try save() }
         if !json {
             printError("\(count) detection\(count == 1 ? "" : "s") in " + String(cFormat: "%.1f s of audio (threshold %.6f, z %.2f, ", audio.duration,
                                                                                 chosen, detector.zThreshold)

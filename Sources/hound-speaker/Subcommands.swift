@@ -27,7 +27,7 @@ struct HotPhraseCommand: AsyncParsableCommand {
             enrolled voices (docs/household.md): --json lines are {"time":seconds,"score":x,"phrase":"..."}, the score \
             the generic model's probability or, when the templates woke it, their z-score. With --keep-false-wakes \
             (and --household), every detection is kept as a household negative, as the speaker keeps a wake that heard \
-            nothing: written to the household's file and applied from the next frame on, so a recording plays one \
+            nothing: written to the household's file and applied from the next 80 ms step on, so a recording plays one \
             household's life (the file is changed; use a copy to measure).
             """)
 

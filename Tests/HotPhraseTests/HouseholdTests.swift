@@ -479,6 +479,30 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         #expect(wake.score > stop.score, "the wake reports its peak's z: \(wake.score) against \(stop.score)")
     }
 
+    /// A file that ends while a personal wake waits for its peak: `finish` gives that wake, at the last step heard,
+    /// once; without it nothing would come.
+    @Test func aWakeStillWaitingWhenTheInputEndsComesAtFinish() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = Household()
+        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "hey kitchen", bank: bank)
+        let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 16_000)
+        func detector() throws -> FusedDetector { try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1) }
+        let whole = try #require(wakes(try detector(), stream).first)
+        // cut two steps before that wake: its templates have crossed (it waited more than two steps) but not fired
+        let cut = Array(stream.prefix(Int((whole.time - 2 * model.stepSeconds) * 16_000)))
+        let early = try detector()
+        #expect(wakes(early, cut).isEmpty)
+        var finished: [WakeDetection] = []
+        early.finish { finished.append($0) }
+        #expect(finished.count == 1 && finished.first?.phrase == "hey kitchen", "\(finished)")
+        #expect((finished.first?.time ?? 99) <= Double(cut.count) / 16_000)
+        #expect(!early.framesAtLastWake.isEmpty)
+        early.finish { finished.append($0) }
+        #expect(finished.count == 1)
+    }
+
     /// A generic wake whose frames match a kept household negative (no templates: by the mean distance of the
     /// newest frames) needs 1 - (1 - threshold) / 4: at a threshold just under the first score it no longer fires
     /// there, and still does without the negative.

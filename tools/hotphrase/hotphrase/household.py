@@ -321,8 +321,8 @@ def fused_detections(times, generic, generic_threshold, personal, personal_thres
     both. `personal` is [J, N] z per template and `personal_thresholds` [J] (thresholds may differ per template
     after household negatives). A personal wake waits for its peak (FusedDetector.peakWaitSteps): from the step
     its templates first reach their thresholds it fires at the first later step whose best z does not rise, or
-    `wait` steps on, whichever is first (wait 0: at once); a generic wake meanwhile is the wake. Returns the times
-    of the detections."""
+    `wait` steps on, whichever is first (wait 0: at once), or at the last step if the input ends first; a generic
+    wake meanwhile is the wake. Returns the times of the detections."""
     z = np.asarray(personal)
     hits = (z >= np.asarray(personal_thresholds)[:, None]).any(axis=0)
     best = z.max(axis=0)
@@ -350,4 +350,7 @@ def fused_detections(times, generic, generic_threshold, personal, personal_thres
             else:
                 out.append(float(t))
                 last = t
+    if pending is not None:
+        # the input ended while it waited (FusedDetector.finish): the wake comes at the last step
+        out.append(float(times[-1]))
     return out

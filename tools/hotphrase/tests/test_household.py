@@ -219,6 +219,8 @@ class Decision(unittest.TestCase):
         self.assertEqual(at[5], [times[6]])
         self.assertGreaterEqual(H.PEAK_WAIT_STEPS, 3)
         self.assertEqual(H.fused_detections(times, None, None, z, [4.0]), [times[6]])
+        # the input ends while it waits: the wake comes at the last step
+        self.assertEqual(H.fused_detections(times[:5], None, None, z[:, :5], [4.0], wait=3), [times[4]])
         # a generic wake while it waits is the wake (at its own step), and the refractory period runs from it
         generic = np.zeros(12)
         generic[4] = 0.9
