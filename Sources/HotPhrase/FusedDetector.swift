@@ -45,23 +45,26 @@ public final class FusedDetector {
     }
 
     private let phrases: [PhraseState]
-    /// The index of the model's phrase among `phrases`, if the household enrolled it.
-    private let modelPhrase: Int?
     /// The bank's mean (not the bank: its frames are only for measuring templates).
     private let mean: UnsafeMutablePointer<Float>
     private let dim: Int
     /// The newest frame, normalised.
     private let frame: UnsafeMutablePointer<Float>
-    /// The last `window` normalised frames (ring) and the negatives, normalised, for the generic wake rule.
-    private let window: Int
-    private let recent: UnsafeMutablePointer<Float>
-    private var recentNext = 0
-    private var recentCount = 0
-    private let negatives: [[Float]]
-    /// Per negative: the best DTW score of the model phrase's templates over it (empty without templates).
-    private let negativeScores: [Float]
-    /// The best DTW score of the model phrase's templates on the newest frame.
-    private var modelPhraseScore = Float.infinity
+    /// The household negatives heard as sounds, for the generic wake rule: each one's frames run as a template
+    /// over the stream (subsequence DTW, z against the bank as a take's), so that the same sound is found again on
+    /// any offset of the step grid and however the phrase's templates score it.
+    private struct NegativeState {
+        let dtw: SubsequenceDTW
+        let mu: Double
+        let sd: Double
+    }
+    private let negatives: [NegativeState]
+    /// Until this sample a generic wake is near a negative: one was heard (its z reached `zThreshold`) within
+    /// the last `negativeSteps` steps.
+    private var nearNegativeUntil = Int.min
+    private let nearNegativeSamples: Int
+    /// A negative heard within this many steps of a generic wake makes the wake a sound like it.
+    static let negativeSteps = 3
     private let refractorySamples: Int
     private var deafUntil = Int.min
     /// A personal wake waits for its match's peak, at most this many embedding steps (80 ms each) after its
@@ -101,8 +104,8 @@ public final class FusedDetector {
             let templates: [Template]
         }
         let phrases: [Phrase]
-        let negatives: [[Float]]
-        let negativeScores: [Float]
+        /// Each household negative's frames, normalised, with its mu and sd against the bank.
+        let negatives: [(frames: [Float], mu: Double, sd: Double)]
         let mean: [Float]
         let dim: Int
         let zThreshold: Double
@@ -122,7 +125,6 @@ public final class FusedDetector {
             try household.check(dim: bank.dim)
             let normalisedNegatives = household.negatives.map { bank.normalised($0.embeddings) }
             var phrases: [Phrase] = []
-            var modelPhraseTemplates: [SubsequenceDTW] = []
             for p in household.phrases where !p.templates.isEmpty {
                 var templates: [Template] = []
                 let isModelPhrase = Household.same(p.text, model.phrase)
@@ -135,15 +137,15 @@ public final class FusedDetector {
                         floor = max(floor, Household.z(score: end, mu: t.mu, sd: t.sd) + 0.5)
                     }
                     templates.append(Template(frames: frames, mu: t.mu, sd: t.sd, negativeFloor: floor))
-                    if isModelPhrase && !phrases.contains(where: \.isModelPhrase) { modelPhraseTemplates.append(dtw) }
                 }
                 phrases.append(Phrase(text: p.text, isModelPhrase: isModelPhrase, isStop: Household.isStopPhrase(p.text),
                                       templates: templates))
             }
             self.phrases = phrases
-            negatives = normalisedNegatives
-            negativeScores = modelPhraseTemplates.isEmpty ? [] : normalisedNegatives.map { n in
-                modelPhraseTemplates.map { FusedDetector.run($0, over: n, dim: bank.dim) }.min() ?? .infinity
+            // heard as sounds: those of at least a template's shortest length (fewer frames match almost anything)
+            negatives = try zip(household.negatives, normalisedNegatives).filter { $0.0.embeddings.count >= Enrollment.minFrames }.map { n, frames in
+                let (mu, sd) = try bank.measure(template: n.embeddings)
+                return (frames, mu, sd)
             }
             mean = bank.mean
             dim = bank.dim
@@ -171,27 +173,22 @@ public final class FusedDetector {
                 TemplateState(dtw: SubsequenceDTW(template: t.frames, dim: plan.dim), mu: t.mu, sd: t.sd, negativeFloor: t.negativeFloor)
             })
         }
-        modelPhrase = phrases.firstIndex(where: \.isModelPhrase)
-        negatives = plan.negatives
-        negativeScores = plan.negativeScores
-        window = max(1, plan.negatives.map { $0.count / plan.dim }.max() ?? 1)
+        negatives = plan.negatives.map { n in NegativeState(dtw: SubsequenceDTW(template: n.frames, dim: plan.dim), mu: n.mu, sd: n.sd) }
         frame = .allocate(capacity: dim)
         frame.initialize(repeating: 0, count: dim)
         mean = .allocate(capacity: dim)
         mean.initialize(from: plan.mean, count: dim)
-        recent = .allocate(capacity: window * dim)
-        recent.initialize(repeating: 0, count: window * dim)
         raw = .allocate(capacity: Enrollment.maxFrames * dim)
         raw.initialize(repeating: 0, count: Enrollment.maxFrames * dim)
         wakeRaw = .allocate(capacity: Enrollment.maxFrames * dim)
         wakeRaw.initialize(repeating: 0, count: Enrollment.maxFrames * dim)
         let steps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
         refractorySamples = Int((Double(steps) * model.stepSeconds * Double(model.sampleRate)).rounded())
+        nearNegativeSamples = Int((Double(Self.negativeSteps) * model.stepSeconds * Double(model.sampleRate)).rounded())
     }
 
     deinit {
         frame.deallocate()
-        recent.deallocate()
         mean.deallocate()
         raw.deallocate()
         wakeRaw.deallocate()
@@ -233,9 +230,8 @@ public final class FusedDetector {
     public func reset() {
         generic.reset()
         for p in phrases { for t in p.templates { t.dtw.reset() } }
-        recentCount = 0
-        recentNext = 0
-        modelPhraseScore = .infinity
+        for n in negatives { n.dtw.reset() }
+        nearNegativeUntil = .min
         deafUntil = .min
         pending = nil
         lastSample = 0
@@ -252,8 +248,11 @@ public final class FusedDetector {
             personal(e, sample: sample, rate: rate, onDetection: onDetection)
         }, onDetection: { d in
             let sample = Int((d.time * rate).rounded())
-            guard sample >= deafUntil, !nearNegative(score: d.score) else { return }
+            guard sample >= deafUntil else { return }
             deafUntil = sample + refractorySamples
+            // A sound like a kept false wake is swallowed whole: deaf for the refractory period, as after a wake,
+            // so the steps after it, where the sound goes on, do not wake the speaker either.
+            guard !nearNegative(score: d.score, sample: sample) else { return }
             keepWakeFrames(model.phrase)
             onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false, stop: false))
         })
@@ -269,23 +268,19 @@ public final class FusedDetector {
         rawCount = min(rawCount + 1, Enrollment.maxFrames)
         guard !phrases.isEmpty || !negatives.isEmpty else { return }
         NegativeBank.normalise(e.baseAddress!, mean: mean, into: frame, dim: dim)
-        if !negatives.isEmpty {
-            (recent + recentNext * dim).update(from: frame, count: dim)
-            recentNext = (recentNext + 1) % window
-            recentCount = min(recentCount + 1, window)
+        for n in negatives where Household.z(score: n.dtw.push(frame), mu: n.mu, sd: n.sd) >= zThreshold {
+            nearNegativeUntil = sample + nearNegativeSamples
         }
         var wake: (phrase: Int, z: Double, margin: Double)?
         var pendingZ = -Double.infinity
         for (p, phrase) in phrases.enumerated() {
-            var best = -Double.infinity, margin = -Double.infinity, lowest = Float.infinity
+            var best = -Double.infinity, margin = -Double.infinity
             for t in phrase.templates {
                 let s = t.dtw.push(frame)
-                lowest = min(lowest, s)
                 let z = Household.z(score: s, mu: t.mu, sd: t.sd)
                 best = max(best, z)
                 margin = max(margin, z - max(zThreshold, t.negativeFloor))
             }
-            if phrase.isModelPhrase { modelPhraseScore = lowest }
             if p == pending?.phrase { pendingZ = best }
             if phrase.isStop && !stopArmed { continue }
             if margin >= 0, margin > wake?.margin ?? -.infinity { wake = (p, best, margin) }
@@ -332,28 +327,9 @@ public final class FusedDetector {
         onDetection(WakeDetection(time: Double(sample) / rate, score: z, phrase: phrases[phrase].text, personal: true, stop: false))
     }
 
-    /// Whether a generic wake with `score` lies where a household negative was heard and does not reach the
-    /// stricter threshold there (1 - (1 - threshold) / 4).
-    private func nearNegative(score: Double) -> Bool {
-        guard !negatives.isEmpty, score <= 1 - (1 - threshold) / 4 else { return false }
-        if modelPhrase != nil {
-            // the window's best-template score against each negative's
-            return negativeScores.contains { abs($0 - modelPhraseScore) <= 0.05 }
-        }
-        // without templates: the newest frames' mean distance to a negative's frames, aligned at the end
-        for n in negatives {
-            let count = min(n.count / dim, recentCount)
-            guard count > 0 else { continue }
-            var sum: Float = 0
-            n.withUnsafeBufferPointer { nb in
-                for j in 0..<count {
-                    let ring = ((recentNext - 1 - j) % window + window) % window
-                    let negative = nb.baseAddress! + (n.count / dim - 1 - j) * dim
-                    sum += 1 - dot(recent + ring * dim, negative, dim)
-                }
-            }
-            if sum / Float(count) <= 0.05 { return true }
-        }
-        return false
+    /// Whether a generic wake with `score` at `sample` is a sound like a kept household negative (one was heard
+    /// within the last `negativeSteps` steps) and does not reach the stricter threshold there (1 - (1 - threshold) / 4).
+    private func nearNegative(score: Double, sample: Int) -> Bool {
+        !negatives.isEmpty && score <= 1 - (1 - threshold) / 4 && sample <= nearNegativeUntil
     }
 }
