@@ -3,7 +3,7 @@ thresholds: how often a model would wake in a home where people only talk.
 
   python -m hotphrase.real_wakes MODEL --swift-bin BIN [--threshold T ...] [--set NAME=DIR ...]
                                  [--real-speech all|eval|train|none] [--json FILE]
-                                 [--household DIR [--bank FILE] [--keep-false-wakes]] [--repeat N]
+                                 [--household DIR [--bank FILE] [--keep-false-wakes [--keep-in DIR2]]] [--repeat N]
 
 Each set's recordings (16 kHz mono WAV or FLAC, found recursively under DIR and sorted by path) are joined into one
 long recording with 0.5 s of silence between them, so that a wake cannot straddle two speakers without the
@@ -20,7 +20,9 @@ docs/household.md): the generic model at each --threshold, the enrolled template
 the configured sensitivity; every detection, whichever of the two woke it, is a false wake. With
 `--keep-false-wakes` the household lives through the sets, in the order given, keeping every wake as a household
 negative as the speaker keeps a false wake (`hotphrase --keep-false-wakes`): each threshold starts from a copy of
-DIR's household.json (DIR is not changed), and the report gives the negatives it kept. Every wake counts as one
+DIR's household.json (DIR is not changed; with `--keep-in DIR2` the copies are DIR2/household-I, I the threshold's
+index, and stay there for what follows, such as whether the household's own phrase still wakes it), and the report
+gives the negatives it kept. Every wake counts as one
 that heard nothing: on a real speaker a wake followed by talk is answered instead and keeps nothing, so this is
 the most the rule can do.
 
@@ -150,6 +152,7 @@ def main(argv=None):
     ap.add_argument("--bank", metavar="FILE", help="the negative bank, with --household (default: the installed one)")
     ap.add_argument("--keep-false-wakes", action="store_true",
                     help="with --household: keep every wake as a household negative, set after set (a copy of DIR's file)")
+    ap.add_argument("--keep-in", metavar="DIR2", help="with --keep-false-wakes: keep the households' copies in DIR2/household-I")
     ap.add_argument("--repeat", type=int, default=1, metavar="N",
                     help="play each set N times over and count each pass's wakes (default 1)")
     a = ap.parse_args(argv)
@@ -157,6 +160,8 @@ def main(argv=None):
         raise HotPhraseError(a.bank or "--keep-false-wakes", "it is for the household's detector: give --household too")
     if a.household:
         household_file(a.household)
+    if a.keep_in and not a.keep_false_wakes:
+        raise HotPhraseError(a.keep_in, "--keep-in is for --keep-false-wakes")
     if a.repeat < 1:
         raise HotPhraseError(str(a.repeat), "--repeat wants 1 or more")
     thresholds = sorted(a.threshold or [0.99, 0.995, 0.999])
@@ -173,7 +178,7 @@ def main(argv=None):
         households = {t: a.household for t in thresholds}
         if a.keep_false_wakes:
             for i, t in enumerate(thresholds):
-                households[t] = os.path.join(tmp, f"household-{i}")
+                households[t] = os.path.join(a.keep_in or tmp, f"household-{i}")
                 os.makedirs(households[t])
                 shutil.copy2(household_file(a.household), households[t])
         for name, paths in sets.items():

@@ -68,6 +68,10 @@ class Household(unittest.TestCase):
                 R.hotphrase_command("bin", "m.hpm", "a.wav", 0.626, None, bank, keep)
             self.assertIn("--household", str(e.exception))
         self.assertEqual(R.main(["m.hpm", "--swift-bin", "bin", "--real-speech", "none", "--keep-false-wakes"]), 1)
+        with tempfile.TemporaryDirectory() as d:
+            open(os.path.join(d, "household.json"), "w").close()
+            self.assertEqual(R.main(["m.hpm", "--swift-bin", "bin", "--real-speech", "none", "--household", d,
+                                     "--keep-in", os.path.join(d, "k")]), 1)   # --keep-in without --keep-false-wakes
 
     def test_a_folder_without_household_json_is_named(self):
         with tempfile.TemporaryDirectory() as d:
@@ -159,6 +163,12 @@ class ThroughTheSwiftDetector(unittest.TestCase):
                 report = json.load(f)
             with open(os.path.join(home, "household.json"), "rb") as f:
                 self.assertEqual(f.read(), before)
+            # --keep-in: the copy the life left stays, with its one negative
+            kept = os.path.join(d, "kept")
+            self.assertEqual(R.main([MODEL, "--swift-bin", binary(), "--real-speech", "none", "--set",
+                                     f"demo={d}/set", "--threshold", "0.99", "--household", home, "--bank", BANK,
+                                     "--keep-false-wakes", "--keep-in", kept]), 0)
+            self.assertEqual(R.negatives_in(os.path.join(kept, "household-0")), 1)
         self.assertEqual(report["sets"]["demo"]["false_wakes"], {"0.99": 1})
         self.assertEqual(report["negatives_kept"], {"0.99": 1})
         self.assertTrue(report["keep_false_wakes"])
