@@ -65,6 +65,11 @@ public final class FusedDetector {
     private let nearNegativeSamples: Int
     /// A negative heard within this many steps of a generic wake makes the wake a sound like it.
     static let negativeSteps = 3
+    /// Per household negative: the best DTW score of the model phrase's templates over it (empty without them),
+    /// and theirs on the newest frame: a generic wake the phrase's templates score like a kept false wake is one
+    /// like it too (a sound the phrase's templates hear as much, not only the same sound).
+    private let negativeScores: [Float]
+    private var modelPhraseScore = Float.infinity
     private let refractorySamples: Int
     private var deafUntil = Int.min
     /// A personal wake waits for its match's peak, at most this many embedding steps (80 ms each) after its
@@ -106,6 +111,7 @@ public final class FusedDetector {
         let phrases: [Phrase]
         /// Each household negative's frames, normalised, with its mu and sd against the bank.
         let negatives: [(frames: [Float], mu: Double, sd: Double)]
+        let negativeScores: [Float]
         let mean: [Float]
         let dim: Int
         let zThreshold: Double
@@ -125,6 +131,7 @@ public final class FusedDetector {
             try household.check(dim: bank.dim)
             let normalisedNegatives = household.negatives.map { bank.normalised($0.embeddings) }
             var phrases: [Phrase] = []
+            var modelPhraseTemplates: [SubsequenceDTW] = []
             for p in household.phrases where !p.templates.isEmpty {
                 var templates: [Template] = []
                 let isModelPhrase = Household.same(p.text, model.phrase)
@@ -137,11 +144,15 @@ public final class FusedDetector {
                         floor = max(floor, Household.z(score: end, mu: t.mu, sd: t.sd) + 0.5)
                     }
                     templates.append(Template(frames: frames, mu: t.mu, sd: t.sd, negativeFloor: floor))
+                    if isModelPhrase && !phrases.contains(where: \.isModelPhrase) { modelPhraseTemplates.append(dtw) }
                 }
                 phrases.append(Phrase(text: p.text, isModelPhrase: isModelPhrase, isStop: Household.isStopPhrase(p.text),
                                       templates: templates))
             }
             self.phrases = phrases
+            negativeScores = modelPhraseTemplates.isEmpty ? [] : normalisedNegatives.map { n in
+                modelPhraseTemplates.map { FusedDetector.run($0, over: n, dim: bank.dim) }.min() ?? .infinity
+            }
             // heard as sounds: those of at least a template's shortest length (fewer frames match almost anything)
             negatives = try zip(household.negatives, normalisedNegatives).filter { $0.0.embeddings.count >= Enrollment.minFrames }.map { n, frames in
                 let (mu, sd) = try bank.measure(template: n.embeddings)
@@ -174,6 +185,7 @@ public final class FusedDetector {
             })
         }
         negatives = plan.negatives.map { n in NegativeState(dtw: SubsequenceDTW(template: n.frames, dim: plan.dim), mu: n.mu, sd: n.sd) }
+        negativeScores = plan.negativeScores
         frame = .allocate(capacity: dim)
         frame.initialize(repeating: 0, count: dim)
         mean = .allocate(capacity: dim)
@@ -232,6 +244,7 @@ public final class FusedDetector {
         for p in phrases { for t in p.templates { t.dtw.reset() } }
         for n in negatives { n.dtw.reset() }
         nearNegativeUntil = .min
+        modelPhraseScore = .infinity
         deafUntil = .min
         pending = nil
         lastSample = 0
@@ -274,13 +287,15 @@ public final class FusedDetector {
         var wake: (phrase: Int, z: Double, margin: Double)?
         var pendingZ = -Double.infinity
         for (p, phrase) in phrases.enumerated() {
-            var best = -Double.infinity, margin = -Double.infinity
+            var best = -Double.infinity, margin = -Double.infinity, lowest = Float.infinity
             for t in phrase.templates {
                 let s = t.dtw.push(frame)
                 let z = Household.z(score: s, mu: t.mu, sd: t.sd)
+                lowest = min(lowest, s)
                 best = max(best, z)
                 margin = max(margin, z - max(zThreshold, t.negativeFloor))
             }
+            if phrase.isModelPhrase { modelPhraseScore = lowest }
             if p == pending?.phrase { pendingZ = best }
             if phrase.isStop && !stopArmed { continue }
             if margin >= 0, margin > wake?.margin ?? -.infinity { wake = (p, best, margin) }
@@ -327,9 +342,11 @@ public final class FusedDetector {
         onDetection(WakeDetection(time: Double(sample) / rate, score: z, phrase: phrases[phrase].text, personal: true, stop: false))
     }
 
-    /// Whether a generic wake with `score` at `sample` is a sound like a kept household negative (one was heard
-    /// within the last `negativeSteps` steps) and does not reach the stricter threshold there (1 - (1 - threshold) / 4).
+    /// Whether a generic wake with `score` at `sample` is like a kept household negative and does not reach the
+    /// stricter threshold there (1 - (1 - threshold) / 4): a negative was heard as a sound within the last
+    /// `negativeSteps` steps, or the model phrase's templates score this step within 0.05 of a negative.
     private func nearNegative(score: Double, sample: Int) -> Bool {
-        !negatives.isEmpty && score <= 1 - (1 - threshold) / 4 && sample <= nearNegativeUntil
+        guard score <= 1 - (1 - threshold) / 4 else { return false }
+        return sample <= nearNegativeUntil || negativeScores.contains { abs($0 - modelPhraseScore) <= 0.05 }
     }
 }
