@@ -24,6 +24,13 @@ enum HouseholdFixtures {
         return quiet + (try AudioFile.readMono(path: path).samples) + quiet
     }
 
+    /// A household whose one take is espeak-ng's "hey kitchen", enrolled as `phrase`.
+    static func kitchen(_ phrase: String, model: HotPhraseModel, bank: NegativeBank) throws -> Household {
+        var household = Household()
+        try household.add(try Enrollment.take(try say("hey kitchen"), model: model), phrase: phrase, bank: bank)
+        return household
+    }
+
     /// Every embedding frame of `samples` from reset.
     static func frames(_ samples: [Int16], model: HotPhraseModel) -> [[Float]] {
         let detector = HotPhraseDetector(model: model)
@@ -434,8 +441,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         let model = try EmbeddingFixtures.model()
         let (bank, bankPath) = try HouseholdFixtures.bank()
         defer { try? FileManager.default.removeItem(atPath: bankPath) }
-        var household = Household()
-        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "Test", bank: bank)
+        let household = try HouseholdFixtures.kitchen("Test", model: model, bank: bank)
         let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 64_000)
 
         let personal = wakes(try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1), stream)
@@ -485,8 +491,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         let model = try EmbeddingFixtures.model()
         let (bank, bankPath) = try HouseholdFixtures.bank()
         defer { try? FileManager.default.removeItem(atPath: bankPath) }
-        var household = Household()
-        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "hey kitchen", bank: bank)
+        let household = try HouseholdFixtures.kitchen("hey kitchen", model: model, bank: bank)
         let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 16_000)
         func detector() throws -> FusedDetector { try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1) }
         let whole = try #require(wakes(try detector(), stream).first)
@@ -512,8 +517,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         let model = try EmbeddingFixtures.model()
         let (bank, bankPath) = try HouseholdFixtures.bank()
         defer { try? FileManager.default.removeItem(atPath: bankPath) }
-        var household = Household()
-        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "Test", bank: bank)
+        var household = try HouseholdFixtures.kitchen("Test", model: model, bank: bank)
         let stream = try HouseholdFixtures.say("what time is it") + [Int16](repeating: 0, count: 16_000)
         let probe = HotPhraseDetector(model: model, threshold: 0)
         var first: HotPhraseDetection?
@@ -553,8 +557,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         let model = try EmbeddingFixtures.model()
         let (bank, bankPath) = try HouseholdFixtures.bank()
         defer { try? FileManager.default.removeItem(atPath: bankPath) }
-        var household = Household()
-        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: model), phrase: "Test", bank: bank)
+        var household = try HouseholdFixtures.kitchen("Test", model: model, bank: bank)
         let sound = try HouseholdFixtures.say("what time is it") + [Int16](repeating: 0, count: 16_000)
         let streams = [0, 160, 320, 640, 960].map { [Int16](repeating: 0, count: $0) + sound }
         func firstScore(_ stream: [Int16]) -> Double {
