@@ -72,6 +72,9 @@ public final class FusedDetector {
     private var modelPhraseScore = Float.infinity
     private let refractorySamples: Int
     private var deafUntil = Int.min
+    /// Until this sample the generic model is deaf: it heard a sound like a kept negative, and the rest of that
+    /// sound must not wake the speaker either. The templates are not: a wake of theirs waiting for its peak stays.
+    private var genericDeafUntil = Int.min
     /// A personal wake waits for its match's peak, at most this many embedding steps (80 ms each) after its
     /// templates first reach their threshold: the z of a match keeps rising for a step or more after it first
     /// crosses, and the frames kept for a false wake must hold the peak, or the same sound heard again reaches a
@@ -246,6 +249,7 @@ public final class FusedDetector {
         nearNegativeUntil = .min
         modelPhraseScore = .infinity
         deafUntil = .min
+        genericDeafUntil = .min
         pending = nil
         lastSample = 0
         rawCount = 0
@@ -261,11 +265,14 @@ public final class FusedDetector {
             personal(e, sample: sample, rate: rate, onDetection: onDetection)
         }, onDetection: { d in
             let sample = Int((d.time * rate).rounded())
-            guard sample >= deafUntil else { return }
+            guard sample >= deafUntil, sample >= genericDeafUntil else { return }
+            // A sound like a kept false wake is swallowed whole: the generic model is deaf for the refractory
+            // period, as after a wake, so the steps after it, where the sound goes on, do not wake the speaker.
+            guard !nearNegative(score: d.score, sample: sample) else {
+                genericDeafUntil = sample + refractorySamples
+                return
+            }
             deafUntil = sample + refractorySamples
-            // A sound like a kept false wake is swallowed whole: deaf for the refractory period, as after a wake,
-            // so the steps after it, where the sound goes on, do not wake the speaker either.
-            guard !nearNegative(score: d.score, sample: sample) else { return }
             keepWakeFrames(model.phrase)
             onDetection(WakeDetection(time: d.time, score: d.score, phrase: model.phrase, personal: false, stop: false))
         })

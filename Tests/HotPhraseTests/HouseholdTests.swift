@@ -549,6 +549,32 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         #expect(heard.contains { $0.time == otherWake.time && !$0.personal }, "\(heard) against \(otherWake)")
     }
 
+    /// A generic wake swallowed as like a kept negative leaves a wake of the templates that is waiting for its peak
+    /// alone: the household's own phrase still wakes the speaker, by its templates, at their peak.
+    @Test func aSwallowedGenericWakeDoesNotTakeTheTemplatesWakeWithIt() throws {
+        let model = try EmbeddingFixtures.model()
+        let (bank, bankPath) = try HouseholdFixtures.bank()
+        defer { try? FileManager.default.removeItem(atPath: bankPath) }
+        var household = try HouseholdFixtures.kitchen("Test", model: model, bank: bank)
+        let stream = try HouseholdFixtures.say("hey kitchen", voice: "en-gb", speed: 160) + [Int16](repeating: 0, count: 64_000)
+        // the generic model at 0 fires on its first score (2.022 s), while the templates' wake (from 1.622 s) waits
+        func run(_ samples: [Int16]) throws -> (wakes: [WakeDetection], kept: [[Float]]) {
+            let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 0, zThreshold: 1)
+            return (wakes(detector, samples), detector.framesAtLastWake)
+        }
+        // up to just after the first wake, whose frames are the negative
+        let before = try run(Array(stream.prefix(Int(2.1 * 16_000))))
+        #expect(before.wakes.first.map { !$0.personal && $0.time == 2.022 } == true, "\(before.wakes)")
+        // only its last 5 frames: heard as a sound there, and too short for the 11-frame template's path (which needs
+        // at least 6), so the template's threshold stays where it was
+        household.addNegative(Array(before.kept.suffix(5)))
+        #expect(before.wakes.count == 1 && household.negatives.first?.embeddings.count == 5)
+        let after = try run(stream).wakes
+        #expect(!after.contains { !$0.personal && $0.time == 2.022 }, "the generic wake is swallowed: \(after)")
+        let personal = try #require(after.first, "\(after)")
+        #expect(personal.personal && personal.phrase == "Test" && personal.time > 2.022, "\(after)")
+    }
+
     /// A kept generic wake is heard again as a sound on any offset of the 80 ms step grid (a television's rerun):
     /// the frames the detector kept at the wake, kept as the speaker keeps a false wake, silence the same sound
     /// shifted by 0-60 ms, for its refractory period (the steps after it, where the sound goes on, too); without
