@@ -314,43 +314,41 @@ def personal_z(templates, stats, frames):
 PEAK_WAIT_STEPS = 6  # FusedDetector.peakWaitSteps: a personal wake waits for its match's peak, at most this many steps
 
 
+def decision_step(best, i, wait):
+    """The step a personal wake pending since step i fires at (FusedDetector.peakWaitSteps): with `wait` W
+    > 0, at each following step j the wake waits on while `best` (the phrase's z, the max over its templates) is
+    still rising and j - i < W, and fires at the first j where either fails: one step past the peak, or at i + W.
+    W = 0 fires at i (the rule before session 8). A stream that ends while waiting fires at its last step (its
+    frames end there)."""
+    if wait <= 0:
+        return i
+    peak, j = best[i], i + 1
+    while j < len(best):
+        if not (best[j] > peak and j - i < wait):
+            return j
+        peak = best[j]
+        j += 1
+    return len(best) - 1
+
+
 def fused_detections(times, generic, generic_threshold, personal, personal_thresholds,
                      refractory=REFRACTORY_SECONDS, wait=PEAK_WAIT_STEPS):
     """The fused rule: a step wakes when the generic score reaches its threshold or the personal z reaches its
     own (the model's phrase; pass generic=None for a phrase of the owner's choosing); one refractory period for
     both. `personal` is [J, N] z per template and `personal_thresholds` [J] (thresholds may differ per template
-    after household negatives). A personal wake waits for its peak (FusedDetector.peakWaitSteps): from the step
-    its templates first reach their thresholds it fires at the first later step whose best z does not rise, or
-    `wait` steps on, whichever is first (wait 0: at once), or at the last step if the input ends first; a generic
-    wake meanwhile is the wake. Returns the times of the detections."""
+    after household negatives). A personal wake waits for its peak (decision_step); a generic wake meanwhile is
+    the wake. Returns the times of the detections."""
     z = np.asarray(personal)
     hits = (z >= np.asarray(personal_thresholds)[:, None]).any(axis=0)
     best = z.max(axis=0)
     generic_hits = np.zeros(len(hits), bool) if generic is None else np.asarray(generic) >= generic_threshold
-    out, last, pending = [], -np.inf, None  # pending: [best z so far, steps waited]
-    for i, t in enumerate(times):
-        if t - last < refractory:
-            pending = None
-            continue
-        if generic_hits[i]:
-            # a wake at this step either way: the one that waited, or the generic model's
-            out.append(float(t))
-            last, pending = t, None
-            continue
-        if pending is not None:
-            pending[1] += 1
-            if best[i] > pending[0] and pending[1] < wait:
-                pending[0] = best[i]
-                continue
-            out.append(float(t))
-            last, pending = t, None
-        elif hits[i]:
-            if wait > 0:
-                pending = [best[i], 0]
-            else:
-                out.append(float(t))
-                last = t
-    if pending is not None:
-        # the input ended while it waited (FusedDetector.finish): the wake comes at the last step
-        out.append(float(times[-1]))
+    out, last, i = [], -np.inf, 0
+    while i < len(times):
+        if times[i] - last >= refractory and (generic_hits[i] or hits[i]):
+            t = i if generic_hits[i] else decision_step(best, i, wait)
+            # a generic wake while the personal one waits is the wake
+            t = next((k for k in range(i + 1, t + 1) if generic_hits[k]), t)
+            out.append(float(times[t]))
+            last, i = times[t], t
+        i += 1
     return out

@@ -93,23 +93,6 @@ class HouseholdNegatives:
         return HouseholdNegatives(self.templates, self.stats, self.z_threshold, self.negatives, self.cut_frames)
 
 
-def decision_step(best, i, wait):
-    """The step a wake pending since step i fires at (issue #37, session 8: waiting for the peak): with `wait` W
-    > 0, at each following step j the wake waits on while `best` (the phrase's z, the max over its templates) is
-    still rising and j - i < W, and fires at the first j where either fails: one step past the peak, or at i + W.
-    W = 0 fires at i (the rule before session 8). A stream that ends while waiting fires at its last step (its
-    frames end there)."""
-    if wait <= 0:
-        return i
-    peak, j = best[i], i + 1
-    while j < len(best):
-        if not (best[j] > peak and j - i < wait):
-            return j
-        peak = best[j]
-        j += 1
-    return len(best) - 1
-
-
 def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS, wait=0, cut="decision",
                   events=None):
     """One stream (from reset) through the rule: z [J, N] per template, frames [N, 96] centred. Returns the steps
@@ -128,7 +111,7 @@ def replay_stream(z, frames, household, learn=True, refractory=REFRACTORY_STEPS,
         if not len(hit):
             break
         i = pos + int(hit[0])
-        t = decision_step(best, i, wait)
+        t = H.decision_step(best, i, wait)
         wakes.append(t)
         if learn:
             e = i + int(np.argmax(best[i:t + 1])) if cut == "peak" else t
@@ -145,7 +128,7 @@ def wake_event(z, best, i, t, thresholds=None):
     step it fired and up to the match's peak (the first step where the best z stops rising, however long that
     takes), and, given the thresholds its negative left, whether an exact repeat of the sound (the same z series
     from the crossing to that peak) would still wake."""
-    p = decision_step(best, i, len(best))
+    p = H.decision_step(best, i, len(best))
     p = i + int(np.argmax(best[i:p + 1]))
     ev = {"waited": int(t - i), "gain_at_fire": float(best[i:t + 1].max() - best[i]),
           "to_peak": int(p - i), "gain_to_peak": float(best[p] - best[i])}
