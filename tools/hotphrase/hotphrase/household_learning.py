@@ -135,18 +135,21 @@ def z_rows(templates, frames):
     return np.where(np.isfinite(z), z, -np.inf)
 
 
-def first_wake(templates, raw, mean, z_threshold):
+def first_wake(templates, raw, mean, z_threshold, wait=0):
     """FusedDetector's personal path over one clip from reset: the raw frames kept at its first wake (the last
-    WAKE_FRAMES up to and including the first frame where a template's z reaches the threshold), or None."""
+    WAKE_FRAMES up to and including the frame the wake fires on), or None. The wake is pending from the first
+    frame where a template's z reaches the threshold and fires where household.decision_step says: there with
+    `wait` 0 (the rule session 7 measured), one frame past the peak of the phrase's z or `wait` frames on
+    otherwise (the speaker's since session 8, FusedDetector.peakWaitSteps = household.PEAK_WAIT_STEPS)."""
     z = z_rows(templates, H.centre(raw, mean)).max(axis=0)
     hit = np.flatnonzero(z >= z_threshold)
     if not len(hit):
         return None
-    k = int(hit[0])
+    k = H.decision_step(z, int(hit[0]), wait)
     return np.asarray(raw)[max(0, k + 1 - WAKE_FRAMES):k + 1]
 
 
-def learn_half(households, learn_clips, mean, z_threshold, measure, through_takes=False):
+def learn_half(households, learn_clips, mean, z_threshold, measure, through_takes=False, wait=0):
     """Streams every household's learn clips in order (households: one list of templates per enrollment;
     learn_clips: one list of raw clips per enrollment, already rendered) through first_wake and learn_cut; every
     wake is answered. Clip j of every household is done in one round, whose new templates are measured together
@@ -164,7 +167,7 @@ def learn_half(households, learn_clips, mean, z_threshold, measure, through_take
         for e, clips in enumerate(learn_clips):
             if j >= len(clips):
                 continue
-            frames = first_wake(households[e], clips[j], mean, z_threshold)
+            frames = first_wake(households[e], clips[j], mean, z_threshold, wait)
             if frames is None:
                 outcomes[e].append("missed")
                 continue
@@ -281,6 +284,11 @@ def median_frames(counter):
     return n[len(n) // 2] if n else None
 
 
+def waited(report):
+    """A table label's tail for a report whose wakes waited for their peak (--wait)."""
+    return f", the wake waiting {report['wait']} steps" if report.get("wait", 0) else ""
+
+
 def tables(reports):
     """BENCHMARKS.md's tables (issue #37, part 2, session 7) from the --json reports, as markdown: those run at the
     bank's z first, then (a fourth table) those run with --z."""
@@ -292,7 +300,7 @@ def tables(reports):
         zs = [r["z_threshold"]] + ([r["z_back"]] if r["z_back"] not in (None, r["z_threshold"]) else [])
         through = "learned" if r.get("learn_through", "all") == "all" else "learned through the takes"
         rows = [("takes", "takes")] if r.get("learn_through", "all") == "all" else []
-        rows.append((f"takes + {through}", "takes+learned"))
+        rows.append((f"takes + {through}{waited(r)}", "takes+learned"))
         for z in zs:
             key = f"{z:.1f}"
             for name, k in rows:
@@ -311,6 +319,7 @@ def tables(reports):
         heard = {c: 100 * (1 - v.get("missed", 0) / max(sum(v.values()), 1)) for c, v in by.items()}
         kept = "/".join(str(r["learned_kept_per_enrollment"].get(str(i), 0)) for i in range(LEARNED_KEPT + 1))
         through = "all (the rule measured first)" if r.get("learn_through", "all") == "all" else "the takes alone"
+        through += waited(r)
         out.append(f"| {r['keyword']} | {through} | {r['learn_clips']} | {heard.get('house-room', 0):.1f} % | "
                    f"{heard.get('house-room-snr10', 0):.1f} % | {r['learn_outcomes'].get('learned', 0)} | "
                    f"{r['learn_outcomes'].get('match size', 0)} | "
@@ -320,8 +329,8 @@ def tables(reports):
                 "music / babble | house-room-snr10: RT60 0.2 / 0.4 / 0.6 / 0.8 s |", "|---|---|---|---|---|"]
     for r in reports:
         rows = [("takes", "takes")] if r.get("learn_through", "all") == "all" else []
-        rows.append(("takes + learned" + ("" if r.get("learn_through", "all") == "all" else " through the takes"),
-                     "takes+learned"))
+        rows.append(("takes + learned" + ("" if r.get("learn_through", "all") == "all" else " through the takes")
+                     + waited(r), "takes+learned"))
         for name, k in rows:
             hr, hn = r["misses_by_rendering"]["house-room"][k], r["misses_by_rendering"]["house-room-snr10"][k]
             rt = lambda d: " / ".join(f"{d[f'rt{x}']:.1f}" for x in ("0.2", "0.4", "0.6", "0.8"))  # noqa: E731
@@ -363,6 +372,10 @@ def main(argv=None):
     ap.add_argument("--learn-through", choices=("all", "takes"), default="all",
                     help="which templates cut the learned span from a wake's frames: all (the speaker's rule when "
                          "session 7 measured it) or the takes alone (Household.learn's since, chosen by it)")
+    ap.add_argument("--wait", type=int, default=0, metavar="STEPS",
+                    help="a wake waits for its peak at most STEPS frames before its frames are kept (first_wake): 0, "
+                         "the rule session 7 measured, or the speaker's since session 8, "
+                         f"{H.PEAK_WAIT_STEPS} (FusedDetector.peakWaitSteps)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.tables:
@@ -418,7 +431,7 @@ def main(argv=None):
     print(f"{word}: {len(meta)} enrollments, learn clips {sum(map(len, learn_clips))}, "
           f"test clips {sum(len(m['test']) for m in meta)}", flush=True)
     learned, outcomes, lengths = learn_half(households, learn_clips, mean, z_th, measure,
-                                            through_takes=a.learn_through == "takes")
+                                            through_takes=a.learn_through == "takes", wait=a.wait)
     counts = collections.Counter(o for oc in outcomes for o in oc)
     by_cond = collections.defaultdict(collections.Counter)
     for m, oc in zip(meta, outcomes):
@@ -457,7 +470,7 @@ def main(argv=None):
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "z_threshold": z_th, "z_bank": z_bank,
            "fa_per_hour_takes_at_bank_z": [round(float(fa_ref.mean()), 3), round(float(fa_ref.max()), 3)],
            "enrollments": len(meta),
-           "learn_in": order, "learn_through": a.learn_through, "learn_clips": sum(map(len, learn_clips)),
+           "learn_in": order, "learn_through": a.learn_through, "wait": a.wait, "learn_clips": sum(map(len, learn_clips)),
            "test_clips": sum(len(m["test"]) for m in meta), "learn_outcomes": dict(counts),
            "learn_outcomes_by_condition": {c: dict(v) for c, v in by_cond.items()},
            "learned_kept_per_enrollment": dict(sorted(collections.Counter(n_learned).items())),

@@ -111,6 +111,21 @@ class Learn(unittest.TestCase):
         np.testing.assert_array_equal(frames, stream[end - 24:end])
         self.assertIsNone(HL.first_wake([self.take], unit_rows(rng, 50), self.mean, 9.5))
 
+    def test_a_wake_that_waits_for_its_peak_keeps_the_frames_up_to_its_decision(self):
+        rng = np.random.default_rng(6)
+        stream = np.concatenate([unit_rows(rng, 40), self.T, unit_rows(rng, 20)])
+        z = HL.z_rows([self.take], H.centre(stream, self.mean)).max(axis=0)
+        low = float(np.sort(z[np.isfinite(z)])[-3])  # crossed two frames before the peak
+        crossing = int(np.flatnonzero(z >= low)[0])
+        peak = int(np.argmax(z))
+        self.assertLess(crossing, peak)
+        waited = HL.first_wake([self.take], stream, self.mean, low, wait=H.PEAK_WAIT_STEPS)
+        np.testing.assert_array_equal(waited, stream[peak + 2 - 24:peak + 2])  # fired one frame past the peak
+        np.testing.assert_array_equal(HL.first_wake([self.take], stream, self.mean, low, wait=0),
+                                      stream[crossing + 1 - 24:crossing + 1])
+        np.testing.assert_array_equal(HL.first_wake([self.take], stream, self.mean, low, wait=1),
+                                      stream[crossing + 2 - 24:crossing + 2])  # waited one frame at most
+
     def test_rounds_learn_in_order_and_a_miss_teaches_nothing(self):
         rng = np.random.default_rng(7)
         heard = np.concatenate([unit_rows(rng, 30), self.T, unit_rows(rng, 3)])
