@@ -1,7 +1,7 @@
 """BENCHMARKS.md's tables of the household's personal path, made from household_eval's JSON reports (--json), so
 that every figure in them comes from a command in the repository.
 
-  python -m hotphrase.household_tables REPORT.json ... [--by-rendering]
+  python -m hotphrase.household_tables REPORT.json ... [--by-rendering | --z-sweep]
 
 One row a report: the keyword, the front end, the bank's file, the z the report used, the enrolled people's other
 clips missed clean and in each condition the report holds (household_eval --condition), other people's clips heard
@@ -9,7 +9,8 @@ clean, and the false accepts an hour on the test side, mean over enrollments (wo
 chose its z on the threshold side, that side's false accepts an hour at it (mean over enrollments) too. With
 --by-rendering, the misses in each condition broken down by what the clip went through (household_conditions
 records it): noise by family, rooms by reverberation time (the distances pooled), a room in noise by the noise's
-family; pooled over clips, as the report's own percentages are.
+family; pooled over clips, as the report's own percentages are. With --z-sweep, the personal path at every z of a
+report's household_eval --z-sweep (issue #37, part 2, session 9).
 """
 import json
 import re
@@ -121,6 +122,28 @@ def rendering_rows(reports):
     return header, out
 
 
+def sweep_rows(reports):
+    """(header, rows) of household_eval --z-sweep's table: for each report and z of its sweep the misses clean and in
+    each condition, guests heard clean and the false accepts an hour on the test side (mean over enrollments (worst
+    enrollment); ">=" where count_wakes could only bound them)."""
+    conditions = []
+    for r in reports:
+        for row in r["fused"].get("z_sweep", []):
+            conditions += [c for c in row["missed_pct"] if c not in conditions]
+    header = ["keyword", "z", *conditions, "guests heard (clean)", "FA/h test side"]
+    out = []
+    for r in reports:
+        for row in r["fused"].get("z_sweep", []):
+            fa = f"{row['test_fa_per_hour_mean']:.3f} ({row['test_fa_per_hour_worst_enrollment']:.3f})"
+            out.append([keyword(r), f"{row['z']:.1f}",
+                        *(_pct(row["missed_pct"][c]) if c in row["missed_pct"] else "-" for c in conditions),
+                        _pct(row["guests_heard_pct"]), (">= " if row["fa_lower_bound"] else "") + fa])
+    if not out:
+        raise HotPhraseError(", ".join(keyword(r) for r in reports), "no z_sweep in these reports (household_eval "
+                                                                      "--z-sweep)")
+    return header, out
+
+
 def markdown(header, body):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
@@ -132,8 +155,12 @@ def main(argv=None):
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("reports", nargs="+", metavar="REPORT.json")
     ap.add_argument("--by-rendering", action="store_true", help="the misses in each condition by rendering")
+    ap.add_argument("--z-sweep", action="store_true", help="the personal path at each z of the reports' --z-sweep")
     args = ap.parse_args(argv)
     reports = [_load(p) for p in args.reports]
+    if args.z_sweep:
+        print(markdown(*sweep_rows(reports)))
+        return 0
     print(markdown(*(rendering_rows(reports) if args.by_rendering else rows(reports))))
     return 0
 

@@ -36,6 +36,21 @@ class Tables(unittest.TestCase):
             T.main(list(argv))
         return out.getvalue().splitlines()
 
+    def test_the_z_sweep_a_row_a_z(self):
+        a = report("jarvis", "none", 0.0, {})
+        a["fused"]["z_sweep"] = [
+            {"z": 3.0, "missed_pct": {"clean": 0.0, "room-snr10": 4.49}, "guests_heard_pct": 99.91,
+             "test_fa_per_hour_mean": 112.676, "test_fa_per_hour_worst_enrollment": 262.383, "fa_lower_bound": True},
+            {"z": 6.0, "missed_pct": {"clean": 0.0, "room-snr10": 33.33}, "guests_heard_pct": 69.89,
+             "test_fa_per_hour_mean": 0.108, "test_fa_per_hour_worst_enrollment": 1.867, "fa_lower_bound": False}]
+        lines = self.run_main(self.write("a.json", a), "--z-sweep")
+        self.assertEqual(lines[0], "| keyword | z | clean | room-snr10 | guests heard (clean) | FA/h test side |")
+        self.assertEqual(lines[2], "| jarvis | 3.0 | 0.00 % | 4.49 % | 99.91 % | >= 112.676 (262.383) |")
+        self.assertEqual(lines[3], "| jarvis | 6.0 | 0.00 % | 33.33 % | 69.89 % | 0.108 (1.867) |")
+        with self.assertRaises(HotPhraseError) as e:
+            T.sweep_rows([report("jarvis", "none", 0.0, {})])
+        self.assertIn("--z-sweep", str(e.exception))
+
     def test_a_row_a_report_and_the_union_of_conditions(self):
         a = report("jarvis", "none", 0.0, {"snr10": {"own_missed_pct": 15.0, "guests_heard_pct": 37.15},
                                            "room": {"own_missed_pct": 4.1, "guests_heard_pct": 48.26}})
