@@ -36,6 +36,24 @@ class Tables(unittest.TestCase):
             T.main(list(argv))
         return out.getvalue().splitlines()
 
+    def test_the_speaker_checks_chosen_rows_and_every_cosine(self):
+        def row(z, cos, room_snr10, fa):
+            return {"z": z, "cos": cos, "missed_pct": {"clean": 0.0, "room-snr10": room_snr10},
+                    "guests_heard_pct": 50.0, "test_fa_per_hour_mean": fa, "test_fa_per_hour_worst_enrollment": 2 * fa,
+                    "threshold_fa_per_hour_mean": fa}
+        r = {"keyword": "jarvis", "zs": [3.0, 5.9], "window_back_seconds": 0.4,
+             "rows": [row(3.0, -1.0, 4.5, 100.0), row(3.0, 0.7, 60.0, 0.1), row(5.9, -1.0, 31.3, 0.13),
+                      row(5.9, 0.7, 70.0, 0.0)],
+             "chosen": [{"z": 3.0, "cos": 0.7, "row": row(3.0, 0.7, 60.0, 0.1)}, {"z": 5.9, "cos": None, "row": None}]}
+        lines = self.run_main(self.write("c.json", r), "--speaker-check")
+        self.assertEqual(len(lines), 5)
+        self.assertEqual(lines[2], "| jarvis | match - 0.4 s | 5.9 | no check (today) | 0.00 % | - | - | 31.30 % | "
+                                   "50.00 % | 0.130 (0.260) | 0.130 |")
+        self.assertIn("| 3.0 | 0.70 | 0.00 % | - | - | 60.00 % |", lines[3])
+        self.assertIn("none meets the target", lines[4])
+        lines = self.run_main(self.write("c.json", r), "--speaker-check", "--cosines", "0.7")
+        self.assertEqual([ln.split(" | ")[3] for ln in lines[2:]], ["no check", "0.70", "no check", "0.70"])
+
     def test_the_z_sweep_a_row_a_z(self):
         a = report("jarvis", "none", 0.0, {})
         a["fused"]["z_sweep"] = [

@@ -1,0 +1,328 @@
+"""A check of the voice on the personal path's candidate wakes (issue #37, part 2, session 9).
+
+  python -m hotphrase.speaker_check CANDIDATES.npz WORKDIR --rirs ROOMS.npz --test-side-extra DIR ... --json OUT
+         [--thresholds 0.5:0.95:0.01]
+
+CANDIDATES.npz is household_eval's --candidates-out (one keyword, the same draws, clips, conditions and negative
+sides as its report): each clip's best personal z and the step it peaks at, for every enrollment and condition, and
+every candidate wake of the personal path at each --candidate-z on the test side and the threshold side, with the
+step it fires at (session 8's peak wait). Here each candidate is checked against the enrolled voice: the 1.6 s of
+audio ending at the step the match ends (window_end of its firing step; for a clip, of its best z's step)
+are embedded by a speaker encoder, and the candidate is accepted only when the cosine to the mean of the enrolled
+takes' embeddings reaches a threshold. The audio is rendered again from the same seeds as the embeddings were
+(household_conditions.condition_audio for the clips, evaluate_format2's streams piece by piece for the test side,
+each threshold-side speaker's files joined as household_eval.speaker_streams joins them); every rendering's length
+is checked against its embeddings' count.
+
+The encoder is Resemblyzer's (its PyPI wheel ships its weights; a measurement tool, never part of the speaker): the
+same encoder cluster_speakers used to recover the speakers, so it judges "same speaker" here with a bias in its own
+favour (a clip it put in another cluster is a guest by construction). Its input is the window as Resemblyzer's
+own partial utterance is (160 frames of its 40-band mel at 10 ms, the window's volume raised to -30 dBFS as its
+preprocessing does; no silence trimming, the window is the wake's); the takes are embedded as whole utterances
+(embed_utterance of preprocess_wav), as cluster_speakers embedded every clip.
+
+Reported for each candidate z and cosine threshold: the enrolled people's other clips missed clean and in each
+condition, other people's clips heard clean, and the false accepts an hour on both negative sides (mean over
+enrollments, worst enrollment). A candidate the check rejects still starts the 2 s refractory period of the wake
+it would have been (the candidates are the plain path's wakes at that z), so a stream's later candidates within it
+are not checked. The threshold is chosen on the threshold side alone: for each candidate z the lowest cosine on
+the grid at which the threshold side's false accepts an hour (mean over enrollments) are at most the plain path's
+there at the bank's z (the checked path makes no more false wakes than today's), then read on the test side.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+from . import cli
+from .constants import EMB_STEP, EMB_WINDOW, MEL_CALL_SAMPLES, SAMPLE_RATE, STEP_SAMPLES, STEP_SECONDS
+from .errors import HotPhraseError
+
+WINDOW = int(1.6 * SAMPLE_RATE)  # Resemblyzer's partial utterance: 160 mel frames of 10 ms
+HOP = SAMPLE_RATE // 100
+FRAMES = WINDOW // HOP
+TARGET_DBFS = -30.0  # Resemblyzer's audio_norm_target_dBFS, raised only
+
+
+def window_end(step):
+    """The sample the window of a match ending at embedding step `step` ends at: the end of the last audio that
+    step's embedding reads (embedding.Frontend: mel chunk step + 9, samples [1280 (step + 9), + 1760); the Swift
+    detector reports it 128 samples earlier, household.step_end)."""
+    return STEP_SAMPLES * (step + EMB_WINDOW // EMB_STEP) + MEL_CALL_SAMPLES
+
+
+def embedding_steps(samples):
+    """How many embeddings embedding.Frontend makes of a rendering of `samples` samples."""
+    if samples < MEL_CALL_SAMPLES:
+        return 0
+    return max(0, (samples - MEL_CALL_SAMPLES) // STEP_SAMPLES + 1 - EMB_WINDOW // EMB_STEP)
+
+
+def window_gains(audio, ends):
+    """Resemblyzer's normalize_volume(increase_only=True) gain of each window [end - WINDOW, end) of audio (the
+    window zero-padded before the audio's start), from one cumulative sum of squares."""
+    x = np.asarray(audio, np.float64) * 32767
+    c = np.concatenate([[0.0], np.cumsum(x * x)])
+    ends = np.minimum(np.asarray(ends, np.int64), len(x))
+    starts = np.maximum(ends - WINDOW, 0)
+    ms = (c[ends] - c[starts]) / WINDOW
+    rms = np.sqrt(np.maximum(ms, 1e-20))
+    change = TARGET_DBFS - 20 * np.log10(rms / 32767)
+    return np.where(change > 0, 10 ** (change / 20), 1.0)
+
+
+def window_frames(mel, ends, gains):
+    """[W, FRAMES, bands] of a whole rendering's mel power (frame i centred on sample i * HOP, as librosa's
+    centred frames are): for each window the FRAMES frames centred inside it, scaled by its gain squared (the mel
+    is power, so a gain on the samples is its square on the mel); frames before the start are zeros."""
+    mel = np.asarray(mel, np.float32)
+    out = np.zeros((len(ends), FRAMES, mel.shape[1]), np.float32)
+    for w, (end, g) in enumerate(zip(ends, gains)):
+        last = int(end) // HOP  # frames centred before `end`: 0 .. last - 1 (a centre at end itself is outside)
+        first = last - FRAMES
+        lo = max(first, 0)
+        hi = min(last, len(mel))
+        if hi > lo:
+            out[w, lo - first:hi - first] = mel[lo:hi] * np.float32(g * g)
+    return out
+
+
+class Encoder:
+    """Resemblyzer's VoiceEncoder (CPU) on takes and on windows of renderings."""
+
+    def __init__(self):
+        import torch
+        from resemblyzer import VoiceEncoder
+        torch.set_num_threads(1)
+        self.torch = torch
+        self.enc = VoiceEncoder("cpu", verbose=False)
+
+    def utterance(self, samples):
+        from resemblyzer import preprocess_wav
+        return self.enc.embed_utterance(preprocess_wav(np.asarray(samples, np.float32)))
+
+    def windows(self, audio, ends, batch=256):
+        """[W, 256] unit embeddings of the windows ending at `ends` (samples) of one rendering."""
+        from resemblyzer.audio import wav_to_mel_spectrogram
+        if not len(ends):
+            return np.zeros((0, 256), np.float32)
+        mel = wav_to_mel_spectrogram(np.asarray(audio, np.float32))
+        frames = window_frames(mel, ends, window_gains(audio, ends))
+        out = []
+        with self.torch.no_grad():
+            for i in range(0, len(frames), batch):
+                out.append(self.enc(self.torch.from_numpy(frames[i:i + batch])).numpy())
+        return np.concatenate(out)
+
+
+def check_length(samples, steps, what):
+    """A rendering of `samples` samples holds exactly the embedding steps whose report time it reaches."""
+    n = embedding_steps(samples)
+    if n != steps:
+        raise HotPhraseError(what, f"rendered again it holds {n} embedding steps, its embeddings {steps}: not the "
+                                   "same audio (another work folder or seed?)")
+
+
+def unit(v):
+    v = np.asarray(v, np.float64)
+    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+
+
+def clip_outcomes(best, cos, own, guests, z, th):
+    """(own missed, own, guests heard, guests) pooled over enrollments: a clip is heard by enrollment e when its
+    best z reaches z and its window's cosine to e's voice reaches th. best, cos [E, C]; own, guests: per
+    enrollment the clips' columns."""
+    heard = (best >= z) & (cos >= th)
+    o = sum(len(c) for c in own)
+    g = sum(len(c) for c in guests)
+    missed = sum(int(np.sum(~heard[e, c])) for e, c in enumerate(own))
+    gh = sum(int(np.sum(heard[e, c])) for e, c in enumerate(guests))
+    return missed, o, gh, g
+
+
+def side_wakes(cand, cos, k, enrollments, th):
+    """[E] wakes at candidate z index k that pass the check at th: cand int rows (z index, enrollment, stream,
+    crossing step, firing step), cos the cosine of each row's window to its enrollment's voice."""
+    keep = (cand[:, 0] == k) & (cos >= th)
+    return np.bincount(cand[keep, 1], minlength=enrollments).astype(np.float64)
+
+
+def choose_threshold(fa_by_th, thresholds, target):
+    """The lowest threshold whose false accepts an hour (mean over enrollments) are at most target, searched from
+    the top down as household_eval.choose_threshold (false accepts rise as the threshold falls); None when even
+    the highest exceeds it."""
+    best = None
+    for th, fa in sorted(zip(thresholds, fa_by_th), reverse=True):
+        if fa > target:
+            break
+        best = th
+    return best
+
+
+def parse_grid(spec):
+    lo, hi, step = (float(x) for x in spec.split(":"))
+    return [round(float(t), 3) for t in np.arange(lo, hi + step / 2, step)]
+
+
+# --- the renderings, again ----------------------------------------------------------------------------------------
+
+def clip_audio(word, workdir, rirs, conditions):
+    """{condition: [each clip of the keyword rendered, sorted name order]}, as household_conditions rendered them."""
+    from . import dataset as D
+    from . import household_conditions as HC
+    from .evaluate_format2 import eval_banks
+    _, banks, _ = eval_banks(workdir)
+    rooms = HC.read_rirs(rirs)
+    clips = D.real_clips(word, None)
+    return {c: HC.condition_audio(word, c, clips, banks, rooms)[0] for c in conditions}
+
+
+def test_side_audio(workdir, extra_folders, names):
+    """{cache file name: [its streams' audio]} of the test side's files, clean (evaluate_format2's streams, rebuilt
+    piece by piece as household_conditions.render_test_side rebuilds them for its clean condition), for the names
+    asked."""
+    import copy
+    from . import household_conditions as HC
+    from .evaluate_format2 import REAL_QUIET, eval_banks
+    rng0, banks, _ = eval_banks(workdir)
+    out = {}
+    for name, groups, _ in HC.test_side_sets(workdir, extra_folders, "e1_eval_neg_realspeech.npz" in names):
+        if name in names:
+            rng = copy.deepcopy(rng0)
+            # the clean condition's pieces as render_test_side writes them (clipped to int16's range, float32)
+            out[name] = [np.concatenate([HC.condition_piece(p, "clean", 0, None, banks, [])
+                                         for p in HC.stream_pieces(rng, g, banks, REAL_QUIET)]) for g in groups]
+    missing = sorted(set(names) - set(out))
+    if missing:
+        raise HotPhraseError(", ".join(missing), "not among --test-side-extra's folders' caches")
+    return out
+
+
+def side_cosines(enc, cand, lengths, stream_audio, voices, what, end_of=window_end):
+    """The cosine of each candidate's window (ending at its firing step) to its enrollment's voice; each stream's
+    audio from stream_audio(s) (its length checked against its embeddings)."""
+    cos = np.full(len(cand), -1.0)
+    for s in np.unique(cand[:, 2]) if len(cand) else []:
+        rows = np.flatnonzero(cand[:, 2] == s)
+        audio = stream_audio(int(s))
+        check_length(len(audio), int(lengths[s]), f"{what} stream {s}")
+        steps, inv = np.unique(cand[rows, 4], return_inverse=True)
+        emb = unit(enc.windows(audio, [end_of(t) for t in steps]))
+        cos[rows] = np.sum(emb[inv] * voices[cand[rows, 1]], axis=1)
+    return cos
+
+
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("candidates", help="household_eval --candidates-out's file")
+    ap.add_argument("workdir", help="the work folder the renderings were made from (household_conditions' WORKDIR)")
+    ap.add_argument("--rirs", required=True, help="room_rirs' output the conditions used")
+    ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
+                    help="the get_public_negatives eval folders of the test side's e1_eval_extra_*.npz files")
+    ap.add_argument("--thresholds", default="0.5:0.95:0.01", metavar="LO:HI:STEP")
+    ap.add_argument("--window-back", type=float, default=0.0, metavar="SECONDS",
+                    help="end each window this much before the match's end (0.4: at the speech's end, since a take's "
+                         "last frame is the embedding ending 0.40 s after its speech, household.TRIM_AFTER)")
+    ap.add_argument("--cos-out", default=None, metavar="NPZ", help="also write every cosine (clips, candidates)")
+    ap.add_argument("--json", required=True)
+    a = ap.parse_args(argv)
+    back = int(round(a.window_back * SAMPLE_RATE))
+    end_of = lambda t: window_end(t) - back  # noqa: E731
+    from . import dataset as D
+    z = np.load(a.candidates)
+    info = json.loads(str(z["info"]))
+    word, names, meta = info["word"], info["clips"], info["meta"]
+    zs = [round(float(v), 2) for v in z["zs"]]
+    ths = parse_grid(a.thresholds)
+    col = {n: j for j, n in enumerate(names)}
+    own = [np.array([col[n] for n in m["own"]], int) for m in meta]
+    guests = [np.array([col[n] for n in m["guests"]], int) for m in meta]
+    E = len(meta)
+    enc = Encoder()
+
+    # the voices: each enrollment's takes (the clean clips) embedded whole, their mean
+    take_emb = {}
+    for m in meta:
+        for n in m["takes"]:
+            if n not in take_emb:
+                take_emb[n] = enc.utterance(D.read_audio(os.path.join(D.REAL, word, n)))
+    voices = unit(np.stack([np.mean([take_emb[n] for n in m["takes"]], axis=0) for m in meta]))
+    print(f"{word}: {E} enrollments, {len(take_emb)} takes embedded", flush=True)
+
+    # the clips: the window at each enrollment's best step, for the pairs whose best z reaches the lowest z
+    audio = clip_audio(word, a.workdir, a.rirs, info["conditions"])
+    zmin = min(zs)
+    clip_cos = {}
+    for c in info["conditions"]:
+        best, step = z[f"best/{c}"], z[f"step/{c}"]
+        cos = np.full(best.shape, -1.0)
+        for j, n in enumerate(names):
+            x = audio[c][j]
+            check_length(len(x), int(z[f"nsteps/{c}"][j]), f"{c}/{n}")
+            rows = np.flatnonzero((best[:, j] >= zmin) & (step[:, j] >= 0))
+            if not len(rows):
+                continue
+            steps, inv = np.unique(step[rows, j], return_inverse=True)
+            emb = unit(enc.windows(x, [end_of(t) for t in steps]))
+            cos[rows, j] = np.sum(emb[inv] * voices[rows], axis=1)
+        clip_cos[c] = cos
+        print(f"{c}: clips checked", flush=True)
+    del audio
+
+    # the negative sides
+    side_cos = {}
+    for side, what in info["sides"].items():
+        cand, lengths = z[f"cand/{side}"], z[f"len/{side}"]
+        if side == "test":
+            files = [os.path.basename(p) for p in what["test_npz"]]
+            rendered = test_side_audio(a.workdir, a.test_side_extra, set(files))
+            flat = [x for f in files for x in rendered[f]]
+            side_cos[side] = side_cosines(enc, cand, lengths, lambda s: flat[s], voices, side, end_of)
+            del rendered, flat
+        else:
+            streams = what["streams"]
+            join = lambda s: np.concatenate([D.read_audio(f) for f in streams[s]])  # noqa: E731
+            side_cos[side] = side_cosines(enc, cand, lengths, join, voices, side, end_of)
+        print(f"{side}: {len(cand)} candidates checked", flush=True)
+
+    hours = {side: float(z[f"len/{side}"].sum()) * STEP_SECONDS / 3600 for side in info["sides"]}
+    bank_z = round(float(info["bank_z"]), 2)
+    plain_k = zs.index(bank_z) if bank_z in zs else None
+    rows = []
+    for k, zl in enumerate(zs):
+        for th in [-1.0] + ths:
+            r = {"z": zl, "cos": th, "missed_pct": {}}
+            for c in info["conditions"]:
+                m, o, gh, g = clip_outcomes(z[f"best/{c}"], clip_cos[c], own, guests, zl, th)
+                r["missed_pct"][c] = round(100 * m / max(o, 1), 2)
+                if c == "clean":
+                    r["guests_heard_pct"] = round(100 * gh / max(g, 1), 2)
+            for side in info["sides"]:
+                w = side_wakes(z[f"cand/{side}"], side_cos[side], k, E, th)
+                r[f"{side}_fa_per_hour_mean"] = round(float(w.mean()) / hours[side], 3)
+                r[f"{side}_fa_per_hour_worst_enrollment"] = round(float(w.max()) / hours[side], 3)
+            rows.append(r)
+    if a.cos_out:
+        np.savez_compressed(a.cos_out, voices=voices, **{f"clip/{c}": v for c, v in clip_cos.items()},
+                            **{f"cand/{s}": v for s, v in side_cos.items()})
+    report = {"keyword": word, "enrollments": E, "zs": zs, "thresholds": ths, "hours": hours,
+              "window_back_seconds": a.window_back,
+              "encoder": "resemblyzer VoiceEncoder (the clusters' own encoder)", "rows": rows, "chosen": []}
+    if "threshold" in info["sides"] and plain_k is not None:
+        plain = next(r for r in rows if r["z"] == zs[plain_k] and r["cos"] == -1.0)
+        target = plain["threshold_fa_per_hour_mean"]
+        report["target_threshold_side_fa_per_hour"] = target
+        for zl in zs:
+            mine = [r for r in rows if r["z"] == zl and r["cos"] >= 0]
+            th = choose_threshold([r["threshold_fa_per_hour_mean"] for r in mine], [r["cos"] for r in mine], target)
+            report["chosen"].append({"z": zl, "cos": th, "row": next((r for r in mine if r["cos"] == th), None)})
+    with open(a.json, "w") as f:
+        json.dump(report, f, indent=1)
+    print(json.dumps(report["chosen"]), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
