@@ -1,7 +1,8 @@
 """A check of the voice on the personal path's candidate wakes (issue #37, part 2, session 9).
 
   python -m hotphrase.speaker_check CANDIDATES.npz WORKDIR --rirs ROOMS.npz --test-side-extra DIR ... --json OUT
-         [--thresholds 0.5:0.95:0.01]
+         [--thresholds 0.5:0.95:0.01] [--window-back SECONDS] [--cos-out COS.npz]
+  python -m hotphrase.speaker_check CANDIDATES.npz --summary COS.npz [--summary-z Z]
 
 CANDIDATES.npz is household_eval's --candidates-out (one keyword, the same draws, clips, conditions and negative
 sides as its report): each clip's best personal z and the step it peaks at, for every enrollment and condition, and
@@ -213,12 +214,42 @@ def side_cosines(enc, cand, lengths, stream_audio, voices, what, end_of=window_e
     return cos
 
 
+def cosine_summary(cand_npz, cos_npz, k=0):
+    """How the cosines of the enrolled people's clips, the guests' and the negative sides' candidates overlap, from a
+    --candidates-out file and a --cos-out file of one run: for each condition the percentiles 10 / 50 / 90 of the
+    own clips whose best z reaches the candidate z zs[k] (the candidates' own clips), of the guests' clips there
+    (clean), and 50 / 90 / 99 / 99.9 of each negative side's candidates at zs[k]. [(what, count, {pct: cos})]."""
+    z, c = np.load(cand_npz), np.load(cos_npz)
+    info = json.loads(str(z["info"]))
+    zk = float(z["zs"][k])
+    col = {n: j for j, n in enumerate(info["clips"])}
+    out = []
+    for cond in info["conditions"]:
+        best, cos = z[f"best/{cond}"], c[f"clip/{cond}"]
+        for who, key, pcts in (("own", "own", (10, 50, 90)), ("guests", "guests", (50, 90, 99))):
+            if who == "guests" and cond != "clean":
+                continue
+            v = np.concatenate([cos[e, [col[n] for n in m[key]]][best[e, [col[n] for n in m[key]]] >= zk]
+                                for e, m in enumerate(info["meta"])])
+            out.append((f"{cond}, {who}", len(v), {p: float(np.percentile(v, p)) for p in pcts} if len(v) else {}))
+    for side in info["sides"]:
+        cand, cos = z[f"cand/{side}"], c[f"cand/{side}"]
+        v = cos[cand[:, 0] == k]
+        out.append((f"{side} side candidates", len(v),
+                    {p: float(np.percentile(v, p)) for p in (50, 90, 99, 99.9)} if len(v) else {}))
+    return zk, out
+
+
 @cli.command
 def main(argv=None):
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("candidates", help="household_eval --candidates-out's file")
-    ap.add_argument("workdir", help="the work folder the renderings were made from (household_conditions' WORKDIR)")
-    ap.add_argument("--rirs", required=True, help="room_rirs' output the conditions used")
+    ap.add_argument("workdir", nargs="?", help="the work folder the renderings were made from (household_conditions' "
+                                               "WORKDIR)")
+    ap.add_argument("--summary", default=None, metavar="COS.npz",
+                    help="only print how the cosines of a --cos-out file overlap (cosine_summary) at --summary-z")
+    ap.add_argument("--summary-z", type=float, default=None, help="the candidate z of the summary (default the lowest)")
+    ap.add_argument("--rirs", help="room_rirs' output the conditions used")
     ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
                     help="the get_public_negatives eval folders of the test side's e1_eval_extra_*.npz files")
     ap.add_argument("--thresholds", default="0.5:0.95:0.01", metavar="LO:HI:STEP")
@@ -226,8 +257,18 @@ def main(argv=None):
                     help="end each window this much before the match's end (0.4: at the speech's end, since a take's "
                          "last frame is the embedding ending 0.40 s after its speech, household.TRIM_AFTER)")
     ap.add_argument("--cos-out", default=None, metavar="NPZ", help="also write every cosine (clips, candidates)")
-    ap.add_argument("--json", required=True)
+    ap.add_argument("--json")
     a = ap.parse_args(argv)
+    if a.summary:
+        zs = [round(float(v), 2) for v in np.load(a.candidates)["zs"]]
+        k = 0 if a.summary_z is None else zs.index(round(a.summary_z, 2))
+        zk, rows = cosine_summary(a.candidates, a.summary, k)
+        print(f"| cosines at candidate z {zk:.1f} | count | percentiles |\n|---|---|---|")
+        for what, n, p in rows:
+            print(f"| {what} | {n} | {' / '.join(f'{q:g}: {v:.2f}' for q, v in p.items())} |")
+        return 0
+    if not (a.workdir and a.rirs and a.json):
+        raise HotPhraseError("speaker_check", "needs WORKDIR, --rirs and --json (or --summary)")
     back = int(round(a.window_back * SAMPLE_RATE))
     end_of = lambda t: window_end(t) - back  # noqa: E731
     from . import dataset as D

@@ -111,5 +111,37 @@ class Candidates(unittest.TestCase):
         self.assertLessEqual(t, p)
 
 
+class Summary(unittest.TestCase):
+    def test_percentiles_of_the_candidates_own_clips_guests_and_sides(self):
+        import json
+        import os
+        import tempfile
+        info = {"clips": ["a", "b", "c"], "conditions": ["clean", "room"],
+                "meta": [{"own": ["a", "b"], "guests": ["c"]}, {"own": ["c"], "guests": ["a", "b"]}],
+                "sides": {"test": {}}}
+        best = np.array([[6.0, 2.0, 4.0], [5.0, 5.0, 7.0]])
+        cos = np.array([[0.9, 0.1, 0.3], [0.2, 0.4, 0.8]])
+        cand = np.array([[0, 0, 0, 1, 1], [0, 1, 0, 5, 5], [1, 1, 0, 9, 9]])
+        with tempfile.TemporaryDirectory() as d:
+            cp, kp = os.path.join(d, "cand.npz"), os.path.join(d, "cos.npz")
+            np.savez(cp, info=np.array(json.dumps(info)), zs=np.array([3.0, 5.9]), **{
+                "best/clean": best, "best/room": best - 3, "cand/test": cand})
+            np.savez(kp, **{"clip/clean": cos, "clip/room": cos, "cand/test": np.array([0.5, 0.7, 0.99])})
+            zk, rows = SC.cosine_summary(cp, kp, 0)
+        self.assertEqual(zk, 3.0)
+        got = {w: (n, p) for w, n, p in rows}
+        # own clips whose best z reaches 3: enrollment 0's a (0.9; b at 2.0 is not a candidate), 1's c (0.8)
+        self.assertEqual(got["clean, own"][0], 2)
+        self.assertAlmostEqual(got["clean, own"][1][50], 0.85)
+        # guests: 0's c (4.0, 0.3), 1's a and b (0.2, 0.4)
+        self.assertEqual(got["clean, guests"][0], 3)
+        self.assertAlmostEqual(got["clean, guests"][1][50], 0.3)
+        # in the room (best - 3): 0's a at 3.0 (reaches it) and 1's c at 4.0; guests only clean
+        self.assertEqual(got["room, own"][0], 2)
+        self.assertNotIn("room, guests", got)
+        self.assertEqual(got["test side candidates"][0], 2)
+        self.assertAlmostEqual(got["test side candidates"][1][50], 0.6)
+
+
 if __name__ == "__main__":
     unittest.main()
