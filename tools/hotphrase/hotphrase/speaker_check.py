@@ -1,8 +1,8 @@
 """A check of the voice on the personal path's candidate wakes (issue #37, part 2, session 9).
 
   python -m hotphrase.speaker_check CANDIDATES.npz WORKDIR --rirs ROOMS.npz --test-side-extra DIR ... --json OUT
-         [--thresholds 0.5:0.95:0.01] [--window-back SECONDS] [--cos-out COS.npz]
-  python -m hotphrase.speaker_check CANDIDATES.npz --summary COS.npz [--summary-z Z]
+         [--thresholds 0.5:0.95:0.01] [--window-back SECONDS] [--cos-out COS.npz] [--check-frontend speex-denoise]
+  python -m hotphrase.speaker_check CANDIDATES.npz --summary COS.npz [--summary-z Z] [--summary-labels DIR]
 
 CANDIDATES.npz is household_eval's --candidates-out (one keyword, the same draws, clips, conditions and negative
 sides as its report): each clip's best personal z and the step it peaks at, for every enrollment and condition, and
@@ -92,12 +92,15 @@ def window_frames(mel, ends, gains):
 class Encoder:
     """Resemblyzer's VoiceEncoder (CPU) on takes and on windows of renderings."""
 
-    def __init__(self):
+    def __init__(self, frontend=None):
         import torch
         from resemblyzer import VoiceEncoder
+        from . import speex
         torch.set_num_threads(1)
         self.torch = torch
         self.enc = VoiceEncoder("cpu", verbose=False)
+        self.frontend = frontend
+        self.speex = speex
 
     def utterance(self, samples):
         from resemblyzer import preprocess_wav
@@ -108,6 +111,9 @@ class Encoder:
         from resemblyzer.audio import wav_to_mel_spectrogram
         if not len(ends):
             return np.zeros((0, 256), np.float32)
+        if self.frontend:
+            # the check's own front end over the whole rendering from its start (the templates' side is untouched)
+            audio = self.speex.apply_float(self.speex.make(self.frontend), audio)
         mel = wav_to_mel_spectrogram(np.asarray(audio, np.float32))
         frames = window_frames(mel, ends, window_gains(audio, ends))
         out = []
@@ -214,11 +220,13 @@ def side_cosines(enc, cand, lengths, stream_audio, voices, what, end_of=window_e
     return cos
 
 
-def cosine_summary(cand_npz, cos_npz, k=0):
+def cosine_summary(cand_npz, cos_npz, k=0, labels=None):
     """How the cosines of the enrolled people's clips, the guests' and the negative sides' candidates overlap, from a
     --candidates-out file and a --cos-out file of one run: for each condition the percentiles 10 / 50 / 90 of the
     own clips whose best z reaches the candidate z zs[k] (the candidates' own clips), of the guests' clips there
-    (clean), and 50 / 90 / 99 / 99.9 of each negative side's candidates at zs[k]. [(what, count, {pct: cos})]."""
+    (clean), and 50 / 90 / 99 / 99.9 of each negative side's candidates at zs[k]. With labels ({condition: [what
+    each clip's rendering drew]}, household_conditions' `labels`), the own clips of those conditions also by group
+    (household_tables.group: a noise's family, a room's RT60). [(what, count, {pct: cos})]."""
     z, c = np.load(cand_npz), np.load(cos_npz)
     info = json.loads(str(z["info"]))
     zk = float(z["zs"][k])
@@ -232,6 +240,14 @@ def cosine_summary(cand_npz, cos_npz, k=0):
             v = np.concatenate([cos[e, [col[n] for n in m[key]]][best[e, [col[n] for n in m[key]]] >= zk]
                                 for e, m in enumerate(info["meta"])])
             out.append((f"{cond}, {who}", len(v), {p: float(np.percentile(v, p)) for p in pcts} if len(v) else {}))
+        if labels and cond in labels:
+            from .household_tables import group
+            groups = [group(str(x)) for x in labels[cond]]
+            for g in sorted(set(groups)) if len(set(groups)) > 1 else []:
+                v = np.concatenate([cos[e, j][best[e, j] >= zk] for e, m in enumerate(info["meta"])
+                                    for j in [np.array([col[n] for n in m["own"] if groups[col[n]] == g], int)]])
+                out.append((f"{cond}, own, {g}", len(v),
+                            {p: float(np.percentile(v, p)) for p in (10, 50, 90)} if len(v) else {}))
     for side in info["sides"]:
         cand, cos = z[f"cand/{side}"], c[f"cand/{side}"]
         v = cos[cand[:, 0] == k]
@@ -249,6 +265,9 @@ def main(argv=None):
     ap.add_argument("--summary", default=None, metavar="COS.npz",
                     help="only print how the cosines of a --cos-out file overlap (cosine_summary) at --summary-z")
     ap.add_argument("--summary-z", type=float, default=None, help="the candidate z of the summary (default the lowest)")
+    ap.add_argument("--summary-labels", default=None, metavar="DIR",
+                    help="the renderings' folder (DIR/CONDITION/e1_eval_real_WORD.npz): the summary's own clips also "
+                         "by noise family or RT60")
     ap.add_argument("--rirs", help="room_rirs' output the conditions used")
     ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
                     help="the get_public_negatives eval folders of the test side's e1_eval_extra_*.npz files")
@@ -257,12 +276,23 @@ def main(argv=None):
                     help="end each window this much before the match's end (0.4: at the speech's end, since a take's "
                          "last frame is the embedding ending 0.40 s after its speech, household.TRIM_AFTER)")
     ap.add_argument("--cos-out", default=None, metavar="NPZ", help="also write every cosine (clips, candidates)")
+    ap.add_argument("--check-frontend", default="none", metavar="none|speex-denoise[:DB]",
+                    help="a front end ahead of the encoder only, over each rendering from its start (speex.py); the "
+                         "takes stay as they are (clean)")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     if a.summary:
         zs = [round(float(v), 2) for v in np.load(a.candidates)["zs"]]
         k = 0 if a.summary_z is None else zs.index(round(a.summary_z, 2))
-        zk, rows = cosine_summary(a.candidates, a.summary, k)
+        labels = None
+        if a.summary_labels:
+            info = json.loads(str(np.load(a.candidates)["info"]))
+            labels = {}
+            for c in info["conditions"]:
+                path = os.path.join(a.summary_labels, c, f"e1_eval_real_{info['word']}.npz")
+                if os.path.exists(path) and "labels" in np.load(path).files:
+                    labels[c] = list(np.load(path)["labels"])
+        zk, rows = cosine_summary(a.candidates, a.summary, k, labels)
         print(f"| cosines at candidate z {zk:.1f} | count | percentiles |\n|---|---|---|")
         for what, n, p in rows:
             print(f"| {what} | {n} | {' / '.join(f'{q:g}: {v:.2f}' for q, v in p.items())} |")
@@ -281,7 +311,8 @@ def main(argv=None):
     own = [np.array([col[n] for n in m["own"]], int) for m in meta]
     guests = [np.array([col[n] for n in m["guests"]], int) for m in meta]
     E = len(meta)
-    enc = Encoder()
+    from . import speex
+    enc = Encoder(speex.parse_frontend(a.check_frontend))
 
     # the voices: each enrollment's takes (the clean clips) embedded whole, their mean
     take_emb = {}
@@ -349,7 +380,7 @@ def main(argv=None):
         np.savez_compressed(a.cos_out, voices=voices, **{f"clip/{c}": v for c, v in clip_cos.items()},
                             **{f"cand/{s}": v for s, v in side_cos.items()})
     report = {"keyword": word, "enrollments": E, "zs": zs, "thresholds": ths, "hours": hours,
-              "window_back_seconds": a.window_back,
+              "window_back_seconds": a.window_back, "check_frontend": a.check_frontend,
               "encoder": "resemblyzer VoiceEncoder (the clusters' own encoder)", "rows": rows, "chosen": []}
     if "threshold" in info["sides"] and plain_k is not None:
         plain = next(r for r in rows if r["z"] == zs[plain_k] and r["cos"] == -1.0)

@@ -128,6 +128,8 @@ class Summary(unittest.TestCase):
                 "best/clean": best, "best/room": best - 3, "cand/test": cand})
             np.savez(kp, **{"clip/clean": cos, "clip/room": cos, "cand/test": np.array([0.5, 0.7, 0.99])})
             zk, rows = SC.cosine_summary(cp, kp, 0)
+            _, by = SC.cosine_summary(cp, kp, 0, {"room": ["rt0.2_1m+fan", "rt0.2_2m+babble", "rt0.4_1m+babble"],
+                                                  "clean": ["clean"] * 3})
         self.assertEqual(zk, 3.0)
         got = {w: (n, p) for w, n, p in rows}
         # own clips whose best z reaches 3: enrollment 0's a (0.9; b at 2.0 is not a candidate), 1's c (0.8)
@@ -139,6 +141,13 @@ class Summary(unittest.TestCase):
         # in the room (best - 3): 0's a at 3.0 (reaches it) and 1's c at 4.0; guests only clean
         self.assertEqual(got["room, own"][0], 2)
         self.assertNotIn("room, guests", got)
+        by = {w: (n, p) for w, n, p in by}
+        # room's own candidates: 0's a (fan, 0.9), 1's c (babble, 0.8); 0's b (babble) is under the z
+        self.assertEqual(by["room, own, fan"][0], 1)
+        self.assertAlmostEqual(by["room, own, fan"][1][50], 0.9)
+        self.assertEqual(by["room, own, babble"][0], 1)
+        self.assertAlmostEqual(by["room, own, babble"][1][50], 0.8)
+        self.assertNotIn("clean, own, clean", by)  # one group: nothing to break down
         self.assertEqual(got["test side candidates"][0], 2)
         self.assertAlmostEqual(got["test side candidates"][1][50], 0.6)
 
