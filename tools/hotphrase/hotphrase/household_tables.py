@@ -153,9 +153,13 @@ def check_rows(reports, every=None):
               "guests heard (clean)", "FA/h test side", "FA/h threshold side"]
     out = []
 
+    def window(r):
+        fe = r.get("check_frontend", "none")
+        return f"match - {r.get('window_back_seconds', 0.0):g} s" + ("" if fe in (None, "none") else f", {fe}")
+
     def cells(r, rep, cos):
         m = rep["missed_pct"]
-        return [rep_name(r), f"match - {r.get('window_back_seconds', 0.0):g} s", f"{rep['z']:.1f}", cos,
+        return [rep_name(r), window(r), f"{rep['z']:.1f}", cos,
                 *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10")),
                 _pct(rep["guests_heard_pct"]),
                 f"{rep['test_fa_per_hour_mean']:.3f} ({rep['test_fa_per_hour_worst_enrollment']:.3f})",
@@ -177,7 +181,7 @@ def check_rows(reports, every=None):
         out.append(cells(r, plain, "no check (today)"))
         for ch in r.get("chosen", []):
             if ch["row"] is None:
-                out.append([rep_name(r), f"match - {r.get('window_back_seconds', 0.0):g} s", f"{ch['z']:.1f}",
+                out.append([rep_name(r), window(r), f"{ch['z']:.1f}",
                             "none meets the target"] + ["-"] * 7)
             else:
                 out.append(cells(r, ch["row"], f"{ch['cos']:.2f}"))

@@ -51,6 +51,9 @@ class Tables(unittest.TestCase):
                                    "50.00 % | 0.130 (0.260) | 0.130 |")
         self.assertIn("| 3.0 | 0.70 | 0.00 % | - | - | 60.00 % |", lines[3])
         self.assertIn("none meets the target", lines[4])
+        r["check_frontend"] = "speex-denoise:-15"
+        self.assertIn("| jarvis | match - 0.4 s, speex-denoise:-15 | 5.9 |",
+                      self.run_main(self.write("c.json", r), "--speaker-check")[2])
         lines = self.run_main(self.write("c.json", r), "--speaker-check", "--cosines", "0.7")
         self.assertEqual([ln.split(" | ")[3] for ln in lines[2:]], ["no check", "0.70", "no check", "0.70"])
 
