@@ -155,7 +155,8 @@ def check_rows(reports, every=None):
 
     def window(r):
         fe = r.get("check_frontend", "none")
-        return f"match - {r.get('window_back_seconds', 0.0):g} s" + ("" if fe in (None, "none") else f", {fe}")
+        return (f"match - {r.get('window_back_seconds', 0.0):g} s" + ("" if fe in (None, "none") else f", {fe}")
+                + (", voice in noise too" if r.get("voice", "takes") != "takes" else ""))
 
     def cells(r, rep, cos):
         m = rep["missed_pct"]

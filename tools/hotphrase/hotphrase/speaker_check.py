@@ -2,6 +2,7 @@
 
   python -m hotphrase.speaker_check CANDIDATES.npz WORKDIR --rirs ROOMS.npz --test-side-extra DIR ... --json OUT
          [--thresholds 0.5:0.95:0.01] [--window-back SECONDS] [--cos-out COS.npz] [--check-frontend speex-denoise]
+         [--voice-renderings]
   python -m hotphrase.speaker_check CANDIDATES.npz --summary COS.npz [--summary-z Z] [--summary-labels DIR]
 
 CANDIDATES.npz is household_eval's --candidates-out (one keyword, the same draws, clips, conditions and negative
@@ -121,6 +122,39 @@ class Encoder:
             for i in range(0, len(frames), batch):
                 out.append(self.enc(self.torch.from_numpy(frames[i:i + batch])).numpy())
         return np.concatenate(out)
+
+
+# A voice print enrolled in noise too (--voice-renderings): each take also through a procedural room, in a training
+# noise at 10 dB, and both, as session 4's multi-condition enrollment renders takes (household_eval.render_take), but
+# only in the training families without voices (its babble needs training sentences this work folder lacks); never
+# the evaluation's noise families or image-source rooms.
+VOICE_NOISES = ("pink", "hum", "music_chords")
+VOICE_SNR = 10.0
+
+
+def voice_banks(seed=37, seconds=60):
+    from . import augment as A
+    rng = np.random.default_rng(seed)
+    return {k: A.make_bank(rng, k, seconds) for k in VOICE_NOISES}
+
+
+def voice_renderings(samples, name, banks):
+    """[room, noise, room + noise] renderings of a take (float samples), drawn from a seed of its name: the room
+    aligned on its direct path and scaled back to the dry take's active power, the noise (one family a take, by its
+    name) at VOICE_SNR dB over the take's active power."""
+    import zlib
+    from scipy.signal import fftconvolve
+    from . import augment as A
+    from .household_eval import enrol_room_ir
+    seed = zlib.crc32(f"voice/{name}".encode())
+    rng = np.random.default_rng(seed)
+    x = np.asarray(samples, np.float64)
+    room = fftconvolve(x, enrol_room_ir(rng))[:len(x)]
+    room *= np.sqrt(A.active_power(x) / A.active_power(room))
+    fam = VOICE_NOISES[seed % len(VOICE_NOISES)]
+    noisy = [A.mix(y.astype(np.float32), A.crop(rng, banks[fam], len(y)).astype(np.float32), VOICE_SNR)
+             for y in (x, room)]
+    return [room.astype(np.float32), noisy[0], noisy[1]]
 
 
 def check_length(samples, steps, what):
@@ -279,6 +313,9 @@ def main(argv=None):
     ap.add_argument("--check-frontend", default="none", metavar="none|speex-denoise[:DB]",
                     help="a front end ahead of the encoder only, over each rendering from its start (speex.py); the "
                          "takes stay as they are (clean)")
+    ap.add_argument("--voice-renderings", action="store_true",
+                    help="the voice print from each take and its renderings in a procedural room and training noise "
+                         "at 10 dB (voice_renderings), not the clean takes alone")
     ap.add_argument("--json")
     a = ap.parse_args(argv)
     if a.summary:
@@ -316,10 +353,15 @@ def main(argv=None):
 
     # the voices: each enrollment's takes (the clean clips) embedded whole, their mean
     take_emb = {}
+    vbanks = voice_banks() if a.voice_renderings else None
     for m in meta:
         for n in m["takes"]:
             if n not in take_emb:
-                take_emb[n] = enc.utterance(D.read_audio(os.path.join(D.REAL, word, n)))
+                x = D.read_audio(os.path.join(D.REAL, word, n))
+                embs = [enc.utterance(x)]
+                if vbanks is not None:
+                    embs += [enc.utterance(y) for y in voice_renderings(x, n, vbanks)]
+                take_emb[n] = np.mean(embs, axis=0)
     voices = unit(np.stack([np.mean([take_emb[n] for n in m["takes"]], axis=0) for m in meta]))
     print(f"{word}: {E} enrollments, {len(take_emb)} takes embedded", flush=True)
 
@@ -381,6 +423,7 @@ def main(argv=None):
                             **{f"cand/{s}": v for s, v in side_cos.items()})
     report = {"keyword": word, "enrollments": E, "zs": zs, "thresholds": ths, "hours": hours,
               "window_back_seconds": a.window_back, "check_frontend": a.check_frontend,
+              "voice": "takes + room, noise10, room + noise10" if a.voice_renderings else "takes",
               "encoder": "resemblyzer VoiceEncoder (the clusters' own encoder)", "rows": rows, "chosen": []}
     if "threshold" in info["sides"] and plain_k is not None:
         plain = next(r for r in rows if r["z"] == zs[plain_k] and r["cos"] == -1.0)

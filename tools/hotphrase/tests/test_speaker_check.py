@@ -152,5 +152,22 @@ class Summary(unittest.TestCase):
         self.assertAlmostEqual(got["test side candidates"][1][50], 0.6)
 
 
+class VoiceRenderings(unittest.TestCase):
+    def test_three_renderings_seeded_by_the_take_at_10_db(self):
+        from hotphrase import augment as A
+        banks = {k: np.random.default_rng(1).standard_normal(16000).astype(np.float32) for k in SC.VOICE_NOISES}
+        t = np.arange(8000)
+        x = (0.1 * np.sin(2 * np.pi * 200 * t / 16000)).astype(np.float32)
+        r = SC.voice_renderings(x, "a.wav", banks)
+        self.assertEqual([len(y) for y in r], [len(x)] * 3)
+        np.testing.assert_array_equal(r[1], SC.voice_renderings(x, "a.wav", banks)[1])
+        self.assertFalse(np.array_equal(r[1], SC.voice_renderings(x, "b.wav", banks)[1]))
+        # the room keeps the dry take's active power; the noise sits 10 dB under it
+        self.assertAlmostEqual(A.active_power(r[0]) / A.active_power(x), 1.0, places=3)
+        noise = r[1] - x
+        self.assertAlmostEqual(10 * np.log10(A.active_power(x) / np.mean(noise.astype(np.float64) ** 2)), 10.0,
+                               places=2)
+
+
 if __name__ == "__main__":
     unittest.main()
