@@ -38,6 +38,9 @@
   variant, head and floor: misses and guests clean and in each --condition, false accepts on the test side and on
   the threshold side (added to the generic's), the floor the threshold side would choose, and the z that keeps a
   variant's false accepts at the clean enrollment's.
+- Session 9 (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
+  every z of a grid (sweep_rows): how low the misses in each condition go when the z alone is lowered, and the
+  false accepts an hour that costs; the ceiling of any check made after the templates' decision.
 """
 import collections
 import json
@@ -241,11 +244,12 @@ def count_wakes(row, th):
     idx = np.flatnonzero(row >= th)
     if len(idx) > DENSE:
         return len(idx) / REFRACTORY_STEPS
-    n, last = 0, -10 ** 9
-    for i in idx:
-        if i - last >= REFRACTORY_STEPS:
-            n += 1
-            last = i
+    # greedy: each wake at the first step at least a refractory period after the last (one search a wake, so a low
+    # z's sweep, thousands of steps above it, costs its wakes rather than its steps)
+    n, i = 0, 0
+    while i < len(idx):
+        n += 1
+        i = int(np.searchsorted(idx, idx[i] + REFRACTORY_STEPS))
     return n
 
 
@@ -419,8 +423,9 @@ def misses_by_label(pbest, meta, col, z_th, labels):
             for k, v in sorted(tot.items())}
 
 
-def false_accepts(enrollments, scorers, streams, z_th, heads):
-    """Wakes on the streams: (personal [E], generic {head: n}, fused {head: [E]})."""
+def false_accepts(enrollments, scorers, streams, z_th, heads, sweep=None):
+    """Wakes on the streams: (personal [E], generic {head: n}, fused {head: [E]}). With sweep (grid, counts [E, G]):
+    the personal path's wakes at each z of the grid are also added to counts (the same z series, one DTW pass)."""
     fa_personal = np.zeros(len(enrollments))
     fa_generic = {h[0]: 0 for h in heads}
     fa_fused = {h[0]: np.zeros(len(enrollments)) for h in heads}
@@ -431,6 +436,9 @@ def false_accepts(enrollments, scorers, streams, z_th, heads):
         z = personal(enrollments, raw, scorers, "dtw")
         z = np.where(np.isfinite(z), z, -np.inf)
         fa_personal += [count_wakes(r, z_th) for r in z]
+        if sweep is not None:
+            grid, counts = sweep
+            counts += [[count_wakes(r, th) for th in grid] for r in z]
         for name, head, arrays, g_th in heads:
             g = generic_series(head, arrays, raw)
             fa_generic[name] += count_wakes(g, g_th)
@@ -450,8 +458,121 @@ def fa_rates(fa_personal, fa_generic, fa_fused, hours):
     return out
 
 
+def parse_z_sweep(spec):
+    """"LO:HI:STEP" -> the z grid (rounded to 0.01), LO and HI included."""
+    try:
+        lo, hi, step = (float(x) for x in spec.split(":"))
+    except ValueError:
+        raise HotPhraseError(spec, "--z-sweep wants LO:HI:STEP, e.g. 2:6:0.5") from None
+    if step <= 0 or hi < lo:
+        raise HotPhraseError(spec, "--z-sweep wants LO <= HI and STEP > 0")
+    return [round(float(z), 2) for z in np.arange(lo, hi + step / 2, step)]
+
+
+def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid):
+    """Issue #37, part 2, session 9: the personal path at every z of a grid, on the per-clip best z already scored
+    (pbest_by_condition {condition: [E, C]}, "clean" among them) and the test side's wakes at each z (wakes [E, G],
+    false_accepts' sweep). Per z: the enrolled people's other clips missed in each condition and the guests heard
+    clean (pooled over enrollments, as fused_report), and the false accepts an hour (mean over enrollments, worst);
+    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound)."""
+    out = []
+    for k, z in enumerate(grid):
+        row = {"z": z, "missed_pct": {}}
+        for c, pb in pbest_by_condition.items():
+            missed = total = 0
+            for r, m in enumerate(meta):
+                own = pb[r, [col[n] for n in m["own"]]]
+                missed += int(np.sum(own < z))
+                total += len(own)
+            row["missed_pct"][c] = round(100 * missed / max(total, 1), 2)
+        pb = pbest_by_condition["clean"]
+        heard_n = total = 0
+        for r, m in enumerate(meta):
+            g = pb[r, [col[n] for n in m["guests"]]]
+            heard_n += int(np.sum(g >= z))
+            total += len(g)
+        row["guests_heard_pct"] = round(100 * heard_n / max(total, 1), 2)
+        w = np.asarray(wakes)[:, k]
+        row["test_fa_per_hour_mean"] = round(float(w.mean()) / hours, 3)
+        row["test_fa_per_hour_worst_enrollment"] = round(float(w.max()) / hours, 3)
+        row["fa_lower_bound"] = bool(np.any(w != np.round(w)))
+        out.append(row)
+    return out
+
+
+PEAK_WAIT_STEPS = 6  # FusedDetector.peakWaitSteps (session 8): a personal wake waits for its match's peak
+
+
+def peak_step(row, t, wait=PEAK_WAIT_STEPS):
+    """The step a wake crossing at t fires at under session 8's rule: the first later step whose z does not rise,
+    at most `wait` steps on; the match ends there, so a check of the voice reads the audio up to it."""
+    p = t
+    while p + 1 < len(row) and p - t < wait and row[p + 1] > row[p]:
+        p += 1
+    return p
+
+
+def wake_steps(row, th):
+    """The greedy refractory wakes' crossing steps (count_wakes' wakes, not only their number)."""
+    idx = np.flatnonzero(row >= th)
+    out, i = [], 0
+    while i < len(idx):
+        out.append(int(idx[i]))
+        i = int(np.searchsorted(idx, idx[i] + REFRACTORY_STEPS))
+    return out
+
+
+def stream_candidates(enrollments, scorers, streams, zs):
+    """Session 9's candidate wakes on negative streams: for each z of zs, enrollment and stream, every wake of the
+    personal path at that z (wake_steps) and the step it fires at (peak_step) -> int32 [n, 5] rows (z index,
+    enrollment, stream, crossing step, firing step), and the streams' lengths in steps."""
+    rows, lengths = [], []
+    for s, raw in enumerate(streams):
+        raw = np.asarray(raw, np.float32)
+        lengths.append(len(raw))
+        if not len(raw):
+            continue
+        z = personal(enrollments, raw, scorers, "dtw")
+        z = np.where(np.isfinite(z), z, -np.inf)
+        for e, r in enumerate(z):
+            for k, th in enumerate(zs):
+                rows += [(k, e, s, t, peak_step(r, t)) for t in wake_steps(r, th)]
+    return np.array(rows, np.int32).reshape(-1, 5), np.array(lengths, np.int64)
+
+
+def clip_best(enrollments, scorers, clips):
+    """([E, C] best personal z over each clip, [E, C] the step it peaks at; -1 where the clip has no score)."""
+    best = np.full((len(enrollments), len(clips)), -np.inf, np.float32)
+    step = np.full((len(enrollments), len(clips)), -1, np.int32)
+    for j, c in enumerate(clips):
+        z = personal(enrollments, np.asarray(c, np.float32), scorers, "dtw")
+        if z.shape[1]:
+            z = np.where(np.isfinite(z), z, -np.inf)
+            step[:, j] = np.argmax(z, axis=1)
+            best[:, j] = z[np.arange(len(z)), step[:, j]]
+    return best, step
+
+
+def write_candidates(path, word, meta, names, enrollments, scorers, clip_sets, sides, zs, bank_z):
+    """Session 9 (--candidates-out): what a check of the voice after the templates' decision needs, for
+    hotphrase.speaker_check: the draws (takes, own clips, guests), each clip's best z and its step in every
+    condition (clip_sets {condition: [embeddings in names' order]}), and the candidate wakes at each z of zs on the
+    negative sides (sides {name: (streams, what they are)})."""
+    arrays = {"zs": np.array(zs, np.float32)}
+    for c, cl in clip_sets.items():
+        arrays[f"best/{c}"], arrays[f"step/{c}"] = clip_best(enrollments, scorers, cl)
+        arrays[f"nsteps/{c}"] = np.array([len(x) for x in cl], np.int32)
+    for side, (streams, _) in sides.items():
+        arrays[f"cand/{side}"], arrays[f"len/{side}"] = stream_candidates(enrollments, scorers, streams, zs)
+    info = {"word": word, "bank_z": bank_z, "clips": list(names), "conditions": list(clip_sets),
+            "meta": [{k: m[k] for k in ("speaker", "draw", "takes", "own", "guests")} for m in meta],
+            "sides": {side: what for side, (_, what) in sides.items()}}
+    np.savez_compressed(path, info=np.array(json.dumps(info)), **arrays)
+    print(f"{path}: {', '.join(f'{k} {v.shape}' for k, v in arrays.items())}", flush=True)
+
+
 def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions,
-                 condition_tests=None, condition_labels=None):
+                 condition_tests=None, condition_labels=None, z_grid=None):
     """Generic alone, personal alone (DTW at z_th) and fused, on the same enrollments, clips and test side.
     heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (every clip
     rendered in noise or rooms; enrollment stays clean): the enrolled people's misses and the guests heard there;
@@ -493,7 +614,8 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
         return pbest, gbest
 
     # the test side: personal z once per stream, each head's scores beside it
-    fa_personal, fa_generic, fa_fused = false_accepts(enrollments, scorers, test_streams, z_th, heads)
+    sweep = (z_grid, np.zeros((len(enrollments), len(z_grid)))) if z_grid else None
+    fa_personal, fa_generic, fa_fused = false_accepts(enrollments, scorers, test_streams, z_th, heads, sweep)
     pbest, gbest = best_over(clips)
     rep["personal"] = outcomes(pbest, None, None)["personal"]
     rep["personal"].update({"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3),
@@ -504,6 +626,9 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
         if labels is not None:
             rep["conditions"][c]["personal"]["by_rendering"] = misses_by_label(cond_best[c][0], meta, col, z_th,
                                                                                labels)
+    if z_grid:
+        rep["z_sweep"] = sweep_rows(meta, col, {"clean": pbest, **{c: pb for c, (pb, _) in cond_best.items()}},
+                                    sweep[1], hours, z_grid)
     cond_fa = {}
     for c, (streams, seconds) in (condition_tests or {}).items():
         cond_fa[c] = fa_rates(*false_accepts(enrollments, scorers, streams, z_th, heads), seconds / 3600)
@@ -914,6 +1039,13 @@ def main(argv=None):
     ap.add_argument("--no-threshold-side", action="store_true",
                     help="with --bank-z and --test-npz: no threshold side (it needs --public's speechocean762 "
                          "manifest); its false accepts are not reported")
+    ap.add_argument("--z-sweep", default=None, metavar="LO:HI:STEP",
+                    help="session 9: the personal path's misses (clean and each --condition), guests heard and false "
+                         "accepts an hour on the test side at every z of the grid (needs --condition or --generic)")
+    ap.add_argument("--candidates-out", default=None, metavar="NPZ",
+                    help="session 9: write the clips' best z and steps in every condition and the negative sides' "
+                         "candidate wakes at each --candidate-z, for hotphrase.speaker_check (with --condition)")
+    ap.add_argument("--candidate-z", nargs="+", type=float, default=[3.0, 4.0, 5.0, 5.9], metavar="Z")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     a = ap.parse_args(argv)
@@ -938,6 +1070,11 @@ def main(argv=None):
         raise HotPhraseError("--no-threshold-side", "the remedies choose gate floors on the threshold side")
     if remedies and a.condition_test_side:
         raise HotPhraseError("--condition-test-side", "not measured with --enrol-variants/--gate-floors")
+    z_grid = parse_z_sweep(a.z_sweep) if a.z_sweep else None
+    if a.candidates_out and (remedies or not a.condition or not a.test_npz):
+        raise HotPhraseError("--candidates-out", "needs --condition and --test-npz, and not the remedies")
+    if z_grid and (remedies or not (a.condition or a.generic)):
+        raise HotPhraseError("--z-sweep", "needs --condition or --generic, and not the remedies")
     gates = [parse_gate(g) for g in a.gate_floors]
     if a.gate_ahead < 0:
         raise HotPhraseError("--gate-ahead", f"{a.gate_ahead} steps: at least 0")
@@ -1137,8 +1274,18 @@ def main(argv=None):
                 cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
         labels = {c: load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
                   for c, d in conditions_dirs.items()}
+        if a.candidates_out:
+            names = sorted(spk[word])[:10 * a.limit or None]
+            clip_sets = {"clean": [clips[n] for n in names], **{c: [cm[n] for n in names] for c, cm in conds.items()}}
+            sides = {"test": (test_streams, {"test_npz": [os.path.abspath(p) for p in a.test_npz or []]})}
+            if thr_streams:
+                # speaker_streams' order and joins: a speaker's files sorted, one stream each, speakers sorted
+                sides["threshold"] = (thr_streams, {"streams": [[os.path.abspath(f) for f in sorted(thr_groups[g])]
+                                                                for g in sorted(thr_groups)]})
+            write_candidates(a.candidates_out, word, meta, names, enrollments, scorers, clip_sets, sides,
+                             a.candidate_z, z_th)
         report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels)
+                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels, z_grid)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)

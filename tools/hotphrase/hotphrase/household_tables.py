@@ -1,7 +1,7 @@
 """BENCHMARKS.md's tables of the household's personal path, made from household_eval's JSON reports (--json), so
 that every figure in them comes from a command in the repository.
 
-  python -m hotphrase.household_tables REPORT.json ... [--by-rendering]
+  python -m hotphrase.household_tables REPORT.json ... [--by-rendering | --z-sweep | --speaker-check [--cosines COS ...]]
 
 One row a report: the keyword, the front end, the bank's file, the z the report used, the enrolled people's other
 clips missed clean and in each condition the report holds (household_eval --condition), other people's clips heard
@@ -9,7 +9,9 @@ clean, and the false accepts an hour on the test side, mean over enrollments (wo
 chose its z on the threshold side, that side's false accepts an hour at it (mean over enrollments) too. With
 --by-rendering, the misses in each condition broken down by what the clip went through (household_conditions
 records it): noise by family, rooms by reverberation time (the distances pooled), a room in noise by the noise's
-family; pooled over clips, as the report's own percentages are.
+family; pooled over clips, as the report's own percentages are. With --z-sweep, the personal path at every z of a
+report's household_eval --z-sweep (issue #37, part 2, session 9); with --speaker-check, hotphrase.speaker_check's
+reports: today's path, and the check's threshold chosen on the threshold side at each candidate z.
 """
 import json
 import re
@@ -121,6 +123,72 @@ def rendering_rows(reports):
     return header, out
 
 
+def sweep_rows(reports):
+    """(header, rows) of household_eval --z-sweep's table: for each report and z of its sweep the misses clean and in
+    each condition, guests heard clean and the false accepts an hour on the test side (mean over enrollments (worst
+    enrollment); ">=" where count_wakes could only bound them)."""
+    conditions = []
+    for r in reports:
+        for row in r["fused"].get("z_sweep", []):
+            conditions += [c for c in row["missed_pct"] if c not in conditions]
+    header = ["keyword", "z", *conditions, "guests heard (clean)", "FA/h test side"]
+    out = []
+    for r in reports:
+        for row in r["fused"].get("z_sweep", []):
+            fa = f"{row['test_fa_per_hour_mean']:.3f} ({row['test_fa_per_hour_worst_enrollment']:.3f})"
+            out.append([keyword(r), f"{row['z']:.1f}",
+                        *(_pct(row["missed_pct"][c]) if c in row["missed_pct"] else "-" for c in conditions),
+                        _pct(row["guests_heard_pct"]), (">= " if row["fa_lower_bound"] else "") + fa])
+    if not out:
+        raise HotPhraseError(", ".join(keyword(r) for r in reports), "no z_sweep in these reports (household_eval "
+                                                                      "--z-sweep)")
+    return header, out
+
+
+def check_rows(reports, every=None):
+    """(header, rows) of hotphrase.speaker_check's reports (session 9): per report the plain path at the bank's z
+    (no check), then for each candidate z the check's cosine threshold chosen on the threshold side and what it
+    gives; with every (a list of cosines) instead every row of the report at those cosines (no check first)."""
+    header = ["keyword", "window end", "candidate z", "cosine", "clean", "snr10", "room", "room-snr10",
+              "guests heard (clean)", "FA/h test side", "FA/h threshold side"]
+    out = []
+
+    def window(r):
+        fe = r.get("check_frontend", "none")
+        return (f"match - {r.get('window_back_seconds', 0.0):g} s" + ("" if fe in (None, "none") else f", {fe}")
+                + (", voice in noise too" if r.get("voice", "takes") != "takes" else ""))
+
+    def cells(r, rep, cos):
+        m = rep["missed_pct"]
+        return [rep_name(r), window(r), f"{rep['z']:.1f}", cos,
+                *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10")),
+                _pct(rep["guests_heard_pct"]),
+                f"{rep['test_fa_per_hour_mean']:.3f} ({rep['test_fa_per_hour_worst_enrollment']:.3f})",
+                f"{rep['threshold_fa_per_hour_mean']:.3f}" if "threshold_fa_per_hour_mean" in rep else "-"]
+
+    def rep_name(r):
+        return r["keyword"]
+
+    for r in reports:
+        if "rows" not in r or "keyword" not in r:
+            raise HotPhraseError(r.get("keyword", "?"), "not a hotphrase.speaker_check report")
+        if every is not None:
+            for row in r["rows"]:
+                if row["cos"] == -1.0 or any(abs(row["cos"] - c) < 1e-9 for c in every):
+                    out.append(cells(r, row, "no check" if row["cos"] == -1.0 else f"{row['cos']:.2f}"))
+            continue
+        bank_z = max(r["zs"])
+        plain = next(row for row in r["rows"] if row["z"] == bank_z and row["cos"] == -1.0)
+        out.append(cells(r, plain, "no check (today)"))
+        for ch in r.get("chosen", []):
+            if ch["row"] is None:
+                out.append([rep_name(r), window(r), f"{ch['z']:.1f}",
+                            "none meets the target"] + ["-"] * 7)
+            else:
+                out.append(cells(r, ch["row"], f"{ch['cos']:.2f}"))
+    return header, out
+
+
 def markdown(header, body):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
@@ -132,8 +200,23 @@ def main(argv=None):
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("reports", nargs="+", metavar="REPORT.json")
     ap.add_argument("--by-rendering", action="store_true", help="the misses in each condition by rendering")
+    ap.add_argument("--z-sweep", action="store_true", help="the personal path at each z of the reports' --z-sweep")
+    ap.add_argument("--speaker-check", action="store_true",
+                    help="the reports are hotphrase.speaker_check's: the thresholds chosen on the threshold side (with "
+                         "--cosines: every candidate z at those cosines)")
+    ap.add_argument("--cosines", nargs="+", type=float, default=None, metavar="COS")
     args = ap.parse_args(argv)
+    if args.speaker_check:
+        reports = []
+        for p in args.reports:
+            with open(p) as f:
+                reports.append(json.load(f))
+        print(markdown(*check_rows(reports, args.cosines)))
+        return 0
     reports = [_load(p) for p in args.reports]
+    if args.z_sweep:
+        print(markdown(*sweep_rows(reports)))
+        return 0
     print(markdown(*(rendering_rows(reports) if args.by_rendering else rows(reports))))
     return 0
 

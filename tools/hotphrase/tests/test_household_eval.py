@@ -118,5 +118,64 @@ class ClipCache(unittest.TestCase):
                 HE.load_clips_npz(os.path.join(d, "none.npz"), {"a.wav": 0})
 
 
+class ZSweep(unittest.TestCase):
+    def test_grid(self):
+        self.assertEqual(HE.parse_z_sweep("2:6:0.5"), [2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0])
+        for bad in ("2:6", "6:2:0.5", "2:6:0", "a:b:c"):
+            with self.assertRaises(HotPhraseError):
+                HE.parse_z_sweep(bad)
+
+    def test_count_wakes_is_the_greedy_refractory_count(self):
+        rng = np.random.default_rng(3)
+        for _ in range(50):
+            row = rng.standard_normal(400)
+            for th in (-1.0, 0.0, 1.5):
+                n, last = 0, -10 ** 9
+                for i in np.flatnonzero(row >= th):
+                    if i - last >= HE.REFRACTORY_STEPS:
+                        n, last = n + 1, i
+                self.assertEqual(HE.count_wakes(row, th), n)
+
+    def test_misses_guests_and_false_accepts_at_each_z(self):
+        # two enrollments over three clips; enrollment 0 owns a, b (c a guest), enrollment 1 owns c
+        meta = [{"own": ["a", "b"], "guests": ["c"]}, {"own": ["c"], "guests": ["a", "b"]}]
+        col = {"a": 0, "b": 1, "c": 2}
+        clean = np.array([[6.0, 3.0, 4.0], [2.0, 5.0, 7.0]])
+        room = np.array([[2.5, 1.0, 0.0], [0.0, 0.0, 3.5]])
+        wakes = np.array([[10, 2, 0], [30, 4, 1]], float)
+        rows = HE.sweep_rows(meta, col, {"clean": clean, "room": room}, wakes, 2.0, [2.0, 3.0, 6.5])
+        self.assertEqual([r["z"] for r in rows], [2.0, 3.0, 6.5])
+        # z 2: clean all 3 own heard; room own a 2.5 heard, b 1.0 missed, c 3.5 heard
+        self.assertEqual(rows[0]["missed_pct"], {"clean": 0.0, "room": round(100 / 3, 2)})
+        # z 3: clean b (3.0) heard (>=), room a and b missed
+        self.assertEqual(rows[1]["missed_pct"], {"clean": 0.0, "room": round(200 / 3, 2)})
+        # z 6.5: clean a 6.0 and b 3.0 missed, c 7.0 heard
+        self.assertEqual(rows[2]["missed_pct"], {"clean": round(200 / 3, 2), "room": 100.0})
+        # guests, clean: enrollment 0 hears c at 4.0, enrollment 1 hears a 2.0 and b 5.0
+        self.assertEqual([r["guests_heard_pct"] for r in rows], [100.0, round(200 / 3, 2), 0.0])
+        self.assertEqual((rows[0]["test_fa_per_hour_mean"], rows[0]["test_fa_per_hour_worst_enrollment"]),
+                         (10.0, 15.0))
+        self.assertEqual((rows[2]["test_fa_per_hour_mean"], rows[2]["test_fa_per_hour_worst_enrollment"]),
+                         (0.25, 0.5))
+        self.assertFalse(rows[0]["fa_lower_bound"])
+        wakes[0, 0] = 10.4  # count_wakes' bound for a stream with more than DENSE steps above z
+        self.assertTrue(HE.sweep_rows(meta, col, {"clean": clean}, wakes, 2.0, [2.0, 3.0, 6.5])[0]["fa_lower_bound"])
+
+    def test_the_sweep_counts_the_same_wakes_as_the_threshold(self):
+        rng = np.random.default_rng(1)
+        bank = [rng.standard_normal((60, EMB_DIM)).astype(np.float32) for _ in range(8)]
+        scorers = HE.Scorers(np.zeros(EMB_DIM), bank)
+        takes = [rng.standard_normal((12, EMB_DIM)).astype(np.float32) for _ in range(HE.TAKES)]
+        enr = [scorers.enrol(takes)]
+        quiet = rng.standard_normal((200, EMB_DIM)).astype(np.float32)
+        holding = np.concatenate([quiet[:100], takes[0], quiet[100:]])
+        grid = [-2.0, 5.9, 1e9]
+        counts = np.zeros((1, 3))
+        p, _, _ = HE.false_accepts(enr, scorers, [quiet, holding], 5.9, [], (grid, counts))
+        self.assertEqual(counts[0, 1], p[0])
+        self.assertEqual(counts[0, 2], 0)
+        self.assertGreater(counts[0, 0], counts[0, 1])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -36,6 +36,42 @@ class Tables(unittest.TestCase):
             T.main(list(argv))
         return out.getvalue().splitlines()
 
+    def test_the_speaker_checks_chosen_rows_and_every_cosine(self):
+        def row(z, cos, room_snr10, fa):
+            return {"z": z, "cos": cos, "missed_pct": {"clean": 0.0, "room-snr10": room_snr10},
+                    "guests_heard_pct": 50.0, "test_fa_per_hour_mean": fa, "test_fa_per_hour_worst_enrollment": 2 * fa,
+                    "threshold_fa_per_hour_mean": fa}
+        r = {"keyword": "jarvis", "zs": [3.0, 5.9], "window_back_seconds": 0.4,
+             "rows": [row(3.0, -1.0, 4.5, 100.0), row(3.0, 0.7, 60.0, 0.1), row(5.9, -1.0, 31.3, 0.13),
+                      row(5.9, 0.7, 70.0, 0.0)],
+             "chosen": [{"z": 3.0, "cos": 0.7, "row": row(3.0, 0.7, 60.0, 0.1)}, {"z": 5.9, "cos": None, "row": None}]}
+        lines = self.run_main(self.write("c.json", r), "--speaker-check")
+        self.assertEqual(len(lines), 5)
+        self.assertEqual(lines[2], "| jarvis | match - 0.4 s | 5.9 | no check (today) | 0.00 % | - | - | 31.30 % | "
+                                   "50.00 % | 0.130 (0.260) | 0.130 |")
+        self.assertIn("| 3.0 | 0.70 | 0.00 % | - | - | 60.00 % |", lines[3])
+        self.assertIn("none meets the target", lines[4])
+        r["check_frontend"] = "speex-denoise:-15"
+        self.assertIn("| jarvis | match - 0.4 s, speex-denoise:-15 | 5.9 |",
+                      self.run_main(self.write("c.json", r), "--speaker-check")[2])
+        lines = self.run_main(self.write("c.json", r), "--speaker-check", "--cosines", "0.7")
+        self.assertEqual([ln.split(" | ")[3] for ln in lines[2:]], ["no check", "0.70", "no check", "0.70"])
+
+    def test_the_z_sweep_a_row_a_z(self):
+        a = report("jarvis", "none", 0.0, {})
+        a["fused"]["z_sweep"] = [
+            {"z": 3.0, "missed_pct": {"clean": 0.0, "room-snr10": 4.49}, "guests_heard_pct": 99.91,
+             "test_fa_per_hour_mean": 112.676, "test_fa_per_hour_worst_enrollment": 262.383, "fa_lower_bound": True},
+            {"z": 6.0, "missed_pct": {"clean": 0.0, "room-snr10": 33.33}, "guests_heard_pct": 69.89,
+             "test_fa_per_hour_mean": 0.108, "test_fa_per_hour_worst_enrollment": 1.867, "fa_lower_bound": False}]
+        lines = self.run_main(self.write("a.json", a), "--z-sweep")
+        self.assertEqual(lines[0], "| keyword | z | clean | room-snr10 | guests heard (clean) | FA/h test side |")
+        self.assertEqual(lines[2], "| jarvis | 3.0 | 0.00 % | 4.49 % | 99.91 % | >= 112.676 (262.383) |")
+        self.assertEqual(lines[3], "| jarvis | 6.0 | 0.00 % | 33.33 % | 69.89 % | 0.108 (1.867) |")
+        with self.assertRaises(HotPhraseError) as e:
+            T.sweep_rows([report("jarvis", "none", 0.0, {})])
+        self.assertIn("--z-sweep", str(e.exception))
+
     def test_a_row_a_report_and_the_union_of_conditions(self):
         a = report("jarvis", "none", 0.0, {"snr10": {"own_missed_pct": 15.0, "guests_heard_pct": 37.15},
                                            "room": {"own_missed_pct": 4.1, "guests_heard_pct": 48.26}})
