@@ -19,6 +19,19 @@ from . import gtcrn
 from .errors import HotPhraseError
 
 
+def kept(enh, s, n, span):
+    """(keyword's power kept over `span`, noise's power kept over all, SNR over `span` before, after), in dB, for
+    the speech s and the noise n mixed: the enhancer `enh` (gtcrn.Enhancer, or anything with its spectra()) runs over
+    s + n, and its output over its input, bin by bin, is the gain applied to s and to n alone."""
+    xm = gtcrn.analyse(s + n)
+    gain = enh.spectra(xm) / np.where(np.abs(xm) < 1e-9, 1e-9, xm)
+    s_out = gtcrn.synthesise(gain * gtcrn.analyse(s), len(s))
+    n_out = gtcrn.synthesise(gain * gtcrn.analyse(n), len(s))
+    db = lambda a, b: 10 * np.log10((np.sum(np.asarray(a, np.float64) ** 2) + 1e-20) /
+                                    (np.sum(np.asarray(b, np.float64) ** 2) + 1e-20))
+    return db(s_out[span], s[span]), db(n_out, n), db(s[span], n[span]), db(s_out[span], n_out[span])
+
+
 @cli.command
 def main(argv=None):
     ap = cli.parser(__name__, __doc__)
@@ -41,21 +54,13 @@ def main(argv=None):
     print("| noise | keyword kept (its span) | noise kept | SNR before / after (the clip's span) |")
     print("|---|---|---|---|")
     for kind in A.EVAL_NOISES:
-        ks, ns, snr0, snrs = [], [], [], []
+        rows = []
         for x in clips:
             s = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32), np.zeros(TAIL, np.float32)])
             n = A.mix(s, A.crop(rng, banks.b[kind], len(s)), a.snr) - s  # the noise as mixed
-            m = s + n
-            xm = gtcrn.analyse(m)
-            gain = enh.spectra(xm) / np.where(np.abs(xm) < 1e-9, 1e-9, xm)
-            s_out = gtcrn.synthesise(gain * gtcrn.analyse(s), len(s))
-            n_out = gtcrn.synthesise(gain * gtcrn.analyse(n), len(s))
-            span = slice(LEAD, LEAD + len(x))
-            ks.append(10 * np.log10(np.sum(s_out[span] ** 2) / np.sum(s[span] ** 2)))
-            ns.append(10 * np.log10(np.sum(n_out ** 2) / np.sum(n ** 2)))
-            snr0.append(10 * np.log10(np.sum(s[span] ** 2) / (np.sum(n[span] ** 2) + 1e-12)))
-            snrs.append(10 * np.log10(np.sum(s_out[span] ** 2) / (np.sum(n_out[span] ** 2) + 1e-12)))
-        print(f"| {kind} | {np.mean(ks):.1f} | {np.mean(ns):.1f} | {np.mean(snr0):.1f} / {np.mean(snrs):.1f} |", flush=True)
+            rows.append(kept(enh, s, n, slice(LEAD, LEAD + len(x))))
+        k, nk, before, after = np.mean(rows, axis=0)
+        print(f"| {kind} | {k:.1f} | {nk:.1f} | {before:.1f} / {after:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

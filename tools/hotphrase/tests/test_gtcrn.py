@@ -77,6 +77,43 @@ class Spec(unittest.TestCase):
             speex.parse_frontend("rnnoise")
 
 
+class Kept(unittest.TestCase):
+    """gtcrn_kept.kept: the enhancer's gain on the mixture, applied to each part alone."""
+
+    class Gain:
+        """A stand-in enhancer: multiplies bins below `cut` by `low` and the rest by `high`."""
+        def __init__(self, low, high, cut=64):
+            self.low, self.high, self.cut = low, high, cut
+
+        def spectra(self, spec):
+            out = spec * self.high
+            out[:, :self.cut] = spec[:, :self.cut] * self.low
+            return out
+
+    def parts(self):
+        rng = np.random.default_rng(4)
+        t = np.arange(8000) / SR
+        s = (0.3 * np.sin(2 * np.pi * 500 * t)).astype(np.float32)  # bin 16 of 257: below the cut
+        n = np.fft.irfft(np.fft.rfft(rng.standard_normal(8000)) * (np.fft.rfftfreq(8000, 1 / SR) > 4000), 8000)
+        return s, (0.1 * n).astype(np.float32), slice(1000, 7000)  # noise above 4 kHz only: above the cut
+
+    def test_unit_gain_keeps_everything(self):
+        from hotphrase import gtcrn_kept
+        s, n, span = self.parts()
+        k, nk, before, after = gtcrn_kept.kept(self.Gain(1.0, 1.0), s, n, span)
+        self.assertAlmostEqual(k, 0.0, places=3)
+        self.assertAlmostEqual(nk, 0.0, places=3)
+        self.assertAlmostEqual(before, after, places=3)
+
+    def test_each_part_gets_its_own_bins_gain(self):
+        from hotphrase import gtcrn_kept
+        s, n, span = self.parts()
+        k, nk, before, after = gtcrn_kept.kept(self.Gain(0.5, 0.1), s, n, span)
+        self.assertAlmostEqual(k, 20 * np.log10(0.5), delta=0.1)  # the tone: the low bins' gain
+        self.assertAlmostEqual(nk, 20 * np.log10(0.1), delta=0.1)  # the noise: the high bins'
+        self.assertAlmostEqual(after - before, 20 * np.log10(5), delta=0.2)
+
+
 def voiced_in_noise(seconds=4.0, seed=0):
     """A harmonic 150 Hz buzz switched on and off every 0.5 s after the first second, in white noise: (int16 mix,
     buzz alone as float)."""
