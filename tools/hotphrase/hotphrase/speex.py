@@ -10,10 +10,12 @@ NOISE_SUPPRESS dB (speexdsp's default -15 unless given), AGC and DEREVERB off (t
 audio, as EchoCanceller.swift keeps them off; its VAD is off by default and, like Swift, left alone: setting it
 only prints speexdsp's warning). A last partial frame is padded with zeros and cut back.
 
-The front end's name, as the command lines and cache keys spell it: "none" or "speex-denoise[:DB]" (parse_frontend).
+The front end's name, as the command lines and cache keys spell it: "none" or "speex-denoise[:DB]" (parse_frontend),
+or "gtcrn:ONNX_PATH", a neural enhancer (gtcrn.py; issue #37, part 2, session 9b) that make() returns in its place.
 """
 import ctypes
 import ctypes.util
+import os
 
 import numpy as np
 
@@ -108,14 +110,21 @@ class Denoiser:
 
 
 def parse_frontend(spec):
-    """"none" -> None; "speex-denoise" or "speex-denoise:DB" (DB <= 0, e.g. -15) -> the canonical name with its dB.
+    """"none" -> None; "speex-denoise" or "speex-denoise:DB" (DB <= 0, e.g. -15) -> the canonical name with its dB;
+    "gtcrn:ONNX_PATH" (gtcrn.py, the model file must exist) -> "gtcrn:" and the file's absolute path.
     The canonical name is what caches and reports are keyed by, so that embeddings made through different front
     ends never mix."""
     if spec in (None, "", "none"):
         return None
     head, sep, db = spec.partition(":")
+    if head == "gtcrn":
+        if not db:
+            raise HotPhraseError(spec, "want gtcrn:ONNX_PATH (the model file GTCRN's streaming export)")
+        if not os.path.isfile(db):
+            raise HotPhraseError(spec, f"no GTCRN model file at {db}")
+        return "gtcrn:" + os.path.abspath(db)
     if head != "speex-denoise":
-        raise HotPhraseError(spec, "unknown front end: want none or speex-denoise[:DB]")
+        raise HotPhraseError(spec, "unknown front end: want none, speex-denoise[:DB] or gtcrn:ONNX_PATH")
     try:
         v = int(db) if sep else DEFAULT_DB
     except ValueError:
@@ -130,13 +139,23 @@ def make(spec):
     name = parse_frontend(spec)
     if name is None:
         return None
+    if name.startswith("gtcrn:"):
+        from .gtcrn import Enhancer
+        return Enhancer(name.partition(":")[2])
     return Denoiser(int(name.split(":")[1]))
 
 
 def tag(spec):
-    """The front end in a file name: "" for none, "-speex-denoise-15" for speex-denoise:-15."""
+    """The front end in a file name: "" for none, "-speex-denoise-15" for speex-denoise:-15, "-gtcrn-" and the
+    model file's first 10 hex digits of SHA-256 for gtcrn:PATH (a path does not fit a file name; the contents
+    name the model)."""
     name = parse_frontend(spec)
-    return "" if name is None else "-" + name.replace(":", "")
+    if name is None:
+        return ""
+    if name.startswith("gtcrn:"):
+        from .gtcrn import file_digest
+        return "-gtcrn-" + file_digest(name.partition(":")[2])[:10]
+    return "-" + name.replace(":", "")
 
 
 def apply_float(fe, x):
