@@ -13,6 +13,18 @@ from hotphrase.constants import EMB_DIM
 from hotphrase.errors import HotPhraseError
 
 
+def a_stream_holding_a_take(seed):
+    """A random bank, one enrollment of random takes, 200 frames of other speech and the same with the first take
+    inside it at frame 100: (scorers, [enrollment], quiet, holding). Shared with test_speaker_check."""
+    rng = np.random.default_rng(seed)
+    bank = [rng.standard_normal((60, EMB_DIM)).astype(np.float32) for _ in range(8)]
+    scorers = HE.Scorers(np.zeros(EMB_DIM), bank)
+    takes = [rng.standard_normal((12, EMB_DIM)).astype(np.float32) for _ in range(HE.TAKES)]
+    enr = [scorers.enrol(takes)]
+    quiet = rng.standard_normal((200, EMB_DIM)).astype(np.float32)
+    return scorers, enr, quiet, np.concatenate([quiet[:100], takes[0], quiet[100:]])
+
+
 class Fusion(unittest.TestCase):
     def test_either_fires(self):
         z = np.array([-np.inf, 6.0, 5.0, 1.0, 7.0])
@@ -35,13 +47,7 @@ class Fusion(unittest.TestCase):
 
 class FalseAccepts(unittest.TestCase):
     def test_a_stream_holding_a_take_wakes_once_and_rates_are_per_hour(self):
-        rng = np.random.default_rng(0)
-        bank = [rng.standard_normal((60, EMB_DIM)).astype(np.float32) for _ in range(8)]
-        scorers = HE.Scorers(np.zeros(EMB_DIM), bank)
-        takes = [rng.standard_normal((12, EMB_DIM)).astype(np.float32) for _ in range(HE.TAKES)]
-        enr = [scorers.enrol(takes)]
-        quiet = rng.standard_normal((200, EMB_DIM)).astype(np.float32)
-        holding = np.concatenate([quiet[:100], takes[0], quiet[100:]])
+        scorers, enr, quiet, holding = a_stream_holding_a_take(seed=0)
         p, g, f = HE.false_accepts(enr, scorers, [quiet], 5.9, [])
         self.assertEqual((p.tolist(), g, f), ([0.0], {}, {}))
         p, _, _ = HE.false_accepts(enr, scorers, [quiet, holding], 5.9, [])
@@ -162,13 +168,7 @@ class ZSweep(unittest.TestCase):
         self.assertTrue(HE.sweep_rows(meta, col, {"clean": clean}, wakes, 2.0, [2.0, 3.0, 6.5])[0]["fa_lower_bound"])
 
     def test_the_sweep_counts_the_same_wakes_as_the_threshold(self):
-        rng = np.random.default_rng(1)
-        bank = [rng.standard_normal((60, EMB_DIM)).astype(np.float32) for _ in range(8)]
-        scorers = HE.Scorers(np.zeros(EMB_DIM), bank)
-        takes = [rng.standard_normal((12, EMB_DIM)).astype(np.float32) for _ in range(HE.TAKES)]
-        enr = [scorers.enrol(takes)]
-        quiet = rng.standard_normal((200, EMB_DIM)).astype(np.float32)
-        holding = np.concatenate([quiet[:100], takes[0], quiet[100:]])
+        scorers, enr, quiet, holding = a_stream_holding_a_take(seed=1)
         grid = [-2.0, 5.9, 1e9]
         counts = np.zeros((1, 3))
         p, _, _ = HE.false_accepts(enr, scorers, [quiet, holding], 5.9, [], (grid, counts))

@@ -94,14 +94,8 @@ class Candidates(unittest.TestCase):
             self.assertTrue(all(row[t] >= 0.5 for t in got))
 
     def test_stream_candidates_find_a_take_in_a_stream(self):
-        from hotphrase.constants import EMB_DIM
-        rng = np.random.default_rng(2)
-        bank = [rng.standard_normal((60, EMB_DIM)).astype(np.float32) for _ in range(8)]
-        scorers = HE.Scorers(np.zeros(EMB_DIM), bank)
-        takes = [rng.standard_normal((12, EMB_DIM)).astype(np.float32) for _ in range(HE.TAKES)]
-        enr = [scorers.enrol(takes)]
-        quiet = rng.standard_normal((200, EMB_DIM)).astype(np.float32)
-        holding = np.concatenate([quiet[:100], takes[0], quiet[100:]])
+        from test_household_eval import a_stream_holding_a_take
+        scorers, enr, quiet, holding = a_stream_holding_a_take(seed=2)
         cand, lengths = HE.stream_candidates(enr, scorers, [quiet, holding], [5.9, 1e9])
         np.testing.assert_array_equal(lengths, [200, 212])
         self.assertEqual(cand.shape, (1, 5))
