@@ -244,13 +244,18 @@ def count_wakes(row, th):
     idx = np.flatnonzero(row >= th)
     if len(idx) > DENSE:
         return len(idx) / REFRACTORY_STEPS
-    # greedy: each wake at the first step at least a refractory period after the last (one search a wake, so a low
-    # z's sweep, thousands of steps above it, costs its wakes rather than its steps)
-    n, i = 0, 0
+    return len(greedy_wakes(idx))
+
+
+def greedy_wakes(idx):
+    """The wakes among the steps idx (sorted) that reach a threshold: each the first step at least a refractory
+    period after the last (one search a wake, so a low z's sweep, thousands of steps above it, costs its wakes
+    rather than its steps)."""
+    out, i = [], 0
     while i < len(idx):
-        n += 1
+        out.append(int(idx[i]))
         i = int(np.searchsorted(idx, idx[i] + REFRACTORY_STEPS))
-    return n
+    return out
 
 
 def z_series(enrollments, streams, scorers, kind):
@@ -500,26 +505,17 @@ def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid):
     return out
 
 
-PEAK_WAIT_STEPS = 6  # FusedDetector.peakWaitSteps (session 8): a personal wake waits for its match's peak
-
-
-def peak_step(row, t, wait=PEAK_WAIT_STEPS):
-    """The step a wake crossing at t fires at under session 8's rule: the first later step whose z does not rise,
-    at most `wait` steps on; the match ends there, so a check of the voice reads the audio up to it."""
-    p = t
-    while p + 1 < len(row) and p - t < wait and row[p + 1] > row[p]:
-        p += 1
-    return p
+def peak_step(row, t, wait=H.PEAK_WAIT_STEPS):
+    """The step of the match's peak for a wake crossing at t under session 8's rule (household.decision_step: the
+    speaker waits while the z rises, at most `wait` steps, and fires one step past the peak): the highest z from
+    t up to the step it fires at (the first, on a tie). The match ends there, so a check of the voice reads the
+    audio up to it."""
+    return t + int(np.argmax(row[t:H.decision_step(row, t, wait) + 1]))
 
 
 def wake_steps(row, th):
     """The greedy refractory wakes' crossing steps (count_wakes' wakes, not only their number)."""
-    idx = np.flatnonzero(row >= th)
-    out, i = [], 0
-    while i < len(idx):
-        out.append(int(idx[i]))
-        i = int(np.searchsorted(idx, idx[i] + REFRACTORY_STEPS))
-    return out
+    return greedy_wakes(np.flatnonzero(row >= th))
 
 
 def stream_candidates(enrollments, scorers, streams, zs):
