@@ -38,7 +38,8 @@ import sys
 import numpy as np
 
 from . import cli
-from .constants import EMB_STEP, EMB_WINDOW, MEL_CALL_SAMPLES, SAMPLE_RATE, STEP_SAMPLES, STEP_SECONDS
+from . import embedding as E
+from .constants import SAMPLE_RATE, STEP_SECONDS
 from .errors import HotPhraseError
 
 WINDOW = int(1.6 * SAMPLE_RATE)  # Resemblyzer's partial utterance: 160 mel frames of 10 ms
@@ -47,18 +48,11 @@ FRAMES = WINDOW // HOP
 TARGET_DBFS = -30.0  # Resemblyzer's audio_norm_target_dBFS, raised only
 
 
-def window_end(step):
-    """The sample the window of a match ending at embedding step `step` ends at: the end of the last audio that
-    step's embedding reads (embedding.Frontend: mel chunk step + 9, samples [1280 (step + 9), + 1760); the Swift
-    detector reports it 128 samples earlier, household.step_end)."""
-    return STEP_SAMPLES * (step + EMB_WINDOW // EMB_STEP) + MEL_CALL_SAMPLES
-
-
-def embedding_steps(samples):
-    """How many embeddings embedding.Frontend makes of a rendering of `samples` samples."""
-    if samples < MEL_CALL_SAMPLES:
-        return 0
-    return max(0, (samples - MEL_CALL_SAMPLES) // STEP_SAMPLES + 1 - EMB_WINDOW // EMB_STEP)
+# The window of a match ending at embedding step k ends at the end of the last audio that step's embedding reads
+# (embedding.Frontend: mel call k + 9, samples [1280 (k + 9), + 1760); the Swift detector reports it 128 samples
+# earlier, household.step_end), and a rendering of n samples holds embedding.steps_for(n) steps.
+window_end = E.step_end_sample
+embedding_steps = E.steps_for
 
 
 def window_gains(audio, ends):
