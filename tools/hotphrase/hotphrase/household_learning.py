@@ -4,7 +4,7 @@ Sources/HotPhrase/Household.swift) does for a person heard across the room, meas
 
   python -m hotphrase.household_learning --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          --learn-in house-room=DIR house-room-snr10=DIR [--condition NAME=DIR ...] --test-npz NPZ ... [--json OUT]
-         [--learn-through all|takes]
+         [--learn-through all|takes] [--wait STEPS] [--frontend FE]
   python -m hotphrase.household_learning --tables OUT.json ...
 
 - Enrollments: household_eval's, the same draws (--draws of 3 clean takes per speaker with at least 6 clips that
@@ -30,6 +30,8 @@ Sources/HotPhrase/Household.swift) does for a person heard across the room, meas
 Where this differs from the Swift rule: scores are float64 here (Float in Swift); the wake uses the bank's z for
 every template (no household negatives, as this household has none); each clip is its own stream from reset (its 2 s
 lead-in of noise is longer than any template's path).
+
+`--frontend` (session 10): as household_eval's, every take, rendering and test-side stream through one front end.
 """
 import collections
 import json
@@ -40,6 +42,7 @@ import numpy as np
 
 from . import cli
 from . import household as H
+from . import speex
 from .errors import HotPhraseError
 
 LEARNED_KEPT = 4  # Household.learnedKept
@@ -284,9 +287,15 @@ def median_frames(counter):
     return n[len(n) // 2] if n else None
 
 
-def waited(report):
-    """A table label's tail for a report whose wakes waited for their peak (--wait)."""
-    return f", the wake waiting {report['wait']} steps" if report.get("wait", 0) else ""
+def variant(report):
+    """A table label's tail: whether the wakes waited for their peak (--wait), and the front end (--frontend; a model
+    file by its name)."""
+    out = f", the wake waiting {report['wait']} steps" if report.get("wait", 0) else ""
+    fe = report.get("frontend", "none")
+    if fe != "none":
+        head, _, path = fe.partition(":")
+        out += f", through {head}:{os.path.basename(path)}" if head in speex.MODEL_FRONTENDS else f", through {fe}"
+    return out
 
 
 def tables(reports):
@@ -300,7 +309,7 @@ def tables(reports):
         zs = [r["z_threshold"]] + ([r["z_back"]] if r["z_back"] not in (None, r["z_threshold"]) else [])
         through = "learned" if r.get("learn_through", "all") == "all" else "learned through the takes"
         rows = [("takes", "takes")] if r.get("learn_through", "all") == "all" else []
-        rows.append((f"takes + {through}{waited(r)}", "takes+learned"))
+        rows.append((f"takes + {through}{variant(r)}", "takes+learned"))
         for z in zs:
             key = f"{z:.1f}"
             for name, k in rows:
@@ -319,7 +328,7 @@ def tables(reports):
         heard = {c: 100 * (1 - v.get("missed", 0) / max(sum(v.values()), 1)) for c, v in by.items()}
         kept = "/".join(str(r["learned_kept_per_enrollment"].get(str(i), 0)) for i in range(LEARNED_KEPT + 1))
         through = "all (the rule measured first)" if r.get("learn_through", "all") == "all" else "the takes alone"
-        through += waited(r)
+        through += variant(r)
         out.append(f"| {r['keyword']} | {through} | {r['learn_clips']} | {heard.get('house-room', 0):.1f} % | "
                    f"{heard.get('house-room-snr10', 0):.1f} % | {r['learn_outcomes'].get('learned', 0)} | "
                    f"{r['learn_outcomes'].get('match size', 0)} | "
@@ -330,7 +339,7 @@ def tables(reports):
     for r in reports:
         rows = [("takes", "takes")] if r.get("learn_through", "all") == "all" else []
         rows.append(("takes + learned" + ("" if r.get("learn_through", "all") == "all" else " through the takes")
-                     + waited(r), "takes+learned"))
+                     + variant(r), "takes+learned"))
         for name, k in rows:
             hr, hn = r["misses_by_rendering"]["house-room"][k], r["misses_by_rendering"]["house-room-snr10"][k]
             rt = lambda d: " / ".join(f"{d[f'rt{x}']:.1f}" for x in ("0.2", "0.4", "0.6", "0.8"))  # noqa: E731
@@ -376,6 +385,10 @@ def main(argv=None):
                     help="a wake waits for its peak at most STEPS frames before its frames are kept (first_wake): 0, "
                          "the rule session 7 measured, or the speaker's since session 8, "
                          f"{H.PEAK_WAIT_STEPS} (FusedDetector.peakWaitSteps)")
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ",
+                    help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: the takes "
+                         "are embedded through it, and every rendering and the test side must have been made through "
+                         "it (household_conditions --frontend)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.tables:
@@ -397,6 +410,7 @@ def main(argv=None):
                 raise HotPhraseError(c, f"{what} wants NAME=DIR")
             out[name] = folder
         return out
+    frontend = speex.parse_frontend(a.frontend)
     learn_dirs = named(a.learn_in, "--learn-in")
     cond_dirs = dict(learn_dirs)
     cond_dirs.update(named(a.condition, "--condition"))
@@ -410,7 +424,7 @@ def main(argv=None):
     (word, labels), = spk.items()
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    emb = HE.Embedder()
+    emb = HE.Embedder(speex.make(frontend))
     scorers = HE.Scorers(mean, bank_segments)
     measure = lambda cuts: scorers.dtw_stats([H.centre(c, mean) for c in cuts])  # noqa: E731
     meta, households = [], []
@@ -422,8 +436,9 @@ def main(argv=None):
     stats = measure([t for h in households for t in h])
     it = iter(stats)
     households = [[template(t, mean, *next(it), learned=False) for t in h] for h in households]
-    clean = HE.load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), labels)
-    conds = {c: HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels) for c, d in cond_dirs.items()}
+    clean = HE.load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), labels, frontend)
+    conds = {c: HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels, frontend)
+             for c, d in cond_dirs.items()}
     cond_labels = {c: HE.load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), labels)
                    for c, d in cond_dirs.items()}
     order = list(learn_dirs)
@@ -443,7 +458,7 @@ def main(argv=None):
           f"{ {w: dict(sorted(c.items())) for w, c in lengths.items()} }", flush=True)
 
     # false accepts on the test side
-    streams = HE.load_streams(a.test_npz)
+    streams = HE.load_streams(a.test_npz, frontend)
     hours = sum(len(x) for x in streams) * STEP_SECONDS / 3600
     zt, zl = stream_series(learned, streams, mean, HE.REFRACTORY_STEPS)
     both = np.maximum(zt, zl)
@@ -467,7 +482,8 @@ def main(argv=None):
     test_rows = [(e, [col[n] for n in m["test"]]) for e, m in enumerate(meta)]
     guest_rows = [(e, [col[n] for n in m["guests"]]) for e, m in enumerate(meta)]
     zs = [z_th] + ([z_back] if z_back is not None and z_back != z_th else [])
-    rep = {"keyword": word, "bank": os.path.basename(a.bank), "z_threshold": z_th, "z_bank": z_bank,
+    rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
+           "z_threshold": z_th, "z_bank": z_bank,
            "fa_per_hour_takes_at_bank_z": [round(float(fa_ref.mean()), 3), round(float(fa_ref.max()), 3)],
            "enrollments": len(meta),
            "learn_in": order, "learn_through": a.learn_through, "wait": a.wait, "learn_clips": sum(map(len, learn_clips)),

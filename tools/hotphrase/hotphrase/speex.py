@@ -11,7 +11,8 @@ audio, as EchoCanceller.swift keeps them off; its VAD is off by default and, lik
 only prints speexdsp's warning). A last partial frame is padded with zeros and cut back.
 
 The front end's name, as the command lines and cache keys spell it: "none" or "speex-denoise[:DB]" (parse_frontend),
-or "gtcrn:ONNX_PATH", a neural enhancer (gtcrn.py; issue #37, part 2, session 9b) that make() returns in its place.
+or "gtcrn:ONNX_PATH", a neural enhancer (gtcrn.py; issue #37, part 2, session 9b), or "gate:WEIGHTS_NPZ", our own
+dominant-talker gate (talker_gate.py; session 10), that make() returns in its place.
 """
 import ctypes
 import ctypes.util
@@ -109,22 +110,30 @@ class Denoiser:
         return buf[:n].copy()
 
 
+# The front ends that are a model file: their name before the colon, the file's placeholder, and what it is.
+MODEL_FRONTENDS = {"gtcrn": ("ONNX_PATH", "GTCRN model file (its streaming ONNX export)"),
+                   "gate": ("WEIGHTS_NPZ", "talker-gate weights file (talker_gate_train's .npz)")}
+
+
 def parse_frontend(spec):
     """"none" -> None; "speex-denoise" or "speex-denoise:DB" (DB <= 0, e.g. -15) -> the canonical name with its dB;
-    "gtcrn:ONNX_PATH" (gtcrn.py, the model file must exist) -> "gtcrn:" and the file's absolute path.
+    "gtcrn:ONNX_PATH" (gtcrn.py) or "gate:WEIGHTS_NPZ" (talker_gate.py), the file must exist -> the name, a colon
+    and the file's absolute path.
     The canonical name is what caches and reports are keyed by, so that embeddings made through different front
     ends never mix."""
     if spec in (None, "", "none"):
         return None
     head, sep, db = spec.partition(":")
-    if head == "gtcrn":
+    if head in MODEL_FRONTENDS:
+        placeholder, what = MODEL_FRONTENDS[head]
         if not db:
-            raise HotPhraseError(spec, "want gtcrn:ONNX_PATH (the model file GTCRN's streaming export)")
+            raise HotPhraseError(spec, f"want {head}:{placeholder} (the {what})")
         if not os.path.isfile(db):
-            raise HotPhraseError(spec, f"no GTCRN model file at {db}")
-        return "gtcrn:" + os.path.abspath(db)
+            raise HotPhraseError(spec, f"no {what} at {db}")
+        return head + ":" + os.path.abspath(db)
     if head != "speex-denoise":
-        raise HotPhraseError(spec, "unknown front end: want none, speex-denoise[:DB] or gtcrn:ONNX_PATH")
+        raise HotPhraseError(spec, "unknown front end: want none, speex-denoise[:DB], gtcrn:ONNX_PATH or "
+                                   "gate:WEIGHTS_NPZ")
     try:
         v = int(db) if sep else DEFAULT_DB
     except ValueError:
@@ -142,19 +151,23 @@ def make(spec):
     if name.startswith("gtcrn:"):
         from .gtcrn import Enhancer
         return Enhancer(name.partition(":")[2])
+    if name.startswith("gate:"):
+        from .talker_gate import Gate
+        return Gate(name.partition(":")[2])
     return Denoiser(int(name.split(":")[1]))
 
 
 def tag(spec):
     """The front end in a file name: "" for none, "-speex-denoise-15" for speex-denoise:-15, "-gtcrn-" and the
-    model file's first 10 hex digits of SHA-256 for gtcrn:PATH (a path does not fit a file name; the contents
-    name the model)."""
+    model file's first 10 hex digits of SHA-256 for gtcrn:PATH, "-gate-" and the same for gate:PATH (a path does
+    not fit a file name; the contents name the model)."""
     name = parse_frontend(spec)
     if name is None:
         return ""
-    if name.startswith("gtcrn:"):
+    head, _, path = name.partition(":")
+    if head in MODEL_FRONTENDS:
         from .gtcrn import file_digest
-        return "-gtcrn-" + file_digest(name.partition(":")[2])[:10]
+        return f"-{head}-" + file_digest(path)[:10]
     return "-" + name.replace(":", "")
 
 

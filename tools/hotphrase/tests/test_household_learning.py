@@ -204,6 +204,12 @@ class Tables(unittest.TestCase):
                       "31.50 % | 31.50 % | 55.00 % |", out)
         self.assertEqual(sum(line.startswith("| jarvis | takes | 5.9") for line in out), 1)  # not in the first
 
+    def test_a_label_says_the_wait_and_the_front_end(self):
+        self.assertEqual(HL.variant({"wait": 0}), "")
+        self.assertEqual(HL.variant({"wait": 6, "frontend": "gate:/var/tmp/x/gate-a.npz"}),
+                         ", the wake waiting 6 steps, through gate:gate-a.npz")
+        self.assertEqual(HL.variant({"frontend": "speex-denoise:-15"}), ", through speex-denoise:-15")
+
 
 class HouseRooms(unittest.TestCase):
     def test_a_speaker_keeps_its_room_and_walks_its_distances(self):

@@ -1,0 +1,151 @@
+"""A dominant-talker gate ahead of the embedding (issue #37, part 2, session 10): our own small network, trained here
+(talker_gate_train.py) to keep the loudest voice and take out quieter voices and noise.
+
+Session 9b's GTCRN, trained to keep any speech, kept the babble of other voices and made the misses in babble worse.
+In issue #37's rooms at 10 dB the wanted voice is the loudest one: the babble's talkers are each 15-18 dB below it,
+and between its words the babble is all there is. This gate is trained on exactly that (real voices of training
+speakers as the target, three to seven other training speakers' voices, or one to three, or a training noise, at
+-5 to 25 dB under it, both through training rooms), so it learns to follow the dominant talker's level and cut
+what lies well under it.
+
+The network: per 10 ms frame the 40 HTK-mel band powers of the speaker's log-mel front end (frontend.py:
+mel_filterbank, 512-point FFT of a 30 ms Hann window) as log energies, normalised by the training mean and spread,
+one GRU (GATE_HIDDEN units) and a linear layer to one gain per band, in [floor, 1]; the band gains are spread onto
+the FFT bins by the bands' triangles (bin_map), the short-time spectrum is scaled by them and synthesised again
+(scipy's ShortTimeFFT, its canonical dual window). Causal: a frame's gains depend only on it and the frames before it.
+
+The weights file (.npz, written by talker_gate_train): mean, std (40), the GRU's w_ih (3H x 40), w_hh (3H x H),
+b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out (40 x H), b_out (40), and floor (the
+smallest gain). `Gate(path)` runs it as a front end int16 -> int16, as speex.make runs its front ends.
+
+  python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
+"""
+import os
+import sys
+
+import numpy as np
+
+from . import cli
+from . import frontend
+from .constants import HOP, INT16_SCALE, NFFT, NMEL, WINDOW
+from .constants import SAMPLE_RATE as SR
+from .errors import HotPhraseError
+
+POWER_FLOOR = 1e-7  # added to band powers before the log (float samples): about 90 dB under a full-scale band
+WEIGHT_KEYS = ("mean", "std", "w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "floor")
+
+
+def stft():
+    """The analysis and synthesis: a periodic 30 ms Hann window every 10 ms, 512-point FFT."""
+    from scipy.signal import ShortTimeFFT
+    from scipy.signal.windows import hann
+    return ShortTimeFFT(hann(WINDOW, sym=False), hop=HOP, fs=SR, mfft=NFFT)
+
+
+def bin_map():
+    """(NFFT//2+1, NMEL): bin k's gain is row k times the band gains, the bands' triangles at k normalised to sum
+    to one; bins outside every triangle (under 60 Hz, over 7.6 kHz) take the nearest band's gain."""
+    fb = frontend.mel_filterbank().astype(np.float64).T  # (bins, bands)
+    s = fb.sum(axis=1, keepdims=True)
+    m = np.where(s > 0, fb / np.where(s > 0, s, 1), 0.0)
+    centre = np.argmax(fb, axis=0)  # each band's peak bin
+    for k in np.where(s[:, 0] == 0)[0]:
+        m[k, int(np.argmin(np.abs(centre - k)))] = 1.0
+    return m.astype(np.float32)
+
+
+def band_power(power):
+    """(bins, frames) power spectrum -> (frames, NMEL) band powers."""
+    return (frontend.mel_filterbank() @ power).T
+
+
+def features(power, mean, std):
+    """(frames, NMEL) normalised log band energies: the network's input."""
+    return ((np.log(band_power(power) + POWER_FLOOR) - mean) / std).astype(np.float32)
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+class Gate:
+    """The gate as a front end: int16 -> int16 of the same length, one fresh state per call (per stream)."""
+
+    def __init__(self, path):
+        if not os.path.isfile(path):
+            raise HotPhraseError(path, "no talker-gate weights file")
+        with np.load(path) as z:
+            missing = [k for k in WEIGHT_KEYS if k not in z]
+            if missing:
+                raise HotPhraseError(path, f"not talker-gate weights: no {', '.join(missing)}")
+            self.w = {k: z[k].astype(np.float32) for k in WEIGHT_KEYS}
+        h3, nin = self.w["w_ih"].shape
+        if nin != NMEL or h3 % 3 or self.w["w_hh"].shape != (h3, h3 // 3) or self.w["w_out"].shape != (NMEL, h3 // 3):
+            raise HotPhraseError(path, f"talker-gate weights of the wrong shape (w_ih {self.w['w_ih'].shape})")
+        self.hidden = h3 // 3
+        self.map = bin_map()
+        self._sft = None
+
+    @property
+    def sft(self):
+        """The STFT, made on first use: scipy (1.12 or later) is needed only to run the gate over samples."""
+        if self._sft is None:
+            self._sft = stft()
+        return self._sft
+
+    def gains(self, feats):
+        """(frames, NMEL) band gains for (frames, NMEL) features, the GRU run frame by frame from a zero state."""
+        w, H = self.w, self.hidden
+        xi = feats @ w["w_ih"].T + w["b_ih"]  # the input's part of every gate, all frames at once
+        h = np.zeros(H, np.float32)
+        out = np.empty((len(feats), H), np.float32)
+        whh, bhh = w["w_hh"], w["b_hh"]
+        for t in range(len(feats)):
+            hh = whh @ h + bhh
+            r = sigmoid(xi[t, :H] + hh[:H])
+            z = sigmoid(xi[t, H:2 * H] + hh[H:2 * H])
+            n = np.tanh(xi[t, 2 * H:] + r * hh[2 * H:])
+            h = (1.0 - z) * n + z * h
+            out[t] = h
+        fl = float(w["floor"])
+        return fl + (1.0 - fl) * sigmoid(out @ w["w_out"].T + w["b_out"])
+
+    def bin_gains(self, spec):
+        """(bins, frames) gains for a (bins, frames) short-time spectrum of a stream from its start."""
+        power = spec.real ** 2 + spec.imag ** 2
+        return self.map @ self.gains(features(power, self.w["mean"], self.w["std"])).T
+
+    def process_float(self, x):
+        """float samples in [-1, 1) -> the gated samples, the same length."""
+        x = np.asarray(x, np.float32)
+        n = len(x)
+        if n == 0:
+            return x.copy()
+        if n < WINDOW:  # ShortTimeFFT wants at least half a window; zeros after it change no earlier frame's gain
+            x = np.pad(x, (0, WINDOW - n))
+        spec = self.sft.stft(x)  # (bins, frames), frame p centred on sample p * HOP
+        y = self.sft.istft(spec * self.bin_gains(spec), k1=len(x))
+        return y[:n].astype(np.float32)
+
+    def __call__(self, int16):
+        x = np.asarray(int16, np.int16).astype(np.float32) / INT16_SCALE
+        y = self.process_float(x)
+        return np.clip(np.round(y * INT16_SCALE), -32768, 32767).astype(np.int16)
+
+
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("weights")
+    ap.add_argument("input")
+    ap.add_argument("output")
+    a = ap.parse_args(argv)
+    import soundfile
+    from . import dataset as D
+    g = Gate(a.weights)
+    y = g(np.clip(np.round(D.read_audio(a.input) * INT16_SCALE), -32768, 32767).astype(np.int16))
+    soundfile.write(a.output, y, SR, subtype="PCM_16")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

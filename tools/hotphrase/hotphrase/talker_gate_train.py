@@ -1,0 +1,226 @@
+"""Trains the dominant-talker gate (talker_gate.py; issue #37, part 2, session 10) and writes its weights file.
+
+  python -m hotphrase.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
+                                        [--floor-db DB] [--under W] [--seed K] [--procs P] [--threads T]
+
+Needs PyTorch (a measurement tool's dependency, as Resemblyzer's for speaker_check; nothing in the speaker).
+
+Only training-side audio, never anything the evaluation hears:
+  - the wanted voice: real speech of the training speakers (dataset.real_speech("train"): speechocean762 and
+    LibriSpeech speakers on the training side of dataset.is_eval_speaker) and WORKDIR/public/train/speechocean762
+    (get_public_negatives' training half, split by the same rule), a speaker's utterances one after another with
+    0.2-1 s gaps, in each example's own S seconds;
+  - what is under it (one per example): babble of three to seven other training speakers (50 %), of one to three
+    (20 %), one of augment's training noises without voices (white, pink, brown, hum, chord and bell music: 20 %),
+    or nothing (10 %), at -5 to 25 dB under the voice's active power (augment.mix's rule), and always a pink floor
+    55 dB under it;
+  - rooms: augment.room_ir's synthetic rooms (RT60 0.15-0.8 s), the voice through one (60 %) and the babble through
+    another (60 %); never room_rirs' image-source rooms that household_conditions renders the test side through.
+The evaluation's babble is held-out synthetic voices (heldout.banks), its rooms image-source, its noises fan, street
+and plucked music: none of them is heard here.
+
+The loss: per 10 ms frame and band, the squared difference of the log band powers (+ talker_gate.POWER_FLOOR) of
+the gated mixture and of the wanted voice alone (as the microphone hears it, room and all), where the gate takes
+too much (the gated band under the voice's) counted --under times: a keyword cut is a miss, babble left is only
+a harder match. Adam, batches of 32, the learning rate halved at each third of the epochs; the last 5 % of the
+examples are held out and their loss printed each epoch.
+"""
+import glob
+import os
+import sys
+import time
+
+import numpy as np
+
+from . import augment as A
+from . import cli
+from . import dataset as D
+from . import frontend
+from . import talker_gate as G
+from .constants import NMEL
+from .constants import SAMPLE_RATE as SR
+from .errors import HotPhraseError
+
+NOISES = ("white", "pink", "brown", "hum", "music_chords", "music_bells")
+
+
+def speakers(workdir):
+    """{speaker: [float clip, ...]} of the training side's real voices."""
+    out = {}
+    for clip, spk, _ in D.real_speech("train"):
+        out.setdefault(spk, []).append(clip)
+    for f in sorted(glob.glob(os.path.join(workdir, "public", "train", "speechocean762", "*", "*.flac"))):
+        spk = "so" + os.path.basename(os.path.dirname(f))
+        if D.is_eval_speaker(spk):
+            raise HotPhraseError(f, "an evaluation speaker in the training folder")
+        out.setdefault(spk, []).append(D.read_audio(f))
+    return {k: v for k, v in out.items() if v}
+
+
+_POOL = None  # the speakers, set in each worker
+
+
+def _init(pool):
+    global _POOL
+    _POOL = pool
+
+
+def _voice(rng, clips, n):
+    out = np.zeros(n, np.float32)
+    pos = int(rng.integers(0, SR // 2))
+    while pos < n:
+        u = clips[int(rng.integers(len(clips)))]
+        if len(u) > n - pos and pos == 0:
+            s = int(rng.integers(0, len(u) - (n - pos) + 1))
+            u = u[s:]
+        k = min(len(u), n - pos)
+        out[pos:pos + k] += u[:k]
+        pos += k + int(rng.uniform(0.2, 1.0) * SR)
+    return out
+
+
+def _through_room(rng, x):
+    y = A.reverb(x, A.room_ir(rng))[:len(x)]
+    return (y * np.sqrt(A.active_power(x) / A.active_power(y))).astype(np.float32)
+
+
+def example(args):
+    """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it."""
+    seed, i, n = args
+    rng = np.random.default_rng([seed, i])
+    names = sorted(_POOL)
+    spk = names[int(rng.integers(len(names)))]
+    voice = _voice(rng, _POOL[spk], n)
+    if not voice.any():
+        voice[:] = 0
+    if rng.random() < 0.6:
+        voice = _through_room(rng, voice)
+    ps = A.active_power(voice)
+    u = rng.random()
+    others = [c for s in (names[int(k)] for k in rng.integers(len(names), size=12)) if s != spk for c in _POOL[s]]
+    if u < 0.5:
+        under = A.babble(rng, n, others)
+    elif u < 0.7:
+        under = A.babble(rng, n, others, talkers=(1, 4))
+    elif u < 0.9:
+        under = A.make_bank(rng, NOISES[int(rng.integers(len(NOISES)))], n / SR)[:n]
+    else:
+        under = np.zeros(n, np.float32)
+    if u < 0.7 and rng.random() < 0.6:
+        under = A.reverb(under, A.room_ir(rng))[:n]
+    if under.any():
+        pn = float(np.mean(under ** 2) + 1e-12)
+        under = under * np.sqrt(ps / pn / 10 ** (rng.uniform(-5, 25) / 10))
+    floor = A.colored(rng, n, "pink")
+    floor = floor * np.sqrt(ps * 10 ** (-5.5) / float(np.mean(floor ** 2) + 1e-12))
+    mix = voice + under + floor
+    scale = 10 ** (rng.uniform(-35, -3) / 20) / (np.max(np.abs(mix)) + 1e-9)
+    return np.clip(mix * scale, -1, 1).astype(np.float32), (voice * scale).astype(np.float32)
+
+
+def powers(pair, sft):
+    mix, voice = pair
+    m, v = sft.stft(mix), sft.stft(voice)
+    return ((m.real ** 2 + m.imag ** 2).T.astype(np.float32),  # (frames, bins)
+            G.band_power((v.real ** 2 + v.imag ** 2)).astype(np.float32))  # (frames, bands)
+
+
+def make_data(workdir, examples, seconds, seed, procs):
+    from multiprocessing import Pool
+    pool = speakers(workdir)
+    print(f"talker_gate_train: {len(pool)} training speakers, "
+          f"{sum(len(c) for v in pool.values() for c in v) / SR / 3600:.2f} h of their speech", flush=True)
+    sft = G.stft()
+    n = int(seconds * SR)
+    mixes, voices = [], []
+    with Pool(procs, initializer=_init, initargs=(pool,)) as p:
+        for pair in p.imap(example, [(seed, i, n) for i in range(examples)], chunksize=16):
+            m, v = powers(pair, sft)
+            mixes.append(m)
+            voices.append(v)
+    return np.stack(mixes), np.stack(voices)
+
+
+def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print):
+    import torch
+    torch.manual_seed(seed)
+    fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
+    bmap = torch.tensor(G.bin_map())  # (bins, bands)
+    mix_p, voice_b = torch.tensor(mix_p), torch.tensor(voice_b)
+    feats_all = torch.log(mix_p @ fb.T + G.POWER_FLOOR)
+    mean = feats_all.mean(dim=(0, 1))
+    std = feats_all.std(dim=(0, 1)) + 1e-3
+    feats_all = (feats_all - mean) / std
+    target = torch.log(voice_b + G.POWER_FLOOR)
+    n_val = max(1, len(mix_p) // 20)
+    idx_tr, idx_va = np.arange(len(mix_p) - n_val), np.arange(len(mix_p) - n_val, len(mix_p))
+    gru = torch.nn.GRU(NMEL, hidden, batch_first=True)
+    out = torch.nn.Linear(hidden, NMEL)
+    params = list(gru.parameters()) + list(out.parameters())
+    opt = torch.optim.Adam(params, lr=3e-3)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, epochs // 3), gamma=0.5)
+
+    def loss_of(ix):
+        f = feats_all[ix]
+        h, _ = gru(f)
+        g = floor + (1 - floor) * torch.sigmoid(out(h))  # (B, T, bands)
+        gb = g @ bmap.T  # (B, T, bins)
+        e = torch.log((gb ** 2 * mix_p[ix]) @ fb.T + G.POWER_FLOOR)
+        d = e - target[ix]
+        w = torch.where(d < 0, under, 1.0)
+        return (w * d ** 2).mean()
+
+    rng = np.random.default_rng(seed)
+    for ep in range(epochs):
+        t0 = time.time()
+        rng.shuffle(idx_tr)
+        tot = 0.0
+        for s in range(0, len(idx_tr), 32):
+            ix = torch.tensor(idx_tr[s:s + 32])
+            opt.zero_grad()
+            loss = loss_of(ix)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, 1.0)
+            opt.step()
+            tot += loss.item() * len(ix)
+        sched.step()
+        with torch.no_grad():
+            va = float(loss_of(torch.tensor(idx_va)))
+            unity = float(((torch.log(mix_p[idx_va] @ fb.T + G.POWER_FLOOR) - target[idx_va]) ** 2).mean())
+        log(f"epoch {ep + 1}/{epochs}: train {tot / len(idx_tr):.4f}, held out {va:.4f} "
+            f"(no gate {unity:.4f}), {time.time() - t0:.0f} s")
+    return {"mean": mean.numpy(), "std": std.numpy(),
+            "w_ih": gru.weight_ih_l0.detach().numpy(), "w_hh": gru.weight_hh_l0.detach().numpy(),
+            "b_ih": gru.bias_ih_l0.detach().numpy(), "b_hh": gru.bias_hh_l0.detach().numpy(),
+            "w_out": out.weight.detach().numpy(), "b_out": out.bias.detach().numpy(),
+            "floor": np.float32(floor)}
+
+
+@cli.command
+def main(argv=None):
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("workdir")
+    ap.add_argument("out")
+    ap.add_argument("--examples", type=int, default=5000)
+    ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--epochs", type=int, default=15)
+    ap.add_argument("--hidden", type=int, default=96)
+    ap.add_argument("--floor-db", type=float, default=-30.0, help="the smallest gain, dB")
+    ap.add_argument("--under", type=float, default=2.0, help="weight of taking too much (the voice cut)")
+    ap.add_argument("--seed", type=int, default=10)
+    ap.add_argument("--procs", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args(argv)
+    import torch
+    torch.set_num_threads(a.threads)
+    t0 = time.time()
+    mix_p, voice_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs)
+    print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
+    w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
+              log=lambda s: print("talker_gate_train: " + s, flush=True))
+    np.savez(a.out, **w)
+    print(f"talker_gate_train: wrote {a.out}", flush=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

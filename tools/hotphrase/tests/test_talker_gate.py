@@ -1,0 +1,175 @@
+"""The dominant-talker gate (talker_gate.py, talker_gate_train.py): gains of one give the samples back, gains at the
+floor take the power down by the floor, the numpy GRU is PyTorch's, a frame's gains depend only on the frames up to
+it, the front end's spec parses and names bad files clearly, and (with PyTorch) training on voices over a quieter
+second voice learns to take the quieter one out."""
+import os
+import tempfile
+import unittest
+
+import numpy as np
+
+from hotphrase import speex
+from hotphrase import talker_gate as G
+from hotphrase.constants import NMEL
+from hotphrase.errors import HotPhraseError
+
+try:
+    import torch
+    HAVE_TORCH = True
+except ImportError:
+    HAVE_TORCH = False
+try:  # the STFT both ways (scipy 1.12 or later); the gains themselves are numpy only
+    from scipy.signal import ShortTimeFFT  # noqa: F401
+    HAVE_STFT = True
+except ImportError:
+    HAVE_STFT = False
+NEEDS_STFT = unittest.skipUnless(HAVE_STFT, "needs scipy 1.12 or later (ShortTimeFFT)")
+
+
+def weights(hidden=8, b_out=0.0, floor=0.03, seed=0, scale=0.3):
+    rng = np.random.default_rng(seed)
+    return {"mean": np.zeros(NMEL, np.float32) - 12, "std": np.ones(NMEL, np.float32) * 3,
+            "w_ih": rng.normal(0, scale, (3 * hidden, NMEL)).astype(np.float32),
+            "w_hh": rng.normal(0, scale, (3 * hidden, hidden)).astype(np.float32),
+            "b_ih": rng.normal(0, scale, 3 * hidden).astype(np.float32),
+            "b_hh": rng.normal(0, scale, 3 * hidden).astype(np.float32),
+            "w_out": (rng.normal(0, scale, (NMEL, hidden)) * (b_out == 0)).astype(np.float32),
+            "b_out": np.full(NMEL, b_out, np.float32), "floor": np.float32(floor)}
+
+
+def write(d, w, name="g.npz"):
+    p = os.path.join(d, name)
+    np.savez(p, **w)
+    return p
+
+
+class Gains(unittest.TestCase):
+    def test_bin_map_rows_sum_to_one(self):
+        m = G.bin_map()
+        self.assertEqual(m.shape, (257, NMEL))
+        np.testing.assert_allclose(m.sum(axis=1), 1.0, atol=1e-5)
+        self.assertTrue((m >= 0).all())
+
+    @NEEDS_STFT
+    def test_unit_gains_give_the_samples_back(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, weights(b_out=40.0)))  # sigmoid(40) = 1 to float precision
+        x = np.random.default_rng(1).uniform(-0.5, 0.5, 16001).astype(np.float32)
+        for n in (1, 159, 160, 481, 16001):
+            np.testing.assert_allclose(g.process_float(x[:n]), x[:n], atol=1e-4, err_msg=f"n={n}")
+
+    @NEEDS_STFT
+    def test_floor_gains_take_the_power_down_by_the_floor(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, weights(b_out=-40.0, floor=0.1)))
+        x = np.random.default_rng(2).uniform(-0.5, 0.5, 8000).astype(np.float32)
+        y = g.process_float(x)
+        ratio = np.mean(y[1000:-1000] ** 2) / np.mean(x[1000:-1000] ** 2)
+        self.assertAlmostEqual(ratio, 0.01, delta=0.002)
+
+    @NEEDS_STFT
+    def test_int16_in_and_out_of_the_same_length(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, weights()))
+        q = (np.random.default_rng(3).uniform(-0.3, 0.3, 5000) * 32768).astype(np.int16)
+        y = g(q)
+        self.assertEqual((y.dtype, len(y)), (np.int16, len(q)))
+        self.assertEqual(len(g(q[:0])), 0)
+
+    def test_a_frames_gains_depend_only_on_the_frames_before_it(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, weights()))
+        f = np.random.default_rng(4).normal(0, 1, (60, NMEL)).astype(np.float32)
+        whole = g.gains(f)
+        np.testing.assert_allclose(g.gains(f[:25]), whole[:25], atol=1e-6)
+        f2 = f.copy()
+        f2[40:] += 5  # a change later on changes only the later gains
+        changed = g.gains(f2)
+        np.testing.assert_allclose(changed[:40], whole[:40], atol=1e-6)
+        self.assertGreater(np.abs(changed[40:] - whole[40:]).max(), 1e-3)
+
+    @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
+    def test_the_numpy_gru_is_pytorchs(self):
+        w = weights(hidden=12, seed=5, scale=0.5)
+        gru = torch.nn.GRU(NMEL, 12, batch_first=True)
+        lin = torch.nn.Linear(12, NMEL)
+        with torch.no_grad():
+            for name, key in (("weight_ih_l0", "w_ih"), ("weight_hh_l0", "w_hh"), ("bias_ih_l0", "b_ih"),
+                              ("bias_hh_l0", "b_hh")):
+                getattr(gru, name).copy_(torch.tensor(w[key]))
+            lin.weight.copy_(torch.tensor(w["w_out"]))
+            lin.bias.copy_(torch.tensor(w["b_out"]))
+            f = np.random.default_rng(6).normal(0, 1, (50, NMEL)).astype(np.float32)
+            h, _ = gru(torch.tensor(f)[None])
+            want = w["floor"] + (1 - w["floor"]) * torch.sigmoid(lin(h))[0].numpy()
+        with tempfile.TemporaryDirectory() as d:
+            got = G.Gate(write(d, w)).gains(f)
+        np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+class Spec(unittest.TestCase):
+    def test_parses_to_an_absolute_path_and_a_tag_from_the_contents(self):
+        with tempfile.TemporaryDirectory() as d:
+            p = write(d, weights())
+            self.assertEqual(speex.parse_frontend("gate:" + os.path.relpath(p)), "gate:" + os.path.abspath(p))
+            self.assertRegex(speex.tag("gate:" + p), r"^-gate-[0-9a-f]{10}$")
+            self.assertIsInstance(speex.make("gate:" + p), G.Gate)
+
+    def test_bad_files_are_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            with self.assertRaisesRegex(HotPhraseError, "no talker-gate weights file"):
+                speex.parse_frontend("gate:" + os.path.join(d, "missing.npz"))
+            with self.assertRaisesRegex(HotPhraseError, "want gate:WEIGHTS_NPZ"):
+                speex.parse_frontend("gate:")
+            w = weights()
+            del w["w_hh"]
+            with self.assertRaisesRegex(HotPhraseError, "no w_hh"):
+                G.Gate(write(d, w, "short.npz"))
+            w = weights()
+            w["w_out"] = w["w_out"][:, :4]
+            with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
+                G.Gate(write(d, w, "shape.npz"))
+
+
+@unittest.skipUnless(HAVE_TORCH and HAVE_STFT, "needs PyTorch and scipy 1.12 or later")
+class Training(unittest.TestCase):
+    def test_it_learns_to_take_a_quieter_voice_out(self):
+        from hotphrase import talker_gate_train as T
+        sft = G.stft()
+        rng = np.random.default_rng(7)
+        sr = 16000
+
+        def voice(f0, n):  # a buzz with syllables: on 0.2 s, off 0.15 s
+            t = np.arange(n) / sr
+            x = sum(np.sin(2 * np.pi * k * f0 * t) / k for k in range(1, 12))
+            on = ((t % 0.35) < 0.2) * 1.0
+            return (x * on * 0.05).astype(np.float32)
+
+        pairs = []
+        for i in range(48):
+            n = sr
+            lead = voice(rng.uniform(100, 130), n)
+            other = np.roll(voice(rng.uniform(200, 260), n), int(rng.integers(0, 5000))) * 0.2
+            pairs.append(T.powers((lead + other, lead), sft))
+        mix_p = np.stack([p[0] for p in pairs])
+        voice_b = np.stack([p[1] for p in pairs])
+        w = T.train(mix_p, voice_b, hidden=16, floor=0.03, under=2.0, epochs=25, seed=1, log=lambda s: None)
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, w))
+        lead = voice(115, sr)
+        other = np.roll(voice(230, sr), 2000) * 0.2
+        spec_o = sft.stft(other)
+        gains = g.bin_gains(sft.stft(lead + other))
+        # power of the quieter voice kept against the leading one's, through the same gains
+        spec_l = sft.stft(lead)
+        kept_other = np.sum(np.abs(spec_o * gains) ** 2) / np.sum(np.abs(spec_o) ** 2)
+        kept_lead = np.sum(np.abs(spec_l * gains) ** 2) / np.sum(np.abs(spec_l) ** 2)
+        # untrained, every gain is about the same (0.5 at the start), so both keep the same share; trained, the
+        # quieter voice keeps well under half the leading one's share, and the leading one most of its power
+        # (measured: 0.13 against 0.48)
+        self.assertLess(kept_other, 0.4 * kept_lead)
+        self.assertGreater(kept_lead, 0.4)
+
+
+if __name__ == "__main__":
+    unittest.main()
