@@ -28,6 +28,11 @@ or a whole test-side stream) goes through libspeexdsp's noise suppressor from it
 front end ahead of the speaker's embedding would run; each file records its front end (`frontend`), and
 household_eval uses a file only with the same --frontend. Give each front end its own OUT.
 
+With `--oracle bands|bins` (session 10) the noisy conditions go through the ideal gate instead (talker_gate.oracle:
+the clip's ideal ratio mask against the noise, per mel band or per FFT bin, at least -30 dB), what a gate at that
+resolution could do at best; stamped oracle-bands / oracle-bins, and taken beside renderings without a front end
+(on a clip without noise the ideal gate is no gate).
+
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
 
@@ -133,9 +138,11 @@ def clip_labels(cond, n, kinds, rooms, room_index=None):
     return out
 
 
-def condition_audio(word, cond, clips, banks, rooms, room_index=None):
+def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None):
     """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn;
-    `room_index` (house_rooms) picks each clip's room instead of the rooms in turn."""
+    `room_index` (house_rooms) picks each clip's room instead of the rooms in turn. With `oracle` ("bands" or
+    "bins"; a noisy condition only) each rendering goes through talker_gate.oracle, the ideal gate that knows the
+    clip (as rendered, room and all) apart from the noise."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
     fan = banks.b["fan"]
     kinds = list(banks.kinds)
@@ -154,7 +161,13 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None):
         else:
             kind = kinds[i % len(kinds)]
             used[kind] = used.get(kind, 0) + 1
-            audio.append(render(x, tail, noise=A.crop(rng, banks.b[kind], LEAD + len(x) + tail), snr=snr))
+            mixed = render(x, tail, noise=A.crop(rng, banks.b[kind], LEAD + len(x) + tail), snr=snr)
+            if oracle is not None:
+                from .talker_gate import oracle as ideal
+                speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32),
+                                         np.zeros(tail, np.float32)])
+                mixed = np.clip(ideal(mixed, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+            audio.append(mixed)
     return audio, used
 
 
@@ -243,6 +256,10 @@ def main(argv=None):
                     help="also the clean condition (as evaluate_format2's clean set, from this module's seed)")
     ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ",
                     help="every rendering through this front end before embedding (speex.py), recorded in the file")
+    ap.add_argument("--oracle", choices=("bands", "bins"), default=None,
+                    help="the noisy conditions (snrN, room-snrN, house-room-snrN) through the ideal gate that knows "
+                         "the clip apart from the noise (talker_gate.oracle), recorded as front end oracle-bands or "
+                         "oracle-bins; household_eval takes them beside renderings without a front end")
     ap.add_argument("--house", metavar="SPEAKERS.json",
                     help="also house-room and house-room-snrN (--room-snr): each clip in its speaker's own room "
                          "(cluster_speakers' output, one keyword's labels; house_rooms)")
@@ -256,6 +273,8 @@ def main(argv=None):
     rooms = read_rirs(a.rirs) if a.rirs else []
     from . import speex
     speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
+    if a.oracle and a.frontend != "none":
+        raise HotPhraseError("--oracle", "is a front end of its own: not with --frontend")
     conds = conditions(a.snr, rooms, a.room_snr, a.clean)
     house = None
     if a.house:
@@ -269,6 +288,9 @@ def main(argv=None):
         if unknown:
             raise HotPhraseError("--only", f"{', '.join(unknown)} not among this run's conditions ({', '.join(conds)})")
         conds = [c for c in conds if c in a.only]
+    if a.oracle and any("snr" not in c for c in conds):
+        raise HotPhraseError("--oracle", "only for noisy conditions (give --only with snrN, room-snrN, "
+                                         "house-room-snrN): the ideal gate of a clip without noise is no gate")
     if a.test_side_extra or a.test_side_real_speech:
         render_test_side(a.workdir, a.out, a.test_side_extra, a.test_side_real_speech, conds, rooms, a.procs,
                          a.frontend)
@@ -291,8 +313,10 @@ def main(argv=None):
             if os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index)
+            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle)
             audio, fe = stamped(audio, a.frontend)
+            if a.oracle:
+                fe = {"frontend": np.array("oracle-" + a.oracle)}
             labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms, room_index))
             e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
                                **fe)

@@ -10,13 +10,15 @@ what lies well under it.
 
 The network: per 10 ms frame the 40 HTK-mel band powers of the speaker's log-mel front end (frontend.py:
 mel_filterbank, 512-point FFT of a 30 ms Hann window) as log energies, normalised by the training mean and spread,
-one GRU (GATE_HIDDEN units) and a linear layer to one gain per band, in [floor, 1]; the band gains are spread onto
-the FFT bins by the bands' triangles (bin_map), the short-time spectrum is scaled by them and synthesised again
-(scipy's ShortTimeFFT, its canonical dual window). Causal: a frame's gains depend only on it and the frames before it.
+one GRU and a linear layer to one gain per band, in [floor, 1]; the band gains are spread onto the FFT bins by the
+bands' triangles (bin_map). Or, at the "bins" resolution, the same on the 257 bins' log powers, one gain a bin
+(enough to follow the loud voice's harmonics, which 40 bands cannot). Then the short-time spectrum is scaled by
+them and synthesised again (scipy's ShortTimeFFT, its canonical dual window). Causal: a frame's gains depend only on
+it and the frames before it.
 
-The weights file (.npz, written by talker_gate_train): mean, std (40), the GRU's w_ih (3H x 40), w_hh (3H x H),
-b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out (40 x H), b_out (40), and floor (the
-smallest gain). `Gate(path)` runs it as a front end int16 -> int16, as speex.make runs its front ends.
+The weights file (.npz, written by talker_gate_train), N = 40 (bands) or 257 (bins): mean, std (N), the GRU's w_ih
+(3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out (N x H), b_out (N),
+and floor (the smallest gain). `Gate(path)` runs it as a front end int16 -> int16, as speex.make runs its front ends.
 
   python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
 """
@@ -59,9 +61,15 @@ def band_power(power):
     return (frontend.mel_filterbank() @ power).T
 
 
+NBINS = NFFT // 2 + 1
+RESOLUTIONS = {"bands": NMEL, "bins": NBINS}  # a gain per mel band (spread onto the bins), or one per FFT bin
+
+
 def features(power, mean, std):
-    """(frames, NMEL) normalised log band energies: the network's input."""
-    return ((np.log(band_power(power) + POWER_FLOOR) - mean) / std).astype(np.float32)
+    """(frames, NMEL) normalised log band energies, or (frames, NBINS) log bin powers when mean has NBINS entries:
+    the network's input."""
+    p = power.T if len(mean) == NBINS else band_power(power)
+    return ((np.log(p + POWER_FLOOR) - mean) / std).astype(np.float32)
 
 
 def sigmoid(x):
@@ -80,10 +88,11 @@ class Gate:
                 raise HotPhraseError(path, f"not talker-gate weights: no {', '.join(missing)}")
             self.w = {k: z[k].astype(np.float32) for k in WEIGHT_KEYS}
         h3, nin = self.w["w_ih"].shape
-        if nin != NMEL or h3 % 3 or self.w["w_hh"].shape != (h3, h3 // 3) or self.w["w_out"].shape != (NMEL, h3 // 3):
+        if (nin not in RESOLUTIONS.values() or h3 % 3 or self.w["w_hh"].shape != (h3, h3 // 3)
+                or self.w["w_out"].shape != (nin, h3 // 3) or self.w["mean"].shape != (nin,)):
             raise HotPhraseError(path, f"talker-gate weights of the wrong shape (w_ih {self.w['w_ih'].shape})")
         self.hidden = h3 // 3
-        self.map = bin_map()
+        self.map = bin_map() if nin == NMEL else None  # per-bin gains need no spreading
         self._sft = None
 
     @property
@@ -94,7 +103,7 @@ class Gate:
         return self._sft
 
     def gains(self, feats):
-        """(frames, NMEL) band gains for (frames, NMEL) features, the GRU run frame by frame from a zero state."""
+        """(frames, NMEL or NBINS) gains for the features, the GRU run frame by frame from a zero state."""
         w, H = self.w, self.hidden
         xi = feats @ w["w_ih"].T + w["b_ih"]  # the input's part of every gate, all frames at once
         h = np.zeros(H, np.float32)
@@ -113,7 +122,8 @@ class Gate:
     def bin_gains(self, spec):
         """(bins, frames) gains for a (bins, frames) short-time spectrum of a stream from its start."""
         power = spec.real ** 2 + spec.imag ** 2
-        return self.map @ self.gains(features(power, self.w["mean"], self.w["std"])).T
+        g = self.gains(features(power, self.w["mean"], self.w["std"])).T
+        return g if self.map is None else self.map @ g
 
     def process_float(self, x):
         """float samples in [-1, 1) -> the gated samples, the same length."""
@@ -131,6 +141,26 @@ class Gate:
         x = np.asarray(int16, np.int16).astype(np.float32) / INT16_SCALE
         y = self.process_float(x)
         return np.clip(np.round(y * INT16_SCALE), -32768, 32767).astype(np.int16)
+
+
+ORACLE_FLOOR_DB = -30.0  # the oracle's smallest gain: talker_gate_train's default floor
+
+
+def oracle(mixture, speech, resolution, floor_db=ORACLE_FLOOR_DB):
+    """The mixture through the ideal gate that knows its parts: per frame, the ideal ratio mask sqrt(S / (S + N))
+    of the speech's and the rest's powers, per mel band (spread onto the bins as the gate's are) or per FFT bin,
+    kept in [floor, 1]. What a gate at that resolution could do at best (issue #37, part 2, session 10)."""
+    sft = stft()
+    m = sft.stft(np.asarray(mixture, np.float32))
+    sp = sft.stft(np.asarray(speech, np.float32))
+    ps, pn = np.abs(sp) ** 2, np.abs(m - sp) ** 2
+    if resolution == "bands":
+        ps, pn = band_power(ps).T, band_power(pn).T
+    g = np.sqrt(ps / (ps + pn + 1e-20))
+    g = np.clip(g, 10 ** (floor_db / 20), 1.0)
+    if resolution == "bands":
+        g = bin_map() @ g
+    return sft.istft(m * g, k1=len(mixture)).astype(np.float32)
 
 
 @cli.command

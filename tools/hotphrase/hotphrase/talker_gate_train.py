@@ -37,7 +37,6 @@ from . import cli
 from . import dataset as D
 from . import frontend
 from . import talker_gate as G
-from .constants import NMEL
 from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 
@@ -119,6 +118,7 @@ def example(args):
 
 
 def powers(pair, sft):
+    """The mixture's (frames, bins) power spectrum and the voice's (frames, bands) band powers."""
     mix, voice = pair
     m, v = sft.stft(mix), sft.stft(voice)
     return ((m.real ** 2 + m.imag ** 2).T.astype(np.float32),  # (frames, bins)
@@ -141,21 +141,22 @@ def make_data(workdir, examples, seconds, seed, procs):
     return np.stack(mixes), np.stack(voices)
 
 
-def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print):
+def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands"):
     import torch
     torch.manual_seed(seed)
     fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
-    bmap = torch.tensor(G.bin_map())  # (bins, bands)
+    n_in = G.RESOLUTIONS[resolution]
+    bmap = torch.tensor(G.bin_map()) if resolution == "bands" else torch.eye(G.NBINS)  # (bins, gains)
     mix_p, voice_b = torch.tensor(mix_p), torch.tensor(voice_b)
-    feats_all = torch.log(mix_p @ fb.T + G.POWER_FLOOR)
+    feats_all = torch.log((mix_p @ fb.T if resolution == "bands" else mix_p) + G.POWER_FLOOR)
     mean = feats_all.mean(dim=(0, 1))
     std = feats_all.std(dim=(0, 1)) + 1e-3
     feats_all = (feats_all - mean) / std
     target = torch.log(voice_b + G.POWER_FLOOR)
     n_val = max(1, len(mix_p) // 20)
     idx_tr, idx_va = np.arange(len(mix_p) - n_val), np.arange(len(mix_p) - n_val, len(mix_p))
-    gru = torch.nn.GRU(NMEL, hidden, batch_first=True)
-    out = torch.nn.Linear(hidden, NMEL)
+    gru = torch.nn.GRU(n_in, hidden, batch_first=True)
+    out = torch.nn.Linear(hidden, n_in)
     params = list(gru.parameters()) + list(out.parameters())
     opt = torch.optim.Adam(params, lr=3e-3)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, epochs // 3), gamma=0.5)
@@ -163,7 +164,7 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print):
     def loss_of(ix):
         f = feats_all[ix]
         h, _ = gru(f)
-        g = floor + (1 - floor) * torch.sigmoid(out(h))  # (B, T, bands)
+        g = floor + (1 - floor) * torch.sigmoid(out(h))  # (B, T, gains)
         gb = g @ bmap.T  # (B, T, bins)
         e = torch.log((gb ** 2 * mix_p[ix]) @ fb.T + G.POWER_FLOOR)
         d = e - target[ix]
@@ -207,6 +208,8 @@ def main(argv=None):
     ap.add_argument("--hidden", type=int, default=96)
     ap.add_argument("--floor-db", type=float, default=-30.0, help="the smallest gain, dB")
     ap.add_argument("--under", type=float, default=2.0, help="weight of taking too much (the voice cut)")
+    ap.add_argument("--resolution", choices=sorted(G.RESOLUTIONS), default="bands",
+                    help="one gain per mel band (40) or per FFT bin (257)")
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -217,7 +220,7 @@ def main(argv=None):
     mix_p, voice_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs)
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
-              log=lambda s: print("talker_gate_train: " + s, flush=True))
+              log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution)
     np.savez(a.out, **w)
     print(f"talker_gate_train: wrote {a.out}", flush=True)
 

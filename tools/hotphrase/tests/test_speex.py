@@ -166,6 +166,12 @@ class CacheKeys(unittest.TestCase):
                              ["a.wav", "b.wav"])
             with self.assertRaisesRegex(HotPhraseError, "front end"):
                 HE.load_clips_npz(plain, ["b.wav", "a.wav"], "speex-denoise:-15")
+            # the ideal gate's renderings (household_conditions --oracle) stand beside those without a front end,
+            # and only there
+            ideal = self.write(d, "ideal.npz", frontend=np.array("oracle-bins"))
+            self.assertEqual(len(HE.load_clips_npz(ideal, ["b.wav", "a.wav"])), 2)
+            with self.assertRaisesRegex(HotPhraseError, "front end"):
+                HE.load_clips_npz(ideal, ["b.wav", "a.wav"], "speex-denoise:-15")
 
     @unittest.skipUnless(HAVE_SPEEX, "libspeexdsp.so.1 not installed")
     def test_conditions_stamp_what_they_ran(self):

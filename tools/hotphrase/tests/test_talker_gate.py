@@ -26,15 +26,15 @@ except ImportError:
 NEEDS_STFT = unittest.skipUnless(HAVE_STFT, "needs scipy 1.12 or later (ShortTimeFFT)")
 
 
-def weights(hidden=8, b_out=0.0, floor=0.03, seed=0, scale=0.3):
+def weights(hidden=8, b_out=0.0, floor=0.03, seed=0, scale=0.3, n=NMEL):
     rng = np.random.default_rng(seed)
-    return {"mean": np.zeros(NMEL, np.float32) - 12, "std": np.ones(NMEL, np.float32) * 3,
-            "w_ih": rng.normal(0, scale, (3 * hidden, NMEL)).astype(np.float32),
+    return {"mean": np.zeros(n, np.float32) - 12, "std": np.ones(n, np.float32) * 3,
+            "w_ih": rng.normal(0, scale, (3 * hidden, n)).astype(np.float32),
             "w_hh": rng.normal(0, scale, (3 * hidden, hidden)).astype(np.float32),
             "b_ih": rng.normal(0, scale, 3 * hidden).astype(np.float32),
             "b_hh": rng.normal(0, scale, 3 * hidden).astype(np.float32),
-            "w_out": (rng.normal(0, scale, (NMEL, hidden)) * (b_out == 0)).astype(np.float32),
-            "b_out": np.full(NMEL, b_out, np.float32), "floor": np.float32(floor)}
+            "w_out": (rng.normal(0, scale, (n, hidden)) * (b_out == 0)).astype(np.float32),
+            "b_out": np.full(n, b_out, np.float32), "floor": np.float32(floor)}
 
 
 def write(d, w, name="g.npz"):
@@ -52,11 +52,26 @@ class Gains(unittest.TestCase):
 
     @NEEDS_STFT
     def test_unit_gains_give_the_samples_back(self):
-        with tempfile.TemporaryDirectory() as d:
-            g = G.Gate(write(d, weights(b_out=40.0)))  # sigmoid(40) = 1 to float precision
         x = np.random.default_rng(1).uniform(-0.5, 0.5, 16001).astype(np.float32)
-        for n in (1, 159, 160, 481, 16001):
-            np.testing.assert_allclose(g.process_float(x[:n]), x[:n], atol=1e-4, err_msg=f"n={n}")
+        for res, size in G.RESOLUTIONS.items():
+            with tempfile.TemporaryDirectory() as d:
+                g = G.Gate(write(d, weights(b_out=40.0, n=size)))  # sigmoid(40) = 1 to float precision
+            for n in (1, 159, 160, 481, 16001):
+                np.testing.assert_allclose(g.process_float(x[:n]), x[:n], atol=1e-4, err_msg=f"{res}, n={n}")
+
+    @NEEDS_STFT
+    def test_per_bin_gains_reach_single_bins(self):
+        # a gain of one on bin 32 (1 kHz) and the floor elsewhere keeps much of a 1 kHz tone (its window's main
+        # lobe spreads it over bins 31-33, so not all of it) and takes out a 3 kHz one
+        w = weights(b_out=-40.0, n=G.NBINS, floor=0.01)
+        w["b_out"][32] = 40.0
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, w))
+        t = np.arange(16000) / 16000
+        one, three = 0.3 * np.sin(2 * np.pi * 1000 * t), 0.3 * np.sin(2 * np.pi * 3000 * t)
+        y = g.process_float((one + three).astype(np.float32))[1000:-1000]
+        self.assertGreater(abs(np.dot(y, one[1000:-1000])) / np.dot(one[1000:-1000], one[1000:-1000]), 0.45)
+        self.assertLess(abs(np.dot(y, three[1000:-1000])) / np.dot(three[1000:-1000], three[1000:-1000]), 0.05)
 
     @NEEDS_STFT
     def test_floor_gains_take_the_power_down_by_the_floor(self):
@@ -107,6 +122,26 @@ class Gains(unittest.TestCase):
         np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+@NEEDS_STFT
+class Oracle(unittest.TestCase):
+    def test_without_noise_it_is_no_gate(self):
+        x = np.random.default_rng(8).uniform(-0.5, 0.5, 8000).astype(np.float32)
+        for res in G.RESOLUTIONS:
+            np.testing.assert_allclose(G.oracle(x, x, res), x, atol=1e-4, err_msg=res)
+
+    def test_it_takes_out_what_is_not_the_speech_down_to_its_floor(self):
+        t = np.arange(16000) / 16000
+        speech = (0.3 * np.sin(2 * np.pi * 500 * t)).astype(np.float32)
+        noise = (0.3 * np.sin(2 * np.pi * 5000 * t)).astype(np.float32)
+        mid = slice(1000, -1000)
+        for res in G.RESOLUTIONS:
+            y = G.oracle(speech + noise, speech, res)
+            kept_noise = np.dot(y[mid], noise[mid]) / np.dot(noise[mid], noise[mid])
+            kept_speech = np.dot(y[mid], speech[mid]) / np.dot(speech[mid], speech[mid])
+            self.assertLess(abs(kept_noise), 0.05, res)  # the floor: -30 dB, 0.03 in amplitude
+            self.assertGreater(kept_speech, 0.95, res)
+
+
 class Spec(unittest.TestCase):
     def test_parses_to_an_absolute_path_and_a_tag_from_the_contents(self):
         with tempfile.TemporaryDirectory() as d:
@@ -129,6 +164,10 @@ class Spec(unittest.TestCase):
             w["w_out"] = w["w_out"][:, :4]
             with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
                 G.Gate(write(d, w, "shape.npz"))
+            w = weights()
+            w["mean"] = np.zeros(G.NBINS, np.float32)  # a bins-sized input normalisation on a bands network
+            with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
+                G.Gate(write(d, w, "mean.npz"))
 
 
 @unittest.skipUnless(HAVE_TORCH and HAVE_STFT, "needs PyTorch and scipy 1.12 or later")
