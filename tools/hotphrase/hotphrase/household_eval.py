@@ -84,6 +84,12 @@ class Embedder:
         return e, np.array([H.step_end(k) for k in range(len(e))], np.int64)
 
 
+def made_through(path):
+    """The front end a cache file records (household_conditions' `frontend` entry; "none" without one)."""
+    with np.load(path, allow_pickle=True) as z:
+        return str(z["frontend"]) if "frontend" in z.files else "none"
+
+
 def check_frontend(path, z, frontend):
     """A cache of embeddings (np.load'ed) is used only when it was made through the same front end: its
     `frontend` entry (household_conditions writes it; evaluate_format2's caches have none: "none")."""
@@ -1272,6 +1278,9 @@ def main(argv=None):
                 cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
         labels = {c: load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
                   for c, d in conditions_dirs.items()}
+        made = {c: made_through(os.path.join(d, f"e1_eval_real_{word}.npz")) for c, d in conditions_dirs.items()}
+        if any(m != report["frontend"] for m in made.values()):  # household_conditions --oracle's renderings
+            report["condition_frontends"] = made
         if a.candidates_out:
             names = sorted(spk[word])[:10 * a.limit or None]
             clip_sets = {"clean": [clips[n] for n in names], **{c: [cm[n] for n in names] for c, cm in conds.items()}}

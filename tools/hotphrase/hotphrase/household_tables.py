@@ -38,6 +38,14 @@ def keyword(report):
     return ", ".join(words) if words else "?"
 
 
+def frontend(report):
+    """The report's front end, and the noisy conditions' own where they differ (household_conditions --oracle)."""
+    fe = report.get("frontend", "none")
+    other = sorted({m for m in report.get("condition_frontends", {}).values() if m != fe})
+    return fe + (f" ({', '.join(other)} in {', '.join(c for c, m in report['condition_frontends'].items() if m != fe)})"
+                 if other else "")
+
+
 def _threshold_side(report):
     return report.get("scorers", {}).get("dtw", {}).get("threshold_side_fa_per_hour_mean")
 
@@ -67,7 +75,7 @@ def rows(reports):
     for r in reports:
         fused = r["fused"]
         personal = fused["personal"]
-        cells = [keyword(r), r.get("frontend", "none"), r.get("bank", "?"), f"{fused['z_threshold']:.1f}"]
+        cells = [keyword(r), frontend(r), r.get("bank", "?"), f"{fused['z_threshold']:.1f}"]
         if side:
             fa_side = _threshold_side(r)
             cells.append("-" if fa_side is None else f"{fa_side:.3f}")
@@ -115,7 +123,7 @@ def rendering_rows(reports):
     header = ["keyword", "front end", "bank", "z"] + [f"{c}: {' / '.join(groups[c])}" for c in conditions]
     out = []
     for r in reports:
-        cells = [keyword(r), r.get("frontend", "none"), r.get("bank", "?"), f"{r['fused']['z_threshold']:.1f}"]
+        cells = [keyword(r), frontend(r), r.get("bank", "?"), f"{r['fused']['z_threshold']:.1f}"]
         for c in conditions:
             got = by_rendering(r, c)
             cells.append(" / ".join(f"{got[g][0]:.1f}" if g in got else "-" for g in groups[c]))

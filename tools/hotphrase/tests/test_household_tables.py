@@ -86,6 +86,14 @@ class Tables(unittest.TestCase):
         self.assertEqual(lines[3], "| computer | speex-denoise:-15 | negative-bank.hpm | 5.9 | 0.11 % | - | 28.48 % | "
                                    "72.19 % | 0.007 (0.207) |")
 
+    def test_the_oracles_conditions_are_named_in_the_front_end(self):
+        r = report("jarvis", "none", 0.0, {"snr10": {"own_missed_pct": 0.0, "guests_heard_pct": 37.15}})
+        self.assertEqual(T.frontend(r), "none")
+        r["condition_frontends"] = {"snr10": "oracle-bins", "room": "none", "room-snr10": "oracle-bins"}
+        self.assertEqual(T.frontend(r), "none (oracle-bins in snr10, room-snr10)")
+        lines = self.run_main(self.write("o.json", r))
+        self.assertTrue(lines[2].startswith("| jarvis | none (oracle-bins in snr10, room-snr10) |"), lines[2])
+
     def test_renderings_pool_by_clips(self):
         by = {"rt0.4_1m": {"own_missed_pct": 4.55, "own_clips": 66}, "rt0.4_2m": {"own_missed_pct": 0.0, "own_clips": 62},
               "rt0.4_3m": {"own_missed_pct": 0.0, "own_clips": 66}, "rt0.2_1m": {"own_missed_pct": 50.0, "own_clips": 2}}
