@@ -118,11 +118,13 @@ def example(args):
 
 
 def powers(pair, sft):
-    """The mixture's (frames, bins) power spectrum and the voice's (frames, bands) band powers."""
+    """The mixture's (frames, bins) power spectrum, and the voice's and the rest's (frames, bands) band powers."""
     mix, voice = pair
     m, v = sft.stft(mix), sft.stft(voice)
+    r = m - v
     return ((m.real ** 2 + m.imag ** 2).T.astype(np.float32),  # (frames, bins)
-            G.band_power((v.real ** 2 + v.imag ** 2)).astype(np.float32))  # (frames, bands)
+            G.band_power((v.real ** 2 + v.imag ** 2)).astype(np.float32),  # (frames, bands)
+            G.band_power((r.real ** 2 + r.imag ** 2)).astype(np.float32))
 
 
 def make_data(workdir, examples, seconds, seed, procs):
@@ -132,16 +134,16 @@ def make_data(workdir, examples, seconds, seed, procs):
           f"{sum(len(c) for v in pool.values() for c in v) / SR / 3600:.2f} h of their speech", flush=True)
     sft = G.stft()
     n = int(seconds * SR)
-    mixes, voices = [], []
+    parts = [], [], []
     with Pool(procs, initializer=_init, initargs=(pool,)) as p:
         for pair in p.imap(example, [(seed, i, n) for i in range(examples)], chunksize=16):
-            m, v = powers(pair, sft)
-            mixes.append(m)
-            voices.append(v)
-    return np.stack(mixes), np.stack(voices)
+            for keep, x in zip(parts, powers(pair, sft)):
+                keep.append(x)
+    return tuple(np.stack(x) for x in parts)
 
 
-def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands"):
+def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands", rest_b=None,
+          loss="logpower"):
     import torch
     torch.manual_seed(seed)
     fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
@@ -153,6 +155,11 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
     std = feats_all.std(dim=(0, 1)) + 1e-3
     feats_all = (feats_all - mean) / std
     target = torch.log(voice_b + G.POWER_FLOOR)
+    if loss == "mask":  # the ideal gate's band gains (talker_gate.oracle's), the network's target itself
+        if resolution != "bands" or rest_b is None:
+            raise HotPhraseError("--loss mask", "needs the bands resolution and the rest's band powers")
+        rest_b = torch.tensor(rest_b)
+        ideal = torch.clamp(torch.sqrt(voice_b / (voice_b + rest_b + 1e-20)), floor, 1.0)
     n_val = max(1, len(mix_p) // 20)
     idx_tr, idx_va = np.arange(len(mix_p) - n_val), np.arange(len(mix_p) - n_val, len(mix_p))
     gru = torch.nn.GRU(n_in, hidden, batch_first=True)
@@ -165,6 +172,9 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
         f = feats_all[ix]
         h, _ = gru(f)
         g = floor + (1 - floor) * torch.sigmoid(out(h))  # (B, T, gains)
+        if loss == "mask":
+            d = g - ideal[ix]
+            return (torch.where(d < 0, under, 1.0) * d ** 2).mean()
         gb = g @ bmap.T  # (B, T, bins)
         e = torch.log((gb ** 2 * mix_p[ix]) @ fb.T + G.POWER_FLOOR)
         d = e - target[ix]
@@ -210,6 +220,9 @@ def main(argv=None):
     ap.add_argument("--under", type=float, default=2.0, help="weight of taking too much (the voice cut)")
     ap.add_argument("--resolution", choices=sorted(G.RESOLUTIONS), default="bands",
                     help="one gain per mel band (40) or per FFT bin (257)")
+    ap.add_argument("--loss", choices=("logpower", "mask"), default="logpower",
+                    help="logpower: the gated mixture's log band powers against the voice's; mask: the gains against "
+                         "the ideal gate's (talker_gate.oracle's, at the bands resolution)")
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -217,10 +230,11 @@ def main(argv=None):
     import torch
     torch.set_num_threads(a.threads)
     t0 = time.time()
-    mix_p, voice_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs)
+    mix_p, voice_b, rest_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs)
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
-              log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution)
+              log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,
+              loss=a.loss)
     np.savez(a.out, **w)
     print(f"talker_gate_train: wrote {a.out}", flush=True)
 
