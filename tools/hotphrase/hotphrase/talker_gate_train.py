@@ -143,7 +143,7 @@ def make_data(workdir, examples, seconds, seed, procs):
 
 
 def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands", rest_b=None,
-          loss="logpower"):
+          objective="logpower"):
     import torch
     torch.manual_seed(seed)
     fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
@@ -155,7 +155,7 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
     std = feats_all.std(dim=(0, 1)) + 1e-3
     feats_all = (feats_all - mean) / std
     target = torch.log(voice_b + G.POWER_FLOOR)
-    if loss == "mask":  # the ideal gate's band gains (talker_gate.oracle's), the network's target itself
+    if objective == "mask":  # the ideal gate's band gains (talker_gate.oracle's), the network's target itself
         if resolution != "bands" or rest_b is None:
             raise HotPhraseError("--loss mask", "needs the bands resolution and the rest's band powers")
         rest_b = torch.tensor(rest_b)
@@ -172,7 +172,7 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
         f = feats_all[ix]
         h, _ = gru(f)
         g = floor + (1 - floor) * torch.sigmoid(out(h))  # (B, T, gains)
-        if loss == "mask":
+        if objective == "mask":
             d = g - ideal[ix]
             return (torch.where(d < 0, under, 1.0) * d ** 2).mean()
         gb = g @ bmap.T  # (B, T, bins)
@@ -197,7 +197,10 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
         sched.step()
         with torch.no_grad():
             va = float(loss_of(torch.tensor(idx_va)))
-            unity = float(((torch.log(mix_p[idx_va] @ fb.T + G.POWER_FLOOR) - target[idx_va]) ** 2).mean())
+            if objective == "mask":  # every gain one
+                unity = float(((1.0 - ideal[idx_va]) ** 2).mean())
+            else:
+                unity = float(((torch.log(mix_p[idx_va] @ fb.T + G.POWER_FLOOR) - target[idx_va]) ** 2).mean())
         log(f"epoch {ep + 1}/{epochs}: train {tot / len(idx_tr):.4f}, held out {va:.4f} "
             f"(no gate {unity:.4f}), {time.time() - t0:.0f} s")
     return {"mean": mean.numpy(), "std": std.numpy(),
@@ -234,7 +237,7 @@ def main(argv=None):
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
               log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,
-              loss=a.loss)
+              objective=a.loss)
     np.savez(a.out, **w)
     print(f"talker_gate_train: wrote {a.out}", flush=True)
 
