@@ -5,8 +5,9 @@ Session 9b's GTCRN, trained to keep any speech, kept the babble of other voices 
 In issue #37's rooms at 10 dB the wanted voice is the loudest one: the babble's talkers are each 15-18 dB below it,
 and between its words the babble is all there is. This gate is trained on exactly that (real voices of training
 speakers as the target, three to seven other training speakers' voices, or one to three, or a training noise, at
--5 to 25 dB under it, both through training rooms), so it learns to follow the dominant talker's level and cut
-what lies well under it.
+-5 to 25 dB under it, both through training rooms), so that it can learn to follow the dominant talker's level
+and cut what lies well under it. How far it does (not far enough in babble) is BENCHMARKS.md's "Issue #37, part 2,
+session 10", beside the ideal gate (oracle, below) that shows how far a gate could.
 
 The network: per 10 ms frame the 40 HTK-mel band powers of the speaker's log-mel front end (frontend.py:
 mel_filterbank, 512-point FFT of a 30 ms Hann window) as log energies, normalised by the training mean and spread,
