@@ -84,16 +84,21 @@ class Embedder:
         return e, np.array([H.step_end(k) for k in range(len(e))], np.int64)
 
 
+def stamp(z):
+    """The front end a cache (np.load'ed) records: household_conditions' `frontend` entry, "none" without one."""
+    return str(z["frontend"]) if "frontend" in z.files else "none"
+
+
 def made_through(path):
-    """The front end a cache file records (household_conditions' `frontend` entry; "none" without one)."""
+    """stamp() of a cache file."""
     with np.load(path, allow_pickle=True) as z:
-        return str(z["frontend"]) if "frontend" in z.files else "none"
+        return stamp(z)
 
 
 def check_frontend(path, z, frontend):
     """A cache of embeddings (np.load'ed) is used only when it was made through the same front end: its
     `frontend` entry (household_conditions writes it; evaluate_format2's caches have none: "none")."""
-    made = str(z["frontend"]) if "frontend" in z.files else "none"
+    made = stamp(z)
     want = frontend or "none"
     # household_conditions --oracle: the ideal gate of a noisy condition, which is no gate at all on the clean
     # takes, clips and test side, so it stands beside renderings without a front end

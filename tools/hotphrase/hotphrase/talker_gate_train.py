@@ -90,8 +90,6 @@ def example(args):
     names = sorted(_POOL)
     spk = names[int(rng.integers(len(names)))]
     voice = _voice(rng, _POOL[spk], n)
-    if not voice.any():
-        voice[:] = 0
     if rng.random() < 0.6:
         voice = _through_room(rng, voice)
     ps = A.active_power(voice)
