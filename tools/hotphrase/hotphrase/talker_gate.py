@@ -14,12 +14,14 @@ mel_filterbank, 512-point FFT of a 30 ms Hann window) as log energies, normalise
 one GRU and a linear layer to one gain per band, in [floor, 1]; the band gains are spread onto the FFT bins by the
 bands' triangles (bin_map). Or, at the "bins" resolution, the same on the 257 bins' log powers, one gain a bin
 (enough to follow the loud voice's harmonics, which 40 bands cannot). Then the short-time spectrum is scaled by
-them and synthesised again (scipy's ShortTimeFFT, its canonical dual window). Causal: a frame's gains depend only on
-it and the frames before it.
+them and synthesised again (scipy's ShortTimeFFT, its canonical dual window). Causal, or nearly: a frame's gains
+depend only on it, the frames before it and, with a look-ahead of K frames, the K frames after it (the network's
+output K steps later is the frame's gain: K times 10 ms of delay on a device).
 
 The weights file (.npz, written by talker_gate_train), N = 40 (bands) or 257 (bins): mean, std (N), the GRU's w_ih
 (3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out (N x H), b_out (N),
-and floor (the smallest gain). `Gate(path)` runs it as a front end int16 -> int16, as speex.make runs its front ends.
+floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs it as a front end
+int16 -> int16, as speex.make runs its front ends.
 
   python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
 """
@@ -36,6 +38,7 @@ from .errors import HotPhraseError
 
 POWER_FLOOR = 1e-7  # added to band powers before the log (float samples): about 90 dB under a full-scale band
 WEIGHT_KEYS = ("mean", "std", "w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "floor")
+MAX_LOOKAHEAD = 20  # frames (200 ms): more would be a wait a person hears before the speaker answers
 
 
 def stft():
@@ -88,6 +91,10 @@ class Gate:
             if missing:
                 raise HotPhraseError(path, f"not talker-gate weights: no {', '.join(missing)}")
             self.w = {k: z[k].astype(np.float32) for k in WEIGHT_KEYS}
+            k = z["lookahead"] if "lookahead" in z else np.int64(0)
+        if k.shape != () or not np.issubdtype(k.dtype, np.integer) or not 0 <= int(k) <= MAX_LOOKAHEAD:
+            raise HotPhraseError(path, f"talker-gate look-ahead must be a whole number of frames, 0 to {MAX_LOOKAHEAD}")
+        self.lookahead = int(k)
         h3, nin = self.w["w_ih"].shape
         if (nin not in RESOLUTIONS.values() or h3 % 3 or self.w["w_hh"].shape != (h3, h3 // 3)
                 or self.w["w_out"].shape != (nin, h3 // 3) or self.w["mean"].shape != (nin,)):
@@ -104,7 +111,9 @@ class Gate:
         return self._sft
 
     def gains(self, feats):
-        """(frames, NMEL or NBINS) gains for the features, the GRU run frame by frame from a zero state."""
+        """(frames, NMEL or NBINS) gains for the features, the GRU run frame by frame from a zero state; with a
+        look-ahead of K, frame t's gains are the output at frame t + K (the stream's last K frames take its last
+        output: nothing after it is heard)."""
         w, H = self.w, self.hidden
         xi = feats @ w["w_ih"].T + w["b_ih"]  # the input's part of every gate, all frames at once
         h = np.zeros(H, np.float32)
@@ -118,7 +127,9 @@ class Gate:
             h = (1.0 - z) * n + z * h
             out[t] = h
         fl = float(w["floor"])
-        return fl + (1.0 - fl) * sigmoid(out @ w["w_out"].T + w["b_out"])
+        g = fl + (1.0 - fl) * sigmoid(out @ w["w_out"].T + w["b_out"])
+        k = min(self.lookahead, len(g) - 1) if len(g) else 0
+        return np.concatenate([g[k:], np.repeat(g[-1:], k, axis=0)]) if k else g
 
     def bin_gains(self, spec):
         """(bins, frames) gains for a (bins, frames) short-time spectrum of a stream from its start."""

@@ -2,6 +2,7 @@
 
   python -m hotphrase.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
                                         [--floor-db DB] [--under W] [--seed K] [--procs P] [--threads T]
+                                        [--snr LO HI] [--lead SHARE] [--synthetic-babble] [--lookahead K]
 
 Needs PyTorch (a measurement tool's dependency, as Resemblyzer's for speaker_check; nothing in the speaker).
 
@@ -18,6 +19,16 @@ Only training-side audio, never anything the evaluation hears:
     another (60 %); never room_rirs' image-source rooms that household_conditions renders the test side through.
 The evaluation's babble is held-out synthetic voices (heldout.banks), its rooms image-source, its noises fan, street
 and plucked music: none of them is heard here.
+
+Session 11's options (each off by default, so that the defaults draw gate-a's and gate-c's examples as before):
+  --snr LO HI          the voice's level over what is under it, uniform in [LO, HI] dB (default -5 25);
+  --lead SHARE         that share of the examples opens with 0.5-2.5 s of what is under the voice alone, as a
+                       household_conditions rendering does (2 s of noise before the keyword): the gate must tell
+                       babble from the wanted voice before it has heard that voice;
+  --synthetic-babble   half the babble examples' voices are synthetic: WORKDIR/cache/sent_train.npz (make_data's
+                       training voices reading training texts; every voice in it is checked against
+                       synth.voices("train"), so the held-out voices of the evaluation's babble never are);
+  --lookahead K        the gain of frame t is the network's output at frame t + K (K times 10 ms of delay).
 
 The loss: per 10 ms frame and band, the squared difference of the log band powers (+ talker_gate.POWER_FLOOR) of
 the gated mixture and of the wanted voice alone (as the microphone hears it, room and all), where the gate takes
@@ -57,11 +68,28 @@ def speakers(workdir):
 
 
 _POOL = None  # the speakers, set in each worker
+_SYNTH = None  # the synthetic training voices' sentences (--synthetic-babble), or None
 
 
-def _init(pool):
-    global _POOL
+def _init(pool, synthetic=None):
+    global _POOL, _SYNTH
     _POOL = pool
+    _SYNTH = synthetic
+
+
+def synthetic_sentences(workdir):
+    """The training side's synthetic sentences (make_data's WORKDIR/cache/sent_train.npz), refused if any voice in it
+    is not one of synth.voices("train")."""
+    from . import synth
+    path = os.path.join(workdir, "cache", "sent_train.npz")
+    if not os.path.isfile(path):
+        raise HotPhraseError(path, "no training sentences (make them with hotphrase.make_data)")
+    clips, meta = D.load_clips(path)
+    train = {f"{e}:{v}" for e, v in synth.voices("train")}
+    bad = sorted({m.split("|")[0] for m in meta} - train)
+    if bad:
+        raise HotPhraseError(path, f"voices that are not training voices: {', '.join(bad[:3])}")
+    return [c for c in clips if len(c)]
 
 
 def _voice(rng, clips, n):
@@ -83,18 +111,28 @@ def _through_room(rng, x):
     return (y * np.sqrt(A.active_power(x) / A.active_power(y))).astype(np.float32)
 
 
+DEFAULT_SNR = (-5.0, 25.0)
+
+
 def example(args):
-    """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it."""
-    seed, i, n = args
+    """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it.
+    args: (seed, i, n) or (seed, i, n, (snr_lo, snr_hi), lead_share)."""
+    seed, i, n = args[:3]
+    snr, lead = args[3:] if len(args) > 3 else (DEFAULT_SNR, 0.0)
     rng = np.random.default_rng([seed, i])
     names = sorted(_POOL)
     spk = names[int(rng.integers(len(names)))]
     voice = _voice(rng, _POOL[spk], n)
+    if lead and rng.random() < lead:
+        k = min(int(rng.uniform(0.5, 2.5) * SR), n // 2)
+        voice = np.concatenate([np.zeros(k, np.float32), voice[:n - k]])
     if rng.random() < 0.6:
         voice = _through_room(rng, voice)
     ps = A.active_power(voice)
     u = rng.random()
     others = [c for s in (names[int(k)] for k in rng.integers(len(names), size=12)) if s != spk for c in _POOL[s]]
+    if _SYNTH and u < 0.7 and rng.random() < 0.5:
+        others = _SYNTH
     if u < 0.5:
         under = A.babble(rng, n, others)
     elif u < 0.7:
@@ -107,7 +145,7 @@ def example(args):
         under = A.reverb(under, A.room_ir(rng))[:n]
     if under.any():
         pn = float(np.mean(under ** 2) + 1e-12)
-        under = under * np.sqrt(ps / pn / 10 ** (rng.uniform(-5, 25) / 10))
+        under = under * np.sqrt(ps / pn / 10 ** (rng.uniform(*snr) / 10))
     floor = A.colored(rng, n, "pink")
     floor = floor * np.sqrt(ps * 10 ** (-5.5) / float(np.mean(floor ** 2) + 1e-12))
     mix = voice + under + floor
@@ -125,23 +163,27 @@ def powers(pair, sft):
             G.band_power((r.real ** 2 + r.imag ** 2)).astype(np.float32))
 
 
-def make_data(workdir, examples, seconds, seed, procs):
+def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0, synthetic=False):
     from multiprocessing import Pool
     pool = speakers(workdir)
+    syn = synthetic_sentences(workdir) if synthetic else None
+    if syn is not None:
+        print(f"talker_gate_train: {len(syn)} synthetic training sentences for babble", flush=True)
     print(f"talker_gate_train: {len(pool)} training speakers, "
           f"{sum(len(c) for v in pool.values() for c in v) / SR / 3600:.2f} h of their speech", flush=True)
     sft = G.stft()
     n = int(seconds * SR)
     parts = [], [], []
-    with Pool(procs, initializer=_init, initargs=(pool,)) as p:
-        for pair in p.imap(example, [(seed, i, n) for i in range(examples)], chunksize=16):
+    extra = () if (tuple(snr), lead) == (DEFAULT_SNR, 0.0) else (tuple(snr), lead)
+    with Pool(procs, initializer=_init, initargs=(pool, syn)) as p:
+        for pair in p.imap(example, [(seed, i, n) + extra for i in range(examples)], chunksize=16):
             for keep, x in zip(parts, powers(pair, sft)):
                 keep.append(x)
     return tuple(np.stack(x) for x in parts)
 
 
 def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands", rest_b=None,
-          objective="logpower"):
+          objective="logpower", lookahead=0):
     import torch
     torch.manual_seed(seed)
     fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
@@ -166,16 +208,21 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
     opt = torch.optim.Adam(params, lr=3e-3)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, epochs // 3), gamma=0.5)
 
+    k = int(lookahead)
+    if not 0 <= k <= G.MAX_LOOKAHEAD:
+        raise HotPhraseError("--lookahead", f"{k} frames: want 0 to {G.MAX_LOOKAHEAD}")
+    keep = slice(0, mix_p.shape[1] - k)  # the frames whose gains the network gives (K steps later)
+
     def loss_of(ix):
         f = feats_all[ix]
         h, _ = gru(f)
-        g = floor + (1 - floor) * torch.sigmoid(out(h))  # (B, T, gains)
+        g = floor + (1 - floor) * torch.sigmoid(out(h[:, k:]))  # (B, T - K, gains): frame t's from step t + K
         if objective == "mask":
-            d = g - ideal[ix]
+            d = g - ideal[ix][:, keep]
             return (torch.where(d < 0, under, 1.0) * d ** 2).mean()
-        gb = g @ bmap.T  # (B, T, bins)
-        e = torch.log((gb ** 2 * mix_p[ix]) @ fb.T + G.POWER_FLOOR)
-        d = e - target[ix]
+        gb = g @ bmap.T  # (B, T - K, bins)
+        e = torch.log((gb ** 2 * mix_p[ix][:, keep]) @ fb.T + G.POWER_FLOOR)
+        d = e - target[ix][:, keep]
         w = torch.where(d < 0, under, 1.0)
         return (w * d ** 2).mean()
 
@@ -205,7 +252,7 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
             "w_ih": gru.weight_ih_l0.detach().numpy(), "w_hh": gru.weight_hh_l0.detach().numpy(),
             "b_ih": gru.bias_ih_l0.detach().numpy(), "b_hh": gru.bias_hh_l0.detach().numpy(),
             "w_out": out.weight.detach().numpy(), "b_out": out.bias.detach().numpy(),
-            "floor": np.float32(floor)}
+            "floor": np.float32(floor), "lookahead": np.int64(k)}
 
 
 @cli.command
@@ -224,6 +271,13 @@ def main(argv=None):
     ap.add_argument("--loss", choices=("logpower", "mask"), default="logpower",
                     help="logpower: the gated mixture's log band powers against the voice's; mask: the gains against "
                          "the ideal gate's (talker_gate.oracle's, at the bands resolution)")
+    ap.add_argument("--snr", nargs=2, type=float, default=list(DEFAULT_SNR), metavar=("LO", "HI"),
+                    help="the voice over what is under it, dB, uniform")
+    ap.add_argument("--lead", type=float, default=0.0,
+                    help="the share of examples that open with 0.5-2.5 s of what is under the voice alone")
+    ap.add_argument("--synthetic-babble", action="store_true",
+                    help="half the babble's voices from WORKDIR/cache/sent_train.npz (synthetic training voices)")
+    ap.add_argument("--lookahead", type=int, default=0, help="frames of look-ahead (10 ms each)")
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -231,11 +285,18 @@ def main(argv=None):
     import torch
     torch.set_num_threads(a.threads)
     t0 = time.time()
-    mix_p, voice_b, rest_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs)
+    if a.snr[0] > a.snr[1]:
+        raise HotPhraseError("--snr", f"{a.snr[0]:g} is over {a.snr[1]:g}")
+    if not 0 <= a.lead <= 1:
+        raise HotPhraseError("--lead", f"{a.lead:g} is not a share in [0, 1]")
+    if not 0 <= a.lookahead <= G.MAX_LOOKAHEAD:
+        raise HotPhraseError("--lookahead", f"{a.lookahead} frames: want 0 to {G.MAX_LOOKAHEAD}")
+    mix_p, voice_b, rest_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs, a.snr, a.lead,
+                                       a.synthetic_babble)
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
               log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,
-              objective=a.loss)
+              objective=a.loss, lookahead=a.lookahead)
     np.savez(a.out, **w)
     print(f"talker_gate_train: wrote {a.out}", flush=True)
 

@@ -1,8 +1,11 @@
 """The dominant-talker gate (talker_gate.py, talker_gate_train.py): gains of one give the samples back, gains at the
 floor take the power down by the floor, the numpy GRU is PyTorch's, a frame's gains depend only on the frames up to
-it, the front end's spec parses and names bad files clearly, and (with PyTorch) training on voices over a quieter
-second voice learns to take the quieter one out."""
+it (and K after it with a look-ahead of K), the front end's spec parses and names bad files clearly, the training's
+new options leave the default examples as they were and refuse held-out voices, and (with PyTorch) training on
+voices over a quieter second voice learns to take the quieter one out, and a look-ahead learns what only it can."""
 import os
+import re
+import shutil
 import tempfile
 import unittest
 
@@ -35,6 +38,11 @@ def weights(hidden=8, b_out=0.0, floor=0.03, seed=0, scale=0.3, n=NMEL):
             "b_hh": rng.normal(0, scale, 3 * hidden).astype(np.float32),
             "w_out": (rng.normal(0, scale, (n, hidden)) * (b_out == 0)).astype(np.float32),
             "b_out": np.full(n, b_out, np.float32), "floor": np.float32(floor)}
+
+
+def T_feats(w, mix_power):
+    """The network's input for a (frames, bins) power spectrum, as Gate.bin_gains makes it."""
+    return G.features(mix_power.T, w["mean"], w["std"])
 
 
 def write(d, w, name="g.npz"):
@@ -103,6 +111,24 @@ class Gains(unittest.TestCase):
         np.testing.assert_allclose(changed[:40], whole[:40], atol=1e-6)
         self.assertGreater(np.abs(changed[40:] - whole[40:]).max(), 1e-3)
 
+    def test_a_lookahead_gives_frame_t_the_output_of_frame_t_plus_k(self):
+        f = np.random.default_rng(5).normal(0, 1, (60, NMEL)).astype(np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            causal = G.Gate(write(d, weights())).gains(f)
+            w = weights()
+            w["lookahead"] = np.int64(3)
+            g = G.Gate(write(d, w, "k3.npz"))
+        self.assertEqual(g.lookahead, 3)
+        got = g.gains(f)
+        np.testing.assert_allclose(got[:57], causal[3:], atol=1e-6)
+        np.testing.assert_allclose(got[57:], np.repeat(causal[-1:], 3, axis=0), atol=1e-6)  # nothing after the end
+        np.testing.assert_allclose(g.gains(f[:2]), np.repeat(causal[1:2], 2, axis=0), atol=1e-6)  # shorter than K
+        f2 = f.copy()
+        f2[40:] += 5  # a change at frame 40 reaches the gains of frame 37, not before
+        changed = g.gains(f2)
+        np.testing.assert_allclose(changed[:37], got[:37], atol=1e-6)
+        self.assertGreater(np.abs(changed[37] - got[37]).max(), 1e-3)
+
     @unittest.skipUnless(HAVE_TORCH, "PyTorch is not installed")
     def test_the_numpy_gru_is_pytorchs(self):
         w = weights(hidden=12, seed=5, scale=0.5)
@@ -168,6 +194,52 @@ class Spec(unittest.TestCase):
             w["mean"] = np.zeros(G.NBINS, np.float32)  # a bins-sized input normalisation on a bands network
             with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
                 G.Gate(write(d, w, "mean.npz"))
+            for bad in (np.int64(-1), np.int64(G.MAX_LOOKAHEAD + 1), np.float32(2.5), np.array([1, 2])):
+                w = weights()
+                w["lookahead"] = bad
+                with self.assertRaisesRegex(HotPhraseError, "look-ahead must be a whole number of frames"):
+                    G.Gate(write(d, w, "k.npz"))
+
+
+class TrainingData(unittest.TestCase):
+    """talker_gate_train's examples, without PyTorch."""
+
+    def setUp(self):
+        from hotphrase import talker_gate_train as T
+        self.T = T
+        rng = np.random.default_rng(3)
+        T._init({f"s{i}": [rng.normal(0, 0.1, 8000).astype(np.float32) for _ in range(3)] for i in range(4)})
+        self.addCleanup(T._init, None)
+
+    def test_the_defaults_draw_the_examples_as_before(self):
+        T = self.T
+        old = T.example((10, 5, 16000))
+        new = T.example((10, 5, 16000, T.DEFAULT_SNR, 0.0))
+        for a, b in zip(old, new):
+            np.testing.assert_array_equal(a, b)
+
+    def test_a_lead_opens_with_what_is_under_the_voice_alone(self):
+        T = self.T
+        for i in range(6):
+            mix, voice = T.example((10, i, 48000, (0.0, 20.0), 1.0))
+            # at least 0.5 s without the voice (to the FFT convolution's rounding, when it went through a room)
+            self.assertLess(np.abs(voice[:8000]).max(), 1e-5 * np.abs(voice).max(), i)
+            self.assertGreater(np.abs(mix[:8000]).max(), 0.0, i)  # the floor at least
+
+    def test_synthetic_babble_refuses_voices_that_are_not_training_voices(self):
+        from hotphrase import synth
+        if not shutil.which("espeak-ng"):
+            self.skipTest("needs espeak-ng (synth.voices lists its variants)")
+        held = synth.voices("eval")[0]
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "cache"))
+            np.savez(os.path.join(d, "cache", "sent_train.npz"), audio=np.ones(3200, np.int16),
+                     offsets=np.array([0, 1600, 3200]), meta=np.array([f"{e}:{v}|a text|1.00|0.50" for e, v in
+                                                                      (synth.voices("train")[0], held)]))
+            with self.assertRaisesRegex(HotPhraseError, "not training voices: " + re.escape(f"{held[0]}:{held[1]}")):
+                self.T.synthetic_sentences(d)
+            with self.assertRaisesRegex(HotPhraseError, "no training sentences"):
+                self.T.synthetic_sentences(os.path.join(d, "cache"))
 
 
 @unittest.skipUnless(HAVE_TORCH and HAVE_STFT, "needs PyTorch and scipy 1.12 or later")
@@ -206,6 +278,30 @@ class Training(unittest.TestCase):
         wk = T.train(mix_p, voice_b, hidden=16, floor=0.03, under=1.0, epochs=100, seed=1, log=lambda s: None,
                      rest_b=np.zeros_like(rest_b), objective="mask")
         self.assertGreater(self.kept(wk, voice, sft, sr)[0], 2 * self.kept(w, voice, sft, sr)[0])
+
+    def test_a_lookahead_learns_what_a_causal_gate_cannot(self):
+        # the ideal gain of frame t is set by whether frame t + 3 is loud: random, so only a gate that has heard
+        # frame t + 3 can give it
+        from hotphrase import talker_gate_train as T
+        rng = np.random.default_rng(2)
+        loud = rng.random((96, 43)) < 0.5
+        mix_p = np.where(loud[:, :, None], 1e-2, 1e-5).astype(np.float32) * np.ones((1, 1, G.NBINS), np.float32)
+        voice_b = np.zeros((96, 43, NMEL), np.float32)
+        voice_b[:, :40] = loud[:, 3:, None] * 1.0
+        rest_b = 1.0 - voice_b
+        err = {}
+        for k in (0, 3):
+            w = T.train(mix_p, voice_b, hidden=16, floor=0.03, under=1.0, epochs=80, seed=1, log=lambda s: None,
+                        rest_b=rest_b, objective="mask", lookahead=k)
+            self.assertEqual(int(w["lookahead"]), k)
+            with tempfile.TemporaryDirectory() as d:
+                g = G.Gate(write(d, w))
+            ideal = np.where(voice_b[:, :40, 0] > 0, 1.0, 0.03)
+            got = np.stack([g.gains(T_feats(w, m))[:40, 0] for m in mix_p])
+            err[k] = float(np.mean(np.abs(got - ideal)))
+        # measured: 0.055 with the look-ahead, 0.48 without (a coin toss)
+        self.assertLess(err[3], 0.15)
+        self.assertGreater(err[0], 0.3)
 
     def check(self, w, voice, sft, sr):
         kept_other, kept_lead = self.kept(w, voice, sft, sr)
