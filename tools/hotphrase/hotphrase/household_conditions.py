@@ -31,7 +31,11 @@ household_eval uses a file only with the same --frontend. Give each front end it
 With `--oracle bands|bins` (session 10) the noisy conditions go through the ideal gate instead (talker_gate.oracle:
 the clip's ideal ratio mask against the noise, per mel band or per FFT bin, at least -30 dB), what a gate at that
 resolution could do at best; stamped oracle-bands / oracle-bins, and taken beside renderings without a front end
-(on a clip without noise the ideal gate is no gate).
+(on a clip without noise the ideal gate is no gate). With `--oracle-early MS` as well (session 11), in the room
+conditions the ideal gate's wanted part is the clip through only the room's first MS ms after the direct path (the
+same alignment and gain as the whole room's rendering), so that the late reverberation counts as noise: what a
+gate that also takes the room's tail out could do at best; the room condition without noise is allowed then, and
+the stamp is oracle-RES-earlyMS.
 
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
@@ -65,13 +69,25 @@ LEAD = int(heldout.REAL_LEAD_SECONDS * SR)
 TAIL = int(heldout.REAL_TAIL_SECONDS * SR)
 
 
+def _through(x, h, direct):
+    """x through h, aligned on the direct path at sample `direct`: len(x) + TAIL samples."""
+    from scipy.signal import fftconvolve  # np.convolve is direct: minutes a keyword for the 0.8 s rooms
+    y = fftconvolve(x.astype(np.float64), h.astype(np.float64))[direct:direct + len(x) + TAIL]
+    return np.pad(y, (0, len(x) + TAIL - len(y)))
+
+
 def reverberant(x, h, direct):
     """The clip as the microphone hears it through h (aligned on the direct path at sample `direct`), len(x) +
     TAIL samples (the room's tail runs into the silence after it), at the dry clip's active power."""
-    from scipy.signal import fftconvolve  # np.convolve is direct: minutes a keyword for the 0.8 s rooms
-    y = fftconvolve(x.astype(np.float64), h.astype(np.float64))[direct:direct + len(x) + TAIL]
-    y = np.pad(y, (0, len(x) + TAIL - len(y)))
+    y = _through(x, h, direct)
     return (y * np.sqrt(A.active_power(x) / A.active_power(y))).astype(np.float32)
+
+
+def early_part(x, h, direct, early_ms):
+    """What reverberant(x, h, direct) holds of the room's first early_ms ms after the direct path: the clip through
+    that part of h alone, at reverberant's own gain (so that the rest of the rendering is the late tail)."""
+    gain = np.sqrt(A.active_power(x) / A.active_power(_through(x, h, direct)))
+    return (_through(x, h[:direct + int(early_ms * SR / 1000)], direct) * gain).astype(np.float32)
 
 
 def render(x, tail, lead=None, noise=None, snr=None):
@@ -138,33 +154,43 @@ def clip_labels(cond, n, kinds, rooms, room_index=None):
     return out
 
 
-def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None):
+def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None, early_ms=None):
     """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn;
     `room_index` (house_rooms) picks each clip's room instead of the rooms in turn. With `oracle` ("bands" or
     "bins"; a noisy condition only) each rendering goes through talker_gate.oracle, the ideal gate that knows the
-    clip (as rendered, room and all) apart from the noise."""
+    clip (as rendered, room and all) apart from the noise; with `early_ms` too, in a room the wanted part is the clip
+    through the room's first early_ms ms only (early_part), so the late tail counts as noise."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
     fan = banks.b["fan"]
     kinds = list(banks.kinds)
     audio, used = [], {}
     for i, x in enumerate(clips):
         snr = float(cond.rsplit("snr", 1)[1]) if "snr" in cond else None
+        wanted = None  # the oracle's wanted part, when it is not the rendered clip itself
         if "room" in cond:
             m, h = room_of(i, rooms, room_index)
+            if oracle is not None and early_ms is not None:
+                wanted = early_part(x, h, m["direct_path_samples"], early_ms)
             x = reverberant(x, h, m["direct_path_samples"])
             tail = 0
             used[m["key"]] = used.get(m["key"], 0) + 1
         else:
             tail = TAIL
         if snr is None:
-            audio.append(render(x, tail, lead=floor_lead(rng, fan, x)))
+            clean = render(x, tail, lead=floor_lead(rng, fan, x))
+            if wanted is not None:
+                from .talker_gate import oracle as ideal
+                speech = np.concatenate([np.zeros(LEAD, np.float32), wanted, np.zeros(tail, np.float32)])
+                clean = np.clip(ideal(clean, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+            audio.append(clean)
         else:
             kind = kinds[i % len(kinds)]
             used[kind] = used.get(kind, 0) + 1
             mixed = render(x, tail, noise=A.crop(rng, banks.b[kind], LEAD + len(x) + tail), snr=snr)
             if oracle is not None:
                 from .talker_gate import oracle as ideal
-                speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32),
+                speech = np.concatenate([np.zeros(LEAD, np.float32),
+                                         np.asarray(x if wanted is None else wanted, np.float32),
                                          np.zeros(tail, np.float32)])
                 mixed = np.clip(ideal(mixed, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
             audio.append(mixed)
@@ -260,6 +286,9 @@ def main(argv=None):
                     help="the noisy conditions (snrN, room-snrN, house-room-snrN) through the ideal gate that knows "
                          "the clip apart from the noise (talker_gate.oracle), recorded as front end oracle-bands or "
                          "oracle-bins; household_eval takes them beside renderings without a front end")
+    ap.add_argument("--oracle-early", type=float, default=None, metavar="MS",
+                    help="with --oracle: in a room, the wanted part is the clip through the room's first MS ms "
+                         "only, the late tail counted as noise (the room condition allowed too)")
     ap.add_argument("--house", metavar="SPEAKERS.json",
                     help="also house-room and house-room-snrN (--room-snr): each clip in its speaker's own room "
                          "(cluster_speakers' output, one keyword's labels; house_rooms)")
@@ -273,6 +302,10 @@ def main(argv=None):
     rooms = read_rirs(a.rirs) if a.rirs else []
     from . import speex
     speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
+    if a.oracle_early is not None and not a.oracle:
+        raise HotPhraseError("--oracle-early", "needs --oracle")
+    if a.oracle_early is not None and not 0 < a.oracle_early <= 200:
+        raise HotPhraseError("--oracle-early", f"{a.oracle_early:g} ms: want more than 0, at most 200")
     if a.oracle and a.frontend != "none":
         raise HotPhraseError("--oracle", "is a front end of its own: not with --frontend")
     conds = conditions(a.snr, rooms, a.room_snr, a.clean)
@@ -288,7 +321,7 @@ def main(argv=None):
         if unknown:
             raise HotPhraseError("--only", f"{', '.join(unknown)} not among this run's conditions ({', '.join(conds)})")
         conds = [c for c in conds if c in a.only]
-    if a.oracle and any("snr" not in c for c in conds):
+    if a.oracle and any("snr" not in c and not (a.oracle_early and "room" in c) for c in conds):
         raise HotPhraseError("--oracle", "only for noisy conditions (give --only with snrN, room-snrN, "
                                          "house-room-snrN): the ideal gate of a clip without noise is no gate")
     if a.test_side_extra or a.test_side_real_speech:
@@ -313,10 +346,11 @@ def main(argv=None):
             if os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle)
+            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle, a.oracle_early)
             audio, fe = stamped(audio, a.frontend)
             if a.oracle:
-                fe = {"frontend": np.array("oracle-" + a.oracle)}
+                fe = {"frontend": np.array("oracle-" + a.oracle + (f"-early{a.oracle_early:g}"
+                                                                   if a.oracle_early else ""))}
             labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms, room_index))
             e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
                                **fe)

@@ -59,6 +59,39 @@ class Room(unittest.TestCase):
         self.assertTrue(np.abs(y[4000:4000 + 1500]).max() > 0.01)
 
 
+    def test_the_early_part_and_the_late_tail_make_the_rendering(self):
+        x = tone(4000)
+        h = np.zeros(2000, np.float32)
+        h[100] = 1.0  # the direct path
+        h[100 + 160] = 0.4  # 10 ms after it: early
+        h[100 + 1600] = 0.3  # 100 ms after it: late
+        whole = HC.reverberant(x, h, 100)
+        early = HC.early_part(x, h, 100, 50)
+        late = whole - early
+        self.assertEqual(len(early), len(whole))
+        # the late part is the 100 ms reflection alone, at the rendering's gain
+        gain = np.sqrt(A.active_power(x) / A.active_power(HC._through(x, h, 100)))
+        want = np.zeros(len(whole))
+        want[1600:1600 + len(x)] = 0.3 * gain * x
+        np.testing.assert_allclose(late, want, atol=1e-5)
+        self.assertTrue(np.abs(early[:4000] - gain * (x + 0.4 * np.pad(x, (160, 0))[:4000])).max() < 1e-5)
+
+    @unittest.skipUnless(importlib.util.find_spec("scipy") and hasattr(importlib.import_module("scipy.signal"),
+                                                                        "ShortTimeFFT"),
+                         "needs scipy 1.12 or later (ShortTimeFFT)")
+    def test_the_early_oracle_takes_a_late_tail_out_of_a_room_without_noise(self):
+        rooms = [({"key": "r1", "direct_path_samples": 0},
+                  np.concatenate([[1.0], np.zeros(3199), [0.8]]).astype(np.float32))]  # an echo 200 ms later
+        rng = np.random.default_rng(4)
+        clips = [np.concatenate([rng.standard_normal(2400) * 0.1, np.zeros(6000)]).astype(np.float32)]
+        (plain,), _ = HC.condition_audio("w", "room", clips, FakeBanks(), rooms)
+        (gated,), _ = HC.condition_audio("w", "room", clips, FakeBanks(), rooms, oracle="bands", early_ms=50)
+        echo = slice(HC.LEAD + 3200 + 480, HC.LEAD + 3200 + 2400 - 480)  # the echo alone, past the burst
+        burst = slice(HC.LEAD + 480, HC.LEAD + 2400 - 480)
+        self.assertLess(np.sum(gated[echo] ** 2), 0.01 * np.sum(plain[echo] ** 2))  # the floor: -30 dB
+        self.assertGreater(np.sum(gated[burst] ** 2), 0.9 * np.sum(plain[burst] ** 2))
+
+
 class Conditions(unittest.TestCase):
     def test_names(self):
         self.assertEqual(HC.conditions([0, 5, 10], [], [10]), ["snr0", "snr5", "snr10"])
