@@ -3,6 +3,7 @@
   python -m hotphrase.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
                                         [--floor-db DB] [--under W] [--seed K] [--procs P] [--threads T]
                                         [--snr LO HI] [--lead SHARE] [--synthetic-babble] [--lookahead K]
+                                        [--early MS]
 
 Needs PyTorch (a measurement tool's dependency, as Resemblyzer's for speaker_check; nothing in the speaker).
 
@@ -28,7 +29,11 @@ Session 11's options (each off by default, so that the defaults draw gate-a's an
   --synthetic-babble   half the babble examples' voices are synthetic: WORKDIR/cache/sent_train.npz (make_data's
                        training voices reading training texts; every voice in it is checked against
                        synth.voices("train"), so the held-out voices of the evaluation's babble never are);
-  --lookahead K        the gain of frame t is the network's output at frame t + K (K times 10 ms of delay).
+  --lookahead K        the gain of frame t is the network's output at frame t + K (K times 10 ms of delay);
+  --early MS           where the voice went through a room, the wanted voice is what its room's first MS ms
+                       carried (the direct path and the early reflections), its late tail counted with what is
+                       under it: a gate that takes the room's tail out too (household_conditions --oracle-early
+                       measures what such a gate could do at best).
 
 The loss: per 10 ms frame and band, the squared difference of the log band powers (+ talker_gate.POWER_FLOOR) of
 the gated mixture and of the wanted voice alone (as the microphone hears it, room and all), where the gate takes
@@ -106,9 +111,16 @@ def _voice(rng, clips, n):
     return out
 
 
-def _through_room(rng, x):
-    y = A.reverb(x, A.room_ir(rng))[:len(x)]
-    return (y * np.sqrt(A.active_power(x) / A.active_power(y))).astype(np.float32)
+def _through_room(rng, x, early_ms=None):
+    """x through one of augment's rooms, at x's active power; with early_ms, also (the wanted voice) x through the
+    room's first early_ms ms alone at the same gain. Returns (heard, wanted)."""
+    h = A.room_ir(rng)
+    y = A.reverb(x, h)[:len(x)]
+    gain = np.sqrt(A.active_power(x) / A.active_power(y))
+    heard = (y * gain).astype(np.float32)
+    if early_ms is None:
+        return heard, heard
+    return heard, (A.reverb(x, h[:max(1, int(early_ms * SR / 1000))])[:len(x)] * gain).astype(np.float32)
 
 
 DEFAULT_SNR = (-5.0, 25.0)
@@ -116,9 +128,9 @@ DEFAULT_SNR = (-5.0, 25.0)
 
 def example(args):
     """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it.
-    args: (seed, i, n) or (seed, i, n, (snr_lo, snr_hi), lead_share)."""
+    args: (seed, i, n) or (seed, i, n, (snr_lo, snr_hi), lead_share, early_ms or None)."""
     seed, i, n = args[:3]
-    snr, lead = args[3:] if len(args) > 3 else (DEFAULT_SNR, 0.0)
+    snr, lead, early = args[3:] if len(args) > 3 else (DEFAULT_SNR, 0.0, None)
     rng = np.random.default_rng([seed, i])
     names = sorted(_POOL)
     spk = names[int(rng.integers(len(names)))]
@@ -126,8 +138,9 @@ def example(args):
     if lead and rng.random() < lead:
         k = min(int(rng.uniform(0.5, 2.5) * SR), n // 2)
         voice = np.concatenate([np.zeros(k, np.float32), voice[:n - k]])
+    wanted = voice
     if rng.random() < 0.6:
-        voice = _through_room(rng, voice)
+        voice, wanted = _through_room(rng, voice, early)
     ps = A.active_power(voice)
     u = rng.random()
     others = [c for s in (names[int(k)] for k in rng.integers(len(names), size=12)) if s != spk for c in _POOL[s]]
@@ -150,7 +163,7 @@ def example(args):
     floor = floor * np.sqrt(ps * 10 ** (-5.5) / float(np.mean(floor ** 2) + 1e-12))
     mix = voice + under + floor
     scale = 10 ** (rng.uniform(-35, -3) / 20) / (np.max(np.abs(mix)) + 1e-9)
-    return np.clip(mix * scale, -1, 1).astype(np.float32), (voice * scale).astype(np.float32)
+    return np.clip(mix * scale, -1, 1).astype(np.float32), (wanted * scale).astype(np.float32)
 
 
 def powers(pair, sft):
@@ -163,7 +176,7 @@ def powers(pair, sft):
             G.band_power((r.real ** 2 + r.imag ** 2)).astype(np.float32))
 
 
-def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0, synthetic=False):
+def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0, synthetic=False, early=None):
     from multiprocessing import Pool
     pool = speakers(workdir)
     syn = synthetic_sentences(workdir) if synthetic else None
@@ -174,7 +187,7 @@ def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0
     sft = G.stft()
     n = int(seconds * SR)
     parts = [], [], []
-    extra = () if (tuple(snr), lead) == (DEFAULT_SNR, 0.0) else (tuple(snr), lead)
+    extra = () if (tuple(snr), lead, early) == (DEFAULT_SNR, 0.0, None) else (tuple(snr), lead, early)
     with Pool(procs, initializer=_init, initargs=(pool, syn)) as p:
         for pair in p.imap(example, [(seed, i, n) + extra for i in range(examples)], chunksize=16):
             for keep, x in zip(parts, powers(pair, sft)):
@@ -278,6 +291,8 @@ def main(argv=None):
     ap.add_argument("--synthetic-babble", action="store_true",
                     help="half the babble's voices from WORKDIR/cache/sent_train.npz (synthetic training voices)")
     ap.add_argument("--lookahead", type=int, default=0, help="frames of look-ahead (10 ms each)")
+    ap.add_argument("--early", type=float, default=None, metavar="MS",
+                    help="the wanted voice in a room is its first MS ms (the late tail is taken out too)")
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -291,8 +306,10 @@ def main(argv=None):
         raise HotPhraseError("--lead", f"{a.lead:g} is not a share in [0, 1]")
     if not 0 <= a.lookahead <= G.MAX_LOOKAHEAD:
         raise HotPhraseError("--lookahead", f"{a.lookahead} frames: want 0 to {G.MAX_LOOKAHEAD}")
+    if a.early is not None and not 0 < a.early <= 200:
+        raise HotPhraseError("--early", f"{a.early:g} ms: want more than 0, at most 200")
     mix_p, voice_b, rest_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs, a.snr, a.lead,
-                                       a.synthetic_babble)
+                                       a.synthetic_babble, a.early)
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
               log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,

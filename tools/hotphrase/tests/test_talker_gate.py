@@ -214,17 +214,31 @@ class TrainingData(unittest.TestCase):
     def test_the_defaults_draw_the_examples_as_before(self):
         T = self.T
         old = T.example((10, 5, 16000))
-        new = T.example((10, 5, 16000, T.DEFAULT_SNR, 0.0))
+        new = T.example((10, 5, 16000, T.DEFAULT_SNR, 0.0, None))
         for a, b in zip(old, new):
             np.testing.assert_array_equal(a, b)
 
     def test_a_lead_opens_with_what_is_under_the_voice_alone(self):
         T = self.T
         for i in range(6):
-            mix, voice = T.example((10, i, 48000, (0.0, 20.0), 1.0))
+            mix, voice = T.example((10, i, 48000, (0.0, 20.0), 1.0, None))
             # at least 0.5 s without the voice (to the FFT convolution's rounding, when it went through a room)
             self.assertLess(np.abs(voice[:8000]).max(), 1e-5 * np.abs(voice).max(), i)
             self.assertGreater(np.abs(mix[:8000]).max(), 0.0, i)  # the floor at least
+
+    def test_early_the_wanted_voice_is_the_rooms_first_ms_and_the_same_room_is_heard(self):
+        T = self.T
+        x = np.random.default_rng(9).normal(0, 0.1, 16000).astype(np.float32)
+        heard, wanted = T._through_room(np.random.default_rng(1), x)
+        self.assertIs(heard, wanted)
+        heard2, early = T._through_room(np.random.default_rng(1), x, 50)
+        np.testing.assert_array_equal(heard2, heard)  # the same room drawn
+        late = heard - early  # the tail past 50 ms: quieter than the early part, and not nothing
+        self.assertLess(np.sum(late ** 2), np.sum(early ** 2))
+        self.assertGreater(np.sum(late ** 2), 1e-4 * np.sum(early ** 2))
+        np.testing.assert_allclose(late[:800], 0, atol=1e-6)  # nothing of the tail before 50 ms
+        _, direct = T._through_room(np.random.default_rng(1), x, 0.01)  # the direct path alone (h[0] = 1)
+        np.testing.assert_allclose(direct, x * float(direct @ x / (x @ x)), atol=1e-6)  # x itself, at the gain
 
     def test_synthetic_babble_refuses_voices_that_are_not_training_voices(self):
         from hotphrase import synth
