@@ -1,15 +1,20 @@
 """What GTCRN (gtcrn.py) keeps of the keyword and of the noise in the evaluation's 10 dB mixtures (issue #37,
 part 2, session 9b): why babble misses rise through it. The same for the dominant-talker gate (talker_gate.py,
-session 10) when MODEL is its weights file (.npz): its own gains, applied to each part as to the mixture.
+session 10) when MODEL is its weights file (.npz): its own gains, applied to each part as to the mixture; and for
+the ideal gate (MODEL oracle:bands or oracle:bins, talker_gate.oracle_gains: session 11), what a gate could keep.
 
-  python -m hotphrase.gtcrn_kept WORKDIR MODEL.onnx|GATE.npz [--word jarvis] [--clips 48] [--snr 10]
+  python -m hotphrase.gtcrn_kept WORKDIR MODEL.onnx|GATE.npz|oracle:RES [--word jarvis] [--clips 48] [--snr 10]
+                                 [--rirs ROOMS.npz]
 
 Each of the keyword's first CLIPS real clips is rendered as household_conditions renders the 10 dB condition
 (LEAD samples of silence, the clip, TAIL samples of silence, one held-out noise family mixed over it all at SNR dB
 over the clip's active power), once per family, and the mixture goes through GTCRN. The model's output spectrum
 divided by the mixture's, bin by bin, is the gain it applied; applied to the keyword and to the noise alone, it
 says how much of each it let through (the power kept, dB: 0 = all of it). Printed per noise family: the keyword's
-power kept over the clip's own span, the noise's power kept over the whole rendering, and the SNR over the clip's span before and after.
+power kept over the clip's own span, the noise's power kept over the whole rendering and over the lead alone (the
+2 s before the clip, where the noise is all there is: the embedding's 1.95 s window ending at the keyword's end
+holds about a second of it), and the SNR over the clip's span before and after. With --rirs (room_rirs' rooms, one
+per clip in turn as household_conditions' room-snrN renders them) the keyword is the clip as the room gives it.
 """
 import numpy as np
 
@@ -26,8 +31,10 @@ def db(a, b):
 
 
 def shares(s, n, s_out, n_out, span):
-    """(speech kept over span, noise kept over all, SNR over span before, after), dB."""
-    return db(s_out[span], s[span]), db(n_out, n), db(s[span], n[span]), db(s_out[span], n_out[span])
+    """(speech kept over span, noise kept over all, SNR over span before, after, noise kept before span), dB."""
+    lead = slice(0, span.start)
+    return (db(s_out[span], s[span]), db(n_out, n), db(s[span], n[span]), db(s_out[span], n_out[span]),
+            db(n_out[lead], n[lead]))
 
 
 def kept(enh, s, n, span):
@@ -49,6 +56,15 @@ def gate_kept(gate, s, n, span):
     return shares(s, n, s_out, n_out, span)
 
 
+def oracle_kept(resolution, s, n, span):
+    """kept() for the ideal gate at `resolution` (talker_gate.oracle_gains), which knows s apart from n."""
+    from . import talker_gate as G
+    sft = G.stft()
+    ss, sn = sft.stft(s), sft.stft(n)
+    gain = G.oracle_gains(ss + sn, ss, resolution)
+    return shares(s, n, sft.istft(gain * ss, k1=len(s)), sft.istft(gain * sn, k1=len(s)), span)
+
+
 @cli.command
 def main(argv=None):
     ap = cli.parser(__name__, __doc__)
@@ -58,30 +74,43 @@ def main(argv=None):
     ap.add_argument("--clips", type=int, default=48)
     ap.add_argument("--snr", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=37)
+    ap.add_argument("--rirs", help="room_rirs' rooms: each clip through one in turn, as household_conditions' room-snrN")
     a = ap.parse_args(argv)
     from .evaluate_format2 import eval_banks
-    from .household_conditions import LEAD, TAIL
+    from .household_conditions import LEAD, TAIL, read_rirs, reverberant
     _, banks, _ = eval_banks(a.workdir)
     clips = D.real_clips(a.word, None)[:a.clips]
     if not clips:
         raise HotPhraseError(a.word, "no clips")
-    if a.model.endswith(".npz"):
+    rooms = read_rirs(a.rirs) if a.rirs else []
+    if a.model.startswith("oracle:"):
+        res = a.model.split(":", 1)[1]
+        from .talker_gate import RESOLUTIONS
+        if res not in RESOLUTIONS:
+            raise HotPhraseError(a.model, f"want oracle:{' or oracle:'.join(sorted(RESOLUTIONS))}")
+        enh, measure, name = res, oracle_kept, f"the ideal gate ({res})"
+    elif a.model.endswith(".npz"):
         from .talker_gate import Gate
         enh, measure, name = Gate(a.model), gate_kept, "the talker gate"
     else:
         enh, measure, name = gtcrn.Enhancer(a.model), kept, "GTCRN"
     rng = np.random.default_rng(a.seed)
-    print(f"{a.word}: {len(clips)} clips, {a.snr:g} dB; power kept by {name}'s gain (dB), mean over clips")
-    print("| noise | keyword kept (its span) | noise kept | SNR before / after (the clip's span) |")
-    print("|---|---|---|---|")
+    where = f", in {len(rooms)} rooms in turn" if rooms else ""
+    print(f"{a.word}: {len(clips)} clips, {a.snr:g} dB{where}; power kept by {name}'s gain (dB), mean over clips")
+    print("| noise | keyword kept (its span) | noise kept | noise kept in the lead | SNR before / after (the clip's span) |")
+    print("|---|---|---|---|---|")
     for kind in A.EVAL_NOISES:
         rows = []
-        for x in clips:
-            s = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32), np.zeros(TAIL, np.float32)])
+        for i, x in enumerate(clips):
+            x, tail = np.asarray(x, np.float32), TAIL
+            if rooms:
+                m, h = rooms[i % len(rooms)]
+                x, tail = reverberant(x, h, m["direct_path_samples"]), 0
+            s = np.concatenate([np.zeros(LEAD, np.float32), x, np.zeros(tail, np.float32)])
             n = A.mix(s, A.crop(rng, banks.b[kind], len(s)), a.snr) - s  # the noise as mixed
             rows.append(measure(enh, s, n, slice(LEAD, LEAD + len(x))))
-        k, nk, before, after = np.mean(rows, axis=0)
-        print(f"| {kind} | {k:.1f} | {nk:.1f} | {before:.1f} / {after:.1f} |", flush=True)
+        k, nk, before, after, lead = np.mean(rows, axis=0)
+        print(f"| {kind} | {k:.1f} | {nk:.1f} | {lead:.1f} | {before:.1f} / {after:.1f} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -158,20 +158,23 @@ class Gate:
 ORACLE_FLOOR_DB = -30.0  # the oracle's smallest gain: talker_gate_train's default floor
 
 
-def oracle(mixture, speech, resolution, floor_db=ORACLE_FLOOR_DB):
-    """The mixture through the ideal gate that knows its parts: per frame, the ideal ratio mask sqrt(S / (S + N))
-    of the speech's and the rest's powers, per mel band (spread onto the bins as the gate's are) or per FFT bin,
-    kept in [floor, 1]. What a gate at that resolution could do at best (issue #37, part 2, session 10)."""
-    sft = stft()
-    m = sft.stft(np.asarray(mixture, np.float32))
-    sp = sft.stft(np.asarray(speech, np.float32))
-    ps, pn = np.abs(sp) ** 2, np.abs(m - sp) ** 2
+def oracle_gains(mix_spec, speech_spec, resolution, floor_db=ORACLE_FLOOR_DB):
+    """(bins, frames) gains of the ideal gate for a mixture's and its speech's short-time spectra: per frame the
+    ideal ratio mask sqrt(S / (S + N)) of the speech's and the rest's powers, per mel band (spread onto the bins as
+    the gate's are) or per FFT bin, kept in [floor, 1]."""
+    ps, pn = np.abs(speech_spec) ** 2, np.abs(mix_spec - speech_spec) ** 2
     if resolution == "bands":
         ps, pn = band_power(ps).T, band_power(pn).T
-    g = np.sqrt(ps / (ps + pn + 1e-20))
-    g = np.clip(g, 10 ** (floor_db / 20), 1.0)
-    if resolution == "bands":
-        g = bin_map() @ g
+    g = np.clip(np.sqrt(ps / (ps + pn + 1e-20)), 10 ** (floor_db / 20), 1.0)
+    return bin_map() @ g if resolution == "bands" else g
+
+
+def oracle(mixture, speech, resolution, floor_db=ORACLE_FLOOR_DB):
+    """The mixture through the ideal gate that knows its parts (oracle_gains). What a gate at that resolution could
+    do at best (issue #37, part 2, session 10)."""
+    sft = stft()
+    m = sft.stft(np.asarray(mixture, np.float32))
+    g = oracle_gains(m, sft.stft(np.asarray(speech, np.float32)), resolution, floor_db)
     return sft.istft(m * g, k1=len(mixture)).astype(np.float32)
 
 

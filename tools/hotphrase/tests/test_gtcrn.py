@@ -18,6 +18,11 @@ try:
     HAVE_ORT = True
 except ImportError:
     HAVE_ORT = False
+try:  # the talker gate's STFT (scipy 1.12 or later), for the ideal gate's share
+    from scipy.signal import ShortTimeFFT  # noqa: F401
+    HAVE_STFT = True
+except ImportError:
+    HAVE_STFT = False
 
 
 class Stft(unittest.TestCase):
@@ -100,18 +105,32 @@ class Kept(unittest.TestCase):
     def test_unit_gain_keeps_everything(self):
         from hotphrase import gtcrn_kept
         s, n, span = self.parts()
-        k, nk, before, after = gtcrn_kept.kept(self.Gain(1.0, 1.0), s, n, span)
+        k, nk, before, after, lead = gtcrn_kept.kept(self.Gain(1.0, 1.0), s, n, span)
         self.assertAlmostEqual(k, 0.0, places=3)
         self.assertAlmostEqual(nk, 0.0, places=3)
+        self.assertAlmostEqual(lead, 0.0, places=3)
         self.assertAlmostEqual(before, after, places=3)
 
     def test_each_part_gets_its_own_bins_gain(self):
         from hotphrase import gtcrn_kept
         s, n, span = self.parts()
-        k, nk, before, after = gtcrn_kept.kept(self.Gain(0.5, 0.1), s, n, span)
+        k, nk, before, after, lead = gtcrn_kept.kept(self.Gain(0.5, 0.1), s, n, span)
         self.assertAlmostEqual(k, 20 * np.log10(0.5), delta=0.1)  # the tone: the low bins' gain
         self.assertAlmostEqual(nk, 20 * np.log10(0.1), delta=0.1)  # the noise: the high bins'
+        self.assertAlmostEqual(lead, 20 * np.log10(0.1), delta=0.1)  # the noise alone before the span
         self.assertAlmostEqual(after - before, 20 * np.log10(5), delta=0.2)
+
+    @unittest.skipUnless(HAVE_STFT, "needs scipy 1.12 or later (ShortTimeFFT)")
+    def test_the_ideal_gate_keeps_the_tone_and_takes_the_noise_out(self):
+        from hotphrase import gtcrn_kept
+        s, n, span = self.parts()
+        s = s.copy()
+        s[:span.start] = 0  # nothing but the noise in the lead
+        for res in ("bands", "bins"):
+            k, nk, before, after, lead = gtcrn_kept.oracle_kept(res, s, n, span)
+            self.assertGreater(k, -1.0, res)  # the tone's bands are the tone's
+            self.assertLess(lead, -25.0, res)  # the lead is noise alone: down to the -30 dB floor
+            self.assertGreater(after - before, 20.0, res)
 
 
 def voiced_in_noise(seconds=4.0, seed=0):
