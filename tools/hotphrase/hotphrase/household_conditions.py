@@ -35,7 +35,10 @@ resolution could do at best; stamped oracle-bands / oracle-bins, and taken besid
 conditions the ideal gate's wanted part is the clip through only the room's first MS ms after the direct path (the
 same alignment and gain as the whole room's rendering), so that the late reverberation counts as noise: what a
 gate that also takes the room's tail out could do at best; the room condition without noise is allowed then, and
-the stamp is oracle-RES-earlyMS.
+the stamp is oracle-RES-earlyMS. With `--oracle-where lead` (or `keyword`) the ideal gate's output is taken only over
+the LEAD samples before the clip (or only from the clip on), the rendering as it was elsewhere: how much of what
+the ideal gate gives comes from silencing the noise before the person speaks, and how much from the keyword's own
+span; stamped oracle-RES-lead / -keyword.
 
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
@@ -154,12 +157,13 @@ def clip_labels(cond, n, kinds, rooms, room_index=None):
     return out
 
 
-def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None, early_ms=None):
+def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None, early_ms=None, where="all"):
     """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn;
     `room_index` (house_rooms) picks each clip's room instead of the rooms in turn. With `oracle` ("bands" or
     "bins"; a noisy condition only) each rendering goes through talker_gate.oracle, the ideal gate that knows the
     clip (as rendered, room and all) apart from the noise; with `early_ms` too, in a room the wanted part is the clip
-    through the room's first early_ms ms only (early_part), so the late tail counts as noise."""
+    through the room's first early_ms ms only (early_part), so the late tail counts as noise; `where` ("lead",
+    "keyword") keeps the ideal gate's output only before the clip or only from it on."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
     fan = banks.b["fan"]
     kinds = list(banks.kinds)
@@ -181,7 +185,8 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
             if wanted is not None:
                 from .talker_gate import oracle as ideal
                 speech = np.concatenate([np.zeros(LEAD, np.float32), wanted, np.zeros(tail, np.float32)])
-                clean = np.clip(ideal(clean, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+                gated = np.clip(ideal(clean, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+                clean = spliced(clean, gated, where)
             audio.append(clean)
         else:
             kind = kinds[i % len(kinds)]
@@ -192,9 +197,22 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
                 speech = np.concatenate([np.zeros(LEAD, np.float32),
                                          np.asarray(x if wanted is None else wanted, np.float32),
                                          np.zeros(tail, np.float32)])
-                mixed = np.clip(ideal(mixed, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+                gated = np.clip(ideal(mixed, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+                mixed = spliced(mixed, gated, where)
             audio.append(mixed)
     return audio, used
+
+
+def spliced(plain, gated, where):
+    """The ideal gate's output where it is asked for (oracle_where): everywhere, before the clip only (the LEAD
+    samples), or from the clip on."""
+    if where == "all":
+        return gated
+    if where == "lead":
+        return np.concatenate([gated[:LEAD], plain[LEAD:]])
+    if where == "keyword":
+        return np.concatenate([plain[:LEAD], gated[LEAD:]])
+    raise HotPhraseError("--oracle-where", f"{where!r}: want all, lead or keyword")
 
 
 def stream_pieces(rng, pieces, banks, quiet):
@@ -286,6 +304,8 @@ def main(argv=None):
                     help="the noisy conditions (snrN, room-snrN, house-room-snrN) through the ideal gate that knows "
                          "the clip apart from the noise (talker_gate.oracle), recorded as front end oracle-bands or "
                          "oracle-bins; household_eval takes them beside renderings without a front end")
+    ap.add_argument("--oracle-where", choices=("all", "lead", "keyword"), default="all",
+                    help="with --oracle: its output only before the clip (lead) or only from the clip on (keyword)")
     ap.add_argument("--oracle-early", type=float, default=None, metavar="MS",
                     help="with --oracle: in a room, the wanted part is the clip through the room's first MS ms "
                          "only, the late tail counted as noise (the room condition allowed too)")
@@ -304,6 +324,8 @@ def main(argv=None):
     speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
     if a.oracle_early is not None and not a.oracle:
         raise HotPhraseError("--oracle-early", "needs --oracle")
+    if a.oracle_where != "all" and not a.oracle:
+        raise HotPhraseError("--oracle-where", "needs --oracle")
     if a.oracle_early is not None and not 0 < a.oracle_early <= 200:
         raise HotPhraseError("--oracle-early", f"{a.oracle_early:g} ms: want more than 0, at most 200")
     if a.oracle and a.frontend != "none":
@@ -346,11 +368,13 @@ def main(argv=None):
             if os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle, a.oracle_early)
+            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle, a.oracle_early,
+                                          a.oracle_where)
             audio, fe = stamped(audio, a.frontend)
             if a.oracle:
-                fe = {"frontend": np.array("oracle-" + a.oracle + (f"-early{a.oracle_early:g}"
-                                                                   if a.oracle_early else ""))}
+                fe = {"frontend": np.array("oracle-" + a.oracle + (f"-early{a.oracle_early:g}" if a.oracle_early
+                                                                   else "") +
+                                           ("" if a.oracle_where == "all" else "-" + a.oracle_where))}
             labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms, room_index))
             e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
                                **fe)

@@ -92,6 +92,23 @@ class Room(unittest.TestCase):
         self.assertGreater(np.sum(gated[burst] ** 2), 0.9 * np.sum(plain[burst] ** 2))
 
 
+    @unittest.skipUnless(importlib.util.find_spec("scipy") and hasattr(importlib.import_module("scipy.signal"),
+                                                                        "ShortTimeFFT"),
+                         "needs scipy 1.12 or later (ShortTimeFFT)")
+    def test_the_oracle_where_asked_the_rendering_elsewhere(self):
+        clips = [tone(6000, seed=i) for i in range(2)]
+        plain, _ = HC.condition_audio("w", "snr10", clips, FakeBanks(), [])
+        every, _ = HC.condition_audio("w", "snr10", clips, FakeBanks(), [], oracle="bands")
+        lead, _ = HC.condition_audio("w", "snr10", clips, FakeBanks(), [], oracle="bands", where="lead")
+        word, _ = HC.condition_audio("w", "snr10", clips, FakeBanks(), [], oracle="bands", where="keyword")
+        for p, e, ld, k in zip(plain, every, lead, word):
+            np.testing.assert_array_equal(ld[:HC.LEAD], e[:HC.LEAD])
+            np.testing.assert_array_equal(ld[HC.LEAD:], p[HC.LEAD:])
+            np.testing.assert_array_equal(k[:HC.LEAD], p[:HC.LEAD])
+            np.testing.assert_array_equal(k[HC.LEAD:], e[HC.LEAD:])
+            self.assertLess(np.sum(e[:HC.LEAD] ** 2), 0.01 * np.sum(p[:HC.LEAD] ** 2))  # noise alone: the floor
+
+
 class Conditions(unittest.TestCase):
     def test_names(self):
         self.assertEqual(HC.conditions([0, 5, 10], [], [10]), ["snr0", "snr5", "snr10"])
