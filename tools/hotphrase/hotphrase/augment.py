@@ -191,9 +191,14 @@ def crop(rng, bank, n):
     return seg
 
 
-def mix(speech, noise, snr_db):
+def mix_gain(speech, noise, snr_db):
+    """The gain mix gives the noise: snr_db dB under the speech's active power."""
     ps, pn = active_power(speech), float(np.mean(noise ** 2) + 1e-12)
-    return (speech + noise * np.sqrt(ps / pn / 10 ** (snr_db / 10))).astype(np.float32)
+    return np.sqrt(ps / pn / 10 ** (snr_db / 10))
+
+
+def mix(speech, noise, snr_db):
+    return (speech + noise * mix_gain(speech, noise, snr_db)).astype(np.float32)
 
 
 def set_level(rng, x, lo=-35.0, hi=-3.0):

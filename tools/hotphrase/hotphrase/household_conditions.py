@@ -40,6 +40,12 @@ the LEAD samples before the clip (or only from the clip on), the rendering as it
 the ideal gate gives comes from silencing the noise before the person speaks, and how much from the keyword's own
 span; stamped oracle-RES-lead / -keyword.
 
+With `--warm-up S` (session 11; a front end's noisy conditions) the front end first hears the S seconds of the same
+noise recording that come just before the rendering's own stretch of it, at the same gain, and runs on into the
+rendering from there; the embedding sees the rendering alone, the same audio as without it. A speaker's front end
+never starts cold: it has been listening to the room's radio or chatter for as long as they have been on, where the
+rendering's LEAD gives it only 2 s. The files record it (`warm_up_s`).
+
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
 
@@ -157,13 +163,16 @@ def clip_labels(cond, n, kinds, rooms, room_index=None):
     return out
 
 
-def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None, early_ms=None, where="all"):
+def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None, early_ms=None, where="all",
+                    warm_s=0.0, warm=None):
     """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn;
     `room_index` (house_rooms) picks each clip's room instead of the rooms in turn. With `oracle` ("bands" or
     "bins"; a noisy condition only) each rendering goes through talker_gate.oracle, the ideal gate that knows the
     clip (as rendered, room and all) apart from the noise; with `early_ms` too, in a room the wanted part is the clip
     through the room's first early_ms ms only (early_part), so the late tail counts as noise; `where` ("lead",
-    "keyword") keeps the ideal gate's output only before the clip or only from it on."""
+    "keyword") keeps the ideal gate's output only before the clip or only from it on. With warm_s, each noisy
+    rendering's warm-up (warm_up_noise) is appended to the list `warm` (None for a rendering without noise), the
+    renderings themselves drawn exactly as without it."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
     fan = banks.b["fan"]
     kinds = list(banks.kinds)
@@ -181,6 +190,8 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
         else:
             tail = TAIL
         if snr is None:
+            if warm is not None:
+                warm.append(None)
             clean = render(x, tail, lead=floor_lead(rng, fan, x))
             if wanted is not None:
                 from .talker_gate import oracle as ideal
@@ -191,7 +202,16 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
         else:
             kind = kinds[i % len(kinds)]
             used[kind] = used.get(kind, 0) + 1
-            mixed = render(x, tail, noise=A.crop(rng, banks.b[kind], LEAD + len(x) + tail), snr=snr)
+            n = LEAD + len(x) + tail
+            state = rng.bit_generator.state
+            noise = A.crop(rng, banks.b[kind], n)
+            mixed = render(x, tail, noise=noise, snr=snr)
+            if warm is not None:
+                after = rng.bit_generator.state
+                rng.bit_generator.state = state
+                start = int(rng.integers(0, max(1, len(banks.b[kind]) - n)))  # A.crop's own draw, again
+                rng.bit_generator.state = after
+                warm.append(warm_up_noise(banks.b[kind], start, warm_s, noise, x, tail, snr))
             if oracle is not None:
                 from .talker_gate import oracle as ideal
                 speech = np.concatenate([np.zeros(LEAD, np.float32),
@@ -201,6 +221,15 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
                 mixed = spliced(mixed, gated, where)
             audio.append(mixed)
     return audio, used
+
+
+def warm_up_noise(bank, start, seconds, noise, x, tail, snr):
+    """The `seconds` of the noise recording just before `start` (where the rendering's stretch `noise` begins;
+    around the recording's end when it begins near its start), at the gain render(x, tail, noise=noise, snr=snr)
+    gives `noise`."""
+    speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32), np.zeros(tail, np.float32)])
+    before = np.take(bank, np.arange(start - int(seconds * SR), start), mode="wrap")
+    return (before * A.mix_gain(speech, noise[:len(speech)], snr)).astype(np.float32)
 
 
 def spliced(plain, gated, where):
@@ -250,12 +279,18 @@ def test_side_sets(workdir, extra_folders, real_speech):
     return out
 
 
-def stamped(audio, frontend):
-    """The renderings through the front end (speex.make's; None: as they are) and the file's `frontend` entry."""
+def stamped(audio, frontend, warm=None):
+    """The renderings through the front end (speex.make's; None: as they are) and the file's `frontend` entry; with
+    `warm` (a warm-up or None per rendering), the front end runs over the warm-up first and on into the rendering,
+    of which only the rendering is kept."""
     from . import speex
     fe = speex.make(frontend)
     if fe is not None:
-        audio = [speex.apply_float(fe, x) for x in audio]
+        if warm is None:
+            audio = [speex.apply_float(fe, x) for x in audio]
+        else:
+            audio = [speex.apply_float(fe, x) if w is None else
+                     speex.apply_float(fe, np.concatenate([w, x]))[len(w):] for x, w in zip(audio, warm)]
     return audio, {"frontend": np.array(speex.parse_frontend(frontend) or "none")}
 
 
@@ -304,6 +339,8 @@ def main(argv=None):
                     help="the noisy conditions (snrN, room-snrN, house-room-snrN) through the ideal gate that knows "
                          "the clip apart from the noise (talker_gate.oracle), recorded as front end oracle-bands or "
                          "oracle-bins; household_eval takes them beside renderings without a front end")
+    ap.add_argument("--warm-up", type=float, default=0.0, metavar="S",
+                    help="the front end first hears the S seconds of the noise before each noisy rendering's own")
     ap.add_argument("--oracle-where", choices=("all", "lead", "keyword"), default="all",
                     help="with --oracle: its output only before the clip (lead) or only from the clip on (keyword)")
     ap.add_argument("--oracle-early", type=float, default=None, metavar="MS",
@@ -328,6 +365,10 @@ def main(argv=None):
         raise HotPhraseError("--oracle-where", "needs --oracle")
     if a.oracle_early is not None and not 0 < a.oracle_early <= 200:
         raise HotPhraseError("--oracle-early", f"{a.oracle_early:g} ms: want more than 0, at most 200")
+    if a.warm_up and (a.frontend == "none" or a.oracle):
+        raise HotPhraseError("--warm-up", "is for a front end (--frontend): the embedding alone has no state to warm")
+    if not 0 <= a.warm_up <= 60:
+        raise HotPhraseError("--warm-up", f"{a.warm_up:g} s: want 0 to 60")
     if a.oracle and a.frontend != "none":
         raise HotPhraseError("--oracle", "is a front end of its own: not with --frontend")
     conds = conditions(a.snr, rooms, a.room_snr, a.clean)
@@ -368,9 +409,12 @@ def main(argv=None):
             if os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
+            warm = [] if a.warm_up and "snr" in cond else None
             audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle, a.oracle_early,
-                                          a.oracle_where)
-            audio, fe = stamped(audio, a.frontend)
+                                          a.oracle_where, a.warm_up, warm)
+            audio, fe = stamped(audio, a.frontend, warm)
+            if warm is not None:
+                fe["warm_up_s"] = np.float32(a.warm_up)
             if a.oracle:
                 fe = {"frontend": np.array("oracle-" + a.oracle + (f"-early{a.oracle_early:g}" if a.oracle_early
                                                                    else "") +

@@ -109,6 +109,61 @@ class Room(unittest.TestCase):
             self.assertLess(np.sum(e[:HC.LEAD] ** 2), 0.01 * np.sum(p[:HC.LEAD] ** 2))  # noise alone: the floor
 
 
+class WarmUp(unittest.TestCase):
+    class Ramp:
+        """One noise family whose samples count up: a warm-up's continuity shows as one steady step."""
+        kinds = ["ramp"]
+        b = {"ramp": (np.arange(400000) / 400000).astype(np.float32), "fan": np.zeros(1000, np.float32)}
+
+    def test_the_renderings_are_the_same_and_the_warm_up_runs_on_into_them(self):
+        clips = [tone(3000, seed=i) for i in range(3)]
+        plain, _ = HC.condition_audio("w", "snr10", clips, self.Ramp(), [])
+        warm = []
+        same, _ = HC.condition_audio("w", "snr10", clips, self.Ramp(), [], warm_s=0.2, warm=warm)
+        self.assertEqual(len(warm), 3)
+        for p, q, w in zip(plain, same, warm):
+            np.testing.assert_array_equal(p, q)
+            self.assertEqual(len(w), 3200)
+            run = np.concatenate([w, p[:HC.LEAD]])  # the lead is the noise alone
+            step = np.diff(run.astype(np.float64))
+            # one ramp, scaled once, across the join (float32 rounding of the ramp's values: a few % of a step)
+            np.testing.assert_allclose(step, np.median(step), rtol=0.1)
+
+    def test_without_noise_there_is_no_warm_up(self):
+        warm = []
+        HC.condition_audio("w", "room", [tone(3000)], FakeBanks(), [({"key": "r", "direct_path_samples": 0},
+                                                                      np.array([1.0], np.float32))],
+                           warm_s=1.0, warm=warm)
+        self.assertEqual(warm, [None])
+
+    @unittest.skipUnless(importlib.util.find_spec("scipy") and hasattr(importlib.import_module("scipy.signal"),
+                                                                        "ShortTimeFFT"),
+                         "needs scipy 1.12 or later (ShortTimeFFT)")
+    def test_the_front_end_hears_the_warm_up_first(self):
+        import os
+        import tempfile
+        from hotphrase import speex
+        from hotphrase import talker_gate as G
+        x = tone(6000)
+        w = np.random.default_rng(5).standard_normal(8000).astype(np.float32) * 0.3
+        rng, h, n = np.random.default_rng(3), 8, G.RESOLUTIONS["bands"]
+        weights = {"mean": np.zeros(n) - 12, "std": np.ones(n) * 3, "w_ih": rng.normal(0, 1, (3 * h, n)),
+                   "w_hh": rng.normal(0, 1, (3 * h, h)), "b_ih": np.zeros(3 * h), "b_hh": np.zeros(3 * h),
+                   "w_out": rng.normal(0, 1, (n, h)), "b_out": np.zeros(n), "floor": 0.03}
+        with tempfile.TemporaryDirectory() as d:
+            np.savez(os.path.join(d, "g.npz"), **{k: np.asarray(v, np.float32) for k, v in weights.items()})
+            spec = "gate:" + os.path.join(d, "g.npz")
+            (cold,), _ = HC.stamped([x], spec)
+            (warmed,), fe = HC.stamped([x], spec, [w])
+            want = speex.apply_float(speex.make(spec), np.concatenate([w, x]))[len(w):]
+            (none,), _ = HC.stamped([x], spec, [None])
+            self.assertEqual(str(fe["frontend"]), speex.parse_frontend(spec))
+            self.assertIsInstance(speex.make(spec), G.Gate)
+        np.testing.assert_array_equal(warmed, want)
+        np.testing.assert_array_equal(none, cold)
+        self.assertGreater(np.abs(warmed - cold).max(), 1e-4)  # the gate's state carried over
+
+
 class Conditions(unittest.TestCase):
     def test_names(self):
         self.assertEqual(HC.conditions([0, 5, 10], [], [10]), ["snr0", "snr5", "snr10"])
