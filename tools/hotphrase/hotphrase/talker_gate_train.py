@@ -3,7 +3,7 @@
   python -m hotphrase.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
                                         [--floor-db DB] [--under W] [--seed K] [--procs P] [--threads T]
                                         [--snr LO HI] [--lead SHARE] [--synthetic-babble] [--lookahead K]
-                                        [--early MS]
+                                        [--lead-seconds LO HI] [--early MS]
 
 Needs PyTorch (a measurement tool's dependency, as Resemblyzer's for speaker_check; nothing in the speaker).
 
@@ -23,9 +23,10 @@ and plucked music: none of them is heard here.
 
 Session 11's options (each off by default, so that the defaults draw gate-a's and gate-c's examples as before):
   --snr LO HI          the voice's level over what is under it, uniform in [LO, HI] dB (default -5 25);
-  --lead SHARE         that share of the examples opens with 0.5-2.5 s of what is under the voice alone, as a
-                       household_conditions rendering does (2 s of noise before the keyword): the gate must tell
-                       babble from the wanted voice before it has heard that voice;
+  --lead SHARE         that share of the examples opens with 0.5-2.5 s (--lead-seconds) of what is under the
+                       voice alone, as a household_conditions rendering does (2 s of noise before the keyword): the
+                       gate must tell babble from the wanted voice before it has heard that voice; at most half the
+                       example;
   --synthetic-babble   half the babble examples' voices are synthetic: WORKDIR/cache/sent_train.npz (make_data's
                        training voices reading training texts; every voice in it is checked against
                        synth.voices("train"), so the held-out voices of the evaluation's babble never are);
@@ -124,19 +125,21 @@ def _through_room(rng, x, early_ms=None):
 
 
 DEFAULT_SNR = (-5.0, 25.0)
+DEFAULT_LEAD_SECONDS = (0.5, 2.5)
 
 
 def example(args):
     """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it.
-    args: (seed, i, n) or (seed, i, n, (snr_lo, snr_hi), lead_share, early_ms or None)."""
+    args: (seed, i, n) or (seed, i, n, (snr_lo, snr_hi), lead_share, early_ms or None[, (lead_lo, lead_hi) s])."""
     seed, i, n = args[:3]
-    snr, lead, early = args[3:] if len(args) > 3 else (DEFAULT_SNR, 0.0, None)
+    snr, lead, early = args[3:6] if len(args) > 3 else (DEFAULT_SNR, 0.0, None)
+    lead_s = args[6] if len(args) > 6 else DEFAULT_LEAD_SECONDS
     rng = np.random.default_rng([seed, i])
     names = sorted(_POOL)
     spk = names[int(rng.integers(len(names)))]
     voice = _voice(rng, _POOL[spk], n)
     if lead and rng.random() < lead:
-        k = min(int(rng.uniform(0.5, 2.5) * SR), n // 2)
+        k = min(int(rng.uniform(*lead_s) * SR), n // 2)
         voice = np.concatenate([np.zeros(k, np.float32), voice[:n - k]])
     wanted = voice
     if rng.random() < 0.6:
@@ -176,7 +179,8 @@ def powers(pair, sft):
             G.band_power((r.real ** 2 + r.imag ** 2)).astype(np.float32))
 
 
-def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0, synthetic=False, early=None):
+def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0, synthetic=False, early=None,
+              lead_seconds=DEFAULT_LEAD_SECONDS):
     from multiprocessing import Pool
     pool = speakers(workdir)
     syn = synthetic_sentences(workdir) if synthetic else None
@@ -188,6 +192,8 @@ def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0
     n = int(seconds * SR)
     parts = [], [], []
     extra = () if (tuple(snr), lead, early) == (DEFAULT_SNR, 0.0, None) else (tuple(snr), lead, early)
+    if tuple(lead_seconds) != DEFAULT_LEAD_SECONDS:
+        extra = (tuple(snr), lead, early, tuple(lead_seconds))
     with Pool(procs, initializer=_init, initargs=(pool, syn)) as p:
         for pair in p.imap(example, [(seed, i, n) + extra for i in range(examples)], chunksize=16):
             for keep, x in zip(parts, powers(pair, sft)):
@@ -288,6 +294,8 @@ def main(argv=None):
                     help="the voice over what is under it, dB, uniform")
     ap.add_argument("--lead", type=float, default=0.0,
                     help="the share of examples that open with 0.5-2.5 s of what is under the voice alone")
+    ap.add_argument("--lead-seconds", nargs=2, type=float, default=list(DEFAULT_LEAD_SECONDS), metavar=("LO", "HI"),
+                    help="the lead's length, s, uniform (at most half the example)")
     ap.add_argument("--synthetic-babble", action="store_true",
                     help="half the babble's voices from WORKDIR/cache/sent_train.npz (synthetic training voices)")
     ap.add_argument("--lookahead", type=int, default=0, help="frames of look-ahead (10 ms each)")
@@ -308,8 +316,10 @@ def main(argv=None):
         raise HotPhraseError("--lookahead", f"{a.lookahead} frames: want 0 to {G.MAX_LOOKAHEAD}")
     if a.early is not None and not 0 < a.early <= 200:
         raise HotPhraseError("--early", f"{a.early:g} ms: want more than 0, at most 200")
+    if not 0 <= a.lead_seconds[0] <= a.lead_seconds[1]:
+        raise HotPhraseError("--lead-seconds", f"{a.lead_seconds[0]:g} to {a.lead_seconds[1]:g}: want 0 <= LO <= HI")
     mix_p, voice_b, rest_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs, a.snr, a.lead,
-                                       a.synthetic_babble, a.early)
+                                       a.synthetic_babble, a.early, a.lead_seconds)
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
               log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,

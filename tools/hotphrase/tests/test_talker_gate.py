@@ -226,6 +226,14 @@ class TrainingData(unittest.TestCase):
             self.assertLess(np.abs(voice[:8000]).max(), 1e-5 * np.abs(voice).max(), i)
             self.assertGreater(np.abs(mix[:8000]).max(), 0.0, i)  # the floor at least
 
+    def test_the_lead_lasts_as_long_as_asked(self):
+        T = self.T
+        for i in range(4):
+            _, voice = T.example((10, i, 160000, (0.0, 20.0), 1.0, None, (4.0, 5.0)))
+            first = np.argmax(np.abs(voice) > 1e-4 * np.abs(voice).max())
+            self.assertGreaterEqual(first, 4 * 16000, i)
+            self.assertLess(first, 5 * 16000 + 8000, i)  # and the voice within the half second _voice may wait
+
     def test_early_the_wanted_voice_is_the_rooms_first_ms_and_the_same_room_is_heard(self):
         T = self.T
         x = np.random.default_rng(9).normal(0, 0.1, 16000).astype(np.float32)
