@@ -13,13 +13,15 @@ The network: per 10 ms frame the 40 HTK-mel band powers of the speaker's log-mel
 mel_filterbank, 512-point FFT of a 30 ms Hann window) as log energies, normalised by the training mean and spread,
 one GRU and a linear layer to one gain per band, in [floor, 1]; the band gains are spread onto the FFT bins by the
 bands' triangles (bin_map). Or, at the "bins" resolution, the same on the 257 bins' log powers, one gain a bin
-(enough to follow the loud voice's harmonics, which 40 bands cannot). Then the short-time spectrum is scaled by
+(enough to follow the loud voice's harmonics, which 40 bands cannot); or (session 11) the bins' log powers in
+and one gain a band out, the network hearing the harmonics and the gains as cheap to apply as the bands'. Then the short-time spectrum is scaled by
 them and synthesised again (scipy's ShortTimeFFT, its canonical dual window). Causal, or nearly: a frame's gains
 depend only on it, the frames before it and, with a look-ahead of K frames, the K frames after it (the network's
 output K steps later is the frame's gain: K times 10 ms of delay on a device).
 
-The weights file (.npz, written by talker_gate_train), N = 40 (bands) or 257 (bins): mean, std (N), the GRU's w_ih
-(3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out (N x H), b_out (N),
+The weights file (.npz, written by talker_gate_train), N and M each 40 (bands) or 257 (bins), in and out: mean, std
+(N), the GRU's w_ih (3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out
+(M x H), b_out (M),
 floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs it as a front end
 int16 -> int16, as speex.make runs its front ends.
 
@@ -96,11 +98,14 @@ class Gate:
             raise HotPhraseError(path, f"talker-gate look-ahead must be a whole number of frames, 0 to {MAX_LOOKAHEAD}")
         self.lookahead = int(k)
         h3, nin = self.w["w_ih"].shape
-        if (nin not in RESOLUTIONS.values() or h3 % 3 or self.w["w_hh"].shape != (h3, h3 // 3)
-                or self.w["w_out"].shape != (nin, h3 // 3) or self.w["mean"].shape != (nin,)):
-            raise HotPhraseError(path, f"talker-gate weights of the wrong shape (w_ih {self.w['w_ih'].shape})")
+        nout = self.w["w_out"].shape[0]
+        if (nin not in RESOLUTIONS.values() or nout not in RESOLUTIONS.values() or h3 % 3
+                or self.w["w_hh"].shape != (h3, h3 // 3) or self.w["w_out"].shape != (nout, h3 // 3)
+                or self.w["b_out"].shape != (nout,) or self.w["mean"].shape != (nin,)):
+            raise HotPhraseError(path, f"talker-gate weights of the wrong shape (w_ih {self.w['w_ih'].shape}, "
+                                       f"w_out {self.w['w_out'].shape})")
         self.hidden = h3 // 3
-        self.map = bin_map() if nin == NMEL else None  # per-bin gains need no spreading
+        self.map = bin_map() if nout == NMEL else None  # per-bin gains need no spreading
         self._sft = None
 
     @property

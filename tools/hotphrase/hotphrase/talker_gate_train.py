@@ -3,7 +3,8 @@
   python -m hotphrase.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
                                         [--floor-db DB] [--under W] [--seed K] [--procs P] [--threads T]
                                         [--snr LO HI] [--lead SHARE] [--synthetic-babble] [--lookahead K]
-                                        [--lead-seconds LO HI] [--early MS]
+                                        [--lead-seconds LO HI] [--early MS] [--resolution bands|bins]
+                                        [--inputs bands|bins] [--loss logpower|mask]
 
 Needs PyTorch (a measurement tool's dependency, as Resemblyzer's for speaker_check; nothing in the speaker).
 
@@ -202,14 +203,17 @@ def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0
 
 
 def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands", rest_b=None,
-          objective="logpower", lookahead=0):
+          objective="logpower", lookahead=0, inputs=None):
+    """The weights (talker_gate's file) of a gate with one gain per `resolution` (bands or bins) from the log
+    powers of `inputs` (bands or bins; the resolution's own by default)."""
     import torch
     torch.manual_seed(seed)
     fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
-    n_in = G.RESOLUTIONS[resolution]
+    inputs = inputs or resolution
+    n_in, n_out = G.RESOLUTIONS[inputs], G.RESOLUTIONS[resolution]
     bmap = torch.tensor(G.bin_map()) if resolution == "bands" else torch.eye(G.NBINS)  # (bins, gains)
     mix_p, voice_b = torch.tensor(mix_p), torch.tensor(voice_b)
-    feats_all = torch.log((mix_p @ fb.T if resolution == "bands" else mix_p) + G.POWER_FLOOR)
+    feats_all = torch.log((mix_p @ fb.T if inputs == "bands" else mix_p) + G.POWER_FLOOR)
     mean = feats_all.mean(dim=(0, 1))
     std = feats_all.std(dim=(0, 1)) + 1e-3
     feats_all = (feats_all - mean) / std
@@ -222,7 +226,7 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
     n_val = max(1, len(mix_p) // 20)
     idx_tr, idx_va = np.arange(len(mix_p) - n_val), np.arange(len(mix_p) - n_val, len(mix_p))
     gru = torch.nn.GRU(n_in, hidden, batch_first=True)
-    out = torch.nn.Linear(hidden, n_in)
+    out = torch.nn.Linear(hidden, n_out)
     params = list(gru.parameters()) + list(out.parameters())
     opt = torch.optim.Adam(params, lr=3e-3)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, epochs // 3), gamma=0.5)
@@ -287,6 +291,8 @@ def main(argv=None):
     ap.add_argument("--under", type=float, default=2.0, help="weight of taking too much (the voice cut)")
     ap.add_argument("--resolution", choices=sorted(G.RESOLUTIONS), default="bands",
                     help="one gain per mel band (40) or per FFT bin (257)")
+    ap.add_argument("--inputs", choices=sorted(G.RESOLUTIONS), default=None,
+                    help="the network hears the mel bands' or the FFT bins' log powers (default: as --resolution)")
     ap.add_argument("--loss", choices=("logpower", "mask"), default="logpower",
                     help="logpower: the gated mixture's log band powers against the voice's; mask: the gains against "
                          "the ideal gate's (talker_gate.oracle's, at the bands resolution)")
@@ -323,7 +329,7 @@ def main(argv=None):
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
               log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,
-              objective=a.loss, lookahead=a.lookahead)
+              objective=a.loss, lookahead=a.lookahead, inputs=a.inputs)
     np.savez(a.out, **w)
     print(f"talker_gate_train: wrote {a.out}", flush=True)
 

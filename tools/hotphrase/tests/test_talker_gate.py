@@ -29,15 +29,16 @@ except ImportError:
 NEEDS_STFT = unittest.skipUnless(HAVE_STFT, "needs scipy 1.12 or later (ShortTimeFFT)")
 
 
-def weights(hidden=8, b_out=0.0, floor=0.03, seed=0, scale=0.3, n=NMEL):
+def weights(hidden=8, b_out=0.0, floor=0.03, seed=0, scale=0.3, n=NMEL, n_out=None):
     rng = np.random.default_rng(seed)
+    n_out = n_out or n
     return {"mean": np.zeros(n, np.float32) - 12, "std": np.ones(n, np.float32) * 3,
             "w_ih": rng.normal(0, scale, (3 * hidden, n)).astype(np.float32),
             "w_hh": rng.normal(0, scale, (3 * hidden, hidden)).astype(np.float32),
             "b_ih": rng.normal(0, scale, 3 * hidden).astype(np.float32),
             "b_hh": rng.normal(0, scale, 3 * hidden).astype(np.float32),
-            "w_out": (rng.normal(0, scale, (n, hidden)) * (b_out == 0)).astype(np.float32),
-            "b_out": np.full(n, b_out, np.float32), "floor": np.float32(floor)}
+            "w_out": (rng.normal(0, scale, (n_out, hidden)) * (b_out == 0)).astype(np.float32),
+            "b_out": np.full(n_out, b_out, np.float32), "floor": np.float32(floor)}
 
 
 def T_feats(w, mix_power):
@@ -110,6 +111,18 @@ class Gains(unittest.TestCase):
         changed = g.gains(f2)
         np.testing.assert_allclose(changed[:40], whole[:40], atol=1e-6)
         self.assertGreater(np.abs(changed[40:] - whole[40:]).max(), 1e-3)
+
+    @NEEDS_STFT
+    def test_bins_in_and_bands_out(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, weights(n=G.NBINS, n_out=NMEL)))
+        spec = G.stft().stft(np.random.default_rng(3).normal(0, 0.1, 8000).astype(np.float32))
+        gains = g.bin_gains(spec)
+        self.assertEqual(gains.shape, spec.shape)
+        # the bins' gains are the band gains spread by the triangles: in the span of bin_map's columns
+        band = g.gains(G.features(np.abs(spec) ** 2, g.w["mean"], g.w["std"]))
+        self.assertEqual(band.shape[1], NMEL)
+        np.testing.assert_allclose(gains, G.bin_map() @ band.T, atol=1e-6)
 
     def test_a_lookahead_gives_frame_t_the_output_of_frame_t_plus_k(self):
         f = np.random.default_rng(5).normal(0, 1, (60, NMEL)).astype(np.float32)
@@ -190,6 +203,10 @@ class Spec(unittest.TestCase):
             w["w_out"] = w["w_out"][:, :4]
             with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
                 G.Gate(write(d, w, "shape.npz"))
+            w = weights(n=G.NBINS, n_out=NMEL)
+            w["b_out"] = np.zeros(G.NBINS, np.float32)  # the output's bias not the size of its weights
+            with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
+                G.Gate(write(d, w, "bout.npz"))
             w = weights()
             w["mean"] = np.zeros(G.NBINS, np.float32)  # a bins-sized input normalisation on a bands network
             with self.assertRaisesRegex(HotPhraseError, "wrong shape"):
@@ -293,6 +310,11 @@ class Training(unittest.TestCase):
         wm = T.train(mix_p, voice_b, hidden=16, floor=0.03, under=1.0, epochs=100, seed=1, log=lambda s: None,
                      rest_b=rest_b, objective="mask")
         self.check(wm, voice, sft, sr)
+        # the bins' log powers in, a gain a band out: the same task learnt from the finer input
+        wb = T.train(mix_p, voice_b, hidden=16, floor=0.03, under=1.0, epochs=100, seed=1, log=lambda s: None,
+                     rest_b=rest_b, objective="mask", inputs="bins")
+        self.assertEqual((wb["w_ih"].shape[1], wb["w_out"].shape[0]), (G.NBINS, NMEL))
+        self.check(wb, voice, sft, sr)
         # the mask objective learns the ideal gate's gains, whatever they are: told that nothing is noise (the
         # rest's powers zero, so the ideal gain is one wherever the voice sounds, the floor where it is silent),
         # it keeps the quieter voice while the leading one sounds, which the log-power objective takes out
