@@ -183,12 +183,17 @@ def active_power(x):
     return float(act.mean() + 1e-12)
 
 
-def crop(rng, bank, n):
+def crop_from(rng, bank, n):
+    """crop's n samples of the bank, and where in it they start."""
     s = int(rng.integers(0, max(1, len(bank) - n)))
     seg = bank[s:s + n]
     if len(seg) < n:
         seg = np.pad(seg, (0, n - len(seg)), mode="wrap")
-    return seg
+    return seg, s
+
+
+def crop(rng, bank, n):
+    return crop_from(rng, bank, n)[0]
 
 
 def mix_gain(speech, noise, snr_db):

@@ -12,8 +12,8 @@ over the clip's active power), once per family, and the mixture goes through GTC
 divided by the mixture's, bin by bin, is the gain it applied; applied to the keyword and to the noise alone, it
 says how much of each it let through (the power kept, dB: 0 = all of it). Printed per noise family: the keyword's
 power kept over the clip's own span, the noise's power kept over the whole rendering and over the lead alone (the
-2 s before the clip, where the noise is all there is: the embedding's 1.95 s window ending at the keyword's end
-holds about a second of it), and the SNR over the clip's span before and after. With --rirs (room_rirs' rooms, one
+2 s before the clip, where the noise is all there is; the embedding frames that hold the keyword do not reach back
+into it: BENCHMARKS.md, issue #37 part 2 session 11), and the SNR over the clip's span before and after. With --rirs (room_rirs' rooms, one
 per clip in turn as household_conditions' room-snrN renders them) the keyword is the clip as the room gives it.
 """
 import numpy as np

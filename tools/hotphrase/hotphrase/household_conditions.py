@@ -202,15 +202,9 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
         else:
             kind = kinds[i % len(kinds)]
             used[kind] = used.get(kind, 0) + 1
-            n = LEAD + len(x) + tail
-            state = rng.bit_generator.state
-            noise = A.crop(rng, banks.b[kind], n)
+            noise, start = A.crop_from(rng, banks.b[kind], LEAD + len(x) + tail)
             mixed = render(x, tail, noise=noise, snr=snr)
             if warm is not None:
-                after = rng.bit_generator.state
-                rng.bit_generator.state = state
-                start = int(rng.integers(0, max(1, len(banks.b[kind]) - n)))  # A.crop's own draw, again
-                rng.bit_generator.state = after
                 warm.append(warm_up_noise(banks.b[kind], start, warm_s, noise, x, tail, snr))
             if oracle is not None:
                 from .talker_gate import oracle as ideal

@@ -14,16 +14,15 @@ mel_filterbank, 512-point FFT of a 30 ms Hann window) as log energies, normalise
 one GRU and a linear layer to one gain per band, in [floor, 1]; the band gains are spread onto the FFT bins by the
 bands' triangles (bin_map). Or, at the "bins" resolution, the same on the 257 bins' log powers, one gain a bin
 (enough to follow the loud voice's harmonics, which 40 bands cannot); or (session 11) the bins' log powers in
-and one gain a band out, the network hearing the harmonics and the gains as cheap to apply as the bands'. Then the short-time spectrum is scaled by
-them and synthesised again (scipy's ShortTimeFFT, its canonical dual window). Causal, or nearly: a frame's gains
-depend only on it, the frames before it and, with a look-ahead of K frames, the K frames after it (the network's
-output K steps later is the frame's gain: K times 10 ms of delay on a device).
+and one gain a band out, the network hearing the harmonics and the gains as cheap to apply as the bands'. Then
+the short-time spectrum is scaled by them and synthesised again (scipy's ShortTimeFFT, its canonical dual window).
+Causal, or nearly: a frame's gains depend only on it, the frames before it and, with a look-ahead of K frames, the
+K frames after it (the network's output K steps later is the frame's gain: K times 10 ms of delay on a device).
 
 The weights file (.npz, written by talker_gate_train), N and M each 40 (bands) or 257 (bins), in and out: mean, std
 (N), the GRU's w_ih (3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out
-(M x H), b_out (M),
-floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs it as a front end
-int16 -> int16, as speex.make runs its front ends.
+(M x H), b_out (M), floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs
+it as a front end int16 -> int16, as speex.make runs its front ends.
 
   python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
 """
