@@ -32,6 +32,7 @@ Session 11's options (each off by default, so that the defaults draw gate-a's an
                        training voices reading training texts; every voice in it is checked against
                        synth.voices("train"), so the held-out voices of the evaluation's babble never are);
   --lookahead K        the gain of frame t is the network's output at frame t + K (K times 10 ms of delay);
+  --inputs bins        the network hears the 257 FFT bins' log powers (not the 40 bands'), whatever its gains;
   --early MS           where the voice went through a room, the wanted voice is what its room's first MS ms
                        carried (the direct path and the early reflections), its late tail counted with what is
                        under it: a gate that takes the room's tail out too (household_conditions --oracle-early
@@ -127,14 +128,15 @@ def _through_room(rng, x, early_ms=None):
 
 DEFAULT_SNR = (-5.0, 25.0)
 DEFAULT_LEAD_SECONDS = (0.5, 2.5)
+# example()'s options: (snr_lo, snr_hi), lead share, early_ms or None, (lead_lo, lead_hi) seconds
+DEFAULT_OPTIONS = (DEFAULT_SNR, 0.0, None, DEFAULT_LEAD_SECONDS)
 
 
 def example(args):
     """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it.
-    args: (seed, i, n) or (seed, i, n, (snr_lo, snr_hi), lead_share, early_ms or None[, (lead_lo, lead_hi) s])."""
+    args: (seed, i, n), or (seed, i, n) + DEFAULT_OPTIONS' four."""
     seed, i, n = args[:3]
-    snr, lead, early = args[3:6] if len(args) > 3 else (DEFAULT_SNR, 0.0, None)
-    lead_s = args[6] if len(args) > 6 else DEFAULT_LEAD_SECONDS
+    snr, lead, early, lead_s = args[3:] if len(args) > 3 else DEFAULT_OPTIONS
     rng = np.random.default_rng([seed, i])
     names = sorted(_POOL)
     spk = names[int(rng.integers(len(names)))]
@@ -192,9 +194,8 @@ def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0
     sft = G.stft()
     n = int(seconds * SR)
     parts = [], [], []
-    extra = () if (tuple(snr), lead, early) == (DEFAULT_SNR, 0.0, None) else (tuple(snr), lead, early)
-    if tuple(lead_seconds) != DEFAULT_LEAD_SECONDS:
-        extra = (tuple(snr), lead, early, tuple(lead_seconds))
+    extra = (tuple(snr), lead, early, tuple(lead_seconds))
+    extra = () if extra == DEFAULT_OPTIONS else extra  # the defaults: the examples as gate-a's and gate-c's
     with Pool(procs, initializer=_init, initargs=(pool, syn)) as p:
         for pair in p.imap(example, [(seed, i, n) + extra for i in range(examples)], chunksize=16):
             for keep, x in zip(parts, powers(pair, sft)):

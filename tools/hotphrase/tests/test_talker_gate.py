@@ -231,14 +231,14 @@ class TrainingData(unittest.TestCase):
     def test_the_defaults_draw_the_examples_as_before(self):
         T = self.T
         old = T.example((10, 5, 16000))
-        new = T.example((10, 5, 16000, T.DEFAULT_SNR, 0.0, None))
+        new = T.example((10, 5, 16000) + T.DEFAULT_OPTIONS)
         for a, b in zip(old, new):
             np.testing.assert_array_equal(a, b)
 
     def test_a_lead_opens_with_what_is_under_the_voice_alone(self):
         T = self.T
         for i in range(6):
-            mix, voice = T.example((10, i, 48000, (0.0, 20.0), 1.0, None))
+            mix, voice = T.example((10, i, 48000, (0.0, 20.0), 1.0, None, T.DEFAULT_LEAD_SECONDS))
             # at least 0.5 s without the voice (to the FFT convolution's rounding, when it went through a room)
             self.assertLess(np.abs(voice[:8000]).max(), 1e-5 * np.abs(voice).max(), i)
             self.assertGreater(np.abs(mix[:8000]).max(), 0.0, i)  # the floor at least
