@@ -66,10 +66,12 @@ public struct SpeakerTimer: Sendable, Equatable {
         }
     }
 
-    /// Whole seconds left at `now` (monotonic), rounded up: what is said and shown. Saturating, so that a number no
-    /// command can make (a timer built by hand) cannot trap whoever says it.
+    /// Whole seconds left at `now` (monotonic), rounded up: what is said and shown. To the millisecond first: a
+    /// timer set at `now` ends at `now + 600`, and (now + 600) - now comes out a hair over 600 for about one clock
+    /// reading in 700, which rounded up said "10 minutes and 1 second" of a timer just set for 10 minutes.
+    /// Saturating, so that a number no command can make (a timer built by hand) cannot trap whoever says it.
     public func remainingSeconds(at now: BootTime) -> Int {
-        Saturating.int(remaining(at: now), .up, in: 0...Int.max)
+        Saturating.int((remaining(at: now) * 1000).rounded() / 1000, .up, in: 0...Int.max)
     }
 
     public var isRunning: Bool { if case .running = status { true } else { false } }

@@ -22,6 +22,24 @@ import Timers
         #expect(book.timers.isEmpty)
     }
 
+    /// A timer just set has its whole length left, whatever the clock reads: (now + 600) - now comes out a hair over
+    /// 600 for about one reading in 700, and rounded up that was "10 minutes and 1 second" (the kiosk showed 10:01).
+    @Test func aTimerJustSetHasItsWholeLengthLeft() {
+        var over = 0
+        for i in 0..<5_000 {
+            let now: BootTime = 1000 + Double(i) * 0.0137
+            if (now + 600) - now > 600 { over += 1 }
+            var book = TimerBook()
+            _ = book.apply(.set(seconds: 600, name: ""), now: now)
+            #expect(book.timers.map { $0.remainingSeconds(at: now) } == [600], "at \(now)")
+            #expect(book.apply(.timeLeft(.the), now: now).sentence == "10 minutes left on the 10 minute timer.")
+            #expect(book.timers.map { $0.remainingSeconds(at: now + 0.0005) } == [600])  // half a millisecond later
+            #expect(book.timers.map { $0.remainingSeconds(at: now + 0.002) } == [600])
+            #expect(book.timers.map { $0.remainingSeconds(at: now + 1.002) } == [599])
+        }
+        #expect(over > 0)  // the readings do include ones that come out over
+    }
+
     @Test func severalNamedTimersAreChosenByNameOrLength() {
         var book = TimerBook()
         #expect(book.apply(.set(seconds: 540, name: "pasta timer"), now: t0).sentence == "Pasta timer set for 9 minutes.")
