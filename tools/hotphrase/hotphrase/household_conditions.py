@@ -194,10 +194,7 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
                 warm.append(None)
             clean = render(x, tail, lead=floor_lead(rng, fan, x))
             if wanted is not None:
-                from .talker_gate import oracle as ideal
-                speech = np.concatenate([np.zeros(LEAD, np.float32), wanted, np.zeros(tail, np.float32)])
-                gated = np.clip(ideal(clean, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
-                clean = spliced(clean, gated, where)
+                clean = through_oracle(clean, wanted, tail, oracle, where)
             audio.append(clean)
         else:
             kind = kinds[i % len(kinds)]
@@ -207,12 +204,7 @@ def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=Non
             if warm is not None:
                 warm.append(warm_up_noise(banks.b[kind], start, warm_s, noise, x, tail, snr))
             if oracle is not None:
-                from .talker_gate import oracle as ideal
-                speech = np.concatenate([np.zeros(LEAD, np.float32),
-                                         np.asarray(x if wanted is None else wanted, np.float32),
-                                         np.zeros(tail, np.float32)])
-                gated = np.clip(ideal(mixed, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
-                mixed = spliced(mixed, gated, where)
+                mixed = through_oracle(mixed, x if wanted is None else wanted, tail, oracle, where)
             audio.append(mixed)
     return audio, used
 
@@ -224,6 +216,15 @@ def warm_up_noise(bank, start, seconds, noise, x, tail, snr):
     speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32), np.zeros(tail, np.float32)])
     before = np.take(bank, np.arange(start - int(seconds * SR), start), mode="wrap")
     return (before * A.mix_gain(speech, noise[:len(speech)], snr)).astype(np.float32)
+
+
+def through_oracle(rendered, wanted, tail, oracle, where):
+    """A rendering through the ideal gate (talker_gate.oracle at resolution `oracle`) that knows its wanted part,
+    `wanted` laid out as render lays out a clip (LEAD samples before it, `tail` after), kept where `where` says."""
+    from .talker_gate import oracle as ideal
+    speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(wanted, np.float32), np.zeros(tail, np.float32)])
+    gated = np.clip(ideal(rendered, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
+    return spliced(rendered, gated, where)
 
 
 def spliced(plain, gated, where):

@@ -9,6 +9,11 @@ from hotphrase import augment as A
 from hotphrase import household_conditions as HC
 
 
+NEEDS_STFT = unittest.skipUnless(importlib.util.find_spec("scipy")
+                                 and hasattr(importlib.import_module("scipy.signal"), "ShortTimeFFT"),
+                                 "needs scipy 1.12 or later (ShortTimeFFT)")
+
+
 def tone(n, amp=0.2, seed=0):
     rng = np.random.default_rng(seed)
     return (amp * np.sin(np.arange(n) * 0.05) + 0.001 * rng.standard_normal(n)).astype(np.float32)
@@ -76,9 +81,7 @@ class Room(unittest.TestCase):
         np.testing.assert_allclose(late, want, atol=1e-5)
         self.assertTrue(np.abs(early[:4000] - gain * (x + 0.4 * np.pad(x, (160, 0))[:4000])).max() < 1e-5)
 
-    @unittest.skipUnless(importlib.util.find_spec("scipy") and hasattr(importlib.import_module("scipy.signal"),
-                                                                        "ShortTimeFFT"),
-                         "needs scipy 1.12 or later (ShortTimeFFT)")
+    @NEEDS_STFT
     def test_the_early_oracle_takes_a_late_tail_out_of_a_room_without_noise(self):
         rooms = [({"key": "r1", "direct_path_samples": 0},
                   np.concatenate([[1.0], np.zeros(3199), [0.8]]).astype(np.float32))]  # an echo 200 ms later
@@ -92,9 +95,7 @@ class Room(unittest.TestCase):
         self.assertGreater(np.sum(gated[burst] ** 2), 0.9 * np.sum(plain[burst] ** 2))
 
 
-    @unittest.skipUnless(importlib.util.find_spec("scipy") and hasattr(importlib.import_module("scipy.signal"),
-                                                                        "ShortTimeFFT"),
-                         "needs scipy 1.12 or later (ShortTimeFFT)")
+    @NEEDS_STFT
     def test_the_oracle_where_asked_the_rendering_elsewhere(self):
         clips = [tone(6000, seed=i) for i in range(2)]
         plain, _ = HC.condition_audio("w", "snr10", clips, FakeBanks(), [])
@@ -136,9 +137,7 @@ class WarmUp(unittest.TestCase):
                            warm_s=1.0, warm=warm)
         self.assertEqual(warm, [None])
 
-    @unittest.skipUnless(importlib.util.find_spec("scipy") and hasattr(importlib.import_module("scipy.signal"),
-                                                                        "ShortTimeFFT"),
-                         "needs scipy 1.12 or later (ShortTimeFFT)")
+    @NEEDS_STFT
     def test_the_front_end_hears_the_warm_up_first(self):
         import os
         import tempfile
