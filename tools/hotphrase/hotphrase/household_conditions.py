@@ -328,7 +328,7 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--clean", action="store_true",
                     help="also the clean condition (as evaluate_format2's clean set, from this module's seed)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ",
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
                     help="every rendering through this front end before embedding (speex.py), recorded in the file")
     ap.add_argument("--oracle", choices=("bands", "bins"), default=None,
                     help="the noisy conditions (snrN, room-snrN, house-room-snrN) through the ideal gate that knows "

@@ -1041,7 +1041,7 @@ def main(argv=None):
                          "template wake with z >= Z passes anyway")
     ap.add_argument("--gate-ahead", type=int, default=0, metavar="STEPS",
                     help="the gate also looks this many steps after the template's (its wake that much later)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ",
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
                     help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
                          "negatives; speex.py: libspeexdsp's noise suppressor at DB, default -15); caches given "
                          "(--clips-dir, --condition, --test-npz) must have been made through the same one")

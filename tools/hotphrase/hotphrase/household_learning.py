@@ -385,7 +385,7 @@ def main(argv=None):
                     help="a wake waits for its peak at most STEPS frames before its frames are kept (first_wake): 0, "
                          "the rule session 7 measured, or the speaker's since session 8, "
                          f"{H.PEAK_WAIT_STEPS} (FusedDetector.peakWaitSteps)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ",
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
                     help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: the takes "
                          "are embedded through it, and every rendering and the test side must have been made through "
                          "it (household_conditions --frontend)")

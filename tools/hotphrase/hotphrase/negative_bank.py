@@ -120,7 +120,7 @@ def main(argv=None):
     ap.add_argument("--public", default=None, help="get_public_negatives' folder (default: the work folder's)")
     ap.add_argument("--z-threshold", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=37)
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ")
+    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe")
     a = ap.parse_args(argv)
     from . import speex
     frontend = speex.parse_frontend(a.frontend)

@@ -11,8 +11,10 @@ audio, as EchoCanceller.swift keeps them off; its VAD is off by default and, lik
 only prints speexdsp's warning). A last partial frame is padded with zeros and cut back.
 
 The front end's name, as the command lines and cache keys spell it: "none" or "speex-denoise[:DB]" (parse_frontend),
-or "gtcrn:ONNX_PATH", a neural enhancer (gtcrn.py; issue #37, part 2, session 9b), or "gate:WEIGHTS_NPZ", our own
-dominant-talker gate (talker_gate.py; session 10), that make() returns in its place.
+or "gtcrn:ONNX_PATH", a neural enhancer (gtcrn.py; issue #37, part 2, session 9b), "gate:WEIGHTS_NPZ", our own
+dominant-talker gate (talker_gate.py; session 10), or "wpe", WPE dereverberation (wpe.py; session 12), that make()
+returns in its place. (speexdsp's own DEREVERB is no alternative: its preprocess.c leaves the reverberation estimate
+at zero and ignores DEREVERB_LEVEL and DEREVERB_DECAY, "until de-reverberation is actually enabled again".)
 """
 import ctypes
 import ctypes.util
@@ -131,9 +133,11 @@ def parse_frontend(spec):
         if not os.path.isfile(db):
             raise HotPhraseError(spec, f"no {what} at {db}")
         return head + ":" + os.path.abspath(db)
+    if head == "wpe" and not sep:
+        return "wpe"
     if head != "speex-denoise":
-        raise HotPhraseError(spec, "unknown front end: want none, speex-denoise[:DB], gtcrn:ONNX_PATH or "
-                                   "gate:WEIGHTS_NPZ")
+        raise HotPhraseError(spec, "unknown front end: want none, speex-denoise[:DB], gtcrn:ONNX_PATH, "
+                                   "gate:WEIGHTS_NPZ or wpe")
     try:
         v = int(db) if sep else DEFAULT_DB
     except ValueError:
@@ -154,6 +158,9 @@ def make(spec):
     if name.startswith("gate:"):
         from .talker_gate import Gate
         return Gate(name.partition(":")[2])
+    if name == "wpe":
+        from .wpe import Dereverb
+        return Dereverb()
     return Denoiser(int(name.split(":")[1]))
 
 
