@@ -24,6 +24,14 @@ The weights file (.npz, written by talker_gate_train), N and M each 40 (bands) o
 (M x H), b_out (M), floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs
 it as a front end int16 -> int16, as speex.make runs its front ends.
 
+A gate that knows the enrolled voice (session 12; talker_gate_train --enrolled, after Google's VoiceFilter-Lite):
+inside the keyword only the voice can tell the wanted talker from the babble (session 11), so the network also
+hears a speaker vector made from the enrollment's audio, the same vector appended to every frame's input. The
+vector: the enrollment's frames through the same features, those within SPEAKER_RANGE_DB of its loudest frame
+(its speech, not its pauses), each through a linear layer and tanh, averaged. The weights file then also holds
+spk_w (D x N) and spk_b (D), and the GRU's w_ih is 3H x (N + D); `Gate.enrol(samples)` sets the voice, and such a
+gate refuses to run before it is enrolled.
+
   python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
 """
 import os
@@ -40,6 +48,8 @@ from .errors import HotPhraseError
 POWER_FLOOR = 1e-7  # added to band powers before the log (float samples): about 90 dB under a full-scale band
 WEIGHT_KEYS = ("mean", "std", "w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "floor")
 MAX_LOOKAHEAD = 20  # frames (200 ms): more would be a wait a person hears before the speaker answers
+SPEAKER_KEYS = ("spk_w", "spk_b")  # a gate conditioned on the enrolled voice (session 12)
+SPEAKER_RANGE_DB = 30.0  # the enrollment's frames within this of its loudest make the speaker vector
 
 
 def stft():
@@ -81,6 +91,18 @@ def sigmoid(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def voiced(feats_raw_log):
+    """(frames,) mask of the frames whose total log band energy is within SPEAKER_RANGE_DB of the loudest frame's;
+    feats_raw_log: (frames, N) natural-log band powers (before normalisation)."""
+    e = np.log(np.exp(feats_raw_log).sum(axis=1))
+    return e >= e.max() - SPEAKER_RANGE_DB / 10 * np.log(10)
+
+
+def speaker_vector(feats, mask, spk_w, spk_b):
+    """The enrollment's speaker vector: the mean over its masked frames of tanh(spk_w f + spk_b)."""
+    return np.tanh(feats[mask] @ spk_w.T + spk_b).mean(axis=0).astype(np.float32)
+
+
 class Gate:
     """The gate as a front end: int16 -> int16 of the same length, one fresh state per call (per stream)."""
 
@@ -92,12 +114,23 @@ class Gate:
             if missing:
                 raise HotPhraseError(path, f"not talker-gate weights: no {', '.join(missing)}")
             self.w = {k: z[k].astype(np.float32) for k in WEIGHT_KEYS}
+            has = [k for k in SPEAKER_KEYS if k in z]
+            if has and len(has) != len(SPEAKER_KEYS):
+                raise HotPhraseError(path, f"a conditioned gate's weights need {' and '.join(SPEAKER_KEYS)}")
+            self.spk = {k: z[k].astype(np.float32) for k in has} or None
             k = z["lookahead"] if "lookahead" in z else np.int64(0)
         if k.shape != () or not np.issubdtype(k.dtype, np.integer) or not 0 <= int(k) <= MAX_LOOKAHEAD:
             raise HotPhraseError(path, f"talker-gate look-ahead must be a whole number of frames, 0 to {MAX_LOOKAHEAD}")
         self.lookahead = int(k)
         h3, nin = self.w["w_ih"].shape
         nout = self.w["w_out"].shape[0]
+        self.dim = 0  # the speaker vector's size (0: not conditioned)
+        if self.spk is not None:
+            self.dim = self.spk["spk_w"].shape[0]
+            if (self.spk["spk_w"].shape != (self.dim, len(self.w["mean"])) or self.spk["spk_b"].shape != (self.dim,)
+                    or nin <= self.dim):
+                raise HotPhraseError(path, f"speaker layer of the wrong shape (spk_w {self.spk['spk_w'].shape})")
+            nin -= self.dim
         if (nin not in RESOLUTIONS.values() or nout not in RESOLUTIONS.values() or h3 % 3
                 or self.w["w_hh"].shape != (h3, h3 // 3) or self.w["w_out"].shape != (nout, h3 // 3)
                 or self.w["b_out"].shape != (nout,) or self.w["mean"].shape != (nin,)):
@@ -106,6 +139,28 @@ class Gate:
         self.hidden = h3 // 3
         self.map = bin_map() if nout == NMEL else None  # per-bin gains need no spreading
         self._sft = None
+        self.voice = None  # the enrolled speaker vector (conditioned gates only)
+
+    @property
+    def conditioned(self):
+        return self.spk is not None
+
+    def enrol(self, samples):
+        """Sets the voice to keep from the enrollment's audio (int16, or float on [-1, 1)), e.g. its takes joined."""
+        if not self.conditioned:
+            raise HotPhraseError("enrol", "this gate is not conditioned on a voice (no spk_w in its weights)")
+        x = np.asarray(samples)
+        x = x.astype(np.float32) / INT16_SCALE if x.dtype == np.int16 else x.astype(np.float32)
+        if len(x) < WINDOW:
+            raise HotPhraseError("enrol", f"{len(x)} samples: too short to hear a voice in")
+        spec = self.sft.stft(x)
+        power = spec.real ** 2 + spec.imag ** 2
+        raw = np.log((power.T if len(self.w["mean"]) == NBINS else band_power(power)) + POWER_FLOOR)
+        feats = ((raw - self.w["mean"]) / self.w["std"]).astype(np.float32)
+        if not np.any(power > 0):
+            raise HotPhraseError("enrol", "the enrollment is silent")
+        self.voice = speaker_vector(feats, voiced(raw), self.spk["spk_w"], self.spk["spk_b"])
+        return self.voice
 
     @property
     def sft(self):
@@ -119,6 +174,10 @@ class Gate:
         look-ahead of K, frame t's gains are the output at frame t + K (the stream's last K frames take its last
         output: nothing after it is heard)."""
         w, H = self.w, self.hidden
+        if self.conditioned:
+            if self.voice is None:
+                raise HotPhraseError("talker gate", "conditioned on a voice: enrol it first (Gate.enrol)")
+            feats = np.concatenate([feats, np.broadcast_to(self.voice, (len(feats), self.dim))], axis=1)
         xi = feats @ w["w_ih"].T + w["b_ih"]  # the input's part of every gate, all frames at once
         h = np.zeros(H, np.float32)
         out = np.empty((len(feats), H), np.float32)

@@ -5,6 +5,7 @@
                                         [--snr LO HI] [--lead SHARE] [--synthetic-babble] [--lookahead K]
                                         [--lead-seconds LO HI] [--early MS] [--resolution bands|bins]
                                         [--inputs bands|bins] [--loss logpower|mask]
+                                        [--enrolled S] [--speaker-dim D]
 
 Needs PyTorch (a measurement tool's dependency, as Resemblyzer's for speaker_check; nothing in the speaker).
 
@@ -37,6 +38,15 @@ Session 11's options (each off by default, so that the defaults draw gate-a's an
                        carried (the direct path and the early reflections), its late tail counted with what is
                        under it: a gate that takes the room's tail out too (household_conditions --oracle-early
                        measures what such a gate could do at best).
+
+Session 12's option:
+  --enrolled S         a gate that knows the voice it keeps (talker_gate.py, "A gate that knows the enrolled
+                       voice"): each example also carries S s of its wanted speaker's other utterances, clean (as
+                       the household's takes are recorded), at a level of its own; utterances the example's voice
+                       uses are never its enrollment (an example whose speaker has no other is counted and printed).
+                       The network's speaker layer (--speaker-dim D, default 32) is trained with it. Each epoch's
+                       held-out loss is also printed with every held-out example given another example's enrollment
+                       (another voice): a gate that uses the voice does worse with the wrong one.
 
 The loss: per 10 ms frame and band, the squared difference of the log band powers (+ talker_gate.POWER_FLOOR) of
 the gated mixture and of the wanted voice alone (as the microphone hears it, room and all), where the gate takes
@@ -100,11 +110,16 @@ def synthetic_sentences(workdir):
     return [c for c in clips if len(c)]
 
 
-def _voice(rng, clips, n):
+def _voice(rng, clips, n, used=None):
+    """n samples of the speaker's utterances one after another (0.2-1 s gaps); `used`, a set, gets the indices of
+    the utterances taken (the draws are the same with or without it)."""
     out = np.zeros(n, np.float32)
     pos = int(rng.integers(0, SR // 2))
     while pos < n:
-        u = clips[int(rng.integers(len(clips)))]
+        j = int(rng.integers(len(clips)))
+        if used is not None:
+            used.add(j)
+        u = clips[j]
         if len(u) > n - pos and pos == 0:
             s = int(rng.integers(0, len(u) - (n - pos) + 1))
             u = u[s:]
@@ -128,19 +143,42 @@ def _through_room(rng, x, early_ms=None):
 
 DEFAULT_SNR = (-5.0, 25.0)
 DEFAULT_LEAD_SECONDS = (0.5, 2.5)
-# example()'s options: (snr_lo, snr_hi), lead share, early_ms or None, (lead_lo, lead_hi) seconds
-DEFAULT_OPTIONS = (DEFAULT_SNR, 0.0, None, DEFAULT_LEAD_SECONDS)
+# example()'s options: (snr_lo, snr_hi), lead share, early_ms or None, (lead_lo, lead_hi) seconds, enrollment s
+DEFAULT_OPTIONS = (DEFAULT_SNR, 0.0, None, DEFAULT_LEAD_SECONDS, 0.0)
+GAP = int(0.3 * SR)  # between an enrollment's utterances
+
+
+def enrollment(seed, i, clips, used, seconds):
+    """(S seconds of the speaker's utterances not in `used`, clean, at a level of their own; whether any was
+    left unused). Its own random stream, so that the example's draws are the same as without it."""
+    rng = np.random.default_rng([seed, i, 1])
+    free = [j for j in range(len(clips)) if j not in used]
+    fresh = bool(free)
+    order = [free[k] for k in rng.permutation(len(free))] if free else list(rng.permutation(len(clips)))
+    n = int(seconds * SR)
+    parts, total = [], 0
+    for j in order * (1 + n // max(1, sum(len(clips[k]) for k in order))):
+        parts += [clips[j], np.zeros(GAP, np.float32)]
+        total += len(clips[j]) + GAP
+        if total >= n:
+            break
+    x = np.concatenate(parts)[:n]
+    x = np.pad(x, (0, n - len(x)))
+    x = x * 10 ** (rng.uniform(-35, -3) / 20) / (np.max(np.abs(x)) + 1e-9)
+    return x.astype(np.float32), fresh
 
 
 def example(args):
-    """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it.
-    args: (seed, i, n), or (seed, i, n) + DEFAULT_OPTIONS' four."""
+    """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it;
+    with an enrollment (the options' last, seconds), (mixture, voice, enrollment, fresh) (enrollment()).
+    args: (seed, i, n) + the first k of DEFAULT_OPTIONS' five (the rest their defaults)."""
     seed, i, n = args[:3]
-    snr, lead, early, lead_s = args[3:] if len(args) > 3 else DEFAULT_OPTIONS
+    snr, lead, early, lead_s, enrol_s = tuple(args[3:]) + DEFAULT_OPTIONS[len(args) - 3:]
     rng = np.random.default_rng([seed, i])
     names = sorted(_POOL)
     spk = names[int(rng.integers(len(names)))]
-    voice = _voice(rng, _POOL[spk], n)
+    used = set()
+    voice = _voice(rng, _POOL[spk], n, used)
     if lead and rng.random() < lead:
         k = min(int(rng.uniform(*lead_s) * SR), n // 2)
         voice = np.concatenate([np.zeros(k, np.float32), voice[:n - k]])
@@ -169,21 +207,29 @@ def example(args):
     floor = floor * np.sqrt(ps * 10 ** (-5.5) / float(np.mean(floor ** 2) + 1e-12))
     mix = voice + under + floor
     scale = 10 ** (rng.uniform(-35, -3) / 20) / (np.max(np.abs(mix)) + 1e-9)
-    return np.clip(mix * scale, -1, 1).astype(np.float32), (wanted * scale).astype(np.float32)
+    out = np.clip(mix * scale, -1, 1).astype(np.float32), (wanted * scale).astype(np.float32)
+    if enrol_s:
+        return out + enrollment(seed, i, _POOL[spk], used, enrol_s)
+    return out
 
 
 def powers(pair, sft):
-    """The mixture's (frames, bins) power spectrum, and the voice's and the rest's (frames, bands) band powers."""
-    mix, voice = pair
+    """The mixture's (frames, bins) power spectrum, and the voice's and the rest's (frames, bands) band powers; with
+    an enrollment, also its (frames, bands) band powers."""
+    mix, voice = pair[:2]
     m, v = sft.stft(mix), sft.stft(voice)
     r = m - v
-    return ((m.real ** 2 + m.imag ** 2).T.astype(np.float32),  # (frames, bins)
-            G.band_power((v.real ** 2 + v.imag ** 2)).astype(np.float32),  # (frames, bands)
-            G.band_power((r.real ** 2 + r.imag ** 2)).astype(np.float32))
+    out = ((m.real ** 2 + m.imag ** 2).T.astype(np.float32),  # (frames, bins)
+           G.band_power((v.real ** 2 + v.imag ** 2)).astype(np.float32),  # (frames, bands)
+           G.band_power((r.real ** 2 + r.imag ** 2)).astype(np.float32))
+    if len(pair) > 2:
+        e = sft.stft(pair[2])
+        out += (G.band_power(e.real ** 2 + e.imag ** 2).astype(np.float32),)
+    return out
 
 
 def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0, synthetic=False, early=None,
-              lead_seconds=DEFAULT_LEAD_SECONDS):
+              lead_seconds=DEFAULT_LEAD_SECONDS, enrolled=0.0):
     from multiprocessing import Pool
     pool = speakers(workdir)
     syn = synthetic_sentences(workdir) if synthetic else None
@@ -193,20 +239,27 @@ def make_data(workdir, examples, seconds, seed, procs, snr=DEFAULT_SNR, lead=0.0
           f"{sum(len(c) for v in pool.values() for c in v) / SR / 3600:.2f} h of their speech", flush=True)
     sft = G.stft()
     n = int(seconds * SR)
-    parts = [], [], []
-    extra = (tuple(snr), lead, early, tuple(lead_seconds))
+    parts = ([], [], [], []) if enrolled else ([], [], [])
+    extra = (tuple(snr), lead, early, tuple(lead_seconds), float(enrolled))
     extra = () if extra == DEFAULT_OPTIONS else extra  # the defaults: the examples as gate-a's and gate-c's
+    reused = 0
     with Pool(procs, initializer=_init, initargs=(pool, syn)) as p:
-        for pair in p.imap(example, [(seed, i, n) + extra for i in range(examples)], chunksize=16):
-            for keep, x in zip(parts, powers(pair, sft)):
+        for ex in p.imap(example, [(seed, i, n) + extra for i in range(examples)], chunksize=16):
+            if enrolled:
+                reused += not ex[3]
+            for keep, x in zip(parts, powers(ex[:3], sft)):
                 keep.append(x)
+    if enrolled:
+        print(f"talker_gate_train: {reused} of {examples} enrollments had to reuse the example's own utterances "
+              "(a speaker with no other)", flush=True)
     return tuple(np.stack(x) for x in parts)
 
 
 def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolution="bands", rest_b=None,
-          objective="logpower", lookahead=0, inputs=None):
+          objective="logpower", lookahead=0, inputs=None, enrol_b=None, speaker_dim=32):
     """The weights (talker_gate's file) of a gate with one gain per `resolution` (bands or bins) from the log
-    powers of `inputs` (bands or bins; the resolution's own by default)."""
+    powers of `inputs` (bands or bins; the resolution's own by default); with enrol_b (examples, frames, bands),
+    each example's enrollment band powers, a gate conditioned on the voice (a speaker layer of speaker_dim)."""
     import torch
     torch.manual_seed(seed)
     fb = torch.tensor(frontend.mel_filterbank())  # (bands, bins)
@@ -219,6 +272,12 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
     std = feats_all.std(dim=(0, 1)) + 1e-3
     feats_all = (feats_all - mean) / std
     target = torch.log(voice_b + G.POWER_FLOOR)
+    if enrol_b is not None:
+        if inputs != "bands":
+            raise HotPhraseError("--enrolled", "the conditioned gate hears the bands (--inputs bands)")
+        raw_e = np.log(enrol_b + G.POWER_FLOOR)
+        enrol_mask = torch.tensor(np.stack([G.voiced(r) for r in raw_e]).astype(np.float32))  # (E, frames)
+        enrol_f = (torch.tensor(raw_e) - mean) / std
     if objective == "mask":  # the ideal gate's band gains (talker_gate.oracle's), the network's target itself
         if resolution != "bands" or rest_b is None:
             raise HotPhraseError("--loss mask", "needs the bands resolution and the rest's band powers")
@@ -226,9 +285,17 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
         ideal = torch.clamp(torch.sqrt(voice_b / (voice_b + rest_b + 1e-20)), floor, 1.0)
     n_val = max(1, len(mix_p) // 20)
     idx_tr, idx_va = np.arange(len(mix_p) - n_val), np.arange(len(mix_p) - n_val, len(mix_p))
-    gru = torch.nn.GRU(n_in, hidden, batch_first=True)
+    dim = speaker_dim if enrol_b is not None else 0
+    gru = torch.nn.GRU(n_in + dim, hidden, batch_first=True)
     out = torch.nn.Linear(hidden, n_out)
     params = list(gru.parameters()) + list(out.parameters())
+    if dim:
+        spk = torch.nn.Linear(n_in, dim)
+        params += list(spk.parameters())
+
+    def speaker(ix):  # (B, dim): talker_gate.speaker_vector's, batched
+        m = enrol_mask[ix]
+        return (torch.tanh(spk(enrol_f[ix])) * m[..., None]).sum(1) / m.sum(1, keepdim=True)
     opt = torch.optim.Adam(params, lr=3e-3)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=max(1, epochs // 3), gamma=0.5)
 
@@ -237,8 +304,11 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
         raise HotPhraseError("--lookahead", f"{k} frames: want 0 to {G.MAX_LOOKAHEAD}")
     keep = slice(0, mix_p.shape[1] - k)  # the frames whose gains the network gives (K steps later)
 
-    def loss_of(ix):
+    def loss_of(ix, voices=None):
         f = feats_all[ix]
+        if dim:
+            d = speaker(ix if voices is None else voices)
+            f = torch.cat([f, d[:, None, :].expand(-1, f.shape[1], -1)], dim=2)
         h, _ = gru(f)
         g = floor + (1 - floor) * torch.sigmoid(out(h[:, k:]))  # (B, T - K, gains): frame t's from step t + K
         if objective == "mask":
@@ -266,13 +336,17 @@ def train(mix_p, voice_b, hidden, floor, under, epochs, seed, log=print, resolut
         sched.step()
         with torch.no_grad():
             va = float(loss_of(torch.tensor(idx_va)))
+            if dim:  # every held-out example given the next one's enrollment: another voice
+                other = float(loss_of(torch.tensor(idx_va), torch.tensor(np.roll(idx_va, 1))))
             if objective == "mask":  # every gain one
                 unity = float(((1.0 - ideal[idx_va]) ** 2).mean())
             else:
                 unity = float(((torch.log(mix_p[idx_va] @ fb.T + G.POWER_FLOOR) - target[idx_va]) ** 2).mean())
         log(f"epoch {ep + 1}/{epochs}: train {tot / len(idx_tr):.4f}, held out {va:.4f} "
-            f"(no gate {unity:.4f}), {time.time() - t0:.0f} s")
-    return {"mean": mean.numpy(), "std": std.numpy(),
+            + (f"(another voice's enrollment {other:.4f}) " if dim else "")
+            + f"(no gate {unity:.4f}), {time.time() - t0:.0f} s")
+    extra = {"spk_w": spk.weight.detach().numpy(), "spk_b": spk.bias.detach().numpy()} if dim else {}
+    return {**extra, "mean": mean.numpy(), "std": std.numpy(),
             "w_ih": gru.weight_ih_l0.detach().numpy(), "w_hh": gru.weight_hh_l0.detach().numpy(),
             "b_ih": gru.bias_ih_l0.detach().numpy(), "b_hh": gru.bias_hh_l0.detach().numpy(),
             "w_out": out.weight.detach().numpy(), "b_out": out.bias.detach().numpy(),
@@ -308,6 +382,9 @@ def main(argv=None):
     ap.add_argument("--lookahead", type=int, default=0, help="frames of look-ahead (10 ms each)")
     ap.add_argument("--early", type=float, default=None, metavar="MS",
                     help="the wanted voice in a room is its first MS ms (the late tail is taken out too)")
+    ap.add_argument("--enrolled", type=float, default=0.0, metavar="S",
+                    help="a gate conditioned on the voice: S s of each example's speaker's other utterances")
+    ap.add_argument("--speaker-dim", type=int, default=32, help="with --enrolled: the speaker vector's size")
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -325,12 +402,21 @@ def main(argv=None):
         raise HotPhraseError("--early", f"{a.early:g} ms: want more than 0, at most 200")
     if not 0 <= a.lead_seconds[0] <= a.lead_seconds[1]:
         raise HotPhraseError("--lead-seconds", f"{a.lead_seconds[0]:g} to {a.lead_seconds[1]:g}: want 0 <= LO <= HI")
-    mix_p, voice_b, rest_b = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs, a.snr, a.lead,
-                                       a.synthetic_babble, a.early, a.lead_seconds)
+    if not 0 <= a.enrolled <= 30:
+        raise HotPhraseError("--enrolled", f"{a.enrolled:g} s: want 0 (none) to 30")
+    if a.enrolled and (a.inputs or a.resolution) != "bands":
+        raise HotPhraseError("--enrolled", "the conditioned gate hears the bands (--inputs bands)")
+    if a.speaker_dim < 1:
+        raise HotPhraseError("--speaker-dim", f"{a.speaker_dim}: at least 1")
+    data = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs, a.snr, a.lead, a.synthetic_babble, a.early,
+                     a.lead_seconds, a.enrolled)
+    mix_p, voice_b, rest_b = data[:3]
+    enrol_b = data[3] if a.enrolled else None
     print(f"talker_gate_train: {len(mix_p)} examples of {a.seconds} s made in {time.time() - t0:.0f} s", flush=True)
     w = train(mix_p, voice_b, a.hidden, 10 ** (a.floor_db / 20), a.under, a.epochs, a.seed,
               log=lambda s: print("talker_gate_train: " + s, flush=True), resolution=a.resolution, rest_b=rest_b,
-              objective=a.loss, lookahead=a.lookahead, inputs=a.inputs)
+              objective=a.loss, lookahead=a.lookahead, inputs=a.inputs, enrol_b=enrol_b,
+              speaker_dim=a.speaker_dim)
     np.savez(a.out, **w)
     print(f"talker_gate_train: wrote {a.out}", flush=True)
 

@@ -161,6 +161,65 @@ class Gains(unittest.TestCase):
         np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+class Conditioned(unittest.TestCase):
+    """A gate conditioned on the enrolled voice, without PyTorch: its file's checks and its numpy speaker vector."""
+
+    def conditioned(self, dim=4, seed=0):
+        w = weights(hidden=8, seed=seed)
+        rng = np.random.default_rng(seed + 1)
+        w["w_ih"] = rng.normal(0, 0.3, (24, NMEL + dim)).astype(np.float32)
+        w["spk_w"] = rng.normal(0, 0.3, (dim, NMEL)).astype(np.float32)
+        w["spk_b"] = rng.normal(0, 0.3, dim).astype(np.float32)
+        return w
+
+    def test_it_refuses_to_run_before_it_is_enrolled_and_a_plain_gate_refuses_an_enrollment(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, self.conditioned()))
+            plain = G.Gate(write(d, weights(), "p.npz"))
+        self.assertTrue(g.conditioned)
+        self.assertFalse(plain.conditioned)
+        f = np.zeros((5, NMEL), np.float32)
+        with self.assertRaisesRegex(HotPhraseError, "enrol it first"):
+            g.gains(f)
+        with self.assertRaisesRegex(HotPhraseError, "not conditioned"):
+            plain.enrol(np.ones(8000, np.int16))
+        self.assertEqual(plain.gains(f).shape, (5, NMEL))
+
+    def test_bad_speaker_layers_are_named(self):
+        with tempfile.TemporaryDirectory() as d:
+            w = self.conditioned()
+            del w["spk_b"]
+            with self.assertRaisesRegex(HotPhraseError, "need spk_w and spk_b"):
+                G.Gate(write(d, w))
+            w = self.conditioned()
+            w["spk_w"] = w["spk_w"][:, :10]
+            with self.assertRaisesRegex(HotPhraseError, "speaker layer of the wrong shape"):
+                G.Gate(write(d, w))
+
+    def test_the_speaker_vector_is_the_mean_over_the_voiced_frames(self):
+        w = self.conditioned()
+        raw = np.log(np.full((6, NMEL), 1e-3))
+        raw[[1, 4]] = np.log(1e-8)  # two frames 50 dB under the rest: pauses
+        mask = G.voiced(raw)
+        np.testing.assert_array_equal(mask, [True, False, True, True, False, True])
+        f = np.random.default_rng(3).normal(0, 1, (6, NMEL)).astype(np.float32)
+        want = np.mean([np.tanh(w["spk_w"] @ f[t] + w["spk_b"]) for t in (0, 2, 3, 5)], axis=0)
+        np.testing.assert_allclose(G.speaker_vector(f, mask, w["spk_w"], w["spk_b"]), want, atol=1e-6)
+
+    @NEEDS_STFT
+    def test_the_voice_changes_the_gains(self):
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, self.conditioned()))
+        t = np.arange(16000) / 16000
+        f = np.random.default_rng(2).normal(0, 1, (30, NMEL)).astype(np.float32)
+        g.enrol(np.round(0.3 * np.sin(2 * np.pi * 150 * t) * 32767).astype(np.int16))
+        a = g.gains(f)
+        g.enrol((0.3 * np.sin(2 * np.pi * 2500 * t)).astype(np.float32))
+        self.assertGreater(np.abs(g.gains(f) - a).max(), 1e-3)
+        with self.assertRaisesRegex(HotPhraseError, "too short"):
+            g.enrol(np.ones(10, np.int16))
+
+
 @NEEDS_STFT
 class Oracle(unittest.TestCase):
     def test_without_noise_it_is_no_gate(self):
@@ -265,6 +324,26 @@ class TrainingData(unittest.TestCase):
         _, direct = T._through_room(np.random.default_rng(1), x, 0.01)  # the direct path alone (h[0] = 1)
         np.testing.assert_allclose(direct, x * float(direct @ x / (x @ x)), atol=1e-6)  # x itself, at the gain
 
+    def test_an_enrollment_is_the_speakers_other_utterances_and_leaves_the_example_as_it_was(self):
+        T = self.T
+        for i in range(6):
+            plain = T.example((10, i, 16000))
+            mix, voice, enrol, fresh = T.example((10, i, 16000) + T.DEFAULT_OPTIONS[:4] + (1.5,))
+            np.testing.assert_array_equal(mix, plain[0])  # the example's draws are untouched
+            np.testing.assert_array_equal(voice, plain[1])
+            self.assertEqual(len(enrol), 24000)
+            self.assertTrue(fresh)
+        clips = [np.full(4000, v, np.float32) for v in (0.1, 0.2, 0.3)]
+        x, fresh = T.enrollment(10, 0, clips, {0}, 2.0)  # utterance 0 is the voice's: never the enrollment's
+        self.assertTrue(fresh)
+        self.assertEqual(len(x), 32000)
+        levels = {round(float(v), 4) for v in np.unique(np.abs(x)) if v > 0}
+        self.assertEqual(len(levels), 2, levels)  # two utterances' levels (0.2 and 0.3, scaled), not 0.1's
+        self.assertAlmostEqual(max(levels) / min(levels), 1.5, places=3)
+        self.assertGreater(np.sum(x == 0), 3 * T.GAP)  # the gaps between them
+        _, fresh = T.enrollment(10, 0, clips, {0, 1, 2}, 1.0)  # a speaker with no other utterance
+        self.assertFalse(fresh)
+
     def test_synthetic_babble_refuses_voices_that_are_not_training_voices(self):
         from hotphrase import synth
         if not shutil.which("espeak-ng"):
@@ -346,6 +425,47 @@ class Training(unittest.TestCase):
         # measured: 0.055 with the look-ahead, 0.48 without (a coin toss)
         self.assertLess(err[3], 0.15)
         self.assertGreater(err[0], 0.3)
+
+    def test_a_conditioned_gate_keeps_the_enrolled_voice_of_two_alike(self):
+        # two voices at the same level, the wanted one told only by the enrollment (another stretch of the same
+        # voice): a gate that does not hear the enrollment cannot know which to keep
+        from hotphrase import talker_gate_train as T
+        sft = G.stft()
+        rng = np.random.default_rng(4)
+        sr = 16000
+
+        def voice(f0, n, phase=0):
+            t = np.arange(n) / sr
+            x = sum(np.sin(2 * np.pi * k * f0 * t) / k for k in range(1, 12))
+            return np.roll(x * (((t % 0.35) < 0.2) * 1.0) * 0.05, phase).astype(np.float32)
+
+        examples = []
+        for i in range(96):
+            low = voice(rng.uniform(100, 130), sr, int(rng.integers(0, 5600)))
+            high = voice(rng.uniform(220, 260), sr, int(rng.integers(0, 5600)))
+            want_low = i % 2 == 0
+            f0 = rng.uniform(100, 130) if want_low else rng.uniform(220, 260)
+            examples.append(T.powers((low + high, low if want_low else high, voice(f0, sr // 2)), sft))
+        mix_p, voice_b, rest_b, enrol_b = (np.stack([e[k] for e in examples]) for k in range(4))
+        w = T.train(mix_p, voice_b, hidden=16, floor=0.03, under=1.0, epochs=60, seed=1, log=lambda s: None,
+                    rest_b=rest_b, objective="mask", enrol_b=enrol_b, speaker_dim=8)
+        self.assertEqual(w["spk_w"].shape, (8, NMEL))
+        self.assertEqual(w["w_ih"].shape, (48, NMEL + 8))
+        with tempfile.TemporaryDirectory() as d:
+            g = G.Gate(write(d, w))
+        self.assertTrue(g.conditioned)
+        low, high = voice(115, sr), voice(240, sr, 2000)
+        spec_l, spec_h = sft.stft(low), sft.stft(high)
+        kept = {}
+        for name, enrol in (("low", voice(112, sr // 2)), ("high", voice(236, sr // 2))):
+            g.enrol(np.round(enrol * 32767).astype(np.int16))
+            gains = g.bin_gains(sft.stft(low + high))
+            kept[name] = (np.sum(np.abs(spec_l * gains) ** 2) / np.sum(np.abs(spec_l) ** 2),
+                          np.sum(np.abs(spec_h * gains) ** 2) / np.sum(np.abs(spec_h) ** 2))
+        # measured: enrolled on the low voice, 0.66 of its power kept and 0.14 of the high one's; enrolled on the high
+        # voice, 0.78 of it and 0.15 of the low one's
+        self.assertGreater(kept["low"][0], 2 * kept["low"][1], kept)
+        self.assertGreater(kept["high"][1], 2 * kept["high"][0], kept)
 
     def check(self, w, voice, sft, sr):
         kept_other, kept_lead = self.kept(w, voice, sft, sr)
