@@ -4,7 +4,7 @@ session 10) when MODEL is its weights file (.npz): its own gains, applied to eac
 the ideal gate (MODEL oracle:bands or oracle:bins, talker_gate.oracle_gains: session 11), what a gate could keep.
 
   python -m hotphrase.gtcrn_kept WORKDIR MODEL.onnx|GATE.npz|oracle:RES [--word jarvis] [--clips 48] [--snr 10]
-                                 [--rirs ROOMS.npz]
+                                 [--rirs ROOMS.npz] [--enrol-from SPEAKERS.json [--wrong-voice]]
 
 Each of the keyword's first CLIPS real clips is rendered as household_conditions renders the 10 dB condition
 (LEAD samples of silence, the clip, TAIL samples of silence, one held-out noise family mixed over it all at SNR dB
@@ -15,6 +15,13 @@ power kept over the clip's own span, the noise's power kept over the whole rende
 2 s before the clip, where the noise is all there is; the embedding frames that hold the keyword do not reach back
 into it: BENCHMARKS.md, issue #37 part 2 session 11), and the SNR over the clip's span before and after. With --rirs (room_rirs' rooms, one
 per clip in turn as household_conditions' room-snrN renders them) the keyword is the clip as the room gives it.
+
+A gate conditioned on the enrolled voice (talker_gate.py, session 12) needs --enrol-from (cluster_speakers' output
+for the keyword): each clip's gate is enrolled on ENROL_CLIPS other clips of the same speaker (the first in file
+name order that are not the clip itself), clean, joined with talker_gate_train.GAP between them, as the household's
+takes would be; a clip whose speaker has no other clip is left out (counted). With --wrong-voice, the control: the
+enrollment is the first ENROL_CLIPS clips of another speaker (the next label in order), so what the gate keeps with
+the right voice against the wrong one says how much it uses the voice.
 """
 import numpy as np
 
@@ -23,6 +30,28 @@ from . import augment as A
 from . import dataset as D
 from . import gtcrn
 from .errors import HotPhraseError
+
+
+ENROL_CLIPS = 3
+
+
+def enrollment_sets(names, labels, wrong=False):
+    """Per clip (names in order, labels {name: speaker}), the indices of the clips its gate is enrolled on: up to
+    ENROL_CLIPS other clips of its speaker, or with wrong=True the first ENROL_CLIPS of the next speaker's; [] when
+    there is none."""
+    by = {}
+    for i, n in enumerate(names):
+        by.setdefault(labels[n], []).append(i)
+    order = sorted(by)
+    out = []
+    for i, n in enumerate(names):
+        lab = labels[n]
+        if wrong:
+            other = order[(order.index(lab) + 1) % len(order)]
+            out.append(by[other][:ENROL_CLIPS] if other != lab else [])
+        else:
+            out.append([j for j in by[lab] if j != i][:ENROL_CLIPS])
+    return out
 
 
 def db(a, b):
@@ -75,13 +104,27 @@ def main(argv=None):
     ap.add_argument("--snr", type=float, default=10.0)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--rirs", help="room_rirs' rooms: each clip through one in turn, as household_conditions' room-snrN")
+    ap.add_argument("--enrol-from", metavar="SPEAKERS.json",
+                    help="a conditioned gate: each clip's gate enrolled on other clips of its speaker")
+    ap.add_argument("--wrong-voice", action="store_true", help="with --enrol-from: enrolled on another speaker")
     a = ap.parse_args(argv)
     from .evaluate_format2 import eval_banks
     from .household_conditions import LEAD, TAIL, read_rirs, reverberant
     _, banks, _ = eval_banks(a.workdir)
-    clips = D.real_clips(a.word, None)[:a.clips]
+    every = D.real_clips(a.word, None)
+    clips = every[:a.clips]
     if not clips:
         raise HotPhraseError(a.word, "no clips")
+    if a.wrong_voice and not a.enrol_from:
+        raise HotPhraseError("--wrong-voice", "needs --enrol-from")
+    sets = None
+    if a.enrol_from:
+        import json
+        with open(a.enrol_from) as f:
+            labels = json.load(f)["keywords"].get(a.word)
+        if not labels or len(labels) != len(every):
+            raise HotPhraseError(a.enrol_from, f"no speakers of {a.word}'s {len(every)} clips in it")
+        sets = enrollment_sets(sorted(labels), labels, a.wrong_voice)
     rooms = read_rirs(a.rirs) if a.rirs else []
     if a.model.startswith("oracle:"):
         res = a.model.split(":", 1)[1]
@@ -91,12 +134,24 @@ def main(argv=None):
         enh, measure, name = res, oracle_kept, f"the ideal gate ({res})"
     elif a.model.endswith(".npz"):
         from .talker_gate import Gate
+        from .talker_gate_train import GAP
         enh, measure, name = Gate(a.model), gate_kept, "the talker gate"
+        if enh.conditioned != bool(sets):
+            raise HotPhraseError(a.model, "a gate conditioned on a voice needs --enrol-from, and only it takes it")
+        if sets:
+            name += " enrolled on " + ("another speaker's clips" if a.wrong_voice else "the speaker's other clips")
+
+            def enrolled(k):
+                parts = [p for j in sets[k] for p in (np.asarray(every[j], np.float32), np.zeros(GAP, np.float32))]
+                enh.enrol(np.concatenate(parts))
+                return enh
     else:
         enh, measure, name = gtcrn.Enhancer(a.model), kept, "GTCRN"
     rng = np.random.default_rng(a.seed)
     where = f", in {len(rooms)} rooms in turn" if rooms else ""
-    print(f"{a.word}: {len(clips)} clips, {a.snr:g} dB{where}; power kept by {name}'s gain (dB), mean over clips")
+    keep = [i for i in range(len(clips)) if sets is None or sets[i]]
+    print(f"{a.word}: {len(keep)} clips ({len(clips) - len(keep)} without an enrollment left out), {a.snr:g} dB{where}; "
+          f"power kept by {name}'s gain (dB), mean over clips")
     print("| noise | keyword kept (its span) | noise kept | noise kept in the lead | SNR before / after (the clip's span) |")
     print("|---|---|---|---|---|")
     for kind in A.EVAL_NOISES:
@@ -108,7 +163,8 @@ def main(argv=None):
                 x, tail = reverberant(x, h, m["direct_path_samples"]), 0
             s = np.concatenate([np.zeros(LEAD, np.float32), x, np.zeros(tail, np.float32)])
             n = A.mix(s, A.crop(rng, banks.b[kind], len(s)), a.snr) - s  # the noise as mixed
-            rows.append(measure(enh, s, n, slice(LEAD, LEAD + len(x))))
+            if i in keep:
+                rows.append(measure(enrolled(i) if sets else enh, s, n, slice(LEAD, LEAD + len(x))))
         k, nk, before, after, lead = np.mean(rows, axis=0)
         print(f"| {kind} | {k:.1f} | {nk:.1f} | {lead:.1f} | {before:.1f} / {after:.1f} |", flush=True)
 
