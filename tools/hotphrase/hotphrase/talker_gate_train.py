@@ -43,8 +43,10 @@ Session 12's option:
   --enrolled S         a gate that knows the voice it keeps (talker_gate.py, "A gate that knows the enrolled
                        voice"): each example also carries S s of its wanted speaker's other utterances, clean (as
                        the household's takes are recorded), at a level of its own; utterances the example's voice
-                       uses are never its enrollment (an example whose speaker has no other is counted and printed).
-                       The network's speaker layer (--speaker-dim D, default 32) is trained with it. Each epoch's
+                       uses are never its enrollment (an example whose speaker has no other is counted and printed),
+                       and its speaker is one with more than one utterance. The network's speaker layer
+                       (--speaker-dim D, default 32) is trained with it; --speaker-dim 0 draws the same examples
+                       and enrollments but gives the network no voice: the baseline to compare with. Each epoch's
                        held-out loss is also printed with every held-out example given another example's enrollment
                        (another voice): a gate that uses the voice does worse with the wrong one.
 
@@ -168,6 +170,14 @@ def enrollment(seed, i, clips, used, seconds):
     return x.astype(np.float32), fresh
 
 
+def wanted_speakers(pool, enrolled):
+    """The speakers an example's wanted voice is drawn from, in order: all, or with an enrollment those with more
+    than one utterance (the training side has 136 speakers of one, whose enrollment could only be the very
+    utterance the example holds). Babble is drawn from all."""
+    names = sorted(pool)
+    return [k for k in names if len(pool[k]) > 1] if enrolled else names
+
+
 def example(args):
     """(mixture, voice): float32 S-second signals, the mixture as the microphone hears it, the voice alone in it;
     with an enrollment (the options' last, seconds), (mixture, voice, enrollment, fresh) (enrollment()).
@@ -176,7 +186,8 @@ def example(args):
     snr, lead, early, lead_s, enrol_s = tuple(args[3:]) + DEFAULT_OPTIONS[len(args) - 3:]
     rng = np.random.default_rng([seed, i])
     names = sorted(_POOL)
-    spk = names[int(rng.integers(len(names)))]
+    wanted = wanted_speakers(_POOL, enrol_s)
+    spk = wanted[int(rng.integers(len(wanted)))]
     used = set()
     voice = _voice(rng, _POOL[spk], n, used)
     if lead and rng.random() < lead:
@@ -384,7 +395,8 @@ def main(argv=None):
                     help="the wanted voice in a room is its first MS ms (the late tail is taken out too)")
     ap.add_argument("--enrolled", type=float, default=0.0, metavar="S",
                     help="a gate conditioned on the voice: S s of each example's speaker's other utterances")
-    ap.add_argument("--speaker-dim", type=int, default=32, help="with --enrolled: the speaker vector's size")
+    ap.add_argument("--speaker-dim", type=int, default=32,
+                    help="with --enrolled: the speaker vector's size (0: the same examples, no voice heard)")
     ap.add_argument("--seed", type=int, default=10)
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--threads", type=int, default=2)
@@ -406,8 +418,8 @@ def main(argv=None):
         raise HotPhraseError("--enrolled", f"{a.enrolled:g} s: want 0 (none) to 30")
     if a.enrolled and (a.inputs or a.resolution) != "bands":
         raise HotPhraseError("--enrolled", "the conditioned gate hears the bands (--inputs bands)")
-    if a.speaker_dim < 1:
-        raise HotPhraseError("--speaker-dim", f"{a.speaker_dim}: at least 1")
+    if a.speaker_dim < 0:
+        raise HotPhraseError("--speaker-dim", f"{a.speaker_dim}: 0 (no voice heard) or more")
     data = make_data(a.workdir, a.examples, a.seconds, a.seed, a.procs, a.snr, a.lead, a.synthetic_babble, a.early,
                      a.lead_seconds, a.enrolled)
     mix_p, voice_b, rest_b = data[:3]

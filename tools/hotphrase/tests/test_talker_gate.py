@@ -353,6 +353,9 @@ class TrainingData(unittest.TestCase):
         self.assertGreater(np.sum(x == 0), 3 * T.GAP)  # the gaps between them
         _, fresh = T.enrollment(10, 0, clips, {0, 1, 2}, 1.0)  # a speaker with no other utterance
         self.assertFalse(fresh)
+        pool = {"b": [1, 2], "a": [1], "c": [1, 2, 3]}
+        self.assertEqual(T.wanted_speakers(pool, 0.0), ["a", "b", "c"])
+        self.assertEqual(T.wanted_speakers(pool, 3.0), ["b", "c"])  # never a speaker of one utterance
 
     def test_synthetic_babble_refuses_voices_that_are_not_training_voices(self):
         from hotphrase import synth
