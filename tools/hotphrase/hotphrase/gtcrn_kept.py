@@ -17,11 +17,10 @@ into it: BENCHMARKS.md, issue #37 part 2 session 11), and the SNR over the clip'
 per clip in turn as household_conditions' room-snrN renders them) the keyword is the clip as the room gives it.
 
 A gate conditioned on the enrolled voice (talker_gate.py, session 12) needs --enrol-from (cluster_speakers' output
-for the keyword): each clip's gate is enrolled on ENROL_CLIPS other clips of the same speaker (the first in file
-name order that are not the clip itself), clean, joined with talker_gate_train.GAP between them, as the household's
-takes would be; a clip whose speaker has no other clip is left out (counted). With --wrong-voice, the control: the
-enrollment is the first ENROL_CLIPS clips of another speaker (the next label in order), so what the gate keeps with
-the right voice against the wrong one says how much it uses the voice.
+for the keyword): each clip's gate is enrolled by talker_gate.enrollment_sets' rule, on 3 other clips of the same
+speaker, clean, as the household's takes would be; a clip whose speaker has no other clip is left out (counted).
+With --wrong-voice, the control: the enrollment is 3 clips of another speaker, so what the gate keeps with the
+right voice against the wrong one says how much it uses the voice.
 """
 import numpy as np
 
@@ -29,29 +28,8 @@ from . import cli
 from . import augment as A
 from . import dataset as D
 from . import gtcrn
+from .talker_gate import enrollment_audio, enrollment_sets
 from .errors import HotPhraseError
-
-
-ENROL_CLIPS = 3
-
-
-def enrollment_sets(names, labels, wrong=False):
-    """Per clip (names in order, labels {name: speaker}), the indices of the clips its gate is enrolled on: up to
-    ENROL_CLIPS other clips of its speaker, or with wrong=True the first ENROL_CLIPS of the next speaker's; [] when
-    there is none."""
-    by = {}
-    for i, n in enumerate(names):
-        by.setdefault(labels[n], []).append(i)
-    order = sorted(by)
-    out = []
-    for i, n in enumerate(names):
-        lab = labels[n]
-        if wrong:
-            other = order[(order.index(lab) + 1) % len(order)]
-            out.append(by[other][:ENROL_CLIPS] if other != lab else [])
-        else:
-            out.append([j for j in by[lab] if j != i][:ENROL_CLIPS])
-    return out
 
 
 def db(a, b):
@@ -134,7 +112,6 @@ def main(argv=None):
         enh, measure, name = res, oracle_kept, f"the ideal gate ({res})"
     elif a.model.endswith(".npz"):
         from .talker_gate import Gate
-        from .talker_gate_train import GAP
         enh, measure, name = Gate(a.model), gate_kept, "the talker gate"
         if enh.conditioned != bool(sets):
             raise HotPhraseError(a.model, "a gate conditioned on a voice needs --enrol-from, and only it takes it")
@@ -142,8 +119,7 @@ def main(argv=None):
             name += " enrolled on " + ("another speaker's clips" if a.wrong_voice else "the speaker's other clips")
 
             def enrolled(k):
-                parts = [p for j in sets[k] for p in (np.asarray(every[j], np.float32), np.zeros(GAP, np.float32))]
-                enh.enrol(np.concatenate(parts))
+                enh.enrol(enrollment_audio([every[j] for j in sets[k]]))
                 return enh
     else:
         enh, measure, name = gtcrn.Enhancer(a.model), kept, "GTCRN"

@@ -46,6 +46,13 @@ rendering from there; the embedding sees the rendering alone, the same audio as 
 never starts cold: it has been listening to the room's radio or chatter for as long as they have been on, where the
 rendering's LEAD gives it only 2 s. The files record it (`warm_up_s`).
 
+With a gate conditioned on the enrolled voice (`--frontend gate:NPZ` of talker_gate_train --enrolled; session 12)
+`--enrol-from SPEAKERS.json` (cluster_speakers' output) is needed: each clip's rendering, in every condition, goes
+through the gate enrolled on 3 other clips of its speaker, clean (talker_gate.enrollment_sets), as a household's
+takes would enrol it; household_eval enrols the takes' gate by the same rule. The files record it
+(`enrolled_on`). The test side is not rendered through such a gate: whose voice it would be gated by is the
+household's, one enrollment at a time, which household_eval does not yet measure (its --no-test-side).
+
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
 
@@ -71,6 +78,7 @@ from . import cli
 from . import dataset as D
 from . import e1data
 from . import heldout
+from . import talker_gate
 from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 
@@ -274,12 +282,20 @@ def test_side_sets(workdir, extra_folders, real_speech):
     return out
 
 
-def stamped(audio, frontend, warm=None):
+def stamped(audio, frontend, warm=None, enrol=None):
     """The renderings through the front end (speex.make's; None: as they are) and the file's `frontend` entry; with
     `warm` (a warm-up or None per rendering), the front end runs over the warm-up first and on into the rendering,
-    of which only the rendering is kept."""
+    of which only the rendering is kept; with `enrol` (a conditioned gate: per rendering the enrollment's audio),
+    the gate is enrolled on it first."""
     from . import speex
     fe = speex.make(frontend)
+    if enrol is not None:
+        out = []
+        for x, e in zip(audio, enrol):
+            fe.enrol(e)
+            out.append(speex.apply_float(fe, x))
+        return out, {"frontend": np.array(speex.parse_frontend(frontend)),
+                     "enrolled_on": np.array("3 other clips of the clip's speaker (talker_gate.enrollment_sets)")}
     if fe is not None:
         if warm is None:
             audio = [speex.apply_float(fe, x) for x in audio]
@@ -345,6 +361,8 @@ def main(argv=None):
                     help="also house-room and house-room-snrN (--room-snr): each clip in its speaker's own room "
                          "(cluster_speakers' output, one keyword's labels; house_rooms)")
     ap.add_argument("--only", nargs="+", default=None, metavar="COND", help="render only these conditions")
+    ap.add_argument("--enrol-from", metavar="SPEAKERS.json",
+                    help="a gate conditioned on the voice: each clip's enrolled on 3 other clips of its speaker")
     ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
                     help="household_eval's test side: these get_public_negatives eval folders (WORKDIR/public/eval/X)")
     ap.add_argument("--test-side-real-speech", action="store_true",
@@ -354,6 +372,18 @@ def main(argv=None):
     rooms = read_rirs(a.rirs) if a.rirs else []
     from . import speex
     speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
+    fe0 = speex.make(a.frontend)
+    conditioned = bool(getattr(fe0, "conditioned", False))
+    if conditioned != bool(a.enrol_from):
+        raise HotPhraseError("--enrol-from", "is for a gate conditioned on a voice, and such a gate needs it")
+    if conditioned and (a.test_side_extra or a.test_side_real_speech):
+        raise HotPhraseError("--test-side-extra", "not through a gate conditioned on a voice (whose voice?)")
+    if conditioned and a.warm_up:
+        raise HotPhraseError("--warm-up", "not with a gate conditioned on a voice")
+    speakers = None
+    if a.enrol_from:
+        with open(a.enrol_from) as f:
+            speakers = json.load(f)["keywords"]
     if a.oracle_early is not None and not a.oracle:
         raise HotPhraseError("--oracle-early", "needs --oracle")
     if a.oracle_where != "all" and not a.oracle:
@@ -390,6 +420,15 @@ def main(argv=None):
     _, banks, _ = eval_banks(a.workdir)
     for word in a.words:
         clips = D.real_clips(word, None)
+        enrol = None
+        if speakers is not None:
+            labels = speakers.get(word) or {}
+            if len(labels) != len(clips):
+                raise HotPhraseError(a.enrol_from, f"{len(labels)} clips of {word}, the folder has {len(clips)}")
+            enrol = [talker_gate.enrollment_audio([clips[j] for j in js]) if js else None
+                     for js in talker_gate.enrollment_sets(sorted(labels), labels)]
+            # a speaker of one clip (never enrolled by household_eval, only a guest there): enrolled on itself
+            enrol = [e if e is not None else talker_gate.enrollment_audio([clips[i]]) for i, e in enumerate(enrol)]
         room_index = None
         for cond in conds:
             if cond.startswith("house"):
@@ -407,7 +446,7 @@ def main(argv=None):
             warm = [] if a.warm_up and "snr" in cond else None
             audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle, a.oracle_early,
                                           a.oracle_where, a.warm_up, warm)
-            audio, fe = stamped(audio, a.frontend, warm)
+            audio, fe = stamped(audio, a.frontend, warm, enrol)
             if warm is not None:
                 fe["warm_up_s"] = np.float32(a.warm_up)
             if a.oracle:

@@ -53,6 +53,7 @@ from . import cli
 from . import dataset as D
 from . import hpmfile
 from . import household as H
+from . import talker_gate as G
 from .constants import EMB_DIM, SAMPLE_RATE, STEP_SECONDS
 from .errors import HotPhraseError
 from .negative_bank import default_public_dir, read_manifests
@@ -627,8 +628,9 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
     fa_personal, fa_generic, fa_fused = false_accepts(enrollments, scorers, test_streams, z_th, heads, sweep)
     pbest, gbest = best_over(clips)
     rep["personal"] = outcomes(pbest, None, None)["personal"]
-    rep["personal"].update({"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3),
-                            "test_fa_per_hour_worst_enrollment": round(float(fa_personal.max()) / hours, 3)})
+    rep["personal"].update({"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3) if hours else None,
+                            "test_fa_per_hour_worst_enrollment":
+                                round(float(fa_personal.max()) / hours, 3) if hours else None})
     cond_best = {c: best_over({n: cm[n] for n in names}) for c, cm in conditions.items()}
     rep["conditions"] = {c: {"personal": outcomes(pb, None, None)["personal"]} for c, (pb, _) in cond_best.items()}
     for c, labels in (condition_labels or {}).items():
@@ -1045,6 +1047,10 @@ def main(argv=None):
                     help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
                          "negatives; speex.py: libspeexdsp's noise suppressor at DB, default -15); caches given "
                          "(--clips-dir, --condition, --test-npz) must have been made through the same one")
+    ap.add_argument("--no-test-side", action="store_true",
+                    help="session 12: misses only, no negatives at all (with --bank-z and --no-threshold-side; "
+                         "no --test-npz, --generic or --z-sweep): every false-accept entry is null. What a gate "
+                         "conditioned on the enrolled voice needs until its test side is measured per household")
     ap.add_argument("--no-threshold-side", action="store_true",
                     help="with --bank-z and --test-npz: no threshold side (it needs --public's speechocean762 "
                          "manifest); its false accepts are not reported")
@@ -1062,7 +1068,12 @@ def main(argv=None):
         return merge(a.bank, a.merge)
     from . import speex
     frontend = speex.parse_frontend(a.frontend)
-    if a.no_threshold_side and not (a.bank_z and a.test_npz):
+    if a.no_test_side and (not a.no_threshold_side or a.test_npz or a.generic or a.z_sweep or a.candidates_out
+                           or a.condition_test_side or a.write_threshold):
+        raise HotPhraseError("--no-test-side", "goes with --bank-z and --no-threshold-side, and without --test-npz, "
+                                               "--generic, --z-sweep, --candidates-out, --condition-test-side and "
+                                               "--write-threshold")
+    if a.no_threshold_side and not (a.bank_z and (a.test_npz or a.no_test_side)):
         raise HotPhraseError("--no-threshold-side", "needs --bank-z and --test-npz (nothing here is chosen on it)")
     public = a.public or default_public_dir()
     header, _, mean, bank_segments = H.read_bank(a.bank)
@@ -1105,6 +1116,10 @@ def main(argv=None):
     if not a.speakers:
         raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
     emb = Embedder(speex.make(frontend))
+    conditioned = bool(getattr(emb.frontend, "conditioned", False))
+    if conditioned and not (a.clips_dir and a.no_test_side):
+        raise HotPhraseError(a.frontend, "a gate conditioned on a voice: give --clips-dir (household_conditions "
+                                         "--enrol-from) and --no-test-side (its test side is not measured yet)")
     scorers = Scorers(mean, bank_segments)
     if a.no_threshold_side:
         thr_groups, test_groups = {}, {}
@@ -1130,6 +1145,8 @@ def main(argv=None):
         test_streams = load_streams(a.test_npz, frontend)
         test_names = [os.path.basename(p) for p in a.test_npz]
         test_sec = sum(len(x) for x in test_streams) * STEP_SECONDS
+    elif a.no_test_side:
+        test_streams, test_names, test_sec = [], [], 0.0
     else:
         test_streams, test_names, test_sec = negatives("test", test_groups)
     test_what = f"{len(test_names)} cache files" if a.test_npz else f"{len(test_names)} speakers"
@@ -1151,6 +1168,7 @@ def main(argv=None):
         audio, passed = {}, set()
         names_all = sorted(spk[word])[:10 * a.limit or None]
         cached_clips = None
+        sets = G.enrollment_sets(names_all, spk[word]) if conditioned else None
         if a.clips_dir:
             cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word],
                                           frontend)
@@ -1177,6 +1195,10 @@ def main(argv=None):
                 pick = list(rng.choice(ok, TAKES, replace=False))
                 for n in pick:
                     if n not in takes:
+                        if conditioned:  # the take's gate enrolled as household_conditions enrolled its clip's
+                            js = sets[names_all.index(n)] or [names_all.index(n)]
+                            emb.frontend.enrol(G.enrollment_audio(
+                                [D.read_audio(os.path.join(folder, names_all[j])) for j in js]))
                         try:
                             takes[n], _, spans[n] = H.template_frames(None, None, audio[n], n, embedder=emb)
                             take_audio[n] = audio[n]
@@ -1222,6 +1244,10 @@ def main(argv=None):
               "test_side": test_names if a.test_npz else f"{len(test_names)} speakers", "enrollments": len(enrollments),
               "speakers_enrolled": len({(m["word"], m["speaker"]) for m in meta}), "draws": a.draws,
               "takes_rejected": dict(rejected), "scorers": {}}
+    if conditioned:
+        report["conditioned_gate"] = ("each clip and take gated with the voice of 3 other clips of its own speaker "
+                                      "(talker_gate.enrollment_sets): guests too, which is not the household's case "
+                                      "(a guest would be gated by the household's voice); no test side")
     words = sorted({m["word"] for m in meta})
     for kind in a.scorers:
         zt = z_series(enrollments, thr_streams, scorers, kind) if thr_streams else None
@@ -1240,7 +1266,7 @@ def main(argv=None):
             if len(raw):
                 z = personal(enrollments, raw, scorers, kind)
                 fa_test += [count_wakes(np.where(np.isfinite(r), r, -np.inf), z_th) for r in z]
-        fa_test /= test_sec / 3600
+        fa_test = fa_test / (test_sec / 3600) if test_sec else None
         own_miss, guest_heard, per_word = [], [], {}
         for w in words:
             rows = [i for i, m in enumerate(meta) if m["word"] == w]
@@ -1260,9 +1286,10 @@ def main(argv=None):
                            "enrollments": len(rows), "z_threshold_alone": z_alone[w]}
         r = {"z_threshold": z_th,
              "threshold_side_fa_per_hour_mean": None if fa_thr is None else round(fa_thr, 3),
-             "test_side_fa_per_hour_mean": round(float(fa_test.mean()), 3),
-             "test_side_fa_per_hour_worst_enrollment": round(float(fa_test.max()), 3),
-             "test_side_enrollments_without_false_accepts_pct": round(100 * float(np.mean(fa_test == 0)), 1),
+             "test_side_fa_per_hour_mean": None if fa_test is None else round(float(fa_test.mean()), 3),
+             "test_side_fa_per_hour_worst_enrollment": None if fa_test is None else round(float(fa_test.max()), 3),
+             "test_side_enrollments_without_false_accepts_pct":
+                 None if fa_test is None else round(100 * float(np.mean(fa_test == 0)), 1),
              "own_clips_missed_pct_mean_over_enrollments": round(100 * float(np.mean(own_miss)), 2),
              "guest_clips_heard_pct_mean_over_enrollments": round(100 * float(np.mean(guest_heard)), 2),
              "per_word": per_word}

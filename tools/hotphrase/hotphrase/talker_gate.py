@@ -98,6 +98,36 @@ def voiced(feats_raw_log):
     return e >= e.max() - SPEAKER_RANGE_DB / 10 * np.log(10)
 
 
+ENROL_CLIPS = 3  # the household's takes: a clip's gate is enrolled on this many other clips of its speaker
+ENROL_GAP = int(0.3 * SR)  # silence after each clip of an enrollment (talker_gate_train's between utterances)
+
+
+def enrollment_sets(names, labels, wrong=False):
+    """The measurements' enrollment rule for a conditioned gate: per clip (names in order, labels {name: speaker}),
+    the indices of the clips its gate is enrolled on: up to ENROL_CLIPS other clips of its speaker (the first in
+    order that are not the clip itself), or with wrong=True (the control) the first ENROL_CLIPS of the next
+    speaker's (labels in order, round); [] when there is none."""
+    by = {}
+    for i, n in enumerate(names):
+        by.setdefault(labels[n], []).append(i)
+    order = sorted(by)
+    out = []
+    for i, n in enumerate(names):
+        lab = labels[n]
+        if wrong:
+            other = order[(order.index(lab) + 1) % len(order)]
+            out.append(by[other][:ENROL_CLIPS] if other != lab else [])
+        else:
+            out.append([j for j in by[lab] if j != i][:ENROL_CLIPS])
+    return out
+
+
+def enrollment_audio(clips):
+    """Float clips joined, ENROL_GAP of silence after each: what Gate.enrol hears."""
+    parts = [p for c in clips for p in (np.asarray(c, np.float32), np.zeros(ENROL_GAP, np.float32))]
+    return np.concatenate(parts) if parts else np.zeros(0, np.float32)
+
+
 def speaker_vector(feats, mask, spk_w, spk_b):
     """The enrollment's speaker vector: the mean over its masked frames of tanh(spk_w f + spk_b)."""
     return np.tanh(feats[mask] @ spk_w.T + spk_b).mean(axis=0).astype(np.float32)

@@ -147,7 +147,7 @@ DEFAULT_SNR = (-5.0, 25.0)
 DEFAULT_LEAD_SECONDS = (0.5, 2.5)
 # example()'s options: (snr_lo, snr_hi), lead share, early_ms or None, (lead_lo, lead_hi) seconds, enrollment s
 DEFAULT_OPTIONS = (DEFAULT_SNR, 0.0, None, DEFAULT_LEAD_SECONDS, 0.0)
-GAP = int(0.3 * SR)  # between an enrollment's utterances
+GAP = G.ENROL_GAP  # between an enrollment's utterances
 
 
 def enrollment(seed, i, clips, used, seconds):

@@ -1,6 +1,8 @@
 """household_conditions' renderings of the real clips: the clean set's layout, the SNR over the clip's active
 power, the room's alignment and level (with scipy, skipped without it), the condition names and the drawing."""
+import contextlib
 import importlib.util
+import io
 import unittest
 
 import numpy as np
@@ -161,6 +163,38 @@ class WarmUp(unittest.TestCase):
         np.testing.assert_array_equal(warmed, want)
         np.testing.assert_array_equal(none, cold)
         self.assertGreater(np.abs(warmed - cold).max(), 1e-4)  # the gate's state carried over
+
+
+    @NEEDS_STFT
+    def test_a_conditioned_gate_is_enrolled_per_rendering_and_refused_without_speakers(self):
+        import os
+        import tempfile
+        from hotphrase import speex
+        x = tone(6000)
+        rng, h, n, dim = np.random.default_rng(3), 8, 40, 4
+        weights = {"mean": np.zeros(n) - 12, "std": np.ones(n) * 3, "w_ih": rng.normal(0, 1, (3 * h, n + dim)),
+                   "w_hh": rng.normal(0, 1, (3 * h, h)), "b_ih": np.zeros(3 * h), "b_hh": np.zeros(3 * h),
+                   "w_out": rng.normal(0, 1, (n, h)), "b_out": np.zeros(n), "floor": 0.03,
+                   "spk_w": rng.normal(0, 1, (dim, n)), "spk_b": np.zeros(dim)}
+        t = np.arange(16000) / 16000
+        low = (0.3 * np.sin(2 * np.pi * 150 * t)).astype(np.float32)
+        high = (0.3 * np.sin(2 * np.pi * 3000 * t)).astype(np.float32)
+        with tempfile.TemporaryDirectory() as d:
+            np.savez(os.path.join(d, "g.npz"), **{k: np.asarray(v, np.float32) for k, v in weights.items()})
+            spec = "gate:" + os.path.join(d, "g.npz")
+            (a, b, c), fe = HC.stamped([x, x, x], spec, enrol=[low, high, low])
+            self.assertEqual(str(fe["frontend"]), speex.parse_frontend(spec))
+            self.assertIn("enrollment_sets", str(fe["enrolled_on"]))
+            g = speex.make(spec)
+            g.enrol(high)
+            np.testing.assert_array_equal(b, speex.apply_float(g, x))  # each rendering through its own voice
+            np.testing.assert_array_equal(a, c)
+            self.assertGreater(np.abs(a - b).max(), 1e-4)
+            for argv in (["--frontend", spec], ["--enrol-from", "x.json"]):  # a conditioned gate alone; no gate
+                err = io.StringIO()
+                with contextlib.redirect_stderr(err):
+                    self.assertEqual(HC.main(["/nonexistent", d, "--words", "jarvis"] + argv), 1)
+                self.assertIn("--enrol-from: is for a gate conditioned on a voice", err.getvalue())
 
 
 class Conditions(unittest.TestCase):

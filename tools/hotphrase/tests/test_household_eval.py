@@ -179,3 +179,29 @@ class ZSweep(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class NoTestSide(unittest.TestCase):
+    """--no-test-side (session 12): misses only, and only with what needs no negatives."""
+
+    def run_main(self, argv):
+        import contextlib
+        import io
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            rc = HE.main(["--bank", "/nonexistent.hpm"] + argv)
+        return rc, err.getvalue()
+
+    def test_it_goes_only_with_bank_z_and_no_threshold_side(self):
+        for argv in (["--no-test-side"], ["--no-test-side", "--no-threshold-side", "--test-npz", "t.npz"],
+                     ["--no-test-side", "--no-threshold-side", "--generic", "g"],
+                     ["--no-test-side", "--no-threshold-side", "--z-sweep", "5:6:0.1"]):
+            rc, err = self.run_main(argv)
+            self.assertEqual(rc, 1, argv)
+            self.assertIn("--no-test-side: goes with --bank-z and --no-threshold-side", err, argv)
+        rc, err = self.run_main(["--no-threshold-side", "--no-test-side"])  # accepted; then wants --bank-z
+        self.assertEqual(rc, 1)
+        self.assertIn("--no-threshold-side: needs --bank-z", err)
+        rc, err = self.run_main(["--no-threshold-side", "--no-test-side", "--bank-z"])  # accepted: the bank is read
+        self.assertEqual(rc, 1)
+        self.assertIn("/nonexistent.hpm", err)
