@@ -261,9 +261,12 @@ extension TimerBook {
         return changes
     }
 
-    /// "in 8 hours and 5 minutes" (rounded to the minute).
-    static func whenFromNow(_ seconds: Double) -> String {
-        let minutes = Int((seconds / 60).rounded(.up))
+    /// "in 8 hours and 5 minutes": the minutes until the alarm, rounded up as SpeakerTimer.remainingSeconds rounds
+    /// its seconds, to the millisecond first, so that a clock read a hair before a whole minute does not add one
+    /// ("in 21 hours and 31 minutes" of a 7:30 alarm set at 9:59:59.9999). Saturating, and kept where minutes * 60
+    /// still fits an Int, so that no number traps here.
+    public static func whenFromNow(_ seconds: Double) -> String {
+        let minutes = Saturating.int((seconds * 1000).rounded() / 1000 / 60, .up, in: 0...(Int.max / 60))
         return minutes < 1 ? "in less than a minute" : "in " + SpokenDuration.words(minutes * 60)
     }
 }

@@ -36,6 +36,20 @@ struct SpringForward: LocalCalendar {
         #expect(seven.next(after: monday10, spring) == monday10 + 19 * 3600)
     }
 
+    @Test func anAlarmSetAHairBeforeAWholeMinuteIsNotAMinuteLater() {
+        // 9:59:59.9999 on Monday: the 7:30 alarm is 21 hours 30 minutes and 0.1 ms away, said as 21 h 30 min.
+        var book = TimerBook()
+        let set = book.apply(.set(minuteOfDay: 7 * 60 + 30, days: [], name: ""), now: monday10 - 0.0001, calendar: utc, clockSynchronized: true)
+        #expect(set.sentence == "The alarm for 7:30 AM is set, in 21 hours and 30 minutes.")
+        #expect(TimerBook.whenFromNow(60.0000001) == "in 1 minute")
+        #expect(TimerBook.whenFromNow(60.002) == "in 2 minutes")  // past the millisecond, a minute begun counts
+        #expect(TimerBook.whenFromNow(0.0004) == "in less than a minute")
+        // numbers no clock gives, without a trap
+        #expect(TimerBook.whenFromNow(.nan) == "in less than a minute")
+        #expect(TimerBook.whenFromNow(-5) == "in less than a minute")
+        #expect(TimerBook.whenFromNow(.infinity).hasPrefix("in "))
+    }
+
     @Test func setListCancelAndTheUnsyncedClockWarning() {
         var book = TimerBook()
         let set = book.apply(.set(minuteOfDay: 7 * 60 + 30, days: [], name: ""), now: monday10, calendar: utc, clockSynchronized: true)
