@@ -185,10 +185,10 @@ class Gate:
             raise HotPhraseError("enrol", f"{len(x)} samples: too short to hear a voice in")
         spec = self.sft.stft(x)
         power = spec.real ** 2 + spec.imag ** 2
-        raw = np.log((power.T if len(self.w["mean"]) == NBINS else band_power(power)) + POWER_FLOOR)
-        feats = ((raw - self.w["mean"]) / self.w["std"]).astype(np.float32)
         if not np.any(power > 0):
             raise HotPhraseError("enrol", "the enrollment is silent")
+        raw = np.log((power.T if len(self.w["mean"]) == NBINS else band_power(power)) + POWER_FLOOR)
+        feats = ((raw - self.w["mean"]) / self.w["std"]).astype(np.float32)
         self.voice = speaker_vector(feats, voiced(raw), self.spk["spk_w"], self.spk["spk_b"])
         return self.voice
 

@@ -228,6 +228,8 @@ class Conditioned(unittest.TestCase):
         self.assertGreater(np.abs(g.gains(f) - a).max(), 1e-3)
         with self.assertRaisesRegex(HotPhraseError, "too short"):
             g.enrol(np.ones(10, np.int16))
+        with self.assertRaisesRegex(HotPhraseError, "silent"):
+            g.enrol(np.zeros(8000, np.int16))
 
 
 @NEEDS_STFT
