@@ -35,6 +35,19 @@ cache="${HOUND_CHROOT_DIR:-/var/tmp/hound-speaker-chroot}"
 base="$cache/$suite.base"
 root="$cache/$suite"
 
+# A run killed before its cleanup (SIGKILL, a session or machine stopped) leaves its mounts in the kept root: /dev,
+# /sys, the Swift toolchain and the checkout's parent, bound read-write. Take them down first, deepest first, so that
+# nothing is mounted over a stale mount (mount fails: "No such file or directory" once the old checkout is gone) and
+# no rm -rf below reaches through one into the host's /dev or a checkout.
+unmount_stale() {
+    local m
+    for m in $(awk -v r="$1/" 'index($2, r) == 1 { print $2 }' /proc/mounts | sort -r); do
+        echo "debian-chroot: $m was left mounted by an earlier run; unmounting it" >&2
+        umount -l "$m" || { echo "debian-chroot: cannot unmount $m" >&2; exit 1; }
+    done
+}
+unmount_stale "$root"
+
 command -v debootstrap >/dev/null || { apt-get update -qq; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null; }
 
 # The Debian mirror this machine's apt already uses (deb822 or one-line sources).
