@@ -425,10 +425,9 @@ def main(argv=None):
             labels = speakers.get(word) or {}
             if len(labels) != len(clips):
                 raise HotPhraseError(a.enrol_from, f"{len(labels)} clips of {word}, the folder has {len(clips)}")
-            enrol = [talker_gate.enrollment_audio([clips[j] for j in js]) if js else None
-                     for js in talker_gate.enrollment_sets(sorted(labels), labels)]
             # a speaker of one clip (never enrolled by household_eval, only a guest there): enrolled on itself
-            enrol = [e if e is not None else talker_gate.enrollment_audio([clips[i]]) for i, e in enumerate(enrol)]
+            enrol = [talker_gate.enrollment_audio([clips[j] for j in (js or [i])])
+                     for i, js in enumerate(talker_gate.enrollment_sets(sorted(labels), labels))]
         room_index = None
         for cond in conds:
             if cond.startswith("house"):

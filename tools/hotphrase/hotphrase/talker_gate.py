@@ -80,11 +80,15 @@ NBINS = NFFT // 2 + 1
 RESOLUTIONS = {"bands": NMEL, "bins": NBINS}  # a gain per mel band (spread onto the bins), or one per FFT bin
 
 
+def log_powers(power, n):
+    """(frames, n) log powers of a (bins, frames) power spectrum: the NMEL bands', or the NBINS bins' themselves."""
+    return np.log((power.T if n == NBINS else band_power(power)) + POWER_FLOOR)
+
+
 def features(power, mean, std):
     """(frames, NMEL) normalised log band energies, or (frames, NBINS) log bin powers when mean has NBINS entries:
     the network's input."""
-    p = power.T if len(mean) == NBINS else band_power(power)
-    return ((np.log(p + POWER_FLOOR) - mean) / std).astype(np.float32)
+    return ((log_powers(power, len(mean)) - mean) / std).astype(np.float32)
 
 
 def sigmoid(x):
@@ -187,7 +191,7 @@ class Gate:
         power = spec.real ** 2 + spec.imag ** 2
         if not np.any(power > 0):
             raise HotPhraseError("enrol", "the enrollment is silent")
-        raw = np.log((power.T if len(self.w["mean"]) == NBINS else band_power(power)) + POWER_FLOOR)
+        raw = log_powers(power, len(self.w["mean"]))
         feats = ((raw - self.w["mean"]) / self.w["std"]).astype(np.float32)
         self.voice = speaker_vector(feats, voiced(raw), self.spk["spk_w"], self.spk["spk_b"])
         return self.voice
