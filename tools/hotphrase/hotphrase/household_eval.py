@@ -387,22 +387,24 @@ def enrollment_draws(labels, passed, draws, seed, min_clips=6, takes=3):
 def draw_enrollments(spk_word, folder, seed, draws, embedder):
     """main's draws for one keyword, step for step (enrollment_draws: the same rng calls in the same order), each
     take embedded once: [(raw takes, meta)] with meta's own clips and guests; a draw with a take the embedding
-    refuses is left out, as main leaves it out (household_negatives, household_learning)."""
+    refuses is left out, as main leaves it out (household_negatives, household_learning). meta also holds each
+    take's samples and speech span ("take_audio", "take_spans"), which a multi-condition enrollment renders."""
     names_all = sorted(spk_word)
     audio, passed = read_clips(folder, names_all)
-    takes, out = {}, []
+    takes, spans, out = {}, {}, []
     for lab, d, pick, own in enrollment_draws(spk_word, passed, draws, seed):
         for n in pick:
             if n not in takes:
                 try:
-                    takes[n] = H.template_frames(None, None, audio[n], n, embedder=embedder)[0]
+                    takes[n], _, spans[n] = H.template_frames(None, None, audio[n], n, embedder=embedder)
                 except H.TakeError:
                     takes[n] = None
         if any(takes[n] is None for n in pick):
             continue
         out.append(([takes[n] for n in pick],
                     {"speaker": int(lab), "draw": d, "takes": pick, "own": own,
-                     "guests": [n for n in names_all if spk_word[n] != lab]}))
+                     "guests": [n for n in names_all if spk_word[n] != lab],
+                     "take_audio": [audio[n] for n in pick], "take_spans": [spans[n] for n in pick]}))
     return out
 
 

@@ -32,6 +32,10 @@ every template (no household negatives, as this household has none); each clip i
 lead-in of noise is longer than any template's path).
 
 `--frontend` (session 10): as household_eval's, every take, rendering and test-side stream through one front end.
+
+`--enrol-variants SPEC` (session 13): multi-condition enrollment (household_eval's, session 4) under the learning:
+each take's renderings (rendered_takes) are enrolled beside it and count as takes everywhere here: in the wake, in
+the cut (--learn-through takes), and in the "takes" columns; each rendering goes through --frontend as its take does.
 """
 import collections
 import json
@@ -199,6 +203,28 @@ def alternate(j, conditions):
 
 # --- household_eval's enrollments, the same draws ----------------------------------------------------------------
 
+def rendered_takes(metas, renderings, banks, embedder):
+    """Multi-condition enrollment (household_eval --enrol-variants, session 4) for each drawn enrollment: every take
+    rendered as each of `renderings` (household_eval.parse_variant) by household_eval.render_take (seeded by the
+    take's name and the rendering, so every draw enrolling a take gets the same rendering, embedded once), its frames
+    kept by the clean take's span (household.span_frames). metas: draw_enrollments' meta (takes, take_audio,
+    take_spans). -> ([E] lists of raw templates, in household_eval.Remedies' order: take by take, each take's
+    renderings in turn; Counter of what was drawn)."""
+    from . import household_eval as HE
+    made, drawn, out = {}, collections.Counter(), []
+    for m in metas:
+        rows = []
+        for n, x, span in zip(m["takes"], m["take_audio"], m["take_spans"]):
+            for r in renderings:
+                if (n, r) not in made:
+                    y, d = HE.render_take(x, r, n, banks)
+                    drawn.update(d)
+                    made[(n, r)] = np.asarray(H.span_frames(None, None, y, span, n, embedder)[0], np.float32)
+                rows.append(made[(n, r)])
+        out.append(rows)
+    return out, drawn
+
+
 # --- the measurement ------------------------------------------------------------------------------------------------
 
 def best_split(households, clip, mean):
@@ -288,9 +314,11 @@ def median_frames(counter):
 
 
 def variant(report):
-    """A table label's tail: whether the wakes waited for their peak (--wait), and the front end (--frontend; a model
-    file by its name)."""
+    """A table label's tail: whether the wakes waited for their peak (--wait), the multi-condition enrollment
+    (--enrol-variants), and the front end (--frontend; a model file by its name)."""
     out = f", the wake waiting {report['wait']} steps" if report.get("wait", 0) else ""
+    if report.get("enrol_variants", "clean") != "clean":
+        out += f", enrolled {report['enrol_variants']}"
     fe = report.get("frontend", "none")
     if fe != "none":
         head, _, path = fe.partition(":")
@@ -389,6 +417,12 @@ def main(argv=None):
                     help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: the takes "
                          "are embedded through it, and every rendering and the test side must have been made through "
                          "it (household_conditions --frontend)")
+    ap.add_argument("--enrol-variants", default=None, metavar="SPEC",
+                    help="multi-condition enrollment (household_eval's --enrol-variants grammar, one variant, e.g. "
+                         "noise10+room10): each take's renderings enrolled beside it, as takes; needs "
+                         "--enrol-noise-sentences")
+    ap.add_argument("--enrol-noise-sentences", default=None, metavar="NPZ",
+                    help="training sentences for the renderings' babble (WORKDIR/cache/sent_train*.npz)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.tables:
@@ -410,6 +444,9 @@ def main(argv=None):
                 raise HotPhraseError(c, f"{what} wants NAME=DIR")
             out[name] = folder
         return out
+    renderings = HE.parse_variant(a.enrol_variants) if a.enrol_variants else []
+    if renderings and not a.enrol_noise_sentences:
+        raise HotPhraseError("--enrol-variants", "needs --enrol-noise-sentences (the renderings' babble)")
     frontend = speex.parse_frontend(a.frontend)
     learn_dirs = named(a.learn_in, "--learn-in")
     cond_dirs = dict(learn_dirs)
@@ -431,8 +468,13 @@ def main(argv=None):
     for takes, m in HE.draw_enrollments(labels, os.path.join(a.keywords, word), a.seed, a.draws, emb):
         learn, test = split_own(m["own"])
         meta.append({"speaker": m["speaker"], "draw": m["draw"], "takes": m["takes"], "learn": learn, "test": test,
-                     "guests": m["guests"]})
+                     "guests": m["guests"], "take_audio": m["take_audio"], "take_spans": m["take_spans"]})
         households.append([np.asarray(t, np.float32) for t in takes])
+    if renderings:
+        extra, drawn = rendered_takes(meta, renderings, HE.enrol_banks(a.enrol_noise_sentences), emb)
+        households = [h + x for h, x in zip(households, extra)]
+        print(f"{a.enrol_variants}: {np.mean([len(h) for h in households]):g} templates an enrollment; renderings "
+              f"{dict(drawn)}", flush=True)
     stats = measure([t for h in households for t in h])
     it = iter(stats)
     households = [[template(t, mean, *next(it), learned=False) for t in h] for h in households]
@@ -483,7 +525,8 @@ def main(argv=None):
     guest_rows = [(e, [col[n] for n in m["guests"]]) for e, m in enumerate(meta)]
     zs = [z_th] + ([z_back] if z_back is not None and z_back != z_th else [])
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
-           "z_threshold": z_th, "z_bank": z_bank,
+           "z_threshold": z_th, "z_bank": z_bank, "enrol_variants": a.enrol_variants or "clean",
+           "templates_per_enrollment_before_learning": float(np.mean([len(h) for h in households])),
            "fa_per_hour_takes_at_bank_z": [round(float(fa_ref.mean()), 3), round(float(fa_ref.max()), 3)],
            "enrollments": len(meta),
            "learn_in": order, "learn_through": a.learn_through, "wait": a.wait, "learn_clips": sum(map(len, learn_clips)),

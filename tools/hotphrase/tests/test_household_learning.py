@@ -174,6 +174,60 @@ class Split(unittest.TestCase):
                 self.assertEqual(e[3], [n for n in names if n not in pick])
 
 
+class Renderings(unittest.TestCase):
+    def test_each_take_rendered_once_as_household_evals_multi_condition_enrollment(self):
+        rng = np.random.default_rng(1)
+
+        def take(seed):  # a tone burst in faint noise (test_household_remedies' take)
+            r = np.random.default_rng(seed)
+            x = 30 * r.standard_normal(16000)
+            x[4000:12000] += 8000 * np.sin(np.arange(8000) * 0.07)
+            return np.round(x).astype(np.int16)
+        names = ["a", "b", "c", "d"]
+        audio = {n: take(seed=i) for i, n in enumerate(names)}
+        spans = {n: H.check_take(audio[n]) for n in names}
+        calls = []
+
+        def embedder(samples):  # a stand-in network: one frame a step, from the samples it has heard
+            calls.append(len(samples))
+            k = np.arange(max(0, (len(samples) - 13152) // 1280 + 1))
+            t = np.array([H.step_end(i) for i in k], np.int64)
+            e = np.stack([np.resize(samples[max(0, s - 1280):s].astype(np.float32), EMB_DIM) for s in t])
+            return e, t
+        banks = {f: rng.standard_normal(3 * 16000).astype(np.float32) for f in HE.ENROL_NOISES}
+        enrolled = [["a", "b", "c"], ["a", "b", "d"]]
+        metas = [{"takes": e, "take_audio": [audio[n] for n in e], "take_spans": [spans[n] for n in e]}
+                 for e in enrolled]
+        renderings = HE.parse_variant("noise10+room")
+        got, drawn = HL.rendered_takes(metas, renderings, banks, embedder)
+        self.assertEqual([len(g) for g in got], [6, 6])
+        self.assertEqual(len(calls), 8)  # four takes, two renderings each, embedded once
+        self.assertEqual(drawn["room"], 4)
+        self.assertIs(got[0][0], got[1][0])  # take a's noise rendering, shared by both draws
+        self.assertIs(got[0][3], got[1][3])  # take b's room rendering
+        raw = {n: np.zeros((8, EMB_DIM), np.float32) for n in names}
+        scorers = HE.Scorers(np.zeros(EMB_DIM), [rng.standard_normal((60, EMB_DIM)).astype(np.float32)])
+        rem = HE.Remedies(scorers, [("n", renderings)], enrolled, raw, audio, spans, embedder, banks)
+        for e in range(2):  # the same frames, in Remedies' order (after its 3 takes)
+            want = [H.centre(np.asarray(g, np.float32), scorers.mean) for g in got[e]]
+            for w, i in zip(want, rem.ids[0][e][3:]):
+                np.testing.assert_allclose(rem.T[i], w, rtol=1e-6)
+        self.assertFalse(np.allclose(got[0][0], got[0][1]))  # noise and room are not the same rendering
+
+    def test_variants_need_the_babbles_sentences(self):
+        import contextlib
+        import io
+        base = ["--bank", "/nonexistent.hpm", "--speakers", "s", "--clips-dir", "c", "--learn-in", "r=d",
+                "--test-npz", "t"]
+        for argv, want in ((["--enrol-variants", "noise10"], "--enrol-noise-sentences"),
+                           (["--enrol-variants", "fan10", "--enrol-noise-sentences", "n"], "fan10")):
+            err = io.StringIO()
+            with contextlib.redirect_stderr(err):
+                rc = HL.main(base + argv)
+            self.assertEqual(rc, 1, argv)
+            self.assertIn(want, err.getvalue())
+
+
 class Tables(unittest.TestCase):
     def test_rows_at_both_zs_and_the_learn_half(self):
         cell = lambda t, l: {"takes": t, "takes+learned": l, "clips": 10}  # noqa: E731
@@ -209,6 +263,9 @@ class Tables(unittest.TestCase):
         self.assertEqual(HL.variant({"wait": 6, "frontend": "gate:/var/tmp/x/gate-a.npz"}),
                          ", the wake waiting 6 steps, through gate:gate-a.npz")
         self.assertEqual(HL.variant({"frontend": "speex-denoise:-15"}), ", through speex-denoise:-15")
+        self.assertEqual(HL.variant({"wait": 6, "enrol_variants": "noise10+room10", "frontend": "none"}),
+                         ", the wake waiting 6 steps, enrolled noise10+room10")
+        self.assertEqual(HL.variant({"enrol_variants": "clean"}), "")
 
 
 class HouseRooms(unittest.TestCase):
