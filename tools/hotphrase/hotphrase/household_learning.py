@@ -423,6 +423,9 @@ def main(argv=None):
                          "--enrol-noise-sentences")
     ap.add_argument("--enrol-noise-sentences", default=None, metavar="NPZ",
                     help="training sentences for the renderings' babble (WORKDIR/cache/sent_train*.npz)")
+    ap.add_argument("--back-to", nargs="+", type=float, default=[], metavar="FA_PER_HOUR",
+                    help="also the lowest z at which takes + learned are back at these false accepts an hour (mean "
+                         "over enrollments; e.g. another report's clean takes at the bank's z), and the misses there")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.tables:
@@ -508,14 +511,17 @@ def main(argv=None):
     fa_b = fa_per_hour(both, z_th, hours, HE.count_wakes)
     fa_ref = fa_per_hour(zt, z_bank, hours, HE.count_wakes)
     z_back, fa_back = z_returning(float(fa_ref.mean()), both, hours, HE.count_wakes, z_th)
+    back_to = {f"{x:g}": z_returning(x, both, hours, HE.count_wakes, z_th) for x in a.back_to}
+    z_top = max([z_back or z_th] + [z for z, _ in back_to.values() if z is not None])
     sweep = {}
-    for z in Z_SWEEP[(Z_SWEEP >= z_th - 1e-9) & (Z_SWEEP <= (z_back or z_th) + 1e-9)]:
+    for z in Z_SWEEP[(Z_SWEEP >= z_th - 1e-9) & (Z_SWEEP <= z_top + 1e-9)]:
         ft, fb = fa_per_hour(zt, z, hours, HE.count_wakes), fa_per_hour(both, z, hours, HE.count_wakes)
         sweep[f"{z:.1f}"] = {"takes": [round(float(ft.mean()), 3), round(float(ft.max()), 3)],
                              "takes+learned": [round(float(fb.mean()), 3), round(float(fb.max()), 3)]}
     del zt, zl, both
     print(f"false accepts an hour ({hours:.3f} h): takes {fa_t.mean():.3f} (worst {fa_t.max():.3f}), takes+learned "
-          f"{fa_b.mean():.3f} (worst {fa_b.max():.3f}); back to the takes' at z {z_back}", flush=True)
+          f"{fa_b.mean():.3f} (worst {fa_b.max():.3f}); back to the takes' at z {z_back}"
+          + "".join(f"; back to {k} at z {z}" for k, (z, _) in back_to.items()), flush=True)
 
     # misses of the test half, guests
     def best_over(clip_map):
@@ -524,6 +530,7 @@ def main(argv=None):
     test_rows = [(e, [col[n] for n in m["test"]]) for e, m in enumerate(meta)]
     guest_rows = [(e, [col[n] for n in m["guests"]]) for e, m in enumerate(meta)]
     zs = [z_th] + ([z_back] if z_back is not None and z_back != z_th else [])
+    zs += sorted({z for z, _ in back_to.values() if z is not None} - set(zs))
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
            "z_threshold": z_th, "z_bank": z_bank, "enrol_variants": a.enrol_variants or "clean",
            "templates_per_enrollment_before_learning": float(np.mean([len(h) for h in households])),
@@ -541,6 +548,7 @@ def main(argv=None):
            "fa_per_hour": {"takes": [round(float(fa_t.mean()), 3), round(float(fa_t.max()), 3)],
                            "takes+learned": [round(float(fa_b.mean()), 3), round(float(fa_b.max()), 3)]},
            "z_back": z_back, "fa_per_hour_at_z_back": None if fa_back is None else round(fa_back, 3),
+           "back_to": {k: {"z": z, "fa_per_hour": None if f is None else round(f, 3)} for k, (z, f) in back_to.items()},
            "fa_sweep": sweep, "misses": {}, "guests": {}, "misses_by_rendering": {}}
     for c, clip_map in [("clean", clean)] + list(conds.items()):
         bt, bl = best_over(clip_map)

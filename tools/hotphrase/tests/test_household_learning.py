@@ -228,6 +228,19 @@ class Renderings(unittest.TestCase):
             self.assertIn(want, err.getvalue())
 
 
+class BackTo(unittest.TestCase):
+    def test_the_lowest_z_on_the_grid_at_or_under_a_target(self):
+        # two enrollments, one hour: peaks 100 steps apart (each its own wake); enrollment 0 peaks at 6.05, 6.25,
+        # 6.45, enrollment 1 at 6.15: mean wakes an hour 2.0 at 6.0, 1.5 at 6.1, 1.0 at 6.2, 0.5 at 6.3 and 6.4
+        rows = np.full((2, 400), -np.inf)
+        rows[0, [0, 100, 200]] = [6.05, 6.25, 6.45]
+        rows[1, 300] = 6.15
+        self.assertEqual(HL.z_returning(1.0, rows, 1.0, HE.count_wakes, 5.9), (6.2, 1.0))
+        self.assertEqual(HL.z_returning(0.6, rows, 1.0, HE.count_wakes, 5.9), (6.3, 0.5))
+        self.assertEqual(HL.z_returning(2.0, rows, 1.0, HE.count_wakes, 6.1), (6.1, 1.5))  # from the start up
+        self.assertEqual(HL.z_returning(-1.0, rows, 1.0, HE.count_wakes, 5.9), (None, None))
+
+
 class Tables(unittest.TestCase):
     def test_rows_at_both_zs_and_the_learn_half(self):
         cell = lambda t, l: {"takes": t, "takes+learned": l, "clips": 10}  # noqa: E731
