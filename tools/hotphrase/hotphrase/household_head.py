@@ -1,0 +1,281 @@
+"""A personal head in place of the templates (issue #37, part 2, session 13): is a scorer trained on the household's
+own takes, rendered in many noises and rooms, better than subsequence DTW over the same embedding at the same false
+accepts, in noise and rooms?
+
+  python -m hotphrase.household_head --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
+         [--condition NAME=DIR ...] --test-npz NPZ ... --sentences NPZ [--renderings SPEC] [--window W]
+         [--one-draw] [--json OUT]
+
+- Enrollments: household_eval's draws (draw_enrollments, the same rng); `--one-draw` keeps each speaker's first.
+- The head, one per enrollment: logistic regression (L2, classes weighed equally) over a window of the last W
+  embedding frames (each frame centred on the bank's mean and normalised, as DTW's), flattened.
+  - Positives: each take, clean and as each rendering of --renderings (household_eval.render_take: training-side
+    noise and procedural rooms, seeded by the take's name), the windows ending 1 step before to 2 after the take's
+    last template frame (household.span_frames' end, the clean take's span).
+  - Negatives, the same for every enrollment: every window of the bank's segments, of the four training noises
+    alone (household_eval.enrol_banks, each 60 s), and of --sentences' first 300 utterances (training voices).
+  Nothing of the evaluation (its speakers, noise families, rooms or test side) is in the training.
+- Its score over a stream is the logit of each window ending there (-inf before W frames), as a z against its own
+  negatives' logits (normalised); a wake is counted as household_eval counts one (count_wakes: greedy, 2 s
+  refractory), at one threshold for every enrollment, on a grid of the own clips' best scores (grid_from).
+- The templates (DTW, the takes alone, the bank's z) are scored on the same enrollments, clips and streams, and
+  "both": the larger of the templates' z and the head's, at one threshold.
+- Reported: the test side's false accepts an hour (mean over enrollments) and each condition's misses of the
+  enrolled people's own clips (all but the takes, pooled) over a grid of thresholds, for both; and the head's
+  misses at the lowest threshold whose false accepts are no more than the templates' at the bank's z. That
+  threshold is read off the test side: a comparison of the two scorers at the same false accepts, not a threshold
+  the speaker could pick.
+"""
+import json
+import os
+import sys
+
+import numpy as np
+
+from . import cli
+from . import household as H
+from .constants import EMB_DIM
+from .errors import HotPhraseError
+
+WINDOW = 12  # frames: 0.96 s, longer than most takes' template (median 9 frames)
+SHIFTS = (-1, 0, 1, 2)  # positive windows end this many steps from the take's last template frame
+L2 = 1.0  # the penalty on |w|^2 against the mean log loss of each class
+SENTENCES = 300
+GRID_POINTS = 300
+
+
+def windows(x, w=WINDOW):
+    """[N, 96] frames -> [N - w + 1, w * 96]: the window ending at each frame from the w-th on, oldest frame first."""
+    x = np.asarray(x, np.float32)
+    if len(x) < w:
+        return np.zeros((0, w * x.shape[1]), np.float32)
+    from numpy.lib.stride_tricks import sliding_window_view
+    v = sliding_window_view(x, (w, x.shape[1]))[:, 0]
+    return v.reshape(len(v), -1)
+
+
+def last_frame(t, span, pad_samples, sample_rate):
+    """The index of a padded take's last template frame (household.span_frames' rule: t_k <= e + TRIM_AFTER in the
+    take's own time), or None."""
+    keep = np.flatnonzero(np.asarray(t) - pad_samples <= (span[1] + H.TRIM_AFTER) * sample_rate)
+    return int(keep[-1]) if len(keep) else None
+
+
+def positive_windows(x, end, w=WINDOW, shifts=SHIFTS):
+    """The windows of centred frames x ending at end + s for each shift that fits."""
+    out = [x[e - w + 1:e + 1].reshape(-1) for e in (end + s for s in shifts) if w - 1 <= e < len(x)]
+    return np.stack(out) if out else np.zeros((0, w * x.shape[1]), np.float32)
+
+
+def fit(pos, neg, l2=L2):
+    """Logistic regression -> (w, b): minimises the mean log loss of the positives plus that of the negatives plus
+    l2 |w|^2 (L-BFGS)."""
+    from scipy.optimize import minimize
+    from scipy.special import log_expit
+    P, N = np.asarray(pos, np.float64), np.asarray(neg, np.float64)
+    if not len(P) or not len(N):
+        raise HotPhraseError("head", f"{len(P)} positive and {len(N)} negative windows: need both")
+    d = P.shape[1]
+
+    def loss(theta):
+        w, b = theta[:d], theta[d]
+        sp, sn = P @ w + b, N @ w + b
+        f = -np.mean(log_expit(sp)) - np.mean(log_expit(-sn)) + l2 * (w @ w)
+        gp = -(1 - np.exp(log_expit(sp))) / len(P)  # d/ds of -log sigmoid(s)
+        gn = np.exp(log_expit(sn)) / len(N)  # d/ds of -log sigmoid(-s)
+        gw = P.T @ gp + N.T @ gn + 2 * l2 * w
+        return f, np.concatenate([gw, [gp.sum() + gn.sum()]])
+    r = minimize(loss, np.zeros(d + 1), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    return r.x[:d].astype(np.float32), float(r.x[d])
+
+
+def normalised(w, b, neg):
+    """The head rescaled so that its logits over the negatives have mean 0 and deviation 1: a z against them, as the
+    templates' DTW score is a z against the bank, so that one threshold means the same for every enrollment."""
+    s = np.asarray(neg, np.float64) @ np.asarray(w, np.float64) + b
+    mu, sd = float(s.mean()), max(float(s.std()), H.SD_FLOOR)
+    return (np.asarray(w, np.float64) / sd).astype(np.float32), (b - mu) / sd
+
+
+def grid_from(bests, n=GRID_POINTS):
+    """Thresholds where the misses change: n + 1 quantiles of the finite clip bests, rounded to 0.001, distinct."""
+    v = np.concatenate([np.asarray(b, np.float64).ravel() for b in bests])
+    v = v[np.isfinite(v)]
+    return np.unique(np.round(np.quantile(v, np.linspace(0, 1, n + 1)), 3)) if len(v) else np.zeros(0)
+
+
+def head_series(heads, x, w=WINDOW):
+    """[E, N] logits of every head (weights [E, w * 96], biases [E]) over centred frames x [N, 96]; -inf where
+    fewer than w frames have been heard."""
+    W_, b = heads
+    out = np.full((len(b), len(x)), -np.inf, np.float32)
+    if len(x) >= w:
+        # sum over the window's frames of x @ w_k, without building every window
+        Wk = W_.reshape(len(b), w, -1)  # [E, w, 96]
+        y = np.einsum("nd,ekd->enk", np.asarray(x, np.float32), Wk)  # [E, N, w]
+        s = sum(y[:, k:len(x) - w + 1 + k, k] for k in range(w))
+        out[:, w - 1:] = s + b[:, None]
+    return out
+
+
+def streams_series(series_of, streams, gap):
+    """[E, total] one scorer's series over every stream from reset, streams apart by `gap` steps of -inf."""
+    parts = []
+    for raw in streams:
+        if len(raw):
+            s = series_of(raw)
+            parts += [s, np.full((len(s), gap), -np.inf, np.float32)]
+    return np.concatenate(parts, axis=1)
+
+
+def sweep(series, clips_best, own_cols, grid, hours, count_wakes):
+    """Over the grid: mean false accepts an hour over enrollments, and each condition's misses (pooled) of the own
+    clips. clips_best {condition: [E, C] best score per clip}; own_cols [E] lists of clip columns."""
+    rows = []
+    for th in grid:
+        fa = float(np.mean([count_wakes(r, th) for r in series])) / hours
+        miss = {}
+        for c, best in clips_best.items():
+            m = sum(int(np.sum(best[e, cols] < th)) for e, cols in enumerate(own_cols))
+            miss[c] = round(100 * m / max(sum(map(len, own_cols)), 1), 2)
+        rows.append({"threshold": float(th), "fa_per_hour": round(fa, 4), "missed_pct": miss})
+    return rows
+
+
+def at_fa(rows, fa):
+    """The first row (the grid rising) whose false accepts are at most fa, or None."""
+    for r in rows:
+        if r["fa_per_hour"] <= fa + 1e-12:
+            return r
+    return None
+
+
+@cli.command
+def main(argv=None):
+    from . import dataset as D
+    from . import household_eval as HE
+    from .constants import SAMPLE_RATE, STEP_SECONDS
+    ap = cli.parser(__name__, __doc__)
+    ap.add_argument("--bank", required=True)
+    ap.add_argument("--speakers", required=True, help="cluster_speakers' output, one keyword")
+    ap.add_argument("--keywords", default=os.environ.get("HOTPHRASE_REAL_KEYWORDS",
+                                                         os.path.join(HE.SHARED, "real-keywords")))
+    ap.add_argument("--clips-dir", required=True, help="the clean renderings (household_conditions --clean)")
+    ap.add_argument("--condition", action="append", default=[], metavar="NAME=DIR")
+    ap.add_argument("--test-npz", nargs="+", required=True, help="household_eval's test side (false accepts)")
+    ap.add_argument("--sentences", required=True, metavar="NPZ",
+                    help="training sentences (WORKDIR/cache/sent_train.npz): the renderings' babble and the heads' "
+                         "speech negatives")
+    ap.add_argument("--renderings", default="noise0x2+noise5x2+noise10x2+noise15x2+room+room10x2+room5x2",
+                    help="household_eval's variant grammar: the takes' renderings among the positives")
+    ap.add_argument("--window", type=int, default=WINDOW)
+    ap.add_argument("--l2", type=float, default=L2)
+    ap.add_argument("--draws", type=int, default=3)
+    ap.add_argument("--seed", type=int, default=37)
+    ap.add_argument("--one-draw", action="store_true", help="each speaker's first draw only")
+    ap.add_argument("--json", default=None)
+    a = ap.parse_args(argv)
+    if a.window < 1:
+        raise HotPhraseError("--window", f"{a.window}: at least 1 frame")
+    renderings = HE.parse_variant(a.renderings)
+    header, _, mean, bank_segments = H.read_bank(a.bank)
+    z_bank = float(header["z_threshold"])
+    with open(a.speakers) as f:
+        spk = json.load(f)["keywords"]
+    if len(spk) != 1:
+        raise HotPhraseError(a.speakers, f"one keyword's speakers, not {sorted(spk)}")
+    (word, labels), = spk.items()
+    names = sorted(labels)
+    col = {n: j for j, n in enumerate(names)}
+    emb = HE.Embedder(None)
+    scorers = HE.Scorers(mean, bank_segments)
+    drawn = HE.draw_enrollments(labels, os.path.join(a.keywords, word), a.seed, a.draws, emb)
+    if a.one_draw:
+        drawn = [d for d in drawn if d[1]["draw"] == 0]
+    print(f"{word}: {len(drawn)} enrollments", flush=True)
+    centre = lambda e: H.centre(np.asarray(e, np.float32), mean).astype(np.float32)  # noqa: E731
+
+    # the negatives, shared
+    banks = HE.enrol_banks(a.sentences)
+    utt, _ = D.load_clips(a.sentences)
+    neg = [windows(centre(s), a.window) for s in bank_segments]
+    for k in sorted(banks):
+        noise = np.clip(np.round(banks[k] / max(np.max(np.abs(banks[k])), 1e-9) * 0.3 * 32767), -32768, 32767)
+        neg.append(windows(centre(emb(noise.astype(np.int16))[0]), a.window))
+    for u in utt[:SENTENCES]:
+        neg.append(windows(centre(emb(np.round(np.asarray(u) * 32767).astype(np.int16))[0]), a.window))
+    neg = np.concatenate(neg)
+    print(f"negative windows: {len(neg)}", flush=True)
+
+    # the heads
+    pad = int(H.PAD_SECONDS * SAMPLE_RATE)
+    made, W_, b_ = {}, [], []
+    for takes, m in drawn:
+        pos = []
+        for n, x, span in zip(m["takes"], m["take_audio"], m["take_spans"]):
+            for r in [None] + renderings:
+                if (n, r) not in made:
+                    y = H.padded_take(x) if r is None else HE.render_take(x, r, n, banks)[0]
+                    e, t = emb(y)
+                    end = last_frame(t, span, pad, SAMPLE_RATE)
+                    made[(n, r)] = (positive_windows(centre(e), end, a.window) if end is not None
+                                    else np.zeros((0, a.window * EMB_DIM), np.float32))
+                pos.append(made[(n, r)])
+        w, b = fit(np.concatenate(pos), neg, a.l2)
+        w, b = normalised(w, b, neg)
+        W_.append(w)
+        b_.append(b)
+    heads = (np.stack(W_), np.array(b_, np.float32))
+    enrollments = [scorers.enrol(takes) for takes, _ in drawn]
+    print(f"heads trained: {len(b_)}, positive windows a head {len(pos) and sum(map(len, pos))}", flush=True)
+
+    # clips: the best of each scorer over each clip, in each condition
+    conds = {"clean": a.clips_dir, **{c.partition("=")[0]: c.partition("=")[2] for c in a.condition}}
+    own_cols = [[col[n] for n in m["own"]] for _, m in drawn]
+    head_best, dtw_best = {}, {}
+    for c, d in conds.items():
+        clips = HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels)
+        hb = np.full((len(drawn), len(names)), -np.inf, np.float32)
+        db = np.full_like(hb, -np.inf)
+        for n in names:
+            x = np.asarray(clips[n], np.float32)
+            hb[:, col[n]] = head_series(heads, centre(x), a.window).max(axis=1)
+            z = HE.personal(enrollments, x, scorers, "dtw")
+            db[:, col[n]] = np.where(np.isfinite(z), z, -np.inf).max(axis=1)
+        head_best[c], dtw_best[c] = hb, db
+        print(f"{c}: scored", flush=True)
+
+    # the test side
+    streams = HE.load_streams(a.test_npz)
+    hours = sum(len(x) for x in streams) * STEP_SECONDS / 3600
+    hs = streams_series(lambda raw: head_series(heads, centre(raw), a.window), streams, HE.REFRACTORY_STEPS)
+    ds = HE.z_series(enrollments, streams, scorers, "dtw")
+    own_best = [b[e, cols] for b in head_best.values() for e, cols in enumerate(own_cols)]
+    head_rows = sweep(hs, head_best, own_cols, grid_from(own_best), hours, HE.count_wakes)
+    z_grid = np.round(np.arange(4.0, 9.01, 0.1), 1)
+    dtw_rows = sweep(ds, dtw_best, own_cols, z_grid, hours, HE.count_wakes)
+    dtw_at_bank = next(r for r in dtw_rows if abs(r["threshold"] - z_bank) < 1e-6)
+    # both: the larger of the two z (the templates' against the bank, the head's against its negatives)
+    both_best = {c: np.maximum(head_best[c], dtw_best[c]) for c in head_best}
+    both_rows = sweep(np.maximum(hs, ds), both_best, own_cols,
+                      grid_from([b[e, cols] for b in both_best.values() for e, cols in enumerate(own_cols)]),
+                      hours, HE.count_wakes)
+    rep = {"keyword": word, "bank": os.path.basename(a.bank), "enrollments": len(drawn), "window": a.window,
+           "l2": a.l2, "renderings": a.renderings, "negative_windows": int(len(neg)),
+           "test_side_hours": round(hours, 3),
+           "own_clips": sum(map(len, own_cols)), "z_bank": z_bank, "templates_at_bank_z": dtw_at_bank,
+           "head_at_templates_fa": at_fa(head_rows, dtw_at_bank["fa_per_hour"]),
+           "templates_at_half_an_hour": at_fa(dtw_rows, 0.5), "head_at_half_an_hour": at_fa(head_rows, 0.5),
+           "both_at_templates_fa": at_fa(both_rows, dtw_at_bank["fa_per_hour"]),
+           "both_at_half_an_hour": at_fa(both_rows, 0.5),
+           "head_sweep": head_rows, "templates_sweep": dtw_rows, "both_sweep": both_rows}
+    for k in ("templates_at_bank_z", "head_at_templates_fa", "both_at_templates_fa", "templates_at_half_an_hour",
+              "head_at_half_an_hour", "both_at_half_an_hour"):
+        print(k, json.dumps(rep[k]), flush=True)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rep, f, indent=1)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

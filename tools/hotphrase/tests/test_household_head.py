@@ -1,0 +1,125 @@
+"""household_head (issue #37, part 2, session 13): the personal head's windows, its positives around the take's last
+template frame, the logistic fit, its streaming logits against the windows written out, and the sweep that compares
+it with the templates at the same false accepts."""
+import unittest
+
+import numpy as np
+
+from hotphrase import household as H
+from hotphrase import household_eval as HE
+from hotphrase import household_head as HH
+from hotphrase.constants import EMB_DIM, SAMPLE_RATE
+
+
+class Windows(unittest.TestCase):
+    def test_each_window_ends_at_its_frame_oldest_first(self):
+        x = np.arange(5 * 2, dtype=np.float32).reshape(5, 2)
+        w = HH.windows(x, 3)
+        self.assertEqual(w.shape, (3, 6))
+        np.testing.assert_array_equal(w[0], x[0:3].reshape(-1))
+        np.testing.assert_array_equal(w[2], x[2:5].reshape(-1))
+        self.assertEqual(HH.windows(x[:2], 3).shape, (0, 6))
+
+    def test_the_takes_last_template_frame_is_span_frames_rule(self):
+        t = np.array([H.step_end(k) for k in range(40)])
+        pad = int(H.PAD_SECONDS * SAMPLE_RATE)
+        span = (0.3, 0.9)
+        k = HH.last_frame(t, span, pad, SAMPLE_RATE)
+        self.assertLessEqual(t[k] - pad, (0.9 + H.TRIM_AFTER) * SAMPLE_RATE)
+        self.assertGreater(t[k + 1] - pad, (0.9 + H.TRIM_AFTER) * SAMPLE_RATE)
+        self.assertIsNone(HH.last_frame(t[:1] + 10 ** 9, span, pad, SAMPLE_RATE))
+
+    def test_positives_around_the_end_that_fit(self):
+        x = np.arange(10 * 2, dtype=np.float32).reshape(10, 2)
+        p = HH.positive_windows(x, 8, 3, (-1, 0, 1, 2))
+        self.assertEqual(len(p), 3)  # 7, 8, 9; 10 is past the end
+        np.testing.assert_array_equal(p[0], x[5:8].reshape(-1))
+        np.testing.assert_array_equal(p[2], x[7:10].reshape(-1))
+        self.assertEqual(len(HH.positive_windows(x, 1, 3, (-1, 0))), 0)  # too early for a whole window
+
+
+class Fit(unittest.TestCase):
+    def test_it_separates_what_is_separable_and_needs_both_classes(self):
+        rng = np.random.default_rng(0)
+        d = 8
+        pos = rng.standard_normal((40, d)) + 2.0
+        neg = rng.standard_normal((400, d)) - 2.0
+        w, b = HH.fit(pos, neg, l2=1e-3)
+        self.assertTrue(np.all(pos @ w + b > 0))
+        self.assertGreater(np.mean(neg @ w + b < 0), 0.99)
+        with self.assertRaises(Exception) as cm:
+            HH.fit(pos[:0], neg)
+        self.assertIn("positive", str(cm.exception))
+
+    def test_the_gradient_is_the_losss(self):
+        # the fit's loss and gradient, taken out by a finite difference through scipy's own check
+        from scipy.optimize import check_grad
+        from scipy.special import log_expit
+        rng = np.random.default_rng(1)
+        P, N, l2 = rng.standard_normal((5, 3)), rng.standard_normal((7, 3)), 0.3
+
+        def f(th):
+            w, b = th[:3], th[3]
+            return -np.mean(log_expit(P @ w + b)) - np.mean(log_expit(-(N @ w + b))) + l2 * w @ w
+        w, b = HH.fit(P, N, l2)
+        th = np.concatenate([w, [b]]).astype(np.float64)
+        # at the optimum the gradient vanishes: f is no lower a little way off in any direction
+        for k in range(4):
+            for s in (-1e-3, 1e-3):
+                e = np.zeros(4)
+                e[k] = s
+                self.assertLessEqual(f(th), f(th + e) + 1e-9)
+        self.assertLess(check_grad(f, lambda t: np.zeros(4), th), 1e-3)
+
+
+class Scale(unittest.TestCase):
+    def test_a_head_is_a_z_against_its_negatives_and_keeps_its_order(self):
+        rng = np.random.default_rng(3)
+        neg = rng.standard_normal((500, 6))
+        w, b = rng.standard_normal(6), 0.7
+        w2, b2 = HH.normalised(w, b, neg)
+        s = neg @ w2 + b2
+        self.assertAlmostEqual(float(s.mean()), 0.0, places=5)
+        self.assertAlmostEqual(float(s.std()), 1.0, places=5)
+        x = rng.standard_normal((50, 6))
+        np.testing.assert_array_equal(np.argsort(x @ w + b), np.argsort(x @ w2 + b2))
+
+    def test_the_grid_follows_the_scores(self):
+        g = HH.grid_from([np.array([[1.0, -np.inf, 3.0]]), np.array([2.0, 2.0])], n=4)
+        np.testing.assert_array_equal(g, [1.0, 1.75, 2.0, 2.25, 3.0])
+        self.assertEqual(len(HH.grid_from([np.array([-np.inf])])), 0)
+
+
+class Series(unittest.TestCase):
+    def test_streaming_logits_are_the_windows_dot_the_weights(self):
+        rng = np.random.default_rng(2)
+        w = 4
+        heads = (rng.standard_normal((3, w * EMB_DIM)).astype(np.float32), np.array([0.5, -1.0, 2.0], np.float32))
+        x = rng.standard_normal((20, EMB_DIM)).astype(np.float32)
+        s = HH.head_series(heads, x, w)
+        self.assertEqual(s.shape, (3, 20))
+        self.assertTrue(np.all(np.isneginf(s[:, :w - 1])))
+        want = HH.windows(x, w) @ heads[0].T + heads[1]
+        np.testing.assert_allclose(s[:, w - 1:], want.T, rtol=1e-4, atol=1e-3)
+        self.assertTrue(np.all(np.isneginf(HH.head_series(heads, x[:w - 1], w))))
+
+    def test_streams_from_reset_and_a_gap_between(self):
+        got = HH.streams_series(lambda raw: np.asarray(raw, np.float32)[None, :], [[1, 2], [], [3]], 2)
+        np.testing.assert_array_equal(got, [[1, 2, -np.inf, -np.inf, 3, -np.inf, -np.inf]])
+
+
+class Sweep(unittest.TestCase):
+    def test_false_accepts_and_misses_over_the_grid_and_the_row_at_a_rate(self):
+        series = np.full((2, 200), -np.inf)
+        series[0, [0, 100]] = [1.0, 3.0]  # two wakes at threshold 1, one at 2 and 3
+        best = {"clean": np.array([[0.5, 2.5, 9.0], [3.0, 3.0, 0.0]])}
+        own = [[0, 1], [2]]
+        rows = HH.sweep(series, best, own, [1.0, 2.0, 4.0], 1.0, HE.count_wakes)
+        self.assertEqual([r["fa_per_hour"] for r in rows], [1.0, 0.5, 0.0])
+        self.assertEqual([r["missed_pct"]["clean"] for r in rows], [66.67, 66.67, 100.0])
+        self.assertEqual(HH.at_fa(rows, 0.5)["threshold"], 2.0)
+        self.assertIsNone(HH.at_fa(rows, -1))
+
+
+if __name__ == "__main__":
+    unittest.main()
