@@ -384,6 +384,16 @@ def enrollment_draws(labels, passed, draws, seed, min_clips=6, takes=3):
     return out
 
 
+def one_keyword(path):
+    """cluster_speakers' output for one keyword -> (keyword, {clip name: speaker}); more than one is an error."""
+    with open(path) as f:
+        spk = json.load(f)["keywords"]
+    if len(spk) != 1:
+        raise HotPhraseError(path, f"one keyword's speakers, not {sorted(spk)}")
+    (word, labels), = spk.items()
+    return word, labels
+
+
 def draw_enrollments(spk_word, folder, seed, draws, embedder):
     """main's draws for one keyword, step for step (enrollment_draws: the same rng calls in the same order), each
     take embedded once: [(raw takes, meta)] with meta's own clips and guests; a draw with a take the embedding

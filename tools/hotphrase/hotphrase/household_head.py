@@ -24,7 +24,9 @@ accepts, in noise and rooms?
   enrolled people's own clips (all but the takes, pooled) over a grid of thresholds, for both; and the head's
   misses at the lowest threshold whose false accepts are no more than the templates' at the bank's z. That
   threshold is read off the test side: a comparison of the two scorers at the same false accepts, not a threshold
-  the speaker could pick.
+  the speaker could pick. With --public, the head's and both's thresholds are also picked on household_eval's
+  threshold side (held out from the test side and the bank) at the templates' false accepts there, and read on
+  the test side.
 """
 import json
 import os
@@ -173,6 +175,13 @@ def main(argv=None):
     ap.add_argument("--draws", type=int, default=3)
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--one-draw", action="store_true", help="each speaker's first draw only")
+    ap.add_argument("--public", default=None, metavar="DIR",
+                    help="get_public_negatives' folder: with it, household_eval's threshold side (speechocean762's "
+                         "training speakers not in the bank, a third of them) picks the thresholds of the head and of "
+                         "both, each the lowest at which its false accepts there are at most the templates' at the "
+                         "bank's z")
+    ap.add_argument("--real-speech", default=os.path.join(HE.SHARED, "real-speech"))
+    ap.add_argument("--cache", default=None, help="folder for the threshold side's embeddings")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.window < 1:
@@ -180,11 +189,7 @@ def main(argv=None):
     renderings = HE.parse_variant(a.renderings)
     header, _, mean, bank_segments = H.read_bank(a.bank)
     z_bank = float(header["z_threshold"])
-    with open(a.speakers) as f:
-        spk = json.load(f)["keywords"]
-    if len(spk) != 1:
-        raise HotPhraseError(a.speakers, f"one keyword's speakers, not {sorted(spk)}")
-    (word, labels), = spk.items()
+    word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
     emb = HE.Embedder(None)
@@ -260,6 +265,23 @@ def main(argv=None):
     both_rows = sweep(np.maximum(hs, ds), both_best, own_cols,
                       grid_from([b[e, cols] for b in both_best.values() for e, cols in enumerate(own_cols)]),
                       hours, HE.count_wakes)
+    held = {}
+    if a.public:  # the thresholds picked on a held-out side, then read on the test side
+        thr_groups, _ = HE.negative_groups(a.public, a.real_speech, header, a.seed)
+        make = lambda: HE.speaker_streams(emb, thr_groups)  # noqa: E731
+        thr, _, thr_sec = (HE.cached(os.path.join(a.cache, "neg-threshold.npz"), make) if a.cache else make())
+        thr = [np.asarray(x, np.float32) for x in thr]
+        th_hours = thr_sec / 3600
+        ht = streams_series(lambda raw: head_series(heads, centre(raw), a.window), thr, HE.REFRACTORY_STEPS)
+        dt = HE.z_series(enrollments, thr, scorers, "dtw")
+        target = float(np.mean([HE.count_wakes(r, z_bank) for r in dt])) / th_hours
+        held = {"threshold_side_hours": round(th_hours, 3), "templates_fa_per_hour_there": round(target, 4)}
+        for name, series, rows in (("head", ht, head_rows), ("both", np.maximum(ht, dt), both_rows)):
+            pick = at_fa(sweep(series, {}, own_cols, [r["threshold"] for r in rows], th_hours, HE.count_wakes),
+                         target)
+            held[name] = None if pick is None else next(r for r in rows if r["threshold"] == pick["threshold"])
+            held[name + "_fa_per_hour_threshold_side"] = None if pick is None else pick["fa_per_hour"]
+        print("held-out thresholds", json.dumps(held), flush=True)
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "enrollments": len(drawn), "window": a.window,
            "l2": a.l2, "renderings": a.renderings, "negative_windows": int(len(neg)),
            "test_side_hours": round(hours, 3),
@@ -267,7 +289,7 @@ def main(argv=None):
            "head_at_templates_fa": at_fa(head_rows, dtw_at_bank["fa_per_hour"]),
            "templates_at_half_an_hour": at_fa(dtw_rows, 0.5), "head_at_half_an_hour": at_fa(head_rows, 0.5),
            "both_at_templates_fa": at_fa(both_rows, dtw_at_bank["fa_per_hour"]),
-           "both_at_half_an_hour": at_fa(both_rows, 0.5),
+           "both_at_half_an_hour": at_fa(both_rows, 0.5), "picked_on_the_threshold_side": held,
            "head_sweep": head_rows, "templates_sweep": dtw_rows, "both_sweep": both_rows}
     for k in ("templates_at_bank_z", "head_at_templates_fa", "both_at_templates_fa", "templates_at_half_an_hour",
               "head_at_half_an_hour", "both_at_half_an_hour"):

@@ -457,11 +457,7 @@ def main(argv=None):
     header, _, mean, bank_segments = H.read_bank(a.bank)
     z_bank = float(header["z_threshold"])
     z_th = z_bank if a.z is None else a.z
-    with open(a.speakers) as f:
-        spk = json.load(f)["keywords"]
-    if len(spk) != 1:
-        raise HotPhraseError(a.speakers, f"one keyword's speakers, not {sorted(spk)}")
-    (word, labels), = spk.items()
+    word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
     emb = HE.Embedder(speex.make(frontend))

@@ -381,11 +381,8 @@ def main(argv=None):
     header, _, mean, bank_segments = H.read_bank(a.bank)
     if "z_threshold" not in header:
         raise HotPhraseError(a.bank, "the bank's header has no z_threshold")
-    with open(a.speakers) as f:
-        spk = json.load(f)["keywords"]
-    if len(spk) != 1:
-        raise HotPhraseError(a.speakers, f"one keyword's speakers, not {sorted(spk)}")
-    word = next(iter(spk))
+    word, labels = HE.one_keyword(a.speakers)
+    spk = {word: labels}
     clip_sets = {"clean": HE.load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word])}
     for c in a.condition:
         name, sep, folder = c.partition("=")

@@ -177,9 +177,6 @@ class ZSweep(unittest.TestCase):
         self.assertGreater(counts[0, 0], counts[0, 1])
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class NoTestSide(unittest.TestCase):
     """--no-test-side (session 12): misses only, and only with what needs no negatives."""
@@ -205,3 +202,25 @@ class NoTestSide(unittest.TestCase):
         rc, err = self.run_main(["--no-threshold-side", "--no-test-side", "--bank-z"])  # accepted: the bank is read
         self.assertEqual(rc, 1)
         self.assertIn("/nonexistent.hpm", err)
+
+
+class OneKeyword(unittest.TestCase):
+    def test_one_keywords_speakers_or_an_error_naming_them(self):
+        import json
+        import os
+        import tempfile
+        from hotphrase.errors import HotPhraseError
+        with tempfile.TemporaryDirectory() as d:
+            p = os.path.join(d, "s.json")
+            with open(p, "w") as f:
+                json.dump({"keywords": {"jarvis": {"a.wav": 1, "b.wav": 2}}}, f)
+            self.assertEqual(HE.one_keyword(p), ("jarvis", {"a.wav": 1, "b.wav": 2}))
+            with open(p, "w") as f:
+                json.dump({"keywords": {"jarvis": {}, "computer": {}}}, f)
+            with self.assertRaises(HotPhraseError) as cm:
+                HE.one_keyword(p)
+            self.assertIn("['computer', 'jarvis']", str(cm.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
