@@ -36,6 +36,7 @@ import numpy as np
 
 from . import cli
 from . import household as H
+from . import speex
 from .constants import EMB_DIM
 from .errors import HotPhraseError
 
@@ -182,6 +183,10 @@ def main(argv=None):
                          "bank's z")
     ap.add_argument("--real-speech", default=os.path.join(HE.SHARED, "real-speech"))
     ap.add_argument("--cache", default=None, help="folder for the threshold side's embeddings")
+    ap.add_argument("--frontend", default="none", metavar="none|gate:NPZ|...",
+                    help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: takes, "
+                         "renderings and negatives are embedded through it; the clips and the test side must have "
+                         "been made through it (household_conditions --frontend)")
     ap.add_argument("--json", default=None)
     a = ap.parse_args(argv)
     if a.window < 1:
@@ -192,7 +197,10 @@ def main(argv=None):
     word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    emb = HE.Embedder(None)
+    frontend = speex.parse_frontend(a.frontend)
+    emb = HE.Embedder(speex.make(frontend))
+    if getattr(emb.frontend, "conditioned", False):
+        raise HotPhraseError(a.frontend, "a gate conditioned on a voice is not measured here")
     scorers = HE.Scorers(mean, bank_segments)
     drawn = HE.draw_enrollments(labels, os.path.join(a.keywords, word), a.seed, a.draws, emb)
     if a.one_draw:
@@ -239,7 +247,7 @@ def main(argv=None):
     own_cols = [[col[n] for n in m["own"]] for _, m in drawn]
     head_best, dtw_best = {}, {}
     for c, d in conds.items():
-        clips = HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels)
+        clips = HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels, frontend)
         hb = np.full((len(drawn), len(names)), -np.inf, np.float32)
         db = np.full_like(hb, -np.inf)
         for n in names:
@@ -251,7 +259,7 @@ def main(argv=None):
         print(f"{c}: scored", flush=True)
 
     # the test side
-    streams = HE.load_streams(a.test_npz)
+    streams = HE.load_streams(a.test_npz, frontend)
     hours = sum(len(x) for x in streams) * STEP_SECONDS / 3600
     hs = streams_series(lambda raw: head_series(heads, centre(raw), a.window), streams, HE.REFRACTORY_STEPS)
     ds = HE.z_series(enrollments, streams, scorers, "dtw")
@@ -269,7 +277,8 @@ def main(argv=None):
     if a.public:  # the thresholds picked on a held-out side, then read on the test side
         thr_groups, _ = HE.negative_groups(a.public, a.real_speech, header, a.seed)
         make = lambda: HE.speaker_streams(emb, thr_groups)  # noqa: E731
-        thr, _, thr_sec = (HE.cached(os.path.join(a.cache, "neg-threshold.npz"), make) if a.cache else make())
+        cache = os.path.join(a.cache, f"neg-threshold{speex.tag(frontend)}.npz") if a.cache else None
+        thr, _, thr_sec = HE.cached(cache, make) if cache else make()
         thr = [np.asarray(x, np.float32) for x in thr]
         th_hours = thr_sec / 3600
         ht = streams_series(lambda raw: head_series(heads, centre(raw), a.window), thr, HE.REFRACTORY_STEPS)
@@ -282,9 +291,9 @@ def main(argv=None):
             held[name] = None if pick is None else next(r for r in rows if r["threshold"] == pick["threshold"])
             held[name + "_fa_per_hour_threshold_side"] = None if pick is None else pick["fa_per_hour"]
         print("held-out thresholds", json.dumps(held), flush=True)
-    rep = {"keyword": word, "bank": os.path.basename(a.bank), "enrollments": len(drawn), "window": a.window,
-           "l2": a.l2, "renderings": a.renderings, "negative_windows": int(len(neg)),
-           "test_side_hours": round(hours, 3),
+    rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
+           "enrollments": len(drawn), "window": a.window, "l2": a.l2, "renderings": a.renderings,
+           "negative_windows": int(len(neg)), "test_side_hours": round(hours, 3),
            "own_clips": sum(map(len, own_cols)), "z_bank": z_bank, "templates_at_bank_z": dtw_at_bank,
            "head_at_templates_fa": at_fa(head_rows, dtw_at_bank["fa_per_hour"]),
            "templates_at_half_an_hour": at_fa(dtw_rows, 0.5), "head_at_half_an_hour": at_fa(head_rows, 0.5),
