@@ -205,6 +205,8 @@ def main(argv=None):
     drawn = HE.draw_enrollments(labels, os.path.join(a.keywords, word), a.seed, a.draws, emb)
     if a.one_draw:
         drawn = [d for d in drawn if d[1]["draw"] == 0]
+    if not drawn:
+        raise HotPhraseError(a.speakers, f"no speaker of {word} has {HE.MIN_CLIPS} clips that pass the take checks")
     print(f"{word}: {len(drawn)} enrollments", flush=True)
     centre = lambda e: H.centre(np.asarray(e, np.float32), mean).astype(np.float32)  # noqa: E731
 
