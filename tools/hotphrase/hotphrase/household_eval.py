@@ -729,12 +729,37 @@ def enrol_room_ir(rng):
     return tail
 
 
-def enrol_banks(sentences_npz, seed=37):
-    """The training-side noise banks the renderings crop from."""
+def enrol_banks(sentences_npz, seed=37, utterances=None):
+    """The training-side noise banks the renderings crop from (babble from the first 300 sentences; `utterances`:
+    the npz's clips, when the caller has read them already)."""
     from . import augment as A
-    utt, _ = D.load_clips(sentences_npz)
+    utt = D.load_clips(sentences_npz)[0] if utterances is None else utterances
     rng = np.random.default_rng(seed)
     return {k: A.make_bank(rng, k, ENROL_NOISE_SECONDS, utt[:300]) for k in ENROL_NOISES}
+
+
+def each_rendering(metas, renderings, banks, make, clean=False):
+    """For each drawn enrollment (draw_enrollments' meta: takes, take_audio, take_spans), make(padded samples, the
+    clean take's span, name) of every take rendered as each of `renderings` (render_take: seeded by the take's name
+    and the rendering, so every draw enrolling a take gets the same one), each made once however many draws enrol
+    the take; with clean=True the clean padded take comes first. -> ([E] lists: take by take, each take's versions
+    in turn; Counter of what the renderings drew)."""
+    made, drawn, out = {}, collections.Counter(), []
+    versions = ([None] if clean else []) + list(renderings)
+    for m in metas:
+        rows = []
+        for n, x, span in zip(m["takes"], m["take_audio"], m["take_spans"]):
+            for r in versions:
+                if (n, r) not in made:
+                    if r is None:
+                        y = H.padded_take(x)
+                    else:
+                        y, d = render_take(x, r, n, banks)
+                        drawn.update(d)
+                    made[(n, r)] = make(y, span, n)
+                rows.append(made[(n, r)])
+        out.append(rows)
+    return out, drawn
 
 
 def render_take(samples, rendering, name, banks):

@@ -211,8 +211,8 @@ def main(argv=None):
     centre = lambda e: H.centre(np.asarray(e, np.float32), mean).astype(np.float32)  # noqa: E731
 
     # the negatives, shared
-    banks = HE.enrol_banks(a.sentences)
     utt, _ = D.load_clips(a.sentences)
+    banks = HE.enrol_banks(a.sentences, utterances=utt)
     neg = [windows(centre(s), a.window) for s in bank_segments]
     for k in sorted(banks):
         noise = np.clip(np.round(banks[k] / max(np.max(np.abs(banks[k])), 1e-9) * 0.3 * 32767), -32768, 32767)
@@ -224,25 +224,21 @@ def main(argv=None):
 
     # the heads
     pad = int(H.PAD_SECONDS * SAMPLE_RATE)
-    made, W_, b_ = {}, [], []
-    for takes, m in drawn:
-        pos = []
-        for n, x, span in zip(m["takes"], m["take_audio"], m["take_spans"]):
-            for r in [None] + renderings:
-                if (n, r) not in made:
-                    y = H.padded_take(x) if r is None else HE.render_take(x, r, n, banks)[0]
-                    e, t = emb(y)
-                    end = last_frame(t, span, pad, SAMPLE_RATE)
-                    made[(n, r)] = (positive_windows(centre(e), end, a.window) if end is not None
-                                    else np.zeros((0, a.window * EMB_DIM), np.float32))
-                pos.append(made[(n, r)])
+    def positives(y, span, _name):
+        e, t = emb(y)
+        end = last_frame(t, span, pad, SAMPLE_RATE)
+        return (positive_windows(centre(e), end, a.window) if end is not None
+                else np.zeros((0, a.window * EMB_DIM), np.float32))
+    per_enrollment, _ = HE.each_rendering([m for _, m in drawn], renderings, banks, positives, clean=True)
+    W_, b_ = [], []
+    for pos in per_enrollment:
         w, b = fit(np.concatenate(pos), neg, a.l2)
         w, b = normalised(w, b, neg)
         W_.append(w)
         b_.append(b)
     heads = (np.stack(W_), np.array(b_, np.float32))
     enrollments = [scorers.enrol(takes) for takes, _ in drawn]
-    print(f"heads trained: {len(b_)}, positive windows a head {len(pos) and sum(map(len, pos))}", flush=True)
+    print(f"heads trained: {len(b_)}, positive windows a head {sum(map(len, per_enrollment[-1]))}", flush=True)
 
     # clips: the best of each scorer over each clip, in each condition
     conds = {"clean": a.clips_dir, **{c.partition("=")[0]: c.partition("=")[2] for c in a.condition}}

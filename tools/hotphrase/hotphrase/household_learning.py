@@ -205,24 +205,13 @@ def alternate(j, conditions):
 
 def rendered_takes(metas, renderings, banks, embedder):
     """Multi-condition enrollment (household_eval --enrol-variants, session 4) for each drawn enrollment: every take
-    rendered as each of `renderings` (household_eval.parse_variant) by household_eval.render_take (seeded by the
-    take's name and the rendering, so every draw enrolling a take gets the same rendering, embedded once), its frames
-    kept by the clean take's span (household.span_frames). metas: draw_enrollments' meta (takes, take_audio,
-    take_spans). -> ([E] lists of raw templates, in household_eval.Remedies' order: take by take, each take's
-    renderings in turn; Counter of what was drawn)."""
+    rendered as each of `renderings` (household_eval.parse_variant; household_eval.each_rendering), its frames kept
+    by the clean take's span (household.span_frames). -> ([E] lists of raw templates, in household_eval.Remedies'
+    order: take by take, each take's renderings in turn; Counter of what was drawn)."""
     from . import household_eval as HE
-    made, drawn, out = {}, collections.Counter(), []
-    for m in metas:
-        rows = []
-        for n, x, span in zip(m["takes"], m["take_audio"], m["take_spans"]):
-            for r in renderings:
-                if (n, r) not in made:
-                    y, d = HE.render_take(x, r, n, banks)
-                    drawn.update(d)
-                    made[(n, r)] = np.asarray(H.span_frames(None, None, y, span, n, embedder)[0], np.float32)
-                rows.append(made[(n, r)])
-        out.append(rows)
-    return out, drawn
+    return HE.each_rendering(
+        metas, renderings, banks,
+        lambda y, span, n: np.asarray(H.span_frames(None, None, y, span, n, embedder)[0], np.float32))
 
 
 # --- the measurement ------------------------------------------------------------------------------------------------
