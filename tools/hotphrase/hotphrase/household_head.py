@@ -4,7 +4,7 @@ accepts, in noise and rooms?
 
   python -m hotphrase.household_head --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          [--condition NAME=DIR ...] --test-npz NPZ ... --sentences NPZ [--renderings SPEC] [--window W]
-         [--one-draw] [--json OUT]
+         [--negatives bank|bank+noise|bank+noise+sentences] [--engines ENGINE,...] [--one-draw] [--json OUT]
 
 - Enrollments: household_eval's draws (draw_enrollments, the same rng); `--one-draw` keeps each speaker's first.
 - The head, one per enrollment: logistic regression (L2, classes weighed equally) over a window of the last W
@@ -14,6 +14,8 @@ accepts, in noise and rooms?
     last template frame (household.span_frames' end, the clean take's span).
   - Negatives, the same for every enrollment: every window of the bank's segments, of the four training noises
     alone (household_eval.enrol_banks, each 60 s), and of --sentences' first 300 utterances (training voices).
+    `--negatives bank` keeps the bank's alone, and `--engines espeak` draws the babble and the sentences from
+    espeak-ng's voices alone: what a speaker could make for itself at enrollment (session 14).
   Nothing of the evaluation (its speakers, noise families, rooms or test side) is in the training.
 - Its score over a stream is the logit of each window ending there (-inf before W frames), as a z against its own
   negatives' logits (normalised); a wake is counted as household_eval counts one (count_wakes: greedy, 2 s
@@ -44,6 +46,7 @@ WINDOW = 12  # frames: 0.96 s, longer than most takes' template (median 9 frames
 SHIFTS = (-1, 0, 1, 2)  # positive windows end this many steps from the take's last template frame
 L2 = 1.0  # the penalty on |w|^2 against the mean log loss of each class
 SENTENCES = 300
+NEGATIVES = ("bank", "bank+noise", "bank+noise+sentences")
 GRID_POINTS = 300
 
 
@@ -153,6 +156,19 @@ def at_fa(rows, fa):
     return None
 
 
+def of_engines(utterances, meta, engines, path):
+    """The utterances whose make_data meta ("engine:voice|text|...") names one of `engines` (comma-separated; None:
+    all), in order; an error naming the file when fewer than SENTENCES are left."""
+    if engines is None:
+        return list(utterances)
+    keep = {e.strip() for e in engines.split(",") if e.strip()}
+    out = [u for u, m in zip(utterances, meta) if m.split(":", 1)[0] in keep]
+    if len(out) < SENTENCES:
+        raise HotPhraseError(path, f"{len(out)} sentences of {','.join(sorted(keep))}: need {SENTENCES} (make more "
+                                   "with make_data --sentences)")
+    return out
+
+
 @cli.command
 def main(argv=None):
     from . import dataset as D
@@ -171,6 +187,13 @@ def main(argv=None):
                          "speech negatives")
     ap.add_argument("--renderings", default="noise0x2+noise5x2+noise10x2+noise15x2+room+room10x2+room5x2",
                     help="household_eval's variant grammar: the takes' renderings among the positives")
+    ap.add_argument("--negatives", default="bank+noise+sentences", choices=NEGATIVES,
+                    help="the heads' negatives: the bank's windows, and the training noises alone, and --sentences' "
+                         "first 300 (session 13: all three); the bank alone is what a speaker has without making "
+                         "any at enrollment")
+    ap.add_argument("--engines", default=None, metavar="ENGINE,...",
+                    help="only --sentences' utterances of these engines (make_data's meta, before ':'), in the "
+                         "renderings' babble and in the negatives: 'espeak' is what a speaker can synthesise itself")
     ap.add_argument("--window", type=int, default=WINDOW)
     ap.add_argument("--l2", type=float, default=L2)
     ap.add_argument("--draws", type=int, default=3)
@@ -211,16 +234,18 @@ def main(argv=None):
     centre = lambda e: H.centre(np.asarray(e, np.float32), mean).astype(np.float32)  # noqa: E731
 
     # the negatives, shared
-    utt, _ = D.load_clips(a.sentences)
+    utt = of_engines(*D.load_clips(a.sentences), a.engines, a.sentences)
     banks = HE.enrol_banks(a.sentences, utterances=utt)
     neg = [windows(centre(s), a.window) for s in bank_segments]
-    for k in sorted(banks):
-        noise = np.clip(np.round(banks[k] / max(np.max(np.abs(banks[k])), 1e-9) * 0.3 * 32767), -32768, 32767)
-        neg.append(windows(centre(emb(noise.astype(np.int16))[0]), a.window))
-    for u in utt[:SENTENCES]:
-        neg.append(windows(centre(emb(np.round(np.asarray(u) * 32767).astype(np.int16))[0]), a.window))
+    if "noise" in a.negatives:
+        for k in sorted(banks):
+            noise = np.clip(np.round(banks[k] / max(np.max(np.abs(banks[k])), 1e-9) * 0.3 * 32767), -32768, 32767)
+            neg.append(windows(centre(emb(noise.astype(np.int16))[0]), a.window))
+    if "sentences" in a.negatives:
+        for u in utt[:SENTENCES]:
+            neg.append(windows(centre(emb(np.round(np.asarray(u) * 32767).astype(np.int16))[0]), a.window))
     neg = np.concatenate(neg)
-    print(f"negative windows: {len(neg)}", flush=True)
+    print(f"negative windows: {len(neg)} ({a.negatives}; sentences of {a.engines or 'every engine'})", flush=True)
 
     # the heads
     pad = int(H.PAD_SECONDS * SAMPLE_RATE)
@@ -291,6 +316,7 @@ def main(argv=None):
         print("held-out thresholds", json.dumps(held), flush=True)
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
            "enrollments": len(drawn), "window": a.window, "l2": a.l2, "renderings": a.renderings,
+           "negatives": a.negatives, "engines": a.engines,
            "negative_windows": int(len(neg)), "test_side_hours": round(hours, 3),
            "own_clips": sum(map(len, own_cols)), "z_bank": z_bank, "templates_at_bank_z": dtw_at_bank,
            "head_at_templates_fa": at_fa(head_rows, dtw_at_bank["fa_per_hour"]),

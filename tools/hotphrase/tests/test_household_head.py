@@ -121,5 +121,19 @@ class Sweep(unittest.TestCase):
         self.assertIsNone(HH.at_fa(rows, -1))
 
 
+class Engines(unittest.TestCase):
+    def test_only_the_named_engines_in_order_and_too_few_is_an_error_naming_the_file(self):
+        utt = [np.full(3, k, np.float32) for k in range(HH.SENTENCES + 2)]
+        meta = [("espeak:en-us+m3" if k % 2 else "flite:slt") + f"|text {k}|1.00|1.00" for k in range(len(utt))]
+        self.assertEqual(len(HH.of_engines(utt, meta, None, "s.npz")), len(utt))
+        with self.assertRaises(HE.HotPhraseError) as e:
+            HH.of_engines(utt, meta, "espeak", "s.npz")
+        self.assertIn("s.npz", str(e.exception))
+        self.assertIn("151 sentences of espeak", str(e.exception))
+        got = HH.of_engines(utt * 2, meta * 2, "espeak, festival", "s.npz")
+        self.assertEqual(len(got), 2 * (HH.SENTENCES // 2 + 1))
+        self.assertEqual([float(u[0]) for u in got[:3]], [1.0, 3.0, 5.0])
+
+
 if __name__ == "__main__":
     unittest.main()
