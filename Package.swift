@@ -74,6 +74,8 @@ let package = Package(
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
+        // The personal head's fit at enrollment (issue #37): libLBFGS's L-BFGS minimiser.
+        systemLibrary("CLBFGS", pkgConfig: "liblbfgs", apt: "liblbfgs-dev"),
         // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too, and
         // sys/timex.h is not in the Glibc module.
         .target(name: "CShims", dependencies: ["CCurl", "CALSA"]),
@@ -110,7 +112,7 @@ let package = Package(
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
         // it a minute of audio.
-        .target(name: "HotPhrase", dependencies: ["AudioCore", "Platform", "Digests"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
+        .target(name: "HotPhrase", dependencies: ["AudioCore", "Platform", "Digests", "CLBFGS"], swiftSettings: strict + [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // Running under systemd: sd_notify (readiness, watchdog) and log lines for the journal.
         .target(name: "Systemd",
                 dependencies: ["CSystemd", .product(name: "Logging", package: "swift-log")],

@@ -15,7 +15,7 @@ set -euo pipefail
 
 toolchain=(binutils git gcc g++ libc6-dev libcurl4-openssl-dev libedit2 libncurses6 libsqlite3-0 libxml2 tzdata)
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libspeexdsp-dev libsoxr-dev libsndfile1-dev
-       libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev zlib1g-dev)
+       libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev liblbfgs-dev zlib1g-dev)
 # deploy/build-deb: debhelper (dpkg-buildpackage, dh, dpkg-shlibdeps), help2man (the manual page) and lintian.
 package=(debhelper dpkg-dev help2man lintian)
 # What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database.

@@ -51,6 +51,8 @@ public struct EnrolledTake: Sendable {
     public let templateSamples: [Int]
     /// The speech span, seconds in the take.
     public let speech: ClosedRange<Double>
+    /// The index in `frames` of the template's last frame (the personal head's positive windows end around it).
+    public let templateEnd: Int
 }
 
 /// Turning a recording into a template (docs/household.md, "A take becomes a template").
@@ -104,7 +106,8 @@ public enum Enrollment {
             Double(times[$0]) / rate >= speech.lowerBound + 0.24 && Double(times[$0]) / rate <= speech.upperBound + 0.40
         }.suffix(maxFrames)
         guard chosen.count >= minFrames else { throw TakeProblem.noSpeech }
-        return EnrolledTake(frames: frames, template: chosen.map { frames[$0] }, templateSamples: chosen.map { times[$0] }, speech: speech)
+        return EnrolledTake(frames: frames, template: chosen.map { frames[$0] }, templateSamples: chosen.map { times[$0] }, speech: speech,
+                            templateEnd: chosen.last!)
     }
 
     /// The error for a model without the speech embedding (format 1).

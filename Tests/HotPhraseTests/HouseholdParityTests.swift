@@ -17,6 +17,7 @@ import Testing
             let sd_relative: Double
             let z: Double
             let mean: Float
+            let head_z: Double
         }
         struct Take: Decodable {
             let file: String
@@ -41,8 +42,20 @@ import Testing
         let sensitivity: Double
         let tolerances: Tolerances
         let mean: [Float]
+        struct Head: Decodable {
+            let window: Int
+            let l2: Double
+            let positives: Int
+            let negatives: Int
+            let shifts: [Int]
+            let last_template_frame: [Int]
+            let bias: Double
+            let weights: [Float]
+            let stream_z: [Double?]
+        }
         let takes: [Take]
         let stream: Stream
+        let head: Head
     }
 
     func expected() throws -> Expected {
@@ -128,5 +141,45 @@ import Testing
         stream.withUnsafeBufferPointer { fused.process($0) { detections.append($0) } }
         #expect(detections.map(\.time) == x.stream.detections)
         #expect(detections.allSatisfy { $0.personal && $0.phrase == x.phrase })
+    }
+
+    /// The personal head fitted on the three takes against the bank's windows, as the reference fits it
+    /// (household_head.fit: scipy's L-BFGS-B on the same objective), and its z over the stream. The objective is
+    /// strictly convex, so both minimisers reach one head; what differs is the embeddings (float32 against the
+    /// numpy reference, within 0.01) and where each stops.
+    @Test func theHeadFitsAndScoresAsTheReferences() throws {
+        let (x, model, bank) = try load()
+        #expect(x.head.window == PersonalHead.window && x.head.shifts == PersonalHead.shifts && x.head.l2 == HeadFit.l2)
+        var positives = WindowRows(width: PersonalHead.window * bank.dim)
+        for (take, end) in zip(x.takes, x.head.last_template_frame) {
+            let made = try Enrollment.take(try samples(take.file), model: model)
+            #expect(made.templateEnd == end, "\(take.file)")
+            positives.append(contentsOf: PersonalHead.positives(of: made, bank: bank))
+        }
+        let negatives = PersonalHead.negatives(bank: bank)
+        #expect(positives.count == x.head.positives)
+        #expect(negatives.count == x.head.negatives)
+        let head = try PersonalHead.fit(positives: positives, negatives: negatives)
+
+        var frames: [[Float]] = []
+        let detector = HotPhraseDetector(model: model)
+        try samples(x.stream.file).withUnsafeBufferPointer {
+            detector.process($0, onFrame: { e, _ in frames.append(Array(e)) }, onDetection: { _ in })
+        }
+        let normalised = bank.normalised(frames)
+        #expect(frames.count == x.head.stream_z.count)
+        var worst = 0.0
+        normalised.withUnsafeBufferPointer { f in
+            for (n, expected) in x.head.stream_z.enumerated() {
+                guard let expected else {
+                    #expect(n < PersonalHead.window - 1, "step \(n): the reference has no window")
+                    continue
+                }
+                let z = head.z(f.baseAddress! + (n - PersonalHead.window + 1) * bank.dim)
+                worst = max(worst, abs(z - expected))
+                #expect(abs(z - expected) <= x.tolerances.head_z, "step \(n): z \(z) vs \(expected)")
+            }
+        }
+        print("head parity: worst z difference \(worst) over \(x.head.stream_z.count) steps")
     }
 }

@@ -1,0 +1,254 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#endif
+import CLBFGS
+
+/// Windows of normalised embedding frames, `width` numbers each, one after another: what the personal head is
+/// fitted on and scores.
+public struct WindowRows: Sendable, Equatable {
+    public private(set) var values: [Float] = []
+    public let width: Int
+
+    public init(width: Int) {
+        precondition(width > 0)
+        self.width = width
+    }
+
+    public var count: Int { values.count / width }
+
+    public mutating func append(_ row: [Float]) {
+        precondition(row.count == width)
+        values += row
+    }
+
+    public mutating func append(contentsOf other: WindowRows) {
+        precondition(other.width == width)
+        values += other.values
+    }
+
+    /// Every window of `frames` consecutive frames (each `dim` numbers, oldest first) in `normalised`, a stream of
+    /// normalised frames one after another: the window ending at each frame from the `frames`-th on.
+    public mutating func appendWindows(of normalised: [Float], dim: Int, frames: Int) {
+        precondition(frames * dim == width && normalised.count % dim == 0)
+        let n = normalised.count / dim
+        guard n >= frames else { return }
+        values.reserveCapacity(values.count + (n - frames + 1) * width)
+        for end in (frames - 1)..<n { values += normalised[((end - frames + 1) * dim)..<((end + 1) * dim)] }
+    }
+}
+
+/// The personal head's fit (docs/household.md, "The personal head"; BENCHMARKS.md, issue #37 part 2, session 13):
+/// logistic regression, the two classes weighed equally whatever their sizes, with an L2 penalty: minimises the
+/// mean log loss of the positives plus the mean log loss of the negatives plus `l2 |w|^2` (the bias is not
+/// penalised), by libLBFGS. The same objective as the measurement's (tools/hotphrase/hotphrase/household_head.py,
+/// `fit`); it is strictly convex, so any minimiser that converges reaches the same head.
+public enum HeadFit {
+    /// Why no head was fitted.
+    public struct Failure: Error, Equatable, CustomStringConvertible {
+        public let problem: String
+        public var description: String { "the personal head cannot be fitted: \(problem)" }
+    }
+
+    /// The penalty the measurement chose (BENCHMARKS.md, issue #37 part 2, session 13).
+    public static let l2 = 0.01
+    public static let maxIterations = 500
+
+    /// -> the weights (one per number of a window) and the bias.
+    public static func fit(positives: WindowRows, negatives: WindowRows, l2: Double = l2,
+                           maxIterations: Int = maxIterations) throws(Failure) -> (weights: [Double], bias: Double) {
+        guard positives.width == negatives.width else {
+            throw Failure(problem: "positive windows of \(positives.width) numbers, negative of \(negatives.width)")
+        }
+        guard positives.count > 0, negatives.count > 0 else {
+            throw Failure(problem: "\(positives.count) positive and \(negatives.count) negative windows: it needs both")
+        }
+        guard l2 > 0, l2.isFinite, maxIterations > 0 else {
+            throw Failure(problem: "the penalty must be above 0 and the iterations at least 1")
+        }
+        guard positives.values.allSatisfy(\.isFinite), negatives.values.allSatisfy(\.isFinite) else {
+            throw Failure(problem: "a window holds a number that is not finite")
+        }
+        let objective = Objective(positives: positives, negatives: negatives, l2: l2)
+        let n = positives.width + 1
+        guard let x = lbfgs_malloc(Int32(n)) else { throw Failure(problem: "out of memory") }
+        defer { lbfgs_free(x) }
+        for i in 0..<n { x[i] = 0 }
+        var parameters = lbfgs_parameter_t()
+        lbfgs_parameter_init(&parameters)
+        parameters.m = 10
+        parameters.max_iterations = Int32(maxIterations)
+        // Stop when the gradient is 1e-6 of the weights' size, or the loss falls by less than 1e-10 of itself in
+        // an iteration: tighter than the measurement's scipy L-BFGS-B defaults, so both reach the same head.
+        parameters.epsilon = 1e-6
+        parameters.past = 1
+        parameters.delta = 1e-10
+        var loss = 0.0
+        let status = withExtendedLifetime(objective) {
+            lbfgs(Int32(n), x, &loss, { instance, x, g, n, _ in
+                Unmanaged<Objective>.fromOpaque(instance!).takeUnretainedValue().evaluate(x!, g!, Int(n))
+            }, nil, Unmanaged.passUnretained(objective).toOpaque(), &parameters)
+        }
+        // A line search that can no longer lower the loss in floating point, and the iteration limit, leave the
+        // last point: the minimum to within rounding, or as close as the limit allows (scipy does the same).
+        let acceptable = [Int32(LBFGS_SUCCESS), Int32(LBFGS_STOP), Int32(LBFGS_ALREADY_MINIMIZED),
+                          Int32(LBFGSERR_ROUNDING_ERROR), Int32(LBFGSERR_MAXIMUMITERATION)]
+        guard acceptable.contains(status), loss.isFinite else {
+            throw Failure(problem: "libLBFGS stopped with status \(status)")
+        }
+        let d = positives.width
+        return ((0..<d).map { x[$0] }, x[d])
+    }
+
+    /// The loss at `theta` (the weights, then the bias) and its gradient into `gradient`: the fit's objective.
+    static func loss(_ theta: [Double], gradient: inout [Double], positives: WindowRows, negatives: WindowRows,
+                     l2: Double) -> Double {
+        let objective = Objective(positives: positives, negatives: negatives, l2: l2)
+        return theta.withUnsafeBufferPointer { t in
+            gradient.withUnsafeMutableBufferPointer { objective.evaluate(t.baseAddress!, $0.baseAddress!, theta.count) }
+        }
+    }
+
+    /// The head rescaled so that its logits over `negatives` have mean 0 and standard deviation 1 (floored at
+    /// 1e-6): a z against them, as the templates' DTW score is a z against the bank, so that one threshold means
+    /// the same for every enrollment.
+    public static func normalised(weights: [Double], bias: Double, negatives: WindowRows) -> (weights: [Float], bias: Double) {
+        precondition(weights.count == negatives.width && negatives.count > 0)
+        let w = weights.map { Float($0) }
+        var sum = 0.0, sumSquares = 0.0
+        w.withUnsafeBufferPointer { wb in
+            negatives.values.withUnsafeBufferPointer { nb in
+                for r in 0..<negatives.count {
+                    let s = Double(dot(nb.baseAddress! + r * negatives.width, wb.baseAddress!, negatives.width)) + bias
+                    sum += s
+                    sumSquares += s * s
+                }
+            }
+        }
+        let count = Double(negatives.count)
+        let mu = sum / count
+        let sd = max((max(sumSquares / count - mu * mu, 0)).squareRoot(), 1e-6)
+        return (weights.map { Float($0 / sd) }, (bias - mu) / sd)
+    }
+}
+
+/// The fit's objective over two sets of windows; libLBFGS calls `evaluate` through a C function pointer.
+private final class Objective {
+    let positives: WindowRows
+    let negatives: WindowRows
+    let l2: Double
+    /// The weights as Floats, for the dot products with the windows.
+    var weights: [Float]
+
+    init(positives: WindowRows, negatives: WindowRows, l2: Double) {
+        self.positives = positives
+        self.negatives = negatives
+        self.l2 = l2
+        weights = [Float](repeating: 0, count: positives.width)
+    }
+
+    func evaluate(_ x: UnsafePointer<Double>, _ g: UnsafeMutablePointer<Double>, _ n: Int) -> Double {
+        let d = n - 1
+        for j in 0..<d { weights[j] = Float(x[j]) }
+        for j in 0..<n { g[j] = 0 }
+        var loss = 0.0
+        weights.withUnsafeBufferPointer { w in
+            loss += Self.term(positives, positive: true, w: w.baseAddress!, bias: x[d], g: g)
+            loss += Self.term(negatives, positive: false, w: w.baseAddress!, bias: x[d], g: g)
+        }
+        for j in 0..<d {
+            loss += l2 * x[j] * x[j]
+            g[j] += 2 * l2 * x[j]
+        }
+        return loss
+    }
+
+    /// The mean log loss of one class (-log sigmoid(s) for a positive, -log sigmoid(-s) for a negative, s = w.x + b),
+    /// its gradient added into g.
+    private static func term(_ rows: WindowRows, positive: Bool, w: UnsafePointer<Float>, bias: Double,
+                             g: UnsafeMutablePointer<Double>) -> Double {
+        let d = rows.width, count = Double(rows.count)
+        var loss = 0.0, biasGradient = 0.0
+        rows.values.withUnsafeBufferPointer { v in
+            for r in 0..<rows.count {
+                let row = v.baseAddress! + r * d
+                let s = Double(dot(row, w, d)) + bias
+                let m = positive ? -s : s  // the loss is softplus(m)
+                loss += max(m, 0) + log1p(exp(-abs(m)))
+                // d softplus(m) / ds: sigmoid(m), with the sign of m against s
+                let sigmoid = m >= 0 ? 1 / (1 + exp(-m)) : exp(m) / (1 + exp(m))
+                let c = (positive ? -sigmoid : sigmoid) / count
+                biasGradient += c
+                for j in 0..<d { g[j] += c * Double(row[j]) }
+            }
+        }
+        g[d] += biasGradient
+        return loss / count
+    }
+}
+
+/// The household's personal head for one enrollment (docs/household.md, "The personal head"): a linear score over
+/// the last `window` embedding frames, each normalised as the templates' are (`NegativeBank.normalise`), scaled
+/// to a z against its negatives (`HeadFit.normalised`) so that it is compared with the templates' z at one
+/// threshold.
+public struct PersonalHead: Codable, Sendable, Equatable {
+    /// Frames a window holds: 0.96 s, longer than most takes' template (BENCHMARKS.md, issue #37 part 2, session 13).
+    public static let window = 12
+    /// The positive windows of a take end this many steps from its template's last frame.
+    public static let shifts = [-1, 0, 1, 2]
+
+    /// `window * dim` numbers, the oldest frame's first.
+    public var weights: [Float]
+    public var bias: Double
+
+    public init(weights: [Float], bias: Double) {
+        self.weights = weights
+        self.bias = bias
+    }
+
+    /// The z of the window whose normalised frames are `frames` (`window * dim` numbers, oldest first).
+    public func z(_ frames: UnsafePointer<Float>) -> Double {
+        weights.withUnsafeBufferPointer { Double(dot(frames, $0.baseAddress!, $0.count)) } + bias
+    }
+
+    /// A take's positive windows: its normalised frames (silence either side, as enrolled), the windows ending
+    /// `shifts` steps from its template's last frame, those that fit.
+    public static func positives(of take: EnrolledTake, bank: NegativeBank) -> WindowRows {
+        var rows = WindowRows(width: window * bank.dim)
+        let frames = bank.normalised(take.frames)
+        for shift in shifts {
+            let end = take.templateEnd + shift
+            guard end >= window - 1, end < take.frames.count else { continue }
+            rows.append(Array(frames[((end - window + 1) * bank.dim)..<((end + 1) * bank.dim)]))
+        }
+        return rows
+    }
+
+    /// Every window of each of the bank's segments (each a stream from reset, so no window spans two).
+    public static func negatives(bank: NegativeBank) -> WindowRows {
+        var rows = WindowRows(width: window * bank.dim)
+        var first = 0
+        var e = [Float](repeating: 0, count: bank.dim)
+        for segment in bank.segments {
+            var normalised = [Float](repeating: 0, count: segment * bank.dim)
+            normalised.withUnsafeMutableBufferPointer { out in
+                for t in 0..<segment {
+                    bank.frame(first + t, into: &e)
+                    e.withUnsafeBufferPointer { bank.normalise($0.baseAddress!, into: out.baseAddress! + t * bank.dim) }
+                }
+            }
+            rows.appendWindows(of: normalised, dim: bank.dim, frames: window)
+            first += segment
+        }
+        return rows
+    }
+
+    /// The head of one enrollment: `positives` (the takes' windows, and any rendering's) against `negatives`,
+    /// scaled to a z against the negatives.
+    public static func fit(positives: WindowRows, negatives: WindowRows, l2: Double = HeadFit.l2) throws(HeadFit.Failure) -> PersonalHead {
+        let (w, b) = try HeadFit.fit(positives: positives, negatives: negatives, l2: l2)
+        let (weights, bias) = HeadFit.normalised(weights: w, bias: b, negatives: negatives)
+        return PersonalHead(weights: weights, bias: bias)
+    }
+}
