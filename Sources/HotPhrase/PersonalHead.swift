@@ -225,6 +225,44 @@ public struct PersonalHead: Codable, Sendable, Equatable {
         return rows
     }
 
+    /// The positive windows of a take's rendering (`TakeRenderings.render`: the take padded as enrolled, so its
+    /// frames line up with the clean take's): its normalised frames, the windows ending where the clean take's do
+    /// (the clean take's template end, as the measurement keeps a rendering's frames by its clean take's span).
+    public static func positives(ofRendering samples: [Int16], take: EnrolledTake, model: HotPhraseModel,
+                                 bank: NegativeBank) -> WindowRows {
+        var frames: [[Float]] = []
+        let detector = HotPhraseDetector(model: model)
+        samples.withUnsafeBufferPointer { detector.process($0, onFrame: { e, _ in frames.append(Array(e)) }, onDetection: { _ in }) }
+        var rows = WindowRows(width: window * bank.dim)
+        let normalised = bank.normalised(frames)
+        for shift in shifts {
+            let end = take.templateEnd + shift
+            guard end >= window - 1, end < frames.count else { continue }
+            rows.append(Array(normalised[((end - window + 1) * bank.dim)..<((end + 1) * bank.dim)]))
+        }
+        return rows
+    }
+
+    /// One enrollment's head as the speaker trains it: each take (its samples and what `Enrollment.take` made of
+    /// them) clean and in each of `renderings` (seeded by the take's place and the rendering's, so the same takes
+    /// give the same head), against the bank's windows and `extraNegatives`.
+    public static func train(takes: [(samples: [Int16], take: EnrolledTake)], model: HotPhraseModel, bank: NegativeBank,
+                             renderings: [TakeRenderings.Rendering] = TakeRenderings.measured, babble: [[Float]] = [],
+                             extraNegatives: WindowRows? = nil) throws(HeadFit.Failure) -> PersonalHead {
+        var rows = WindowRows(width: window * bank.dim)
+        for (t, take) in takes.enumerated() {
+            rows.append(contentsOf: positives(of: take.take, bank: bank))
+            for (r, rendering) in renderings.enumerated() {
+                let seed = UInt64(t) << 32 | UInt64(r)
+                let rendered = TakeRenderings.render(take.samples, rendering, seed: seed, babble: babble).samples
+                rows.append(contentsOf: positives(ofRendering: rendered, take: take.take, model: model, bank: bank))
+            }
+        }
+        var negatives = negatives(bank: bank)
+        if let extraNegatives { negatives.append(contentsOf: extraNegatives) }
+        return try fit(positives: rows, negatives: negatives)
+    }
+
     /// Every window of each of the bank's segments (each a stream from reset, so no window spans two).
     public static func negatives(bank: NegativeBank) -> WindowRows {
         var rows = WindowRows(width: window * bank.dim)

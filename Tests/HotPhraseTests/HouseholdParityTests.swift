@@ -182,4 +182,52 @@ import Testing
         }
         print("head parity: worst z difference \(worst) over \(x.head.stream_z.count) steps")
     }
+
+    /// A rendering with no room and no noise is the take padded as enrolled: its windows are the take's own,
+    /// number for number (the renderings' frames line up with the clean take's).
+    @Test func aRenderingThatChangesNothingGivesTheTakesOwnWindows() throws {
+        let (x, model, bank) = try load()
+        for take in x.takes {
+            let samples = try samples(take.file)
+            let made = try Enrollment.take(samples, model: model)
+            let same = TakeRenderings.render(samples, .init(room: false, snr: nil), seed: 1).samples
+            #expect(PersonalHead.positives(ofRendering: same, take: made, model: model, bank: bank)
+                == PersonalHead.positives(of: made, bank: bank), "\(take.file)")
+        }
+    }
+
+    /// The head as the speaker trains it (the takes clean and in the measurement's 13 renderings each, against
+    /// the bank): the measurement's 168 positive windows, and over the stream it peaks where the phrase is, as the
+    /// head of the clean takes alone does, far above the speech before it.
+    @Test func theTrainedHeadHearsThePhraseWhereTheCleanTakesHeadDoes() throws {
+        let (x, model, bank) = try load()
+        let takes = try x.takes.map { t in
+            let s = try samples(t.file)
+            return (samples: s, take: try Enrollment.take(s, model: model))
+        }
+        let head = try PersonalHead.train(takes: takes, model: model, bank: bank)
+        var frames: [[Float]] = []
+        let detector = HotPhraseDetector(model: model)
+        try samples(x.stream.file).withUnsafeBufferPointer {
+            detector.process($0, onFrame: { e, _ in frames.append(Array(e)) }, onDetection: { _ in })
+        }
+        let normalised = bank.normalised(frames)
+        let z = normalised.withUnsafeBufferPointer { f in
+            (PersonalHead.window - 1..<frames.count).map { head.z(f.baseAddress! + ($0 - PersonalHead.window + 1) * bank.dim) }
+        }
+        let peak = z.indices.max { z[$0] < z[$1] }! + PersonalHead.window - 1
+        let clean = x.head.stream_z.indices.max { (x.head.stream_z[$0] ?? -.infinity) < (x.head.stream_z[$1] ?? -.infinity) }!
+        #expect(abs(peak - clean) <= 1, "peak at step \(peak), the clean takes' head at \(clean)")
+        let before = z.prefix(6).max()!  // the windows over "Put it away."
+        #expect(z.max()! > before + 3, "phrase \(z.max()!) against the speech before it \(before)")
+        var rows = WindowRows(width: PersonalHead.window * bank.dim)
+        for t in takes {
+            rows.append(contentsOf: PersonalHead.positives(of: t.take, bank: bank))
+            for rendering in TakeRenderings.measured {
+                rows.append(contentsOf: PersonalHead.positives(ofRendering: TakeRenderings.render(t.samples, rendering, seed: 0).samples,
+                                                              take: t.take, model: model, bank: bank))
+            }
+        }
+        #expect(rows.count == 168)
+    }
 }
