@@ -121,6 +121,29 @@ class Sweep(unittest.TestCase):
         self.assertIsNone(HH.at_fa(rows, -1))
 
 
+class Offset(unittest.TestCase):
+    def test_the_lowest_offset_at_the_templates_rate_and_its_reading(self):
+        # threshold side: the templates wake once (at 5.0), the head twice more (at 6.0 and 5.3)
+        dt = np.full((1, 100), -np.inf)
+        dt[0, 10] = 5.0
+        ht = np.full((1, 100), -np.inf)
+        ht[0, [40, 80]] = [6.0, 5.3]
+        # test side: the head's 6.1 wakes at the offset picked (1.05; at 1.0 the head's 6.0 there would still wake:
+        # a wake is z >= threshold)
+        ds, hs = np.full((1, 50), -np.inf), np.full((1, 50), -np.inf)
+        hs[0, 20] = 6.1
+        head_best = {"clean": np.array([[6.2, 4.0]])}
+        dtw_best = {"clean": np.array([[3.0, 5.5]])}
+        got = HH.offset_rule(ht, dt, hs, ds, head_best, dtw_best, [[0, 1]], 5.0, target=1.0, th_hours=1.0,
+                             hours=1.0, count_wakes=HE.count_wakes)
+        self.assertAlmostEqual(got["offset"], 1.05)
+        self.assertEqual(got["fa_per_hour_threshold_side"], 1.0)
+        self.assertEqual(got["fa_per_hour"], 1.0)
+        self.assertEqual(got["missed_pct"]["clean"], 0.0)  # clip 0 by the head (6.2 - 1.05), clip 1 by the templates
+        self.assertIsNone(HH.offset_rule(ht, dt, hs, ds, head_best, dtw_best, [[0, 1]], 5.0, target=0.0,
+                                         th_hours=1.0, hours=1.0, count_wakes=HE.count_wakes))
+
+
 class Engines(unittest.TestCase):
     def test_only_the_named_engines_in_order_and_too_few_is_an_error_naming_the_file(self):
         utt = [np.full(3, k, np.float32) for k in range(HH.SENTENCES + 2)]
