@@ -28,7 +28,8 @@ accepts, in noise and rooms?
   threshold is read off the test side: a comparison of the two scorers at the same false accepts, not a threshold
   the speaker could pick. With --public, the head's and both's thresholds are also picked on household_eval's
   threshold side (held out from the test side and the bank) at the templates' false accepts there, and read on
-  the test side.
+  the test side; and the speaker's rule (`offset_rule`): the templates at the bank's z as always, the head beside
+  them at the bank's z plus one offset, the lowest at which the pair's false accepts there are the templates'.
 """
 import json
 import os
