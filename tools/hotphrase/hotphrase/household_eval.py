@@ -114,6 +114,8 @@ def cached(path, make):
         z = np.load(path, allow_pickle=True)
         return list(z["streams"]), [str(s) for s in z["names"]], float(z["seconds"])
     streams, names, seconds = make()
+    # a cache folder not made yet is made, not an error after the whole run's work
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     np.savez(path, streams=np.array(streams, dtype=object), names=np.array(names), seconds=seconds)
     return streams, names, seconds
 

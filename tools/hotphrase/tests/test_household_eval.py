@@ -124,6 +124,19 @@ class ClipCache(unittest.TestCase):
                 HE.load_clips_npz(os.path.join(d, "none.npz"), {"a.wav": 0})
 
 
+class StreamCache(unittest.TestCase):
+    def test_a_missing_folder_is_made_and_the_second_read_is_the_cache(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "not-yet", "neg.npz")
+            made = []
+            make = lambda: (made.append(1), ([np.ones((3, 2), np.float32)], ["a"], 1.5))[1]  # noqa: E731
+            first = HE.cached(path, make)
+            second = HE.cached(path, make)
+            self.assertEqual(len(made), 1)
+            self.assertEqual(second[1:], (["a"], 1.5))
+            np.testing.assert_array_equal(second[0][0], first[0][0])
+
+
 class ZSweep(unittest.TestCase):
     def test_grid(self):
         self.assertEqual(HE.parse_z_sweep("2:6:0.5"), [2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 5.5, 6.0])
