@@ -249,6 +249,15 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     public static func train(takes: [(samples: [Int16], take: EnrolledTake)], model: HotPhraseModel, bank: NegativeBank,
                              renderings: [TakeRenderings.Rendering] = TakeRenderings.measured, babble: [[Float]] = [],
                              extraNegatives: WindowRows? = nil) throws(HeadFit.Failure) -> PersonalHead {
+        var negatives = negatives(bank: bank)
+        if let extraNegatives { negatives.append(contentsOf: extraNegatives) }
+        return try fit(positives: positives(takes: takes, model: model, bank: bank, renderings: renderings, babble: babble),
+                       negatives: negatives)
+    }
+
+    /// `train`'s positive windows: each take's, clean and rendered.
+    public static func positives(takes: [(samples: [Int16], take: EnrolledTake)], model: HotPhraseModel, bank: NegativeBank,
+                                 renderings: [TakeRenderings.Rendering], babble: [[Float]]) -> WindowRows {
         var rows = WindowRows(width: window * bank.dim)
         for (t, take) in takes.enumerated() {
             rows.append(contentsOf: positives(of: take.take, bank: bank))
@@ -258,9 +267,7 @@ public struct PersonalHead: Codable, Sendable, Equatable {
                 rows.append(contentsOf: positives(ofRendering: rendered, take: take.take, model: model, bank: bank))
             }
         }
-        var negatives = negatives(bank: bank)
-        if let extraNegatives { negatives.append(contentsOf: extraNegatives) }
-        return try fit(positives: rows, negatives: negatives)
+        return rows
     }
 
     /// Every window of each of the bank's segments (each a stream from reset, so no window spans two).

@@ -13,6 +13,7 @@ import Synchronization
 ///   swift run -c release hound-speaker-bench capture [minutes]
 ///   swift run -c release hound-speaker-bench speech [runs]
 ///   swift run -c release hound-speaker-bench aec ROOMSET   (the echo canceller in tools/bench/aec_room's rooms)
+///   swift run -c release hound-speaker-bench head OUT.json TAKE.wav...   (the personal head: HeadBench.swift)
 @main
 struct Bench {
     static func main() async throws {
@@ -29,7 +30,8 @@ struct Bench {
         case "hotphrase": try hotPhrase(minutes: Double(args.dropFirst().first ?? "") ?? 10, wav: args.dropFirst(2).first,
                                         model: args.dropFirst(3).first)
         case "aec": try EchoBench.run(Array(args.dropFirst()))
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options]")
+        case "head": try HeadBench.run(Array(args.dropFirst()))
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options] | head OUT.json TAKE.wav... [options]")
         }
     }
 

@@ -176,6 +176,40 @@ def at_fa(rows, fa):
     return None
 
 
+def swift_heads(bench, metas, model, bank, renderings, babble):
+    """Each enrollment's head as the speaker trains it: `bench head` (hound-speaker-bench) over its takes (the
+    drawn take_audio, as 16-bit WAVs), with `babble` (float utterances) as the renderings' voices -> ([E] weights,
+    [E] biases); the CPU seconds of each printed."""
+    import subprocess
+    import tempfile
+    import soundfile
+    W_, b_, cpu = [], [], []
+    with tempfile.TemporaryDirectory() as d:
+        voices = []
+        for k, u in enumerate(babble):
+            voices.append(os.path.join(d, f"babble-{k}.wav"))
+            soundfile.write(voices[-1], np.clip(np.round(np.asarray(u) * 32767), -32768, 32767).astype(np.int16), 16000)
+        for e, m in enumerate(metas):
+            takes = []
+            for k, x in enumerate(m["take_audio"]):
+                takes.append(os.path.join(d, f"take-{e}-{k}.wav"))
+                soundfile.write(takes[-1], np.asarray(x, np.int16), 16000)
+            out = os.path.join(d, f"head-{e}.json")
+            cmd = [bench, "head", out, *takes, "--model", model, "--bank", bank, "--renderings", renderings]
+            r = subprocess.run(cmd + (["--babble", *voices] if voices else []), capture_output=True, text=True)
+            if r.returncode != 0:
+                raise HotPhraseError(bench, f"head for enrollment {e} failed ({r.returncode}): {r.stderr.strip()[-400:]}")
+            with open(out) as f:
+                h = json.load(f)
+            W_.append(np.asarray(h["weights"], np.float32))
+            b_.append(float(h["bias"]))
+            cpu.append(h["cpu_seconds"])
+            for t in takes:
+                os.remove(t)
+    print(f"Swift heads: {len(b_)}, CPU a head {np.mean(cpu):.2f} s (max {np.max(cpu):.2f})", flush=True)
+    return W_, b_
+
+
 def of_engines(utterances, meta, engines, path):
     """The utterances whose make_data meta ("engine:voice|text|...") names one of `engines` (comma-separated; None:
     all), in order; an error naming the file when fewer than SENTENCES are left."""
@@ -214,6 +248,16 @@ def main(argv=None):
     ap.add_argument("--engines", default=None, metavar="ENGINE,...",
                     help="only --sentences' utterances of these engines (make_data's meta, before ':'), in the "
                          "renderings' babble and in the negatives: 'espeak' is what a speaker can synthesise itself")
+    ap.add_argument("--swift-heads", default=None, metavar="BENCH",
+                    help="train each enrollment's head with the speaker's own code instead (BENCH: a built "
+                         "hound-speaker-bench; its `head` command: Swift's renderings, the bank's windows alone as "
+                         "negatives, the speaker's model --swift-model) and score it here as the others")
+    ap.add_argument("--swift-model", default=os.path.join(os.path.dirname(__file__), "..", "..", "..", "share",
+                                                          "hotphrase", "ok-hound.hpm"))
+    ap.add_argument("--swift-babble", type=int, default=0, metavar="N",
+                    help="with --swift-heads: the first N of --sentences' utterances (after --engines) as the "
+                         "renderings' babble voices (0: no babble)")
+    ap.add_argument("--swift-renderings", default="measured", choices=("measured", "none"))
     ap.add_argument("--window", type=int, default=WINDOW)
     ap.add_argument("--l2", type=float, default=L2)
     ap.add_argument("--draws", type=int, default=3)
@@ -257,6 +301,8 @@ def main(argv=None):
     utt = of_engines(*D.load_clips(a.sentences), a.engines, a.sentences)
     banks = HE.enrol_banks(a.sentences, utterances=utt)
     neg = [windows(centre(s), a.window) for s in bank_segments]
+    if a.swift_heads:  # Swift trains against the bank's windows alone
+        a.negatives = "bank"
     if "noise" in a.negatives:
         for k in sorted(banks):
             noise = np.clip(np.round(banks[k] / max(np.max(np.abs(banks[k])), 1e-9) * 0.3 * 32767), -32768, 32767)
@@ -274,9 +320,15 @@ def main(argv=None):
         end = last_frame(t, span, pad, SAMPLE_RATE)
         return (positive_windows(centre(e), end, a.window) if end is not None
                 else np.zeros((0, a.window * EMB_DIM), np.float32))
-    per_enrollment, _ = HE.each_rendering([m for _, m in drawn], renderings, banks, positives, clean=True)
+    per_enrollment, _ = ([[np.zeros((0, a.window * EMB_DIM), np.float32)]] * len(drawn), None) if a.swift_heads \
+        else HE.each_rendering([m for _, m in drawn], renderings, banks, positives, clean=True)
     W_, b_ = [], []
-    for pos in per_enrollment:
+    if a.swift_heads:
+        if a.window != WINDOW:
+            raise HotPhraseError("--window", f"the speaker's head is {WINDOW} frames")
+        W_, b_ = swift_heads(a.swift_heads, [m for _, m in drawn], a.swift_model, a.bank, a.swift_renderings,
+                             utt[:a.swift_babble])
+    for pos in ([] if a.swift_heads else per_enrollment):
         w, b = fit(np.concatenate(pos), neg, a.l2)
         w, b = normalised(w, b, neg)
         W_.append(w)
@@ -341,6 +393,8 @@ def main(argv=None):
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
            "enrollments": len(drawn), "window": a.window, "l2": a.l2, "renderings": a.renderings,
            "negatives": a.negatives, "engines": a.engines,
+           "swift_heads": bool(a.swift_heads), "swift_babble": a.swift_babble if a.swift_heads else None,
+           "swift_renderings": a.swift_renderings if a.swift_heads else None,
            "negative_windows": int(len(neg)), "test_side_hours": round(hours, 3),
            "own_clips": sum(map(len, own_cols)), "z_bank": z_bank, "templates_at_bank_z": dtw_at_bank,
            "head_at_templates_fa": at_fa(head_rows, dtw_at_bank["fa_per_hour"]),

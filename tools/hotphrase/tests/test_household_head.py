@@ -144,6 +144,46 @@ class Offset(unittest.TestCase):
                                          th_hours=1.0, hours=1.0, count_wakes=HE.count_wakes))
 
 
+try:
+    import soundfile  # noqa: F401
+except ImportError:
+    soundfile = None
+
+
+@unittest.skipUnless(soundfile, "soundfile (the measurement venv) writes the takes")
+class SwiftHeads(unittest.TestCase):
+    def test_each_enrollments_takes_and_the_voices_go_to_the_bench_and_its_head_comes_back(self):
+        import json
+        import os
+        import stat
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            bench = os.path.join(d, "bench")
+            log = os.path.join(d, "calls")
+            # a stand-in for hound-speaker-bench: records its arguments, writes a head of the takes' count
+            with open(bench, "w") as f:
+                f.write("#!/usr/bin/env python3\nimport json, sys\n"
+                        f"open({log!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+                        "a = sys.argv[1:]; takes = [x for x in a[2:a.index('--model')]]\n"
+                        "json.dump({'weights': [float(len(takes))] * 1152, 'bias': -1.5, 'cpu_seconds': 0.5},"
+                        " open(a[1], 'w'))\n")
+            os.chmod(bench, stat.S_IRWXU)
+            metas = [{"take_audio": [np.zeros(1600, np.int16)] * 3}, {"take_audio": [np.ones(800, np.int16)] * 2}]
+            W_, b_ = HH.swift_heads(bench, metas, "m.hpm", "b.hpm", "none", [np.zeros(400, np.float32)])
+            self.assertEqual([float(w[0]) for w in W_], [3.0, 2.0])
+            self.assertEqual(b_, [-1.5, -1.5])
+            calls = [json.loads(line) for line in open(log)]
+            self.assertEqual([c[0] for c in calls], ["head", "head"])
+            self.assertEqual(calls[0][calls[0].index("--renderings") + 1], "none")
+            self.assertEqual(len(calls[1]) - calls[1].index("--babble"), 2)  # one voice
+            with open(bench, "w") as f:
+                f.write("#!/bin/sh\necho 'no such model' >&2\nexit 66\n")
+            with self.assertRaises(HE.HotPhraseError) as e:
+                HH.swift_heads(bench, metas, "m.hpm", "b.hpm", "measured", [])
+            self.assertIn("no such model", str(e.exception))
+            self.assertIn("enrollment 0", str(e.exception))
+
+
 class Engines(unittest.TestCase):
     def test_only_the_named_engines_in_order_and_too_few_is_an_error_naming_the_file(self):
         utt = [np.full(3, k, np.float32) for k in range(HH.SENTENCES + 2)]
