@@ -63,6 +63,18 @@ import Testing
         #expect(tail > 1e-4)
     }
 
+    @Test func theConvolutionIsTheSumItNames() {
+        var random = SplitMix64(seed: 5)
+        let x = (0..<300).map { $0 % 7 == 0 ? 0 : Float(random.gaussian()) }  // some silence, skipped
+        let h = (0..<37).map { _ in Float(random.gaussian()) }
+        let y = TakeRenderings.convolve(x, h)
+        #expect(y.count == x.count)
+        for n in 0..<x.count {
+            let expected = (0...min(n, h.count - 1)).reduce(0.0) { $0 + Double(x[n - $1]) * Double(h[$1]) }
+            #expect(abs(Double(y[n]) - expected) < 1e-4, "sample \(n)")
+        }
+    }
+
     @Test func theRoomsImpulseIsTheRecipes() {
         for seed in UInt64(0)..<20 {
             var random = SplitMix64(seed: seed)
