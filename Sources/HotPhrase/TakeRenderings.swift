@@ -113,6 +113,7 @@ public enum TakeRenderings {
         let power = (0..<n).map { b in x[(b * block)..<((b + 1) * block)].reduce(0) { $0 + Double($1) * Double($1) } / Double(block) }
         let loudest = power.max()!
         let active = power.filter { $0 > loudest * 1e-3 }
+        guard !active.isEmpty else { return 1e-12 }  // silence: no NaN into a gain
         return active.reduce(0, +) / Double(active.count) + 1e-12
     }
 

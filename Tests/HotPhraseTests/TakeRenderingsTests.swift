@@ -63,6 +63,16 @@ import Testing
         #expect(tail > 1e-4)
     }
 
+    @Test func silenceRendersAsFiniteNumbers() {
+        let silent = [Int16](repeating: 0, count: 4000)
+        #expect(TakeRenderings.activePower(Self.floats(silent)) == 1e-12)
+        for rendering in TakeRenderings.measured {
+            let out = TakeRenderings.render(silent, rendering, seed: 2).samples
+            #expect(out.count == silent.count + 32_000)
+            #expect(out.allSatisfy { abs(Int($0)) < 32_767 }, "\(rendering): silence stays quiet, no NaN clamped to full scale")
+        }
+    }
+
     @Test func theConvolutionIsTheSumItNames() {
         var random = SplitMix64(seed: 5)
         let x = (0..<300).map { $0 % 7 == 0 ? 0 : Float(random.gaussian()) }  // some silence, skipped
