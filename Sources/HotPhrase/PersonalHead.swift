@@ -215,12 +215,17 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     /// A take's positive windows: its normalised frames (silence either side, as enrolled), the windows ending
     /// `shifts` steps from its template's last frame, those that fit.
     public static func positives(of take: EnrolledTake, bank: NegativeBank) -> WindowRows {
+        windows(around: take.templateEnd, of: take.frames, bank: bank)
+    }
+
+    /// The windows of `frames` (raw, normalised here) ending `shifts` steps from `end`, those that fit.
+    private static func windows(around end: Int, of frames: [[Float]], bank: NegativeBank) -> WindowRows {
         var rows = WindowRows(width: window * bank.dim)
-        let frames = bank.normalised(take.frames)
+        let normalised = bank.normalised(frames)
         for shift in shifts {
-            let end = take.templateEnd + shift
-            guard end >= window - 1, end < take.frames.count else { continue }
-            rows.append(Array(frames[((end - window + 1) * bank.dim)..<((end + 1) * bank.dim)]))
+            let last = end + shift
+            guard last >= window - 1, last < frames.count else { continue }
+            rows.append(Array(normalised[((last - window + 1) * bank.dim)..<((last + 1) * bank.dim)]))
         }
         return rows
     }
@@ -233,14 +238,7 @@ public struct PersonalHead: Codable, Sendable, Equatable {
         var frames: [[Float]] = []
         let detector = HotPhraseDetector(model: model)
         samples.withUnsafeBufferPointer { detector.process($0, onFrame: { e, _ in frames.append(Array(e)) }, onDetection: { _ in }) }
-        var rows = WindowRows(width: window * bank.dim)
-        let normalised = bank.normalised(frames)
-        for shift in shifts {
-            let end = take.templateEnd + shift
-            guard end >= window - 1, end < frames.count else { continue }
-            rows.append(Array(normalised[((end - window + 1) * bank.dim)..<((end + 1) * bank.dim)]))
-        }
-        return rows
+        return windows(around: take.templateEnd, of: frames, bank: bank)
     }
 
     /// One enrollment's head as the speaker trains it: each take (its samples and what `Enrollment.take` made of
