@@ -29,7 +29,9 @@ accepts, in noise and rooms?
   the speaker could pick. With --public, the head's and both's thresholds are also picked on household_eval's
   threshold side (held out from the test side and the bank) at the templates' false accepts there, and read on
   the test side; and the speaker's rule (`offset_rule`): the templates at the bank's z as always, the head beside
-  them at the bank's z plus one offset, the lowest at which the pair's false accepts there are the templates'.
+  them at the bank's z plus one offset, the lowest at which the pair's false accepts there are the templates'; and
+  the pair at every offset (`offset_table`), with its raw wake count on the threshold side, so that the keywords'
+  threshold sides can be pooled to pick the one offset the speaker ships (session 15).
 """
 import json
 import os
@@ -168,6 +170,23 @@ def offset_rule(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, target, th_hou
     return None
 
 
+def offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, th_hours, hours, offsets=None, count_wakes=None):
+    """The pair (templates at z, head at z + offset) at each offset: its false accepts an hour on the threshold side
+    (ht, dt) and on the test side (hs, ds), and each condition's misses. The raw counts on the threshold side are
+    kept too (`wakes_threshold_side`), so that keywords' sides can be pooled to pick one offset for every phrase."""
+    if count_wakes is None:
+        from .household_eval import count_wakes
+    rows = []
+    for off in (OFFSETS if offsets is None else offsets):
+        wakes = int(sum(count_wakes(r, z) for r in np.maximum(dt, ht - off)))
+        best = {c: np.maximum(dtw_best[c], head_best[c] - off) for c in head_best}
+        row = sweep(np.maximum(ds, hs - off), best, own_cols, [z], hours, count_wakes)[0]
+        rows.append({"offset": float(off), "wakes_threshold_side": wakes,
+                     "fa_per_hour_threshold_side": round(wakes / len(dt) / th_hours, 4),
+                     "fa_per_hour": row["fa_per_hour"], "missed_pct": row["missed_pct"]})
+    return rows
+
+
 def at_fa(rows, fa):
     """The first row (the grid rising) whose false accepts are at most fa, or None."""
     for r in rows:
@@ -241,10 +260,10 @@ def main(argv=None):
                          "speech negatives")
     ap.add_argument("--renderings", default="noise0x2+noise5x2+noise10x2+noise15x2+room+room10x2+room5x2",
                     help="household_eval's variant grammar: the takes' renderings among the positives")
-    ap.add_argument("--negatives", default="bank+noise+sentences", choices=NEGATIVES,
+    ap.add_argument("--negatives", default=None, choices=NEGATIVES,
                     help="the heads' negatives: the bank's windows, and the training noises alone, and --sentences' "
-                         "first 300 (session 13: all three); the bank alone is what a speaker has without making "
-                         "any at enrollment")
+                         "first 300 (default: all three, session 13's); the bank alone is what a speaker has without "
+                         "making any at enrollment, and the only choice (and the default) with --swift-heads")
     ap.add_argument("--engines", default=None, metavar="ENGINE,...",
                     help="only --sentences' utterances of these engines (make_data's meta, before ':'), in the "
                          "renderings' babble and in the negatives: 'espeak' is what a speaker can synthesise itself")
@@ -279,6 +298,8 @@ def main(argv=None):
     if a.window < 1:
         raise HotPhraseError("--window", f"{a.window}: at least 1 frame")
     renderings = HE.parse_variant(a.renderings)
+    if a.negatives is None:  # the speaker's heads know the bank alone; the measurement's default is session 13's
+        a.negatives = "bank" if a.swift_heads else "bank+noise+sentences"
     header, _, mean, bank_segments = H.read_bank(a.bank)
     z_bank = float(header["z_threshold"])
     word, labels = HE.one_keyword(a.speakers)
@@ -301,8 +322,9 @@ def main(argv=None):
     utt = of_engines(*D.load_clips(a.sentences), a.engines, a.sentences)
     banks = HE.enrol_banks(a.sentences, utterances=utt)
     neg = [windows(centre(s), a.window) for s in bank_segments]
-    if a.swift_heads:  # Swift trains against the bank's windows alone
-        a.negatives = "bank"
+    if a.swift_heads and a.negatives != "bank":
+        raise HotPhraseError("--swift-heads", "the speaker's heads are trained against the bank's windows alone: "
+                                              "give --negatives bank")
     if "noise" in a.negatives:
         for k in sorted(banks):
             noise = np.clip(np.round(banks[k] / max(np.max(np.abs(banks[k])), 1e-9) * 0.3 * 32767), -32768, 32767)
@@ -320,22 +342,23 @@ def main(argv=None):
         end = last_frame(t, span, pad, SAMPLE_RATE)
         return (positive_windows(centre(e), end, a.window) if end is not None
                 else np.zeros((0, a.window * EMB_DIM), np.float32))
-    per_enrollment, _ = ([[np.zeros((0, a.window * EMB_DIM), np.float32)]] * len(drawn), None) if a.swift_heads \
-        else HE.each_rendering([m for _, m in drawn], renderings, banks, positives, clean=True)
-    W_, b_ = [], []
-    if a.swift_heads:
+    if a.swift_heads:  # the speaker's own code trains them: its renderings, positives and fit
         if a.window != WINDOW:
             raise HotPhraseError("--window", f"the speaker's head is {WINDOW} frames")
         W_, b_ = swift_heads(a.swift_heads, [m for _, m in drawn], a.swift_model, a.bank, a.swift_renderings,
                              utt[:a.swift_babble])
-    for pos in ([] if a.swift_heads else per_enrollment):
-        w, b = fit(np.concatenate(pos), neg, a.l2)
-        w, b = normalised(w, b, neg)
-        W_.append(w)
-        b_.append(b)
+        print(f"heads trained by {a.swift_heads}: {len(b_)}", flush=True)
+    else:
+        per_enrollment, _ = HE.each_rendering([m for _, m in drawn], renderings, banks, positives, clean=True)
+        W_, b_ = [], []
+        for pos in per_enrollment:
+            w, b = fit(np.concatenate(pos), neg, a.l2)
+            w, b = normalised(w, b, neg)
+            W_.append(w)
+            b_.append(b)
+        print(f"heads trained: {len(b_)}, positive windows a head {sum(map(len, per_enrollment[-1]))}", flush=True)
     heads = (np.stack(W_), np.array(b_, np.float32))
     enrollments = [scorers.enrol(takes) for takes, _ in drawn]
-    print(f"heads trained: {len(b_)}, positive windows a head {sum(map(len, per_enrollment[-1]))}", flush=True)
 
     # clips: the best of each scorer over each clip, in each condition
     conds = {"clean": a.clips_dir, **{c.partition("=")[0]: c.partition("=")[2] for c in a.condition}}
@@ -389,6 +412,10 @@ def main(argv=None):
         # one offset for every enrollment, the lowest offset at which the pair's false accepts on the threshold
         # side are at most the templates' alone there; then read on the test side.
         held["offset"] = offset_rule(ht, dt, hs, ds, head_best, dtw_best, own_cols, z_bank, target, th_hours, hours)
+        held["templates_wakes_threshold_side"] = int(sum(HE.count_wakes(r, z_bank) for r in dt))
+        held["enrollments"] = len(dt)
+        held["offsets"] = offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z_bank, th_hours, hours,
+                                       count_wakes=HE.count_wakes)
         print("held-out thresholds", json.dumps(held), flush=True)
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
            "enrollments": len(drawn), "window": a.window, "l2": a.l2, "renderings": a.renderings,

@@ -143,6 +143,26 @@ class Offset(unittest.TestCase):
         self.assertIsNone(HH.offset_rule(ht, dt, hs, ds, head_best, dtw_best, [[0, 1]], 5.0, target=0.0,
                                          th_hours=1.0, hours=1.0, count_wakes=HE.count_wakes))
 
+    def test_the_table_reads_every_offset_and_counts_the_wakes(self):
+        dt = np.full((2, 100), -np.inf)
+        dt[0, 10] = 5.0
+        ht = np.full((2, 100), -np.inf)
+        ht[0, 40] = 6.0
+        ht[1, 70] = 5.3
+        ds, hs = np.full((2, 50), -np.inf), np.full((2, 50), -np.inf)
+        hs[1, 20] = 5.2
+        head_best = {"clean": np.array([[6.2, 4.0], [5.4, 5.4]])}
+        dtw_best = {"clean": np.array([[3.0, 5.5], [3.0, 3.0]])}
+        rows = HH.offset_table(ht, dt, hs, ds, head_best, dtw_best, [[0, 1], [0]], 5.0, th_hours=2.0, hours=1.0,
+                               offsets=[0.0, 0.5, 1.0, 1.5], count_wakes=HE.count_wakes)
+        self.assertEqual([r["offset"] for r in rows], [0.0, 0.5, 1.0, 1.5])
+        # threshold side: templates 1, head 6.0 and 5.3 (5.3 passes only at offset 0, 6.0 up to 1.0)
+        self.assertEqual([r["wakes_threshold_side"] for r in rows], [3, 2, 2, 1])
+        self.assertEqual([r["fa_per_hour_threshold_side"] for r in rows], [0.75, 0.5, 0.5, 0.25])
+        self.assertEqual([r["fa_per_hour"] for r in rows], [0.5, 0.0, 0.0, 0.0])  # the head's 5.2, mean of two
+        # own clips: e0 [0, 1] (head 6.2, templates 5.5), e1 [0] (head 5.4): e1's is missed from offset 0.5 on
+        self.assertEqual([r["missed_pct"]["clean"] for r in rows], [0.0, 33.33, 33.33, 66.67])
+
 
 try:
     import soundfile  # noqa: F401
