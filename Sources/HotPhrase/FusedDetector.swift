@@ -37,11 +37,20 @@ public final class FusedDetector {
         let negativeFloor: Double
     }
 
+    /// A personal head: its z over the last `PersonalHead.window` normalised frames is held to `zThreshold` +
+    /// `PersonalHead.offset`, and to its own best over each household negative + 0.5.
+    private struct HeadState {
+        let weights: [Float]
+        let bias: Double
+        let negativeFloor: Double
+    }
+
     private struct PhraseState {
         let text: String
         let isModelPhrase: Bool
         let isStop: Bool
         let templates: [TemplateState]
+        let heads: [HeadState]
     }
 
     private let phrases: [PhraseState]
@@ -50,6 +59,11 @@ public final class FusedDetector {
     private let dim: Int
     /// The newest frame, normalised.
     private let frame: UnsafeMutablePointer<Float>
+    /// The last `PersonalHead.window` normalised frames (ring; `windowNext` is the oldest once it is full), what
+    /// the heads score.
+    private let window: UnsafeMutablePointer<Float>
+    private var windowNext = 0
+    private var windowCount = 0
     /// The household negatives heard as sounds, for the generic wake rule: each one's frames run as a template
     /// over the stream (subsequence DTW, z against the bank as a take's), so that the same sound is found again on
     /// any offset of the step grid and however the phrase's templates score it.
@@ -105,11 +119,17 @@ public final class FusedDetector {
             let sd: Double
             let negativeFloor: Double
         }
+        struct Head: Sendable {
+            let weights: [Float]
+            let bias: Double
+            let negativeFloor: Double
+        }
         struct Phrase: Sendable {
             let text: String
             let isModelPhrase: Bool
             let isStop: Bool
             let templates: [Template]
+            let heads: [Head]
         }
         let phrases: [Phrase]
         /// Each household negative's frames, normalised, with its mu and sd against the bank.
@@ -120,6 +140,8 @@ public final class FusedDetector {
         let zThreshold: Double
         /// Whether the household has any template (what the listener reports as the personal scorer running).
         public var hasTemplates: Bool { !phrases.isEmpty }
+        /// The personal heads scored (those scaled against another bank than this one are not).
+        public var headCount: Int { phrases.reduce(0) { $0 + $1.heads.count } }
 
         /// Throws if the household has templates and the model has no embedding, or the embeddings' sizes disagree.
         public init(model: HotPhraseModel, household: Household, bank: NegativeBank) throws {
@@ -149,8 +171,20 @@ public final class FusedDetector {
                     templates.append(Template(frames: frames, mu: t.mu, sd: t.sd, negativeFloor: floor))
                     if isModelPhrase && !phrases.contains(where: \.isModelPhrase) { modelPhraseTemplates.append(dtw) }
                 }
+                var heads: [Head] = []
+                for h in p.heads ?? [] where h.bankSHA256 == bank.sha256 && h.weights.count == PersonalHead.window * bank.dim {
+                    var floor = -Double.infinity
+                    for n in normalisedNegatives {
+                        var rows = WindowRows(width: h.weights.count)
+                        rows.appendWindows(of: n, dim: bank.dim, frames: PersonalHead.window)
+                        rows.values.withUnsafeBufferPointer { v in
+                            for r in 0..<rows.count { floor = max(floor, h.head.z(v.baseAddress! + r * rows.width) + 0.5) }
+                        }
+                    }
+                    heads.append(Head(weights: h.weights, bias: h.bias, negativeFloor: floor))
+                }
                 phrases.append(Phrase(text: p.text, isModelPhrase: isModelPhrase, isStop: Household.isStopPhrase(p.text),
-                                      templates: templates))
+                                      templates: templates, heads: heads))
             }
             self.phrases = phrases
             negativeScores = modelPhraseTemplates.isEmpty ? [] : normalisedNegatives.map { n in
@@ -185,12 +219,14 @@ public final class FusedDetector {
         phrases = plan.phrases.map { p in
             PhraseState(text: p.text, isModelPhrase: p.isModelPhrase, isStop: p.isStop, templates: p.templates.map { t in
                 TemplateState(dtw: SubsequenceDTW(template: t.frames, dim: plan.dim), mu: t.mu, sd: t.sd, negativeFloor: t.negativeFloor)
-            })
+            }, heads: p.heads.map { HeadState(weights: $0.weights, bias: $0.bias, negativeFloor: $0.negativeFloor) })
         }
         negatives = plan.negatives.map { n in NegativeState(dtw: SubsequenceDTW(template: n.frames, dim: plan.dim), mu: n.mu, sd: n.sd) }
         negativeScores = plan.negativeScores
         frame = .allocate(capacity: dim)
         frame.initialize(repeating: 0, count: dim)
+        window = .allocate(capacity: PersonalHead.window * dim)
+        window.initialize(repeating: 0, count: PersonalHead.window * dim)
         mean = .allocate(capacity: dim)
         mean.initialize(from: plan.mean, count: dim)
         raw = .allocate(capacity: Enrollment.maxFrames * dim)
@@ -204,6 +240,7 @@ public final class FusedDetector {
 
     deinit {
         frame.deallocate()
+        window.deallocate()
         mean.deallocate()
         raw.deallocate()
         wakeRaw.deallocate()
@@ -240,6 +277,8 @@ public final class FusedDetector {
 
     /// The phrases with templates, as enrolled.
     public var personalPhrases: [String] { phrases.map(\.text) }
+    /// The personal heads scored beside the templates.
+    public var headCount: Int { phrases.reduce(0) { $0 + $1.heads.count } }
 
     /// Forgets everything heard (as HotPhraseDetector.reset).
     public func reset() {
@@ -254,6 +293,8 @@ public final class FusedDetector {
         lastSample = 0
         rawCount = 0
         rawNext = 0
+        windowCount = 0
+        windowNext = 0
         // The latest wake's frames stay: the listener is reset (our own earcon) before the loop says that wake
         // was false (FalseWake), and the next wake replaces them.
     }
@@ -288,6 +329,9 @@ public final class FusedDetector {
         rawCount = min(rawCount + 1, Enrollment.maxFrames)
         guard !phrases.isEmpty || !negatives.isEmpty else { return }
         NegativeBank.normalise(e.baseAddress!, mean: mean, into: frame, dim: dim)
+        (window + windowNext * dim).update(from: frame, count: dim)
+        windowNext = (windowNext + 1) % PersonalHead.window
+        windowCount = min(windowCount + 1, PersonalHead.window)
         for n in negatives where Household.z(score: n.dtw.push(frame), mu: n.mu, sd: n.sd) >= zThreshold {
             nearNegativeUntil = sample + nearNegativeSamples
         }
@@ -301,6 +345,14 @@ public final class FusedDetector {
                 lowest = min(lowest, s)
                 best = max(best, z)
                 margin = max(margin, z - max(zThreshold, t.negativeFloor))
+            }
+            if windowCount == PersonalHead.window {
+                for h in phrase.heads {
+                    // a head's z on the templates' scale: less the offset it must clear beyond theirs
+                    let z = headZ(h)
+                    best = max(best, z - PersonalHead.offset)
+                    margin = max(margin, z - max(zThreshold + PersonalHead.offset, h.negativeFloor))
+                }
             }
             if phrase.isModelPhrase { modelPhraseScore = lowest }
             if p == pending?.phrase { pendingZ = best }
@@ -331,6 +383,15 @@ public final class FusedDetector {
             } else {
                 fire(wake.phrase, z: wake.z, sample: sample, rate: rate, onDetection: onDetection)
             }
+        }
+    }
+
+    /// `head`'s z over the window ring, the oldest frame first (the ring starts at `windowNext` once it is full).
+    private func headZ(_ head: HeadState) -> Double {
+        let split = (PersonalHead.window - windowNext) * dim
+        return head.weights.withUnsafeBufferPointer { w in
+            Double(dot(window + windowNext * dim, w.baseAddress!, split)
+                   + dot(window, w.baseAddress! + split, windowNext * dim)) + head.bias
         }
     }
 

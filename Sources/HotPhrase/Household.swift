@@ -29,9 +29,37 @@ public struct Household: Codable, Sendable, Equatable {
         }
     }
 
+    /// A personal head (docs/household.md, "The personal head"): trained on one enrollment session's takes, a z
+    /// against the bank it was scaled with.
+    public struct Head: Codable, Sendable, Equatable {
+        /// `PersonalHead.window` frames of the bank's `dim` numbers, the oldest frame's first.
+        public var weights: [Float]
+        public var bias: Double
+        public var added: Date
+        /// The bank its z is against; another bank's scales it again (`remeasure`).
+        public var bankSHA256: String
+        /// The takes it was trained on.
+        public var takes: Int
+
+        public var head: PersonalHead { PersonalHead(weights: weights, bias: bias) }
+
+        enum CodingKeys: String, CodingKey {
+            case weights, bias, added, takes
+            case bankSHA256 = "bank_sha256"
+        }
+    }
+
     public struct Phrase: Codable, Sendable, Equatable {
         public var text: String
         public var templates: [Template]
+        /// One a session of at least `PersonalHead.minimumTakes` takes (absent in files from before the heads).
+        public var heads: [Head]?
+
+        public init(text: String, templates: [Template], heads: [Head]? = nil) {
+            self.text = text
+            self.templates = templates
+            self.heads = heads
+        }
     }
 
     /// A wake that heard nothing: the last frames before it (raw embeddings).
@@ -79,6 +107,24 @@ public struct Household: Codable, Sendable, Equatable {
             throw HouseholdError(file: "household file", path: Self.fileName,
                                  problem: "holds embeddings that are not \(dim) numbers each (made with another model?)")
         }
+        guard phrases.allSatisfy({ ($0.heads ?? []).allSatisfy { $0.weights.count == PersonalHead.window * dim } }) else {
+            throw HouseholdError(file: "household file", path: Self.fileName,
+                                 problem: "holds a personal head that is not \(PersonalHead.window) frames of \(dim) numbers (made with another model?)")
+        }
+    }
+
+    /// Keeps `head`, trained on `takes` takes of `text` and scaled against `bank`, beside the phrase's templates (a
+    /// phrase with no templates is not enrolled, and keeps no head).
+    public mutating func addHead(_ head: PersonalHead, phrase text: String, takes: Int, bank: NegativeBank, now: Date = Date()) throws {
+        try check(dim: bank.dim)
+        guard head.weights.count == PersonalHead.window * bank.dim, head.weights.allSatisfy(\.isFinite), head.bias.isFinite else {
+            throw HouseholdError(file: "personal head", path: "", problem: "is not \(PersonalHead.window) frames of \(bank.dim) finite numbers")
+        }
+        guard let i = phrases.firstIndex(where: { Self.same($0.text, text) }), !phrases[i].templates.isEmpty else {
+            throw NotLearned.notEnrolled
+        }
+        phrases[i].heads = (phrases[i].heads ?? []) + [Head(weights: head.weights, bias: head.bias, added: now,
+                                                             bankSHA256: bank.sha256, takes: takes)]
     }
 
     /// Adds a take of `text` as a template measured against `bank`. The take must be like the takes of its own
@@ -106,9 +152,10 @@ public struct Household: Codable, Sendable, Equatable {
 
     /// Keeps a false wake's frames (the last min(24, 2 x longest template + 1) of `frames`: a template's path
     /// spans at most twice its length, a slower saying, and the wake comes a step after the path's peak,
-    /// FusedDetector.peakWaitSteps), the newest 64.
+    /// FusedDetector.peakWaitSteps; with a personal head, at least its window and the step after it), the newest 64.
     public mutating func addNegative(_ frames: [[Float]], now: Date = Date()) {
-        let longest = phrases.flatMap(\.templates).map(\.embeddings.count).max().map { 2 * $0 + 1 } ?? Enrollment.maxFrames
+        var longest = phrases.flatMap(\.templates).map(\.embeddings.count).max().map { 2 * $0 + 1 } ?? Enrollment.maxFrames
+        if phrases.contains(where: { !($0.heads ?? []).isEmpty }) { longest = max(longest, PersonalHead.window + 1) }
         negatives.append(Negative(embeddings: Array(frames.suffix(min(Enrollment.maxFrames, longest))), added: now))
         if negatives.count > Self.negativesKept { negatives.removeFirst(negatives.count - Self.negativesKept) }
     }
@@ -196,6 +243,18 @@ public struct Household: Codable, Sendable, Equatable {
                 phrases[p].templates[t].bankSHA256 = bank.sha256
                 changed = true
             }
+            guard let heads = phrases[p].heads, heads.contains(where: { $0.bankSHA256 != bank.sha256 }) else { continue }
+            // A head's z is affine in its inputs, and another bank's mean moves them by a constant: scaled again
+            // against the new bank's windows, it is a z against them as it was against the old.
+            let windows = PersonalHead.negatives(bank: bank)
+            for h in heads.indices where heads[h].bankSHA256 != bank.sha256 {
+                guard heads[h].weights.count == windows.width, windows.count > 0 else { continue }
+                let scaled = heads[h].head.rescaled(against: windows)
+                phrases[p].heads![h].weights = scaled.weights
+                phrases[p].heads![h].bias = scaled.bias
+                phrases[p].heads![h].bankSHA256 = bank.sha256
+                changed = true
+            }
         }
         return changed
     }
@@ -234,6 +293,11 @@ public struct Household: Codable, Sendable, Equatable {
                 guard (Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count),
                       t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count }), t.mu.isFinite, t.sd.isFinite, t.sd >= 0
                 else { throw fail("is damaged (a template of \"\(p.text)\" has the wrong size or numbers); move it away and enroll again") }
+            }
+            for h in p.heads ?? [] {
+                guard !h.weights.isEmpty, h.weights.count % PersonalHead.window == 0, h.weights.allSatisfy(\.isFinite),
+                      h.bias.isFinite, h.takes >= 0
+                else { throw fail("is damaged (a personal head of \"\(p.text)\" has the wrong size or numbers); move it away and enroll again") }
             }
         }
         return household

@@ -197,6 +197,13 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     public static let window = 12
     /// The positive windows of a take end this many steps from its template's last frame.
     public static let shifts = [-1, 0, 1, 2]
+    /// The takes a session needs for a head: the measurement's enrollments had three.
+    public static let minimumTakes = 3
+    /// The speaker's rule (docs/household.md, "The personal head"): the templates wake at the bank's z, a head at
+    /// that z plus this much. Picked on the measurement's threshold side, both keywords pooled (BENCHMARKS.md,
+    /// issue #37 part 2, session 15): the lowest offset at which the pair's false accepts there are no more
+    /// than the templates' alone.
+    public static let offset = 0.6
 
     /// `window * dim` numbers, the oldest frame's first.
     public var weights: [Float]
@@ -210,6 +217,12 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     /// The z of the window whose normalised frames are `frames` (`window * dim` numbers, oldest first).
     public func z(_ frames: UnsafePointer<Float>) -> Double {
         weights.withUnsafeBufferPointer { Double(dot(frames, $0.baseAddress!, $0.count)) } + bias
+    }
+
+    /// The head scaled again so that its z over `negatives` has mean 0 and deviation 1 (a new bank's windows).
+    public func rescaled(against negatives: WindowRows) -> PersonalHead {
+        let (w, b) = HeadFit.normalised(weights: weights.map(Double.init), bias: bias, negatives: negatives)
+        return PersonalHead(weights: w, bias: b)
     }
 
     /// A take's positive windows: its normalised frames (silence either side, as enrolled), the windows ending
