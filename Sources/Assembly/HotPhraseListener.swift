@@ -87,7 +87,9 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     /// A spoken enrollment's takes accepted so far (not saved), and the household they were checked against (the
     /// file as it was at the first take, with them added).
     private struct Enrolling {
-        var takes: [EnrolledTake] = []
+        /// The session's accepted takes: their samples (for its personal head, trained once they are saved; never
+        /// written anywhere) and what `Enrollment.take` made of them.
+        var takes: [(samples: [Int16], take: EnrolledTake)] = []
         var trial: Household?
         /// Counts the sessions' ends (a save or a discard): a check still running when its session ended keeps nothing.
         var generation = 0
@@ -371,7 +373,10 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
 
     private var describeLocked: String {
         let phrases = currentHousehold.phrases.filter { !$0.templates.isEmpty }
-        return phrases.isEmpty ? "the generic model" : "the generic model and " + phrases.map { "\"\($0.text)\"" }.joined(separator: ", ")
+        return phrases.isEmpty ? "the generic model" : "the generic model and " + phrases.map { p in
+            let heads = p.heads?.count ?? 0
+            return "\"\(p.text)\"" + (heads > 0 ? " (\(heads) personal head\(heads == 1 ? "" : "s"))" : "")
+        }.joined(separator: ", ")
     }
 
     /// Whether the household's part can run at all (format-2 model and a bank).
@@ -383,7 +388,7 @@ extension HotPhraseListener: ControlledHousehold {
         let (household, active) = lock.withLock { ($0.household, $0.personal) }
         return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
             HouseholdSummary.Phrase(text: p.text, takes: p.templates.filter { !$0.isLearned }.map { $0.added.formatted(.iso8601) },
-                                    learned: p.templates.count { $0.isLearned })
+                                    learned: p.templates.count { $0.isLearned }, heads: p.heads?.count ?? 0)
         }, negatives: household.negatives.count, personalActive: active)
     }
 
@@ -445,7 +450,7 @@ extension HotPhraseListener: EnrollmentPort {
                 enrolling.withLock {
                     guard $0.generation == generation else { return }
                     $0.trial = trial
-                    $0.takes.append(enrolled)
+                    $0.takes.append((take, enrolled))
                 }
                 done(.success(()))
             } catch let problem as TakeProblem {
@@ -457,7 +462,7 @@ extension HotPhraseListener: EnrollmentPort {
     }
 
     public func save(phrase: String, done: @escaping @Sendable (String?) -> Void) {
-        let takes = enrolling.withLock { session -> [EnrolledTake] in
+        let takes = enrolling.withLock { session -> [(samples: [Int16], take: EnrolledTake)] in
             defer { session = Enrolling(generation: session.generation + 1) }
             return session.takes
         }
@@ -465,13 +470,36 @@ extension HotPhraseListener: EnrollmentPort {
         change("\(takes.count) takes of \"\(phrase)\" enrolled", { household in
             // Added as `enroll` adds them, to the file as it is now (a false wake may have been kept meanwhile).
             // Checked against each other in their session already (check above).
-            for take in takes { try household.add(take, phrase: phrase, bank: bank, sessionStart: nil) }
-        }, done: { result in
+            for take in takes { try household.add(take.take, phrase: phrase, bank: bank, sessionStart: nil) }
+        }, done: { [self] result in
             switch result {
-            case .success: done(nil)
+            case .success:
+                done(nil)
+                trainHead(takes: takes, phrase: phrase, bank: bank)
             case .failure(let problem): done(problem.description)
             }
         })
+    }
+
+    /// The saved session's personal head (HeadTraining: espeak-ng's babble on the speech thread, the fit on a
+    /// thread of its own), added to the household when trained and listened with at once; the templates listen
+    /// meanwhile. A head that cannot be trained or kept is said in the log.
+    private func trainHead(takes: [(samples: [Int16], take: EnrolledTake)], phrase: String, bank: NegativeBank) {
+        guard takes.count >= PersonalHead.minimumTakes else {
+            logger?.info("no personal head for \"\(phrase)\": \(takes.count) takes in the session, a head needs \(PersonalHead.minimumTakes)")
+            return
+        }
+        let model = model, logger = logger
+        Task { [self] in
+            let head: PersonalHead
+            do throws(HeadTraining.Failure) { head = try await HeadTraining.train(takes: takes, model: model, bank: bank) } catch {
+                logger?.error("\"\(phrase)\": \(error); its templates listen alone")
+                return
+            }
+            change("a personal head of \"\(phrase)\" trained on \(takes.count) takes", { household in
+                try household.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
+            })
+        }
     }
 
     public func discard() {

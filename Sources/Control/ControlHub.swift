@@ -31,10 +31,13 @@ public struct HouseholdSummary: Sendable, Equatable {
         public var takes: [String]
         /// Templates learned from answered wakes (Household.learn), beside the takes.
         public var learned: Int
-        public init(text: String, takes: [String], learned: Int = 0) {
+        /// Personal heads (one a session of three takes or more; docs/household.md, "The personal head").
+        public var heads: Int
+        public init(text: String, takes: [String], learned: Int = 0, heads: Int = 0) {
             self.text = text
             self.takes = takes
             self.learned = learned
+            self.heads = heads
         }
     }
 
@@ -53,7 +56,7 @@ public struct HouseholdSummary: Sendable, Equatable {
         .object([
             "phrases": .array(phrases.map { p in
                 var o: [String: JSONValue] = ["text": .string(p.text), "takes": .int(Int64(p.takes.count)),
-                                              "learned": .int(Int64(p.learned))]
+                                              "learned": .int(Int64(p.learned)), "heads": .int(Int64(p.heads))]
                 if withTakes { o["added"] = .array(p.takes.map { .string($0) }) }
                 return .object(o)
             }),

@@ -110,7 +110,7 @@ public enum ControlClient {
     }
 
     /// What `ctl voices` (and `ctl forget`) print of the household: each phrase with its takes (and how many
-    /// templates answered wakes taught it), one a line, its
+    /// templates answered wakes taught it, and its personal heads), one a line, its
     /// false wakes, and whether the personal scorer runs.
     public static func voiceLines(_ reply: JSONValue) -> [String] {
         let household = reply["household"] ?? .null
@@ -119,8 +119,10 @@ public enum ControlClient {
             let added = (p["added"]?.arrayValue ?? []).compactMap(\.stringValue)
             let takes = p["takes"]?.int64Value ?? Int64(added.count)
             let learned = p["learned"]?.int64Value ?? 0
+            let heads = p["heads"]?.int64Value ?? 0
             return "\"\(p["text"]?.stringValue ?? "?")\": \(takes) take\(takes == 1 ? "" : "s")" + (added.isEmpty ? "" : " (added \(added.joined(separator: ", ")))")
                 + (learned > 0 ? "; \(learned) learned from answered wakes" : "")
+                + (heads > 0 ? "; \(heads) personal head\(heads == 1 ? "" : "s")" : "")
         }
         if lines.isEmpty { lines = ["no phrases enrolled (hound-speaker enroll)"] }
         let negatives = household["negatives"]?.int64Value ?? 0

@@ -1,4 +1,5 @@
 import Audio
+import Assembly
 import AudioCore
 import FoundationEssentials
 import HotPhrase
@@ -58,7 +59,7 @@ public struct Enroll: Sendable {
             printError("\"\(text)\" saved in \(path)")
             return
         }
-        var kept = 0
+        var keptTakes: [(samples: [Int16], take: EnrolledTake)] = []
         // The recordings of one run are one session: each is compared with those kept before it in this run.
         let sessionStart = current.templateCount(text)
         // A recording that cannot be read stops no other take: the kept ones are saved, then it exits 66.
@@ -73,15 +74,33 @@ public struct Enroll: Sendable {
             do {
                 let take = try Enrollment.take(audio.samples, model: loaded)
                 try current.add(take, phrase: text, bank: negatives, sessionStart: sessionStart)
-                kept += 1
+                keptTakes.append((audio.samples, take))
                 printLine("\(wav): kept (" + String(cFormat: "%ld frames, speech %.2f-%.2f s", take.template.count,
                                                   take.speech.lowerBound, take.speech.upperBound) + ")")
             } catch let problem as TakeProblem {
                 printLine("\(wav): not kept: \(problem)")
             }
         }
+        let kept = keptTakes.count
         if kept > 0 {
             do { try current.save(path: path) } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+            // The templates are kept already; a head, which needs seconds of CPU, is added to them when trained.
+            if kept >= PersonalHead.minimumTakes {
+                printError("training a personal head on the \(kept) takes kept...")
+                do {
+                    let head = try await HeadTraining.train(takes: keptTakes, model: loaded, bank: negatives)
+                    // Added to the file as it is now: a running speaker may have kept a false wake meanwhile.
+                    var latest = try Household.loadMeasured(path: path, bank: negatives)
+                    try latest.addHead(head, phrase: text, takes: kept, bank: negatives)
+                    try latest.save(path: path)
+                    current = latest
+                    printError("personal head trained and kept in \(path)")
+                } catch {
+                    printError("\(error); the templates listen alone")
+                }
+            } else {
+                printError("no personal head: \(kept) take\(kept == 1 ? "" : "s") kept in this run, a head needs \(PersonalHead.minimumTakes)")
+            }
         }
         let count = current.phrase(text)?.templates.count ?? 0
         printError("\(kept) of \(wavs.count) take\(wavs.count == 1 ? "" : "s") kept; \"\(text)\" has \(count) template\(count == 1 ? "" : "s") in \(path)")

@@ -17,8 +17,14 @@ public enum StandaloneEnrollment {
     private enum Input: Sendable {
         case session(EnrollmentInput)
         case take([Int16])
-        /// A take checked: the household with it added (accepted), or why not.
-        case checked(Result<Household, TakeCheckFailure>)
+        /// A take checked: the household with it added and what it made of the take (accepted), or why not.
+        case checked(Result<Accepted, TakeCheckFailure>)
+    }
+
+    private struct Accepted: Sendable {
+        let household: Household
+        let samples: [Int16]
+        let take: EnrolledTake
     }
 
     /// Runs the session for `phrase`; prints each step (`ControlClient.progressLine`) as it changes. True when
@@ -60,6 +66,8 @@ public enum StandaloneEnrollment {
         var session = EnrollmentSession(phrase: phrase)
         var take: [Int16] = []
         var shown = ""
+        // The session's accepted takes, for its personal head once they are saved.
+        var accepted: [(samples: [Int16], take: EnrolledTake)] = []
         var speaking: (any Playback)?
         var effects = session.handle(.start)
         var iterator = inputs.makeAsyncIterator()
@@ -86,8 +94,9 @@ public enum StandaloneEnrollment {
                     OwnedThread.start(name: "hs-enroll") {
                         do {
                             var next = trial
-                            try next.add(try Enrollment.take(samples, model: model), phrase: phrase, bank: bank, sessionStart: sessionStart)
-                            feed.yield(.checked(.success(next)))
+                            let enrolled = try Enrollment.take(samples, model: model)
+                            try next.add(enrolled, phrase: phrase, bank: bank, sessionStart: sessionStart)
+                            feed.yield(.checked(.success(Accepted(household: next, samples: samples, take: enrolled))))
                         } catch let problem as TakeProblem {
                             feed.yield(.checked(.failure(.refused(TakeRefusal(problem)))))
                         } catch {
@@ -118,7 +127,8 @@ public enum StandaloneEnrollment {
                 take = samples
                 effects = session.handle(.captured)
             case .checked(.success(let next)):
-                household = next
+                household = next.household
+                accepted.append((next.samples, next.take))
                 effects = session.handle(.accepted)
             case .checked(.failure(.refused(let refusal))): effects = session.handle(.refused(refusal))
             case .checked(.failure(.failed(let why))): effects = session.handle(.checkFailed(why))
@@ -126,8 +136,26 @@ public enum StandaloneEnrollment {
         }
         // The last words ("Done. I know your voice now.", or why it ended) are said to the end.
         if let speaking { _ = await speaking.ended() }
-        if case .done = outcome { return true }
-        return false
+        guard case .done = outcome else { return false }
+        await addHead(takes: accepted, phrase: phrase, model: model, bank: bank, path: path)
+        return true
+    }
+
+    /// The session's personal head, trained once its takes are saved and added to the file as it is then; a head
+    /// that cannot be trained or kept is said, and the templates (saved already) listen alone.
+    private static func addHead(takes: [(samples: [Int16], take: EnrolledTake)], phrase: String, model: HotPhraseModel,
+                                bank: NegativeBank, path: String) async {
+        guard takes.count >= PersonalHead.minimumTakes else { return }
+        printError("training a personal head on the \(takes.count) takes...")
+        do {
+            let head = try await HeadTraining.train(takes: takes, model: model, bank: bank)
+            var latest = try Household.loadMeasured(path: path, bank: bank)
+            try latest.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
+            try latest.save(path: path)
+            printError("personal head trained and kept in \(path)")
+        } catch {
+            printError("\(error); the templates listen alone")
+        }
     }
 
     /// espeak-ng to [audio] output, with the assembly's volume and voice, as `say` speaks.
