@@ -1,19 +1,20 @@
 /// A wake: which phrase, when (seconds of audio consumed), and its score: the generic model's smoothed
-/// probability when it woke, the personal z-score when the household's templates did.
+/// probability when it woke, the personal z-score when the household's templates or personal heads did (a head's
+/// z less `PersonalHead.offset`, on the templates' scale).
 public struct WakeDetection: Sendable, Equatable {
     public let time: Double
     public let score: Double
     public let phrase: String
-    /// True when the templates woke it, false when the generic model did.
+    /// True when the templates or a personal head woke it, false when the generic model did.
     public let personal: Bool
     /// The household's stop phrase (only while `FusedDetector.stopArmed`): not a wake but a stop.
     public let stop: Bool
 }
 
 /// The speaker's detector with a household (docs/household.md, "Fusion and the household's negatives"): the
-/// generic model, and over the same embedding frames one subsequence DTW per enrolled template. The model's own
-/// phrase wakes when either does; a phrase of the owner's choosing by its templates alone; one refractory period
-/// for all. Like HotPhraseDetector it belongs to one stream and one thread, and allocates nothing per call: a
+/// generic model, and over the same embedding frames one subsequence DTW per enrolled template and the phrases'
+/// personal heads ("The personal head"). The model's own phrase wakes when either does; a phrase of the owner's
+/// choosing by its templates and heads alone; one refractory period for all. Like HotPhraseDetector it belongs to one stream and one thread, and allocates nothing per call: a
 /// listener that drives a HotPhraseDetector can drive this instead.
 public final class FusedDetector {
     public let generic: HotPhraseDetector
