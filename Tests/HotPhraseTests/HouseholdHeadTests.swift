@@ -37,16 +37,9 @@ import Testing
         return Parts(model: model, bank: bank, takes: takes, stream: try samples("stream.wav"), household: household, head: head)
     }
 
-    /// Every wake over `samples` (in 20 ms pieces), and those still waiting at the end.
+    /// Every wake over `samples` (in 20 ms pieces), and one still waiting at the end.
     static func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] {
-        var found: [WakeDetection] = []
-        samples.withUnsafeBufferPointer { all in
-            var i = 0
-            while i < all.count {
-                detector.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)])) { found.append($0) }
-                i += 320
-            }
-        }
+        var found = HouseholdFixtures.wakes(detector, samples)
         detector.finish { found.append($0) }
         return found
     }

@@ -31,6 +31,19 @@ enum HouseholdFixtures {
         return household
     }
 
+    /// Every wake of `detector` over `samples`, fed in 20 ms pieces.
+    static func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] {
+        var found: [WakeDetection] = []
+        samples.withUnsafeBufferPointer { all in
+            var i = 0
+            while i < all.count {
+                detector.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)])) { found.append($0) }
+                i += 320
+            }
+        }
+        return found
+    }
+
     /// Every embedding frame of `samples` from reset.
     static func frames(_ samples: [Int16], model: HotPhraseModel) -> [[Float]] {
         let detector = HotPhraseDetector(model: model)
@@ -420,18 +433,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
 }
 
 @Suite(.serialized) struct FusionTests {
-    /// Every wake of `detector` over `samples`, fed in 20 ms pieces.
-    func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] {
-        var found: [WakeDetection] = []
-        samples.withUnsafeBufferPointer { all in
-            var i = 0
-            while i < all.count {
-                detector.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)])) { found.append($0) }
-                i += 320
-            }
-        }
-        return found
-    }
+    func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] { HouseholdFixtures.wakes(detector, samples) }
 
     /// For the model's own phrase (the test model's is "test") either detector wakes the speaker: the templates
     /// alone with the generic model held off; with the generic model at threshold 0 (it would fire on its first
