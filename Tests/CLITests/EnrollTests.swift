@@ -295,7 +295,7 @@ import Testing
 
         // The session's personal head is trained on a thread of the speaker's after the save, then listened with.
         var withHead = voices
-        for _ in 0..<120 where !withHead.stdout.contains("; 1 personal head") {
+        for _ in 0..<360 where !withHead.stdout.contains("; 1 personal head") {  // up to 3 min: a debug build, a busy CI machine
             Thread.sleep(forTimeInterval: 0.5)
             withHead = try speaker.ctl("voices")
         }
