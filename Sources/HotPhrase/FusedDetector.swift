@@ -178,8 +178,8 @@ public final class FusedDetector {
                     for n in normalisedNegatives {
                         var rows = WindowRows(width: h.weights.count)
                         rows.appendWindows(of: n, dim: bank.dim, frames: PersonalHead.window)
-                        rows.values.withUnsafeBufferPointer { v in
-                            for r in 0..<rows.count { floor = max(floor, h.head.z(v.baseAddress! + r * rows.width) + 0.5) }
+                        rows.withRows { base, starts in
+                            for start in starts { floor = max(floor, h.head.z(base + start) + 0.5) }
                         }
                     }
                     heads.append(Head(weights: h.weights, bias: h.bias, negativeFloor: floor))

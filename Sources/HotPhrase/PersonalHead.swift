@@ -5,10 +5,14 @@ import Musl
 #endif
 import CLBFGS
 
-/// Windows of normalised embedding frames, `width` numbers each, one after another: what the personal head is
-/// fitted on and scores.
+/// Windows of normalised embedding frames, `width` numbers each: what the personal head is fitted on and scores.
+/// Each row is `width` consecutive numbers of `storage` from its start; the windows of one stream share them (a
+/// window of 12 frames overlaps the next in 11), so the bank's 12,956 windows hold a twelfth of what copies would
+/// (BENCHMARKS.md, issue #37 part 2, session 15).
 public struct WindowRows: Sendable, Equatable {
-    public private(set) var values: [Float] = []
+    public private(set) var storage: [Float] = []
+    /// Where each row starts in `storage`.
+    public private(set) var starts: [Int] = []
     public let width: Int
 
     public init(width: Int) {
@@ -16,16 +20,27 @@ public struct WindowRows: Sendable, Equatable {
         self.width = width
     }
 
-    public var count: Int { values.count / width }
+    public var count: Int { starts.count }
+
+    /// Every row, one after another (a copy: for checks and tests, not the fit).
+    public var values: [Float] { starts.flatMap { storage[$0..<($0 + width)] } }
+
+    /// `body` gets the storage's first number and each row's start.
+    public func withRows<R>(_ body: (UnsafePointer<Float>, [Int]) throws -> R) rethrows -> R {
+        try storage.withUnsafeBufferPointer { try body($0.baseAddress ?? UnsafePointer(bitPattern: 8)!, starts) }
+    }
 
     public mutating func append(_ row: [Float]) {
         precondition(row.count == width)
-        values += row
+        starts.append(storage.count)
+        storage += row
     }
 
     public mutating func append(contentsOf other: WindowRows) {
         precondition(other.width == width)
-        values += other.values
+        let base = storage.count
+        storage += other.storage
+        starts += other.starts.map { $0 + base }
     }
 
     /// Every window of `frames` consecutive frames (each `dim` numbers, oldest first) in `normalised`, a stream of
@@ -34,8 +49,15 @@ public struct WindowRows: Sendable, Equatable {
         precondition(frames * dim == width && normalised.count % dim == 0)
         let n = normalised.count / dim
         guard n >= frames else { return }
-        values.reserveCapacity(values.count + (n - frames + 1) * width)
-        for end in (frames - 1)..<n { values += normalised[((end - frames + 1) * dim)..<((end + 1) * dim)] }
+        let base = storage.count
+        storage += normalised
+        starts += (0...(n - frames)).map { base + $0 * dim }
+    }
+
+    /// The same rows, however they are stored.
+    public static func == (a: WindowRows, b: WindowRows) -> Bool {
+        a.width == b.width && a.count == b.count
+            && zip(a.starts, b.starts).allSatisfy { a.storage[$0..<($0 + a.width)] == b.storage[$1..<($1 + b.width)] }
     }
 }
 
@@ -67,7 +89,7 @@ public enum HeadFit {
         guard l2 > 0, l2.isFinite, maxIterations > 0 else {
             throw Failure(problem: "the penalty must be above 0 and the iterations at least 1")
         }
-        guard positives.values.allSatisfy(\.isFinite), negatives.values.allSatisfy(\.isFinite) else {
+        guard positives.storage.allSatisfy(\.isFinite), negatives.storage.allSatisfy(\.isFinite) else {
             throw Failure(problem: "a window holds a number that is not finite")
         }
         let objective = Objective(positives: positives, negatives: negatives, l2: l2)
@@ -118,9 +140,9 @@ public enum HeadFit {
         let w = weights.map { Float($0) }
         var sum = 0.0, sumSquares = 0.0
         w.withUnsafeBufferPointer { wb in
-            negatives.values.withUnsafeBufferPointer { nb in
-                for r in 0..<negatives.count {
-                    let s = Double(dot(nb.baseAddress! + r * negatives.width, wb.baseAddress!, negatives.width)) + bias
+            negatives.withRows { base, starts in
+                for start in starts {
+                    let s = Double(dot(base + start, wb.baseAddress!, negatives.width)) + bias
                     sum += s
                     sumSquares += s * s
                 }
@@ -170,9 +192,9 @@ private final class Objective {
                              g: UnsafeMutablePointer<Double>) -> Double {
         let d = rows.width, count = Double(rows.count)
         var loss = 0.0, biasGradient = 0.0
-        rows.values.withUnsafeBufferPointer { v in
-            for r in 0..<rows.count {
-                let row = v.baseAddress! + r * d
+        rows.withRows { base, starts in
+            for start in starts {
+                let row = base + start
                 let s = Double(dot(row, w, d)) + bias
                 let m = positive ? -s : s  // the loss is softplus(m)
                 loss += max(m, 0) + log1p(exp(-abs(m)))

@@ -105,7 +105,7 @@ import Testing
         #expect(try h.remeasure(bank: p.bank))
         let windows = PersonalHead.negatives(bank: p.bank)
         let head = h.phrases[0].heads![0].head
-        let z = windows.values.withUnsafeBufferPointer { v in (0..<windows.count).map { head.z(v.baseAddress! + $0 * windows.width) } }
+        let z = windows.withRows { base, starts in starts.map { head.z(base + $0) } }
         let mean = z.reduce(0, +) / Double(z.count)
         let sd = (z.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(z.count)).squareRoot()
         #expect(abs(mean) < 1e-3 && abs(sd - 1) < 1e-3, "mean \(mean), deviation \(sd)")

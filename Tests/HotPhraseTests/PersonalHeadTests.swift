@@ -114,6 +114,18 @@ import Testing
         var rows = WindowRows(width: 6)
         rows.appendWindows(of: [1, 2, 3, 4, 5, 6, 7, 8], dim: 2, frames: 3)  // four frames of two
         #expect(rows.values == [1, 2, 3, 4, 5, 6, 3, 4, 5, 6, 7, 8])
+        // the windows share the stream's numbers: 8 kept, not 12
+        #expect(rows.storage.count == 8 && rows.starts == [0, 2])
+        // the same rows copied one by one are equal, however stored; appended after another row, they move with it
+        var copied = WindowRows(width: 6)
+        copied.append([1, 2, 3, 4, 5, 6])
+        copied.append([3, 4, 5, 6, 7, 8])
+        #expect(copied == rows && copied.storage.count == 12)
+        var both = WindowRows(width: 6)
+        both.append([9, 9, 9, 9, 9, 9])
+        both.append(contentsOf: rows)
+        #expect(both.values == [9, 9, 9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 3, 4, 5, 6, 7, 8] && both.starts == [0, 6, 8])
+        #expect(both != rows)
         var none = WindowRows(width: 6)
         none.appendWindows(of: [1, 2, 3, 4], dim: 2, frames: 3)
         #expect(none.count == 0)
