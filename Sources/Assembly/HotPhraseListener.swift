@@ -196,7 +196,11 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
             return phrases.isEmpty ? "the generic model alone (the household has no takes yet: hound-speaker enroll)"
                                    : "the generic model alone (the household's file could not be used: see the error above)"
         }
-        return "the generic model and the household's voices (" + phrases.map { "\"\($0.text)\": \($0.templates.count) take\($0.templates.count == 1 ? "" : "s")" }.joined(separator: ", ") + ")"
+        return "the generic model and the household's voices (" + phrases.map { p in
+            let heads = p.heads?.count ?? 0
+            return "\"\(p.text)\": \(p.templates.count) take\(p.templates.count == 1 ? "" : "s")"
+                + (heads > 0 ? ", \(heads) personal head\(heads == 1 ? "" : "s")" : "")
+        }.joined(separator: ", ") + ")"
     }
 
     /// Whether the household's personal scorer runs.

@@ -45,6 +45,29 @@ import TestSupport
         return (model, HotPhraseListener.HouseholdSource(path: dir + "/household.json", bank: bank))
     }
 
+    /// A household with a personal head: the start log and the summary count it, and `forget` removes it with
+    /// the phrase's takes.
+    @Test func theListenerSaysItsHeadsAndForgetsThemWithTheirPhrase() async throws {
+        let (model, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        var household = try #require(try Household.load(path: source.path))
+        var positives = WindowRows(width: PersonalHead.window * source.bank.dim)
+        for k in 1...3 {
+            let take = try AudioFile.readMono(path: Self.fixtures + "/take-\(k).wav", targetRate: 16_000).samples
+            positives.append(contentsOf: PersonalHead.positives(of: try Enrollment.take(take, model: model), bank: source.bank))
+        }
+        let head = try PersonalHead.fit(positives: positives, negatives: PersonalHead.negatives(bank: source.bank))
+        try household.addHead(head, phrase: "OK Hound", takes: 3, bank: source.bank)
+        try household.save(path: source.path)
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
+        #expect(listener.describe == "the generic model and the household's voices (\"OK Hound\": 3 takes, 1 personal head)")
+        #expect(listener.householdSummary.phrases.first?.heads == 1)
+        #expect(listener.householdSummary.json()["phrases"]?.arrayValue?.first?["heads"]?.int64Value == 1)
+        guard case .success(let after) = await listener.apply(.forget("ok hound")) else { Issue.record("forget failed"); return }
+        #expect(after.phrases.isEmpty)
+        #expect(try Household.load(path: source.path)?.phrases.isEmpty == true)
+    }
+
     @Test func theListenerRunsTheHouseholdKeepsItsFalseWakesAndForgets() async throws {
         let model = try HotPhraseModel.load(path: repositoryRoot + "/Tests/HotPhraseTests/Fixtures/embedding/test.hpm")
         let bank = try NegativeBank.load(path: Self.fixtures + "/bank.hpm")
