@@ -19,6 +19,10 @@ public struct SayText: Sendable {
     }
 
     public func run() async throws {
+        // Nothing to say is a mistake in the command, not 0.16 s of silence (the lead-in) and success.
+        guard !text.allSatisfy(\.isWhitespace) else {
+            throw CommandFailure(message: "say: TEXT is empty: nothing to say", exitCode: 64)
+        }
         let context = try AppContext(configPath: configPath)
         // The speaker's own volume and voice (its assembly's), so that `say` sounds as it does.
         let engine: SpeechEngine

@@ -296,6 +296,13 @@ struct CLI {
         try Data("[speech]\nrate = 1000\n".utf8).write(to: URL(fileURLWithPath: badVoice))
         let rate = try CLI.run(["say", "hello", "--config", badVoice])
         #expect(rate.status == 78 && rate.stderr.contains(":2: [speech] rate: must be 80 to 450, not 1000"))
+        // nothing to say is a usage error, and no file is written
+        for empty in ["", "  \n"] {
+            let nothing = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).wav").path
+            let said = try CLI.run(["say", empty, "--output", nothing, "--config", CLI.clientConfig(port: 1)])
+            #expect(said.status == 64 && said.stderr == "hound-speaker: error: say: TEXT is empty: nothing to say\n", "\(said.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: nothing))
+        }
     }
 
     @Test func doctorOpensTheConfiguredAudioDevices() throws {
