@@ -235,6 +235,7 @@ public struct Household: Codable, Sendable, Equatable {
     /// Measures again every template whose mu and sd came from another bank (a new package); true if any did.
     public mutating func remeasure(bank: NegativeBank) throws -> Bool {
         var changed = false
+        var windows: WindowRows?  // the bank's windows, made once, when a head needs them
         for p in phrases.indices {
             for t in phrases[p].templates.indices where phrases[p].templates[t].bankSHA256 != bank.sha256 {
                 let (mu, sd) = try bank.measure(template: phrases[p].templates[t].embeddings)
@@ -246,7 +247,8 @@ public struct Household: Codable, Sendable, Equatable {
             guard let heads = phrases[p].heads, heads.contains(where: { $0.bankSHA256 != bank.sha256 }) else { continue }
             // A head's z is affine in its inputs, and another bank's mean moves them by a constant: scaled again
             // against the new bank's windows, it is a z against them as it was against the old.
-            let windows = PersonalHead.negatives(bank: bank)
+            if windows == nil { windows = PersonalHead.negatives(bank: bank) }
+            let windows = windows!
             for h in heads.indices where heads[h].bankSHA256 != bank.sha256 {
                 guard heads[h].weights.count == windows.width, windows.count > 0 else { continue }
                 let scaled = heads[h].head.rescaled(against: windows)

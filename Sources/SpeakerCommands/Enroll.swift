@@ -1,5 +1,4 @@
 import Audio
-import Assembly
 import AudioCore
 import FoundationEssentials
 import HotPhrase
@@ -85,22 +84,7 @@ public struct Enroll: Sendable {
         if kept > 0 {
             do { try current.save(path: path) } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
             // The templates are kept already; a head, which needs seconds of CPU, is added to them when trained.
-            if kept >= PersonalHead.minimumTakes {
-                printError("training a personal head on the \(kept) takes kept...")
-                do {
-                    let head = try await HeadTraining.train(takes: keptTakes, model: loaded, bank: negatives)
-                    // Added to the file as it is now: a running speaker may have kept a false wake meanwhile.
-                    var latest = try Household.loadMeasured(path: path, bank: negatives)
-                    try latest.addHead(head, phrase: text, takes: kept, bank: negatives)
-                    try latest.save(path: path)
-                    current = latest
-                    printError("personal head trained and kept in \(path)")
-                } catch {
-                    printError("\(error); the templates listen alone")
-                }
-            } else {
-                printError("no personal head: \(kept) take\(kept == 1 ? "" : "s") kept in this run, a head needs \(PersonalHead.minimumTakes)")
-            }
+            await StandaloneEnrollment.addHead(takes: keptTakes, phrase: text, model: loaded, bank: negatives, path: path)
         }
         let count = current.phrase(text)?.templates.count ?? 0
         printError("\(kept) of \(wavs.count) take\(wavs.count == 1 ? "" : "s") kept; \"\(text)\" has \(count) template\(count == 1 ? "" : "s") in \(path)")

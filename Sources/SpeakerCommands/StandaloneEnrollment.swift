@@ -141,12 +141,16 @@ public enum StandaloneEnrollment {
         return true
     }
 
-    /// The session's personal head, trained once its takes are saved and added to the file as it is then; a head
-    /// that cannot be trained or kept is said, and the templates (saved already) listen alone.
-    private static func addHead(takes: [(samples: [Int16], take: EnrolledTake)], phrase: String, model: HotPhraseModel,
-                                bank: NegativeBank, path: String) async {
-        guard takes.count >= PersonalHead.minimumTakes else { return }
-        printError("training a personal head on the \(takes.count) takes...")
+    /// A session's personal head (this spoken one's, or `enroll WAV...`'s run), trained once its takes are saved
+    /// and added to the file as it is then (a running speaker may have kept a false wake meanwhile); a head that
+    /// cannot be trained or kept, or too few takes for one, is said, and the templates (saved already) listen alone.
+    static func addHead(takes: [(samples: [Int16], take: EnrolledTake)], phrase: String, model: HotPhraseModel,
+                        bank: NegativeBank, path: String) async {
+        guard takes.count >= PersonalHead.minimumTakes else {
+            printError("no personal head: \(takes.count) take\(takes.count == 1 ? "" : "s") kept in this run, a head needs \(PersonalHead.minimumTakes)")
+            return
+        }
+        printError("training a personal head on the \(takes.count) takes kept...")
         do {
             let head = try await HeadTraining.train(takes: takes, model: model, bank: bank)
             var latest = try Household.loadMeasured(path: path, bank: bank)
