@@ -170,10 +170,13 @@ def offset_rule(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, target, th_hou
     return None
 
 
-def offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, th_hours, hours, offsets=None, count_wakes=None):
+def offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, th_hours, hours, offsets=None, count_wakes=None,
+                 test_folds=None):
     """The pair (templates at z, head at z + offset) at each offset: its false accepts an hour on the threshold side
     (ht, dt) and on the test side (hs, ds), and each condition's misses. The raw counts on the threshold side are
-    kept too (`wakes_threshold_side`), so that keywords' sides can be pooled to pick one offset for every phrase."""
+    kept too (`wakes_threshold_side`), so that keywords' sides can be pooled to pick one offset for every phrase.
+    With test_folds ([(hs_f, ds_f)], the test side cut into folds of streams: `stream_folds`) each row also counts
+    the pair's wakes on each fold (`wakes_test_folds`), for `pooled_fold_pick`."""
     if count_wakes is None:
         from .household_eval import count_wakes
     rows = []
@@ -184,7 +187,62 @@ def offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, th_hours, hou
         rows.append({"offset": float(off), "wakes_threshold_side": wakes,
                      "fa_per_hour_threshold_side": round(wakes / len(dt) / th_hours, 4),
                      "fa_per_hour": row["fa_per_hour"], "missed_pct": row["missed_pct"]})
+        if test_folds is not None:
+            rows[-1]["wakes_test_folds"] = [int(sum(count_wakes(r, z) for r in np.maximum(d, h - off)))
+                                            for h, d in test_folds]
     return rows
+
+
+def stream_folds(series, lengths, gap, k=2):
+    """A [E, total] series in streams_series' layout (each non-empty stream's steps, then `gap`) cut into k folds of
+    whole streams, interleaved (the i-th non-empty stream in fold i % k): ([k] series, [k] steps heard)."""
+    parts, at = [], 0
+    for n in lengths:
+        if n:
+            parts.append((at, at + n + gap, n))
+            at += n + gap
+    if at != series.shape[1]:
+        raise ValueError(f"series of {series.shape[1]} steps, streams of {at}")
+    folds = [[p for i, p in enumerate(parts) if i % k == f] for f in range(k)]
+    return ([np.concatenate([series[:, a:b] for a, b, _ in ps], axis=1) for ps in folds],
+            [sum(n for _, _, n in ps) for ps in folds])
+
+
+def pooled_fold_pick(helds):
+    """One offset for every phrase, picked with each fold of the test side held out in turn. helds: each keyword's
+    `picked_on_the_threshold_side` from a run with folds (its `offsets` rows carry `wakes_test_folds`, and it has
+    `templates_wakes_test_folds`, `test_fold_hours`, `enrollments`). For fold f: the lowest offset at which the
+    pair's wakes on the threshold side and the other folds, summed over keywords, are at most the templates' alone
+    there; then, on fold f, each keyword's false accepts an hour (pair and templates alone) and its misses there."""
+    k = len(helds[0]["templates_wakes_test_folds"])
+    out = []
+    for f in range(k):
+        def there(w_th, w_folds):
+            return w_th + sum(w for g, w in enumerate(w_folds) if g != f)
+        target = sum(there(h["templates_wakes_threshold_side"], h["templates_wakes_test_folds"]) for h in helds)
+        offsets = [r["offset"] for r in helds[0]["offsets"]]
+        pick = None
+        for i, off in enumerate(offsets):
+            got = sum(there(h["offsets"][i]["wakes_threshold_side"], h["offsets"][i]["wakes_test_folds"])
+                      for h in helds)
+            if got <= target:
+                pick = (i, off, got)
+                break
+        row = {"fold": f, "templates_wakes_there": target}
+        if pick is None:
+            out.append({**row, "offset": None})
+            continue
+        i, off, got = pick
+        row.update({"offset": off, "wakes_there": got, "keywords": []})
+        for h in helds:
+            hrs, n = h["test_fold_hours"][f], h["enrollments"]
+            r = h["offsets"][i]
+            row["keywords"].append({
+                "fa_per_hour_fold": round(r["wakes_test_folds"][f] / n / hrs, 4),
+                "templates_fa_per_hour_fold": round(h["templates_wakes_test_folds"][f] / n / hrs, 4),
+                "missed_pct": r["missed_pct"]})
+        out.append(row)
+    return out
 
 
 def at_fa(rows, fa):
@@ -414,8 +472,15 @@ def main(argv=None):
         held["offset"] = offset_rule(ht, dt, hs, ds, head_best, dtw_best, own_cols, z_bank, target, th_hours, hours)
         held["templates_wakes_threshold_side"] = int(sum(HE.count_wakes(r, z_bank) for r in dt))
         held["enrollments"] = len(dt)
+        # the test side in two folds of streams, so that an offset can also be picked with one fold held out
+        # (pooled_fold_pick: a threshold side of 0.63 h is a handful of wakes)
+        lengths = [len(x) for x in streams]
+        (hs0, hs1), steps = stream_folds(hs, lengths, HE.REFRACTORY_STEPS)
+        (ds0, ds1), _ = stream_folds(ds, lengths, HE.REFRACTORY_STEPS)
+        held["test_fold_hours"] = [round(n * STEP_SECONDS / 3600, 4) for n in steps]
+        held["templates_wakes_test_folds"] = [int(sum(HE.count_wakes(r, z_bank) for r in d)) for d in (ds0, ds1)]
         held["offsets"] = offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z_bank, th_hours, hours,
-                                       count_wakes=HE.count_wakes)
+                                       count_wakes=HE.count_wakes, test_folds=[(hs0, ds0), (hs1, ds1)])
         print("held-out thresholds", json.dumps(held), flush=True)
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
            "enrollments": len(drawn), "window": a.window, "l2": a.l2, "renderings": a.renderings,

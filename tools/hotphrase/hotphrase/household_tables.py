@@ -1,7 +1,7 @@
 """BENCHMARKS.md's tables of the household's personal path, made from household_eval's JSON reports (--json), so
 that every figure in them comes from a command in the repository.
 
-  python -m hotphrase.household_tables REPORT.json ... [--by-rendering | --z-sweep | --speaker-check [--cosines COS ...]]
+  python -m hotphrase.household_tables REPORT.json ... [--by-rendering | --z-sweep | --speaker-check [--cosines COS ...] | --head-folds]
 
 One row a report: the keyword, the front end, the bank's file, the z the report used, the enrolled people's other
 clips missed clean and in each condition the report holds (household_eval --condition), other people's clips heard
@@ -11,7 +11,9 @@ chose its z on the threshold side, that side's false accepts an hour at it (mean
 records it): noise by family, rooms by reverberation time (the distances pooled), a room in noise by the noise's
 family; pooled over clips, as the report's own percentages are. With --z-sweep, the personal path at every z of a
 report's household_eval --z-sweep (issue #37, part 2, session 9); with --speaker-check, hotphrase.speaker_check's
-reports: today's path, and the check's threshold chosen on the threshold side at each candidate z.
+reports: today's path, and the check's threshold chosen on the threshold side at each candidate z. With --head-folds,
+household_head's reports (one a keyword, run with --public): the personal head's offset picked for every phrase with
+each half of the test side held out in turn, and what it gives on that half.
 """
 import json
 import re
@@ -197,6 +199,34 @@ def check_rows(reports, every=None):
     return header, out
 
 
+def fold_rows(reports):
+    """(header, rows) of household_head's reports with test folds (issue #37, part 2, session 16): the offset picked
+    for every phrase with each fold of the test side held out in turn (household_head.pooled_fold_pick, the keywords'
+    sides pooled), and per keyword what it gives on the fold held out."""
+    from .household_head import pooled_fold_pick
+    helds = []
+    for r in reports:
+        h = r.get("picked_on_the_threshold_side") or {}
+        if "templates_wakes_test_folds" not in h:
+            raise HotPhraseError(r.get("keyword", "?"), "not a household_head report with test folds (run it with "
+                                 "--public)")
+        helds.append(h)
+    header = ["fold held out", "offset picked", "wakes there: pair (templates)", "keyword", "FA/h on the fold: pair",
+              "templates alone", "clean", "snr10", "room", "room-snr10"]
+    out = []
+    for pick in pooled_fold_pick(helds):
+        if pick["offset"] is None:
+            out.append([str(pick["fold"]), "none", f"- ({pick['templates_wakes_there']})"] + ["-"] * 7)
+            continue
+        for r, k in zip(reports, pick["keywords"]):
+            m = k["missed_pct"]
+            out.append([str(pick["fold"]), f"{pick['offset']:.2f}",
+                        f"{pick['wakes_there']} ({pick['templates_wakes_there']})", r["keyword"],
+                        f"{k['fa_per_hour_fold']:.3f}", f"{k['templates_fa_per_hour_fold']:.3f}",
+                        *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10"))])
+    return header, out
+
+
 def markdown(header, body):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
@@ -213,7 +243,17 @@ def main(argv=None):
                     help="the reports are hotphrase.speaker_check's: the thresholds chosen on the threshold side (with "
                          "--cosines: every candidate z at those cosines)")
     ap.add_argument("--cosines", nargs="+", type=float, default=None, metavar="COS")
+    ap.add_argument("--head-folds", action="store_true",
+                    help="the reports are hotphrase.household_head's (one a keyword): one offset for every phrase, "
+                         "picked with each fold of the test side held out in turn")
     args = ap.parse_args(argv)
+    if args.head_folds:
+        reports = []
+        for p in args.reports:
+            with open(p) as f:
+                reports.append(json.load(f))
+        print(markdown(*fold_rows(reports)))
+        return 0
     if args.speaker_check:
         reports = []
         for p in args.reports:

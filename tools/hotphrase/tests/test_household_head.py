@@ -163,6 +163,53 @@ class Offset(unittest.TestCase):
         # own clips: e0 [0, 1] (head 6.2, templates 5.5), e1 [0] (head 5.4): e1's is missed from offset 0.5 on
         self.assertEqual([r["missed_pct"]["clean"] for r in rows], [0.0, 33.33, 33.33, 66.67])
 
+    def test_the_table_counts_each_folds_wakes(self):
+        dt = np.full((1, 100), -np.inf)
+        ht = np.full((1, 100), -np.inf)
+        f0, f1 = np.full((1, 60), -np.inf), np.full((1, 60), -np.inf)
+        f0[0, 5] = 5.4  # the head on fold 0: passes up to offset 0.4
+        f1[0, [3, 40]] = [6.0, 5.0]  # the head on fold 1: 6.0 up to 1.0; the templates' 5.0 (past 2 s) always
+        d1 = np.full((1, 60), -np.inf)
+        d1[0, 40] = 5.0
+        rows = HH.offset_table(ht, dt, np.full((1, 10), -np.inf), np.full((1, 10), -np.inf),
+                               {"clean": np.array([[0.0]])}, {"clean": np.array([[6.0]])}, [[0]], 5.0, th_hours=1.0,
+                               hours=1.0, offsets=[0.0, 0.5, 1.5], count_wakes=HE.count_wakes,
+                               test_folds=[(f0, np.full((1, 60), -np.inf)), (f1, d1)])
+        self.assertEqual([r["wakes_test_folds"] for r in rows], [[1, 2], [0, 2], [0, 1]])
+
+    def test_stream_folds_cut_whole_streams_in_turn(self):
+        # three streams of 2, 0 and 3 steps, and 4, laid out as streams_series does with a gap of 1
+        s = np.array([[1, 1, 9, 3, 3, 3, 9, 4, 4, 4, 4, 9]], np.float32)
+        (a, b), steps = HH.stream_folds(s, [2, 0, 3, 4], gap=1)
+        np.testing.assert_array_equal(a, [[1, 1, 9, 4, 4, 4, 4, 9]])
+        np.testing.assert_array_equal(b, [[3, 3, 3, 9]])
+        self.assertEqual(steps, [6, 3])
+        with self.assertRaises(ValueError):
+            HH.stream_folds(s, [2, 3], gap=1)
+
+    def test_the_pooled_pick_holds_each_fold_out_in_turn(self):
+        def held(th, folds, tmpl_th, tmpl_folds, miss):
+            return {"templates_wakes_threshold_side": tmpl_th, "templates_wakes_test_folds": tmpl_folds,
+                    "test_fold_hours": [2.0, 2.0], "enrollments": 10,
+                    "offsets": [{"offset": o, "wakes_threshold_side": t, "wakes_test_folds": f,
+                                 "missed_pct": {"clean": m}} for o, t, f, m in zip((0.0, 0.5, 1.0), th, folds, miss)]}
+        # keyword a: templates 2 there + folds [1, 1]; the pair one more at 0.5 on fold 1 only, none more at 1.0
+        a = held([4, 2, 2], [[3, 1], [1, 2], [1, 1]], 2, [1, 1], [1.0, 2.0, 3.0])
+        b = held([1, 1, 1], [[0, 0], [0, 0], [0, 0]], 1, [0, 0], [5.0, 6.0, 7.0])
+        p0, p1 = HH.pooled_fold_pick([a, b])
+        # fold 0 held out: there = threshold + fold 1; templates 2+1 + 1+0 = 4; offset 0.0: 4+2 + 1 = 7, 0.5: 2+2 + 1
+        # = 5, 1.0: 2+1 + 1 = 4 -> 1.0
+        self.assertEqual((p0["offset"], p0["wakes_there"], p0["templates_wakes_there"]), (1.0, 4, 4))
+        self.assertEqual(p0["keywords"][0], {"fa_per_hour_fold": 0.05, "templates_fa_per_hour_fold": 0.05,
+                                             "missed_pct": {"clean": 3.0}})
+        # fold 1 held out: templates 2+1 + 1+0 = 4; 0.0: 4+3 + 1 = 8, 0.5: 2+1 + 1 = 4 -> 0.5, read on fold 1
+        self.assertEqual((p1["offset"], p1["wakes_there"]), (0.5, 4))
+        self.assertEqual(p1["keywords"][0]["fa_per_hour_fold"], 0.1)
+        self.assertEqual(p1["keywords"][1]["missed_pct"], {"clean": 6.0})
+        # no offset low enough: none picked
+        c = held([9, 9, 9], [[9, 9], [9, 9], [9, 9]], 0, [0, 0], [0.0, 0.0, 0.0])
+        self.assertIsNone(HH.pooled_fold_pick([c])[0]["offset"])
+
 
 try:
     import soundfile  # noqa: F401
