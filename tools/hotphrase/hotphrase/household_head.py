@@ -213,12 +213,17 @@ def pooled_fold_pick(helds):
     `picked_on_the_threshold_side` from a run with folds (its `offsets` rows carry `wakes_test_folds`, and it has
     `templates_wakes_test_folds`, `test_fold_hours`, `enrollments`). For fold f: the lowest offset at which the
     pair's wakes on the threshold side and the other folds, summed over keywords, are at most the templates' alone
-    there; then, on fold f, each keyword's false accepts an hour (pair and templates alone) and its misses there."""
+    there; then, on fold f, each keyword's false accepts an hour (pair and templates alone) and its misses there.
+    A last row (fold None) picks on every side at once, no fold held out: the offset a speaker would ship, its false
+    accepts read on the whole test side it was picked on."""
     k = len(helds[0]["templates_wakes_test_folds"])
     out = []
-    for f in range(k):
+    for f in [*range(k), None]:
         def there(w_th, w_folds):
             return w_th + sum(w for g, w in enumerate(w_folds) if g != f)
+
+        def held_out(w_folds):
+            return sum(w_folds) if f is None else w_folds[f]
         target = sum(there(h["templates_wakes_threshold_side"], h["templates_wakes_test_folds"]) for h in helds)
         offsets = [r["offset"] for r in helds[0]["offsets"]]
         pick = None
@@ -235,11 +240,11 @@ def pooled_fold_pick(helds):
         i, off, got = pick
         row.update({"offset": off, "wakes_there": got, "keywords": []})
         for h in helds:
-            hrs, n = h["test_fold_hours"][f], h["enrollments"]
+            hrs, n = held_out(h["test_fold_hours"]), h["enrollments"]
             r = h["offsets"][i]
             row["keywords"].append({
-                "fa_per_hour_fold": round(r["wakes_test_folds"][f] / n / hrs, 4),
-                "templates_fa_per_hour_fold": round(h["templates_wakes_test_folds"][f] / n / hrs, 4),
+                "fa_per_hour_fold": round(held_out(r["wakes_test_folds"]) / n / hrs, 4),
+                "templates_fa_per_hour_fold": round(held_out(h["templates_wakes_test_folds"]) / n / hrs, 4),
                 "missed_pct": r["missed_pct"]})
         out.append(row)
     return out

@@ -202,7 +202,8 @@ def check_rows(reports, every=None):
 def fold_rows(reports):
     """(header, rows) of household_head's reports with test folds (issue #37, part 2, session 16): the offset picked
     for every phrase with each fold of the test side held out in turn (household_head.pooled_fold_pick, the keywords'
-    sides pooled), and per keyword what it gives on the fold held out."""
+    sides pooled), and per keyword what it gives on the fold held out; last, the pick on every side at once, read on
+    the whole test side (not held out)."""
     from .household_head import pooled_fold_pick
     helds = []
     for r in reports:
@@ -211,16 +212,17 @@ def fold_rows(reports):
             raise HotPhraseError(r.get("keyword", "?"), "not a household_head report with test folds (run it with "
                                  "--public)")
         helds.append(h)
-    header = ["fold held out", "offset picked", "wakes there: pair (templates)", "keyword", "FA/h on the fold: pair",
+    header = ["fold held out", "offset picked", "wakes there: pair (templates)", "keyword", "FA/h held out: pair",
               "templates alone", "clean", "snr10", "room", "room-snr10"]
     out = []
     for pick in pooled_fold_pick(helds):
+        fold = "none (all sides)" if pick["fold"] is None else str(pick["fold"])
         if pick["offset"] is None:
-            out.append([str(pick["fold"]), "none", f"- ({pick['templates_wakes_there']})"] + ["-"] * 7)
+            out.append([fold, "none", f"- ({pick['templates_wakes_there']})"] + ["-"] * 7)
             continue
         for r, k in zip(reports, pick["keywords"]):
             m = k["missed_pct"]
-            out.append([str(pick["fold"]), f"{pick['offset']:.2f}",
+            out.append([fold, f"{pick['offset']:.2f}",
                         f"{pick['wakes_there']} ({pick['templates_wakes_there']})", r["keyword"],
                         f"{k['fa_per_hour_fold']:.3f}", f"{k['templates_fa_per_hour_fold']:.3f}",
                         *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10"))])

@@ -196,7 +196,7 @@ class Offset(unittest.TestCase):
         # keyword a: templates 2 there + folds [1, 1]; the pair one more at 0.5 on fold 1 only, none more at 1.0
         a = held([4, 2, 2], [[3, 1], [1, 2], [1, 1]], 2, [1, 1], [1.0, 2.0, 3.0])
         b = held([1, 1, 1], [[0, 0], [0, 0], [0, 0]], 1, [0, 0], [5.0, 6.0, 7.0])
-        p0, p1 = HH.pooled_fold_pick([a, b])
+        p0, p1, p_all = HH.pooled_fold_pick([a, b])
         # fold 0 held out: there = threshold + fold 1; templates 2+1 + 1+0 = 4; offset 0.0: 4+2 + 1 = 7, 0.5: 2+2 + 1
         # = 5, 1.0: 2+1 + 1 = 4 -> 1.0
         self.assertEqual((p0["offset"], p0["wakes_there"], p0["templates_wakes_there"]), (1.0, 4, 4))
@@ -206,6 +206,9 @@ class Offset(unittest.TestCase):
         self.assertEqual((p1["offset"], p1["wakes_there"]), (0.5, 4))
         self.assertEqual(p1["keywords"][0]["fa_per_hour_fold"], 0.1)
         self.assertEqual(p1["keywords"][1]["missed_pct"], {"clean": 6.0})
+        # every side at once: templates 2+1+1 + 1 = 5; 0.0: 4+3+1 + 1 = 9, 0.5: 2+1+2 + 1 = 6, 1.0: 2+1+1 + 1 = 5
+        self.assertEqual((p_all["fold"], p_all["offset"], p_all["wakes_there"]), (None, 1.0, 5))
+        self.assertEqual(p_all["keywords"][0]["fa_per_hour_fold"], 0.05)  # 2 wakes / 10 enrollments / 4 h
         # no offset low enough: none picked
         c = held([9, 9, 9], [[9, 9], [9, 9], [9, 9]], 0, [0, 0], [0.0, 0.0, 0.0])
         self.assertIsNone(HH.pooled_fold_pick([c])[0]["offset"])
