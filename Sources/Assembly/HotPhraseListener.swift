@@ -197,9 +197,8 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
                                    : "the generic model alone (the household's file could not be used: see the error above)"
         }
         return "the generic model and the household's voices (" + phrases.map { p in
-            let heads = p.heads?.count ?? 0
-            return "\"\(p.text)\": \(p.templates.count) take\(p.templates.count == 1 ? "" : "s")"
-                + (heads > 0 ? ", \(heads) personal head\(heads == 1 ? "" : "s")" : "")
+            "\"\(p.text)\": \(p.templates.count) take\(p.templates.count == 1 ? "" : "s")"
+                + (p.headCount > 0 ? ", " + PersonalHead.counted(p.headCount) : "")
         }.joined(separator: ", ") + ")"
     }
 
@@ -378,8 +377,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     private var describeLocked: String {
         let phrases = currentHousehold.phrases.filter { !$0.templates.isEmpty }
         return phrases.isEmpty ? "the generic model" : "the generic model and " + phrases.map { p in
-            let heads = p.heads?.count ?? 0
-            return "\"\(p.text)\"" + (heads > 0 ? " (\(heads) personal head\(heads == 1 ? "" : "s"))" : "")
+            "\"\(p.text)\"" + (p.headCount > 0 ? " (" + PersonalHead.counted(p.headCount) + ")" : "")
         }.joined(separator: ", ")
     }
 
@@ -392,7 +390,7 @@ extension HotPhraseListener: ControlledHousehold {
         let (household, active) = lock.withLock { ($0.household, $0.personal) }
         return HouseholdSummary(phrases: household.phrases.filter { !$0.templates.isEmpty }.map { p in
             HouseholdSummary.Phrase(text: p.text, takes: p.templates.filter { !$0.isLearned }.map { $0.added.formatted(.iso8601) },
-                                    learned: p.templates.count { $0.isLearned }, heads: p.heads?.count ?? 0)
+                                    learned: p.templates.count { $0.isLearned }, heads: p.headCount)
         }, negatives: household.negatives.count, personalActive: active)
     }
 
@@ -501,7 +499,12 @@ extension HotPhraseListener: EnrollmentPort {
                 return
             }
             change("a personal head of \"\(phrase)\" trained on \(takes.count) takes", { household in
-                try household.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
+                do {
+                    try household.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
+                } catch Household.NotLearned.notEnrolled {
+                    // forgotten (`ctl forget`) while its head trained: nothing to keep it for, and nothing wrong
+                    logger?.info("\"\(phrase)\" was forgotten while its personal head trained; the head is not kept")
+                }
             })
         }
     }

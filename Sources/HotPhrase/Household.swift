@@ -60,6 +60,8 @@ public struct Household: Codable, Sendable, Equatable {
             self.templates = templates
             self.heads = heads
         }
+
+        public var headCount: Int { heads?.count ?? 0 }
     }
 
     /// A wake that heard nothing: the last frames before it (raw embeddings).

@@ -227,6 +227,9 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     /// than the templates' alone.
     public static let offset = 0.6
 
+    /// "1 personal head", "2 personal heads": how the log, `ctl voices` and `hotphrase --household` count them.
+    public static func counted(_ n: Int) -> String { "\(n) personal head\(n == 1 ? "" : "s")" }
+
     /// `window * dim` numbers, the oldest frame's first.
     public var weights: [Float]
     public var bias: Double

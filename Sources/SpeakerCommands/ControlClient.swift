@@ -1,5 +1,6 @@
 public import CommandSupport
 import FoundationEssentials
+import HotPhrase
 import Houndify
 public import JSONKit
 import Platform
@@ -122,7 +123,7 @@ public enum ControlClient {
             let heads = p["heads"]?.int64Value ?? 0
             return "\"\(p["text"]?.stringValue ?? "?")\": \(takes) take\(takes == 1 ? "" : "s")" + (added.isEmpty ? "" : " (added \(added.joined(separator: ", ")))")
                 + (learned > 0 ? "; \(learned) learned from answered wakes" : "")
-                + (heads > 0 ? "; \(heads) personal head\(heads == 1 ? "" : "s")" : "")
+                + (heads > 0 ? "; " + PersonalHead.counted(Int(heads)) : "")
         }
         if lines.isEmpty { lines = ["no phrases enrolled (hound-speaker enroll)"] }
         let negatives = household["negatives"]?.int64Value ?? 0

@@ -137,7 +137,7 @@ public struct HotPhraseScan: Sendable {
             printError("\(count) detection\(count == 1 ? "" : "s") in " + String(cFormat: "%.1f s of audio (threshold %.6f, z %.2f, ", audio.duration,
                                                                                 chosen, detector.zThreshold)
                        + "model \(loaded.path), household \(path): \(detector.personalPhrases.count) enrolled phrase\(detector.personalPhrases.count == 1 ? "" : "s"), "
-                       + "\(detector.headCount) personal head\(detector.headCount == 1 ? "" : "s"))"
+                       + PersonalHead.counted(detector.headCount) + ")"
                        + (keepFalseWakes ? "; \(kept) kept as household negatives, \(members.negatives.count) in the file" : ""))
         }
     }
