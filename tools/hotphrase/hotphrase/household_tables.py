@@ -199,7 +199,7 @@ def check_rows(reports, every=None):
     return header, out
 
 
-def fold_rows(reports):
+def fold_rows(reports, extra_per_hour=0.0):
     """(header, rows) of household_head's reports with test folds (issue #37, part 2, session 16): the offset picked
     for every phrase with each fold of the test side held out in turn (household_head.pooled_fold_pick, the keywords'
     sides pooled), and per keyword what it gives on the fold held out; last, the pick on every side at once, read on
@@ -212,18 +212,21 @@ def fold_rows(reports):
             raise HotPhraseError(r.get("keyword", "?"), "not a household_head report with test folds (run it with "
                                  "--public)")
         helds.append(h)
-    header = ["fold held out", "offset picked", "wakes there: pair (templates)", "keyword", "FA/h held out: pair",
+    header = ["fold held out", "offset picked", "wakes there: pair (templates, allowed)", "keyword",
+              "FA/h held out: pair",
               "templates alone", "clean", "snr10", "room", "room-snr10"]
     out = []
-    for pick in pooled_fold_pick(helds):
+    for pick in pooled_fold_pick(helds, extra_per_hour):
         fold = "none (all sides)" if pick["fold"] is None else str(pick["fold"])
         if pick["offset"] is None:
-            out.append([fold, "none", f"- ({pick['templates_wakes_there']})"] + ["-"] * 7)
+            out.append([fold, "none", f"- ({pick['templates_wakes_there']}, {pick['wakes_allowed_there']})"]
+                       + ["-"] * 7)
             continue
         for r, k in zip(reports, pick["keywords"]):
             m = k["missed_pct"]
             out.append([fold, f"{pick['offset']:.2f}",
-                        f"{pick['wakes_there']} ({pick['templates_wakes_there']})", r["keyword"],
+                        f"{pick['wakes_there']} ({pick['templates_wakes_there']}, {pick['wakes_allowed_there']})",
+                        r["keyword"],
                         f"{k['fa_per_hour_fold']:.3f}", f"{k['templates_fa_per_hour_fold']:.3f}",
                         *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10"))])
     return header, out
@@ -248,13 +251,15 @@ def main(argv=None):
     ap.add_argument("--head-folds", action="store_true",
                     help="the reports are hotphrase.household_head's (one a keyword): one offset for every phrase, "
                          "picked with each fold of the test side held out in turn")
+    ap.add_argument("--extra-per-hour", type=float, default=0.0, metavar="FA",
+                    help="with --head-folds: false accepts an hour the head may add beyond the templates' (default 0)")
     args = ap.parse_args(argv)
     if args.head_folds:
         reports = []
         for p in args.reports:
             with open(p) as f:
                 reports.append(json.load(f))
-        print(markdown(*fold_rows(reports)))
+        print(markdown(*fold_rows(reports, args.extra_per_hour)))
         return 0
     if args.speaker_check:
         reports = []

@@ -190,14 +190,14 @@ class Offset(unittest.TestCase):
     def test_the_pooled_pick_holds_each_fold_out_in_turn(self):
         def held(th, folds, tmpl_th, tmpl_folds, miss):
             return {"templates_wakes_threshold_side": tmpl_th, "templates_wakes_test_folds": tmpl_folds,
-                    "test_fold_hours": [2.0, 2.0], "enrollments": 10,
+                    "test_fold_hours": [2.0, 2.0], "enrollments": 10, "threshold_side_hours": 1.0,
                     "offsets": [{"offset": o, "wakes_threshold_side": t, "wakes_test_folds": f,
                                  "missed_pct": {"clean": m}} for o, t, f, m in zip((0.0, 0.5, 1.0), th, folds, miss)]}
         # keyword a: templates 2 there + folds [1, 1]; the pair one more at 0.5 on fold 1 only, none more at 1.0
         a = held([4, 2, 2], [[3, 1], [1, 2], [1, 1]], 2, [1, 1], [1.0, 2.0, 3.0])
         b = held([1, 1, 1], [[0, 0], [0, 0], [0, 0]], 1, [0, 0], [5.0, 6.0, 7.0])
         p0, p1, p_all = HH.pooled_fold_pick([a, b])
-        # fold 0 held out: there = threshold + fold 1; templates 2+1 + 1+0 = 4; offset 0.0: 4+2 + 1 = 7, 0.5: 2+2 + 1
+        # fold 0 held out: there = threshold + fold 1; templates 2+1 + 1+0 = 4; offset 0.0: 4+1 + 1 = 6, 0.5: 2+2 + 1
         # = 5, 1.0: 2+1 + 1 = 4 -> 1.0
         self.assertEqual((p0["offset"], p0["wakes_there"], p0["templates_wakes_there"]), (1.0, 4, 4))
         self.assertEqual(p0["keywords"][0], {"fa_per_hour_fold": 0.05, "templates_fa_per_hour_fold": 0.05,
@@ -209,6 +209,11 @@ class Offset(unittest.TestCase):
         # every side at once: templates 2+1+1 + 1 = 5; 0.0: 4+3+1 + 1 = 9, 0.5: 2+1+2 + 1 = 6, 1.0: 2+1+1 + 1 = 5
         self.assertEqual((p_all["fold"], p_all["offset"], p_all["wakes_there"]), (None, 1.0, 5))
         self.assertEqual(p_all["keywords"][0]["fa_per_hour_fold"], 0.05)  # 2 wakes / 10 enrollments / 4 h
+        # 0.05 an hour more allowed: 10 enrollments x (1 + 2) h x 2 keywords = 3 wakes more with a fold held out
+        # (fold 0: 6 <= 4 + 3 at 0.0; fold 1: 8 > 7 at 0.0, 4 at 0.5), 5 more on every side (9 <= 5 + 5 at 0.0)
+        q0, q1, q_all = HH.pooled_fold_pick([a, b], extra_per_hour=0.05)
+        self.assertEqual((q0["offset"], q0["wakes_allowed_there"]), (0.0, 7))
+        self.assertEqual((q1["offset"], q_all["offset"], q_all["wakes_allowed_there"]), (0.5, 0.0, 10))
         # no offset low enough: none picked
         c = held([9, 9, 9], [[9, 9], [9, 9], [9, 9]], 0, [0, 0], [0.0, 0.0, 0.0])
         self.assertIsNone(HH.pooled_fold_pick([c])[0]["offset"])

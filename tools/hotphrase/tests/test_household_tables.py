@@ -127,14 +127,14 @@ class Tables(unittest.TestCase):
                      "missed_pct": {"clean": 0.0, "room-snr10": 20.0 + o}} for o, f in zip((0.0, 0.5), pair_folds)]
             return {"keyword": word, "picked_on_the_threshold_side": {
                 "templates_wakes_threshold_side": 1, "templates_wakes_test_folds": tmpl_folds,
-                "test_fold_hours": [1.0, 1.0], "enrollments": 2, "offsets": rows}}
+                "test_fold_hours": [1.0, 1.0], "enrollments": 2, "threshold_side_hours": 1.0, "offsets": rows}}
         a = self.write("a.json", rep("jarvis", [1, 1], [[2, 2], [1, 1]]))
         b = self.write("b.json", rep("computer", [0, 0], [[0, 0], [0, 0]]))
         lines = self.run_main(a, b, "--head-folds")
         self.assertEqual(len(lines), 8)  # two folds and every side at once, two keywords each
-        self.assertEqual(lines[2], "| 0 | 0.50 | 3 (3) | jarvis | 0.500 | 0.500 | 0.00 % | - | - | 20.50 % |")
-        self.assertIn("| 1 | 0.50 | 3 (3) | computer | 0.000 | 0.000 |", lines[5])
-        self.assertIn("| none (all sides) | 0.50 | 4 (4) | jarvis | 0.500 | 0.500 |", lines[6])
+        self.assertEqual(lines[2], "| 0 | 0.50 | 3 (3, 3) | jarvis | 0.500 | 0.500 | 0.00 % | - | - | 20.50 % |")
+        self.assertIn("| 1 | 0.50 | 3 (3, 3) | computer | 0.000 | 0.000 |", lines[5])
+        self.assertIn("| none (all sides) | 0.50 | 4 (4, 4) | jarvis | 0.500 | 0.500 |", lines[6])
         with self.assertRaises(HotPhraseError) as e:
             T.fold_rows([{"keyword": "jarvis", "picked_on_the_threshold_side": {}}])
         self.assertIn("test folds", str(e.exception))
