@@ -22,12 +22,16 @@ from . import cli
 from .errors import HotPhraseError
 
 
-def _load(path):
+def _read(path, what="JSON report"):
     try:
         with open(path) as f:
-            report = json.load(f)
+            return json.load(f)
     except json.JSONDecodeError as e:
-        raise HotPhraseError(path, f"not a household_eval report (line {e.lineno}: {e.msg})") from None
+        raise HotPhraseError(path, f"not a {what} (line {e.lineno}: {e.msg})") from None
+
+
+def _load(path):
+    report = _read(path, "household_eval report")
     fused = report.get("fused")
     if not isinstance(fused, dict) or "personal" not in fused:
         raise HotPhraseError(path, "not a household_eval report with a personal path (no fused.personal: "
@@ -254,19 +258,10 @@ def main(argv=None):
     ap.add_argument("--extra-per-hour", type=float, default=0.0, metavar="FA",
                     help="with --head-folds: false accepts an hour the head may add beyond the templates' (default 0)")
     args = ap.parse_args(argv)
-    if args.head_folds:
-        reports = []
-        for p in args.reports:
-            with open(p) as f:
-                reports.append(json.load(f))
-        print(markdown(*fold_rows(reports, args.extra_per_hour)))
-        return 0
-    if args.speaker_check:
-        reports = []
-        for p in args.reports:
-            with open(p) as f:
-                reports.append(json.load(f))
-        print(markdown(*check_rows(reports, args.cosines)))
+    if args.head_folds or args.speaker_check:  # other tools' reports, read as they are
+        reports = [_read(p) for p in args.reports]
+        print(markdown(*(fold_rows(reports, args.extra_per_hour) if args.head_folds
+                         else check_rows(reports, args.cosines))))
         return 0
     reports = [_load(p) for p in args.reports]
     if args.z_sweep:

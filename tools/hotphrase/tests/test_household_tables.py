@@ -138,6 +138,10 @@ class Tables(unittest.TestCase):
         with self.assertRaises(HotPhraseError) as e:
             T.fold_rows([{"keyword": "jarvis", "picked_on_the_threshold_side": {}}])
         self.assertIn("test folds", str(e.exception))
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err):
+            self.assertEqual(T.main([a, self.write("cut.json", '{"keyword": "jar'), "--head-folds"]), 1)
+        self.assertIn("cut.json", err.getvalue())
 
     def test_what_it_cannot_read_is_named(self):
         bad = self.write("bad.json", "{not json")
