@@ -170,13 +170,22 @@ def offset_rule(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, target, th_hou
     return None
 
 
+def guests_heard(best, guest_cols, z):
+    """{condition: % of the guests' clips (other people's clips of the keyword, each enrollment's own guests: [E]
+    lists of columns) whose best score reaches z}, pooled over enrollments."""
+    n = max(sum(map(len, guest_cols)), 1)
+    return {c: round(100 * sum(int(np.sum(b[e, cols] >= z)) for e, cols in enumerate(guest_cols)) / n, 2)
+            for c, b in best.items()}
+
+
 def offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, th_hours, hours, offsets=None, count_wakes=None,
-                 test_folds=None):
+                 test_folds=None, guest_cols=None):
     """The pair (templates at z, head at z + offset) at each offset: its false accepts an hour on the threshold side
     (ht, dt) and on the test side (hs, ds), and each condition's misses. The raw counts on the threshold side are
     kept too (`wakes_threshold_side`), so that keywords' sides can be pooled to pick one offset for every phrase.
     With test_folds ([(hs_f, ds_f)], the test side cut into folds of streams: `stream_folds`) each row also counts
-    the pair's wakes on each fold (`wakes_test_folds`), for `pooled_fold_pick`."""
+    the pair's wakes on each fold (`wakes_test_folds`), for `pooled_fold_pick`; with guest_cols (each
+    enrollment's guests' clip columns) how often the pair hears other people (`guests_heard_pct`)."""
     if count_wakes is None:
         from .household_eval import count_wakes
     rows = []
@@ -187,6 +196,8 @@ def offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z, th_hours, hou
         rows.append({"offset": float(off), "wakes_threshold_side": wakes,
                      "fa_per_hour_threshold_side": round(wakes / len(dt) / th_hours, 4),
                      "fa_per_hour": row["fa_per_hour"], "missed_pct": row["missed_pct"]})
+        if guest_cols is not None:
+            rows[-1]["guests_heard_pct"] = guests_heard(best, guest_cols, z)
         if test_folds is not None:
             rows[-1]["wakes_test_folds"] = [int(sum(count_wakes(r, z) for r in np.maximum(d, h - off)))
                                             for h, d in test_folds]
@@ -249,7 +260,8 @@ def pooled_fold_pick(helds, extra_per_hour=0.0):
             row["keywords"].append({
                 "fa_per_hour_fold": round(held_out(r["wakes_test_folds"]) / n / hrs, 4),
                 "templates_fa_per_hour_fold": round(held_out(h["templates_wakes_test_folds"]) / n / hrs, 4),
-                "missed_pct": r["missed_pct"]})
+                "missed_pct": r["missed_pct"], **({"guests_heard_pct": r["guests_heard_pct"]}
+                                                  if "guests_heard_pct" in r else {})})
         out.append(row)
     return out
 
@@ -430,6 +442,7 @@ def main(argv=None):
     # clips: the best of each scorer over each clip, in each condition
     conds = {"clean": a.clips_dir, **{c.partition("=")[0]: c.partition("=")[2] for c in a.condition}}
     own_cols = [[col[n] for n in m["own"]] for _, m in drawn]
+    guest_cols = [[col[n] for n in m["guests"] if n in col] for _, m in drawn]
     head_best, dtw_best = {}, {}
     for c, d in conds.items():
         clips = HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels, frontend)
@@ -489,7 +502,9 @@ def main(argv=None):
         held["test_fold_hours"] = [round(n * STEP_SECONDS / 3600, 4) for n in steps]
         held["templates_wakes_test_folds"] = [int(sum(HE.count_wakes(r, z_bank) for r in d)) for d in (ds0, ds1)]
         held["offsets"] = offset_table(ht, dt, hs, ds, head_best, dtw_best, own_cols, z_bank, th_hours, hours,
-                                       count_wakes=HE.count_wakes, test_folds=[(hs0, ds0), (hs1, ds1)])
+                                       count_wakes=HE.count_wakes, test_folds=[(hs0, ds0), (hs1, ds1)],
+                                       guest_cols=guest_cols)
+        held["templates_guests_heard_pct"] = guests_heard(dtw_best, guest_cols, z_bank)
         print("held-out thresholds", json.dumps(held), flush=True)
     rep = {"keyword": word, "bank": os.path.basename(a.bank), "frontend": frontend or "none",
            "enrollments": len(drawn), "window": a.window, "l2": a.l2, "renderings": a.renderings,

@@ -218,13 +218,13 @@ def fold_rows(reports, extra_per_hour=0.0):
         helds.append(h)
     header = ["fold held out", "offset picked", "wakes there: pair (templates, allowed)", "keyword",
               "FA/h held out: pair",
-              "templates alone", "clean", "snr10", "room", "room-snr10"]
+              "templates alone", "clean", "snr10", "room", "room-snr10", "guests heard (clean)"]
     out = []
     for pick in pooled_fold_pick(helds, extra_per_hour):
         fold = "none (all sides)" if pick["fold"] is None else str(pick["fold"])
         if pick["offset"] is None:
             out.append([fold, "none", f"- ({pick['templates_wakes_there']}, {pick['wakes_allowed_there']})"]
-                       + ["-"] * 7)
+                       + ["-"] * 8)
             continue
         for r, k in zip(reports, pick["keywords"]):
             m = k["missed_pct"]
@@ -232,7 +232,8 @@ def fold_rows(reports, extra_per_hour=0.0):
                         f"{pick['wakes_there']} ({pick['templates_wakes_there']}, {pick['wakes_allowed_there']})",
                         r["keyword"],
                         f"{k['fa_per_hour_fold']:.3f}", f"{k['templates_fa_per_hour_fold']:.3f}",
-                        *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10"))])
+                        *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10")),
+                        _pct(k["guests_heard_pct"]["clean"]) if "clean" in k.get("guests_heard_pct", {}) else "-"])
     return header, out
 
 

@@ -177,6 +177,17 @@ class Offset(unittest.TestCase):
                                test_folds=[(f0, np.full((1, 60), -np.inf)), (f1, d1)])
         self.assertEqual([r["wakes_test_folds"] for r in rows], [[1, 2], [0, 2], [0, 1]])
 
+    def test_the_table_counts_the_guests_heard(self):
+        # one enrollment, clip 0 its own, clips 1-3 guests: the templates hear guest 1 (5.2), the head guest 2 (6.0)
+        # and guest 3 (5.3, only at offset 0)
+        head_best = {"clean": np.array([[6.0, 0.0, 6.0, 5.3]])}
+        dtw_best = {"clean": np.array([[0.0, 5.2, 0.0, 0.0]])}
+        none = np.full((1, 10), -np.inf)
+        rows = HH.offset_table(none, none, none, none, head_best, dtw_best, [[0]], 5.0, th_hours=1.0, hours=1.0,
+                               offsets=[0.0, 0.5, 1.5], count_wakes=HE.count_wakes, guest_cols=[[1, 2, 3]])
+        self.assertEqual([r["guests_heard_pct"]["clean"] for r in rows], [100.0, 66.67, 33.33])
+        self.assertEqual(HH.guests_heard(dtw_best, [[1, 2, 3]], 5.0), {"clean": 33.33})
+
     def test_stream_folds_cut_whole_streams_in_turn(self):
         # three streams of 2, 0 and 3 steps, and 4, laid out as streams_series does with a gap of 1
         s = np.array([[1, 1, 9, 3, 3, 3, 9, 4, 4, 4, 4, 9]], np.float32)

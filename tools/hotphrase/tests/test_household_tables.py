@@ -122,18 +122,21 @@ class Tables(unittest.TestCase):
         self.assertTrue(lines[3].startswith("| jarvis | none | negative-bank.hpm | 5.9 | - | 0.00 % |"), lines[3])
 
     def test_the_head_folds_one_row_a_fold_and_keyword(self):
-        def rep(word, tmpl_folds, pair_folds):
+        def rep(word, tmpl_folds, pair_folds, guests=False):
             rows = [{"offset": o, "wakes_threshold_side": 1, "wakes_test_folds": f,
-                     "missed_pct": {"clean": 0.0, "room-snr10": 20.0 + o}} for o, f in zip((0.0, 0.5), pair_folds)]
+                     "missed_pct": {"clean": 0.0, "room-snr10": 20.0 + o},
+                     **({"guests_heard_pct": {"clean": 60.0 - o}} if guests else {})}
+                    for o, f in zip((0.0, 0.5), pair_folds)]
             return {"keyword": word, "picked_on_the_threshold_side": {
                 "templates_wakes_threshold_side": 1, "templates_wakes_test_folds": tmpl_folds,
                 "test_fold_hours": [1.0, 1.0], "enrollments": 2, "threshold_side_hours": 1.0, "offsets": rows}}
         a = self.write("a.json", rep("jarvis", [1, 1], [[2, 2], [1, 1]]))
-        b = self.write("b.json", rep("computer", [0, 0], [[0, 0], [0, 0]]))
+        b = self.write("b.json", rep("computer", [0, 0], [[0, 0], [0, 0]], guests=True))
         lines = self.run_main(a, b, "--head-folds")
         self.assertEqual(len(lines), 8)  # two folds and every side at once, two keywords each
-        self.assertEqual(lines[2], "| 0 | 0.50 | 3 (3, 3) | jarvis | 0.500 | 0.500 | 0.00 % | - | - | 20.50 % |")
+        self.assertEqual(lines[2], "| 0 | 0.50 | 3 (3, 3) | jarvis | 0.500 | 0.500 | 0.00 % | - | - | 20.50 % | - |")
         self.assertIn("| 1 | 0.50 | 3 (3, 3) | computer | 0.000 | 0.000 |", lines[5])
+        self.assertTrue(lines[5].endswith("| 59.50 % |"))  # the guests heard at the offset picked
         self.assertIn("| none (all sides) | 0.50 | 4 (4, 4) | jarvis | 0.500 | 0.500 |", lines[6])
         with self.assertRaises(HotPhraseError) as e:
             T.fold_rows([{"keyword": "jarvis", "picked_on_the_threshold_side": {}}])
