@@ -31,7 +31,9 @@ accepts, in noise and rooms?
   the test side; and the speaker's rule (`offset_rule`): the templates at the bank's z as always, the head beside
   them at the bank's z plus one offset, the lowest at which the pair's false accepts there are the templates'; and
   the pair at every offset (`offset_table`), with its raw wake count on the threshold side, so that the keywords'
-  threshold sides can be pooled to pick the one offset the speaker ships (session 15).
+  threshold sides can be pooled to pick the one offset the speaker ships (session 15). Each row also counts the
+  pair's wakes on each half of the test side (`stream_folds`, for household_tables --head-folds: the offset picked
+  with each half held out in turn, `pooled_fold_pick`) and how often it hears the guests' clips (session 16).
 """
 import json
 import os
