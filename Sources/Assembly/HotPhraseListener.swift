@@ -502,8 +502,7 @@ extension HotPhraseListener: EnrollmentPort {
                 do {
                     try household.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
                 } catch Household.NotLearned.notEnrolled {
-                    // forgotten (`ctl forget`) while its head trained: nothing to keep it for, and nothing wrong
-                    logger?.info("\"\(phrase)\" was forgotten while its personal head trained; the head is not kept")
+                    logger?.info("\(PersonalHead.forgotten(phrase))")
                 }
             })
         }

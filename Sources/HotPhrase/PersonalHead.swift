@@ -231,6 +231,12 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     /// "1 personal head", "2 personal heads": how the log, `ctl voices` and `hotphrase --household` count them.
     public static func counted(_ n: Int) -> String { "\(n) personal head\(n == 1 ? "" : "s")" }
 
+    /// Said where `Household.addHead` finds the phrase gone (`ctl forget` while the head trained): nothing is
+    /// wrong, and there is nothing to keep it for.
+    public static func forgotten(_ phrase: String) -> String {
+        "\"\(phrase)\" was forgotten while its personal head trained; the head is not kept"
+    }
+
     /// `window * dim` numbers, the oldest frame's first.
     public var weights: [Float]
     public var bias: Double

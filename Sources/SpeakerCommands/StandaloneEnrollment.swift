@@ -157,6 +157,8 @@ public enum StandaloneEnrollment {
             try latest.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
             try latest.save(path: path)
             printError("personal head trained and kept in \(path)")
+        } catch Household.NotLearned.notEnrolled {
+            printError(PersonalHead.forgotten(phrase))
         } catch {
             printError("\(error); the templates listen alone")
         }
