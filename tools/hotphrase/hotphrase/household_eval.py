@@ -41,6 +41,9 @@
 - Session 9 (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
   every z of a grid (sweep_rows): how low the misses in each condition go when the z alone is lowered, and the
   false accepts an hour that costs; the ceiling of any check made after the templates' decision.
+- Session 17 (the same `--z-sweep`, with `--public`): each z's wakes also on the threshold side and on the test
+  side's two folds of whole streams, so that the bank's z can be picked by its rule on more than the threshold
+  side (pooled_z_pick; household_tables --z-folds).
 """
 import collections
 import json
@@ -456,12 +459,15 @@ def misses_by_label(pbest, meta, col, z_th, labels):
             for k, v in sorted(tot.items())}
 
 
-def false_accepts(enrollments, scorers, streams, z_th, heads, sweep=None):
+def false_accepts(enrollments, scorers, streams, z_th, heads, sweep=None, folds=None):
     """Wakes on the streams: (personal [E], generic {head: n}, fused {head: [E]}). With sweep (grid, counts [E, G]):
-    the personal path's wakes at each z of the grid are also added to counts (the same z series, one DTW pass)."""
+    the personal path's wakes at each z of the grid are also added to counts (the same z series, one DTW pass).
+    With folds ([k, E, G], and sweep) each stream's sweep counts are also added to its fold: the i-th non-empty
+    stream's to fold i % k, as household_head.stream_folds cuts the test side."""
     fa_personal = np.zeros(len(enrollments))
     fa_generic = {h[0]: 0 for h in heads}
     fa_fused = {h[0]: np.zeros(len(enrollments)) for h in heads}
+    heard_streams = 0
     for raw in streams:
         raw = np.asarray(raw, np.float32)
         if not len(raw):
@@ -471,7 +477,11 @@ def false_accepts(enrollments, scorers, streams, z_th, heads, sweep=None):
         fa_personal += [count_wakes(r, z_th) for r in z]
         if sweep is not None:
             grid, counts = sweep
-            counts += [[count_wakes(r, th) for th in grid] for r in z]
+            here = np.array([[count_wakes(r, th) for th in grid] for r in z], float).reshape(len(z), len(grid))
+            counts += here
+            if folds is not None:
+                folds[heard_streams % len(folds)] += here
+        heard_streams += 1
         for name, head, arrays, g_th in heads:
             g = generic_series(head, arrays, raw)
             fa_generic[name] += count_wakes(g, g_th)
@@ -502,15 +512,21 @@ def parse_z_sweep(spec):
     return [round(float(z), 2) for z in np.arange(lo, hi + step / 2, step)]
 
 
-def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid):
+def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid, fold_wakes=None, threshold_wakes=None):
     """Issue #37, part 2, session 9: the personal path at every z of a grid, on the per-clip best z already scored
     (pbest_by_condition {condition: [E, C]}, "clean" among them) and the test side's wakes at each z (wakes [E, G],
     false_accepts' sweep). Per z: the enrolled people's other clips missed in each condition and the guests heard
     clean (pooled over enrollments, as fused_report), and the false accepts an hour (mean over enrollments, worst);
-    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound)."""
+    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound). Session 17:
+    with fold_wakes ([k, E, G], false_accepts' folds) and threshold_wakes ([E, G], the threshold side's sweep),
+    each z's wakes summed over enrollments on each fold and on the threshold side, for pooled_z_pick."""
     out = []
     for k, z in enumerate(grid):
         row = {"z": z, "missed_pct": {}}
+        if fold_wakes is not None:
+            row["wakes_test_folds"] = [round(float(np.sum(f[:, k])), 3) for f in fold_wakes]
+        if threshold_wakes is not None:
+            row["wakes_threshold_side"] = round(float(np.sum(np.asarray(threshold_wakes)[:, k])), 3)
         for c, pb in pbest_by_condition.items():
             missed = total = 0
             for r, m in enumerate(meta):
@@ -596,13 +612,14 @@ def write_candidates(path, word, meta, names, enrollments, scorers, clip_sets, s
 
 
 def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec, z_th, heads, conditions,
-                 condition_tests=None, condition_labels=None, z_grid=None):
+                 condition_tests=None, condition_labels=None, z_grid=None, threshold_side=None):
     """Generic alone, personal alone (DTW at z_th) and fused, on the same enrollments, clips and test side.
     heads: [(name, head, arrays, threshold)]; conditions: {name: {clip name: raw embeddings}} (every clip
     rendered in noise or rooms; enrollment stays clean): the enrolled people's misses and the guests heard there;
     condition_tests: {name: (streams, seconds)}, the test side rendered in that condition: false accepts there.
     Missed and heard are pooled over the enrollments (each enrollment's own clips and guests, as per_word
-    above)."""
+    above). With z_grid, the sweep also counts each z's wakes on the test side's two folds (and, given
+    threshold_side (streams, seconds), there), and z_sweep_sides says their hours: what pooled_z_pick reads."""
     names = sorted(clips)
     col = {n: j for j, n in enumerate(names)}
     idx = lambda ns: [col[n] for n in ns]  # noqa: E731
@@ -639,7 +656,12 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
 
     # the test side: personal z once per stream, each head's scores beside it
     sweep = (z_grid, np.zeros((len(enrollments), len(z_grid)))) if z_grid else None
-    fa_personal, fa_generic, fa_fused = false_accepts(enrollments, scorers, test_streams, z_th, heads, sweep)
+    folds = np.zeros((Z_FOLDS, len(enrollments), len(z_grid))) if z_grid else None
+    fa_personal, fa_generic, fa_fused = false_accepts(enrollments, scorers, test_streams, z_th, heads, sweep, folds)
+    thr_wakes = None
+    if z_grid and threshold_side and threshold_side[0]:
+        thr_wakes = np.zeros((len(enrollments), len(z_grid)))
+        false_accepts(enrollments, scorers, threshold_side[0], z_th, [], (z_grid, thr_wakes))
     pbest, gbest = best_over(clips)
     rep["personal"] = outcomes(pbest, None, None)["personal"]
     rep["personal"].update({"test_fa_per_hour_mean": round(float(fa_personal.mean()) / hours, 3) if hours else None,
@@ -653,7 +675,12 @@ def fused_report(word, meta, enrollments, scorers, clips, test_streams, test_sec
                                                                                labels)
     if z_grid:
         rep["z_sweep"] = sweep_rows(meta, col, {"clean": pbest, **{c: pb for c, (pb, _) in cond_best.items()}},
-                                    sweep[1], hours, z_grid)
+                                    sweep[1], hours, z_grid, folds, thr_wakes)
+        steps = [len(x) for x in test_streams if len(x)]
+        rep["z_sweep_sides"] = {
+            "enrollments": len(enrollments),
+            "test_fold_hours": [round(sum(steps[f::Z_FOLDS]) * STEP_SECONDS / 3600, 4) for f in range(Z_FOLDS)],
+            "threshold_side_hours": round(threshold_side[1] / 3600, 4) if thr_wakes is not None else None}
     cond_fa = {}
     for c, (streams, seconds) in (condition_tests or {}).items():
         cond_fa[c] = fa_rates(*false_accepts(enrollments, scorers, streams, z_th, heads), seconds / 3600)
@@ -692,6 +719,7 @@ ENROL_NOISES = ("pink", "hum", "music_chords", "babble")
 ENROL_NOISE_SECONDS = 60
 ENROL_RT60 = (0.3, 0.8)
 ENROL_DRR_DB = (-3.0, 6.0)
+Z_FOLDS = 2  # the z sweep's test side in two folds of whole streams (household_head.stream_folds' cut)
 GATE_STEPS = 12  # the gate looks at the generic score's max over the last 12 steps (0.96 s), this one included
 GATE_AHEAD = [0]  # ... and this many after it (--gate-ahead; a list so the command line can set it)
 Z_GRID = np.round(np.arange(5.9, 9.05, 0.1), 1)
@@ -1363,12 +1391,72 @@ def main(argv=None):
             write_candidates(a.candidates_out, word, meta, names, enrollments, scorers, clip_sets, sides,
                              a.candidate_z, z_th)
         report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels, z_grid)
+                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels, z_grid,
+                                       (thr_streams, thr_sec))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)
     if a.write_threshold:
         write_threshold(a.bank, [report])
+
+
+def pooled_z_pick(fused, target=TARGET_FA_PER_HOUR):
+    """The bank's one z picked as session 1's rule picks it (per keyword the lowest z, searched from the top of the
+    grid down, whose false accepts an hour averaged over enrollments are at most `target`; the highest of the
+    keywords'), on sides larger than the threshold side alone (session 17). fused: each keyword's
+    fused_report (its z_sweep rows with wakes_test_folds and wakes_threshold_side, and z_sweep_sides), all on one
+    grid. Rows, in turn: picked on the threshold side alone (the shipped rule); on it and every fold but fold f,
+    read on fold f (f held out); on every side at once, read on the whole test side. Each row: the side it was
+    picked on, its hours, each keyword's own z, the bank's z (None where some keyword never reaches the target on
+    the grid), and at that z each keyword's false accepts an hour on the side read, its misses and guests heard."""
+    if not fused:
+        raise HotPhraseError("pooled_z_pick", "no reports")
+    sides = [r["z_sweep_sides"] for r in fused]
+    if any(s["threshold_side_hours"] is None for s in sides):
+        raise HotPhraseError("pooled_z_pick", "a report without a threshold side (household_eval --public)")
+    grid = [row["z"] for row in fused[0]["z_sweep"]]
+    if any([row["z"] for row in r["z_sweep"]] != grid for r in fused):
+        raise HotPhraseError("pooled_z_pick", "the reports' z grids differ")
+    k = len(sides[0]["test_fold_hours"])
+    out = []
+    for held in ["threshold", *range(k), "every"]:
+        def there(side, thr, folds):
+            if held == "threshold":
+                return thr
+            return thr + sum(x for g, x in enumerate(folds) if held == "every" or g != held)
+
+        def read(folds):
+            return sum(folds) if held in ("threshold", "every") else folds[held]
+        own = []
+        for r, sd in zip(fused, sides):
+            hours = there(sd, sd["threshold_side_hours"], sd["test_fold_hours"])
+            pick = None
+            for i in range(len(grid) - 1, -1, -1):
+                row = r["z_sweep"][i]
+                w = there(sd, row["wakes_threshold_side"], row["wakes_test_folds"])
+                if w / sd["enrollments"] / hours > target + 1e-12:
+                    break
+                pick = i
+            own.append(pick)
+        first = sides[0]
+        hours_there = round(there(first, first["threshold_side_hours"], first["test_fold_hours"]), 4)
+        res = {"picked_on": held, "hours_there": hours_there,
+               "read_on": "test side" if held in ("threshold", "every") else f"fold {held}",
+               "own_z": [None if i is None else grid[i] for i in own], "keywords": []}
+        if any(i is None for i in own):
+            res["z"] = None
+            out.append(res)
+            continue
+        i = max(own)
+        res["z"] = grid[i]
+        for r, sd in zip(fused, sides):
+            row = r["z_sweep"][i]
+            res["keywords"].append({
+                "fa_per_hour_read": round(read(row["wakes_test_folds"]) / sd["enrollments"]
+                                          / read(sd["test_fold_hours"]), 4),
+                "missed_pct": row["missed_pct"], "guests_heard_pct": row["guests_heard_pct"]})
+        out.append(res)
+    return out
 
 
 def write_threshold(bank, reports):

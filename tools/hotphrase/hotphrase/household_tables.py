@@ -1,7 +1,8 @@
 """BENCHMARKS.md's tables of the household's personal path, made from household_eval's JSON reports (--json), so
 that every figure in them comes from a command in the repository.
 
-  python -m hotphrase.household_tables REPORT.json ... [--by-rendering | --z-sweep | --speaker-check [--cosines COS ...] | --head-folds]
+  python -m hotphrase.household_tables REPORT.json ... [--by-rendering | --z-sweep | --speaker-check [--cosines COS ...] | --head-folds
+                                                   | --z-folds [--target FA]]
 
 One row a report: the keyword, the front end, the bank's file, the z the report used, the enrolled people's other
 clips missed clean and in each condition the report holds (household_eval --condition), other people's clips heard
@@ -13,7 +14,9 @@ family; pooled over clips, as the report's own percentages are. With --z-sweep, 
 report's household_eval --z-sweep (issue #37, part 2, session 9); with --speaker-check, hotphrase.speaker_check's
 reports: today's path, and the check's threshold chosen on the threshold side at each candidate z. With --head-folds,
 household_head's reports (one a keyword, run with --public): the personal head's offset picked for every phrase with
-each half of the test side held out in turn, and what it gives on that half.
+each half of the test side held out in turn, and what it gives on that half. With --z-folds, household_eval's
+reports run with --z-sweep and --public (one a keyword): the bank's one z picked by its rule on the threshold side,
+then with each half of the test side held out in turn and on every side, and what it gives (session 17).
 """
 import json
 import re
@@ -237,6 +240,37 @@ def fold_rows(reports, extra_per_hour=0.0):
     return header, out
 
 
+def z_fold_rows(reports, target):
+    """(header, rows) of household_eval reports run with --z-sweep and --public (issue #37, part 2, session 17): the
+    bank's one z picked as the shipped rule picks it on the threshold side alone, then on larger sides (each fold
+    of the test side held out in turn, then every side), a row per keyword (household_eval.pooled_z_pick)."""
+    from .household_eval import pooled_z_pick
+    fused = []
+    for r in reports:
+        f = r["fused"]
+        if "z_sweep_sides" not in f or not f.get("z_sweep") or "wakes_test_folds" not in f["z_sweep"][0]:
+            raise HotPhraseError(keyword(r), "not a household_eval report with the z sweep's folds (run it with "
+                                             "--z-sweep and --public)")
+        fused.append(f)
+    header = ["picked on", "hours there", "bank z (each keyword's own)", "keyword", "FA/h read on",
+              "clean", "snr10", "room", "room-snr10", "guests heard (clean)"]
+    names = {"threshold": "threshold side", "every": "every side"}
+    out = []
+    for pick in pooled_z_pick(fused, target):
+        side = names.get(pick["picked_on"], f"threshold side + the other folds (fold {pick['picked_on']} held out)")
+        own = ", ".join("-" if z is None else f"{z:.1f}" for z in pick["own_z"])
+        if pick["z"] is None:
+            out.append([side, f"{pick['hours_there']:.2f}", f"none ({own})"] + ["-"] * 7)
+            continue
+        for r, k in zip(reports, pick["keywords"]):
+            m = k["missed_pct"]
+            out.append([side, f"{pick['hours_there']:.2f}", f"{pick['z']:.1f} ({own})", keyword(r),
+                        f"{k['fa_per_hour_read']:.3f} ({pick['read_on']})",
+                        *(_pct(m[c]) if c in m else "-" for c in ("clean", "snr10", "room", "room-snr10")),
+                        _pct(k["guests_heard_pct"])])
+    return header, out
+
+
 def markdown(header, body):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(r) + " |" for r in body]
@@ -258,6 +292,11 @@ def main(argv=None):
                          "picked with each fold of the test side held out in turn")
     ap.add_argument("--extra-per-hour", type=float, default=0.0, metavar="FA",
                     help="with --head-folds: false accepts an hour the head may add beyond the templates' (default 0)")
+    ap.add_argument("--z-folds", action="store_true",
+                    help="the bank's one z picked on the threshold side, then with each fold of the test side held "
+                         "out in turn, then on every side (household_eval reports run with --z-sweep and --public)")
+    ap.add_argument("--target", type=float, default=0.5, metavar="FA",
+                    help="with --z-folds: the false accepts an hour each keyword may have there (default 0.5)")
     args = ap.parse_args(argv)
     if args.head_folds or args.speaker_check:  # other tools' reports, read as they are
         reports = [_read(p) for p in args.reports]
@@ -265,6 +304,9 @@ def main(argv=None):
                          else check_rows(reports, args.cosines))))
         return 0
     reports = [_load(p) for p in args.reports]
+    if args.z_folds:
+        print(markdown(*z_fold_rows(reports, args.target)))
+        return 0
     if args.z_sweep:
         print(markdown(*sweep_rows(reports)))
         return 0

@@ -191,6 +191,80 @@ class ZSweep(unittest.TestCase):
 
 
 
+class ZFolds(unittest.TestCase):
+    """Session 17: the z sweep's wakes on the test side's folds and the threshold side, and the bank's z picked on
+    larger sides (pooled_z_pick)."""
+
+    def test_each_stream_counts_in_its_fold(self):
+        scorers, enr, quiet, holding = a_stream_holding_a_take(seed=1)
+        grid = [-2.0, 5.9, 1e9]
+        counts, folds = np.zeros((1, 3)), np.zeros((2, 1, 3))
+        # the empty stream is no stream: holding is the second stream heard, in fold 1
+        HE.false_accepts(enr, scorers, [quiet, np.zeros((0, EMB_DIM), np.float32), holding], 5.9, [], (grid, counts),
+                         folds)
+        np.testing.assert_array_equal(folds.sum(axis=0), counts)
+        self.assertEqual(folds[0, 0, 1], 0)  # the quiet stream holds no take
+        self.assertEqual(folds[1, 0, 1], counts[0, 1])
+        self.assertGreater(counts[0, 1], 0)
+        self.assertGreater(folds[0, 0, 0], 0)
+
+    def test_the_sweep_rows_carry_the_folds_and_the_threshold_side(self):
+        meta = [{"own": ["a"], "guests": []}, {"own": ["a"], "guests": []}]
+        pb = {"clean": np.array([[6.0], [6.0]])}
+        wakes = np.array([[3, 1], [2, 0]], float)
+        folds = np.array([[[1, 0], [2, 0]], [[2, 1], [0, 0]]], float)
+        thr = np.array([[4, 2], [0, 1]], float)
+        rows = HE.sweep_rows(meta, {"a": 0}, pb, wakes, 1.0, [5.9, 6.5], folds, thr)
+        self.assertEqual([r["wakes_test_folds"] for r in rows], [[3.0, 2.0], [0.0, 1.0]])
+        self.assertEqual([r["wakes_threshold_side"] for r in rows], [4.0, 3.0])
+        self.assertNotIn("wakes_test_folds", HE.sweep_rows(meta, {"a": 0}, pb, wakes, 1.0, [5.9, 6.5])[0])
+
+    @staticmethod
+    def fused(thr, folds, enrollments=2):
+        """A keyword's fused report on the grid 5.9, 6.0, 6.1: 1 h threshold side, two folds of 1 h."""
+        return {"z_sweep": [{"z": z, "missed_pct": {"clean": 0.0, "room-snr10": 30.0 + 10 * (z - 5.9)},
+                             "guests_heard_pct": 70.0, "wakes_threshold_side": t, "wakes_test_folds": f}
+                            for z, t, f in zip((5.9, 6.0, 6.1), thr, folds)],
+                "z_sweep_sides": {"enrollments": enrollments, "test_fold_hours": [1.0, 1.0],
+                                  "threshold_side_hours": 1.0}}
+
+    def test_the_bank_z_picked_on_each_side(self):
+        quiet = self.fused([1, 1, 0], [[0, 0], [0, 0], [0, 0]])
+        loud = self.fused([1, 0, 0], [[1, 3], [0, 2], [0, 0]])
+        rows = HE.pooled_z_pick([quiet, loud])
+        self.assertEqual([r["picked_on"] for r in rows], ["threshold", 0, 1, "every"])
+        # the threshold side alone: 1 wake / 2 enrollments / 1 h = 0.5 for both at 5.9 (at most the target)
+        self.assertEqual((rows[0]["z"], rows[0]["own_z"]), (5.9, [5.9, 5.9]))
+        self.assertEqual([k["fa_per_hour_read"] for k in rows[0]["keywords"]], [0.0, 1.0])  # 4 / 2 / 2 h
+        # fold 0 held out: loud on the threshold side and fold 1 is (1 + 3) / 2 / 2 h = 1.0 at 5.9, 0.5 at 6.0
+        self.assertEqual((rows[1]["z"], rows[1]["own_z"], rows[1]["hours_there"]), (6.0, [5.9, 6.0], 2.0))
+        self.assertEqual(rows[1]["read_on"], "fold 0")
+        self.assertEqual(rows[1]["keywords"][1]["fa_per_hour_read"], 0.0)
+        self.assertAlmostEqual(rows[1]["keywords"][1]["missed_pct"]["room-snr10"], 31.0)
+        # fold 1 held out: (1 + 1) / 2 / 2 h = 0.5 at 5.9; read on fold 1, 3 / 2 / 1 h
+        self.assertEqual((rows[2]["z"], rows[2]["keywords"][1]["fa_per_hour_read"]), (5.9, 1.5))
+        # every side: (1 + 1 + 3) / 2 / 3 h > 0.5 at 5.9, 2 / 2 / 3 h at 6.0; read on the test side, 2 / 2 / 2 h
+        self.assertEqual((rows[3]["z"], rows[3]["keywords"][1]["fa_per_hour_read"]), (6.0, 0.5))
+
+    def test_a_keyword_that_never_reaches_the_target_leaves_no_z(self):
+        never = self.fused([9, 9, 9], [[0, 0], [0, 0], [0, 0]])
+        rows = HE.pooled_z_pick([self.fused([0, 0, 0], [[0, 0]] * 3), never])
+        self.assertTrue(all(r["z"] is None and r["own_z"][1] is None for r in rows))
+        self.assertEqual(rows[0]["own_z"][0], 5.9)
+
+    def test_what_it_cannot_pick_on_is_named(self):
+        a = self.fused([0, 0, 0], [[0, 0]] * 3)
+        b = self.fused([0, 0, 0], [[0, 0]] * 3)
+        b["z_sweep"] = b["z_sweep"][:2]
+        with self.assertRaises(HotPhraseError) as e:
+            HE.pooled_z_pick([a, b])
+        self.assertIn("grids differ", str(e.exception))
+        a["z_sweep_sides"]["threshold_side_hours"] = None
+        with self.assertRaises(HotPhraseError) as e:
+            HE.pooled_z_pick([a])
+        self.assertIn("--public", str(e.exception))
+
+
 class NoTestSide(unittest.TestCase):
     """--no-test-side (session 12): misses only, and only with what needs no negatives."""
 

@@ -146,6 +146,30 @@ class Tables(unittest.TestCase):
             self.assertEqual(T.main([a, self.write("cut.json", '{"keyword": "jar'), "--head-folds"]), 1)
         self.assertIn("cut.json", err.getvalue())
 
+    def test_the_z_folds_a_row_a_side_and_keyword(self):
+        def rep(word, thr, folds):
+            r = report(word, "none", 0.0, {})
+            r["fused"]["z_sweep"] = [{"z": z, "missed_pct": {"clean": 0.0, "room-snr10": 30.0},
+                                      "guests_heard_pct": 70.0, "wakes_threshold_side": t, "wakes_test_folds": f}
+                                     for z, t, f in zip((5.9, 6.0), thr, folds)]
+            r["fused"]["z_sweep_sides"] = {"enrollments": 2, "test_fold_hours": [1.0, 1.0],
+                                           "threshold_side_hours": 1.0}
+            return r
+        a = self.write("a.json", rep("jarvis", [1, 0], [[0, 0], [0, 0]]))
+        b = self.write("b.json", rep("snowboy", [1, 0], [[1, 3], [0, 0]]))
+        lines = self.run_main(a, b, "--z-folds")
+        self.assertEqual(len(lines), 2 + 4 * 2)  # four sides, two keywords each
+        self.assertEqual(lines[3], "| threshold side | 1.00 | 5.9 (5.9, 5.9) | snowboy | 1.000 (test side) | 0.00 % | "
+                                   "- | - | 30.00 % | 70.00 % |")
+        self.assertIn("fold 0 held out) | 2.00 | 6.0 (5.9, 6.0) | snowboy | 0.000 (fold 0) |", lines[5])
+        self.assertIn("| every side | 3.00 | 6.0 (5.9, 6.0) | jarvis | 0.000 (test side) |", lines[8])
+        lines = self.run_main(a, b, "--z-folds", "--target", "2")
+        self.assertIn("| threshold side | 1.00 | 5.9 (5.9, 5.9) |", lines[2])
+        self.assertIn("| every side | 3.00 | 5.9 (5.9, 5.9) |", lines[8])
+        with self.assertRaises(HotPhraseError) as e:
+            T.z_fold_rows([report("jarvis", "none", 0.0, {})], 0.5)
+        self.assertIn("--z-sweep and --public", str(e.exception))
+
     def test_what_it_cannot_read_is_named(self):
         bad = self.write("bad.json", "{not json")
         with self.assertRaises(HotPhraseError) as e:
