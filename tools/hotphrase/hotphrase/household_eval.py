@@ -3,6 +3,7 @@
   python -m hotphrase.household_eval --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json
          [--public DIR] [--real-speech DIR] [--keywords DIR] [--draws 3] [--json OUT] [--write-threshold]
          [--scorers dtw cos white] [--bank-z] [--generic HEAD_DIR ...] [--condition NAME=DIR ...]
+  python -m hotphrase.household_eval --bank BANK --merge-z-folds REPORT.json ...
 
 - Enrolled people: the four real keyword folders, speakers recovered by cluster_speakers (Resemblyzer); for every
   speaker with at least 6 clips that pass the take checks, `--draws` draws of 3 takes enrol the keyword
@@ -43,7 +44,8 @@
   false accepts an hour that costs; the ceiling of any check made after the templates' decision.
 - Session 17 (the same `--z-sweep`, with `--public`): each z's wakes also on the threshold side and on the test
   side's two folds of whole streams, so that the bank's z can be picked by its rule on more than the threshold
-  side (pooled_z_pick; household_tables --z-folds).
+  side (pooled_z_pick; household_tables --z-folds). `--merge-z-folds REPORT.json ...` writes the z picked on every
+  side into the bank's header.
 """
 import collections
 import json
@@ -1130,9 +1132,14 @@ def main(argv=None):
     ap.add_argument("--candidate-z", nargs="+", type=float, default=[3.0, 4.0, 5.0, 5.9], metavar="Z")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
+    ap.add_argument("--merge-z-folds", nargs="+", default=None, metavar="REPORT.json",
+                    help="session 17: write into --bank the z pooled_z_pick picks on every side (the threshold side "
+                         "and the whole test side) from these --z-sweep --public reports, one a keyword")
     a = ap.parse_args(argv)
     if a.merge:
         return merge(a.bank, a.merge)
+    if a.merge_z_folds:
+        return merge_z_folds(a.bank, a.merge_z_folds)
     from . import speex
     frontend = speex.parse_frontend(a.frontend)
     if a.no_test_side and (not a.no_threshold_side or a.test_npz or a.generic or a.z_sweep or a.candidates_out
@@ -1477,6 +1484,33 @@ def merge(bank, paths):
         with open(p) as f:
             reports.append(json.load(f))
     write_threshold(bank, reports)
+
+
+def merge_z_folds(bank, paths):
+    """Writes into the bank the z pooled_z_pick picks on every side of these reports (one a keyword, each run with
+    --z-sweep and --public), and how it was picked; a keyword that never reaches the target is an error."""
+    reports = []
+    for p in paths:
+        with open(p) as f:
+            r = json.load(f)
+        if "z_sweep_sides" not in r.get("fused", {}):
+            raise HotPhraseError(p, "not a household_eval report with the z sweep's folds (--z-sweep and --public)")
+        reports.append(r)
+    every = pooled_z_pick([r["fused"] for r in reports])[-1]
+    words = [w for r in reports for w in r["scorers"]["dtw"]["per_word"]]
+    if every["z"] is None:
+        raise HotPhraseError(", ".join(words), f"a keyword never reaches {TARGET_FA_PER_HOUR} false accepts an hour "
+                                               f"on the sweep's grid (its own z: {every['own_z']})")
+    sides = reports[0]["fused"]["z_sweep_sides"]
+    hpmfile.update_header(bank, {"z_threshold": every["z"], "z_threshold_measured": {
+        "by": "python -m hotphrase.household_eval --merge-z-folds (BENCHMARKS.md, issue #37 part 2, session 17)",
+        "rule": "the lowest z with at most 0.5 false accepts an hour on held-out speakers, averaged over a "
+                "keyword's enrollments; the highest over keywords",
+        "keywords": sorted(words), "keywords_own_z": dict(zip(words, every["own_z"])),
+        "enrollments": sum(r["fused"]["z_sweep_sides"]["enrollments"] for r in reports),
+        "threshold_side_hours": sides["threshold_side_hours"],
+        "test_side_hours": round(sum(sides["test_fold_hours"]), 4)}})
+    print(f"{bank}: z_threshold {every['z']} (keywords {', '.join(sorted(words))}, on {every['hours_there']} h)")
 
 
 if __name__ == "__main__":

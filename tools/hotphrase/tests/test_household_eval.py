@@ -252,6 +252,36 @@ class ZFolds(unittest.TestCase):
         self.assertTrue(all(r["z"] is None and r["own_z"][1] is None for r in rows))
         self.assertEqual(rows[0]["own_z"][0], 5.9)
 
+    def test_the_z_picked_on_every_side_is_written_into_the_bank(self):
+        from hotphrase import hpmfile
+        d = tempfile.mkdtemp()
+        bank = os.path.join(d, "bank.hpm")
+        hpmfile.write(bank, {"format": 3, "z_threshold": 5.9}, b"\0" * 8)
+        paths = []
+        for word, f in (("quiet", self.fused([1, 1, 0], [[0, 0], [0, 0], [0, 0]])),
+                        ("loud", self.fused([1, 0, 0], [[1, 3], [0, 2], [0, 0]]))):
+            paths.append(os.path.join(d, word + ".json"))
+            with open(paths[-1], "w") as fh:
+                json.dump({"scorers": {"dtw": {"per_word": {word: {}}}}, "fused": f}, fh)
+        import contextlib
+        import io
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            HE.main(["--bank", bank, "--merge-z-folds", *paths])
+        self.assertIn("z_threshold 6.0", out.getvalue())
+        header, payload = hpmfile.split(bank)
+        self.assertEqual(header["z_threshold"], 6.0)
+        self.assertEqual(header["z_threshold_measured"]["keywords_own_z"], {"quiet": 5.9, "loud": 6.0})
+        self.assertEqual(header["z_threshold_measured"]["test_side_hours"], 2.0)
+        self.assertEqual(payload, b"\0" * 8)
+        with open(paths[1], "w") as fh:
+            json.dump({"scorers": {"dtw": {"per_word": {"loud": {}}}},
+                        "fused": self.fused([9, 9, 9], [[0, 0]] * 3)}, fh)
+        with self.assertRaises(HotPhraseError) as e:
+            HE.merge_z_folds(bank, paths)
+        self.assertIn("never reaches", str(e.exception))
+        self.assertEqual(hpmfile.split(bank)[0]["z_threshold"], 6.0)  # left as it was
+
     def test_what_it_cannot_pick_on_is_named(self):
         a = self.fused([0, 0, 0], [[0, 0]] * 3)
         b = self.fused([0, 0, 0], [[0, 0]] * 3)
