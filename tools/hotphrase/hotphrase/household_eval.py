@@ -1507,6 +1507,7 @@ def merge_z_folds(bank, paths):
         "rule": "the lowest z with at most 0.5 false accepts an hour on held-out speakers, averaged over a "
                 "keyword's enrollments; the highest over keywords",
         "keywords": sorted(words), "keywords_own_z": dict(zip(words, every["own_z"])),
+        "z_grid": [reports[0]["fused"]["z_sweep"][0]["z"], reports[0]["fused"]["z_sweep"][-1]["z"]],
         "enrollments": sum(r["fused"]["z_sweep_sides"]["enrollments"] for r in reports),
         "threshold_side_hours": sides["threshold_side_hours"],
         "test_side_hours": round(sum(sides["test_fold_hours"]), 4)}})

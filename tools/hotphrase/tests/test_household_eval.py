@@ -273,6 +273,7 @@ class ZFolds(unittest.TestCase):
         self.assertEqual(header["z_threshold"], 6.0)
         self.assertEqual(header["z_threshold_measured"]["keywords_own_z"], {"quiet": 5.9, "loud": 6.0})
         self.assertEqual(header["z_threshold_measured"]["test_side_hours"], 2.0)
+        self.assertEqual(header["z_threshold_measured"]["z_grid"], [5.9, 6.1])
         self.assertEqual(payload, b"\0" * 8)
         with open(paths[1], "w") as fh:
             json.dump({"scorers": {"dtw": {"per_word": {"loud": {}}}},
