@@ -1427,7 +1427,7 @@ def pooled_z_pick(fused, target=TARGET_FA_PER_HOUR):
     k = len(sides[0]["test_fold_hours"])
     out = []
     for held in ["threshold", *range(k), "every"]:
-        def there(side, thr, folds):
+        def there(thr, folds):
             if held == "threshold":
                 return thr
             return thr + sum(x for g, x in enumerate(folds) if held == "every" or g != held)
@@ -1436,17 +1436,17 @@ def pooled_z_pick(fused, target=TARGET_FA_PER_HOUR):
             return sum(folds) if held in ("threshold", "every") else folds[held]
         own = []
         for r, sd in zip(fused, sides):
-            hours = there(sd, sd["threshold_side_hours"], sd["test_fold_hours"])
+            hours = there(sd["threshold_side_hours"], sd["test_fold_hours"])
             pick = None
             for i in range(len(grid) - 1, -1, -1):
                 row = r["z_sweep"][i]
-                w = there(sd, row["wakes_threshold_side"], row["wakes_test_folds"])
+                w = there(row["wakes_threshold_side"], row["wakes_test_folds"])
                 if w / sd["enrollments"] / hours > target + 1e-12:
                     break
                 pick = i
             own.append(pick)
         first = sides[0]
-        hours_there = round(there(first, first["threshold_side_hours"], first["test_fold_hours"]), 4)
+        hours_there = round(there(first["threshold_side_hours"], first["test_fold_hours"]), 4)
         res = {"picked_on": held, "hours_there": hours_there,
                "read_on": "test side" if held in ("threshold", "every") else f"fold {held}",
                "own_z": [None if i is None else grid[i] for i in own], "keywords": []}
