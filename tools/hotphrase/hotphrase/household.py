@@ -235,15 +235,20 @@ def dtw_scores(templates, frames):
 
 # --- the negative bank --------------------------------------------------------------------------------------------
 
-def bank_stats(template, segments):
-    """(mu_T, sd_T): mean and population standard deviation of score_T over every bank segment (centred frames,
-    each a stream from reset), taking each segment's scores at 0-based frame index L - 1 and after (the first
-    frame at which the segment holds as many frames as the template)."""
+def bank_scores(template, segments):
+    """score_T over every bank segment (centred frames, each a stream from reset), each segment's from 0-based
+    frame index L - 1 on (the first frame at which the segment holds as many frames as the template), joined."""
     L = len(template)
     scores = [dtw_scores([template], seg)[0, L - 1:] for seg in segments if len(seg) >= L]
     scores = np.concatenate(scores) if scores else np.zeros(0)
     if len(scores) == 0:
         raise HotPhraseError("negative bank", f"no segment holds {L} frames")
+    return scores
+
+
+def bank_stats(template, segments):
+    """(mu_T, sd_T): mean and population standard deviation of bank_scores."""
+    scores = bank_scores(template, segments)
     return float(scores.mean()), float(scores.std())
 
 

@@ -241,19 +241,24 @@ class Scorers:
         return enr
 
 
+def template_z(enrollments, raw, scorers):
+    """[E, TAKES, N] each DTW template's z over one stream of raw embeddings (-inf until its path exists)."""
+    X = H.centre(raw, scorers.mean)
+    T = [t for e in enrollments for t in e["dtw"]]
+    s = H.dtw_scores(T, X)
+    z = np.empty_like(s)
+    j = 0
+    for e in enrollments:
+        for (mu, sd) in e["dtw_stats"]:
+            z[j] = H.z_scores(s[j], mu, sd)
+            j += 1
+    return z.reshape(len(enrollments), TAKES, -1)
+
+
 def personal(enrollments, raw, scorers, kind):
     """[E, N] personal z of each enrollment over one stream of raw embeddings."""
     if kind == "dtw":
-        X = H.centre(raw, scorers.mean)
-        T = [t for e in enrollments for t in e["dtw"]]
-        s = H.dtw_scores(T, X)
-        z = np.empty_like(s)
-        j = 0
-        for e in enrollments:
-            for (mu, sd) in e["dtw_stats"]:
-                z[j] = H.z_scores(s[j], mu, sd)
-                j += 1
-        return z.reshape(len(enrollments), TAKES, -1).max(axis=1)
+        return template_z(enrollments, raw, scorers).max(axis=1)
     X = H.centre(raw, scorers.mean) if kind == "cos" else scorers.whiten(raw)
     return np.stack([H.z_scores(rigid_scores(e[kind], X), *e[kind + "_stats"]) for e in enrollments])
 

@@ -7,7 +7,7 @@ without the misses a higher z for every phrase costs?
 
 Two rules, each raising a template's threshold above the bank's z, never lowering it, from what a speaker has at
 enrollment:
-- `bank+M`: the template's best z over the bank's own segments (`bank_max_z`, the same DTW pass that measures its
+- `bank+M`: the template's best z over the bank's own segments (`measured`: the same DTW pass that measures its
   mu and sd), plus M: the bank as the household's first negatives (household.negative_threshold's rule).
 - `takes*A` / `takes-D`: the template's z over the other takes of its enrollment (`takes_z`, the lowest of the
   two: how high the phrase said again by the same person scores), times A or less D: a template whose own
@@ -24,6 +24,7 @@ import numpy as np
 from . import cli
 from . import household as H
 from . import household_eval as HE
+from .household_head import streams_series
 from .errors import HotPhraseError
 
 RULES = ("bank+0", "bank+0.5", "bank+1", "takes*0.5", "takes*0.6", "takes*0.7", "takes-4", "takes-3", "takes-2")
@@ -41,15 +42,12 @@ def parse_rule(spec):
     raise HotPhraseError(spec, "a rule is bank+M, takes*A or takes-D (e.g. bank+0.5, takes*0.6, takes-3)")
 
 
-def bank_max_z(template, stats, segments):
-    """The template's best z over the bank's segments (centred frames, each a stream from reset), from the
-    frame at which a segment holds as many frames as the template, as bank_stats reads it."""
-    best = -np.inf
-    for seg in segments:
-        if len(seg) >= len(template):
-            s = H.dtw_scores([template], seg)[0, len(template) - 1:]
-            best = max(best, float(H.z_scores(s, *stats).max()))
-    return best
+def measured(template, segments):
+    """((mu_T, sd_T), the template's best z over the bank) from one DTW pass over the bank's segments
+    (household.bank_scores, which bank_stats measures)."""
+    scores = H.bank_scores(template, segments)
+    stats = (float(scores.mean()), float(scores.std()))
+    return stats, float(H.z_scores(scores, *stats).max())
 
 
 def takes_z(templates, stats):
@@ -74,30 +72,15 @@ def raise_by(rule, z_bank, bank_max, takes):
     return np.maximum(0.0, np.where(np.isfinite(th), th, -np.inf) - z_bank)
 
 
-def template_z(enrollments, raw, mean):
-    """[E, J, N] each template's z over one stream of raw embeddings (-inf where no path exists)."""
-    X = H.centre(raw, mean)
-    T = [t for e in enrollments for t in e["dtw"]]
-    s = H.dtw_scores(T, X)
-    z = np.empty_like(s)
-    j = 0
-    for e in enrollments:
-        for mu, sd in e["dtw_stats"]:
-            z[j] = H.z_scores(s[j], mu, sd)
-            j += 1
-    z = np.where(np.isfinite(z), z, -np.inf)
-    return z.reshape(len(enrollments), HE.TAKES, -1)
+def series(enrollments, streams, scorers):
+    """[E, J, total] household_eval.template_z over every stream, streams apart by a refractory period of -inf
+    (household_head.streams_series' layout, one row a template)."""
+    E = len(enrollments)
 
-
-def series(enrollments, streams, mean):
-    """[E, J, total] template_z over every stream, streams apart by a refractory period of -inf."""
-    parts = []
-    for raw in streams:
-        raw = np.asarray(raw, np.float32)
-        if len(raw):
-            z = template_z(enrollments, raw, mean)
-            parts += [z, np.full(z.shape[:2] + (HE.REFRACTORY_STEPS,), -np.inf, np.float32)]
-    return np.concatenate(parts, axis=2)
+    def rows(raw):
+        z = HE.template_z(enrollments, np.asarray(raw, np.float32), scorers)
+        return np.where(np.isfinite(z), z, -np.inf).astype(np.float32).reshape(E * HE.TAKES, -1)
+    return streams_series(rows, streams, HE.REFRACTORY_STEPS).reshape(E, HE.TAKES, -1)
 
 
 def wakes(z, rise, z_bank):
@@ -138,9 +121,12 @@ def main(argv=None):
     drawn = HE.draw_enrollments(labels, os.path.join(a.keywords, word), a.seed, a.draws, HE.Embedder(None))
     if not drawn:
         raise HotPhraseError(a.speakers, f"no speaker of {word} has {HE.MIN_CLIPS} clips that pass the take checks")
-    enrollments = [scorers.enrol(takes) for takes, _ in drawn]
-    bank_max = np.array([[bank_max_z(t, st, scorers.bank) for t, st in zip(e["dtw"], e["dtw_stats"])]
-                         for e in enrollments])
+    enrollments, bank_max = [], []
+    for takes, _ in drawn:
+        m = [measured(H.centre(t, mean), scorers.bank) for t in takes]
+        enrollments.append(scorers.enrol(takes, stats=[st for st, _ in m]))
+        bank_max.append([b for _, b in m])
+    bank_max = np.array(bank_max)
     takes = np.stack([takes_z(e["dtw"], e["dtw_stats"]) for e in enrollments])
     print(f"{word}: {len(drawn)} enrollments; the bank's best z a template, median {np.median(bank_max):.2f}; the "
           f"other takes' z, median {np.median(takes):.2f}", flush=True)
@@ -150,19 +136,19 @@ def main(argv=None):
         clips = HE.load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), labels)
         b = np.full((len(drawn), HE.TAKES, len(names)), -np.inf, np.float32)
         for n in names:
-            b[:, :, col[n]] = template_z(enrollments, np.asarray(clips[n], np.float32), mean).max(axis=2)
+            b[:, :, col[n]] = HE.template_z(enrollments, np.asarray(clips[n], np.float32), scorers).max(axis=2)
         best[c] = b
     own = [[col[n] for n in m["own"]] for _, m in drawn]
     guests = [[col[n] for n in m["guests"] if n in col] for _, m in drawn]
     test = HE.load_streams(a.test_npz)
     hours = sum(len(x) for x in test) * HE.STEP_SECONDS / 3600
-    ts = series(enrollments, test, mean)
+    ts = series(enrollments, test, scorers)
     thr = None
     if a.public:
         thr_groups, _ = HE.negative_groups(a.public, a.real_speech, header, a.seed)
         make = lambda: HE.speaker_streams(HE.Embedder(None), thr_groups)  # noqa: E731
         streams, _, sec = HE.cached(os.path.join(a.cache, "neg-threshold.npz"), make) if a.cache else make()
-        thr = (series(enrollments, [np.asarray(x, np.float32) for x in streams], mean), sec / 3600)
+        thr = (series(enrollments, [np.asarray(x, np.float32) for x in streams], scorers), sec / 3600)
     rows = []
     for name, rule in [("none", None)] + rules:
         rise = np.zeros_like(bank_max) if rule is None else raise_by(rule, z_bank, bank_max, takes)

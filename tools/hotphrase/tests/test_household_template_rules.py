@@ -27,14 +27,16 @@ class Rules(unittest.TestCase):
     def test_the_bank_max_is_the_best_z_over_the_segments(self):
         rng = np.random.default_rng(5)
         template = unit(rng, 8)
-        plain = [unit(rng, 40) for _ in range(3)]
-        stats = H.bank_stats(template, plain)
-        quiet = R.bank_max_z(template, stats, plain)
+        plain = [unit(rng, 60) for _ in range(30)]  # large enough that one match hardly moves mu and sd
+        stats, quiet = R.measured(template, plain)
+        self.assertEqual(stats, H.bank_stats(template, plain))  # the mu and sd enrollment keeps, from the same pass
+        s = H.dtw_scores([template], plain[0])[0, 7:]
+        self.assertGreaterEqual(quiet, float(H.z_scores(s, *stats).max()))
         # the same bank with the template's own frames inside a segment: its best z is there, far above
-        holding = plain[:2] + [np.concatenate([plain[2][:10], template, plain[2][10:]])]
-        self.assertGreater(R.bank_max_z(template, stats, holding), quiet + 5)
+        holding = plain[:-1] + [np.concatenate([plain[-1][:10], template, plain[-1][10:]])]
+        self.assertGreater(R.measured(template, holding)[1], quiet + 5)
         # a segment shorter than the template is not read
-        self.assertEqual(R.bank_max_z(template, stats, plain + [template[:4]]), quiet)
+        self.assertEqual(R.measured(template, plain + [template[:4]]), (stats, quiet))
 
     def test_the_takes_z_is_the_lowest_over_the_other_takes(self):
         rng = np.random.default_rng(6)
