@@ -8,6 +8,9 @@
 #   tools/install-deps.sh --build  only what building needs (deploy/install.sh uses it on the Pi)
 #   tools/install-deps.sh --swift-tests  what building and the Swift tests need (the Debian 13 leg of tools/test.sh)
 #   tools/install-deps.sh --package      what building the Debian package needs (deploy/build-deb)
+#   tools/install-deps.sh --cross-target the arm64 root of a cross build (tools/cross-arm64.sh): the -dev packages
+#                                        the binary links against, the package's tools and what the tests run;
+#                                        no Swift there (the compiler runs in a root of its own)
 # The Swift 6 toolchain itself is not a Debian package here (Debian 13's swiftlang is 6.0.3, older than this
 # project's dependencies need): it must be on PATH (see README, "Fresh machine"); `toolchain` is what it needs to run
 # and link.
@@ -35,8 +38,10 @@ elif [ "${1:-}" = "--package" ]; then
     wanted=("${toolchain[@]}" "${build[@]}" "${package[@]}")
 elif [ "${1:-}" = "--swift-tests" ]; then
     wanted=("${toolchain[@]}" "${build[@]}" "${swift_tests[@]}")
+elif [ "${1:-}" = "--cross-target" ]; then
+    wanted=("${toolchain[@]}" "${build[@]}" "${package[@]}" "${swift_tests[@]}")
 elif [ $# -gt 0 ]; then
-    echo "install-deps: unknown argument \"$1\" (--build, --swift-tests or --package)" >&2
+    echo "install-deps: unknown argument \"$1\" (--build, --swift-tests, --package or --cross-target)" >&2
     exit 2
 fi
 missing=()
@@ -53,6 +58,7 @@ else
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+[ "${1:-}" != "--cross-target" ] || exit 0
 if ! command -v swift >/dev/null 2>&1; then
     [ -x /opt/swift/usr/bin/swift ] && echo "install-deps: add /opt/swift/usr/bin to PATH" >&2
     echo "install-deps: no Swift toolchain on PATH: install Swift 6.x for Debian 12 from swift.org (it runs on Debian 13 too; see README)" >&2

@@ -156,7 +156,10 @@ public enum TakeRenderings {
                     let envelope = min(1, t * 20) * exp(-t * fade)
                     for interval in chord {
                         let f = 440 * pow(2, Double(root + interval - 69) / 12)
-                        x[at + i] += envelope * [1.0, 2, 3].reduce(0) { $0 + sin(2 * .pi * f * $1 * t) / pow($1, 1.5) }
+                        // A plain loop: Swift 6.2's type checker times out on the same sum written as a reduce.
+                        var tones = 0.0
+                        for overtone in [1.0, 2, 3] { tones += sin(2 * .pi * f * overtone * t) / pow(overtone, 1.5) }
+                        x[at + i] += envelope * tones
                     }
                 }
                 at += length

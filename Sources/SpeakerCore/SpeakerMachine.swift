@@ -411,7 +411,10 @@ public struct SpeakerMachine: Sendable {
         case speaking(reopen: Reopen, learn: Bool = false)
         case ringing
 
+        // Not inlined: Swift 6.2's optimizer, built with assertions as Debian's swiftlang is, ended the borrow of
+        // the stored phase before this switch once inlined into `handle` and stopped on an ownership error.
         var state: SpeakerState {
+            @inline(never) get {
             switch self {
             case .none: .none
             case .ready: .ready
@@ -419,6 +422,7 @@ public struct SpeakerMachine: Sendable {
             case .searching: .searching
             case .speaking: .speaking
             case .ringing: .ringing
+            }
             }
         }
     }
