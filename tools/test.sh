@@ -4,7 +4,8 @@
 # libsoxr against the local Houndify service) here (Debian 12, libgpiod 1.6) and again in a Debian 13 chroot
 # (libgpiod 2), the official Python Houndify SDK against `hound-speaker serve`, the
 # kiosk page in headless Chromium, the fault-injection suite, the deploy tests (Tests/deploy), a short fuzzing run
-# (Tests/fuzz) and the Pi's release build.
+# (Tests/fuzz) and the Pi's release build; for arm64 (Tests/arm64), the package cross-built with Debian's Swift and
+# run in a Debian 13 arm64 root under qemu-user, and the Swift tests that cover the most there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -d /opt/swift/usr/bin ] && export PATH="/opt/swift/usr/bin:$PATH"
@@ -23,6 +24,9 @@ $SUDO bash tools/debian-chroot.sh --suite trixie -- bash tools/swift-tests.sh --
 
 echo "== the Debian package: deploy/build-deb on Debian 13, installed with apt into a fresh Debian 13, upgraded, rolled back, purged"
 $SUDO bash Tests/deb/run.sh --suite trixie
+
+echo "== arm64: the Pi's packages cross-built with Debian's Swift, installed and run in a fresh Debian 13 arm64 system (qemu-user), and the Swift tests on arm64"
+$SUDO bash Tests/arm64/run.sh --amd64 "$(cat out/deb-trixie/new)"
 
 echo "== official Python Houndify SDK against hound-speaker serve"
 HOUND_SPEAKER_BIN="$(swift build --show-bin-path)/hound-speaker" bash Tests/sdk/run.sh

@@ -29,9 +29,6 @@ bash tools/debian-chroot.sh --suite "$suite" -- bash -c '
 [ -s "$out/new" ] && [ -s "$out/old" ] || { echo "deb: build-deb failed (all of it in $out/build.log)" >&2; exit 1; }
 if grep -E "^E: " "$out/build.log"; then echo "deb: lintian found errors (above)" >&2; exit 1; fi
 
-echo "== an arm64 package from an arm64 binary, made the same way"
-bash tools/debian-chroot.sh --suite "$suite" -- bash Tests/deb/arm64.sh "$out"
-
 echo "== install, run, upgrade, downgrade, remove and purge in a fresh $suite system"
 bash tools/debian-chroot.sh --suite "$suite" --fresh -- bash Tests/deb/inside.sh "$(cat "$out/old")" "$(cat "$out/new")"
 
