@@ -57,6 +57,11 @@ if [ "$rebuild" = 1 ] || [ ! -f "$sysroot/.hound-speaker-deps" ]; then
     rebuild_flag=()
 fi
 if [ "$target" = 1 ]; then
+    # The Swift runtime's shared libraries, for the tests (the speaker itself has the stdlib linked in).
+    if [ -d "$resources/usr/libexec/swift/lib/swift/linux" ]; then
+        exec "${chroot_sh[@]}" --suite trixie --arch arm64 --bind "$resources" -- \
+            env LD_LIBRARY_PATH="$resources/usr/libexec/swift/lib/swift/linux" "$@"
+    fi
     exec "${chroot_sh[@]}" --suite trixie --arch arm64 -- "$@"
 fi
 
@@ -75,20 +80,25 @@ fi
 version="$(dpkg-query --admindir="$compiler/var/lib/dpkg" -W -f '${Version}' swiftlang)"
 
 # --- the Swift SDK: the arm64 package's target libraries, the same version as the compiler -------------------
-if [ "$(cat "$resources/.version" 2>/dev/null)" != "$version" ]; then
+if [ "$(cat "$resources/.version" 2>/dev/null)" != "$version-2" ]; then
     step "the arm64 target libraries of swiftlang $version"
     rm -rf "$resources" && mkdir -p "$resources"
     "${chroot_sh[@]}" --suite unstable -- bash -c '
-        cd /tmp && rm -f swiftlang_*_arm64.deb &&
-        apt-get "${@:2}" update -qq && apt-get "${@:2}" download -q "swiftlang:arm64=$1" >/dev/null' \
+        cd /tmp && rm -f swiftlang_*_arm64.deb libswiftlang_*_arm64.deb &&
+        apt-get "${@:2}" update -qq && apt-get "${@:2}" download -q "swiftlang:arm64=$1" "libswiftlang:arm64=$1" >/dev/null' \
         bash "$version" "${apt_old[@]}" > "$log" 2>&1 || fail "swiftlang:arm64 $version could not be downloaded"
     deb="$(ls "$compiler"/tmp/swiftlang_*_arm64.deb)"
     dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$resources" ./usr/libexec/swift/lib/swift ./usr/libexec/swift/lib/swift_static \
         || { echo "cross-arm64: $deb has no usr/libexec/swift/lib/swift or swift_static" >&2; exit 1; }
-    rm -f "$deb"
+    # The runtime's shared libraries (libswiftlang): Swift Testing has no static library, so the tests link these
+    # and run with them (tools/cross-arm64.sh --target puts them on LD_LIBRARY_PATH).
+    runtime="$(ls "$compiler"/tmp/libswiftlang_*_arm64.deb)"
+    dpkg-deb --fsys-tarfile "$runtime" | tar -x -C "$resources" --wildcards './usr/libexec/swift/lib/swift/linux/*.so' \
+        || { echo "cross-arm64: $runtime has no usr/libexec/swift/lib/swift/linux/*.so" >&2; exit 1; }
+    rm -f "$deb" "$runtime"
     # lib/swift/clang and lib/swift_static/clang point at ../clang/17: the compiler's own headers.
     cp -a "$compiler/usr/libexec/swift/lib/clang" "$resources/usr/libexec/swift/lib/"
-    echo "$version" > "$resources/.version"
+    echo "$version-2" > "$resources/.version"  # -2: with the runtime's shared libraries
 fi
 # The driver takes swiftrt.o from the sysroot's usr/lib/swift{,_static}, whatever the SDK's resource paths say.
 for lib in swift swift_static; do ln -sfn "$resources/usr/libexec/swift/lib/$lib" "$sysroot/usr/lib/$lib"; done

@@ -212,7 +212,11 @@ func withHeader(_ model: HotPhraseModel, replacing key: String, upTo end: String
     header.replaceSubrange(start.upperBound..<stop.lowerBound, with: value)
     let h = Array(header.utf8)
     let n = UInt32(h.count)
-    let bytes = Array("HPM1".utf8) + [UInt8(n & 0xff), UInt8(n >> 8 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 24)] + h + full[(8 + length)...]
+    // Built in steps: Swift 6.2's type checker gives up on the one expression.
+    let lengthBytes: [UInt8] = [UInt8(n & 0xff), UInt8(n >> 8 & 0xff), UInt8(n >> 16 & 0xff), UInt8(n >> 24)]
+    var bytes: [UInt8] = Array("HPM1".utf8) + lengthBytes
+    bytes += h
+    bytes += full[(8 + length)...]
     return try HotPhraseModel(bytes: bytes, path: model.path)
 }
 

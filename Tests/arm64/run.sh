@@ -59,16 +59,42 @@ if [ -n "$amd64" ]; then
 fi
 
 echo "== a previous release of the same files, for the upgrade and the rollback"
-bindir="$(dirname "$unstripped")"
-old="$(bash tools/cross-arm64.sh --target -- deploy/build-deb --binary "$bindir/hound-speaker" --local "$bindir/houndify-local" \
-       --version 0.0.1+deb0 --out "$out" --no-lintian 2>> "$out/build.log" | tail -1)"
-check "the previous release's package" test -f "$old"
+# The same packages under a lower version, repacked here (dpkg-deb under qemu-user compresses for minutes).
+revision() {  # revision DEB VERSION: DEB's files and scripts as VERSION (the -local's Depends too), in $out
+    local dir old
+    dir="$(mktemp -d)" old="$(dpkg-deb -f "$1" Version)"
+    dpkg-deb -R "$1" "$dir"
+    sed -i "s/${old//./\\.}/$2/g" "$dir/DEBIAN/control"
+    dpkg-deb --root-owner-group -b "$dir" "$out/$(dpkg-deb -f "$1" Package)_$2_arm64.deb" > /dev/null
+    rm -rf "$dir"
+}
+revision "$new" 0.0.1+deb0 && revision "$new_local" 0.0.1+deb0
+old="$out/hound-speaker_0.0.1+deb0_arm64.deb"
+check "the previous release's packages" bash -c "[ \"\$(dpkg-deb -f '$old' Version)\" = 0.0.1+deb0 ] &&
+    dpkg-deb -f '${old/hound-speaker_/hound-speaker-local_}' Depends | grep -q 'hound-speaker (= 0.0.1+deb0)'"
 
 echo "== install, run, upgrade, downgrade, remove and purge in a fresh Debian 13 arm64 system (qemu-user)"
 start=$SECONDS
 bash tools/debian-chroot.sh --suite trixie --arch arm64 --fresh -- bash Tests/deb/inside.sh "$old" "$new" | tee "$out/inside.log" | sed 's/^/    /'
 echo "the fresh arm64 system's checks: $((SECONDS - start)) s"
 check "every check in the fresh arm64 system passed" bash -c "tail -1 '$out/inside.log' | grep -qE '^[0-9]+ passed, 0 failed$'"
+
+if [ -n "$amd64" ]; then
+    echo "== one apt repository with both architectures (deploy/apt-repo): a speaker of each takes its own"
+    repo="$out/repo"
+    { bash deploy/apt-repo init "$repo" &&
+      bash deploy/apt-repo add "$repo" "$amd64" "${amd64/hound-speaker_/hound-speaker-local_}" "$new" "$new_local" --suite trixie &&
+      bash deploy/apt-repo sources "$repo" "file://$PWD/$repo/public" --suite trixie > "$out/hound-speaker.sources"; } > "$out/repo.log" 2>&1
+    check "deploy/apt-repo publishes both architectures" bash -c "ls $repo/public/dists/trixie/main/ | grep -q binary-amd64 &&
+        ls $repo/public/dists/trixie/main/ | grep -q binary-arm64 || cat $out/repo.log"
+    for arch in arm64 amd64; do
+        bash tools/debian-chroot.sh --suite trixie --arch "$arch" --fresh -- \
+            bash Tests/arm64/inside-repo.sh "$PWD/$out" "$(dpkg-deb -f "$new" Version)" > "$out/repo-$arch.log" 2>&1
+        sed 's/^/    /' "$out/repo-$arch.log" | grep -v "^    debian-chroot"
+        check "a fresh $arch Debian 13 installs its own package from the repository" \
+            bash -c "tail -1 '$out/repo-$arch.log' | grep -qE '^[0-9]+ passed, 0 failed$'"
+    done
+fi
 
 if [ "$swift_tests" = 1 ]; then
     echo "== the Swift tests on arm64 (Tests/arm64/swift-tests.sh)"

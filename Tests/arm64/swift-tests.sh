@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The Swift tests on arm64 (issue #59): cross-built with Debian's Swift (tools/cross-arm64.sh; the debug build, the
-# stdlib linked in, since Raspberry Pi OS has no Swift runtime) and run in the Debian 13 arm64 root under qemu-user,
-# with real espeak-ng, sox and ALSA file devices there as on amd64.
+# The Swift tests on arm64 (issue #59): cross-built with Debian's Swift (tools/cross-arm64.sh; the debug build,
+# linked to the arm64 Swift runtime's shared libraries, since Swift Testing has no static library) and run in the
+# Debian 13 arm64 root under qemu-user, with real espeak-ng, sox and ALSA file devices there as on amd64.
 #   Tests/arm64/swift-tests.sh [SUITE...]
 # Without SUITE, the suites that cover the most of what differs on the Pi's processor, in CI's time: the core (its
 # machine, loop and timers), the detector (its arithmetic, vectorised), Houndify's protocol and parsing, the
@@ -20,7 +20,7 @@ fi
 
 echo "== the arm64 debug build with the tests (tools/cross-arm64.sh)"
 log="/tmp/hound-speaker-build-arm64-tests.log"
-bash tools/cross-arm64.sh -- bash -c '$SWIFT build --build-tests $CROSS_ARM64 --static-swift-stdlib --scratch-path "$1"' \
+bash tools/cross-arm64.sh -- bash -c '$SWIFT build --build-tests $CROSS_ARM64 --scratch-path "$1"' \
     bash "$scratch" > "$log" 2>&1 || { grep -E "error" "$log" | head -20 >&2; echo "arm64 swift-tests: the build failed ($log)" >&2; exit 1; }
 # Our own code builds without a warning here too (Swift 6.2 has warnings of its own).
 if grep -E "^$PWD/(Sources|Tests)/.*warning:" "$log"; then

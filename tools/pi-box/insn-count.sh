@@ -5,10 +5,15 @@
 # no Pi's time; instruction counts are the same on every run and every machine for the same binary.
 #
 #   tools/pi-box/insn-count.sh BENCH [ROOT]
+#   tools/pi-box/insn-count.sh --speaker BIN [ROOT]
 #
-#   BENCH   a release hound-speaker-bench (deploy/build-release --product hound-speaker-bench)
+#   BENCH   a release hound-speaker-bench (swift build -c release --product hound-speaker-bench)
+#   BIN     the speaker's release binary itself (deploy/build-release; for arm64, tools/cross-arm64.sh -- bash -c
+#           'deploy/build-release $CROSS_ARM64 --scratch-path .build-arm64'): `hotphrase` over the demo's
+#           recording repeated to two lengths, the shipped model only, as the speaker's own -Osize build runs it
+#   x86_64 binaries are counted by qemu-x86_64, aarch64 ones by qemu-aarch64 (the Pi's instruction set)
 #   ROOT    the root file system whose libraries BENCH was linked against (qemu-user's -L), e.g. the Debian 13
-#           chroot it was built in (/var/tmp/hound-speaker-chroot/trixie); default /
+#           chroot it was built in (/var/tmp/hound-speaker-chroot/trixie, or trixie-arm64); default /
 #
 # Debian's qemu packages load TCG plugins (-plugin) but ship none, and no package has qemu-plugin.h: the plugin is
 # built from the source package of the installed qemu-user (apt-get source with a private deb-src list, nothing
@@ -17,11 +22,18 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 die() { echo "insn-count: $*" >&2; exit 1; }
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh BENCH [ROOT]"
+speaker=0
+[ "${1:-}" != --speaker ] || { speaker=1; shift; }
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh [--speaker] BIN [ROOT]"
 bench="$(realpath "$1" 2>/dev/null)" || die "$1: no such file"
 root="${2:-/}"
 [ -x "$bench" ] || die "$bench: not an executable"
 [ -d "$root/lib" ] || die "$root: not a root file system (no lib/)"
+case "$(od -An -tx1 -j18 -N2 "$bench" | tr -d ' \n')" in
+    3e00) qemu=qemu-x86_64 ;;
+    b700) qemu=qemu-aarch64 ;;
+    *) die "$bench: not an x86_64 or aarch64 ELF executable" ;;
+esac
 cache="${HOUND_PIBOX_DIR:-/var/tmp/hound-speaker-pibox}/insn"
 mkdir -p "$cache"
 
@@ -64,10 +76,10 @@ if [ ! -f "$plugin" ]; then
 fi
 
 # --- the counts ---------------------------------------------------------------------------------------------------
-count() {  # count ROOT COMMAND...: the instructions the guest executed, all threads (insn's inline counter)
-    local log prefix="$1"; shift
+count() {  # count QEMU ROOT COMMAND...: the instructions the guest executed, all threads (insn's inline counter)
+    local log emulator="$1" prefix="$2"; shift 2
     log="$(mktemp)"
-    qemu-x86_64 -L "$prefix" -plugin "$plugin,inline=on" -d plugin -D "$log" "$@" > /dev/null 2> "$log.err" \
+    "$emulator" -L "$prefix" -plugin "$plugin,inline=on" -d plugin -D "$log" "$@" > /dev/null 2> "$log.err" \
         || { tail -5 "$log.err" >&2; rm -f "$log" "$log.err"; die "failed under qemu-user (above): $*"; }
     awk '/^insns: / { print $2 }' "$log"
     rm -f "$log" "$log.err"
@@ -76,17 +88,28 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 # The reference is this machine's own sox with its own libraries (-L /): under ROOT's prefix qemu-user would load
 # ROOT's libsox and C library wherever ROOT has them.
-reference=$(( $(count / "$(command -v sox)" -n -r 16000 -b 16 -c 1 "$tmp/ref.wav" synth 30 sine 440) \
-            + $(count / "$(command -v sox)" "$tmp/ref.wav" -n stat) ))
+reference=$(( $(count qemu-x86_64 / "$(command -v sox)" -n -r 16000 -b 16 -c 1 "$tmp/ref.wav" synth 30 sine 440) \
+            + $(count qemu-x86_64 / "$(command -v sox)" "$tmp/ref.wav" -n stat) ))
 echo "reference (sox: 30 s of a tone made and measured): $reference instructions"
 echo "| model | instructions per second of audio | ratio to the reference |"
 echo "|---|---|---|"
 cd "$repo"  # the bench's default audio is share/demo's recording
+if [ "$speaker" = 1 ]; then
+    demo=share/demo/ok-hound-what-time-is-it.wav
+    sox "$demo" "$tmp/short.wav" repeat 3
+    sox "$demo" "$tmp/long.wav" repeat 23
+    seconds="$(awk -v a="$(soxi -D "$tmp/short.wav")" -v b="$(soxi -D "$tmp/long.wav")" 'BEGIN { print b - a }')"
+    short=$(count "$qemu" "$root" "$bench" hotphrase "$tmp/short.wav")
+    long=$(count "$qemu" "$root" "$bench" hotphrase "$tmp/long.wav")
+    awk -v m=share/hotphrase/ok-hound.hpm -v d="$((long - short))" -v s="$seconds" -v r="$reference" \
+        'BEGIN { printf "| %s (the speaker'"'"'s binary) | %.1f M | %.4f |\n", m, d / s / 1e6, d / s / r }'
+    exit 0
+fi
 # The shipped model (format 2) and v9, the format-1 model it replaced (a test fixture now).
 for model in share/hotphrase/ok-hound.hpm Tests/HotPhraseTests/Fixtures/ok-hound-v9.hpm; do
     # Two lengths of audio: their difference leaves out the start-up (loading the model and the recording).
-    short=$(count "$root" "$bench" hotphrase 0.25 - "$model")
-    long=$(count "$root" "$bench" hotphrase 1.25 - "$model")
+    short=$(count "$qemu" "$root" "$bench" hotphrase 0.25 - "$model")
+    long=$(count "$qemu" "$root" "$bench" hotphrase 1.25 - "$model")
     per_second=$(( (long - short) / 60 ))
     awk -v m="$model" -v p="$per_second" -v r="$reference" 'BEGIN { printf "| %s | %.1f M | %.4f |\n", m, p / 1e6, p / r }'
 done
