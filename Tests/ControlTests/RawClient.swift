@@ -171,7 +171,8 @@ final class RawClient: @unchecked Sendable {
         let payload = Array(text.utf8)
         var frame: [UInt8] = [0x80 | opcode]
         if payload.count < 126 { frame.append(0x80 | UInt8(payload.count)) } else {
-            frame += [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+            let length: [UInt8] = [0x80 | 126, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
+            frame += length  // typed apart: Swift 6.2 reads the literal as [Int]
         }
         let mask: [UInt8] = [0x12, 0x34, 0x56, 0x78]
         frame += mask

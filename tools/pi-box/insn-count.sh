@@ -81,7 +81,7 @@ count() {  # count QEMU ROOT COMMAND...: the instructions the guest executed, al
     log="$(mktemp)"
     "$emulator" -L "$prefix" -plugin "$plugin,inline=on" -d plugin -D "$log" "$@" > /dev/null 2> "$log.err" \
         || { tail -5 "$log.err" >&2; rm -f "$log" "$log.err"; die "failed under qemu-user (above): $*"; }
-    awk '/^insns: / { print $2 }' "$log"
+    awk '/^insns: / { n += $2 } END { printf "%.0f\n", n }' "$log"
     rm -f "$log" "$log.err"
 }
 tmp="$(mktemp -d)"
