@@ -13,9 +13,10 @@ scratch=.build-arm64-debug
 filters=("$@")
 if [ ${#filters[@]} -eq 0 ]; then
     filters=(SpeakerTests.SpeakerMachineTests SpeakerTests.BargeInMachineTests SpeakerTests.HoldToTalkTests
-             SpeakerTests.SpeakerStepTests SpeakerTests.LoopBehaviourTests TimersTests HotPhraseTests
-             HoundifyTests.SigningTests HoundifyTests.RequestInfoTests HoundifyTests.JSONStreamScannerTests
-             HoundifyTests.ModelTests HoundifyTests.AudioUploadTests BoardTests SpeakerConfigTests)
+             SpeakerTests.SpeakerStepTests TimersTests HotPhraseTests.FrontEndTests HotPhraseTests.EmbeddingReferenceTests
+             HotPhraseTests.ReferenceTests HotPhraseTests.SubsequenceDTWTests HoundifyTests.SigningTests
+             HoundifyTests.RequestInfoTests HoundifyTests.JSONStreamScannerTests HoundifyTests.ModelTests
+             BoardTests.ButtonGestureTests BoardTests.LEDTests BoardTests.TalkModeTests SpeakerConfigTests)
 fi
 
 echo "== the arm64 debug build with the tests (tools/cross-arm64.sh)"
