@@ -34,6 +34,7 @@ final class RealFFT {
     }
 
     /// |X[k]|^2 for k in 0...n/2 of `input` (count <= n, zero-padded) into `power` (n/2+1 values).
+    @_optimize(speed)  // the detector's hot loop: -O here, in a binary built -Osize (deploy/build-release)
     func powerSpectrum(_ input: UnsafePointer<Float>, count: Int, into power: UnsafeMutablePointer<Float>) {
         let h = half
         re.withUnsafeMutableBufferPointer { re in

@@ -258,6 +258,7 @@ final class StreamingEmbedding {
     /// One output frame of a convolution: input frames g ..< g + kt. Worked in tiles of two output positions x 16
     /// outputs (fewer at the edges): the two positions share every weight load, and four independent
     /// accumulators keep the adds from waiting on each other.
+    @_optimize(speed)  // the detector's hot loop: -O here, in a binary built -Osize (deploy/build-release)
     private func convolve(_ c: EmbeddingModel.Conv, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>) {
         let outWidth = input.width + 2 * input.pad - c.kf + 1
         let alpha = SIMD8<Float>(repeating: c.alpha ?? 1)
@@ -342,6 +343,7 @@ final class StreamingEmbedding {
     }
 
     /// One output frame of a max-pooling: input frames g ..< g + pt, positions pf * p ..< pf * p + pf.
+    @_optimize(speed)  // the detector's hot loop: -O here, in a binary built -Osize (deploy/build-release)
     private func pool(pt: Int, pf: Int, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>, width: Int) {
         let c = input.channels
         for p in 0..<width {
@@ -388,6 +390,7 @@ final class EmbeddingHead {
     }
 
     /// Adds an embedding; returns the head's output once it has `headFrames` of them.
+    @_optimize(speed)  // the detector's hot loop: -O here, in a binary built -Osize (deploy/build-release)
     func push(embedding: UnsafeBufferPointer<Float>) -> Float? {
         let dim = model.dim, n = model.headFrames
         (ring + ringNext * dim).update(from: embedding.baseAddress!, count: dim)

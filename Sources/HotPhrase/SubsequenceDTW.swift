@@ -69,6 +69,7 @@ final class SubsequenceDTW {
 
     /// Takes stream frame t (dim normalised numbers); returns score_T(t), the mean distance of the best path
     /// ending at the template's last frame on this one, +inf until a path exists.
+    @_optimize(speed)  // the detector's hot loop: -O here, in a binary built -Osize (deploy/build-release)
     func push(_ x: UnsafePointer<Float>) -> Float {
         for i in 0..<length { cost[i] = 1 - dot(template + i * dim, x, dim) }
         current[0] = cost[0]
