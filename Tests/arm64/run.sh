@@ -19,7 +19,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 . Tests/deb/checks.sh
-out="out/deb-arm64"
+out="$PWD/out/deb-arm64"  # absolute: apt takes a relative path for a package's name
 rm -rf "$out" && mkdir -p "$out"
 # 20 MiB: the stripped binary's limit on every architecture (issue #59).
 limit=$((20 * 1024 * 1024))
@@ -84,12 +84,12 @@ if [ -n "$amd64" ]; then
     repo="$out/repo"
     { bash deploy/apt-repo init "$repo" &&
       bash deploy/apt-repo add "$repo" "$amd64" "${amd64/hound-speaker_/hound-speaker-local_}" "$new" "$new_local" --suite trixie &&
-      bash deploy/apt-repo sources "$repo" "file://$PWD/$repo/public" --suite trixie > "$out/hound-speaker.sources"; } > "$out/repo.log" 2>&1
+      bash deploy/apt-repo sources "$repo" "file://$repo/public" --suite trixie > "$out/hound-speaker.sources"; } > "$out/repo.log" 2>&1
     check "deploy/apt-repo publishes both architectures" bash -c "ls $repo/public/dists/trixie/main/ | grep -q binary-amd64 &&
         ls $repo/public/dists/trixie/main/ | grep -q binary-arm64 || cat $out/repo.log"
     for arch in arm64 amd64; do
         bash tools/debian-chroot.sh --suite trixie --arch "$arch" --fresh -- \
-            bash Tests/arm64/inside-repo.sh "$PWD/$out" "$(dpkg-deb -f "$new" Version)" > "$out/repo-$arch.log" 2>&1
+            bash Tests/arm64/inside-repo.sh "$out" "$(dpkg-deb -f "$new" Version)" > "$out/repo-$arch.log" 2>&1
         sed 's/^/    /' "$out/repo-$arch.log" | grep -v "^    debian-chroot"
         check "a fresh $arch Debian 13 installs its own package from the repository" \
             bash -c "tail -1 '$out/repo-$arch.log' | grep -qE '^[0-9]+ passed, 0 failed$'"
