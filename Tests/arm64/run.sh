@@ -98,6 +98,7 @@ fi
 
 if [ "$swift_tests" = 1 ]; then
     echo "== the Swift tests on arm64 (Tests/arm64/swift-tests.sh)"
-    check "the Swift tests cross-built and run in the arm64 root" bash Tests/arm64/swift-tests.sh
+    check "the Swift tests cross-built and run in the arm64 root" bash -c "bash Tests/arm64/swift-tests.sh > '$out/swift-tests.log' 2>&1"
+    grep -E "Test run with|arm64 swift-tests" "$out/swift-tests.log" | sed 's/^/    /'
 fi
 finish
