@@ -185,7 +185,7 @@ class InstallTests(unittest.TestCase):
                    STANDIN_DIR=state, STANDIN_BINARY=BINARY)
         result = run(["bash", os.path.join(src, "deploy/install.sh"), "--root", self.root], env=env, timeout=600)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
-        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation --scratch-path .build-release"])
+        self.assertEqual(read(os.path.join(state, "swift.call")).splitlines(), [src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation --scratch-path .build-release"])
         self.assertIn("would install the packages building needs (tools/install-deps.sh --package)", result.stdout)
         self.assertEqual(run([f"{self.root}/usr/bin/hound-speaker", "--version"]).stdout.strip(), "0.1.0")
         # No toolchain anywhere: the way out is named.

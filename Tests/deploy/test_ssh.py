@@ -180,7 +180,7 @@ class SSHTests(unittest.TestCase):
         result = self.push(HOUND_SPEAKER_INSTALL_ROOT=root, HOUND_SPEAKER_REMOTE_DIR=src)
         self.assertEqual(result.returncode, 0, result.stdout + result.stderr)
         where, how = self.server.recorded("swift.call").splitlines()
-        self.assertEqual((where, how), (src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation --scratch-path .build-release"))
+        self.assertEqual((where, how), (src, "build -c release --static-swift-stdlib --product hound-speaker -Xswiftc -Osize -Xswiftc -Xfrontend -Xswiftc -disable-autolink-library -Xswiftc -Xfrontend -Xswiftc Foundation --scratch-path .build-release"))
         self.assertEqual(read(f"{src}/Sources/hound-speaker/Doctor.swift"), read(f"{REPO}/Sources/hound-speaker/Doctor.swift"))
         self.assertTrue(os.path.exists(f"{src}/Package.swift"))
         self.assertFalse(os.path.exists(f"{src}/.git"))
