@@ -3,55 +3,68 @@
 # systemd (PID 1) in a Debian 13 virtual machine, on a kernel GPIO chip (gpio-sim) and a kernel sound card
 # (snd-aloop), tested end to end from this machine over SSH (tools/pi-box/README.md says what is in the box).
 #
-#   tools/pi-box/run.sh [--deb PATH] [--rebuild] [--rebuild-module] [--keep] [--port N]
+#   tools/pi-box/run.sh [--arch arm64] [--deb PATH] [--rebuild] [--rebuild-module] [--keep] [--port N]
 #
-#   --deb PATH         test this package (hound-speaker-local_* beside it) instead of building this checkout's with
-#                      deploy/build-deb in the Debian 13 chroot (tools/debian-chroot.sh)
+#   --arch arm64       the Pi's own processor: qemu-system-aarch64 -M virt -cpu cortex-a72 (the Pi 4's core), Debian
+#                      13's arm64 kernel, an arm64 root and module made under qemu-user, the arm64 package
+#                      (deploy/build-deb --arch arm64); default amd64, qemu-system-x86_64
+#   --deb PATH         test this package (hound-speaker-local_* beside it; of --arch's architecture) instead of
+#                      building this checkout's with deploy/build-deb in the Debian 13 chroot (tools/debian-chroot.sh)
 #   --rebuild          make the VM image and the gpio-sim module anew (from Debian's mirror) instead of the cached
 #   --rebuild-module   only the module anew
 #   --keep             leave the VM running after the tests (prints how to reach it; stop it with kill PID)
 #   --port N           the host port (on 127.0.0.1) forwarded to the VM's sshd (default: a free one)
 #
-# qemu-system-x86_64 under TCG (KVM does not work on this machine), Debian's kernel and initramfs, a debootstrap
-# root file system. The network is qemu's user-mode network with restrict=on: nothing goes in or out but the one
+# qemu under TCG (KVM does not work on this machine), Debian's kernel and initramfs, a debootstrap root file
+# system. The network is qemu's user-mode network with restrict=on: nothing goes in or out but the one
 # forwarded SSH port. The image and the module are kept in $HOUND_PIBOX_DIR (default /var/tmp/hound-speaker-pibox,
-# outside the checkout like tools/debian-chroot.sh's roots); each run boots a throwaway copy-on-write layer over
+# outside the checkout like tools/debian-chroot.sh's roots; image-arm64 and module-arm64 for arm64); each run boots a throwaway copy-on-write layer over
 # the image (qemu -snapshot), so every run starts from the same never-booted system. Prints one line per check,
 # the time of each step, and "N passed, N failed" last. Needs root (debootstrap, chroot).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 cd "$repo"
-deb="" rebuild=0 rebuild_module=0 keep=0 port=""
+deb="" rebuild=0 rebuild_module=0 keep=0 port="" arch=amd64
 while [ $# -gt 0 ]; do
     case "$1" in
+        --arch) [ $# -ge 2 ] || { echo "pi-box: --arch needs amd64 or arm64" >&2; exit 2; }; arch="$2"; shift 2 ;;
         --deb) [ $# -ge 2 ] || { echo "pi-box: --deb needs a path" >&2; exit 2; }; deb="$2"; shift 2 ;;
         --rebuild) rebuild=1; rebuild_module=1; shift ;;
         --rebuild-module) rebuild_module=1; shift ;;
         --keep) keep=1; shift ;;
         --port) [ $# -ge 2 ] || { echo "pi-box: --port needs a number" >&2; exit 2; }; port="$2"; shift 2 ;;
-        -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "pi-box: unknown argument \"$1\" (see --help)" >&2; exit 2 ;;
     esac
 done
 die() { echo "pi-box: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (debootstrap and chroot for the image, as tools/debian-chroot.sh)"
+[ "$(dpkg --print-architecture)" = amd64 ] || die "runs on an amd64 machine (this one is $(dpkg --print-architecture))"
+case "$arch" in
+    amd64) suffix="" qemu=qemu-system-x86_64 qemu_package=qemu-system-x86 console=ttyS0 ;;
+    # The Pi's serial console is a PL011 too (ttyAMA0).
+    arm64) suffix="-arm64" qemu=qemu-system-aarch64 qemu_package=qemu-system-arm console=ttyAMA0 ;;
+    *) die "--arch $arch: amd64 or arm64" ;;
+esac
 if [ -n "$deb" ]; then
     [ -f "$deb" ] && dpkg-deb -f "$deb" Package >/dev/null 2>&1 || die "--deb $deb: not a Debian package"
+    [ "$(dpkg-deb -f "$deb" Architecture)" = "$arch" ] || die "--deb $deb: an $(dpkg-deb -f "$deb" Architecture) package, not $arch (--arch)"
     [ -f "${deb/hound-speaker_/hound-speaker-local_}" ] || die "--deb $deb: no ${deb/hound-speaker_/hound-speaker-local_} beside it (deploy/build-deb makes both)"
     deb="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
 fi
 case "$port" in *[!0-9]*) die "--port $port: not a port number" ;; esac
 
 cache="${HOUND_PIBOX_DIR:-/var/tmp/hound-speaker-pibox}"
-image="$cache/image"
-out="$repo/out/pi-box"
+image="$cache/image$suffix"
+module="$cache/module$suffix"
+out="$repo/out/pi-box$suffix"
 mkdir -p "$cache" "$out"
-for tool in qemu-system-x86_64 mkfs.ext4 ssh scp; do
+for tool in "$qemu" mkfs.ext4 ssh scp; do
     command -v "$tool" >/dev/null && continue
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq qemu-system-x86 e2fsprogs openssh-client > "$out/host-apt.log" 2>&1 \
-        || { tail -20 "$out/host-apt.log" >&2; die "cannot install qemu-system-x86 (above)"; }
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$qemu_package" e2fsprogs openssh-client > "$out/host-apt.log" 2>&1 \
+        || { tail -20 "$out/host-apt.log" >&2; die "cannot install $qemu_package (above)"; }
     break
 done
 
@@ -62,7 +75,15 @@ start() { step_start="$(date +%s.%N)"; echo "== $*"; }
 took() { timings+=("$(awk -v a="$step_start" -v b="$(date +%s.%N)" -v what="$1" -v how="${2:-}" 'BEGIN { printf "%-8s %6.1f s  %s", what, b - a, how }')"); }
 
 # --- the package -----------------------------------------------------------------------------------------------
-if [ -z "$deb" ]; then
+if [ -z "$deb" ] && [ "$arch" = arm64 ]; then
+    start "the package: deploy/build-deb --arch arm64 (cross-built, tools/cross-arm64.sh)"
+    rm -rf "$out/deb"
+    deploy/build-deb --arch arm64 --out "$out/deb" --no-lintian > "$out/build-deb.log" 2>&1 \
+        || { tail -30 "$out/build-deb.log" >&2; die "deploy/build-deb --arch arm64 failed (above; all of it in $out/build-deb.log)"; }
+    deb="$(tail -1 "$out/build-deb.log")"
+    [ -f "$deb" ] || die "deploy/build-deb printed no package path (its log: $out/build-deb.log)"
+    took package "deploy/build-deb --arch arm64 (the cross release build, incremental, and the package)"
+elif [ -z "$deb" ]; then
     start "the package: deploy/build-deb in the Debian 13 chroot (tools/debian-chroot.sh)"
     rm -rf "$out/deb"
     bash tools/debian-chroot.sh --suite trixie -- bash -c '
@@ -97,10 +118,11 @@ in_root() {  # in_root ROOT COMMAND...: runs COMMAND in the image's root (chroot
 kver_file="$image/kernel-version"
 # The root file system is made once ($image/root, kernel-version last); the disk from it once the module is in it.
 if [ "$rebuild" = 1 ] || [ ! -f "$kver_file" ]; then
-    start "the image: Debian 13 from debootstrap (tools/debian-chroot.sh's base), systemd, Debian's kernel, sshd, the package's dependencies"
-    # The base root file system debootstrap made for tools/debian-chroot.sh (made there first if missing).
-    bash tools/debian-chroot.sh --suite trixie -- true
-    base="${HOUND_CHROOT_DIR:-/var/tmp/hound-speaker-chroot}/trixie.base"
+    start "the image: Debian 13 $arch from debootstrap (tools/debian-chroot.sh's base), systemd, Debian's kernel, sshd, the package's dependencies"
+    # The base root file system debootstrap made for tools/debian-chroot.sh (made there first if missing). An arm64
+    # root's programs run here under qemu-user (binfmt_misc), so apt and the initramfs are made as a Pi makes them.
+    bash tools/debian-chroot.sh --suite trixie --arch "$arch" -- true
+    base="${HOUND_CHROOT_DIR:-/var/tmp/hound-speaker-chroot}/trixie$suffix.base"
     [ -f "$base/.hound-speaker-ready" ] || die "no Debian 13 base root at $base (tools/debian-chroot.sh)"
     rm -rf "$image.new"
     mkdir -p "$image.new"
@@ -116,7 +138,7 @@ if [ "$rebuild" = 1 ] || [ ! -f "$kver_file" ]; then
     # What a Raspberry Pi OS Lite system has that the box uses: systemd, udev, sshd, the ALSA and libgpiod tools
     # (aplay, arecord, gpioget, gpioinfo); sox measures the recordings.
     in_root "$root" apt-get update -qq > "$image.new/apt.log" 2>&1
-    in_root "$root" apt-get install -y -q --no-install-recommends systemd-sysv udev dbus kmod linux-image-amd64 \
+    in_root "$root" apt-get install -y -q --no-install-recommends systemd-sysv udev dbus kmod "linux-image-$arch" \
         initramfs-tools zstd openssh-server iproute2 procps alsa-utils gpiod sox less >> "$image.new/apt.log" 2>&1 \
         || { tail -20 "$image.new/apt.log" >&2; die "apt-get in the image failed (above; $image.new/apt.log)"; }
     # The speaker's dependencies, fetched now into apt's cache, so that `apt install ./hound-speaker_*.deb` in the
@@ -132,7 +154,7 @@ if [ "$rebuild" = 1 ] || [ ! -f "$kver_file" ]; then
     in_root "$root" groupadd --system gpio
     in_root "$root" systemctl enable ssh.service pi-box-network.service pi-box-board.service pi-box-houndify.service > /dev/null 2>&1
     # No one logs in on the serial line (it is the console log).
-    in_root "$root" systemctl mask serial-getty@ttyS0.service > /dev/null 2>&1
+    in_root "$root" systemctl mask "serial-getty@$console.service" > /dev/null 2>&1
     echo pi-box > "$root/etc/hostname"
     printf '127.0.1.1\tpi-box\n' >> "$root/etc/hosts"
     printf '/dev/vda\t/\text4\tdefaults\t0\t1\n' > "$root/etc/fstab"
@@ -148,23 +170,24 @@ if [ "$rebuild" = 1 ] || [ ! -f "$kver_file" ]; then
     echo "$kver" > "$image.new/kernel-version"
     rm -rf "$image"
     mv "$image.new" "$image"
-    rm -f "$cache/module/.ready"
+    rm -f "$module/.ready"
     took image "debootstrap base copied, $(du -sh "$image/root" | cut -f1) root, kernel $kver"
 fi
 kver="$(cat "$kver_file")"
 
 # --- the gpio-sim module -----------------------------------------------------------------------------------------
-if [ "$rebuild_module" = 1 ] || [ ! -f "$cache/module/.ready" ] || [ "$(cat "$cache/module/kernel-version" 2>/dev/null)" != "$kver" ]; then
-    start "gpio-sim and irq_sim, out of tree from linux-source-6.12, for $kver (a fresh Debian 13 chroot)"
-    rm -rf "$out/module" "$cache/module"
-    bash tools/debian-chroot.sh --suite trixie --fresh -- bash tools/pi-box/build-module.sh "$kver" "$out/module" \
+if [ "$rebuild_module" = 1 ] || [ ! -f "$module/.ready" ] || [ "$(cat "$module/kernel-version" 2>/dev/null)" != "$kver" ]; then
+    # arm64: the kernel's build tools (linux-kbuild) are arm64 programs, so the build runs under qemu-user.
+    start "gpio-sim and irq_sim, out of tree from linux-source-6.12, for $kver (a fresh Debian 13 $arch chroot)"
+    rm -rf "$out/module" "$module"
+    bash tools/debian-chroot.sh --suite trixie --arch "$arch" --fresh -- bash tools/pi-box/build-module.sh "$kver" "$out/module" \
         || die "the module build failed (above)"
-    mkdir -p "$cache/module"
-    cp "$out/module/"*.ko "$cache/module/"
-    echo "$kver" > "$cache/module/kernel-version"
-    touch "$cache/module/.ready"
+    mkdir -p "$module"
+    cp "$out/module/"*.ko "$module/"
+    echo "$kver" > "$module/kernel-version"
+    touch "$module/.ready"
     rm -f "$image/.ready"
-    took module "$(modinfo -F vermagic "$cache/module/gpio-sim.ko" | cut -d' ' -f1)"
+    took module "$(modinfo -F vermagic "$module/gpio-sim.ko" | cut -d' ' -f1)"
 fi
 
 # --- the disk: the root file system with the module in it, as ext4 ---------------------------------------------
@@ -172,7 +195,7 @@ if [ ! -f "$image/.ready" ]; then
     start "the disk: the root file system with gpio-sim in it (mkfs.ext4 -d)"
     root="$image/root"
     mkdir -p "$root/lib/modules/$kver/updates"
-    cp "$cache/module/"*.ko "$root/lib/modules/$kver/updates/"
+    cp "$module/"*.ko "$root/lib/modules/$kver/updates/"
     in_root "$root" depmod -a "$kver"
     rm -f "$image/disk.img"
     truncate -s 4G "$image/disk.img"
@@ -191,15 +214,20 @@ fi
 run="$out/run"
 rm -rf "$run"
 mkdir -p "$run"
-start "boot: qemu-system-x86_64 (TCG), Debian's kernel $kver, systemd; SSH on 127.0.0.1:$port"
+start "boot: $qemu (TCG), Debian's kernel $kver, systemd; SSH on 127.0.0.1:$port"
 # The console log ($run/console.log) has the kernel's messages and the journal's warnings.
 # -snapshot: the run's writes go to a temporary layer, the image stays as made. Two virtual CPUs (the speaker runs
 # its audio and its loop on threads of their own, as on a Pi's four cores) on one host thread: with a thread per
 # CPU (multi-threaded TCG), qemu 7.2 let the kernel's code patching race (a panic at boot, "Oops: int3" in
-# sched_clock_cpu, one boot in three here).
-qemu-system-x86_64 -machine q35 -accel tcg,thread=single -cpu max -smp 2 -m 2048 -snapshot \
+# sched_clock_cpu, one boot in three here). arm64: the virt board with the Pi 4's core, a Cortex-A72, a thread per
+# CPU (qemu's default for an Arm guest; the kernel there patches its code with stop_machine, no race).
+case "$arch" in
+    amd64) machine=(-machine q35 -accel tcg,thread=single -cpu max) ;;
+    arm64) machine=(-machine virt -accel tcg,thread=multi -cpu cortex-a72) ;;
+esac
+"$qemu" "${machine[@]}" -smp 2 -m 2048 -snapshot \
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
-    -append "root=/dev/vda rw console=ttyS0 net.ifnames=0 quiet systemd.journald.forward_to_console=1 systemd.journald.max_level_console=warning" \
+    -append "root=/dev/vda rw console=$console net.ifnames=0 quiet systemd.journald.forward_to_console=1 systemd.journald.max_level_console=warning" \
     -drive "file=$image/disk.img,format=raw,if=virtio" \
     -netdev "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=net0 \
     -device virtio-rng-pci \
@@ -272,10 +300,10 @@ rm -rf "$run/push"
 mkdir -p "$run/push"
 dpkg-deb -R "$deb" "$run/push/tree"
 sed -i "s/^Version: .*/Version: $version/" "$run/push/tree/DEBIAN/control"
-dpkg-deb -b "$run/push/tree" "$run/push/hound-speaker_${version}_amd64.deb" > /dev/null
+dpkg-deb -b "$run/push/tree" "$run/push/hound-speaker_${version}_$arch.deb" > /dev/null
 export HOUND_SPEAKER_SSH_OPTS="${ssh_opts[*]}"
 check "deploy/push --deb: the new build goes over, is installed with apt and restarted" \
-    bash -c "bash deploy/push root@127.0.0.1 -p $port --deb '$run/push/hound-speaker_${version}_amd64.deb' > '$run/push.log' 2>&1 || { tail -20 '$run/push.log'; false; }"
+    bash -c "bash deploy/push root@127.0.0.1 -p $port --deb '$run/push/hound-speaker_${version}_$arch.deb' > '$run/push.log' 2>&1 || { tail -20 '$run/push.log'; false; }"
 check "the VM runs the new version ($version)" test "$(vm "dpkg-query -W -f '\${Version}' hound-speaker")" = "$version"
 check "the pushed speaker is active" vm systemctl is-active hound-speaker
 check "deploy/logs shows the speaker's lines" \
