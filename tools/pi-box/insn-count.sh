@@ -6,11 +6,16 @@
 #
 #   tools/pi-box/insn-count.sh BENCH [ROOT]
 #   tools/pi-box/insn-count.sh --speaker BIN [ROOT]
+#   tools/pi-box/insn-count.sh --idle BIN [ROOT]
 #
 #   BENCH   a release hound-speaker-bench (swift build -c release --product hound-speaker-bench)
 #   BIN     the speaker's release binary itself (deploy/build-release; for arm64, tools/cross-arm64.sh -- bash -c
 #           'deploy/build-release $CROSS_ARM64 --scratch-path .build-arm64'): `hotphrase` over the demo's
 #           recording repeated to two lengths, the shipped model only, as the speaker's own -Osize build runs it
+#   --idle  an idle `hound-speaker run` of BIN: the shipped model listening to a quiet room (brown noise near
+#           -70 dBFS) read from an ALSA file PCM at a microphone's pace (input_pacing = "realtime"), the simulated
+#           board, no network; run for 30 s and 90 s, stopped with SIGTERM as systemd stops it, the difference
+#           divided by the 60 s between them (start-up and stop left out). Three pairs, each printed.
 #   x86_64 binaries are counted by qemu-x86_64, aarch64 ones by qemu-aarch64 (the Pi's instruction set)
 #   ROOT    the root file system whose libraries BENCH was linked against (qemu-user's -L), e.g. the Debian 13
 #           chroot it was built in (/var/tmp/hound-speaker-chroot/trixie, or trixie-arm64); default /
@@ -22,9 +27,12 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 die() { echo "insn-count: $*" >&2; exit 1; }
-speaker=0
-[ "${1:-}" != --speaker ] || { speaker=1; shift; }
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh [--speaker] BIN [ROOT]"
+speaker=0 idle=0
+case "${1:-}" in
+    --speaker) speaker=1; shift ;;
+    --idle) idle=1; shift ;;
+esac
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh [--speaker | --idle] BIN [ROOT]"
 bench="$(realpath "$1" 2>/dev/null)" || die "$1: no such file"
 root="${2:-/}"
 [ -x "$bench" ] || die "$bench: not an executable"
@@ -86,6 +94,60 @@ count() {  # count QEMU ROOT COMMAND...: the instructions the guest executed, al
 }
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+if [ "$idle" = 1 ]; then
+    cd "$repo"
+    # Ten minutes of a quiet room, more than the longest run reads.
+    sox -n -r 16000 -b 16 -c 1 -t raw "$tmp/room.raw" synth 600 brownnoise vol 0.0003
+    printf 'pcm.idle_mic { type file slave.pcm "null" file "/dev/null" infile "%s" format "raw" }\npcm.idle_speaker { type file slave.pcm "null" file "/dev/null" format "raw" }\n' \
+        "$tmp/room.raw" > "$tmp/asoundrc"
+    mkdir -m 0700 "$tmp/household"
+    install -m 0600 /dev/null "$tmp/speaker.toml"
+    cat > "$tmp/speaker.toml" <<EOF
+[houndify]
+client_id = "AAECAwQFBgcICQoLDA0ODw=="
+client_key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMDEyMzQ1Njc4OTo7PD0-Pw=="
+endpoint = "http://127.0.0.1:9"
+[location]
+latitude = 40.0
+longitude = -74.0
+[audio]
+input = "idle_mic"
+output = "idle_speaker"
+input_pacing = "realtime"
+[board]
+profile = "simulated"
+[hotphrase]
+model = "$repo/share/hotphrase/ok-hound.hpm"
+household = "$tmp/household"
+[control]
+listen = ""
+EOF
+    exec {quiet}<> <(:)
+    run_for() {  # run_for SECONDS: the instructions of an idle run stopped with SIGTERM after SECONDS
+        local log="$tmp/insn.log" rc=0
+        rm -f "$log"
+        # stdin (the simulated board's) stays open and silent: a pipe whose writer is this shell.
+        env ALSA_CONFIG_PATH="$root/usr/share/alsa/alsa.conf:$tmp/asoundrc" HOUND_SPEAKER_BOARD_PATH="$repo/board" \
+            timeout -s TERM "$1" "$qemu" -L "$root" -plugin "$plugin,inline=on" -d plugin -D "$log" \
+            "$bench" run --config "$tmp/speaker.toml" < "/dev/fd/$quiet" > "$tmp/run.out" 2> "$tmp/run.err" || rc=$?
+        # 124: timeout sent the SIGTERM (the speaker then stops as under systemd, and the plugin writes its count).
+        [ "$rc" = 124 ] && grep -q '^insns: ' "$log" || { tail -5 "$tmp/run.err" >&2; die "the idle run did not stop cleanly on SIGTERM (exit $rc; above)"; }
+        grep -q 'to=ready' "$tmp/run.err" || { tail -5 "$tmp/run.err" >&2; die "the idle run never became ready (above)"; }
+        # Frames the detector fell behind on (the emulator slower than the audio) were not counted: said with the pair.
+        dropped="$(sed -n 's/.*dropped_total=\([0-9]*\).*/\1/p' "$tmp/run.err" | tail -1)"
+        echo "${dropped:-0}" > "$tmp/dropped.$1"
+        awk '/^insns: / { n += $2 } END { printf "%.0f\n", n }' "$log"
+    }
+    echo "| idle \`run\`, $(basename "$bench") under $qemu | instructions per second | 20 ms frames the detector fell behind on (30 s, 90 s) |"
+    echo "|---|---|---|"
+    for pair in 1 2 3; do
+        short=$(run_for 30)
+        long=$(run_for 90)
+        awk -v p="$pair" -v d="$((long - short))" -v a="$(cat "$tmp/dropped.30")" -v b="$(cat "$tmp/dropped.90")" \
+            'BEGIN { printf "| pair %d: 90 s less 30 s | %.1f M | %d, %d |\n", p, d / 60 / 1e6, a, b }'
+    done
+    exit 0
+fi
 # The reference is this machine's own sox with its own libraries (-L /): under ROOT's prefix qemu-user would load
 # ROOT's libsox and C library wherever ROOT has them.
 reference=$(( $(count qemu-x86_64 / "$(command -v sox)" -n -r 16000 -b 16 -c 1 "$tmp/ref.wav" synth 30 sine 440) \
