@@ -257,10 +257,39 @@ final class StreamingEmbedding {
 
     /// One output frame of a convolution: input frames g ..< g + kt. Worked in tiles of two output positions x 16
     /// outputs (fewer at the edges): the two positions share every weight load, and four independent
-    /// accumulators keep the adds from waiting on each other.
+    /// accumulators keep the adds from waiting on each other. arm64 has its own, larger tiles (neonTile).
     @_optimize(speed)  // the detector's hot loop: -O here, in a binary built -Osize (deploy/build-release)
     private func convolve(_ c: EmbeddingModel.Conv, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>) {
         let outWidth = input.width + 2 * input.pad - c.kf + 1
+        #if arch(arm64)
+        let alpha = SIMD4<Float>(repeating: c.alpha ?? 1)
+        let floor = SIMD4<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
+        c.weight.withUnsafeBufferPointer { weightBuffer in
+            c.bias.withUnsafeBufferPointer { biasBuffer in
+                let weight = UnsafeRawPointer(weightBuffer.baseAddress!)
+                let bias = UnsafeRawPointer(biasBuffer.baseAddress!)
+                var f = 0
+                while f < outWidth {
+                    let rows = outWidth - f >= 4 ? 4 : outWidth - f >= 2 ? 2 : 1
+                    var ob = 0
+                    while ob < c.cout {
+                        let quads = c.cout - ob >= 16 ? 4 : 2  // cout is a multiple of 8 (EmbeddingModel checks)
+                        // constant shapes, so that each call is compiled without the branches
+                        switch (rows, quads) {
+                        case (4, 4): neonTile(4, 4, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        case (4, _): neonTile(4, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        case (2, 4): neonTile(2, 4, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        case (2, _): neonTile(2, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        case (_, 4): neonTile(1, 4, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        default: neonTile(1, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
+                        }
+                        ob += 4 * quads
+                    }
+                    f += rows
+                }
+            }
+        }
+        #else
         let alpha = SIMD8<Float>(repeating: c.alpha ?? 1)
         let floor = SIMD8<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
         c.weight.withUnsafeBufferPointer { weightBuffer in
@@ -286,7 +315,112 @@ final class StreamingEmbedding {
                 }
             }
         }
+        #endif
     }
+
+    #if arch(arm64)
+    /// Output positions f ..< f + rows (1, 2 or 4) x outputs ob ..< ob + 4 quads (2 or 4) of one output frame, in
+    /// up to 16 accumulator registers of arm64's 32. Four consecutive inputs of a position are one vector load, and
+    /// each is multiplied in by lane (fmla v.4s, v.4s, v.s[k]): no broadcast load per input and position, and each
+    /// weight load serves every position. Every accumulator still takes its products one fused multiply-add at a
+    /// time in the order of the SIMD8 tile (time tap, then input), so the results are bit for bit the same.
+    @inline(__always) private func neonTile(_ rows: Int, _ quads: Int, _ c: EmbeddingModel.Conv, _ input: Level, _ g: Int,
+                                            _ f: Int, _ ob: Int, _ weight: UnsafeRawPointer, _ bias: UnsafeRawPointer,
+                                            _ out: UnsafeMutablePointer<Float>, _ alpha: SIMD4<Float>, _ floor: SIMD4<Float>) {
+        let span = c.kf * c.cin  // inputs one output position sees in one time tap
+        let cout = c.cout, cin = c.cin
+        // Byte strides, and pointers stepped along (wrapping arithmetic): checked index sums and products cost
+        // as many instructions as the multiply-adds.
+        let ws = 4 &* cout  // one input's weights to the next input's
+        let xs = 4 &* cin  // one position's inputs to the next position's
+        var a = Quads(bias + 4 * ob, quads)
+        var b = a, d = a, e = a  // positions f + 1, f + 2, f + 3
+        for i in 0..<c.kt {
+            // position f's inputs are contiguous in the padded frame; position f + r's start r cin later
+            var x = UnsafeRawPointer(input.frame(g + i) + f * cin)
+            var w = weight + 4 * (i * span * cout + ob)
+            var n = span
+            while n >= 4 {
+                let x0 = x.loadUnaligned(as: SIMD4<Float>.self)
+                let x1 = rows > 1 ? x.loadUnaligned(fromByteOffset: xs, as: SIMD4<Float>.self) : SIMD4()
+                let x2 = rows > 2 ? x.loadUnaligned(fromByteOffset: 2 &* xs, as: SIMD4<Float>.self) : SIMD4()
+                let x3 = rows > 2 ? x.loadUnaligned(fromByteOffset: 3 &* xs, as: SIMD4<Float>.self) : SIMD4()
+                // lane k written out four times: constant lanes, so that LLVM selects the by-lane fmla
+                var wk = Quads(w, quads)
+                a.add(x0[0], wk, quads); if rows > 1 { b.add(x1[0], wk, quads) }
+                if rows > 2 { d.add(x2[0], wk, quads); e.add(x3[0], wk, quads) }
+                wk = Quads(w + ws, quads)
+                a.add(x0[1], wk, quads); if rows > 1 { b.add(x1[1], wk, quads) }
+                if rows > 2 { d.add(x2[1], wk, quads); e.add(x3[1], wk, quads) }
+                wk = Quads(w + 2 &* ws, quads)
+                a.add(x0[2], wk, quads); if rows > 1 { b.add(x1[2], wk, quads) }
+                if rows > 2 { d.add(x2[2], wk, quads); e.add(x3[2], wk, quads) }
+                wk = Quads(w + 3 &* ws, quads)
+                a.add(x0[3], wk, quads); if rows > 1 { b.add(x1[3], wk, quads) }
+                if rows > 2 { d.add(x2[3], wk, quads); e.add(x3[3], wk, quads) }
+                x += 16
+                w += 4 &* ws
+                n &-= 4
+            }
+            // the rest one input at a time (the first layer's 3 inputs; the others' spans are multiples of 4)
+            while n > 0 {
+                let wk = Quads(w, quads)
+                a.add(x.load(as: Float.self), wk, quads)
+                if rows > 1 { b.add(x.load(fromByteOffset: xs, as: Float.self), wk, quads) }
+                if rows > 2 {
+                    d.add(x.load(fromByteOffset: 2 &* xs, as: Float.self), wk, quads)
+                    e.add(x.load(fromByteOffset: 3 &* xs, as: Float.self), wk, quads)
+                }
+                x += 4
+                w += ws
+                n &-= 1
+            }
+        }
+        let o = UnsafeMutableRawPointer(out + f * cout + ob)
+        a.store(o, quads, alpha, floor)
+        if rows > 1 { b.store(o + 4 * cout, quads, alpha, floor) }
+        if rows > 2 { d.store(o + 8 * cout, quads, alpha, floor); e.store(o + 12 * cout, quads, alpha, floor) }
+    }
+
+    /// Up to 16 consecutive outputs as four vectors (the last two unused when quads is 2).
+    private struct Quads {
+        var v0, v1, v2, v3: SIMD4<Float>
+
+        @inline(__always) init(_ p: UnsafeRawPointer, _ quads: Int) {
+            v0 = p.loadUnaligned(as: SIMD4<Float>.self)
+            v1 = p.loadUnaligned(fromByteOffset: 16, as: SIMD4<Float>.self)
+            v2 = quads > 2 ? p.loadUnaligned(fromByteOffset: 32, as: SIMD4<Float>.self) : SIMD4()
+            v3 = quads > 2 ? p.loadUnaligned(fromByteOffset: 48, as: SIMD4<Float>.self) : SIMD4()
+        }
+
+        /// self + x w, fused (what the SIMD8 tile's multiplyAdd does on arm64).
+        @inline(__always) mutating func add(_ x: Float, _ w: Quads, _ quads: Int) {
+            let s = SIMD4<Float>(repeating: x)
+            v0 = v0.addingProduct(s, w.v0)
+            v1 = v1.addingProduct(s, w.v1)
+            if quads > 2 {
+                v2 = v2.addingProduct(s, w.v2)
+                v3 = v3.addingProduct(s, w.v3)
+            }
+        }
+
+        @inline(__always) func store(_ p: UnsafeMutableRawPointer, _ quads: Int, _ alpha: SIMD4<Float>, _ floor: SIMD4<Float>) {
+            p.storeBytes(of: StreamingEmbedding.activate(v0, alpha, floor), as: SIMD4<Float>.self)
+            p.storeBytes(of: StreamingEmbedding.activate(v1, alpha, floor), toByteOffset: 16, as: SIMD4<Float>.self)
+            if quads > 2 {
+                p.storeBytes(of: StreamingEmbedding.activate(v2, alpha, floor), toByteOffset: 32, as: SIMD4<Float>.self)
+                p.storeBytes(of: StreamingEmbedding.activate(v3, alpha, floor), toByteOffset: 48, as: SIMD4<Float>.self)
+            }
+        }
+    }
+
+    /// activate (below) on four lanes.
+    @inline(__always) fileprivate static func activate(_ v: SIMD4<Float>, _ alpha: SIMD4<Float>, _ floor: SIMD4<Float>) -> SIMD4<Float> {
+        let leaky = v * alpha
+        let m = v.replacing(with: leaky, where: v .< leaky)
+        return m.replacing(with: floor, where: m .< floor)
+    }
+    #endif
 
     /// Output positions f ..< f + rows (1 or 2) x outputs ob ..< ob + 8 blocks (1 or 2) of one output frame.
     @inline(__always) private func tile(_ rows: Int, _ blocks: Int, _ c: EmbeddingModel.Conv, _ input: Level, _ g: Int,
