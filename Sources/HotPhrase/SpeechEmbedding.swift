@@ -540,10 +540,21 @@ final class EmbeddingHead {
             case .dense(let weight, let bias, let inputs, let outputs):
                 weight.withUnsafeBufferPointer { w in
                     bias.withUnsafeBufferPointer { b in
-                        for o in 0..<outputs { y[o] = b[o] }
-                        for i in 0..<inputs {
-                            let v = x[i], row = w.baseAddress! + i * outputs
-                            for o in 0..<outputs { y[o] += v * row[o] }
+                        var o = 0
+                        while o + 32 <= outputs {
+                            Self.dense(8, x, UnsafeRawPointer(w.baseAddress! + o), UnsafeRawPointer(b.baseAddress! + o), y + o,
+                                       inputs: inputs, stride: outputs)
+                            o += 32
+                        }
+                        while o + 4 <= outputs {
+                            Self.dense(1, x, UnsafeRawPointer(w.baseAddress! + o), UnsafeRawPointer(b.baseAddress! + o), y + o,
+                                       inputs: inputs, stride: outputs)
+                            o += 4
+                        }
+                        for o in o..<outputs {
+                            var sum = b[o]
+                            for i in 0..<inputs { sum += x[i] * w[i * outputs + o] }
+                            y[o] = sum
                         }
                     }
                 }
@@ -566,6 +577,43 @@ final class EmbeddingHead {
             out = x[0]
         }
         return out
+    }
+
+    /// 4 quads outputs (quads 8 or 1) of a dense layer whose weight rows are `stride` apart, kept in registers over
+    /// all the inputs: the bias, then + x[i] w[i] for i in order, each product and each sum rounded on its own as
+    /// in the scalar loop (the same bits on every architecture), but y written once instead of loaded and stored
+    /// again for every input.
+    @inline(__always) private static func dense(_ quads: Int, _ x: UnsafeMutablePointer<Float>, _ w: UnsafeRawPointer,
+                                                _ b: UnsafeRawPointer, _ y: UnsafeMutablePointer<Float>, inputs: Int, stride: Int) {
+        var a0 = quad(b, 0, quads), a1 = quad(b, 1, quads), a2 = quad(b, 2, quads), a3 = quad(b, 3, quads)
+        var a4 = quad(b, 4, quads), a5 = quad(b, 5, quads), a6 = quad(b, 6, quads), a7 = quad(b, 7, quads)
+        var row = w
+        for i in 0..<inputs {
+            let v = SIMD4<Float>(repeating: x[i])
+            a0 += v * quad(row, 0, quads)
+            if quads > 1 {
+                a1 += v * quad(row, 1, quads); a2 += v * quad(row, 2, quads); a3 += v * quad(row, 3, quads)
+                a4 += v * quad(row, 4, quads); a5 += v * quad(row, 5, quads); a6 += v * quad(row, 6, quads)
+                a7 += v * quad(row, 7, quads)
+            }
+            row += 4 * stride
+        }
+        let o = UnsafeMutableRawPointer(y)
+        o.storeBytes(of: a0, as: SIMD4<Float>.self)
+        if quads > 1 {
+            o.storeBytes(of: a1, toByteOffset: 16, as: SIMD4<Float>.self)
+            o.storeBytes(of: a2, toByteOffset: 32, as: SIMD4<Float>.self)
+            o.storeBytes(of: a3, toByteOffset: 48, as: SIMD4<Float>.self)
+            o.storeBytes(of: a4, toByteOffset: 64, as: SIMD4<Float>.self)
+            o.storeBytes(of: a5, toByteOffset: 80, as: SIMD4<Float>.self)
+            o.storeBytes(of: a6, toByteOffset: 96, as: SIMD4<Float>.self)
+            o.storeBytes(of: a7, toByteOffset: 112, as: SIMD4<Float>.self)
+        }
+    }
+
+    /// Four floats k x 16 bytes from p, or zeros past `quads`.
+    @inline(__always) private static func quad(_ p: UnsafeRawPointer, _ k: Int, _ quads: Int) -> SIMD4<Float> {
+        k < quads ? p.loadUnaligned(fromByteOffset: 16 * k, as: SIMD4<Float>.self) : SIMD4()
     }
 }
 
