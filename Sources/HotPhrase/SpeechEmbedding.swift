@@ -481,7 +481,23 @@ final class StreamingEmbedding {
     private func pool(pt: Int, pf: Int, input: Level, from g: Int, into out: UnsafeMutablePointer<Float>, width: Int) {
         let c = input.channels
         for p in 0..<width {
-            for ch in 0..<c {
+            // four channels at a time; x >= m ? x : m is what max(m, x) does lane by lane (the same value, even
+            // for -0 against 0), in the same order
+            var ch = 0
+            while ch + 4 <= c {
+                var m = SIMD4<Float>(repeating: -.infinity)
+                for i in 0..<pt {
+                    var at = UnsafeRawPointer(input.frame(g + i) + input.pad * c + pf * p * c + ch)
+                    for _ in 0..<pf {
+                        let x = at.loadUnaligned(as: SIMD4<Float>.self)
+                        m.replace(with: x, where: x .>= m)
+                        at += 4 &* c
+                    }
+                }
+                UnsafeMutableRawPointer(out + p * c + ch).storeBytes(of: m, as: SIMD4<Float>.self)
+                ch += 4
+            }
+            for ch in ch..<c {
                 var m = -Float.infinity
                 for i in 0..<pt {
                     let frame = input.frame(g + i) + input.pad * c
