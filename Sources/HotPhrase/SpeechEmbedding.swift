@@ -264,17 +264,26 @@ final class StreamingEmbedding {
         #if arch(arm64)
         let alpha = SIMD4<Float>(repeating: c.alpha ?? 1)
         let floor = SIMD4<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
+        #else
+        let alpha = SIMD8<Float>(repeating: c.alpha ?? 1)
+        let floor = SIMD8<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
+        #endif
         c.weight.withUnsafeBufferPointer { weightBuffer in
             c.bias.withUnsafeBufferPointer { biasBuffer in
                 let weight = UnsafeRawPointer(weightBuffer.baseAddress!)
                 let bias = UnsafeRawPointer(biasBuffer.baseAddress!)
                 var f = 0
                 while f < outWidth {
+                    #if arch(arm64)
                     let rows = outWidth - f >= 4 ? 4 : outWidth - f >= 2 ? 2 : 1
+                    #else
+                    let rows = min(2, outWidth - f)
+                    #endif
                     var ob = 0
                     while ob < c.cout {
-                        let quads = c.cout - ob >= 16 ? 4 : 2  // cout is a multiple of 8 (EmbeddingModel checks)
                         // constant shapes, so that each call is compiled without the branches
+                        #if arch(arm64)
+                        let quads = c.cout - ob >= 16 ? 4 : 2  // cout is a multiple of 8 (EmbeddingModel checks)
                         switch (rows, quads) {
                         case (4, 4): neonTile(4, 4, c, input, g, f, ob, weight, bias, out, alpha, floor)
                         case (4, _): neonTile(4, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
@@ -284,25 +293,8 @@ final class StreamingEmbedding {
                         default: neonTile(1, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
                         }
                         ob += 4 * quads
-                    }
-                    f += rows
-                }
-            }
-        }
-        #else
-        let alpha = SIMD8<Float>(repeating: c.alpha ?? 1)
-        let floor = SIMD8<Float>(repeating: c.alpha == nil ? -.infinity : c.floor)
-        c.weight.withUnsafeBufferPointer { weightBuffer in
-            c.bias.withUnsafeBufferPointer { biasBuffer in
-                let weight = UnsafeRawPointer(weightBuffer.baseAddress!)
-                let bias = UnsafeRawPointer(biasBuffer.baseAddress!)
-                var f = 0
-                while f < outWidth {
-                    let rows = min(2, outWidth - f)
-                    var ob = 0
-                    while ob < c.cout {
+                        #else
                         let blocks = min(2, (c.cout - ob) / 8)
-                        // constant shapes, so that each call is compiled without the branches
                         switch (rows, blocks) {
                         case (2, 2): tile(2, 2, c, input, g, f, ob, weight, bias, out, alpha, floor)
                         case (2, _): tile(2, 1, c, input, g, f, ob, weight, bias, out, alpha, floor)
@@ -310,12 +302,12 @@ final class StreamingEmbedding {
                         default: tile(1, 1, c, input, g, f, ob, weight, bias, out, alpha, floor)
                         }
                         ob += 8 * blocks
+                        #endif
                     }
                     f += rows
                 }
             }
         }
-        #endif
     }
 
     #if arch(arm64)
