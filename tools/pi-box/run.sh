@@ -18,9 +18,10 @@
 # qemu under TCG (KVM does not work on this machine), Debian's kernel and initramfs, a debootstrap root file
 # system. The network is qemu's user-mode network with restrict=on: nothing goes in or out but the one
 # forwarded SSH port. The image and the module are kept in $HOUND_PIBOX_DIR (default /var/tmp/hound-speaker-pibox,
-# outside the checkout like tools/debian-chroot.sh's roots; image-arm64 and module-arm64 for arm64); each run boots a throwaway copy-on-write layer over
-# the image (qemu -snapshot), so every run starts from the same never-booted system. Prints one line per check,
-# the time of each step, and "N passed, N failed" last. Needs root (debootstrap, chroot).
+# outside the checkout like tools/debian-chroot.sh's roots; image-arm64 and module-arm64 for arm64); each run boots
+# a throwaway copy-on-write layer over the image (qemu -snapshot), so every run starts from the same never-booted
+# system. Prints one line per check, the time of each step, and "N passed, N failed" last. Needs root
+# (debootstrap, chroot).
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
         --rebuild-module) rebuild_module=1; shift ;;
         --keep) keep=1; shift ;;
         --port) [ $# -ge 2 ] || { echo "pi-box: --port needs a number" >&2; exit 2; }; port="$2"; shift 2 ;;
-        -h|--help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "pi-box: unknown argument \"$1\" (see --help)" >&2; exit 2 ;;
     esac
 done
