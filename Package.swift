@@ -102,12 +102,17 @@ let package = Package(
         .target(name: "Platform", dependencies: ["CPosix"], swiftSettings: strict),
         // JSON values kept as they came (Houndify's opaque parts) and written back as ASCII.
         .target(name: "JSONKit", swiftSettings: strict),
-        // The speaker's behaviour with no C and no drivers: the state machine, the loop, the capture router, the
-        // ports it drives and the activity it reports. Assembly plugs the real drivers in; the test kit, fakes.
         // Kitchen timers: the list, what each command does to it, when the next is due (pure; time passed in).
         .target(name: "Timers", dependencies: ["JSONKit"], swiftSettings: strict),
+        // The speaker's decisions with no C, no drivers and no threads: the state machine and the core around it,
+        // the ports it drives and the activity it reports. Assembly plugs the real drivers in; the test kit, fakes.
         .target(name: "SpeakerCore",
-                dependencies: ["AudioCore", "BoardCore", "JSONKit", "Timers", "Platform", .product(name: "Logging", package: "swift-log")],
+                dependencies: ["AudioCore", "BoardCore", "JSONKit", "Timers", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+        // The core's runtime: the loop that carries out its effects through the ports, the capture router and the
+        // hot-phrase worker's thread (as NIOPosix runs what NIOCore describes).
+        .target(name: "SpeakerRuntime",
+                dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "JSONKit", "Timers", "Platform", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // "OK Hound": front end, network and streaming detector in Swift (the model file comes from tools/hotphrase).
         // Optimised in debug builds too: unoptimised, its convolutions run a hundred times slower, and the tests feed
@@ -161,13 +166,13 @@ let package = Package(
         // The speaker put together from its settings: every driver adapted to the core's ports, the hot-phrase
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
-                dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
+                dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
                                "Speech", "Board", "BoardCore", "HotPhrase", "Control", "Platform", "Digests",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
         .target(name: "SpeakerCommands",
-                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "Systemd", "SpeakerCore", "SpeakerConfig",
+                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
                                "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -190,20 +195,22 @@ let package = Package(
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
         .target(name: "TestSupport", dependencies: ["Audio"], path: "Tests/TestSupport", swiftSettings: strict),
         // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
-        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "Timers", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
+        .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "SpeakerRuntime", "AudioCore", "BoardCore", "Timers", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
-                         dependencies: ["Audio", "Speech", "SpeakerCore", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
+                         dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerRuntime", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
+        // The core alone: its tests link no driver, no thread and no C library.
+        .testTarget(name: "SpeakerCoreTests", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "JSONKit", "Timers"], swiftSettings: strict),
         .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HoundifyCore", "AudioCore", "SpeakerCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
@@ -211,7 +218,7 @@ let package = Package(
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "SpeakerCore", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
+        .testTarget(name: "ControlTests", dependencies: ["Control", "SpeakerCore", "SpeakerRuntime", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
                                                         .product(name: "NIOHTTP1", package: "swift-nio"),
                                                         .product(name: "NIOEmbedded", package: "swift-nio"),
                                                         .product(name: "NIOWebSocket", package: "swift-nio"),

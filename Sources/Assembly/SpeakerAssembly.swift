@@ -11,6 +11,7 @@ public import Logging
 import Platform
 public import SpeakerConfig
 public import SpeakerCore
+public import SpeakerRuntime
 public import Speech
 
 /// The speaker put together from its config: every driver made and adapted to the core's ports (wiring only;

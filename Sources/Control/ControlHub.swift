@@ -4,24 +4,6 @@ public import SpeakerCore
 import Synchronization
 import Timers
 
-/// The speaker as the control API sees it: events in, a snapshot out (SpeakerLoop).
-public protocol ControlledSpeaker: AnyObject, Sendable {
-    func send(_ event: SpeakerEvent)
-    var snapshot: SpeakerSnapshot { get }
-    /// The screen was touched: full brightness, and the quiet time before it dims starts again.
-    func wakeScreen()
-    /// Starts a spoken enrollment of `phrase` (nil: the model's): its first progress, or why it cannot start.
-    func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem>
-}
-
-extension ControlledSpeaker {
-    public func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem> {
-        .failure(DeviceProblem("this speaker cannot learn voices"))
-    }
-}
-
-extension SpeakerLoop: ControlledSpeaker {}
-
 /// The household's voices as the control API shows them (docs/household.md): each enrolled phrase with when its
 /// takes were added, how many false wakes are kept, and whether the personal scorer runs.
 public struct HouseholdSummary: Sendable, Equatable {

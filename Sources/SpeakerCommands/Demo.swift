@@ -11,6 +11,7 @@ import HoundifyAnswers
 import JSONKit
 import Logging
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerConfig
 import Speech
 import Timers

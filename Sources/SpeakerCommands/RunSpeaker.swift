@@ -10,6 +10,7 @@ import Logging
 import Speech
 import SpeakerConfig
 import SpeakerCore
+import SpeakerRuntime
 import ServiceLifecycle
 import Systemd
 

@@ -3,6 +3,7 @@ import Control
 import Logging
 import ServiceLifecycle
 import SpeakerCore
+import SpeakerRuntime
 import Synchronization
 import Systemd
 import UnixSignals

@@ -317,7 +317,7 @@ extension SpeakerActivity {
 
 extension SpeakerActivity {
     /// Something a person would look at the screen for: it comes back to full brightness.
-    var wakesScreen: Bool {
+    public var wakesScreen: Bool {
         switch self {
         case .stateChanged, .button, .hotPhrase, .stopPhrase, .volume, .muted, .answerShown, .alarm, .enrollment: true
         case .timer(let event, _, _): event != .tick

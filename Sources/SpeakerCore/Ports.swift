@@ -285,3 +285,19 @@ public protocol EnrollmentPort: Sendable {
     /// Drops the takes held.
     func discard()
 }
+
+/// The speaker as the control API sees it: events in, a snapshot out (the runtime's SpeakerLoop).
+public protocol ControlledSpeaker: AnyObject, Sendable {
+    func send(_ event: SpeakerEvent)
+    var snapshot: SpeakerSnapshot { get }
+    /// The screen was touched: full brightness, and the quiet time before it dims starts again.
+    func wakeScreen()
+    /// Starts a spoken enrollment of `phrase` (nil: the model's): its first progress, or why it cannot start.
+    func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem>
+}
+
+extension ControlledSpeaker {
+    public func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem> {
+        .failure(DeviceProblem("this speaker cannot learn voices"))
+    }
+}

@@ -140,6 +140,18 @@ public struct ActionOutcome: Sendable, Equatable {
     }
 }
 
+extension ActionOutcome {
+    /// A timer or alarm command's outcome, in the terms of Houndify's branches.
+    init(_ outcome: TimerOutcome) {
+        if outcome.succeeded {
+            let count = outcome.changes.count + outcome.alarmChanges.count
+            self.init(count > 0 ? .changed(count) : .told, sentence: outcome.sentence)
+        } else {
+            self.init(outcome.matchedNothing ? .noMatch : .failed, sentence: outcome.sentence)
+        }
+    }
+}
+
 /// The answer to a query, reduced to what the speaker acts on.
 public struct SpeakerAnswer: Sendable, Equatable {
     public var transcript: String
@@ -657,7 +669,7 @@ public struct SpeakerMachine: Sendable {
     }
 
     /// The LEDs of a ready speaker (also what a spoken enrollment leaves them at).
-    var readyLEDs: LEDState {
+    public var readyLEDs: LEDState {
         outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? (timerLastMinute ? .timerEnding : .timer) : .ready
     }
 

@@ -11,6 +11,7 @@ import Logging
 import Assembly
 import HoundifyAnswers
 import SpeakerCore
+import SpeakerRuntime
 import Speech
 
 /// 1,000 whole button queries through the speaker loop in one process: the question played into an ALSA file PCM

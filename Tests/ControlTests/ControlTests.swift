@@ -7,6 +7,7 @@ import Logging
 import NIOHTTP1
 import Platform
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Synchronization
 import Testing

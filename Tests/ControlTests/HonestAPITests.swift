@@ -2,6 +2,7 @@
 import FoundationEssentials
 import JSONKit
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 import Timers

@@ -6,6 +6,7 @@ import NIOCore
 import NIOEmbedded
 import NIOWebSocket
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 

@@ -1,6 +1,7 @@
 public import BoardCore
 import Logging
 public import SpeakerCore
+public import SpeakerRuntime
 
 /// A speaker loop on fakes: the test drives it (presses, answers, speech ends, time) and reads what it did.
 public final class LoopRig: Sendable {

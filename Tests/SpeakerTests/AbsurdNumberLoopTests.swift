@@ -8,6 +8,7 @@ import LocalHoundify
 @testable import Assembly
 @testable import HoundifyAnswers
 import SpeakerCore
+import SpeakerRuntime
 import TestSupport
 import SpeakerTestKit
 import Testing

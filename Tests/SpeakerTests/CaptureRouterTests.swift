@@ -7,6 +7,7 @@ import Testing
 @testable import Audio
 import HotPhrase
 @testable import SpeakerCore
+@testable import SpeakerRuntime
 import Assembly
 import SpeakerTestKit
 

@@ -12,6 +12,7 @@ import Glibc
 import Logging
 import SpeakerConfig
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 import Timers

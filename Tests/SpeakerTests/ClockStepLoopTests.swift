@@ -3,6 +3,7 @@ import BoardCore
 import JSONKit
 import Testing
 @testable import SpeakerCore
+@testable import SpeakerRuntime
 import SpeakerTestKit
 import Timers
 

@@ -2,6 +2,7 @@ import AudioCore
 import BoardCore
 import JSONKit
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import BoardCore
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 

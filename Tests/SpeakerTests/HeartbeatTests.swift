@@ -3,6 +3,7 @@ import BoardCore
 import Synchronization
 import Testing
 @testable import SpeakerCore
+@testable import SpeakerRuntime
 import SpeakerTestKit
 
 /// The watchdog's heartbeat (systemd WATCHDOG=1) must prove the loop itself turns, not just that a timer fires.

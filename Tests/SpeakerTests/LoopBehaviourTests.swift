@@ -3,6 +3,7 @@ import BoardCore
 import Logging
 import Testing
 @testable import SpeakerCore
+@testable import SpeakerRuntime
 import SpeakerTestKit
 
 /// The loop's behaviour on fakes and a manual clock: no ALSA, curl or espeak-ng, no waiting on real time. Each

@@ -2,6 +2,7 @@ import BoardCore
 import FoundationEssentials
 @testable import Assembly
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 

@@ -3,6 +3,7 @@ import Control
 import JSONKit
 import Logging
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 import Timers

@@ -9,6 +9,7 @@ import Testing
 import HotPhrase
 @testable import LocalHoundify
 @testable import SpeakerCore
+@testable import SpeakerRuntime
 import Assembly
 import HoundifyAnswers
 @testable import Speech

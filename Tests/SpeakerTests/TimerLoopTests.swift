@@ -2,6 +2,7 @@ import AudioCore
 import BoardCore
 import Testing
 @testable import SpeakerCore
+@testable import SpeakerRuntime
 import SpeakerTestKit
 import Timers
 

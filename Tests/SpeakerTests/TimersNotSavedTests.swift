@@ -5,6 +5,7 @@ import JSONKit
 import Logging
 @testable import Assembly
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 import Timers

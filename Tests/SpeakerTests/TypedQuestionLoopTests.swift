@@ -1,6 +1,7 @@
 import AudioCore
 import BoardCore
 import SpeakerCore
+import SpeakerRuntime
 import SpeakerTestKit
 import Testing
 import Timers

@@ -1,3 +1,4 @@
+import SpeakerCore
 import Logging
 import Platform
 import Synchronization

@@ -1,3 +1,4 @@
+public import SpeakerCore
 public import AudioCore
 import BoardCore
 public import Logging
@@ -249,14 +250,4 @@ final class Shared<Value: Sendable>: Sendable {
     init(_ initial: Value) { value = Mutex(initial) }
 }
 
-extension ActionOutcome {
-    /// A timer or alarm command's outcome, in the terms of Houndify's branches.
-    init(_ outcome: TimerOutcome) {
-        if outcome.succeeded {
-            let count = outcome.changes.count + outcome.alarmChanges.count
-            self.init(count > 0 ? .changed(count) : .told, sentence: outcome.sentence)
-        } else {
-            self.init(outcome.matchedNothing ? .noMatch : .failed, sentence: outcome.sentence)
-        }
-    }
-}
+extension SpeakerLoop: ControlledSpeaker {}

@@ -1,3 +1,4 @@
+public import SpeakerCore
 import Synchronization
 
 /// Keeps the loop's activity as it comes (an observer) and lets async callers wait for one that matches: the

@@ -1,3 +1,4 @@
+import SpeakerCore
 import AudioCore
 import BoardCore
 import Logging

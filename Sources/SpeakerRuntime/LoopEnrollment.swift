@@ -1,3 +1,4 @@
+public import SpeakerCore
 import BoardCore
 import Logging
 import Synchronization
