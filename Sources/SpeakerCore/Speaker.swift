@@ -1,10 +1,14 @@
+public import AudioCore
+public import BoardCore
+public import JSONKit
 public import Timers
 
-/// The speaker's decisions, with no I/O (issue #38, "The loop carries out effects; the core decides"): the state
-/// machine, the timers and alarms, the screen's dimming, whether the always-on microphone delivers audio, and the
-/// outcome of the last client action, in one value. `step` takes an input and the time it is handled at and returns
-/// what to do; `SpeakerLoop` only carries that out through the ports and reports back what the ports said
-/// (`.timersSaved`, `.screenLightFailed`, `.volumeChanged`, `.microphone`).
+/// The speaker's decisions, with no I/O: the state machine, the timers and alarms, the screen's dimming, whether the
+/// always-on microphone delivers audio, the network check's back-off, which false wakes are kept, the words of a
+/// client action's outcome and an answer's `final`, in one value. `step` takes an input and the time it is handled
+/// at and returns what to do, in one closed set of effects (`Effect`) that the loop (SpeakerRuntime) carries out
+/// through the ports, reporting back what the ports said (`.timersSaved`, `.screenLightFailed`, `.volumeChanged`,
+/// `.microphone`, `.networkChecked`).
 ///
 /// Each fact has one owner here: "a timer is running / in its last minute" is the book's, passed on to the machine
 /// (whose LEDs show it) only when it changes; "something is ringing" is the machine's ringing state over the
@@ -71,14 +75,55 @@ public struct Speaker: Sendable {
         case screenLightFailed
         /// What the always-on microphone said of itself.
         case microphone(MicrophoneEvent)
-        /// How the volume command asked for by `.machine(.volume)` went (it needs the device).
-        case volumeChanged(ActionOutcome)
+        /// How the volume command asked for by `.volume` went: the output's level after it, or why it failed.
+        case volumeChanged(VolumeAction, Result<VolumeLevel, DeviceProblem>)
+        /// Whether the light check of the service (`.checkNetwork`) found it answering.
+        case networkChecked(Bool)
     }
 
+    /// Everything the loop carries out, and nothing it does not: every case is one it acts on. The machine's own
+    /// effects reach the loop as these (`effect(_:)`), except those carried out here on the timer book.
     public enum Effect: Sendable, Equatable {
-        /// One of the machine's effects for the loop to carry out (never `.timer`, `.alarm` or `.stopRinging`,
-        /// which are carried out here on the book).
-        case machine(SpeakerEffect)
+        /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked).
+        case startSearch(preRoll: Bool)
+        /// Start a text search for a typed question (`id` as in `SpeakerEvent.textQuery`).
+        case startTextSearch(String, id: Int = 0)
+        /// A typed question is not asked now, and why.
+        case refuseQuestion(id: Int, query: String, reason: String)
+        /// Forget the conversation state.
+        case clearConversation
+        /// End the upload; the search goes on to its answer.
+        case endAudio
+        /// The microphone stops feeding the question; its upload is left open (`SpeakerEffect.stopRecording`).
+        case stopRecording
+        case cancelSearch
+        case speak(Utterance)
+        case stopSpeaking
+        case playEarcon(Earcon)
+        case leds(LEDState)
+        /// Carry out a volume command on the output; the loop reports the level as `.volumeChanged`.
+        case volume(VolumeAction)
+        /// Start an owner's command (not waited for).
+        case runCommand(String)
+        /// Release (true) or take back (false) the microphone, and remember the choice across restarts.
+        case setMicrophoneMuted(Bool)
+        /// Arms the watchdog for `ms`; its expiry comes back as `.watchdog(generation:)`.
+        case armWatchdog(generation: Int, ms: Int)
+        case disarmWatchdog
+        case stateChanged(from: SpeakerState, to: SpeakerState)
+        /// Speech is off: the answer is printed/logged instead.
+        case show(Utterance)
+        case stopped
+        /// The detector keeps the wake that just turned out false as one of the household's negatives.
+        case keepFalseWake
+        /// The detector sets the answered wake aside (`SpeakerEffect.holdAnsweredWake`).
+        case holdAnsweredWake
+        /// The detector may learn the wake set aside (`SpeakerEffect.answeredWake`).
+        case answeredWake
+        /// An answer's `final`, told now: Houndify's words (`answer`), and what the speaker did itself (`done`).
+        case final(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "")
+        /// An answer's `final` whose words the speaker chooses itself: told with the next words said or shown.
+        case finalWithNextWords(transcript: String, done: String)
         /// Save the book; the loop reports the result as `.timersSaved` before it carries out the next effect.
         case saveTimers(TimerBook, TimersSave)
         case tell(SpeakerActivity)
@@ -89,6 +134,8 @@ public struct Speaker: Sendable {
         case armTimerTick(Duration?)
         case armTimersSaveRetry(Duration?)
         case armScreenIdle(Duration?)
+        /// The light check of the service while offline, after this long (`.networkChecked` brings its result).
+        case armNetworkCheck(Duration?)
         /// Sets the screen to `percent`, through the backlight if `backlight`; the loop tells `.screen` either way.
         case setScreen(percent: Int, backlight: Bool)
     }
@@ -111,6 +158,18 @@ public struct Speaker: Sendable {
     /// What stops a question under way when the event of the last step does (`dropReason(_:watchdogExpired:settings:)`),
     /// in words for whoever typed it: the loop tells it with the question's `.dropped`.
     public private(set) var dropReason = ""
+    /// The wait before the light check of the service now armed (nil: none is): offline, it is checked after
+    /// `networkCheckFirst`, then less often, up to `networkCheckLongest`, until it answers.
+    public private(set) var networkCheckDelay: Duration?
+    /// When the latest hot-phrase wake started its question (for `FalseWake.kept`).
+    private var lastWake: BootTime?
+
+    /// Offline, the service is checked this long after the failure, then at twice the last wait, up to the longest:
+    /// back within seconds after a blink, and no more than a request a minute through a long outage.
+    public static let networkCheckFirst = Duration.seconds(5)
+    public static let networkCheckLongest = Duration.seconds(60)
+    /// Said when a volume command could not reach the output.
+    public static let volumeFailed = "Sorry, I couldn't change the volume."
 
     /// Said after the confirmation of a timer or alarm set that could not be saved: it rings in this run, but the
     /// person must not believe it would survive a restart (issue #34: "Your soup timer is set", then gone).
@@ -170,9 +229,10 @@ public struct Speaker: Sendable {
             let expired = machine.state
             dropReason = Self.dropReason(.watchdog(generation: generation), watchdogExpired: expired, settings: settings.machine)
             return [.tell(.watchdogExpired(expired, limitMS: settings.machine.limitMS(in: expired)))] + handle(.watchdog(generation: generation), now: now)
+                + watchNetwork()
         case .event(let event):
             dropReason = Self.dropReason(event, watchdogExpired: nil, settings: settings.machine)
-            return handle(event, now: now)
+            return Self.announced(event) + handle(event, now: now) + watchNetwork()
         case .timersDue:
             let changes = timers.due(now: now.reading.boot)
             let alarms = timers.alarmsDue(now: now.reading.wall, calendar: now.calendar,
@@ -229,9 +289,86 @@ public struct Speaker: Sendable {
             case .overrun: break
             }
             return []
-        case .volumeChanged(let outcome):
-            lastActionOutcome = outcome
-            return []
+        case .volumeChanged(let action, .success(let level)):
+            lastActionOutcome = ActionOutcome(.changed(1), sentence: Self.volumeSentence(action, level))
+            return [.tell(.volume(level.percent, soundOff: level.soundOff))]
+        case .volumeChanged(_, .failure(let problem)):
+            lastActionOutcome = ActionOutcome(.failed, sentence: Self.volumeFailed)
+            return [.tell(.deviceProblem(problem))]
+        case .networkChecked(true):
+            networkCheckDelay = nil
+            return handle(.networkBack, now: now)
+        case .networkChecked(false):
+            // Not yet: checked again, less often, for as long as the speaker is offline.
+            guard machine.offline, let delay = networkCheckDelay else {
+                networkCheckDelay = nil
+                return []
+            }
+            let next = min(delay * 2, Self.networkCheckLongest)
+            networkCheckDelay = next
+            return [.armNetworkCheck(next)]
+        }
+    }
+
+    /// The words after a volume change: the level it is now at (said at that level).
+    static func volumeSentence(_ action: VolumeAction, _ level: VolumeLevel) -> String {
+        if case .mute(true) = action { return "Sound off." }
+        return "Volume \(level.percent)."
+    }
+
+    /// "What's your IP address": the first two, read out digit group by digit group.
+    public static func ipAddressSentence(_ addresses: [String]) -> String {
+        guard !addresses.isEmpty else { return "I don't have a network address." }
+        let spoken = addresses.prefix(2).map { $0.split(separator: ".").joined(separator: " dot ") }
+        return "My IP address is \(spoken.joined(separator: ", and "))."
+    }
+
+    /// The words for the last client action (Houndify's for the branch it took, or the speaker's own), and the
+    /// conversation state to keep with them: Houndify's next answer depends on what the speaker really did.
+    public func actionReply(_ responses: ActionResponses?) -> (text: String, conversationState: JSONValue?) {
+        guard let outcome = lastActionOutcome else { return ("Sorry, something went wrong.", nil) }
+        let (text, branch) = outcome.reply(from: responses)
+        return (text, branch?.conversationState ?? responses?.conversationState)
+    }
+
+    /// Offline (a search could not reach the service) with no check armed: the first is armed. The offline
+    /// pattern and a screen's "No internet" then go when the service answers, not only after the next question.
+    private mutating func watchNetwork() -> [Effect] {
+        guard machine.offline, networkCheckDelay == nil else { return [] }
+        networkCheckDelay = Self.networkCheckFirst
+        return [.armNetworkCheck(Self.networkCheckFirst)]
+    }
+
+    /// The activities an event itself stands for (a press, a transcript, an answer's `final`); state changes and
+    /// the rest come from the machine's effects.
+    public static func announced(_ event: SpeakerEvent) -> [Effect] {
+        switch event {
+        case .partialTranscript(let text): [.tell(.partialTranscript(text))]
+        case .answer(let answer): final(of: answer)
+        case .talk, .hold, .press: [.tell(.button(.talk))]
+        case .endTalk: [.tell(.button(.endTalk))]
+        case .cancel: [.tell(.button(.cancel))]
+        case .tapEnded: [.tell(.button(.release))]
+        case .hotPhrase: [.tell(.hotPhrase)]
+        case .stopPhrase: [.tell(.stopPhrase)]
+        default: []
+        }
+    }
+
+    /// An answer's `final`: what the speaker does itself is told as it does it, so what a client action or a local
+    /// command makes it say is told with those words, not Houndify's words for it.
+    private static func final(of answer: SpeakerAnswer) -> [Effect] {
+        let transcript = answer.transcript
+        switch (answer.action, answer.localCommand) {
+        case (nil, nil):
+            let display: [Effect] = answer.display.map { [.tell(.display($0))] } ?? []
+            return display + [.final(transcript: transcript, answer: answer.text, houndifyVoice: answer.voice != nil)]
+        case (.run(let command)?, _): return [.final(transcript: transcript, answer: answer.text, done: "ran \"\(command)\"")]
+        case (.muteMicrophone?, _): return [.final(transcript: transcript, answer: answer.text, done: "muted the microphone")]
+        case (nil, .stop?): return [.final(transcript: transcript, answer: "", done: "stopped")]
+        case (nil, .volumeUp?): return [.finalWithNextWords(transcript: transcript, done: "turned the volume up")]
+        case (nil, .volumeDown?): return [.finalWithNextWords(transcript: transcript, done: "turned the volume down")]
+        case (nil, .ipAddress?), (.timer?, _), (.alarm?, _), (.volume?, _): return [.finalWithNextWords(transcript: transcript, done: "")]
         }
     }
 
@@ -261,9 +398,36 @@ public struct Speaker: Sendable {
                 effects += timersChanged(stopped, alarms: alarms, now: now)
             case .setMicrophoneMuted(true):
                 microphoneUp = false  // the loop stops the always-on microphone
-                effects.append(.machine(effect))
-            default:
-                effects.append(.machine(effect))
+                effects.append(.setMicrophoneMuted(true))
+            case .startSearch(let preRoll):
+                if preRoll { lastWake = now.reading.boot }
+                effects.append(.startSearch(preRoll: preRoll))
+            case .falseWake(let wake):
+                // Seconds on the monotonic clock, whole milliseconds: a difference of two readings, never NaN.
+                let since = lastWake.map { now.reading.boot - $0 }
+                if let since, FalseWake.kept(wake, sinceWake: .milliseconds(Saturating.int(since * 1000, in: 0...Int(Int32.max)))) {
+                    effects.append(.keepFalseWake)
+                }
+            case .startTextSearch(let query, let id): effects.append(.startTextSearch(query, id: id))
+            case .refuseQuestion(let id, let query, let reason): effects.append(.refuseQuestion(id: id, query: query, reason: reason))
+            case .clearConversation: effects.append(.clearConversation)
+            case .endAudio: effects.append(.endAudio)
+            case .stopRecording: effects.append(.stopRecording)
+            case .cancelSearch: effects.append(.cancelSearch)
+            case .speak(let utterance): effects.append(.speak(utterance))
+            case .stopSpeaking: effects.append(.stopSpeaking)
+            case .playEarcon(let earcon): effects.append(.playEarcon(earcon))
+            case .leds(let leds): effects.append(.leds(leds))
+            case .volume(let action): effects.append(.volume(action))
+            case .runCommand(let command): effects.append(.runCommand(command))
+            case .setMicrophoneMuted(false): effects.append(.setMicrophoneMuted(false))
+            case .armWatchdog(let generation, let ms): effects.append(.armWatchdog(generation: generation, ms: ms))
+            case .disarmWatchdog: effects.append(.disarmWatchdog)
+            case .stateChanged(let from, let to): effects.append(.stateChanged(from: from, to: to))
+            case .show(let utterance): effects.append(.show(utterance))
+            case .stopped: effects.append(.stopped)
+            case .holdAnsweredWake: effects.append(.holdAnsweredWake)
+            case .answeredWake: effects.append(.answeredWake)
             }
         }
         // The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for,

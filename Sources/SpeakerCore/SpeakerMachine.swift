@@ -57,6 +57,16 @@ public enum VolumeAction: Sendable, Equatable {
     case mute(Bool)
 }
 
+/// The output's level as the volume control reports it after a change.
+public struct VolumeLevel: Sendable, Equatable {
+    public var percent: Int
+    public var soundOff: Bool
+    public init(percent: Int, soundOff: Bool = false) {
+        self.percent = percent
+        self.soundOff = soundOff
+    }
+}
+
 /// One branch of a dynamic response: what to say and the conversation state that goes with it.
 public struct DynamicReply: Sendable, Equatable {
     public var text: String
@@ -154,7 +164,11 @@ extension ActionOutcome {
 
 /// The answer to a query, reduced to what the speaker acts on.
 public struct SpeakerAnswer: Sendable, Equatable {
-    public var transcript: String
+    public var transcript: String {
+        didSet { localCommand = LocalCommand.match(transcript) }
+    }
+    /// What the transcript asks of the speaker itself, matched once, when the transcript is set.
+    public private(set) var localCommand: LocalCommand?
     public var text: String
     public var autoListen: Bool
     /// A command for the speaker to carry out before it speaks.
@@ -174,6 +188,7 @@ public struct SpeakerAnswer: Sendable, Equatable {
         self.voice = voice
         self.display = display
         self.transcript = transcript
+        localCommand = LocalCommand.match(transcript)
         self.text = text
         self.autoListen = autoListen
         self.action = action
@@ -211,7 +226,6 @@ public enum Utterance: Sendable, Equatable {
     /// Houndify's own voice saying `text` (played as it is; `text` is for the log and the screen).
     case recorded(MonoAudio, text: String)
     case ipAddress
-    case volume
     /// How the last client action (`.timer`, `.alarm`, `.volume`) went, in Houndify's words for that branch when
     /// it gave some.
     case actionOutcome(ActionResponses?)
@@ -316,7 +330,6 @@ public enum SpeakerEffect: Sendable, Equatable {
     case stopSpeaking
     case playEarcon(Earcon)
     case leds(LEDState)
-    case changeVolume(up: Bool)
     /// Carry out a timer command on the loop's timer list (and keep its outcome for `.timerOutcome`).
     case timer(TimerAction)
     /// The same for an alarm command.
@@ -779,13 +792,13 @@ public struct SpeakerMachine: Sendable {
             // Houndify heard no words after the hot phrase (a noise ended the recording): a false wake, as above.
             return [.falseWake(.heardNothing), .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        switch LocalCommand.match(answer.transcript) {
+        switch answer.localCommand {
         case .stop?:
             return leave(to: .ready) + [.leds(.ready)]
         case .volumeUp?:
-            return [.changeVolume(up: true)] + say(.volume)
+            return [.volume(.step(up: true))] + say(.actionOutcome(nil))
         case .volumeDown?:
-            return [.changeVolume(up: false)] + say(.volume)
+            return [.volume(.step(up: false))] + say(.actionOutcome(nil))
         case .ipAddress?:
             return say(.ipAddress)
         case nil:

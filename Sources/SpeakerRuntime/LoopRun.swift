@@ -21,16 +21,15 @@ struct LoopRun {
     /// The microphone opened for one question (no hot phrase), or for good (listening for the hot phrase).
     var questionMicrophone: (any MicrophoneStream)?
     var alwaysOnMicrophone: (any MicrophoneStream)?
-    /// When the latest hot-phrase wake started its question (for `FalseWake.kept`).
-    var lastWake: ContinuousClock.Instant?
     var timings: InteractionTimings?
     /// The `final` of an answer whose words the speaker chooses itself (a client action's outcome, the volume,
     /// the IP address): told with those words, once they are known (`tellPendingFinal`).
     var pendingFinal: (transcript: String, done: String)?
     /// The typed question whose search is under way, when someone waits for it (its id is not 0).
     var question: (id: Int, query: String)?
-    /// The wait before the network check now armed or under way (nil: none is).
-    var networkCheckDelay: Duration?
+    /// What carrying out an effect made the core decide (a told activity that woke the screen, a save's result):
+    /// carried out next, before the effects after it.
+    var followUps: [Speaker.Effect] = []
     /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
     var enrolling: Enrolling?
     var enrollmentCount = 0
@@ -103,14 +102,19 @@ struct LoopRun {
                 continue
             }
             if enrollmentInput(input, in: &group) { continue }
-            guard let core = take(input) else { continue }
+            guard let core = take(input) else {
+                if perform([], in: &group) { break inputs }  // what telling it made the core decide
+                continue
+            }
             guard case .event(let event) = core else {
                 // Not for the machine (a timer due, the screen's quiet time): the core decides, the loop does.
                 if step(core, in: &group) { break inputs }
                 continue
             }
-            announce(event)
-            if enrollmentTakes(event, in: &group) { continue }
+            if enrollmentTakes(event, in: &group) {
+                if perform(Speaker.announced(event), in: &group) { break inputs }
+                continue
+            }
             if handle(event, in: &group) { break inputs }
             if event == .started {
                 beat()
@@ -150,11 +154,7 @@ struct LoopRun {
 
     /// Hands an event to the core and carries out what it decides. True when the loop must end.
     private mutating func handle(_ event: SpeakerEvent, in group: inout DiscardingTaskGroup) -> Bool {
-        let effects = step(core: .event(event))
-        followSound()
-        if perform(effects, in: &group) { return true }
-        watchNetwork()
-        return false
+        step(.event(event), in: &group)
     }
 
     /// Hands an input to the core and carries out what it decides. True when the loop must end.
@@ -170,8 +170,12 @@ struct LoopRun {
     /// must end.
     private mutating func perform(_ effects: [Speaker.Effect], in group: inout DiscardingTaskGroup) -> Bool {
         var reports: [SpeakerEvent] = []
-        for effect in effects {
+        var queue = followUps[...] + effects
+        followUps = []
+        while let effect = queue.popFirst() {
             if perform(effect, reports: &reports, in: &group) { return true }
+            queue = followUps[...] + queue
+            followUps = []
         }
         for event in reports {
             if handle(event, in: &group) { return true }
@@ -198,7 +202,7 @@ struct LoopRun {
             if let problem { tell(.deviceProblem(DeviceProblem(problem))) }
             return .event(event)
         case .microphone(let event):
-            _ = step(core: .microphone(event))  // nothing to carry out
+            followUps += step(core: .microphone(event))
             tell(.microphone(event))
             return nil
         case .heartbeat:
@@ -226,31 +230,11 @@ struct LoopRun {
         case .checkNetwork:
             return nil  // run() starts the check
         case .networkChecked(let answers):
-            if answers {
-                networkCheckDelay = nil
-                logger.notice("Houndify answers again: no longer offline")
-                return .event(.networkBack)
-            }
-            // Not yet: checked again, less often, for as long as the speaker is offline.
-            guard speaker.machine.offline, let delay = networkCheckDelay else {
-                networkCheckDelay = nil
-                return nil
-            }
-            let next = min(delay * 2, SpeakerLoop.networkCheckLongest)
-            networkCheckDelay = next
-            networkCheck.schedule(after: next)
-            return nil
+            if answers && speaker.machine.offline { logger.notice("Houndify answers again: no longer offline") }
+            return .networkChecked(answers)
         case .timerTick:
             return .timerTick
         }
-    }
-
-    /// Offline (a search could not reach the service) with no check armed: the first is armed. The offline
-    /// pattern and a screen's "No internet" then go when the service answers, not only after the next question.
-    private mutating func watchNetwork() {
-        guard speaker.machine.offline, networkCheckDelay == nil else { return }
-        networkCheckDelay = SpeakerLoop.networkCheckFirst
-        networkCheck.schedule(after: SpeakerLoop.networkCheckFirst)
     }
 
     /// One heartbeat, and the next one armed (only after this one was taken: at most one waits in the queue).
@@ -281,37 +265,6 @@ struct LoopRun {
             tell(.searchFailed(error))
             questionFailed(error)
             return .searchFailed(error.failure)
-        }
-    }
-
-    /// The activities an event itself stands for (a press, a transcript); state changes and the rest come from
-    /// the effects.
-    private mutating func announce(_ event: SpeakerEvent) {
-        switch event {
-        case .partialTranscript(let text): tell(.partialTranscript(text))
-        case .answer(let answer):
-            // What the speaker does itself is told as it does it: what a client action or a local command makes it
-            // say is known once it is done (`tellPendingFinal`), not Houndify's words for it.
-            let transcript = answer.transcript
-            func later(_ done: String) { pendingFinal = (transcript, done) }
-            switch (answer.action, LocalCommand.match(transcript)) {
-            case (nil, nil):
-                if let display = answer.display { tell(.display(display)) }
-                tellFinal(transcript: transcript, answer: answer.text, houndifyVoice: answer.voice != nil)
-            case (.run(let command)?, _): tellFinal(transcript: transcript, answer: answer.text, done: "ran \"\(command)\"")
-            case (.muteMicrophone?, _): tellFinal(transcript: transcript, answer: answer.text, done: "muted the microphone")
-            case (nil, .stop?): tellFinal(transcript: transcript, answer: "", done: "stopped")
-            case (nil, .volumeUp?): later("turned the volume up")
-            case (nil, .volumeDown?): later("turned the volume down")
-            case (nil, .ipAddress?), (.timer?, _), (.alarm?, _), (.volume?, _): later("")
-            }
-        case .talk, .hold, .press: tell(.button(.talk))
-        case .endTalk: tell(.button(.endTalk))
-        case .cancel: tell(.button(.cancel))
-        case .tapEnded: tell(.button(.release))
-        case .hotPhrase: tell(.hotPhrase)
-        case .stopPhrase: tell(.stopPhrase)
-        default: break
         }
     }
 
@@ -354,7 +307,7 @@ struct LoopRun {
         }
         loop.published.withLock { $0.record(activity) }
         for observer in loop.observers { observer(activity) }
-        if activity.wakesScreen { carryOut(step(core: .wakeScreen)) }
+        if activity.wakesScreen { followUps += step(core: .wakeScreen) }
     }
 
     private mutating func setScreen(percent: Int, backlight: Bool) {
@@ -364,61 +317,44 @@ struct LoopRun {
                 try light.set(percent: percent)
                 lit = true
             } catch {
-                carryOut(step(core: .screenLightFailed))
+                followUps += step(core: .screenLightFailed)
                 tell(.deviceProblem(DeviceProblem("\(error.message); the screen's page dims its own picture instead")))
             }
         }
         tell(.screen(SpeakerActivity.Screen(dimmed: percent < 100, percent: percent, backlight: lit)))
     }
 
-    /// Carries out one of the core's effects; returns true when the loop must end.
-    private mutating func perform(_ effect: Speaker.Effect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
-        guard case .machine(let effect) = effect else {
-            carryOut([effect])
-            return false
-        }
-        return perform(effect, reports: &reports, in: &group)
-    }
-
-    /// Carries out the core's own effects (all but the machine's, `perform`).
-    private mutating func carryOut(_ effects: [Speaker.Effect]) {
-        for effect in effects {
-            switch effect {
-            case .machine:
-                // Speaker.step gives none for the inputs `step(_:)` takes (SpeakerStepTests.everyCoreInputInEveryState).
-                assertionFailure("a machine effect outside the loop's task group")
-                logger.error("internal error: an effect of the state machine came where only the core's own were expected; ignored")
-            case .saveTimers(let book, let save):
-                carryOut(saveTimers(book, save))
-            case .tell(let activity):
-                tell(activity)
-            case .soundOn:
-                // A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
-                guard ports.volume.soundOff else { break }
-                do throws(DeviceProblem) {
-                    try ports.volume.setSoundOff(false)
-                    tell(.volume(ports.volume.percent, soundOff: false))
-                } catch { tell(.deviceProblem(error)) }
-            case .armTimerAlarm(let after): arm(timerAlarm, after)
-            case .armTimerTick(let after): arm(timerTick, after)
-            case .armTimersSaveRetry(let after): arm(timersSaveRetry, after)
-            case .armScreenIdle(let after): arm(screenIdle, after)
-            case .setScreen(let percent, let backlight):
-                setScreen(percent: percent, backlight: backlight)
-            }
-        }
-    }
-
     private func arm(_ timer: any LoopTimer, _ after: Duration?) {
         if let after { timer.schedule(after: after) } else { timer.disarm() }
     }
 
-    /// Carries out one of the machine's effects, adding to `reports` what the machine must hear of it; returns true
+    /// Carries out one of the core's effects, adding to `reports` what the machine must hear of it; returns true
     /// when the loop must end.
-    private mutating func perform(_ effect: SpeakerEffect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
+    private mutating func perform(_ effect: Speaker.Effect, reports: inout [SpeakerEvent], in group: inout DiscardingTaskGroup) -> Bool {
         switch effect {
+        case .saveTimers(let book, let save):
+            followUps += saveTimers(book, save)
+        case .tell(let activity):
+            tell(activity)
+        case .soundOn:
+            // A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
+            guard ports.volume.soundOff else { break }
+            do throws(DeviceProblem) {
+                try ports.volume.setSoundOff(false)
+                tell(.volume(ports.volume.percent, soundOff: false))
+            } catch { tell(.deviceProblem(error)) }
+        case .armTimerAlarm(let after): arm(timerAlarm, after)
+        case .armTimerTick(let after): arm(timerTick, after)
+        case .armTimersSaveRetry(let after): arm(timersSaveRetry, after)
+        case .armScreenIdle(let after): arm(screenIdle, after)
+        case .armNetworkCheck(let after): arm(networkCheck, after)
+        case .setScreen(let percent, let backlight):
+            setScreen(percent: percent, backlight: backlight)
+        case .final(let transcript, let answer, let houndifyVoice, let done):
+            tellFinal(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done)
+        case .finalWithNextWords(let transcript, let done):
+            pendingFinal = (transcript, done)
         case .startSearch(let preRoll):
-            if preRoll { lastWake = ports.clock.now }
             if let failure = startSearch(preRoll: preRoll, in: &group) { reports.append(.searchFailed(failure)) }
         case .startTextSearch(let query, let id):
             if id != 0 {
@@ -476,8 +412,6 @@ struct LoopRun {
         case .leds(let leds):
             ports.board?.show(leds)
             tell(.leds(leds))
-        case .changeVolume(let up):
-            do throws(DeviceProblem) { tell(.volume(try ports.volume.step(up: up))) } catch { tell(.deviceProblem(error)) }
         case .runCommand(let command):
             guard let commands = ports.commands else {
                 tell(.deviceProblem(DeviceProblem("command \"\(command)\": this speaker runs no commands")))
@@ -493,9 +427,7 @@ struct LoopRun {
                 }
             }
         case .volume(let action):
-            carryOut(step(core: .volumeChanged(changeVolume(action))))
-        case .timer, .alarm, .stopRinging:
-            break  // carried out on the book by the core (Speaker), which never passes them on
+            followUps += step(core: .volumeChanged(action, changeVolume(action)))
         case .setMicrophoneMuted(let on):
             setMicrophoneMuted(on)
         case .armWatchdog(let generation, let ms):
@@ -513,11 +445,9 @@ struct LoopRun {
             tellPendingFinal(words)
             tell(.answerShown(words))
         case .stopped:
-            shutDown()
+            shutDown(in: &group)
             return true
-        case .falseWake(let wake):
-            let now = ports.clock.now
-            guard let woke = lastWake, FalseWake.kept(wake, sinceWake: now - woke) else { break }
+        case .keepFalseWake:
             ports.hotPhrase?.keepFalseWake()
         case .holdAnsweredWake:
             ports.hotPhrase?.holdAnsweredWake()
@@ -615,26 +545,18 @@ struct LoopRun {
 
     private func render(_ utterance: Utterance) -> String {
         switch utterance {
-        case .text(let text): text
-        case .recorded(_, let text): text
-        case .volume: "Volume \(ports.volume.percent)."
-        case .ipAddress: SpeakerLoop.ipAddressSentence(ports.system.ipAddresses())
+        case .text(let text): return text
+        case .recorded(_, let text): return text
+        case .ipAddress: return Speaker.ipAddressSentence(ports.system.ipAddresses())
         case .actionOutcome(let responses):
-            actionSentence(responses)
+            let (text, kept) = speaker.actionReply(responses)
+            if let kept { ports.search.keepConversation(kept) }
+            return text
         }
     }
 
-    /// The words for the last client action, and the conversation state of the branch it took (kept here, as the
-    /// words are chosen: Houndify's next answer depends on what the speaker really did).
-    private func actionSentence(_ responses: ActionResponses?) -> String {
-        guard let outcome = speaker.lastActionOutcome else { return "Sorry, something went wrong." }
-        let (text, branch) = outcome.reply(from: responses)
-        if let kept = branch?.conversationState ?? responses?.conversationState { ports.search.keepConversation(kept) }
-        return text
-    }
-
-    /// Carries out a volume command; the sentence says the new level (said at that level).
-    private mutating func changeVolume(_ action: VolumeAction) -> ActionOutcome {
+    /// Carries out a volume command on the output: its level after, or why it could not be changed.
+    private func changeVolume(_ action: VolumeAction) -> Result<VolumeLevel, DeviceProblem> {
         let volume = ports.volume
         do throws(DeviceProblem) {
             switch action {
@@ -644,13 +566,8 @@ struct LoopRun {
             case .to(let percent): _ = try volume.set(percent)
             case .mute(let off): try volume.setSoundOff(off)
             }
-        } catch {
-            tell(.deviceProblem(error))
-            return ActionOutcome(.failed, sentence: "Sorry, I couldn't change the volume.")
-        }
-        tell(.volume(volume.percent, soundOff: volume.soundOff))
-        if case .mute(true) = action { return ActionOutcome(.changed(1), sentence: "Sound off.") }
-        return ActionOutcome(.changed(1), sentence: "Volume \(volume.percent).")
+        } catch { return .failure(error) }
+        return .success(VolumeLevel(percent: volume.percent, soundOff: volume.soundOff))
     }
 
     /// Mute releases the always-on microphone (the device is closed, not just ignored); unmute opens it again.
@@ -724,7 +641,7 @@ struct LoopRun {
         tell(.timings(finished))
     }
 
-    private mutating func shutDown() {
+    private mutating func shutDown(in group: inout DiscardingTaskGroup) {
         router.detach()
         replaceWatchdog(with: nil)
         pulse.disarm()
@@ -732,7 +649,7 @@ struct LoopRun {
         timerTick.disarm()
         // The time left as it is now, for a reboot (a clean stop: `reboot`, an upgrade): not the last minute's.
         let book = speaker.timers
-        if book.anyRunning { carryOut(saveTimers(book, Speaker.TimersSave())) }
+        if book.anyRunning { _ = perform(saveTimers(book, Speaker.TimersSave()), in: &group) }
         timersSaveRetry.disarm()
         search?.cancel()
         search = nil

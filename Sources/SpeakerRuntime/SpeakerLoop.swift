@@ -95,10 +95,6 @@ public final class SpeakerLoop: Sendable {
 
     /// How many interactions and states are remembered.
     public static let historyLimit = 1000
-    /// Offline, the service is checked this long after the failure, then at twice the last wait, up to the longest:
-    /// back within seconds after a blink, and no more than a request a minute through a long outage.
-    public static let networkCheckFirst = Duration.seconds(5)
-    public static let networkCheckLongest = Duration.seconds(60)
 
     /// The last completed interactions' timings, oldest first (for the benchmark and tests).
     public var interactions: [InteractionTimings] { history.withLock { $0 } }
@@ -230,18 +226,10 @@ public final class SpeakerLoop: Sendable {
         return (core, startup)
     }
 
-
     /// Said after the confirmation of a timer or alarm set that could not be saved (Speaker.setButNotSaved).
     public static let setButNotSaved = Speaker.setButNotSaved
     /// The same for any other change (Speaker.changedButNotSaved).
     public static let changedButNotSaved = Speaker.changedButNotSaved
-
-    /// "What's your IP address": the first two, read out digit group by digit group.
-    static func ipAddressSentence(_ addresses: [String]) -> String {
-        guard !addresses.isEmpty else { return "I don't have a network address." }
-        let spoken = addresses.prefix(2).map { $0.split(separator: ".").joined(separator: " dot ") }
-        return "My IP address is \(spoken.joined(separator: ", and "))."
-    }
 }
 
 /// A Mutex that closures can share (a Mutex itself cannot be copied into one).

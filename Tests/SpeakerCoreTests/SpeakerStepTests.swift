@@ -56,8 +56,15 @@ struct CoreRig {
     }
 }
 
-func machineEffects(_ effects: [Speaker.Effect]) -> [SpeakerEffect] {
-    effects.compactMap { if case .machine(let effect) = $0 { effect } else { nil } }
+/// The effects that come from the machine: all but the core's own (saves, activities, its timers, the screen).
+func machineEffects(_ effects: [Speaker.Effect]) -> [Speaker.Effect] {
+    effects.filter {
+        switch $0 {
+        case .saveTimers, .tell, .soundOn, .armTimerAlarm, .armTimerTick, .armTimersSaveRetry, .armScreenIdle, .armNetworkCheck,
+             .setScreen, .final, .finalWithNextWords: false
+        default: true
+        }
+    }
 }
 
 func told(_ effects: [Speaker.Effect]) -> [SpeakerActivity] {
@@ -74,7 +81,8 @@ let coreInputs: [Speaker.Input] = [
     .timersSaved(DeviceProblem("timers: disk full"), .init(afterChange: true, caveat: Speaker.setButNotSaved)),
     .timersRestored(changes: [], alarms: [], ringing: false), .wakeScreen, .screenIdle, .screenLightFailed,
     .microphone(.opened(device: "default", rate: 16_000, channels: 1)), .microphone(.lost("unplugged")), .microphone(.overrun),
-    .microphone(.recovered), .microphone(.stopped), .volumeChanged(ActionOutcome(.changed(1), sentence: "Volume 40.")),
+    .microphone(.recovered), .microphone(.stopped), .volumeChanged(.to(40), .success(VolumeLevel(percent: 40))),
+    .volumeChanged(.step(up: true), .failure(DeviceProblem("mixer: card 1 is gone"))), .networkChecked(true), .networkChecked(false),
 ]
 
 @Suite struct SpeakerStepTests {
@@ -85,8 +93,8 @@ let coreInputs: [Speaker.Input] = [
 
     // MARK: Every state, every input of the core's own
 
-    /// With no timer set, none of the core's own inputs changes the state; the screen's, a save's result and
-    /// the light's failure never ask anything of the machine (the loop carries them out outside its task group).
+    /// With no timer set, none of the core's own inputs changes the state; the screen's, a save's result, the
+    /// light's failure and a volume change's report never ask anything of the machine: they say what a port did.
     @Test(arguments: SpeakerState.allCases)
     func everyCoreInputInEveryState(state: SpeakerState) {
         for input in coreInputs {
@@ -125,7 +133,7 @@ let coreInputs: [Speaker.Input] = [
         #expect(book.timers.map(\.name) == ["pasta"])
         // Saved and armed first, told after; the sentence comes once the save's result is in (its caveat).
         let save = Speaker.Effect.saveTimers(book, .init(afterChange: true, caveat: Speaker.setButNotSaved))
-        let speak = Speaker.Effect.machine(.speak(.actionOutcome(Self.setTimer(600, said: "Pasta timer, ten minutes, starting now.").responses)))
+        let speak = Speaker.Effect.speak(.actionOutcome(Self.setTimer(600, said: "Pasta timer, ten minutes, starting now.").responses))
         #expect(set.firstIndex(of: save).map { $0 < set.firstIndex(of: speak)! } == true)
         #expect(set.contains(.armTimerAlarm(.seconds(600))) && set.contains(.armTimerTick(.seconds(60))))
         #expect(timerEvents(set) == [.set])
