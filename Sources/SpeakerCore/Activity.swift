@@ -394,6 +394,7 @@ public struct SpeakerSnapshot: Sendable, Equatable {
         case .answerShown(let text): answer = text
         case .searchFailed(let error): problem = error.failure.sentence
         case .leds(let leds): self.leds = leds
+        case .enrollment(let progress): enrollment = progress
         default: break
         }
         displayJustTold = if case .display = activity { true } else { false }

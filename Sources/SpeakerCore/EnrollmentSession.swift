@@ -129,7 +129,7 @@ public enum EnrollmentInput: Sendable, Equatable {
 /// refused for three to be accepted, it ends and keeps nothing. Pure: the driver (the speaker's loop, or
 /// `hound-speaker enroll` on its own) carries out the effects and reports back with inputs. An input that does
 /// not belong to the current step (a late `.captured`, a second `.start`) changes nothing.
-public struct EnrollmentSession: Sendable {
+public struct EnrollmentSession: Sendable, Equatable {
     public static let takesNeeded = 3
     public static let maxAttempts = 5
 

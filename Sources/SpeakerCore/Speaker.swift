@@ -24,6 +24,11 @@ public struct Speaker: Sendable {
         public var backlight = false
         /// The timers are kept in a store (`SpeakerPorts.timerStore`), saved at every change.
         public var keepsTimers = false
+        /// The speaker listens for the hot phrase and has the household's side (`SpeakerPorts.enrollment`): it can
+        /// learn voices.
+        public var canEnroll = false
+        /// The microphone's device, as errors name it.
+        public var microphoneDevice = "default"
         public init() {}
     }
 
@@ -79,6 +84,9 @@ public struct Speaker: Sendable {
         case volumeChanged(VolumeAction, Result<VolumeLevel, DeviceProblem>)
         /// Whether the light check of the service (`.checkNetwork`) found it answering.
         case networkChecked(Bool)
+        /// Start a spoken enrollment of `phrase` (nil: `defaultPhrase`, the model's), unless the household's side
+        /// is `unavailable` (and why); `fromButton`: the button's set-up hold, whose refusal is said aloud.
+        case startEnrollment(phrase: String?, defaultPhrase: String, unavailable: String?, fromButton: Bool)
     }
 
     /// Everything the loop carries out, and nothing it does not: every case is one it acts on. The machine's own
@@ -124,6 +132,22 @@ public struct Speaker: Sendable {
         case final(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "")
         /// An answer's `final` whose words the speaker chooses itself: told with the next words said or shown.
         case finalWithNextWords(transcript: String, done: String)
+        /// The answer to `.startEnrollment`: the session's first progress, or why it cannot start.
+        case enrollmentAnswer(Result<EnrollmentProgress, DeviceProblem>)
+        /// Enrollment `id` starts: the hot phrase is not listened for, the microphone's frames go to its takes.
+        case startEnrolling(id: Int)
+        /// Say `words` for enrollment `id` (0: no session); their end comes back as `.enrollment(id:, .spoken)`.
+        case sayForEnrollment(String, id: Int)
+        /// Record one take; it comes back as `.enrollment(id:, .captured)`, its samples kept by the loop.
+        case startTake(id: Int)
+        case stopTake
+        /// Check the take recorded last; the verdict comes back as `.enrollment(id:, ...)`.
+        case checkTake(id: Int, phrase: String)
+        /// Keep the accepted takes; the result comes back as `.enrollment(id:, .saved)` or `.saveFailed`.
+        case saveTakes(id: Int, phrase: String)
+        case discardTakes
+        /// Enrollment `id` is over and its words said: the hot phrase is listened for again.
+        case endEnrolling(id: Int)
         /// Save the book; the loop reports the result as `.timersSaved` before it carries out the next effect.
         case saveTimers(TimerBook, TimersSave)
         case tell(SpeakerActivity)
@@ -288,7 +312,16 @@ public struct Speaker: Sendable {
             case .lost, .stopped: microphoneUp = false
             case .overrun: break
             }
+            // No frames, no take (the recorder's wait is counted in frames): the session ends rather than waits.
+            if case .lost(let why) = event, machine.enrollment != nil {
+                return handle(.enrollment(id: machine.enrollmentID, .abort("the microphone was lost: \(why)")), now: now)
+            }
             return []
+        case .startEnrollment(let phrase, let defaultPhrase, let unavailable, let fromButton):
+            // Spaces around and between the words are not part of the phrase (Household compares phrases so too).
+            let text = phrase.map { $0.split(whereSeparator: \.isWhitespace).joined(separator: " ") } ?? defaultPhrase
+            let refusal = enrollmentRefusal(unavailable: unavailable)
+            return handle(.enroll(phrase: text, refusal: refusal, fromButton: fromButton), now: now)
         case .volumeChanged(let action, .success(let level)):
             lastActionOutcome = ActionOutcome(.changed(1), sentence: Self.volumeSentence(action, level))
             return [.tell(.volume(level.percent, soundOff: level.soundOff))]
@@ -331,6 +364,19 @@ public struct Speaker: Sendable {
         return (text, branch?.conversationState ?? responses?.conversationState)
     }
 
+    /// Why a spoken enrollment cannot start now (nil: it can).
+    private func enrollmentRefusal(unavailable: String?) -> String? {
+        guard settings.canEnroll else {
+            return "this speaker cannot learn voices: it does not listen for the hot phrase ([hotphrase] enabled = false)"
+        }
+        if let unavailable { return unavailable }
+        if machine.enrollment != nil { return "an enrollment is under way already (ctl stop ends it)" }
+        if machine.muted { return "the microphone is muted: unmute it to enroll" }
+        if machine.state != .ready { return "the speaker is busy (\(machine.state.rawValue)): enroll when it is ready" }
+        if !microphoneUp { return "microphone \(settings.microphoneDevice) is not available: nothing to record" }
+        return nil
+    }
+
     /// Offline (a search could not reach the service) with no check armed: the first is armed. The offline
     /// pattern and a screen's "No internet" then go when the service answers, not only after the next question.
     private mutating func watchNetwork() -> [Effect] {
@@ -341,7 +387,7 @@ public struct Speaker: Sendable {
 
     /// The activities an event itself stands for (a press, a transcript, an answer's `final`); state changes and
     /// the rest come from the machine's effects.
-    public static func announced(_ event: SpeakerEvent) -> [Effect] {
+    static func announced(_ event: SpeakerEvent) -> [Effect] {
         switch event {
         case .partialTranscript(let text): [.tell(.partialTranscript(text))]
         case .answer(let answer): final(of: answer)
@@ -428,6 +474,16 @@ public struct Speaker: Sendable {
             case .stopped: effects.append(.stopped)
             case .holdAnsweredWake: effects.append(.holdAnsweredWake)
             case .answeredWake: effects.append(.answeredWake)
+            case .enrollmentAnswer(let answer): effects.append(.enrollmentAnswer(answer))
+            case .startEnrolling(let id): effects.append(.startEnrolling(id: id))
+            case .sayForEnrollment(let words, let id): effects.append(.sayForEnrollment(words, id: id))
+            case .startTake(let id): effects.append(.startTake(id: id))
+            case .stopTake: effects.append(.stopTake)
+            case .checkTake(let id, let phrase): effects.append(.checkTake(id: id, phrase: phrase))
+            case .saveTakes(let id, let phrase): effects.append(.saveTakes(id: id, phrase: phrase))
+            case .discardTakes: effects.append(.discardTakes)
+            case .enrollmentProgress(let progress): effects.append(.tell(.enrollment(progress)))
+            case .endEnrolling(let id): effects.append(.endEnrolling(id: id))
             }
         }
         // The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for,

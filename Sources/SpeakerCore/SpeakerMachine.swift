@@ -5,9 +5,10 @@ public import Timers
 
 /// The speaker's states, as the Hound SDK names them (docs/houndify-protocol.md, "Speaker states"): none (not
 /// listening), ready (waiting for the button or the hot phrase), recording (streaming the question), searching
-/// (waiting for the answer), speaking; and one of the speaker's own: ringing (a timer has gone off).
+/// (waiting for the answer), speaking; and two of the speaker's own: ringing (a timer has gone off) and enrolling
+/// (a spoken enrollment is learning a voice, docs/household.md).
 public enum SpeakerState: String, Sendable, CaseIterable {
-    case none, ready, recording, searching, speaking, ringing
+    case none, ready, recording, searching, speaking, ringing, enrolling
 }
 
 /// What went wrong with a search, as the person is told it.
@@ -296,6 +297,13 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// Houndify answered the light check the loop makes while the speaker is offline: the offline pattern (and a
     /// screen's "No internet") goes without waiting for the next question.
     case networkBack
+    /// Start a spoken enrollment of `phrase` (`ctl enroll`, or the button's set-up hold: `fromButton`), unless
+    /// `refusal` says why it cannot start (the core's `Speaker` decides that: it knows the microphone and the
+    /// household's side). The asker is answered with `.enrollmentAnswer` either way.
+    case enroll(phrase: String, refusal: String?, fromButton: Bool)
+    /// To enrollment `id`'s session: its words said, a take recorded, a verdict, a save (a late report of a session
+    /// that has ended changes nothing).
+    case enrollment(id: Int, EnrollmentInput)
     case shutdown
 }
 
@@ -360,6 +368,24 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// The answer to the wake set aside, if one was spoken, was heard to the end: the detector may learn that
     /// wake (`HotPhraseDetecting.keepAnsweredWake`).
     case answeredWake
+    /// The answer to `.enroll`: the session's first progress, or why it cannot start.
+    case enrollmentAnswer(Result<EnrollmentProgress, DeviceProblem>)
+    /// Enrollment `id` starts: the hot phrase is not listened for, the microphone's frames go to its takes.
+    case startEnrolling(id: Int)
+    /// Say `words` for enrollment `id` (0: for no session); their end comes back as `.enrollment(id:, .spoken)`.
+    case sayForEnrollment(String, id: Int)
+    /// Record one take for enrollment `id`; it comes back as `.enrollment(id:, .captured)`.
+    case startTake(id: Int)
+    case stopTake
+    /// Check the take recorded last against `phrase`; the verdict comes back as `.enrollment(id:, ...)`.
+    case checkTake(id: Int, phrase: String)
+    /// Keep the accepted takes; the result comes back as `.enrollment(id:, .saved)` or `.saveFailed`.
+    case saveTakes(id: Int, phrase: String)
+    /// Drop the takes held: nothing is kept.
+    case discardTakes
+    case enrollmentProgress(EnrollmentProgress)
+    /// Enrollment `id` is over and its words said: the hot phrase is listened for again.
+    case endEnrolling(id: Int)
 }
 
 /// How a hot-phrase wake turned out false (issue #37, "The household's own false wakes").
@@ -401,6 +427,8 @@ public struct SpeakerMachine: Sendable {
         public var speakingLimitMS = 60_000
         /// A timer that nobody stops rings this long, then stops by itself.
         public var ringingLimitMS = 15 * 60_000
+        /// A spoken enrollment ends by itself after this long (five takes and their prompts take about one minute).
+        public var enrollingLimitMS = 4 * 60_000
         /// Follow-up mode: after each answer the microphone reopens (once the answer has played to its end) for
         /// another question; silence, "stop" or "thank you" ends it without a word.
         public var followUp = false
@@ -435,6 +463,8 @@ public struct SpeakerMachine: Sendable {
         /// the detector to learn from (`answeredWake`), stopped, it is not.
         case speaking(reopen: Reopen, learn: Bool = false)
         case ringing
+        /// A spoken enrollment: its session, which the machine drives.
+        case enrolling(EnrollmentSession)
 
         // Not inlined: Swift 6.2's optimizer, built with assertions as Debian's swiftlang is, ended the borrow of
         // the stored phase before this switch once inlined into `handle` and stopped on an ownership error.
@@ -447,6 +477,7 @@ public struct SpeakerMachine: Sendable {
             case .searching: .searching
             case .speaking: .speaking
             case .ringing: .ringing
+            case .enrolling: .enrolling
             }
             }
         }
@@ -485,6 +516,17 @@ public struct SpeakerMachine: Sendable {
     public static let mutedSentence = "I'm muted. Double-press the button to unmute."
     /// The watchdog generation now armed (for tests and the loop).
     public private(set) var watchdogGeneration = 0
+    /// The number of the latest spoken enrollment (its reports carry it).
+    public private(set) var enrollmentID = 0
+    /// The enrollment whose last words are being said: the hot phrase waits for their end (`.endEnrolling`).
+    private var enrollmentWordsPending: Int?
+    /// Said when the button's set-up hold cannot start an enrollment (the log says why).
+    public static let cannotTeach = "I can't learn your voice right now."
+
+    /// The spoken enrollment under way, if any.
+    public var enrollment: EnrollmentSession? {
+        if case .enrolling(let session) = phase { session } else { nil }
+    }
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 
@@ -506,7 +548,7 @@ public struct SpeakerMachine: Sendable {
         }
         for effect in effects {
             switch effect {
-            case .playEarcon, .speak: soundsPlaying += 1
+            case .playEarcon, .speak, .sayForEnrollment: soundsPlaying += 1
             default: break
             }
         }
@@ -515,6 +557,28 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
         switch (phase, event) {
+        case (_, .enrollment(let id, .spoken)):
+            // The end of words said for an enrollment (its own, or the set-up hold's "I can't"): one sound less.
+            soundsPlaying = max(0, soundsPlaying - 1)
+            if enrollmentWordsPending == id {
+                enrollmentWordsPending = nil
+                return [.endEnrolling(id: id)]
+            }
+            return enrollment != nil && id == enrollmentID ? drive(.spoken) : []
+        case (_, .enroll(_, let refusal?, let fromButton)):
+            // The person at the button has no screen to read: why it cannot start is said (over a quiet speaker).
+            let say: [SpeakerEffect] = fromButton && state == .ready ? [.sayForEnrollment(Self.cannotTeach, id: 0)] : []
+            return [.enrollmentAnswer(.failure(DeviceProblem(refusal)))] + say
+        case (.ready, .enroll(let phrase, nil, _)):
+            return startEnrollment(phrase)
+        case (_, .enroll(_, nil, _)):
+            let why = enrollment != nil ? "an enrollment is under way already (ctl stop ends it)"
+                : "the speaker is busy (\(state.rawValue)): enroll when it is ready"
+            return [.enrollmentAnswer(.failure(DeviceProblem(why)))]
+        case (.enrolling, _):
+            return whileEnrolling(event)
+        case (_, .enrollment):
+            return []  // a late report of a session that has ended
         case (.none, .started):
             return leave(to: .ready) + [.leds(readyLEDs)]  // muted, when it starts muted
         case (.none, .shutdown):
@@ -681,8 +745,130 @@ public struct SpeakerMachine: Sendable {
         }
     }
 
-    /// The LEDs of a ready speaker (also what a spoken enrollment leaves them at).
-    public var readyLEDs: LEDState {
+    // MARK: Spoken enrollment
+
+    private mutating func startEnrollment(_ phrase: String) -> [SpeakerEffect] {
+        enrollmentID += 1
+        enrollmentWordsPending = nil
+        let session = EnrollmentSession(phrase: phrase)
+        let entered = enter(.enrolling(session)) + [.startEnrolling(id: enrollmentID)]
+        let started = drive(.start)
+        return [.enrollmentAnswer(.success(enrollment?.progress ?? session.progress))] + entered + started
+    }
+
+    /// While a session runs, the button, the listen command, the hot phrase and "stop" end it and do nothing else;
+    /// what needs the speaker (a timer going off, a typed question, an announcement, mute, shutdown) ends it and
+    /// goes on as usual; the rest (a volume or timer command, the network back, a late search report) leaves it be.
+    private mutating func whileEnrolling(_ event: SpeakerEvent) -> [SpeakerEffect] {
+        switch event {
+        case .enrollment(let id, let input):
+            return id == enrollmentID ? drive(input) : []
+        case .talk, .hold, .press, .listen, .hotPhrase:
+            return drive(.abort("stopped by the button"))
+        case .cancel, .stopPhrase:
+            return drive(.abort("stopped (a long press, or the stop command)"))
+        case .watchdog(let generation):
+            guard generation == watchdogGeneration else { return [] }
+            // Saving is past stopping (the takes are on their way to the file): a store that never answers fails it.
+            let minutes = settings.enrollingLimitMS / 60_000
+            return enrollment?.step == .saving ? drive(.saveFailed("no answer from the household's store within \(minutes) min"))
+                : drive(.abort("it took longer than \(minutes) min"))
+        case .speechEnded(let end), .soundEnded(let end):
+            return soundEnded(end)
+        case .tapEnded, .endTalk, .started, .partialTranscript, .endOfSpeech, .noSpeech, .answer, .searchFailed:
+            return []  // the end of the press that stopped it, or a search's late report
+        case .enroll:
+            return [.enrollmentAnswer(.failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")))]
+        case .timersRunning, .networkBack, .clearConversation:
+            return besideEnrollment(event)
+        case .carryOut(.muteMicrophone):
+            return endEnrollment(for: event)
+        case .carryOut:
+            return besideEnrollment(event)
+        case .setMuted(let on) where on == muted:
+            return []
+        case .timerDue, .textQuery, .announce, .toggleMute, .setMuted, .shutdown:
+            return endEnrollment(for: event)
+        }
+    }
+
+    /// An event that leaves the session running: handled as in ready, the session kept, its LEDs too.
+    private mutating func besideEnrollment(_ event: SpeakerEvent) -> [SpeakerEffect] {
+        let kept = phase
+        phase = .ready
+        let effects = transition(event)
+        phase = kept
+        return effects.filter { if case .leds = $0 { false } else { true } }
+    }
+
+    /// Ends the session for `event`, then handles the event as usual. While saving it cannot be stopped: the event
+    /// waits or is refused, and mute or shutdown happen at once.
+    private mutating func endEnrollment(for event: SpeakerEvent) -> [SpeakerEffect] {
+        let ended = drive(.abort("stopped: \(Speaker.dropReason(event, watchdogExpired: nil, settings: settings))"))
+        guard enrollment != nil else { return ended + transition(event) }
+        switch event {
+        case .shutdown:
+            return [.discardTakes] + leave(to: .none) + [.endEnrolling(id: enrollmentID), .leds(.off), .stopped]
+        case .timerDue:
+            ringPending = true
+            return []
+        case .textQuery(let query, let id):
+            return [.refuseQuestion(id: id, query: query, reason: "the speaker is saving a voice; ask again in a moment")]
+        case .toggleMute:
+            return muteWhileSaving(!muted)
+        case .setMuted(let on):
+            return muteWhileSaving(on)
+        case .carryOut(.muteMicrophone):
+            return muteWhileSaving(true)
+        default:
+            return besideEnrollment(event)  // an announcement waits for ready
+        }
+    }
+
+    private mutating func muteWhileSaving(_ on: Bool) -> [SpeakerEffect] {
+        muted = on
+        return [.setMicrophoneMuted(on), .playEarcon(on ? .muteOn : .muteOff)]
+    }
+
+    /// Hands `input` to the session and turns what it asks into the machine's effects, its LEDs decided here.
+    private mutating func drive(_ input: EnrollmentInput) -> [SpeakerEffect] {
+        guard case .enrolling(var session) = phase else { return [] }
+        let asked = session.handle(input)
+        phase = .enrolling(session)
+        let id = enrollmentID
+        var effects: [SpeakerEffect] = []
+        var saying = false
+        for effect in asked {
+            switch effect {
+            case .say(let words):
+                effects.append(.sayForEnrollment(words, id: id))
+                saying = true
+            case .stopSpeaking: effects.append(.stopSpeaking)
+            case .startCapture: effects.append(.startTake(id: id))
+            case .stopCapture: effects.append(.stopTake)
+            case .checkTake: effects.append(.checkTake(id: id, phrase: session.phrase))
+            case .show(let progress):
+                effects.append(.enrollmentProgress(progress))
+                switch progress.step {
+                case .prompting: effects.append(.leds(.speaking))
+                case .listening: effects.append(.leds(.listening))
+                case .checking, .saving: effects.append(.leds(.searching))
+                case .done, .failed, .aborted: break
+                }
+            case .save: effects.append(.saveTakes(id: id, phrase: session.phrase))
+            case .discard: effects.append(.discardTakes)
+            case .finished:
+                // Its last words ("Done. I know your voice now.") are the speaker's own sound: the hot phrase waits for
+                // their end.
+                if saying { enrollmentWordsPending = id }
+                effects += leave(to: .ready) + (saying ? [] : [.endEnrolling(id: id)]) + [.leds(readyLEDs)]
+            }
+        }
+        return effects
+    }
+
+    /// The LEDs of a ready speaker.
+    var readyLEDs: LEDState {
         outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? (timerLastMinute ? .timerEnding : .timer) : .ready
     }
 
@@ -696,7 +882,7 @@ public struct SpeakerMachine: Sendable {
         case .recording, .searching: effects = [.cancelSearch]
         case .speaking: effects = [.stopSpeaking]
         case .ringing: effects = [.stopSpeaking, .stopRinging]
-        case .ready, .none: break
+        case .ready, .none, .enrolling: break  // an enrollment has ended before (endEnrollment)
         }
         effects += [.setMicrophoneMuted(on), .playEarcon(on ? .muteOn : .muteOff)]
         if state != .ready { effects += leave(to: .ready) }
@@ -717,7 +903,7 @@ public struct SpeakerMachine: Sendable {
             "a timer or alarm is ringing; stop it first (the button, or the stop command)"
         case .none:
             "the speaker is not running"
-        case .ready, .recording, .speaking:
+        case .ready, .recording, .speaking, .enrolling:
             nil
         }
     }
@@ -729,7 +915,7 @@ public struct SpeakerMachine: Sendable {
         case .recording, .searching: effects = [.cancelSearch]
         case .speaking: effects = [.stopSpeaking]
         case .ringing: effects = [.stopSpeaking, .stopRinging]
-        case .ready, .none: effects = []
+        case .ready, .none, .enrolling: effects = []
         }
         return effects + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching), .startTextSearch(query, id: id)]
     }
@@ -829,7 +1015,7 @@ public struct SpeakerMachine: Sendable {
         switch state {
         case .recording, .searching: effects = [.cancelSearch] + (wokenByHotPhrase ? [.falseWake(.cancelled)] : [])
         case .speaking, .ringing: effects = [.stopSpeaking]
-        case .ready, .none: return []
+        case .ready, .none, .enrolling: return []
         }
         return effects + [.playEarcon(.cancel)] + leave(to: .ready) + [.leds(readyLEDs)]
     }
@@ -873,6 +1059,7 @@ extension SpeakerMachine.Settings {
         case .recording: recordingLimitMS
         case .searching: searchingLimitMS
         case .ringing: ringingLimitMS
+        case .enrolling: enrollingLimitMS
         default: speakingLimitMS
         }
     }

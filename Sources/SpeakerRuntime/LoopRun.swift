@@ -30,9 +30,10 @@ struct LoopRun {
     /// What carrying out an effect made the core decide (a told activity that woke the screen, a save's result):
     /// carried out next, before the effects after it.
     var followUps: [Speaker.Effect] = []
-    /// The spoken enrollment under way (LoopEnrollment.swift), and the last one's progress for the status.
-    var enrolling: Enrolling?
-    var enrollmentCount = 0
+    /// Who waits for the answer to `ctl enroll` (LoopEnrollment.swift), answered within the step that starts it.
+    var enrollmentReply: CheckedContinuation<Result<EnrollmentProgress, DeviceProblem>, Never>?
+    /// The take recorded last for a spoken enrollment, until the core has it checked.
+    var take: (id: Int, samples: [Int16])?
 
     private let pulse: any LoopTimer
     /// Set for the moment the next timer is due.
@@ -101,18 +102,13 @@ struct LoopRun {
                 group.addTask { [continuation, search = ports.search] in continuation.yield(.networkChecked(await search.reachable())) }
                 continue
             }
-            if enrollmentInput(input, in: &group) { continue }
-            guard let core = take(input) else {
+            guard let core = enrollmentInput(input) ?? take(input) else {
                 if perform([], in: &group) { break inputs }  // what telling it made the core decide
                 continue
             }
             guard case .event(let event) = core else {
                 // Not for the machine (a timer due, the screen's quiet time): the core decides, the loop does.
                 if step(core, in: &group) { break inputs }
-                continue
-            }
-            if enrollmentTakes(event, in: &group) {
-                if perform(Speaker.announced(event), in: &group) { break inputs }
                 continue
             }
             if handle(event, in: &group) { break inputs }
@@ -223,7 +219,7 @@ struct LoopRun {
         case .retryTimersSave:
             return .retryTimersSave
         case .startEnrollment, .enrollFromButton, .enrollment, .takeRecorded:
-            return nil  // enrollmentInput's
+            return nil  // enrollmentInput's (run() asks it first)
         case .barrier(let waiting):
             waiting.resume()
             return nil
@@ -354,6 +350,19 @@ struct LoopRun {
             tellFinal(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done)
         case .finalWithNextWords(let transcript, let done):
             pendingFinal = (transcript, done)
+        case .enrollmentAnswer(let answer): answerEnrollment(answer)
+        case .startEnrolling(let id): router.startEnrolling(id)
+        case .sayForEnrollment(let words, let id): sayForEnrollment(words, id: id, in: &group)
+        case .startTake(let id):
+            take = nil
+            router.startTake(id: id)
+        case .stopTake: router.stopTake()
+        case .checkTake(let id, let phrase): checkTake(id: id, phrase: phrase)
+        case .saveTakes(let id, let phrase): saveTakes(id: id, phrase: phrase)
+        case .discardTakes:
+            take = nil
+            ports.enrollment?.discard()
+        case .endEnrolling(let id): router.endEnrolling(id)
         case .startSearch(let preRoll):
             if let failure = startSearch(preRoll: preRoll, in: &group) { reports.append(.searchFailed(failure)) }
         case .startTextSearch(let query, let id):

@@ -128,6 +128,8 @@ public final class SpeakerLoop: Sendable {
         core.screen = settings.screen
         core.backlight = ports.screen != nil
         core.keepsTimers = ports.timerStore != nil
+        core.canEnroll = ports.enrollment != nil && ports.hotPhrase != nil
+        core.microphoneDevice = ports.microphone.device
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
         // none, the API answering before the file was read). What they lead to waits for the start.

@@ -15,6 +15,7 @@ func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()
     case .searching: _ = m.handle(.talk); _ = m.handle(.endOfSpeech)
     case .speaking: _ = m.handle(.talk); _ = m.handle(.endOfSpeech); _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
     case .ringing: _ = m.handle(.timerDue)
+    case .enrolling: _ = m.handle(.enroll(phrase: "OK Hound", refusal: nil, fromButton: false))
     case .none: break
     }
     #expect(m.state == state)
@@ -33,6 +34,8 @@ let allEvents: [SpeakerEvent] = [
     .timerDue, .timersRunning(true), .timersRunning(true, lastMinute: true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
     .listen, .textQuery("what time is it"), .announce("Dinner is ready."), .carryOut(.volume(.to(30))), .carryOut(.muteMicrophone),
     .carryOut(.timer(.cancel(.all))), .clearConversation, .networkBack,
+    .enroll(phrase: "hey kitchen", refusal: nil, fromButton: false), .enroll(phrase: "OK Hound", refusal: "the microphone is muted", fromButton: true),
+    .enrollment(id: 1, .spoken), .enrollment(id: 1, .abort("stopped by the test")), .enrollment(id: 99, .captured),
 ]
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
@@ -42,7 +45,12 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     if state != .none && (event == .toggleMute || event == .setMuted(true) || event == .carryOut(.muteMicrophone)) { return .ready }
     // A typed question cuts no one off: refused while a person asks one (recording, searching) or a timer rings;
     // otherwise searched at once, over an answer being spoken too.
-    if case .textQuery = event { return state == .ready || state == .speaking ? .searching : state }
+    // A spoken enrollment is ended for it, as for anything that needs the speaker.
+    if case .textQuery = event { return state == .ready || state == .speaking || state == .enrolling ? .searching : state }
+    // An enrollment starts only in ready, and only when nothing refused it; its reports reach only its session.
+    if case .enroll(_, let refusal, _) = event { return state == .ready && refusal == nil ? .enrolling : state }
+    if case .enrollment(let id, let input) = event, state == .enrolling, id == 1, case .abort = input { return .ready }
+    if case .enrollment = event { return state }
     // The control API's listen is a tap, except that over an answer it asks the next question.
     if event == .listen { return state == .speaking ? .recording : expectedNext(state, .talk) }
     // A hold-to-talk press is a press, but for what happens while it is held (HoldToTalkTests).
@@ -81,6 +89,13 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         case .talk, .press, .cancel, .hotPhrase, .stopPhrase, .endTalk: return .ready  // a press stops the ringing
         default: return .ringing
         }
+    case .enrolling:
+        switch event {
+        case .talk, .press, .cancel, .hotPhrase, .stopPhrase: return .ready  // stopped, and nothing else
+        case .timerDue: return .ringing  // ended, then it rings
+        case .announce: return .speaking  // ended, then the announcement
+        default: return .enrolling
+        }
     }
 }
 
@@ -100,7 +115,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
                 // Busy states are always guarded; ready and none never are.
                 let armed = effects.contains { if case .armWatchdog = $0 { return true }; return false }
                 let disarmed = effects.contains(.disarmWatchdog)
-                if [.recording, .searching, .speaking, .ringing].contains(m.state) { #expect(armed, "\(before) + \(event)") } else { #expect(disarmed, "\(before) + \(event)") }
+                if [.recording, .searching, .speaking, .ringing, .enrolling].contains(m.state) { #expect(armed, "\(before) + \(event)") } else { #expect(disarmed, "\(before) + \(event)") }
             } else {
                 #expect(changes.isEmpty, "\(before) + \(event) announced a change it did not make")
             }

@@ -17,6 +17,7 @@ struct CoreRig {
     init(keepsTimers: Bool = false, backlight: Bool = false, dimAfter: Double = 120) {
         var settings = Speaker.Settings()
         settings.keepsTimers = keepsTimers
+        settings.canEnroll = true
         settings.backlight = backlight
         settings.screen.dimAfter = dimAfter
         settings.screen.dimLevel = 10
@@ -50,6 +51,9 @@ struct CoreRig {
             rig.step(.carryOut(.timer(.set(seconds: 1, name: ""))))
             rig.pass(1)
             rig.step(.timersDue)
+        case .enrolling:
+            rig.step(.microphone(.opened(device: "default", rate: 16_000, channels: 1)))
+            rig.step(.startEnrollment(phrase: nil, defaultPhrase: "OK Hound", unavailable: nil, fromButton: false))
         }
         #expect(rig.state == state)
         return rig
@@ -101,6 +105,11 @@ let coreInputs: [Speaker.Input] = [
             var rig = CoreRig.inState(state)
             let book = rig.speaker.timers
             let effects = rig.step(input)
+            // A microphone lost ends a spoken enrollment: no frames, no take.
+            if state == .enrolling, case .microphone(.lost) = input {
+                #expect(rig.state == .ready && rig.speaker.machine.enrollment == nil)
+                continue
+            }
             #expect(rig.state == state, "\(state) + \(input)")
             switch input {
             case .wakeScreen, .screenIdle, .screenLightFailed, .timersSaved, .microphone, .volumeChanged:
