@@ -47,7 +47,7 @@ if [ ! -x "$work/venv/bin/python" ]; then
     python3 -m venv "$work/venv"
     n19 "$work/venv/bin/pip" install -q $(pin tensorflow-cpu numpy scipy soundfile pyopen-wakeword)
 fi
-# the WPE front end (hotphrase/wpe.py, session 12), also into a venv made before it
+# the WPE front end (lab/hotphraselab/wpe.py, session 12), also into a venv made before it
 "$work/venv/bin/python" -c "import nara_wpe" 2>/dev/null || n19 "$work/venv/bin/pip" install -q $(pin nara_wpe)
 if [ ! -x "$work/venv-room/bin/python" ]; then
     step "venv (rooms)"

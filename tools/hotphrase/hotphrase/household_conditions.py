@@ -78,7 +78,7 @@ from . import cli
 from . import dataset as D
 from . import e1data
 from . import heldout
-from . import talker_gate
+from hotphraselab import talker_gate
 from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 
@@ -229,7 +229,7 @@ def warm_up_noise(bank, start, seconds, noise, x, tail, snr):
 def through_oracle(rendered, wanted, tail, oracle, where):
     """A rendering through the ideal gate (talker_gate.oracle at resolution `oracle`) that knows its wanted part,
     `wanted` laid out as render lays out a clip (LEAD samples before it, `tail` after), kept where `where` says."""
-    from .talker_gate import oracle as ideal
+    from hotphraselab.talker_gate import oracle as ideal
     speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(wanted, np.float32), np.zeros(tail, np.float32)])
     gated = np.clip(ideal(rendered, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
     return spliced(rendered, gated, where)
@@ -287,7 +287,7 @@ def stamped(audio, frontend, warm=None, enrol=None):
     `warm` (a warm-up or None per rendering), the front end runs over the warm-up first and on into the rendering,
     of which only the rendering is kept; with `enrol` (a conditioned gate: per rendering the enrollment's audio),
     the gate is enrolled on it first."""
-    from . import speex
+    from hotphraselab import speex
     fe = speex.make(frontend)
     if enrol is not None:
         out = []
@@ -370,7 +370,7 @@ def main(argv=None):
     a = ap.parse_args(argv)
     from .evaluate_format2 import embed_all, eval_banks
     rooms = read_rirs(a.rirs) if a.rirs else []
-    from . import speex
+    from hotphraselab import speex
     speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
     fe0 = speex.make(a.frontend)
     conditioned = bool(getattr(fe0, "conditioned", False))

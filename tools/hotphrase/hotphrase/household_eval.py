@@ -58,7 +58,7 @@ from . import cli
 from . import dataset as D
 from . import hpmfile
 from . import household as H
-from . import talker_gate as G
+from hotphraselab import talker_gate as G
 from .constants import EMB_DIM, SAMPLE_RATE, STEP_SECONDS
 from .errors import HotPhraseError
 from .negative_bank import default_public_dir, read_manifests
@@ -602,7 +602,7 @@ def clip_best(enrollments, scorers, clips):
 
 def write_candidates(path, word, meta, names, enrollments, scorers, clip_sets, sides, zs, bank_z):
     """Session 9 (--candidates-out): what a check of the voice after the templates' decision needs, for
-    hotphrase.speaker_check: the draws (takes, own clips, guests), each clip's best z and its step in every
+    hotphraselab.speaker_check: the draws (takes, own clips, guests), each clip's best z and its step in every
     condition (clip_sets {condition: [embeddings in names' order]}), and the candidate wakes at each z of zs on the
     negative sides (sides {name: (streams, what they are)})."""
     arrays = {"zs": np.array(zs, np.float32)}
@@ -1133,7 +1133,7 @@ def main(argv=None):
                          "accepts an hour on the test side at every z of the grid (needs --condition or --generic)")
     ap.add_argument("--candidates-out", default=None, metavar="NPZ",
                     help="session 9: write the clips' best z and steps in every condition and the negative sides' "
-                         "candidate wakes at each --candidate-z, for hotphrase.speaker_check (with --condition)")
+                         "candidate wakes at each --candidate-z, for hotphraselab.speaker_check (with --condition)")
     ap.add_argument("--candidate-z", nargs="+", type=float, default=[3.0, 4.0, 5.0, 5.9], metavar="Z")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
@@ -1145,7 +1145,7 @@ def main(argv=None):
         return merge(a.bank, a.merge)
     if a.merge_z_folds:
         return merge_z_folds(a.bank, a.merge_z_folds)
-    from . import speex
+    from hotphraselab import speex
     frontend = speex.parse_frontend(a.frontend)
     if a.no_test_side and (not a.no_threshold_side or a.test_npz or a.generic or a.z_sweep or a.candidates_out
                            or a.condition_test_side or a.write_threshold):

@@ -43,7 +43,7 @@ import numpy as np
 
 from . import cli
 from . import household as H
-from . import speex
+from hotphraselab import speex
 from .constants import EMB_DIM
 from .errors import HotPhraseError
 

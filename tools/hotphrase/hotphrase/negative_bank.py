@@ -122,7 +122,7 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=37)
     ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe")
     a = ap.parse_args(argv)
-    from . import speex
+    from hotphraselab import speex
     frontend = speex.parse_frontend(a.frontend)
     denoise = speex.make(frontend)
     public = a.public or default_public_dir()

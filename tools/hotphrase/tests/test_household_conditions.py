@@ -143,8 +143,8 @@ class WarmUp(unittest.TestCase):
     def test_the_front_end_hears_the_warm_up_first(self):
         import os
         import tempfile
-        from hotphrase import speex
-        from hotphrase import talker_gate as G
+        from hotphraselab import speex
+        from hotphraselab import talker_gate as G
         x = tone(6000)
         w = np.random.default_rng(5).standard_normal(8000).astype(np.float32) * 0.3
         rng, h, n = np.random.default_rng(3), 8, G.RESOLUTIONS["bands"]
@@ -169,7 +169,7 @@ class WarmUp(unittest.TestCase):
     def test_a_conditioned_gate_is_enrolled_per_rendering_and_refused_without_speakers(self):
         import os
         import tempfile
-        from hotphrase import speex
+        from hotphraselab import speex
         x = tone(6000)
         rng, h, n, dim = np.random.default_rng(3), 8, 40, 4
         weights = {"mean": np.zeros(n) - 12, "std": np.ones(n) * 3, "w_ih": rng.normal(0, 1, (3 * h, n + dim)),

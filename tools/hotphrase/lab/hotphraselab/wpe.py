@@ -23,7 +23,7 @@ The front end's name, as the command lines and cache keys spell it (speex.parse_
 """
 import numpy as np
 
-from .errors import HotPhraseError
+from hotphrase.errors import HotPhraseError
 
 SAMPLE_RATE = 16000
 SIZE = 512

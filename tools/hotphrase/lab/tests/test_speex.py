@@ -7,7 +7,7 @@ import unittest
 
 import numpy as np
 
-from hotphrase import speex
+from hotphraselab import speex
 from hotphrase.errors import HotPhraseError
 
 try:

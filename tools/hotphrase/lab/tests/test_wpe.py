@@ -6,7 +6,7 @@ from unittest import mock
 
 import numpy as np
 
-from hotphrase import speex, wpe
+from hotphraselab import speex, wpe
 from hotphrase.errors import HotPhraseError
 
 SR = 16000

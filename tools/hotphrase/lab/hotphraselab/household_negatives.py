@@ -1,7 +1,7 @@
 """The household's own false wakes kept as negatives (issue #37, part 2, session 7b): how fast the personal
 path's false wakes on real speech fall when every one of them is kept, and what that costs in misses.
 
-  python -m hotphrase.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
+  python -m hotphraselab.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
          --clips-dir C/clean [--condition NAME=C/NAME ...] --test-npz C/clean/e1_eval_*.npz ... \
          [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W [--cut peak]] [--cut-frames N] [--json OUT]
 
@@ -43,9 +43,9 @@ import os
 
 import numpy as np
 
-from . import household as H
-from .constants import STEP_SECONDS
-from .errors import HotPhraseError
+from hotphrase import household as H
+from hotphrase.constants import STEP_SECONDS
+from hotphrase.errors import HotPhraseError
 
 DOUBLE = "double"  # --cut-frames double: Household.addNegative's cut since session 8
 REFRACTORY_STEPS = 25  # 2 s of 80 ms steps (household_eval.REFRACTORY_STEPS, FusedDetector's refractorySamples)
@@ -352,8 +352,8 @@ def table(rep, word):
 
 
 def main(argv=None):
-    from . import cli
-    from . import household_eval as HE
+    from hotphrase import cli
+    from hotphrase import household_eval as HE
     from . import speex
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("--bank", required=True)

@@ -32,18 +32,18 @@ vector: the enrollment's frames through the same features, those within SPEAKER_
 spk_w (D x N) and spk_b (D), and the GRU's w_ih is 3H x (N + D); `Gate.enrol(samples)` sets the voice, and such a
 gate refuses to run before it is enrolled.
 
-  python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
+  python -m hotphraselab.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
 """
 import os
 import sys
 
 import numpy as np
 
-from . import cli
-from . import frontend
-from .constants import HOP, INT16_SCALE, NFFT, NMEL, WINDOW
-from .constants import SAMPLE_RATE as SR
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase import frontend
+from hotphrase.constants import HOP, INT16_SCALE, NFFT, NMEL, WINDOW
+from hotphrase.constants import SAMPLE_RATE as SR
+from hotphrase.errors import HotPhraseError
 
 POWER_FLOOR = 1e-7  # added to band powers before the log (float samples): about 90 dB under a full-scale band
 WEIGHT_KEYS = ("mean", "std", "w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "floor")
@@ -283,7 +283,7 @@ def main(argv=None):
     ap.add_argument("output")
     a = ap.parse_args(argv)
     import soundfile
-    from . import dataset as D
+    from hotphrase import dataset as D
     g = Gate(a.weights)
     y = g(np.clip(np.round(D.read_audio(a.input) * INT16_SCALE), -32768, 32767).astype(np.int16))
     soundfile.write(a.output, y, SR, subtype="PCM_16")

@@ -5,7 +5,7 @@ import unittest
 import numpy as np
 
 from hotphrase import household as H
-from hotphrase import household_template_rules as R
+from hotphraselab import household_template_rules as R
 from hotphrase.constants import EMB_DIM
 from hotphrase.errors import HotPhraseError
 

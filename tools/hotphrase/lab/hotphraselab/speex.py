@@ -22,7 +22,7 @@ import os
 
 import numpy as np
 
-from .errors import HotPhraseError
+from hotphrase.errors import HotPhraseError
 
 # speex/speex_preprocess.h
 SET_DENOISE = 0

@@ -8,7 +8,7 @@ import unittest
 
 import numpy as np
 
-from hotphrase import gtcrn, speex
+from hotphraselab import gtcrn, speex
 from hotphrase.errors import HotPhraseError
 
 SR = 16000
@@ -103,7 +103,7 @@ class Kept(unittest.TestCase):
         return s, (0.1 * n).astype(np.float32), slice(1000, 7000)  # noise above 4 kHz only: above the cut
 
     def test_unit_gain_keeps_everything(self):
-        from hotphrase import gtcrn_kept
+        from hotphraselab import gtcrn_kept
         s, n, span = self.parts()
         k, nk, before, after, lead = gtcrn_kept.kept(self.Gain(1.0, 1.0), s, n, span)
         self.assertAlmostEqual(k, 0.0, places=3)
@@ -112,7 +112,7 @@ class Kept(unittest.TestCase):
         self.assertAlmostEqual(before, after, places=3)
 
     def test_each_part_gets_its_own_bins_gain(self):
-        from hotphrase import gtcrn_kept
+        from hotphraselab import gtcrn_kept
         s, n, span = self.parts()
         k, nk, before, after, lead = gtcrn_kept.kept(self.Gain(0.5, 0.1), s, n, span)
         self.assertAlmostEqual(k, 20 * np.log10(0.5), delta=0.1)  # the tone: the low bins' gain
@@ -122,7 +122,7 @@ class Kept(unittest.TestCase):
 
     @unittest.skipUnless(HAVE_STFT, "needs scipy 1.12 or later (ShortTimeFFT)")
     def test_the_ideal_gate_keeps_the_tone_and_takes_the_noise_out(self):
-        from hotphrase import gtcrn_kept
+        from hotphraselab import gtcrn_kept
         s, n, span = self.parts()
         s = s.copy()
         s[:span.start] = 0  # nothing but the noise in the lead

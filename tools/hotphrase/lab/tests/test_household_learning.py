@@ -9,7 +9,7 @@ import numpy as np
 from hotphrase import household as H
 from hotphrase import household_conditions as HC
 from hotphrase import household_eval as HE
-from hotphrase import household_learning as HL
+from hotphraselab import household_learning as HL
 from hotphrase.constants import EMB_DIM
 
 

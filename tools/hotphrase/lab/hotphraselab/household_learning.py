@@ -2,10 +2,10 @@
 wakes strengthen the enrollment" (docs/household.md, "Answered wakes"; Household.learn in
 Sources/HotPhrase/Household.swift) does for a person heard across the room, measured as the speaker does it.
 
-  python -m hotphrase.household_learning --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
+  python -m hotphraselab.household_learning --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          --learn-in house-room=DIR house-room-snr10=DIR [--condition NAME=DIR ...] --test-npz NPZ ... [--json OUT]
          [--learn-through all|takes] [--wait STEPS] [--frontend FE]
-  python -m hotphrase.household_learning --tables OUT.json ...
+  python -m hotphraselab.household_learning --tables OUT.json ...
 
 - Enrollments: household_eval's, the same draws (--draws of 3 clean takes per speaker with at least 6 clips that
   pass the take checks, --seed; household_eval.enrollment_draws repeats its drawing exactly).
@@ -44,10 +44,11 @@ import sys
 
 import numpy as np
 
-from . import cli
-from . import household as H
+from hotphrase import cli
+from hotphrase import household as H
+from hotphrase.errors import HotPhraseError
+
 from . import speex
-from .errors import HotPhraseError
 
 LEARNED_KEPT = 4  # Household.learnedKept
 WAKE_FRAMES = H.MAX_TEMPLATE_FRAMES  # FusedDetector keeps the last Enrollment.maxFrames raw frames
@@ -208,7 +209,7 @@ def rendered_takes(metas, renderings, banks, embedder):
     rendered as each of `renderings` (household_eval.parse_variant; household_eval.each_rendering), its frames kept
     by the clean take's span (household.span_frames). -> ([E] lists of raw templates, in household_eval.Remedies'
     order: take by take, each take's renderings in turn; Counter of what was drawn)."""
-    from . import household_eval as HE
+    from hotphrase import household_eval as HE
     return HE.each_rendering(
         metas, renderings, banks,
         lambda y, span, n: np.asarray(H.span_frames(None, None, y, span, n, embedder)[0], np.float32))
@@ -376,8 +377,8 @@ def tables(reports):
 
 @cli.command
 def main(argv=None):
-    from . import household_eval as HE
-    from .constants import STEP_SECONDS
+    from hotphrase import household_eval as HE
+    from hotphrase.constants import STEP_SECONDS
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("--tables", nargs="+", metavar="REPORT.json", help="only print BENCHMARKS.md's tables of these")
     ap.add_argument("--bank")
