@@ -12,5 +12,5 @@ if ! "$py" -c "import numpy" 2>/dev/null; then
     exit 1
 fi
 # the product's tests, then the lab's (lab/test.sh)
-PYTHONPATH="$PWD/lab${PYTHONPATH:+:$PYTHONPATH}" PYTHONDONTWRITEBYTECODE=1 "$py" -m unittest discover -s tests "$@"
+PYTHONDONTWRITEBYTECODE=1 "$py" -m unittest discover -s tests "$@"
 PYTHON="$py" exec bash lab/test.sh "$@"

@@ -56,9 +56,9 @@ import numpy as np
 
 from . import cli
 from . import dataset as D
+from . import frontend_registry as FR
 from . import hpmfile
 from . import household as H
-from hotphraselab import talker_gate as G
 from .constants import EMB_DIM, SAMPLE_RATE, STEP_SECONDS
 from .errors import HotPhraseError
 from .negative_bank import default_public_dir, read_manifests
@@ -74,9 +74,9 @@ SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared
 
 class Embedder:
     """The TFLite speech_embedding with household's t_k (the Swift detector's report). With a front end
-    (speex.make: int16 -> int16) every call first runs it over exactly the samples embedded, from their start (a
-    padded take, a padded clip, a speaker's whole stream), as a front end inside the speaker's embedding path
-    would run from the same reset."""
+    (frontend_registry.make: int16 -> int16) every call first runs it over exactly the samples embedded, from their
+    start (a padded take, a padded clip, a speaker's whole stream), as a front end inside the speaker's embedding
+    path would run from the same reset."""
 
     def __init__(self, frontend=None):
         from .embedding import Frontend
@@ -1117,10 +1117,11 @@ def main(argv=None):
                          "template wake with z >= Z passes anyway")
     ap.add_argument("--gate-ahead", type=int, default=0, metavar="STEPS",
                     help="the gate also looks this many steps after the template's (its wake that much later)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
                     help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
-                         "negatives; speex.py: libspeexdsp's noise suppressor at DB, default -15); caches given "
-                         "(--clips-dir, --condition, --test-npz) must have been made through the same one")
+                         "negatives; frontend_registry.py: none, or the lab's through python -m "
+                         "hotphraselab.household_eval); caches given (--clips-dir, --condition, --test-npz) must "
+                         "have been made through the same one")
     ap.add_argument("--no-test-side", action="store_true",
                     help="session 12: misses only, no negatives at all (with --bank-z and --no-threshold-side; "
                          "no --test-npz, --generic or --z-sweep): every false-accept entry is null. What a gate "
@@ -1145,8 +1146,7 @@ def main(argv=None):
         return merge(a.bank, a.merge)
     if a.merge_z_folds:
         return merge_z_folds(a.bank, a.merge_z_folds)
-    from hotphraselab import speex
-    frontend = speex.parse_frontend(a.frontend)
+    frontend = FR.parse_frontend(a.frontend)
     if a.no_test_side and (not a.no_threshold_side or a.test_npz or a.generic or a.z_sweep or a.candidates_out
                            or a.condition_test_side or a.write_threshold):
         raise HotPhraseError("--no-test-side", "goes with --bank-z and --no-threshold-side, and without --test-npz, "
@@ -1194,7 +1194,7 @@ def main(argv=None):
         heads.append((os.path.basename(os.path.normpath(d)), head, arrays, generic_threshold(d)))
     if not a.speakers:
         raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
-    emb = Embedder(speex.make(frontend))
+    emb = Embedder(FR.make(frontend))
     conditioned = bool(getattr(emb.frontend, "conditioned", False))
     if conditioned and not (a.clips_dir and a.no_test_side):
         raise HotPhraseError(a.frontend, "a gate conditioned on a voice: give --clips-dir (household_conditions "
@@ -1214,7 +1214,7 @@ def main(argv=None):
         make = lambda: speaker_streams(emb, groups)  # noqa: E731
         if a.cache and not a.limit:
             os.makedirs(a.cache, exist_ok=True)
-            return cached(os.path.join(a.cache, f"neg-{name}{speex.tag(frontend)}.npz"), make)
+            return cached(os.path.join(a.cache, f"neg-{name}{FR.tag(frontend)}.npz"), make)
         return make()
     if a.no_threshold_side:
         thr_streams, thr_names, thr_sec = [], [], 0.0
@@ -1247,7 +1247,7 @@ def main(argv=None):
         audio, passed = {}, set()
         names_all = sorted(spk[word])[:10 * a.limit or None]
         cached_clips = None
-        sets = G.enrollment_sets(names_all, spk[word]) if conditioned else None
+        sets = emb.frontend.enrollment_sets(names_all, spk[word]) if conditioned else None
         if a.clips_dir:
             cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word],
                                           frontend)
@@ -1276,8 +1276,7 @@ def main(argv=None):
                     if n not in takes:
                         if conditioned:  # the take's gate enrolled as household_conditions enrolled its clip's
                             js = sets[names_all.index(n)] or [names_all.index(n)]
-                            emb.frontend.enrol(G.enrollment_audio(
-                                [D.read_audio(os.path.join(folder, names_all[j])) for j in js]))
+                            emb.frontend.enrol_clips([D.read_audio(os.path.join(folder, names_all[j])) for j in js])
                         try:
                             takes[n], _, spans[n] = H.template_frames(None, None, audio[n], n, embedder=emb)
                             take_audio[n] = audio[n]

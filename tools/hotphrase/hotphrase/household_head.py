@@ -42,8 +42,8 @@ import sys
 import numpy as np
 
 from . import cli
+from . import frontend_registry as FR
 from . import household as H
-from hotphraselab import speex
 from .constants import EMB_DIM
 from .errors import HotPhraseError
 
@@ -370,8 +370,8 @@ def main(argv=None):
                          "bank's z")
     ap.add_argument("--real-speech", default=os.path.join(HE.SHARED, "real-speech"))
     ap.add_argument("--cache", default=None, help="folder for the threshold side's embeddings")
-    ap.add_argument("--frontend", default="none", metavar="none|gate:NPZ|...",
-                    help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: takes, "
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="the front end ahead of the embedding (frontend_registry.py), as household_eval's: takes, "
                          "renderings and negatives are embedded through it; the clips and the test side must have "
                          "been made through it (household_conditions --frontend)")
     ap.add_argument("--json", default=None)
@@ -386,8 +386,8 @@ def main(argv=None):
     word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    frontend = speex.parse_frontend(a.frontend)
-    emb = HE.Embedder(speex.make(frontend))
+    frontend = FR.parse_frontend(a.frontend)
+    emb = HE.Embedder(FR.make(frontend))
     if getattr(emb.frontend, "conditioned", False):
         raise HotPhraseError(a.frontend, "a gate conditioned on a voice is not measured here")
     scorers = HE.Scorers(mean, bank_segments)
@@ -477,7 +477,7 @@ def main(argv=None):
     if a.public:  # the thresholds picked on a held-out side, then read on the test side
         thr_groups, _ = HE.negative_groups(a.public, a.real_speech, header, a.seed)
         make = lambda: HE.speaker_streams(emb, thr_groups)  # noqa: E731
-        cache = os.path.join(a.cache, f"neg-threshold{speex.tag(frontend)}.npz") if a.cache else None
+        cache = os.path.join(a.cache, f"neg-threshold{FR.tag(frontend)}.npz") if a.cache else None
         thr, _, thr_sec = HE.cached(cache, make) if cache else make()
         thr = [np.asarray(x, np.float32) for x in thr]
         th_hours = thr_sec / 3600

@@ -1,7 +1,7 @@
 """A neural speech enhancer ahead of the hot-phrase embedding (issue #37, part 2, session 9b): GTCRN (Rong et al.,
 ICASSP 2024, MIT licence), its streaming ONNX export run frame by frame through onnxruntime. A measurement tool,
 never part of the speaker; the model file is not in the repository and is named on the command line
-(`--frontend gtcrn:PATH`, speex.parse_frontend).
+(`--frontend gtcrn:PATH`, frontends.py).
 
   Enhancer(path)(int16 samples at 16 kHz) -> int16 samples, the same length
   python -m hotphraselab.gtcrn MODEL.onnx IN.wav [--reference REF.wav] [--out OUT.wav]

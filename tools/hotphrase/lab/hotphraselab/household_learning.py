@@ -45,10 +45,11 @@ import sys
 import numpy as np
 
 from hotphrase import cli
+from hotphrase import frontend_registry as FR
 from hotphrase import household as H
 from hotphrase.errors import HotPhraseError
 
-from . import speex
+from . import frontends
 
 LEARNED_KEPT = 4  # Household.learnedKept
 WAKE_FRAMES = H.MAX_TEMPLATE_FRAMES  # FusedDetector keeps the last Enrollment.maxFrames raw frames
@@ -312,7 +313,7 @@ def variant(report):
     fe = report.get("frontend", "none")
     if fe != "none":
         head, _, path = fe.partition(":")
-        out += f", through {head}:{os.path.basename(path)}" if head in speex.MODEL_FRONTENDS else f", through {fe}"
+        out += f", through {head}:{os.path.basename(path)}" if head in frontends.MODEL_FRONTENDS else f", through {fe}"
     return out
 
 
@@ -403,8 +404,8 @@ def main(argv=None):
                     help="a wake waits for its peak at most STEPS frames before its frames are kept (first_wake): 0, "
                          "the rule session 7 measured, or the speaker's since session 8, "
                          f"{H.PEAK_WAIT_STEPS} (FusedDetector.peakWaitSteps)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
-                    help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: the takes "
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="the front end ahead of the embedding (frontend_registry.parse_frontend), as household_eval's: the takes "
                          "are embedded through it, and every rendering and the test side must have been made through "
                          "it (household_conditions --frontend)")
     ap.add_argument("--enrol-variants", default=None, metavar="SPEC",
@@ -440,7 +441,7 @@ def main(argv=None):
     renderings = HE.parse_variant(a.enrol_variants) if a.enrol_variants else []
     if renderings and not a.enrol_noise_sentences:
         raise HotPhraseError("--enrol-variants", "needs --enrol-noise-sentences (the renderings' babble)")
-    frontend = speex.parse_frontend(a.frontend)
+    frontend = FR.parse_frontend(a.frontend)
     learn_dirs = named(a.learn_in, "--learn-in")
     cond_dirs = dict(learn_dirs)
     cond_dirs.update(named(a.condition, "--condition"))
@@ -450,7 +451,7 @@ def main(argv=None):
     word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    emb = HE.Embedder(speex.make(frontend))
+    emb = HE.Embedder(FR.make(frontend))
     scorers = HE.Scorers(mean, bank_segments)
     measure = lambda cuts: scorers.dtw_stats([H.centre(c, mean) for c in cuts])  # noqa: E731
     meta, households = [], []

@@ -354,7 +354,6 @@ def table(rep, word):
 def main(argv=None):
     from hotphrase import cli
     from hotphrase import household_eval as HE
-    from . import speex
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("--bank", required=True)
     ap.add_argument("--speakers", required=True, help="cluster_speakers' output for one keyword")
@@ -389,7 +388,7 @@ def main(argv=None):
         if not sep:
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         clip_sets[name] = HE.load_clips_npz(os.path.join(folder, f"e1_eval_real_{word}.npz"), spk[word])
-    emb = HE.Embedder(speex.make(None))
+    emb = HE.Embedder()
     drawn = HE.draw_enrollments(spk[word], os.path.join(a.keywords, word), a.seed, a.draws, emb)
     if a.limit:
         drawn = drawn[:a.limit]

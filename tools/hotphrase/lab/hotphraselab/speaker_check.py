@@ -90,12 +90,12 @@ class Encoder:
     def __init__(self, frontend=None):
         import torch
         from resemblyzer import VoiceEncoder
-        from . import speex
+        from hotphrase import frontend_registry as FR
         torch.set_num_threads(1)
         self.torch = torch
         self.enc = VoiceEncoder("cpu", verbose=False)
         self.frontend = frontend
-        self.speex = speex
+        self.fr = FR
 
     def utterance(self, samples):
         from resemblyzer import preprocess_wav
@@ -108,7 +108,7 @@ class Encoder:
             return np.zeros((0, 256), np.float32)
         if self.frontend:
             # the check's own front end over the whole rendering from its start (the templates' side is untouched)
-            audio = self.speex.apply_float(self.speex.make(self.frontend), audio)
+            audio = self.fr.apply_float(self.fr.make(self.frontend), audio)
         mel = wav_to_mel_spectrogram(np.asarray(audio, np.float32))
         frames = window_frames(mel, ends, window_gains(audio, ends))
         out = []
@@ -305,7 +305,7 @@ def main(argv=None):
                          "last frame is the embedding ending 0.40 s after its speech, household.TRIM_AFTER)")
     ap.add_argument("--cos-out", default=None, metavar="NPZ", help="also write every cosine (clips, candidates)")
     ap.add_argument("--check-frontend", default="none", metavar="none|speex-denoise[:DB]",
-                    help="a front end ahead of the encoder only, over each rendering from its start (speex.py); the "
+                    help="a front end ahead of the encoder only, over each rendering from its start (frontends.py); the "
                          "takes stay as they are (clean)")
     ap.add_argument("--voice-renderings", action="store_true",
                     help="the voice print from each take and its renderings in a procedural room and training noise "
@@ -342,8 +342,8 @@ def main(argv=None):
     own = [np.array([col[n] for n in m["own"]], int) for m in meta]
     guests = [np.array([col[n] for n in m["guests"]], int) for m in meta]
     E = len(meta)
-    from . import speex
-    enc = Encoder(speex.parse_frontend(a.check_frontend))
+    from hotphrase import frontend_registry as FR
+    enc = Encoder(FR.parse_frontend(a.check_frontend))
 
     # the voices: each enrollment's takes (the clean clips) embedded whole, their mean
     take_emb = {}

@@ -22,7 +22,7 @@ K frames after it (the network's output K steps later is the frame's gain: K tim
 The weights file (.npz, written by talker_gate_train), N and M each 40 (bands) or 257 (bins), in and out: mean, std
 (N), the GRU's w_ih (3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out
 (M x H), b_out (M), floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs
-it as a front end int16 -> int16, as speex.make runs its front ends.
+it as a front end int16 -> int16, as frontend_registry.make runs its front ends.
 
 A gate that knows the enrolled voice (session 12; talker_gate_train --enrolled, after Google's VoiceFilter-Lite):
 inside the keyword only the voice can tell the wanted talker from the babble (session 11), so the network also
@@ -195,6 +195,15 @@ class Gate:
         feats = ((raw - self.w["mean"]) / self.w["std"]).astype(np.float32)
         self.voice = speaker_vector(feats, voiced(raw), self.spk["spk_w"], self.spk["spk_b"])
         return self.voice
+
+    # What hotphrase.household_eval asks of a front end that is `conditioned` (it knows no gate by name): which
+    # clips enrol each clip's gate, and the enrollment on those clips.
+    @staticmethod
+    def enrollment_sets(names, labels):
+        return enrollment_sets(names, labels)
+
+    def enrol_clips(self, clips):
+        return self.enrol(enrollment_audio(clips))
 
     @property
     def sft(self):

@@ -8,8 +8,9 @@ import unittest
 
 import numpy as np
 
-from hotphraselab import gtcrn, speex
+from hotphrase import frontend_registry as FR
 from hotphrase.errors import HotPhraseError
+from hotphraselab import gtcrn
 
 SR = 16000
 MODEL = os.environ.get("GTCRN_ONNX", "")
@@ -60,26 +61,26 @@ class Spec(unittest.TestCase):
             with open(p, "wb") as f:
                 f.write(b"not a model")
             rel = os.path.relpath(p)
-            self.assertEqual(speex.parse_frontend("gtcrn:" + rel), "gtcrn:" + os.path.abspath(p))
-            t = speex.tag("gtcrn:" + p)
+            self.assertEqual(FR.parse_frontend("gtcrn:" + rel), "gtcrn:" + os.path.abspath(p))
+            t = FR.tag("gtcrn:" + p)
             self.assertRegex(t, r"^-gtcrn-[0-9a-f]{10}$")
             with open(p, "wb") as f:
                 f.write(b"another model")
-            self.assertNotEqual(speex.tag("gtcrn:" + p), t)  # the cache name follows the contents
+            self.assertNotEqual(FR.tag("gtcrn:" + p), t)  # the cache name follows the contents
 
     def test_missing_file_is_a_clear_error(self):
         with self.assertRaisesRegex(HotPhraseError, "no GTCRN model file"):
-            speex.parse_frontend("gtcrn:/nonexistent/gtcrn.onnx")
+            FR.parse_frontend("gtcrn:/nonexistent/gtcrn.onnx")
         with self.assertRaisesRegex(HotPhraseError, "gtcrn:ONNX_PATH"):
-            speex.parse_frontend("gtcrn")
+            FR.parse_frontend("gtcrn")
         with self.assertRaisesRegex(HotPhraseError, "no GTCRN model file"):
             gtcrn.load_session("/nonexistent/gtcrn.onnx")
 
     def test_other_names_still_parse(self):
-        self.assertIsNone(speex.parse_frontend("none"))
-        self.assertEqual(speex.parse_frontend("speex-denoise"), "speex-denoise:-15")
+        self.assertIsNone(FR.parse_frontend("none"))
+        self.assertEqual(FR.parse_frontend("speex-denoise"), "speex-denoise:-15")
         with self.assertRaisesRegex(HotPhraseError, "gtcrn:ONNX_PATH"):
-            speex.parse_frontend("rnnoise")
+            FR.parse_frontend("rnnoise")
 
 
 class Kept(unittest.TestCase):
@@ -148,7 +149,7 @@ def voiced_in_noise(seconds=4.0, seed=0):
 class WithModel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.enh = speex.make("gtcrn:" + MODEL)
+        cls.enh = FR.make("gtcrn:" + MODEL)
 
     def test_length_and_determinism(self):
         x, _ = voiced_in_noise(seconds=2.3)

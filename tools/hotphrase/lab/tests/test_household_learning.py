@@ -9,8 +9,8 @@ import numpy as np
 from hotphrase import household as H
 from hotphrase import household_conditions as HC
 from hotphrase import household_eval as HE
-from hotphraselab import household_learning as HL
 from hotphrase.constants import EMB_DIM
+from hotphraselab import household_learning as HL
 
 
 def unit_rows(rng, n):

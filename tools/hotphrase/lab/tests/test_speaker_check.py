@@ -6,8 +6,8 @@ import numpy as np
 
 from hotphrase import household as H
 from hotphrase import household_eval as HE
-from hotphraselab import speaker_check as SC
 from hotphrase.errors import HotPhraseError
+from hotphraselab import speaker_check as SC
 
 
 class Windows(unittest.TestCase):

@@ -11,10 +11,10 @@ import unittest
 
 import numpy as np
 
-from hotphraselab import speex
-from hotphraselab import talker_gate as G
+from hotphrase import frontend_registry as FR
 from hotphrase.constants import NMEL
 from hotphrase.errors import HotPhraseError
+from hotphraselab import talker_gate as G
 
 try:
     import torch
@@ -256,16 +256,16 @@ class Spec(unittest.TestCase):
     def test_parses_to_an_absolute_path_and_a_tag_from_the_contents(self):
         with tempfile.TemporaryDirectory() as d:
             p = write(d, weights())
-            self.assertEqual(speex.parse_frontend("gate:" + os.path.relpath(p)), "gate:" + os.path.abspath(p))
-            self.assertRegex(speex.tag("gate:" + p), r"^-gate-[0-9a-f]{10}$")
-            self.assertIsInstance(speex.make("gate:" + p), G.Gate)
+            self.assertEqual(FR.parse_frontend("gate:" + os.path.relpath(p)), "gate:" + os.path.abspath(p))
+            self.assertRegex(FR.tag("gate:" + p), r"^-gate-[0-9a-f]{10}$")
+            self.assertIsInstance(FR.make("gate:" + p), G.Gate)
 
     def test_bad_files_are_named(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaisesRegex(HotPhraseError, "no talker-gate weights file"):
-                speex.parse_frontend("gate:" + os.path.join(d, "missing.npz"))
+                FR.parse_frontend("gate:" + os.path.join(d, "missing.npz"))
             with self.assertRaisesRegex(HotPhraseError, "want gate:WEIGHTS_NPZ"):
-                speex.parse_frontend("gate:")
+                FR.parse_frontend("gate:")
             w = weights()
             del w["w_hh"]
             with self.assertRaisesRegex(HotPhraseError, "no w_hh"):
