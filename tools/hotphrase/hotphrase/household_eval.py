@@ -1069,8 +1069,16 @@ def remedies_report(meta, rem, clip_names, clip_sets, heads, z_th, floors, test,
 
 # --- the measurement ----------------------------------------------------------------------------------------------
 
-@cli.command
-def main(argv=None):
+# What main hands from one step to the next: the options checked (checked_plan), both negative sides (negatives),
+# the keywords' clips and drawn enrollments (draw_all).
+Plan = collections.namedtuple("Plan", "remedies z_grid gates variants conditions")
+Negatives = collections.namedtuple("Negatives", "thr_groups thr_streams thr_names thr_sec test_streams test_names "
+                                                "test_sec")
+Draws = collections.namedtuple("Draws", "enrollments meta clip_embs rejected takes take_audio spans")
+
+
+def parser():
+    """The command's options."""
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("--bank", required=True)
     ap.add_argument("--speakers", help="cluster_speakers' output")
@@ -1141,12 +1149,47 @@ def main(argv=None):
     ap.add_argument("--merge-z-folds", nargs="+", default=None, metavar="REPORT.json",
                     help="session 17: write into --bank the z pooled_z_pick picks on every side (the threshold side "
                          "and the whole test side) from these --z-sweep --public reports, one a keyword")
-    a = ap.parse_args(argv)
+    return ap
+
+
+@cli.command
+def main(argv=None):
+    a = parser().parse_args(argv)
     if a.merge:
         return merge(a.bank, a.merge)
     if a.merge_z_folds:
         return merge_z_folds(a.bank, a.merge_z_folds)
     frontend = FR.parse_frontend(a.frontend)
+    check_sides(a)
+    public = a.public or default_public_dir()
+    header, _, mean, bank_segments = H.read_bank(a.bank)
+    plan = checked_plan(a, header)
+    heads = [generic_head(d) for d in a.generic]
+    if not a.speakers:
+        raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
+    emb = embedder(a, frontend)
+    scorers = Scorers(mean, bank_segments)
+    neg = negatives(a, emb, frontend, public, header)
+    if a.negatives_only:
+        return
+    with open(a.speakers) as f:
+        spk = json.load(f)["keywords"]
+    if (heads or plan.conditions) and len(spk) != 1:
+        raise HotPhraseError(a.speakers, f"--generic and --condition need one keyword's speakers, not {sorted(spk)}")
+    drawn = draw_all(a, spk, emb, frontend)
+    if plan.remedies:
+        report = remedies_run(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
+    else:
+        report = measure(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1)
+    if a.write_threshold and not plan.remedies:
+        write_threshold(a.bank, [report])
+
+
+def check_sides(a):
+    """The options that leave a negative side out, checked before anything is read."""
     if a.no_test_side and (not a.no_threshold_side or a.test_npz or a.generic or a.z_sweep or a.candidates_out
                            or a.condition_test_side or a.write_threshold):
         raise HotPhraseError("--no-test-side", "goes with --bank-z and --no-threshold-side, and without --test-npz, "
@@ -1154,8 +1197,11 @@ def main(argv=None):
                                                "--write-threshold")
     if a.no_threshold_side and not (a.bank_z and (a.test_npz or a.no_test_side)):
         raise HotPhraseError("--no-threshold-side", "needs --bank-z and --test-npz (nothing here is chosen on it)")
-    public = a.public or default_public_dir()
-    header, _, mean, bank_segments = H.read_bank(a.bank)
+
+
+def checked_plan(a, header):
+    """The rest of the options checked against each other and the bank's header: a Plan (the remedies or not, the
+    z sweep's grid, the gates, the enrollment variants, {condition: folder})."""
     if a.bank_z and "z_threshold" not in header:
         raise HotPhraseError(a.bank, "--bank-z: the bank's header has no z_threshold")
     if a.bank_z and a.write_threshold:
@@ -1187,19 +1233,33 @@ def main(argv=None):
         if not sep or not name or not folder:
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         conditions_dirs[name] = folder
-    heads = []
-    for d in a.generic:
-        from . import embedding as E
-        head, arrays = E.load_head(d)
-        heads.append((os.path.basename(os.path.normpath(d)), head, arrays, generic_threshold(d)))
-    if not a.speakers:
-        raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
+    return Plan(remedies, z_grid, gates, variants, conditions_dirs)
+
+
+def generic_head(head_dir):
+    """(name, head, arrays, threshold) of a recipe-e1 head at its own operating point (generic_threshold)."""
+    from . import embedding as E
+    head, arrays = E.load_head(head_dir)
+    return os.path.basename(os.path.normpath(head_dir)), head, arrays, generic_threshold(head_dir)
+
+
+def embedder(a, frontend):
+    """The Embedder through the front end. A front end conditioned on the enrolled voice (the lab's gate that
+    hears it) is enrolled per take, and its renderings must hold the clips (no test side: whose voice?)."""
     emb = Embedder(FR.make(frontend))
-    conditioned = bool(getattr(emb.frontend, "conditioned", False))
-    if conditioned and not (a.clips_dir and a.no_test_side):
+    if conditioned(emb) and not (a.clips_dir and a.no_test_side):
         raise HotPhraseError(a.frontend, "a gate conditioned on a voice: give --clips-dir (household_conditions "
                                          "--enrol-from) and --no-test-side (its test side is not measured yet)")
-    scorers = Scorers(mean, bank_segments)
+    return emb
+
+
+def conditioned(emb):
+    return bool(getattr(emb.frontend, "conditioned", False))
+
+
+def negatives(a, emb, frontend, public, header):
+    """Both negative sides' streams (Negatives): embedded here (cached in --cache by side and front end), or the
+    test side from --test-npz; a side left out is empty."""
     if a.no_threshold_side:
         thr_groups, test_groups = {}, {}
     else:
@@ -1210,7 +1270,7 @@ def main(argv=None):
         thr_groups = dict(sorted(thr_groups.items())[:a.limit])
         test_groups = dict(sorted(test_groups.items())[:a.limit])
 
-    def negatives(name, groups):
+    def side(name, groups):
         make = lambda: speaker_streams(emb, groups)  # noqa: E731
         if a.cache and not a.limit:
             os.makedirs(a.cache, exist_ok=True)
@@ -1219,7 +1279,7 @@ def main(argv=None):
     if a.no_threshold_side:
         thr_streams, thr_names, thr_sec = [], [], 0.0
     else:
-        thr_streams, thr_names, thr_sec = negatives("threshold", thr_groups)
+        thr_streams, thr_names, thr_sec = side("threshold", thr_groups)
     if a.test_npz:
         test_streams = load_streams(a.test_npz, frontend)
         test_names = [os.path.basename(p) for p in a.test_npz]
@@ -1227,188 +1287,222 @@ def main(argv=None):
     elif a.no_test_side:
         test_streams, test_names, test_sec = [], [], 0.0
     else:
-        test_streams, test_names, test_sec = negatives("test", test_groups)
+        test_streams, test_names, test_sec = side("test", test_groups)
     test_what = f"{len(test_names)} cache files" if a.test_npz else f"{len(test_names)} speakers"
     print(f"negatives: threshold side {thr_sec / 3600:.2f} h ({len(thr_names)} speakers), test side "
           f"{test_sec / 3600:.2f} h ({test_what})", flush=True)
+    return Negatives(thr_groups, thr_streams, thr_names, thr_sec, test_streams, test_names, test_sec)
 
-    if a.negatives_only:
-        return
-    with open(a.speakers) as f:
-        spk = json.load(f)["keywords"]
-    if (heads or conditions_dirs) and len(spk) != 1:
-        raise HotPhraseError(a.speakers, f"--generic and --condition need one keyword's speakers, not {sorted(spk)}")
+
+def limited(a, labels):
+    """A keyword's clip names in order, the first 10 x --limit with --limit."""
+    return sorted(labels)[:10 * a.limit or None]
+
+
+def draw_all(a, spk, emb, frontend):
+    """Every keyword's clips read and embedded, and its enrollments drawn (one generator, keywords in order): the
+    Draws (takes: the last keyword's). Takes the checks reject are counted by reason."""
     rng = np.random.default_rng(a.seed)
-    enrollments, meta, clip_embs, rejected = [], [], {}, collections.Counter()
-    take_audio, spans = {}, {}
+    d = Draws([], [], {}, collections.Counter(), {}, {}, {})
     for word in sorted(spk):
         folder = os.path.join(a.keywords, word)
-        by_spk = collections.defaultdict(list)
-        audio, passed = {}, set()
-        names_all = sorted(spk[word])[:10 * a.limit or None]
-        cached_clips = None
-        sets = emb.frontend.enrollment_sets(names_all, spk[word]) if conditioned else None
-        if a.clips_dir:
-            cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word],
-                                          frontend)
-        for n in names_all:
-            x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
-            audio[n] = x
-            try:
-                H.check_take(x, n)
-                passed.add(n)
-            except H.TakeError as e:
-                rejected[e.kind] += 1
-            if cached_clips is not None:
-                clip_embs[(word, n)] = cached_clips[n]
-            else:
-                pad = np.concatenate([np.zeros(SAMPLE_RATE, np.int16), x, np.zeros(SAMPLE_RATE // 2, np.int16)])
-                clip_embs[(word, n)] = emb(pad)[0]
-            by_spk[spk[word][n]].append(n)
-        takes = {}
-        for lab, names in sorted(by_spk.items()):
-            ok = [n for n in names if n in passed]
-            if len(ok) < MIN_CLIPS:
-                continue
-            for d in range(a.draws):
-                pick = list(rng.choice(ok, TAKES, replace=False))
-                for n in pick:
-                    if n not in takes:
-                        if conditioned:  # the take's gate enrolled as household_conditions enrolled its clip's
-                            js = sets[names_all.index(n)] or [names_all.index(n)]
-                            emb.frontend.enrol_clips([D.read_audio(os.path.join(folder, names_all[j])) for j in js])
-                        try:
-                            takes[n], _, spans[n] = H.template_frames(None, None, audio[n], n, embedder=emb)
-                            take_audio[n] = audio[n]
-                        except H.TakeError:
-                            # fewer than 4 frames in the span: "no speech found" after embedding
-                            takes[n] = None
-                if any(takes[n] is None for n in pick):
-                    rejected["no speech found (frames)"] += 1
-                    continue
-                enrollments.append([takes[n] for n in pick])
-                meta.append({"word": word, "speaker": int(lab), "draw": d, "takes": pick,
-                             "own": [n for n in names if n not in pick],
-                             "guests": [n for n in names_all if spk[word][n] != lab]})
-        print(f"{word}: {len(by_spk)} speakers, {sum(1 for m in meta if m['word'] == word)} enrollments",
+        d.takes.clear()  # a keyword's own takes (clip names repeat across keywords); the remedies read the last's
+        audio, passed, by_spk = read_word(a, word, spk[word], folder, emb, frontend, d)
+        draw_word(a, word, spk[word], folder, audio, passed, by_spk, emb, rng, d)
+        print(f"{word}: {len(by_spk)} speakers, {sum(1 for m in d.meta if m['word'] == word)} enrollments",
               flush=True)
-    if remedies:
-        word = sorted(spk)[0]
-        if len(spk) != 1:
-            raise HotPhraseError(a.speakers, f"--enrol-variants and --gate-floors need one keyword, not {sorted(spk)}")
-        rem = Remedies(scorers, variants, [m["takes"] for m in meta], {n: t for n, t in takes.items() if t is not None},
-                       take_audio, spans, emb, enrol_banks(a.enrol_noise_sentences))
-        print(f"enrollments: {len(meta)}; templates: {len(rem.T)}; renderings: {dict(rem.drawn)}", flush=True)
-        names = sorted(spk[word])[:10 * a.limit or None]
-        clip_sets = {"clean": [clip_embs[(word, n)] for n in names]}
-        for c, d in conditions_dirs.items():
-            cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
-            clip_sets[c] = [cm[n] for n in names]
-        rr = remedies_report(meta, rem, names, clip_sets, heads, float(header["z_threshold"]),
-                             [None] + gates, (test_streams, test_sec), (thr_streams, thr_sec))
-        rr.update({"keyword": word, "speakers_enrolled": len({m["speaker"] for m in meta}),
-                   "takes_rejected": dict(rejected), "variants_spec": {v: r for v, r in variants}})
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(rr, f, indent=1)
-        return
-    stats = scorers.dtw_stats([H.centre(e, scorers.mean) for raw in enrollments for e in raw])
-    enrollments = [scorers.enrol(raw, stats[TAKES * i:TAKES * (i + 1)]) for i, raw in enumerate(enrollments)]
-    print(f"enrollments: {len(enrollments)}; takes rejected by the checks: {dict(rejected)}", flush=True)
+    return d
 
+
+def read_word(a, word, labels, folder, emb, frontend, d):
+    """One keyword's clips: each read, checked as a take (rejections counted in d.rejected) and embedded as a test
+    clip (1 s of silence before it, 0.5 s after, or --clips-dir's embeddings) into d.clip_embs. Returns
+    ({name: int16 samples}, the names that pass the checks, {speaker: [names]})."""
+    by_spk = collections.defaultdict(list)
+    audio, passed = {}, set()
+    cached_clips = None
+    if a.clips_dir:
+        cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), labels, frontend)
+    for n in limited(a, labels):
+        x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
+        audio[n] = x
+        try:
+            H.check_take(x, n)
+            passed.add(n)
+        except H.TakeError as e:
+            d.rejected[e.kind] += 1
+        if cached_clips is not None:
+            d.clip_embs[(word, n)] = cached_clips[n]
+        else:
+            pad = np.concatenate([np.zeros(SAMPLE_RATE, np.int16), x, np.zeros(SAMPLE_RATE // 2, np.int16)])
+            d.clip_embs[(word, n)] = emb(pad)[0]
+        by_spk[labels[n]].append(n)
+    return audio, passed, by_spk
+
+
+def draw_word(a, word, labels, folder, audio, passed, by_spk, emb, rng, d):
+    """One keyword's enrollments: for every speaker with at least MIN_CLIPS clips that pass the checks, --draws
+    draws of TAKES takes, each take embedded once (household.template_frames) into d.takes; a draw with a take
+    the embedding refuses is left out. Appends to d.enrollments (raw takes) and d.meta."""
+    names_all = limited(a, labels)
+    sets = emb.frontend.enrollment_sets(names_all, labels) if conditioned(emb) else None
+    for lab, names in sorted(by_spk.items()):
+        ok = [n for n in names if n in passed]
+        if len(ok) < MIN_CLIPS:
+            continue
+        for draw in range(a.draws):
+            pick = list(rng.choice(ok, TAKES, replace=False))
+            for n in pick:
+                if n not in d.takes:
+                    if sets is not None:  # the take's gate enrolled as household_conditions enrolled its clip's
+                        js = sets[names_all.index(n)] or [names_all.index(n)]
+                        emb.frontend.enrol_clips([D.read_audio(os.path.join(folder, names_all[j])) for j in js])
+                    try:
+                        d.takes[n], _, d.spans[n] = H.template_frames(None, None, audio[n], n, embedder=emb)
+                        d.take_audio[n] = audio[n]
+                    except H.TakeError:
+                        # fewer than 4 frames in the span: "no speech found" after embedding
+                        d.takes[n] = None
+            if any(d.takes[n] is None for n in pick):
+                d.rejected["no speech found (frames)"] += 1
+                continue
+            d.enrollments.append([d.takes[n] for n in pick])
+            d.meta.append({"word": word, "speaker": int(lab), "draw": draw, "takes": pick,
+                           "own": [n for n in names if n not in pick],
+                           "guests": [n for n in names_all if labels[n] != lab]})
+
+
+def remedies_run(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend):
+    """The session-4 report (remedies_report) of one keyword's draws, the keys that say what was measured added."""
+    word = sorted(spk)[0]
+    if len(spk) != 1:
+        raise HotPhraseError(a.speakers, f"--enrol-variants and --gate-floors need one keyword, not {sorted(spk)}")
+    rem = Remedies(scorers, plan.variants, [m["takes"] for m in drawn.meta],
+                   {n: t for n, t in drawn.takes.items() if t is not None}, drawn.take_audio, drawn.spans, emb,
+                   enrol_banks(a.enrol_noise_sentences))
+    print(f"enrollments: {len(drawn.meta)}; templates: {len(rem.T)}; renderings: {dict(rem.drawn)}", flush=True)
+    names = limited(a, spk[word])
+    clip_sets = {"clean": [drawn.clip_embs[(word, n)] for n in names]}
+    for c, d in plan.conditions.items():
+        cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
+        clip_sets[c] = [cm[n] for n in names]
+    rr = remedies_report(drawn.meta, rem, names, clip_sets, heads, float(header["z_threshold"]),
+                         [None] + plan.gates, (neg.test_streams, neg.test_sec), (neg.thr_streams, neg.thr_sec))
+    rr.update({"keyword": word, "speakers_enrolled": len({m["speaker"] for m in drawn.meta}),
+               "takes_rejected": dict(drawn.rejected), "variants_spec": {v: r for v, r in plan.variants}})
+    return rr
+
+
+def measure(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend):
+    """The report: each scorer at its z (scorer_report), and with --generic or --condition the fused report."""
+    raw = drawn.enrollments
+    stats = scorers.dtw_stats([H.centre(e, scorers.mean) for takes in raw for e in takes])
+    enrollments = [scorers.enrol(takes, stats[TAKES * i:TAKES * (i + 1)]) for i, takes in enumerate(raw)]
+    print(f"enrollments: {len(enrollments)}; takes rejected by the checks: {dict(drawn.rejected)}", flush=True)
+    meta = drawn.meta
     report = {"bank": os.path.basename(a.bank), "frontend": frontend or "none",
-              "threshold_side_hours": round(thr_sec / 3600, 3),
-              "threshold_side_speakers": len(thr_names), "test_side_hours": round(test_sec / 3600, 3),
-              "test_side": test_names if a.test_npz else f"{len(test_names)} speakers", "enrollments": len(enrollments),
+              "threshold_side_hours": round(neg.thr_sec / 3600, 3),
+              "threshold_side_speakers": len(neg.thr_names), "test_side_hours": round(neg.test_sec / 3600, 3),
+              "test_side": neg.test_names if a.test_npz else f"{len(neg.test_names)} speakers",
+              "enrollments": len(enrollments),
               "speakers_enrolled": len({(m["word"], m["speaker"]) for m in meta}), "draws": a.draws,
-              "takes_rejected": dict(rejected), "scorers": {}}
-    if conditioned:
+              "takes_rejected": dict(drawn.rejected), "scorers": {}}
+    if conditioned(emb):
         report["conditioned_gate"] = ("each clip and take gated with the voice of 3 other clips of its own speaker "
                                       "(talker_gate.enrollment_sets): guests too, which is not the household's case "
                                       "(a guest would be gated by the household's voice); no test side")
-    words = sorted({m["word"] for m in meta})
     for kind in a.scorers:
-        zt = z_series(enrollments, thr_streams, scorers, kind) if thr_streams else None
-        if a.bank_z and kind == "dtw":
-            z_alone = {w: float(header["z_threshold"]) for w in words}
-        else:
-            z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]],
-                                           thr_sec / 3600)[0] for w in words}
-        z_th = max(z_alone.values())
-        fa_thr = None
-        if thr_streams:
-            fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (thr_sec / 3600)
-        fa_test = np.zeros(len(enrollments))
-        for raw in test_streams:
-            raw = np.asarray(raw, np.float32)
-            if len(raw):
-                z = personal(enrollments, raw, scorers, kind)
-                fa_test += [count_wakes(np.where(np.isfinite(r), r, -np.inf), z_th) for r in z]
-        fa_test = fa_test / (test_sec / 3600) if test_sec else None
-        own_miss, guest_heard, per_word = [], [], {}
-        for w in words:
-            rows = [i for i, m in enumerate(meta) if m["word"] == w]
-            names = sorted(spk[w])[:10 * a.limit or None]
-            best = heard([enrollments[i] for i in rows], [clip_embs[(w, n)] for n in names], scorers, kind)
-            col = {n: j for j, n in enumerate(names)}
-            v = [0, 0, 0, 0]
-            for r, i in enumerate(rows):
-                own = best[r, [col[n] for n in meta[i]["own"]]]
-                gst = best[r, [col[n] for n in meta[i]["guests"]]]
-                own_miss.append(float(np.mean(own < z_th)))
-                guest_heard.append(float(np.mean(gst >= z_th)))
-                v = [v[0] + int(np.sum(own < z_th)), v[1] + len(own), v[2] + int(np.sum(gst >= z_th)),
-                     v[3] + len(gst)]
-            per_word[w] = {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1],
-                           "guests_heard_pct": round(100 * v[2] / max(v[3], 1), 2), "guest_clips": v[3],
-                           "enrollments": len(rows), "z_threshold_alone": z_alone[w]}
-        r = {"z_threshold": z_th,
-             "threshold_side_fa_per_hour_mean": None if fa_thr is None else round(fa_thr, 3),
-             "test_side_fa_per_hour_mean": None if fa_test is None else round(float(fa_test.mean()), 3),
-             "test_side_fa_per_hour_worst_enrollment": None if fa_test is None else round(float(fa_test.max()), 3),
-             "test_side_enrollments_without_false_accepts_pct":
-                 None if fa_test is None else round(100 * float(np.mean(fa_test == 0)), 1),
-             "own_clips_missed_pct_mean_over_enrollments": round(100 * float(np.mean(own_miss)), 2),
-             "guest_clips_heard_pct_mean_over_enrollments": round(100 * float(np.mean(guest_heard)), 2),
-             "per_word": per_word}
+        r = scorer_report(a, kind, spk, enrollments, meta, drawn.clip_embs, scorers, header, neg)
         report["scorers"][kind] = r
         print(kind, json.dumps(r), flush=True)
-    if heads or conditions_dirs:
+    if heads or plan.conditions:
         if "dtw" not in a.scorers:
             raise HotPhraseError("--scorers", "--generic and --condition compare against DTW: include dtw")
-        word = words[0]
-        z_th = report["scorers"]["dtw"]["z_threshold"]
-        conds = {c: load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
-                 for c, d in conditions_dirs.items()}
-        clips = {n: e for (w, n), e in clip_embs.items() if w == word}
-        cond_tests = {}
-        if a.condition_test_side:
-            for c, d in conditions_dirs.items():
-                streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz], frontend)
-                cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
-        labels = {c: load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
-                  for c, d in conditions_dirs.items()}
-        made = {c: made_through(os.path.join(d, f"e1_eval_real_{word}.npz")) for c, d in conditions_dirs.items()}
-        if any(m != report["frontend"] for m in made.values()):  # household_conditions --oracle's renderings
-            report["condition_frontends"] = made
-        if a.candidates_out:
-            names = sorted(spk[word])[:10 * a.limit or None]
-            clip_sets = {"clean": [clips[n] for n in names], **{c: [cm[n] for n in names] for c, cm in conds.items()}}
-            sides = {"test": (test_streams, {"test_npz": [os.path.abspath(p) for p in a.test_npz or []]})}
-            if thr_streams:
-                # speaker_streams' order and joins: a speaker's files sorted, one stream each, speakers sorted
-                sides["threshold"] = (thr_streams, {"streams": [[os.path.abspath(f) for f in sorted(thr_groups[g])]
-                                                                for g in sorted(thr_groups)]})
-            write_candidates(a.candidates_out, word, meta, names, enrollments, scorers, clip_sets, sides,
-                             a.candidate_z, z_th)
-        report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels, z_grid,
-                                       (thr_streams, thr_sec))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
-    if a.write_threshold:
-        write_threshold(a.bank, [report])
+        report["fused"] = fused_run(a, spk, enrollments, meta, drawn.clip_embs, scorers, heads, plan, neg, frontend,
+                                    report)
+    return report
+
+
+def scorer_report(a, kind, spk, enrollments, meta, clip_embs, scorers, header, neg):
+    """One scorer: its z (chosen on the threshold side per keyword, the highest of the keywords'; DTW's with
+    --bank-z the bank's), its false accepts there and on the test side, the enrolled people's misses and the guests
+    heard, per keyword."""
+    words = sorted({m["word"] for m in meta})
+    zt = z_series(enrollments, neg.thr_streams, scorers, kind) if neg.thr_streams else None
+    if a.bank_z and kind == "dtw":
+        z_alone = {w: float(header["z_threshold"]) for w in words}
+    else:
+        z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]],
+                                       neg.thr_sec / 3600)[0] for w in words}
+    z_th = max(z_alone.values())
+    fa_thr = None
+    if neg.thr_streams:
+        fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (neg.thr_sec / 3600)
+    fa_test = np.zeros(len(enrollments))
+    for raw in neg.test_streams:
+        raw = np.asarray(raw, np.float32)
+        if len(raw):
+            z = personal(enrollments, raw, scorers, kind)
+            fa_test += [count_wakes(np.where(np.isfinite(r), r, -np.inf), z_th) for r in z]
+    fa_test = fa_test / (neg.test_sec / 3600) if neg.test_sec else None
+    own_miss, guest_heard, per_word = [], [], {}
+    for w in words:
+        rows = [i for i, m in enumerate(meta) if m["word"] == w]
+        names = limited(a, spk[w])
+        best = heard([enrollments[i] for i in rows], [clip_embs[(w, n)] for n in names], scorers, kind)
+        col = {n: j for j, n in enumerate(names)}
+        v = [0, 0, 0, 0]
+        for r, i in enumerate(rows):
+            own = best[r, [col[n] for n in meta[i]["own"]]]
+            gst = best[r, [col[n] for n in meta[i]["guests"]]]
+            own_miss.append(float(np.mean(own < z_th)))
+            guest_heard.append(float(np.mean(gst >= z_th)))
+            v = [v[0] + int(np.sum(own < z_th)), v[1] + len(own), v[2] + int(np.sum(gst >= z_th)),
+                 v[3] + len(gst)]
+        per_word[w] = {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1],
+                       "guests_heard_pct": round(100 * v[2] / max(v[3], 1), 2), "guest_clips": v[3],
+                       "enrollments": len(rows), "z_threshold_alone": z_alone[w]}
+    return {"z_threshold": z_th,
+            "threshold_side_fa_per_hour_mean": None if fa_thr is None else round(fa_thr, 3),
+            "test_side_fa_per_hour_mean": None if fa_test is None else round(float(fa_test.mean()), 3),
+            "test_side_fa_per_hour_worst_enrollment": None if fa_test is None else round(float(fa_test.max()), 3),
+            "test_side_enrollments_without_false_accepts_pct":
+                None if fa_test is None else round(100 * float(np.mean(fa_test == 0)), 1),
+            "own_clips_missed_pct_mean_over_enrollments": round(100 * float(np.mean(own_miss)), 2),
+            "guest_clips_heard_pct_mean_over_enrollments": round(100 * float(np.mean(guest_heard)), 2),
+            "per_word": per_word}
+
+
+def fused_run(a, spk, enrollments, meta, clip_embs, scorers, heads, plan, neg, frontend, report):
+    """One keyword's generic heads, personal path and fused detector at DTW's z (fused_report), clean and in every
+    --condition; with --candidates-out, the candidates file too. Notes in `report` the front ends the conditions
+    were rendered through when they are not this run's."""
+    word = sorted({m["word"] for m in meta})[0]
+    z_th = report["scorers"]["dtw"]["z_threshold"]
+    clip_file = lambda d: os.path.join(d, f"e1_eval_real_{word}.npz")  # noqa: E731
+    conds = {c: load_clips_npz(clip_file(d), spk[word], frontend) for c, d in plan.conditions.items()}
+    clips = {n: e for (w, n), e in clip_embs.items() if w == word}
+    cond_tests = {}
+    if a.condition_test_side:
+        for c, d in plan.conditions.items():
+            streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz], frontend)
+            cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
+    labels = {c: load_labels(clip_file(d), spk[word]) for c, d in plan.conditions.items()}
+    made = {c: made_through(clip_file(d)) for c, d in plan.conditions.items()}
+    if any(m != report["frontend"] for m in made.values()):  # household_conditions --oracle's renderings
+        report["condition_frontends"] = made
+    if a.candidates_out:
+        names = limited(a, spk[word])
+        clip_sets = {"clean": [clips[n] for n in names], **{c: [cm[n] for n in names] for c, cm in conds.items()}}
+        sides = {"test": (neg.test_streams, {"test_npz": [os.path.abspath(p) for p in a.test_npz or []]})}
+        if neg.thr_streams:
+            # speaker_streams' order and joins: a speaker's files sorted, one stream each, speakers sorted
+            sides["threshold"] = (neg.thr_streams, {"streams": [[os.path.abspath(f) for f in sorted(neg.thr_groups[g])]
+                                                                for g in sorted(neg.thr_groups)]})
+        write_candidates(a.candidates_out, word, meta, names, enrollments, scorers, clip_sets, sides,
+                         a.candidate_z, z_th)
+    return fused_report(word, meta, enrollments, scorers, clips, neg.test_streams, neg.test_sec, z_th, heads, conds,
+                        cond_tests, labels, plan.z_grid, (neg.thr_streams, neg.thr_sec))
 
 
 def pooled_z_pick(fused, target=TARGET_FA_PER_HOUR):
