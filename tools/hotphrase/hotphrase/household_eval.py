@@ -31,14 +31,6 @@
   enrollment stays clean): the enrolled people's misses and the guests heard, for the three. With
   `--condition-test-side` also the false accepts an hour on the test side in that condition: DIR holds the
   --test-npz files' renderings under the same names (household_conditions --test-side-...).
-- Session 4 (`--enrol-variants SPEC ...`, `--gate-floors F ...`, with --generic and --bank-z): the two remedies
-  for the goals sessions 2 and 3 left unmet, on the same draws. Multi-condition enrollment: every take also
-  rendered in training-side noise and procedural rooms (render_take; never the evaluation's noise families or
-  rooms), each rendering one more template normalised against the bank. The gate: a template wake of the model's
-  phrase counts only when the generic score's max over the last GATE_STEPS steps reaches a floor. Reported per
-  variant, head and floor: misses and guests clean and in each --condition, false accepts on the test side and on
-  the threshold side (added to the generic's), the floor the threshold side would choose, and the z that keeps a
-  variant's false accepts at the clean enrollment's.
 - Session 9 (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
   every z of a grid (sweep_rows): how low the misses in each condition go when the z alone is lowered, and the
   false accepts an hour that costs; the ceiling of any check made after the templates' decision.
@@ -727,9 +719,6 @@ ENROL_NOISE_SECONDS = 60
 ENROL_RT60 = (0.3, 0.8)
 ENROL_DRR_DB = (-3.0, 6.0)
 Z_FOLDS = 2  # the z sweep's test side in two folds of whole streams (household_head.stream_folds' cut)
-GATE_STEPS = 12  # the gate looks at the generic score's max over the last 12 steps (0.96 s), this one included
-GATE_AHEAD = [0]  # ... and this many after it (--gate-ahead; a list so the command line can set it)
-Z_GRID = np.round(np.arange(5.9, 9.05, 0.1), 1)
 
 
 def parse_variant(spec):
@@ -824,262 +813,19 @@ def render_take(samples, rendering, name, banks):
     return np.clip(np.round(np.asarray(x, np.float64) * 32768), -32768, 32767).astype(np.int16), drawn
 
 
-def causal_max(g, steps, ahead=0):
-    """max(g[t - steps + 1 .. t + ahead]) at every t (fewer at either end). With ahead > 0 a template wake at t is
-    decided `ahead` steps late (the generic score may peak after the template's best match)."""
-    g = np.asarray(g)
-    out = g.copy()
-    for k in range(1, min(steps, len(g))):
-        out[k:] = np.maximum(out[k:], g[:-k])
-    for k in range(1, min(ahead + 1, len(g))):
-        out[:-k] = np.maximum(out[:-k], g[k:])
-    return out
-
-
-def parse_gate(spec):
-    """A gate: "F" (the generic score's recent max must reach F) or "F@Z" (the same, except that a template wake
-    with z at least Z passes anyway) -> (F, Z or None)."""
-    f, at, z = str(spec).partition("@")
-    try:
-        floor, bypass = float(f), (float(z) if at else None)
-    except ValueError:
-        raise HotPhraseError(spec, "a gate is F or F@Z: a generic score floor in (0, 1), optionally @ a z")
-    if not 0 < floor < 1:
-        raise HotPhraseError(spec, f"the floor {floor:g} is not a generic score in (0, 1)")
-    return floor, bypass
-
-
-def gate_name(gate):
-    return "none" if gate is None else f"{gate[0]:g}" + (f"@{gate[1]:g}" if gate[1] is not None else "")
-
-
-def gate_pass(g_recent, z, gate):
-    """Where a template wake may count: the generic score's recent max (causal_max) reaches the gate's floor, or z
-    reaches its bypass; gate None: everywhere."""
-    if gate is None:
-        return np.ones(np.shape(z), bool)
-    ok = np.asarray(g_recent) >= gate[0]
-    if gate[1] is not None:
-        ok = ok | (np.asarray(z) >= gate[1])
-    return ok
-
-
-def gated_fires(z_row, z_th, g_row, g_th, gate, steps=GATE_STEPS):
-    """The fused decision with a gate on the personal path (the model's own phrase): a step wakes when the generic
-    score reaches its threshold, or the personal z reaches its own where gate_pass allows it (the generic score's
-    max over the last `steps` steps reaches the floor, or z the bypass); gate None: no gate (fused_fires), a number:
-    a floor alone. As 1.0 / 0.0 for count_wakes."""
-    if gate is not None and not isinstance(gate, tuple):
-        gate = (float(gate), None)
-    p = (np.asarray(z_row) >= z_th) & gate_pass(causal_max(g_row, steps, GATE_AHEAD[0]), z_row, gate)
-    return (p | (np.asarray(g_row) >= g_th)).astype(np.float32)
-
-
-def z_needed(fa_by_z, target, grid=Z_GRID):
-    """The lowest z of the grid at which the false accepts (an hour, [len(grid)]) are at most `target`, or None."""
-    ok = [float(z) for z, fa in zip(grid, fa_by_z) if fa <= target + 1e-9]
-    return min(ok) if ok else None
-
-
-def chosen_floor(added_by_floor, floors):
-    """The lowest gate floor (None, no gate, counts as the lowest) at which the templates add no false accepts on
-    the side it is chosen on (fused minus generic, summed over enrollments, at most 0), or "not found"."""
-    for f, added in zip(floors, added_by_floor):
-        if added <= 0:
-            return f
-    return "not found"
-
-
-class Remedies:
-    """Every enrollment variant's templates at once: [V, E] lists of template indices into one set of centred
-    templates with their bank mu/sd, so that each stream or clip runs one DTW pass for all of them."""
-
-    def __init__(self, scorers, variants, enrollments_takes, raw_takes, take_audio, spans, embedder, banks):
-        self.scorers, self.variants = scorers, variants
-        raws, index, self.drawn = [], {}, collections.Counter()
-
-        def tid(key):
-            if key not in index:
-                take, rendering = key
-                if rendering is None:
-                    raws.append(raw_takes[take])
-                else:
-                    x, drawn = render_take(take_audio[take], rendering, take, banks)
-                    self.drawn.update(drawn)
-                    raws.append(H.span_frames(None, None, x, spans[take], take, embedder)[0])
-                index[key] = len(raws) - 1
-            return index[key]
-        self.ids = [[[tid((t, None)) for t in takes] + [tid((t, r)) for t in takes for r in renderings]
-                     for takes in enrollments_takes] for _, renderings in variants]
-        self.T = [H.centre(e, scorers.mean) for e in raws]
-        st = np.array(scorers.dtw_stats(self.T))
-        self.mu, self.sd = st[:, 0], np.maximum(st[:, 1], H.SD_FLOOR)
-
-    def templates_per_enrollment(self, v):
-        return float(np.mean([len(x) for x in self.ids[v]]))
-
-    def z(self, raw):
-        """[V, E, n] personal z (max over each enrollment's templates; -inf before a path exists)."""
-        s = H.dtw_scores(self.T, H.centre(np.asarray(raw, np.float32), self.scorers.mean))
-        z = (self.mu[:, None] - s) / self.sd[:, None]
-        z = np.where(np.isfinite(z), z, -np.inf)
-        return np.stack([np.stack([z[i].max(axis=0) for i in per_e]) for per_e in self.ids])
-
-
-def remedies_clips(rem, clip_list, heads, z_th, floors):
-    """Over clips: (pbest [C, V, E] best personal z, gbest [C, H] best generic score, gated [C, H, F, V, E] heard
-    by the gated personal path at z_th (floor None: pbest >= z_th))."""
-    C, V, E, Hn, F = len(clip_list), len(rem.variants), len(rem.ids[0]), len(heads), len(floors)
-    pbest = np.full((C, V, E), -np.inf, np.float32)
-    gbest = np.full((C, Hn), -np.inf, np.float32)
-    gated = np.zeros((C, Hn, F, V, E), bool)
-    for c, raw in enumerate(clip_list):
-        if not len(raw):
-            continue
-        Z = rem.z(raw)
-        pbest[c] = Z.max(axis=-1)
-        P = Z >= z_th
-        for h, (_, head, arrays, _) in enumerate(heads):
-            g = generic_series(head, arrays, raw)
-            gbest[c, h] = g.max()
-            gm = causal_max(g, GATE_STEPS, GATE_AHEAD[0])
-            for fi, f in enumerate(floors):
-                gated[c, h, fi] = (P & gate_pass(gm, Z, f)).any(axis=-1)
-    return pbest, gbest, gated
-
-
-def remedies_false_accepts(rem, streams, heads, z_th, floors, grid=Z_GRID):
-    """Wakes on streams: personal [V, E, len(grid)] at each z of the grid, generic [H], fused [H, F, V, E] at z_th
-    with each gate floor."""
-    V, E, Hn, F = len(rem.variants), len(rem.ids[0]), len(heads), len(floors)
-    pers = np.zeros((V, E, len(grid)))
-    gen = np.zeros(Hn)
-    fused = np.zeros((Hn, F, V, E))
-    for raw in streams:
-        raw = np.asarray(raw, np.float32)
-        if not len(raw):
-            continue
-        Z = rem.z(raw)
-        for v in range(V):
-            for e in range(E):
-                row = Z[v, e]
-                if (row >= grid[0]).any():
-                    pers[v, e] += [count_wakes(row, z) for z in grid]
-        P = Z >= z_th
-        for h, (_, head, arrays, g_th) in enumerate(heads):
-            g = generic_series(head, arrays, raw)
-            n_gen = count_wakes(g, g_th)
-            gen[h] += n_gen
-            gm = causal_max(g, GATE_STEPS, GATE_AHEAD[0])
-            for fi, f in enumerate(floors):
-                p = P & gate_pass(gm, Z, f)
-                fused[h, fi] += n_gen
-                for v, e in zip(*np.nonzero(p.any(axis=-1))):
-                    fused[h, fi, v, e] += count_wakes((p[v, e] | (g >= g_th)).astype(np.float32), 0.5) - n_gen
-    return pers, gen, fused
-
-
-def pooled(heard, own, guests):
-    """heard [C, E] bool; own, guests [E, C] masks -> (own missed %, guests heard %), pooled over enrollments."""
-    h = np.asarray(heard).T
-    return (round(100 * float((own & ~h).sum()) / max(int(own.sum()), 1), 2),
-            round(100 * float((guests & h).sum()) / max(int(guests.sum()), 1), 2))
-
-
-def remedies_report(meta, rem, clip_names, clip_sets, heads, z_th, floors, test, threshold):
-    """The session-4 report: clip_sets {condition: [raw embeddings per clip_names]}, test and threshold (streams,
-    seconds). Per variant: templates, personal misses / guests per condition at z_th, its false accepts on both
-    sides, the z that keeps its test-side (and threshold-side) false accepts at the clean variant's, the misses
-    there; per variant, head and gate floor: the fused detector's misses, guests and false accepts (and those
-    added to the generic's), the gated personal path's misses, and the floor chosen on the threshold side."""
-    col = {n: j for j, n in enumerate(clip_names)}
-    E = len(meta)
-    own = np.zeros((E, len(clip_names)), bool)
-    guests = np.zeros((E, len(clip_names)), bool)
-    for e, m in enumerate(meta):
-        own[e, [col[n] for n in m["own"]]] = True
-        guests[e, [col[n] for n in m["guests"]]] = True
-    import time
-    t0 = time.time()
-    clips, fa = {}, {}
-    for c, cl in clip_sets.items():
-        clips[c] = remedies_clips(rem, cl, heads, z_th, floors)
-        print(f"clips {c}: {len(cl)} ({time.time() - t0:.0f} s)", flush=True)
-    for side, s in (("test", test), ("threshold", threshold)):
-        fa[side] = remedies_false_accepts(rem, s[0], heads, z_th, floors)
-        print(f"false accepts, {side} side: {s[1] / 3600:.2f} h ({time.time() - t0:.0f} s)", flush=True)
-    hours = {"test": test[1] / 3600, "threshold": threshold[1] / 3600}
-    zi = int(np.flatnonzero(np.isclose(Z_GRID, z_th))[0])
-    fstr = [gate_name(f) for f in floors]
-    rep = {"z_threshold": z_th, "gate_steps": GATE_STEPS, "gate_ahead": GATE_AHEAD[0], "floors": fstr, "enrollments": E,
-           "hours": {k: round(v, 3) for k, v in hours.items()}, "renderings_drawn": dict(rem.drawn),
-           "generic": {}, "variants": {}}
-    for h, (name, _, _, g_th) in enumerate(heads):
-        rep["generic"][name] = {"threshold": g_th, **{f"fa_per_hour_{s}": round(fa[s][1][h] / hours[s], 3)
-                                                     for s in hours},
-                                **{c: dict(zip(("missed", "guests"), pooled(np.repeat((gb[:, h] >= g_th)[:, None], E,
-                                                                                      axis=1), own, guests)))
-                                   for c, (_, gb, _) in clips.items()}}
-    base = {s: fa[s][0][0, :, zi].mean() / hours[s] for s in hours}  # the clean variant's, at z_th
-    for v, (vname, _) in enumerate(rem.variants):
-        pfa = {s: fa[s][0][v] / hours[s] for s in hours}  # [E, grid]
-        r = {"templates_per_enrollment": rem.templates_per_enrollment(v), "personal": {}, "z_needed": {},
-             "heads": {}}
-        r["personal"]["fa_per_hour_test_mean"] = round(float(pfa["test"][:, zi].mean()), 3)
-        r["personal"]["fa_per_hour_test_worst"] = round(float(pfa["test"][:, zi].max()), 3)
-        r["personal"]["fa_per_hour_threshold_mean"] = round(float(pfa["threshold"][:, zi].mean()), 3)
-        for c, (pb, _, _) in clips.items():
-            r["personal"][c] = dict(zip(("missed", "guests"), pooled(pb[:, v] >= z_th, own, guests)))
-        for s in hours:
-            z = z_needed(pfa[s].mean(axis=0), base[s])
-            entry = {"z": z, "clean_variant_fa_per_hour": round(float(base[s]), 3)}
-            if z is not None:
-                gi = int(np.flatnonzero(np.isclose(Z_GRID, z))[0])
-                entry["fa_per_hour_test_mean"] = round(float(pfa["test"][:, gi].mean()), 3)
-                entry["personal"] = {c: dict(zip(("missed", "guests"), pooled(pb[:, v] >= z, own, guests)))
-                                     for c, (pb, _, _) in clips.items()}
-                entry["fused"] = {name: {c: dict(zip(("missed", "guests"), pooled(
-                    (pb[:, v] >= z) | (gb[:, h] >= g_th)[:, None], own, guests))) for c, (pb, gb, _) in clips.items()}
-                    for h, (name, _, _, g_th) in enumerate(heads)}
-            r["z_needed"][f"on_{s}_side"] = entry
-        for h, (name, _, _, g_th) in enumerate(heads):
-            hr = {}
-            for fi, f in enumerate(fstr):
-                e = {}
-                for s in hours:
-                    fz = fa[s][2][h, fi, v] / hours[s]
-                    added = (fa[s][2][h, fi, v] - fa[s][1][h]) / hours[s]
-                    e[f"fused_fa_per_hour_{s}_mean"] = round(float(fz.mean()), 3)
-                    e[f"fused_fa_per_hour_{s}_worst"] = round(float(fz.max()), 3)
-                    e[f"added_fa_per_hour_{s}_mean"] = round(float(added.mean()), 3)
-                    e[f"added_fa_per_hour_{s}_worst"] = round(float(added.max()), 3)
-                    e[f"added_wakes_{s}"] = int(round(float((fa[s][2][h, fi, v] - fa[s][1][h]).sum())))
-                for c, (_, gb, gt) in clips.items():
-                    e[c] = {"fused": dict(zip(("missed", "guests"), pooled(gt[:, h, fi, v] | (gb[:, h] >= g_th)[:, None],
-                                                                           own, guests))),
-                            "personal_gated": dict(zip(("missed", "guests"), pooled(gt[:, h, fi, v], own, guests)))}
-                hr[str(f)] = e
-            hr["floor_chosen_on_threshold_side"] = chosen_floor(
-                [hr[str(f)]["added_wakes_threshold"] for f in fstr], fstr)
-            r["heads"][name] = hr
-        rep["variants"][vname] = r
-        print(f"variant {vname}", json.dumps(r), flush=True)
-    return rep
-
-
 # --- the measurement ----------------------------------------------------------------------------------------------
 
 # What main hands from one step to the next: the options checked (checked_plan), both negative sides (negatives),
 # the keywords' clips and drawn enrollments (draw_all).
-Plan = collections.namedtuple("Plan", "remedies z_grid gates variants conditions")
+Plan = collections.namedtuple("Plan", "z_grid conditions")
 Negatives = collections.namedtuple("Negatives", "thr_groups thr_streams thr_names thr_sec test_streams test_names "
                                                 "test_sec")
 Draws = collections.namedtuple("Draws", "enrollments meta clip_embs rejected takes take_audio spans")
 
 
-def parser():
-    """The command's options."""
-    ap = cli.parser(__name__, __doc__)
+def parser(name=__name__, doc=__doc__):
+    """The command's options (the lab's household_remedies adds its own)."""
+    ap = cli.parser(name, doc)
     ap.add_argument("--bank", required=True)
     ap.add_argument("--speakers", help="cluster_speakers' output")
     ap.add_argument("--merge", nargs="*", default=None, help="only write the highest DTW z_threshold of these reports")
@@ -1112,19 +858,6 @@ def parser():
     ap.add_argument("--condition-test-side", action="store_true",
                     help="also false accepts in each condition: its DIR holds the --test-npz files rendered in it, "
                          "under the same names (household_conditions --test-side-...)")
-    ap.add_argument("--enrol-variants", nargs="+", default=None, metavar="SPEC",
-                    help="session 4: multi-condition enrollment; each SPEC a set of renderings of every take kept as "
-                         "extra templates (clean, or e.g. noise10, noise10x2, room, room10, noise10+room10; "
-                         "parse_variant); clean is always measured first. Needs --generic, --bank-z and "
-                         "--enrol-noise-sentences; reports instead of the scorers' and fused tables")
-    ap.add_argument("--enrol-noise-sentences", default=None, metavar="NPZ",
-                    help="training sentences for the renderings' babble (WORKDIR/cache/sent_train_piper.npz)")
-    ap.add_argument("--gate-floors", nargs="*", default=[], metavar="F[@Z]",
-                    help="session 4: gate the personal path of the model's phrase on the generic score's max over "
-                         f"the last {GATE_STEPS} steps reaching F (each F measured, beside no gate); F@Z: a "
-                         "template wake with z >= Z passes anyway")
-    ap.add_argument("--gate-ahead", type=int, default=0, metavar="STEPS",
-                    help="the gate also looks this many steps after the template's (its wake that much later)")
     ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
                     help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
                          "negatives; frontend_registry.py: none, or the lab's through python -m "
@@ -1154,7 +887,12 @@ def parser():
 
 @cli.command
 def main(argv=None):
-    a = parser().parse_args(argv)
+    run(parser().parse_args(argv))
+
+
+def run(a, lab=None):
+    """The command on parsed arguments (parser's), step by step. `lab` (hotphraselab.household_remedies) checks its
+    own options among these (check_options(a)) and makes the report in measure's place (report(...))."""
     if a.merge:
         return merge(a.bank, a.merge)
     if a.merge_z_folds:
@@ -1163,7 +901,7 @@ def main(argv=None):
     check_sides(a)
     public = a.public or default_public_dir()
     header, _, mean, bank_segments = H.read_bank(a.bank)
-    plan = checked_plan(a, header)
+    plan = checked_plan(a, header, lab)
     heads = [generic_head(d) for d in a.generic]
     if not a.speakers:
         raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
@@ -1177,14 +915,14 @@ def main(argv=None):
     if (heads or plan.conditions) and len(spk) != 1:
         raise HotPhraseError(a.speakers, f"--generic and --condition need one keyword's speakers, not {sorted(spk)}")
     drawn = draw_all(a, spk, emb, frontend)
-    if plan.remedies:
-        report = remedies_run(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
+    if lab is not None:
+        report = lab.report(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
     else:
         report = measure(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
     if a.json:
         with open(a.json, "w") as f:
             json.dump(report, f, indent=1)
-    if a.write_threshold and not plan.remedies:
+    if a.write_threshold and lab is None:
         write_threshold(a.bank, [report])
 
 
@@ -1199,32 +937,22 @@ def check_sides(a):
         raise HotPhraseError("--no-threshold-side", "needs --bank-z and --test-npz (nothing here is chosen on it)")
 
 
-def checked_plan(a, header):
-    """The rest of the options checked against each other and the bank's header: a Plan (the remedies or not, the
-    z sweep's grid, the gates, the enrollment variants, {condition: folder})."""
+def checked_plan(a, header, lab=None):
+    """The rest of the options checked against each other and the bank's header (and the lab's, by `lab`): a Plan
+    (the z sweep's grid, {condition: folder})."""
     if a.bank_z and "z_threshold" not in header:
         raise HotPhraseError(a.bank, "--bank-z: the bank's header has no z_threshold")
     if a.bank_z and a.write_threshold:
         raise HotPhraseError("--bank-z", "scores at the bank's threshold; it cannot also write one")
     if a.condition and not a.clips_dir:
         raise HotPhraseError("--condition", "needs --clips-dir (the clean clips the conditions are renderings of)")
-    remedies = a.enrol_variants is not None or bool(a.gate_floors)
-    if remedies and not (a.generic and a.bank_z and a.enrol_noise_sentences):
-        raise HotPhraseError("--enrol-variants/--gate-floors", "need --generic, --bank-z and --enrol-noise-sentences")
-    if remedies and a.no_threshold_side:
-        raise HotPhraseError("--no-threshold-side", "the remedies choose gate floors on the threshold side")
-    if remedies and a.condition_test_side:
-        raise HotPhraseError("--condition-test-side", "not measured with --enrol-variants/--gate-floors")
+    if lab is not None:
+        lab.check_options(a)
     z_grid = parse_z_sweep(a.z_sweep) if a.z_sweep else None
-    if a.candidates_out and (remedies or not a.condition or not a.test_npz):
-        raise HotPhraseError("--candidates-out", "needs --condition and --test-npz, and not the remedies")
-    if z_grid and (remedies or not (a.condition or a.generic)):
-        raise HotPhraseError("--z-sweep", "needs --condition or --generic, and not the remedies")
-    gates = [parse_gate(g) for g in a.gate_floors]
-    if a.gate_ahead < 0:
-        raise HotPhraseError("--gate-ahead", f"{a.gate_ahead} steps: at least 0")
-    GATE_AHEAD[0] = a.gate_ahead
-    variants = [("clean", [])] + [(v, parse_variant(v)) for v in (a.enrol_variants or []) if v != "clean"]
+    if a.candidates_out and (not a.condition or not a.test_npz):
+        raise HotPhraseError("--candidates-out", "needs --condition and --test-npz")
+    if z_grid and not (a.condition or a.generic):
+        raise HotPhraseError("--z-sweep", "needs --condition or --generic")
     if a.condition_test_side and not (a.condition and a.test_npz):
         raise HotPhraseError("--condition-test-side", "needs --condition and --test-npz (the files rendered in it)")
     conditions_dirs = {}
@@ -1233,7 +961,7 @@ def checked_plan(a, header):
         if not sep or not name or not folder:
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         conditions_dirs[name] = folder
-    return Plan(remedies, z_grid, gates, variants, conditions_dirs)
+    return Plan(z_grid, conditions_dirs)
 
 
 def generic_head(head_dir):
@@ -1306,7 +1034,7 @@ def draw_all(a, spk, emb, frontend):
     d = Draws([], [], {}, collections.Counter(), {}, {}, {})
     for word in sorted(spk):
         folder = os.path.join(a.keywords, word)
-        d.takes.clear()  # a keyword's own takes (clip names repeat across keywords); the remedies read the last's
+        d.takes.clear()  # a keyword's own takes (clip names repeat across keywords); the last keyword's are kept
         audio, passed, by_spk = read_word(a, word, spk[word], folder, emb, frontend, d)
         draw_word(a, word, spk[word], folder, audio, passed, by_spk, emb, rng, d)
         print(f"{word}: {len(by_spk)} speakers, {sum(1 for m in d.meta if m['word'] == word)} enrollments",
@@ -1370,27 +1098,6 @@ def draw_word(a, word, labels, folder, audio, passed, by_spk, emb, rng, d):
             d.meta.append({"word": word, "speaker": int(lab), "draw": draw, "takes": pick,
                            "own": [n for n in names if n not in pick],
                            "guests": [n for n in names_all if labels[n] != lab]})
-
-
-def remedies_run(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend):
-    """The session-4 report (remedies_report) of one keyword's draws, the keys that say what was measured added."""
-    word = sorted(spk)[0]
-    if len(spk) != 1:
-        raise HotPhraseError(a.speakers, f"--enrol-variants and --gate-floors need one keyword, not {sorted(spk)}")
-    rem = Remedies(scorers, plan.variants, [m["takes"] for m in drawn.meta],
-                   {n: t for n, t in drawn.takes.items() if t is not None}, drawn.take_audio, drawn.spans, emb,
-                   enrol_banks(a.enrol_noise_sentences))
-    print(f"enrollments: {len(drawn.meta)}; templates: {len(rem.T)}; renderings: {dict(rem.drawn)}", flush=True)
-    names = limited(a, spk[word])
-    clip_sets = {"clean": [drawn.clip_embs[(word, n)] for n in names]}
-    for c, d in plan.conditions.items():
-        cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
-        clip_sets[c] = [cm[n] for n in names]
-    rr = remedies_report(drawn.meta, rem, names, clip_sets, heads, float(header["z_threshold"]),
-                         [None] + plan.gates, (neg.test_streams, neg.test_sec), (neg.thr_streams, neg.thr_sec))
-    rr.update({"keyword": word, "speakers_enrolled": len({m["speaker"] for m in drawn.meta}),
-               "takes_rejected": dict(drawn.rejected), "variants_spec": {v: r for v, r in plan.variants}})
-    return rr
 
 
 def measure(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend):

@@ -208,7 +208,7 @@ def alternate(j, conditions):
 def rendered_takes(metas, renderings, banks, embedder):
     """Multi-condition enrollment (household_eval --enrol-variants, session 4) for each drawn enrollment: every take
     rendered as each of `renderings` (household_eval.parse_variant; household_eval.each_rendering), its frames kept
-    by the clean take's span (household.span_frames). -> ([E] lists of raw templates, in household_eval.Remedies'
+    by the clean take's span (household.span_frames). -> ([E] lists of raw templates, in household_remedies.Remedies'
     order: take by take, each take's renderings in turn; Counter of what was drawn)."""
     from hotphrase import household_eval as HE
     return HE.each_rendering(
