@@ -1,5 +1,5 @@
-"""The real keyword clips in noise and in simulated rooms, for household_eval's --condition (issue #37, "Honest
-evaluation": the test side in noise at 0, 5 and 10 dB and in simulated rooms, enrollment clean).
+"""The real keyword clips in noise and in simulated rooms, for household_eval's --condition (the enrolled people's
+other clips in noise at 0, 5 and 10 dB and in simulated rooms, enrollment clean), and its test side in them.
 
   python -m hotphrase.household_conditions WORKDIR OUT [--words WORD ...] [--snr 0 5 10] [--rirs ROOMS.npz]
                                            [--room-snr 10] [--procs N]
@@ -16,7 +16,7 @@ OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WOR
               measured), then before it held-out fan noise at its own noise floor as the clean set has
   room-snrN   the room's rendering in held-out noise at N dB (--room-snr)
   house-room, house-room-snrN
-              (with --rirs and --house SPEAKERS.json, issue #37, part 2, session 7) as room and room-snrN, but each
+              (with --rirs and --house SPEAKERS.json) as room and room-snrN, but each
               clip through its speaker's own room (a household lives in one): house_rooms
   clean       (with --clean) the clip as evaluate_format2's clean set renders it (held-out fan noise before it at
               its own floor) but drawn from this module's seed: the clean set on a machine without evaluate_format2's

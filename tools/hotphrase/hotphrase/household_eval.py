@@ -1,4 +1,4 @@
-"""The personal scorer measured on real recordings (issue #37, "Honest evaluation"), and the bank's z_threshold.
+"""The personal scorer measured on real recordings, and the bank's z_threshold.
 
   python -m hotphrase.household_eval --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json
          [--public DIR] [--real-speech DIR] [--keywords DIR] [--draws 3] [--json OUT] [--write-threshold]
@@ -31,13 +31,15 @@
   enrollment stays clean): the enrolled people's misses and the guests heard, for the three. With
   `--condition-test-side` also the false accepts an hour on the test side in that condition: DIR holds the
   --test-npz files' renderings under the same names (household_conditions --test-side-...).
-- Session 9 (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
+- The z sweep (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
   every z of a grid (sweep_rows): how low the misses in each condition go when the z alone is lowered, and the
   false accepts an hour that costs; the ceiling of any check made after the templates' decision.
-- Session 17 (the same `--z-sweep`, with `--public`): each z's wakes also on the threshold side and on the test
+- The bank's z (the same `--z-sweep`, with `--public`): each z's wakes also on the threshold side and on the test
   side's two folds of whole streams, so that the bank's z can be picked by its rule on more than the threshold
-  side (pooled_z_pick; household_tables --z-folds). `--merge-z-folds REPORT.json ...` writes the z picked on every
-  side into the bank's header.
+  side alone, whose 0.63 h misjudged a keyword (pooled_z_pick; household_tables --z-folds).
+  `--merge-z-folds REPORT.json ...` writes the z picked on every side into the bank's header: the shipped bank's.
+- `--candidates-out` writes every candidate wake of the personal path, for a check of the voice after the
+  templates' decision (the lab's speaker_check).
 """
 import collections
 import json
@@ -512,12 +514,12 @@ def parse_z_sweep(spec):
 
 
 def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid, fold_wakes=None, threshold_wakes=None):
-    """Issue #37, part 2, session 9: the personal path at every z of a grid, on the per-clip best z already scored
+    """The personal path at every z of a grid, on the per-clip best z already scored
     (pbest_by_condition {condition: [E, C]}, "clean" among them) and the test side's wakes at each z (wakes [E, G],
     false_accepts' sweep). Per z: the enrolled people's other clips missed in each condition and the guests heard
     clean (pooled over enrollments, as fused_report), and the false accepts an hour (mean over enrollments, worst);
-    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound). Session 17:
-    with fold_wakes ([k, E, G], false_accepts' folds) and threshold_wakes ([E, G], the threshold side's sweep),
+    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound). With
+    fold_wakes ([k, E, G], false_accepts' folds) and threshold_wakes ([E, G], the threshold side's sweep),
     each z's wakes summed over enrollments on each fold and on the threshold side, for pooled_z_pick."""
     out = []
     for k, z in enumerate(grid):
@@ -549,7 +551,7 @@ def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid, fold_wakes=Non
 
 
 def peak_step(row, t, wait=H.PEAK_WAIT_STEPS):
-    """The step of the match's peak for a wake crossing at t under session 8's rule (household.decision_step: the
+    """The step of the match's peak for a wake crossing at t under the speaker's rule (household.decision_step: the
     speaker waits while the z rises, at most `wait` steps, and fires one step past the peak): the highest z from
     t up to the step it fires at (the first, on a tie). The match ends there, so a check of the voice reads the
     audio up to it."""
@@ -562,7 +564,7 @@ def wake_steps(row, th):
 
 
 def stream_candidates(enrollments, scorers, streams, zs):
-    """Session 9's candidate wakes on negative streams: for each z of zs, enrollment and stream, every wake of the
+    """The candidate wakes on negative streams: for each z of zs, enrollment and stream, every wake of the
     personal path at that z (wake_steps) and the step it fires at (peak_step) -> int32 [n, 5] rows (z index,
     enrollment, stream, crossing step, firing step), and the streams' lengths in steps."""
     rows, lengths = [], []
@@ -593,7 +595,7 @@ def clip_best(enrollments, scorers, clips):
 
 
 def write_candidates(path, word, meta, names, enrollments, scorers, clip_sets, sides, zs, bank_z):
-    """Session 9 (--candidates-out): what a check of the voice after the templates' decision needs, for
+    """--candidates-out: what a check of the voice after the templates' decision needs, for
     hotphraselab.speaker_check: the draws (takes, own clips, guests), each clip's best z and its step in every
     condition (clip_sets {condition: [embeddings in names' order]}), and the candidate wakes at each z of zs on the
     negative sides (sides {name: (streams, what they are)})."""
@@ -707,13 +709,13 @@ def heard(enrollments, clips, scorers, kind):
                     axis=1)
 
 
-# --- issue #37, part 2, session 4: multi-condition enrollment and a gated personal path -----------------------------
+# --- an enrollment take's renderings in noise and rooms (household_head's positives; TakeRenderings.swift) ---------
 
-# The renderings of an enrollment take (each kept as one more template, normalised against the bank as usual) draw
-# only on the training side: four of augment.TRAIN_NOISES (babble of training voices: sent_train_piper.npz), never
-# the evaluation's families (augment.EVAL_NOISES: fan, street, plucked music, held-out-voice babble), and a
-# procedural room (an exponentially decaying noise tail, as augment.room_ir, but with a direct-to-reverberant ratio
-# as low as the evaluation's rooms at 2-3 m reach), never the 12 image-source impulse responses of room_rirs.
+# The renderings of an enrollment take draw only on the training side: four of augment.TRAIN_NOISES (babble of
+# training voices: sent_train_piper.npz), never the evaluation's families (augment.EVAL_NOISES: fan, street, plucked
+# music, held-out-voice babble), and a procedural room (an exponentially decaying noise tail, as augment.room_ir, but
+# with a direct-to-reverberant ratio as low as the evaluation's rooms at 2-3 m reach), never the 12 image-source
+# impulse responses of room_rirs.
 ENROL_NOISES = ("pink", "hum", "music_chords", "babble")
 ENROL_NOISE_SECONDS = 60
 ENROL_RT60 = (0.3, 0.8)
@@ -859,28 +861,28 @@ def parser(name=__name__, doc=__doc__):
                     help="also false accepts in each condition: its DIR holds the --test-npz files rendered in it, "
                          "under the same names (household_conditions --test-side-...)")
     ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
-                    help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
+                    help="a front end ahead of the embedding for everything embedded here (takes, clips, "
                          "negatives; frontend_registry.py: none, or the lab's through python -m "
                          "hotphraselab.household_eval); caches given (--clips-dir, --condition, --test-npz) must "
                          "have been made through the same one")
     ap.add_argument("--no-test-side", action="store_true",
-                    help="session 12: misses only, no negatives at all (with --bank-z and --no-threshold-side; "
-                         "no --test-npz, --generic or --z-sweep): every false-accept entry is null. What a gate "
-                         "conditioned on the enrolled voice needs until its test side is measured per household")
+                    help="misses only, no negatives at all (with --bank-z and --no-threshold-side; no "
+                         "--test-npz, --generic or --z-sweep): every false-accept entry is null. For a front end "
+                         "conditioned on the enrolled voice, whose test side would be each household's own")
     ap.add_argument("--no-threshold-side", action="store_true",
                     help="with --bank-z and --test-npz: no threshold side (it needs --public's speechocean762 "
                          "manifest); its false accepts are not reported")
     ap.add_argument("--z-sweep", default=None, metavar="LO:HI:STEP",
-                    help="session 9: the personal path's misses (clean and each --condition), guests heard and false "
+                    help="the personal path's misses (clean and each --condition), guests heard and false "
                          "accepts an hour on the test side at every z of the grid (needs --condition or --generic)")
     ap.add_argument("--candidates-out", default=None, metavar="NPZ",
-                    help="session 9: write the clips' best z and steps in every condition and the negative sides' "
+                    help="write the clips' best z and steps in every condition and the negative sides' "
                          "candidate wakes at each --candidate-z, for hotphraselab.speaker_check (with --condition)")
     ap.add_argument("--candidate-z", nargs="+", type=float, default=[3.0, 4.0, 5.0, 5.9], metavar="Z")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     ap.add_argument("--merge-z-folds", nargs="+", default=None, metavar="REPORT.json",
-                    help="session 17: write into --bank the z pooled_z_pick picks on every side (the threshold side "
+                    help="write into --bank the z pooled_z_pick picks on every side (the threshold side "
                          "and the whole test side) from these --z-sweep --public reports, one a keyword")
     return ap
 
@@ -1213,9 +1215,9 @@ def fused_run(a, spk, enrollments, meta, clip_embs, scorers, heads, plan, neg, f
 
 
 def pooled_z_pick(fused, target=TARGET_FA_PER_HOUR):
-    """The bank's one z picked as session 1's rule picks it (per keyword the lowest z, searched from the top of the
-    grid down, whose false accepts an hour averaged over enrollments are at most `target`; the highest of the
-    keywords'), on sides larger than the threshold side alone (session 17). fused: each keyword's
+    """The bank's one z picked by its rule (per keyword the lowest z, searched from the top of the grid down, whose
+    false accepts an hour averaged over enrollments are at most `target`; the highest of the keywords'), on sides
+    larger than the threshold side alone. fused: each keyword's
     fused_report (its z_sweep rows with wakes_test_folds and wakes_threshold_side, and z_sweep_sides), all on one
     grid. Rows, in turn: picked on the threshold side alone (the shipped rule); on it and every fold but fold f,
     read on fold f (f held out); on every side at once, read on the whole test side. Each row: the side it was

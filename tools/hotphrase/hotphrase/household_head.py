@@ -1,6 +1,7 @@
-"""A personal head in place of the templates (issue #37, part 2, session 13): is a scorer trained on the household's
-own takes, rendered in many noises and rooms, better than subsequence DTW over the same embedding at the same false
-accepts, in noise and rooms?
+"""A personal head beside the templates: is a scorer trained on the household's own takes, rendered in many noises
+and rooms, better than subsequence DTW over the same embedding at the same false accepts, in noise and rooms? The
+speaker trains such a head at enrollment (docs/household.md); fit and normalised are its reference (the household
+fixture, make_household_fixture), and --head-folds' offset (household_tables) is the one it ships.
 
   python -m hotphrase.household_head --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          [--condition NAME=DIR ...] --test-npz NPZ ... --sentences NPZ [--renderings SPEC] [--window W]
@@ -15,7 +16,7 @@ accepts, in noise and rooms?
   - Negatives, the same for every enrollment: every window of the bank's segments, of the four training noises
     alone (household_eval.enrol_banks, each 60 s), and of --sentences' first 300 utterances (training voices).
     `--negatives bank` keeps the bank's alone, and `--engines espeak` draws the babble and the sentences from
-    espeak-ng's voices alone: what a speaker could make for itself at enrollment (session 14).
+    espeak-ng's voices alone: what a speaker could make for itself at enrollment.
   Nothing of the evaluation (its speakers, noise families, rooms or test side) is in the training.
 - Its score over a stream is the logit of each window ending there (-inf before W frames), as a z against its own
   negatives' logits (normalised); a wake is counted as household_eval counts one (count_wakes: greedy, 2 s
@@ -31,9 +32,9 @@ accepts, in noise and rooms?
   the test side; and the speaker's rule (`offset_rule`): the templates at the bank's z as always, the head beside
   them at the bank's z plus one offset, the lowest at which the pair's false accepts there are the templates'; and
   the pair at every offset (`offset_table`), with its raw wake count on the threshold side, so that the keywords'
-  threshold sides can be pooled to pick the one offset the speaker ships (session 15). Each row also counts the
-  pair's wakes on each half of the test side (`stream_folds`, for household_tables --head-folds: the offset picked
-  with each half held out in turn, `pooled_fold_pick`) and how often it hears the guests' clips (session 16).
+  threshold sides can be pooled to pick the one offset the speaker ships. Each row also counts the pair's wakes
+  on each half of the test side (`stream_folds`, for household_tables --head-folds: the offset picked with each
+  half held out in turn, `pooled_fold_pick`) and how often it hears the guests' clips.
 """
 import json
 import os
@@ -230,7 +231,7 @@ def pooled_fold_pick(helds, extra_per_hour=0.0):
     A last row (fold None) picks on every side at once, no fold held out: the offset a speaker would ship, its false
     accepts read on the whole test side it was picked on. extra_per_hour allows the pair that many false accepts an
     hour (mean over enrollments) beyond the templates' there: with none, the pick is where the head adds not one
-    wake, which climbs as the sides grow (session 16)."""
+    wake, which climbs as the sides grow."""
     k = len(helds[0]["templates_wakes_test_folds"])
     out = []
     for f in [*range(k), None]:
@@ -343,7 +344,7 @@ def main(argv=None):
                     help="household_eval's variant grammar: the takes' renderings among the positives")
     ap.add_argument("--negatives", default=None, choices=NEGATIVES,
                     help="the heads' negatives: the bank's windows, and the training noises alone, and --sentences' "
-                         "first 300 (default: all three, session 13's); the bank alone is what a speaker has without "
+                         "first 300 (default: all three); the bank alone is what a speaker has without "
                          "making any at enrollment, and the only choice (and the default) with --swift-heads")
     ap.add_argument("--engines", default=None, metavar="ENGINE,...",
                     help="only --sentences' utterances of these engines (make_data's meta, before ':'), in the "
@@ -379,7 +380,7 @@ def main(argv=None):
     if a.window < 1:
         raise HotPhraseError("--window", f"{a.window}: at least 1 frame")
     renderings = HE.parse_variant(a.renderings)
-    if a.negatives is None:  # the speaker's heads know the bank alone; the measurement's default is session 13's
+    if a.negatives is None:  # the speaker's heads know the bank alone; the measurement's default knows all three
         a.negatives = "bank" if a.swift_heads else "bank+noise+sentences"
     header, _, mean, bank_segments = H.read_bank(a.bank)
     z_bank = float(header["z_threshold"])
