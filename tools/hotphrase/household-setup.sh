@@ -9,10 +9,11 @@
 # get_public_negatives reads (jimbozhang+speechocean762, Jakobovski+free-spoken-digit-dataset,
 # OpenVoiceOS+ovos-ww-community-dataset, chaeyoung-lee+wids_tutorial, each as OWNER+NAME/repo, a bare git
 # directory).
-# FRONTENDS (environment, default "none speex-denoise"): the front ends the renderings are embedded through.
+# FRONTENDS (environment, default "none"): the front ends the renderings are embedded through; any other than none
+# is the lab's (lab/README.md: e.g. speex-denoise, wpe), rendered by python -m hotphraselab.household_conditions.
 # Every heavy step runs under nice -n 19, one at a time.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n 2,12p "$0"; exit 2; }
+[ $# -ge 2 ] || { sed -n 2,14p "$0"; exit 2; }
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 work="$(mkdir -p "$1" && cd "$1" && pwd)"
@@ -20,14 +21,16 @@ mirrors="$2"
 shift 2
 words=("$@")
 [ ${#words[@]} -gt 0 ] || words=(jarvis computer)
-frontends=(${FRONTENDS:-none speex-denoise})
+frontends=(${FRONTENDS:-none})
 W="$work/W"
-export PYTHONPATH="$here"
+export PYTHONPATH="$here:$here/lab"
+# the product's command, or the lab's for a front end of the lab's
+via() { if [ "$1" = none ]; then echo "hotphrase.$2"; else echo "hotphraselab.$2"; fi; }
 step() { echo "== $(date -u +%H:%M:%S) $*"; }
 n19() { nice -n 19 "$@"; }
 
 # 1. Debian packages: the held-out voices (espeak-ng, flite, festival) for the evaluation's babble noise, sox, and
-#    libspeexdsp1 for the front end (the speaker links it already).
+#    libspeexdsp1 for the lab's speex-denoise front end (the speaker links it already).
 need=(espeak-ng flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts sox libspeexdsp1 python3-venv)
 missing=()
 for p in "${need[@]}"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p"); done
@@ -47,8 +50,10 @@ if [ ! -x "$work/venv/bin/python" ]; then
     python3 -m venv "$work/venv"
     n19 "$work/venv/bin/pip" install -q $(pin tensorflow-cpu numpy scipy soundfile pyopen-wakeword)
 fi
-# the WPE front end (hotphrase/wpe.py, session 12), also into a venv made before it
-"$work/venv/bin/python" -c "import nara_wpe" 2>/dev/null || n19 "$work/venv/bin/pip" install -q $(pin nara_wpe)
+# the lab's WPE front end (lab/hotphraselab/wpe.py) when it is asked for, also into a venv made before it
+case " ${frontends[*]} " in *" wpe "*)
+    "$work/venv/bin/python" -c "import nara_wpe" 2>/dev/null || n19 "$work/venv/bin/pip" install -q $(pin nara_wpe) ;;
+esac
 if [ ! -x "$work/venv-room/bin/python" ]; then
     step "venv (rooms)"
     python3 -m venv "$work/venv-room"
@@ -101,10 +106,10 @@ done
 for fe in "${frontends[@]}"; do
     out="$work/cond-$fe"
     step "renderings through $fe: ${words[*]}"
-    n19 "$work/venv/bin/python" -m hotphrase.household_conditions "$W" "$out" --words "${words[@]}" --clean \
+    n19 "$work/venv/bin/python" -m "$(via "$fe" household_conditions)" "$W" "$out" --words "${words[@]}" --clean \
         --snr 10 --rirs "$work/rooms.npz" --room-snr 10 --frontend "$fe" --procs 2
     step "test side through $fe"
-    n19 "$work/venv/bin/python" -m hotphrase.household_conditions "$W" "$out" --words --clean --snr --only clean \
+    n19 "$work/venv/bin/python" -m "$(via "$fe" household_conditions)" "$W" "$out" --words --clean --snr --only clean \
         --test-side-extra "$W/public/eval/speechocean762" "$W/public/eval/fsdd" "$W/public/eval/ovos" \
         --test-side-real-speech --frontend "$fe" --procs 2
 done
@@ -114,7 +119,7 @@ for fe in "${frontends[@]}"; do
     [ "$fe" != none ] || continue
     if [ ! -f "$work/bank/bank-$fe.hpm" ]; then
         step "negative bank through $fe"
-        n19 "$work/venv/bin/python" -m hotphrase.negative_bank "$work/bank/bank-$fe.hpm" --public "$W/public" \
+        n19 "$work/venv/bin/python" -m hotphraselab.negative_bank "$work/bank/bank-$fe.hpm" --public "$W/public" \
             --z-threshold 5.9 --frontend "$fe"
     fi
 done

@@ -11,4 +11,6 @@ if ! "$py" -c "import numpy" 2>/dev/null; then
     echo "tools/hotphrase/test.sh: $py has no numpy (Debian: python3-numpy, which tools/install-deps.sh installs)" >&2
     exit 1
 fi
-PYTHONDONTWRITEBYTECODE=1 exec "$py" -m unittest discover -s tests "$@"
+# the product's tests, then the lab's (lab/test.sh)
+PYTHONDONTWRITEBYTECODE=1 "$py" -m unittest discover -s tests "$@"
+PYTHON="$py" exec bash lab/test.sh "$@"

@@ -1,6 +1,6 @@
 """Speakers of the real keyword recordings (which carry no speaker labels), recovered by clustering a real-speech
 speaker encoder's embeddings: Resemblyzer's (its PyPI wheel ships its weights; a measurement tool, never part of
-the speaker). For household_eval (issue #37, "Honest evaluation").
+the speaker). For household_eval, which enrols and tests each speaker apart.
 
   python -m hotphrase.cluster_speakers OUT.json [--keywords DIR] [--threshold D]
 

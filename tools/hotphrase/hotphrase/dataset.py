@@ -137,9 +137,8 @@ def positive(rng, clip, banks, fillers, snr_range=(0, 20), snr=None, reverb_p=0.
     speech = np.concatenate([pre, x, post])
     level = np.sqrt(A.active_power(x))
     speech = speech / (level + 1e-9) * 0.1
-    # `quiet`: the share in a quiet room at 35-50 dB. (Recipe v3 made it one in three, 20-50 dB, because clean
-    # held-out flite and festival voices were never detected; that did not fix it and did worse at 10 dB:
-    # BENCHMARKS.md.)
+    # `quiet`: the share in a quiet room at 35-50 dB. (Not more: a third at 20-50 dB did not help the clean held-out
+    # flite and festival voices and did worse at 10 dB, BENCHMARKS.md, recipe v3.)
     s = snr if snr is not None else (rng.uniform(*snr_range) if rng.random() < 1 - quiet else rng.uniform(35, 50))
     noise = banks.noise(rng, len(speech))
     ps = A.active_power(speech[before:before + len(x)])

@@ -1,4 +1,4 @@
-"""The household's personal scorer (issue #37): the reference of docs/household.md, which Sources/HotPhrase
+"""The household's personal scorer: the reference of docs/household.md, which Sources/HotPhrase
 implements in Swift and the fixture (make_household_fixture.py) checks. Every rule below is a line of that page;
 change the two together.
 
@@ -323,7 +323,7 @@ def decision_step(best, i, wait):
     """The step a personal wake pending since step i fires at (FusedDetector.peakWaitSteps): with `wait` W
     > 0, at each following step j the wake waits on while `best` (the phrase's z, the max over its templates) is
     still rising and j - i < W, and fires at the first j where either fails: one step past the peak, or at i + W.
-    W = 0 fires at i (the rule before session 8). A stream that ends while waiting fires at its last step (its
+    W = 0 fires at i (no wait). A stream that ends while waiting fires at its last step (its
     frames end there)."""
     if wait <= 0:
         return i

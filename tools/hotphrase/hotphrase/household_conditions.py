@@ -1,5 +1,5 @@
-"""The real keyword clips in noise and in simulated rooms, for household_eval's --condition (issue #37, "Honest
-evaluation": the test side in noise at 0, 5 and 10 dB and in simulated rooms, enrollment clean).
+"""The real keyword clips in noise and in simulated rooms, for household_eval's --condition (the enrolled people's
+other clips in noise at 0, 5 and 10 dB and in simulated rooms, enrollment clean), and its test side in them.
 
   python -m hotphrase.household_conditions WORKDIR OUT [--words WORD ...] [--snr 0 5 10] [--rirs ROOMS.npz]
                                            [--room-snr 10] [--procs N]
@@ -16,42 +16,19 @@ OUT/COND/e1_eval_real_WORD.npz (emb + offsets, as WORKDIR/cache/e1_eval_real_WOR
               measured), then before it held-out fan noise at its own noise floor as the clean set has
   room-snrN   the room's rendering in held-out noise at N dB (--room-snr)
   house-room, house-room-snrN
-              (with --rirs and --house SPEAKERS.json, issue #37, part 2, session 7) as room and room-snrN, but each
+              (with --rirs and --house SPEAKERS.json) as room and room-snrN, but each
               clip through its speaker's own room (a household lives in one): house_rooms
   clean       (with --clean) the clip as evaluate_format2's clean set renders it (held-out fan noise before it at
               its own floor) but drawn from this module's seed: the clean set on a machine without evaluate_format2's
               caches, and through a --frontend
 Everything is drawn from seeds fixed per keyword and condition, so a rerun writes the same audio.
 
-With `--frontend speex-denoise[:DB]` (issue #37, part 2, session 6; speex.py) every rendering (a clip with its lead-in,
-or a whole test-side stream) goes through libspeexdsp's noise suppressor from its start before it is embedded, as a
-front end ahead of the speaker's embedding would run; each file records its front end (`frontend`), and
-household_eval uses a file only with the same --frontend. Give each front end its own OUT.
-
-With `--oracle bands|bins` (session 10) the noisy conditions go through the ideal gate instead (talker_gate.oracle:
-the clip's ideal ratio mask against the noise, per mel band or per FFT bin, at least -30 dB), what a gate at that
-resolution could do at best; stamped oracle-bands / oracle-bins, and taken beside renderings without a front end
-(on a clip without noise the ideal gate is no gate). With `--oracle-early MS` as well (session 11), in the room
-conditions the ideal gate's wanted part is the clip through only the room's first MS ms after the direct path (the
-same alignment and gain as the whole room's rendering), so that the late reverberation counts as noise: what a
-gate that also takes the room's tail out could do at best; the room condition without noise is allowed then, and
-the stamp is oracle-RES-earlyMS. With `--oracle-where lead` (or `keyword`) the ideal gate's output is taken only over
-the LEAD samples before the clip (or only from the clip on), the rendering as it was elsewhere: how much of what
-the ideal gate gives comes from silencing the noise before the person speaks, and how much from the keyword's own
-span; stamped oracle-RES-lead / -keyword.
-
-With `--warm-up S` (session 11; a front end's noisy conditions) the front end first hears the S seconds of the same
-noise recording that come just before the rendering's own stretch of it, at the same gain, and runs on into the
-rendering from there; the embedding sees the rendering alone, the same audio as without it. A speaker's front end
-never starts cold: it has been listening to the room's radio or chatter for as long as they have been on, where the
-rendering's LEAD gives it only 2 s. The files record it (`warm_up_s`).
-
-With a gate conditioned on the enrolled voice (`--frontend gate:NPZ` of talker_gate_train --enrolled; session 12)
-`--enrol-from SPEAKERS.json` (cluster_speakers' output) is needed: each clip's rendering, in every condition, goes
-through the gate enrolled on 3 other clips of its speaker, clean (talker_gate.enrollment_sets), as a household's
-takes would enrol it; household_eval enrols the takes' gate by the same rule. The files record it
-(`enrolled_on`). The test side is not rendered through such a gate: whose voice it would be gated by is the
-household's, one enrollment at a time, which household_eval does not yet measure (its --no-test-side).
+With `--frontend FE` (one of the lab's front ends, run as `python -m hotphraselab.household_conditions`, which
+also renders through an ideal gate, warms a front end up and enrols a gate on the speaker's voice;
+frontend_registry.py) every rendering (a clip with its lead-in, or a whole test-side stream) goes through the front
+end from its start before it is embedded, as a front end ahead of the speaker's embedding would run; each file
+records its front end (`frontend`), and household_eval uses a file only with the same --frontend. Give each front
+end its own OUT.
 
   python -m hotphrase.household_conditions WORKDIR OUT --words --test-side-extra DIR ... [--test-side-real-speech]
                                            --snr 10 --rirs ROOMS.npz --room-snr 10 --only snr10 room-snr10
@@ -77,8 +54,8 @@ from . import augment as A
 from . import cli
 from . import dataset as D
 from . import e1data
+from . import frontend_registry as FR
 from . import heldout
-from . import talker_gate
 from .constants import SAMPLE_RATE as SR
 from .errors import HotPhraseError
 
@@ -98,13 +75,6 @@ def reverberant(x, h, direct):
     TAIL samples (the room's tail runs into the silence after it), at the dry clip's active power."""
     y = _through(x, h, direct)
     return (y * np.sqrt(A.active_power(x) / A.active_power(y))).astype(np.float32)
-
-
-def early_part(x, h, direct, early_ms):
-    """What reverberant(x, h, direct) holds of the room's first early_ms ms after the direct path: the clip through
-    that part of h alone, at reverberant's own gain (so that the rest of the rendering is the late tail)."""
-    gain = np.sqrt(A.active_power(x) / A.active_power(_through(x, h, direct)))
-    return (_through(x, h[:direct + int(early_ms * SR / 1000)], direct) * gain).astype(np.float32)
 
 
 def render(x, tail, lead=None, noise=None, snr=None):
@@ -171,80 +141,40 @@ def clip_labels(cond, n, kinds, rooms, room_index=None):
     return out
 
 
-def condition_audio(word, cond, clips, banks, rooms, room_index=None, oracle=None, early_ms=None, where="all",
-                    warm_s=0.0, warm=None):
+def condition_audio(word, cond, clips, banks, rooms, room_index=None, each=None):
     """Each clip rendered in condition `cond` (see the module's doc), in order, and a summary of what was drawn;
-    `room_index` (house_rooms) picks each clip's room instead of the rooms in turn. With `oracle` ("bands" or
-    "bins"; a noisy condition only) each rendering goes through talker_gate.oracle, the ideal gate that knows the
-    clip (as rendered, room and all) apart from the noise; with `early_ms` too, in a room the wanted part is the clip
-    through the room's first early_ms ms only (early_part), so the late tail counts as noise; `where` ("lead",
-    "keyword") keeps the ideal gate's output only before the clip or only from it on. With warm_s, each noisy
-    rendering's warm-up (warm_up_noise) is appended to the list `warm` (None for a rendering without noise), the
-    renderings themselves drawn exactly as without it."""
+    `room_index` (house_rooms) picks each clip's room instead of the rooms in turn. `each(rendering, parts)`, when
+    given, returns what is kept in each rendering's place, from what it was made of: parts["clip"] the dry clip,
+    ["room"] (its room's meta, impulse response) or None, ["heard"] the clip as the room gave it (the dry clip
+    without one), ["tail"] the silence after it, ["noise"] (the noise family's bank, where the rendering's stretch
+    of it starts, that stretch, the SNR) or None (the lab's ideal gate and warm-up read them). It draws no random
+    numbers: the renderings are drawn exactly as without it."""
     rng = np.random.default_rng(zlib.crc32(f"{word}/{cond}".encode()))
     fan = banks.b["fan"]
     kinds = list(banks.kinds)
     audio, used = [], {}
-    for i, x in enumerate(clips):
+    for i, dry in enumerate(clips):
         snr = float(cond.rsplit("snr", 1)[1]) if "snr" in cond else None
-        wanted = None  # the oracle's wanted part, when it is not the rendered clip itself
+        x, room = dry, None
         if "room" in cond:
-            m, h = room_of(i, rooms, room_index)
-            if oracle is not None and early_ms is not None:
-                wanted = early_part(x, h, m["direct_path_samples"], early_ms)
-            x = reverberant(x, h, m["direct_path_samples"])
+            room = room_of(i, rooms, room_index)
+            m, h = room
+            x = reverberant(dry, h, m["direct_path_samples"])
             tail = 0
             used[m["key"]] = used.get(m["key"], 0) + 1
         else:
             tail = TAIL
         if snr is None:
-            if warm is not None:
-                warm.append(None)
-            clean = render(x, tail, lead=floor_lead(rng, fan, x))
-            if wanted is not None:
-                clean = through_oracle(clean, wanted, tail, oracle, where)
-            audio.append(clean)
+            y, noise_parts = render(x, tail, lead=floor_lead(rng, fan, x)), None
         else:
             kind = kinds[i % len(kinds)]
             used[kind] = used.get(kind, 0) + 1
             noise, start = A.crop_from(rng, banks.b[kind], LEAD + len(x) + tail)
-            mixed = render(x, tail, noise=noise, snr=snr)
-            if warm is not None:
-                warm.append(warm_up_noise(banks.b[kind], start, warm_s, noise, x, tail, snr))
-            if oracle is not None:
-                mixed = through_oracle(mixed, x if wanted is None else wanted, tail, oracle, where)
-            audio.append(mixed)
+            y, noise_parts = render(x, tail, noise=noise, snr=snr), (banks.b[kind], start, noise, snr)
+        if each is not None:
+            y = each(y, {"clip": dry, "room": room, "heard": x, "tail": tail, "noise": noise_parts})
+        audio.append(y)
     return audio, used
-
-
-def warm_up_noise(bank, start, seconds, noise, x, tail, snr):
-    """The `seconds` of the noise recording just before `start` (where the rendering's stretch `noise` begins;
-    around the recording's end when it begins near its start), at the gain render(x, tail, noise=noise, snr=snr)
-    gives `noise`."""
-    speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(x, np.float32), np.zeros(tail, np.float32)])
-    before = np.take(bank, np.arange(start - int(seconds * SR), start), mode="wrap")
-    return (before * A.mix_gain(speech, noise[:len(speech)], snr)).astype(np.float32)
-
-
-def through_oracle(rendered, wanted, tail, oracle, where):
-    """A rendering through the ideal gate (talker_gate.oracle at resolution `oracle`) that knows its wanted part,
-    `wanted` laid out as render lays out a clip (LEAD samples before it, `tail` after), kept where `where` says."""
-    from .talker_gate import oracle as ideal
-    speech = np.concatenate([np.zeros(LEAD, np.float32), np.asarray(wanted, np.float32), np.zeros(tail, np.float32)])
-    gated = np.clip(ideal(rendered, speech, oracle), -1.0, 32767 / 32768).astype(np.float32)
-    return spliced(rendered, gated, where)
-
-
-def spliced(plain, gated, where):
-    """The ideal gate's output where it is asked for (oracle_where): everywhere, before the clip only (the LEAD
-    samples), or from the clip on."""
-    if where == "all":
-        return gated
-    if where == "lead":
-        return np.concatenate([gated[:LEAD], plain[LEAD:]])
-    if where == "keyword":
-        return np.concatenate([plain[:LEAD], gated[LEAD:]])
-    raise HotPhraseError("--oracle-where", f"{where!r}: want all, lead or keyword")
 
 
 def stream_pieces(rng, pieces, banks, quiet):
@@ -282,27 +212,13 @@ def test_side_sets(workdir, extra_folders, real_speech):
     return out
 
 
-def stamped(audio, frontend, warm=None, enrol=None):
-    """The renderings through the front end (speex.make's; None: as they are) and the file's `frontend` entry; with
-    `warm` (a warm-up or None per rendering), the front end runs over the warm-up first and on into the rendering,
-    of which only the rendering is kept; with `enrol` (a conditioned gate: per rendering the enrollment's audio),
-    the gate is enrolled on it first."""
-    from . import speex
-    fe = speex.make(frontend)
-    if enrol is not None:
-        out = []
-        for x, e in zip(audio, enrol):
-            fe.enrol(e)
-            out.append(speex.apply_float(fe, x))
-        return out, {"frontend": np.array(speex.parse_frontend(frontend)),
-                     "enrolled_on": np.array("3 other clips of the clip's speaker (talker_gate.enrollment_sets)")}
+def stamped(audio, frontend):
+    """The renderings through the front end (frontend_registry.make's; none: as they are) and the file's
+    `frontend` entry."""
+    fe = FR.make(frontend)
     if fe is not None:
-        if warm is None:
-            audio = [speex.apply_float(fe, x) for x in audio]
-        else:
-            audio = [speex.apply_float(fe, x) if w is None else
-                     speex.apply_float(fe, np.concatenate([w, x]))[len(w):] for x, w in zip(audio, warm)]
-    return audio, {"frontend": np.array(speex.parse_frontend(frontend) or "none")}
+        audio = [FR.apply_float(fe, x) for x in audio]
+    return audio, {"frontend": np.array(FR.parse_frontend(frontend) or "none")}
 
 
 def render_test_side(workdir, out, extra_folders, real_speech, conds, rooms, procs, frontend=None):
@@ -332,9 +248,9 @@ def render_test_side(workdir, out, extra_folders, real_speech, conds, rooms, pro
             print(f"{path}: {len(audio)} streams, {i} recordings, {hours:.2f} h", flush=True)
 
 
-@cli.command
-def main(argv=None):
-    ap = cli.parser(__name__, __doc__)
+def parser(name=__name__, doc=__doc__):
+    """The command's options (the lab's household_conditions adds its own)."""
+    ap = cli.parser(name, doc)
     ap.add_argument("workdir")
     ap.add_argument("out")
     ap.add_argument("--words", nargs="*", default=["computer", "jarvis", "snowboy", "view-glass"])
@@ -344,58 +260,27 @@ def main(argv=None):
     ap.add_argument("--procs", type=int, default=2)
     ap.add_argument("--clean", action="store_true",
                     help="also the clean condition (as evaluate_format2's clean set, from this module's seed)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
-                    help="every rendering through this front end before embedding (speex.py), recorded in the file")
-    ap.add_argument("--oracle", choices=("bands", "bins"), default=None,
-                    help="the noisy conditions (snrN, room-snrN, house-room-snrN) through the ideal gate that knows "
-                         "the clip apart from the noise (talker_gate.oracle), recorded as front end oracle-bands or "
-                         "oracle-bins; household_eval takes them beside renderings without a front end")
-    ap.add_argument("--warm-up", type=float, default=0.0, metavar="S",
-                    help="the front end first hears the S seconds of the noise before each noisy rendering's own")
-    ap.add_argument("--oracle-where", choices=("all", "lead", "keyword"), default="all",
-                    help="with --oracle: its output only before the clip (lead) or only from the clip on (keyword)")
-    ap.add_argument("--oracle-early", type=float, default=None, metavar="MS",
-                    help="with --oracle: in a room, the wanted part is the clip through the room's first MS ms "
-                         "only, the late tail counted as noise (the room condition allowed too)")
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="every rendering through this front end before embedding (frontend_registry.py), "
+                         "recorded in the file")
     ap.add_argument("--house", metavar="SPEAKERS.json",
                     help="also house-room and house-room-snrN (--room-snr): each clip in its speaker's own room "
                          "(cluster_speakers' output, one keyword's labels; house_rooms)")
     ap.add_argument("--only", nargs="+", default=None, metavar="COND", help="render only these conditions")
-    ap.add_argument("--enrol-from", metavar="SPEAKERS.json",
-                    help="a gate conditioned on the voice: each clip's enrolled on 3 other clips of its speaker")
     ap.add_argument("--test-side-extra", nargs="+", default=[], metavar="DIR",
                     help="household_eval's test side: these get_public_negatives eval folders (WORKDIR/public/eval/X)")
     ap.add_argument("--test-side-real-speech", action="store_true",
                     help="household_eval's test side: the real-speech evaluation speakers' streams")
-    a = ap.parse_args(argv)
-    from .evaluate_format2 import embed_all, eval_banks
-    rooms = read_rirs(a.rirs) if a.rirs else []
-    from . import speex
-    speex.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
-    fe0 = speex.make(a.frontend)
-    conditioned = bool(getattr(fe0, "conditioned", False))
-    if conditioned != bool(a.enrol_from):
-        raise HotPhraseError("--enrol-from", "is for a gate conditioned on a voice, and such a gate needs it")
-    if conditioned and (a.test_side_extra or a.test_side_real_speech):
-        raise HotPhraseError("--test-side-extra", "not through a gate conditioned on a voice (whose voice?)")
-    if conditioned and a.warm_up:
-        raise HotPhraseError("--warm-up", "not with a gate conditioned on a voice")
-    speakers = None
-    if a.enrol_from:
-        with open(a.enrol_from) as f:
-            speakers = json.load(f)["keywords"]
-    if a.oracle_early is not None and not a.oracle:
-        raise HotPhraseError("--oracle-early", "needs --oracle")
-    if a.oracle_where != "all" and not a.oracle:
-        raise HotPhraseError("--oracle-where", "needs --oracle")
-    if a.oracle_early is not None and not 0 < a.oracle_early <= 200:
-        raise HotPhraseError("--oracle-early", f"{a.oracle_early:g} ms: want more than 0, at most 200")
-    if a.warm_up and (a.frontend == "none" or a.oracle):
-        raise HotPhraseError("--warm-up", "is for a front end (--frontend): the embedding alone has no state to warm")
-    if not 0 <= a.warm_up <= 60:
-        raise HotPhraseError("--warm-up", f"{a.warm_up:g} s: want 0 to 60")
-    if a.oracle and a.frontend != "none":
-        raise HotPhraseError("--oracle", "is a front end of its own: not with --frontend")
+    return ap
+
+
+@cli.command
+def main(argv=None):
+    run(parser().parse_args(argv))
+
+
+def chosen_conditions(a, rooms):
+    """(the conditions this run renders, in order; --house's speakers or None)."""
     conds = conditions(a.snr, rooms, a.room_snr, a.clean)
     house = None
     if a.house:
@@ -409,9 +294,40 @@ def main(argv=None):
         if unknown:
             raise HotPhraseError("--only", f"{', '.join(unknown)} not among this run's conditions ({', '.join(conds)})")
         conds = [c for c in conds if c in a.only]
-    if a.oracle and any("snr" not in c and not (a.oracle_early and "room" in c) for c in conds):
-        raise HotPhraseError("--oracle", "only for noisy conditions (give --only with snrN, room-snrN, "
-                                         "house-room-snrN): the ideal gate of a clip without noise is no gate")
+    return conds, house
+
+
+def house_index(word, n_clips, house, path):
+    """house_rooms' room of each of a keyword's n_clips clips (None: the keyword has no speakers in --house)."""
+    if word not in (house or {}):
+        return None
+    if len(house[word]) != n_clips:
+        raise HotPhraseError(path, f"{len(house[word])} clips of {word}, the folder has {n_clips}")
+    return house_rooms([house[word][n] for n in sorted(house[word])])
+
+
+def plain_renderings(a, word, clips, banks, rooms):
+    """The renderings of one keyword's clips in a condition, through --frontend: render(cond, room_index) ->
+    (audio, what was drawn, the file's front-end entries). The lab's household_conditions passes its own."""
+    def render(cond, room_index):
+        audio, used = condition_audio(word, cond, clips, banks, rooms, room_index)
+        audio, fe = stamped(audio, a.frontend)
+        return audio, used, fe
+    return render
+
+
+def run(a, lab=None):
+    """The command on parsed arguments (parser's). `lab` (hotphraselab.household_conditions) checks its own options
+    (check_options(rooms), check_conditions(conds)) and renders each keyword its own way (renderings(a, word,
+    clips, banks, rooms), as plain_renderings)."""
+    from .evaluate_format2 import embed_all, eval_banks
+    rooms = read_rirs(a.rirs) if a.rirs else []
+    FR.parse_frontend(a.frontend)  # a wrong name fails before anything is rendered
+    if lab is not None:
+        lab.check_options(rooms)
+    conds, house = chosen_conditions(a, rooms)
+    if lab is not None:
+        lab.check_conditions(conds)
     if a.test_side_extra or a.test_side_real_speech:
         render_test_side(a.workdir, a.out, a.test_side_extra, a.test_side_real_speech, conds, rooms, a.procs,
                          a.frontend)
@@ -420,38 +336,18 @@ def main(argv=None):
     _, banks, _ = eval_banks(a.workdir)
     for word in a.words:
         clips = D.real_clips(word, None)
-        enrol = None
-        if speakers is not None:
-            labels = speakers.get(word) or {}
-            if len(labels) != len(clips):
-                raise HotPhraseError(a.enrol_from, f"{len(labels)} clips of {word}, the folder has {len(clips)}")
-            # a speaker of one clip (never enrolled by household_eval, only a guest there): enrolled on itself
-            enrol = [talker_gate.enrollment_audio([clips[j] for j in (js or [i])])
-                     for i, js in enumerate(talker_gate.enrollment_sets(sorted(labels), labels))]
-        room_index = None
+        render = (lab.renderings if lab is not None else plain_renderings)(a, word, clips, banks, rooms)
         for cond in conds:
+            room_index = None
             if cond.startswith("house"):
-                if word not in (house or {}):
+                room_index = house_index(word, len(clips), house, a.house)
+                if room_index is None:
                     continue
-                if len(house[word]) != len(clips):
-                    raise HotPhraseError(a.house, f"{len(house[word])} clips of {word}, the folder has {len(clips)}")
-                room_index = house_rooms([house[word][n] for n in sorted(house[word])])
-            else:
-                room_index = None
             path = os.path.join(a.out, cond, f"e1_eval_real_{word}.npz")
             if os.path.exists(path):
                 continue
             os.makedirs(os.path.dirname(path), exist_ok=True)
-            warm = [] if a.warm_up and "snr" in cond else None
-            audio, used = condition_audio(word, cond, clips, banks, rooms, room_index, a.oracle, a.oracle_early,
-                                          a.oracle_where, a.warm_up, warm)
-            audio, fe = stamped(audio, a.frontend, warm, enrol)
-            if warm is not None:
-                fe["warm_up_s"] = np.float32(a.warm_up)
-            if a.oracle:
-                fe = {"frontend": np.array("oracle-" + a.oracle + (f"-early{a.oracle_early:g}" if a.oracle_early
-                                                                   else "") +
-                                           ("" if a.oracle_where == "all" else "-" + a.oracle_where))}
+            audio, used, fe = render(cond, room_index)
             labels = np.array(clip_labels(cond, len(clips), list(banks.kinds), rooms, room_index))
             e1data.save_ragged(path + ".tmp.npz", embed_all(audio, a.procs), drawn=json.dumps(used), labels=labels,
                                **fe)

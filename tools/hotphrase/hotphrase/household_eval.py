@@ -1,4 +1,4 @@
-"""The personal scorer measured on real recordings (issue #37, "Honest evaluation"), and the bank's z_threshold.
+"""The personal scorer measured on real recordings, and the bank's z_threshold.
 
   python -m hotphrase.household_eval --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json
          [--public DIR] [--real-speech DIR] [--keywords DIR] [--draws 3] [--json OUT] [--write-threshold]
@@ -31,21 +31,15 @@
   enrollment stays clean): the enrolled people's misses and the guests heard, for the three. With
   `--condition-test-side` also the false accepts an hour on the test side in that condition: DIR holds the
   --test-npz files' renderings under the same names (household_conditions --test-side-...).
-- Session 4 (`--enrol-variants SPEC ...`, `--gate-floors F ...`, with --generic and --bank-z): the two remedies
-  for the goals sessions 2 and 3 left unmet, on the same draws. Multi-condition enrollment: every take also
-  rendered in training-side noise and procedural rooms (render_take; never the evaluation's noise families or
-  rooms), each rendering one more template normalised against the bank. The gate: a template wake of the model's
-  phrase counts only when the generic score's max over the last GATE_STEPS steps reaches a floor. Reported per
-  variant, head and floor: misses and guests clean and in each --condition, false accepts on the test side and on
-  the threshold side (added to the generic's), the floor the threshold side would choose, and the z that keeps a
-  variant's false accepts at the clean enrollment's.
-- Session 9 (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
+- The z sweep (`--z-sweep LO:HI:STEP`, with --condition): the same per-clip best z and test-side z series read at
   every z of a grid (sweep_rows): how low the misses in each condition go when the z alone is lowered, and the
   false accepts an hour that costs; the ceiling of any check made after the templates' decision.
-- Session 17 (the same `--z-sweep`, with `--public`): each z's wakes also on the threshold side and on the test
+- The bank's z (the same `--z-sweep`, with `--public`): each z's wakes also on the threshold side and on the test
   side's two folds of whole streams, so that the bank's z can be picked by its rule on more than the threshold
-  side (pooled_z_pick; household_tables --z-folds). `--merge-z-folds REPORT.json ...` writes the z picked on every
-  side into the bank's header.
+  side alone, whose 0.63 h misjudged a keyword (pooled_z_pick; household_tables --z-folds).
+  `--merge-z-folds REPORT.json ...` writes the z picked on every side into the bank's header: the shipped bank's.
+- `--candidates-out` writes every candidate wake of the personal path, for a check of the voice after the
+  templates' decision (the lab's speaker_check).
 """
 import collections
 import json
@@ -56,9 +50,9 @@ import numpy as np
 
 from . import cli
 from . import dataset as D
+from . import frontend_registry as FR
 from . import hpmfile
 from . import household as H
-from . import talker_gate as G
 from .constants import EMB_DIM, SAMPLE_RATE, STEP_SECONDS
 from .errors import HotPhraseError
 from .negative_bank import default_public_dir, read_manifests
@@ -74,9 +68,9 @@ SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared
 
 class Embedder:
     """The TFLite speech_embedding with household's t_k (the Swift detector's report). With a front end
-    (speex.make: int16 -> int16) every call first runs it over exactly the samples embedded, from their start (a
-    padded take, a padded clip, a speaker's whole stream), as a front end inside the speaker's embedding path
-    would run from the same reset."""
+    (frontend_registry.make: int16 -> int16) every call first runs it over exactly the samples embedded, from their
+    start (a padded take, a padded clip, a speaker's whole stream), as a front end inside the speaker's embedding
+    path would run from the same reset."""
 
     def __init__(self, frontend=None):
         from .embedding import Frontend
@@ -520,12 +514,12 @@ def parse_z_sweep(spec):
 
 
 def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid, fold_wakes=None, threshold_wakes=None):
-    """Issue #37, part 2, session 9: the personal path at every z of a grid, on the per-clip best z already scored
+    """The personal path at every z of a grid, on the per-clip best z already scored
     (pbest_by_condition {condition: [E, C]}, "clean" among them) and the test side's wakes at each z (wakes [E, G],
     false_accepts' sweep). Per z: the enrolled people's other clips missed in each condition and the guests heard
     clean (pooled over enrollments, as fused_report), and the false accepts an hour (mean over enrollments, worst);
-    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound). Session 17:
-    with fold_wakes ([k, E, G], false_accepts' folds) and threshold_wakes ([E, G], the threshold side's sweep),
+    fa_lower_bound where some stream had more than DENSE steps at or above the z (count_wakes' bound). With
+    fold_wakes ([k, E, G], false_accepts' folds) and threshold_wakes ([E, G], the threshold side's sweep),
     each z's wakes summed over enrollments on each fold and on the threshold side, for pooled_z_pick."""
     out = []
     for k, z in enumerate(grid):
@@ -557,7 +551,7 @@ def sweep_rows(meta, col, pbest_by_condition, wakes, hours, grid, fold_wakes=Non
 
 
 def peak_step(row, t, wait=H.PEAK_WAIT_STEPS):
-    """The step of the match's peak for a wake crossing at t under session 8's rule (household.decision_step: the
+    """The step of the match's peak for a wake crossing at t under the speaker's rule (household.decision_step: the
     speaker waits while the z rises, at most `wait` steps, and fires one step past the peak): the highest z from
     t up to the step it fires at (the first, on a tie). The match ends there, so a check of the voice reads the
     audio up to it."""
@@ -570,7 +564,7 @@ def wake_steps(row, th):
 
 
 def stream_candidates(enrollments, scorers, streams, zs):
-    """Session 9's candidate wakes on negative streams: for each z of zs, enrollment and stream, every wake of the
+    """The candidate wakes on negative streams: for each z of zs, enrollment and stream, every wake of the
     personal path at that z (wake_steps) and the step it fires at (peak_step) -> int32 [n, 5] rows (z index,
     enrollment, stream, crossing step, firing step), and the streams' lengths in steps."""
     rows, lengths = [], []
@@ -601,8 +595,8 @@ def clip_best(enrollments, scorers, clips):
 
 
 def write_candidates(path, word, meta, names, enrollments, scorers, clip_sets, sides, zs, bank_z):
-    """Session 9 (--candidates-out): what a check of the voice after the templates' decision needs, for
-    hotphrase.speaker_check: the draws (takes, own clips, guests), each clip's best z and its step in every
+    """--candidates-out: what a check of the voice after the templates' decision needs, for
+    hotphraselab.speaker_check: the draws (takes, own clips, guests), each clip's best z and its step in every
     condition (clip_sets {condition: [embeddings in names' order]}), and the candidate wakes at each z of zs on the
     negative sides (sides {name: (streams, what they are)})."""
     arrays = {"zs": np.array(zs, np.float32)}
@@ -715,21 +709,18 @@ def heard(enrollments, clips, scorers, kind):
                     axis=1)
 
 
-# --- issue #37, part 2, session 4: multi-condition enrollment and a gated personal path -----------------------------
+# --- an enrollment take's renderings in noise and rooms (household_head's positives; TakeRenderings.swift) ---------
 
-# The renderings of an enrollment take (each kept as one more template, normalised against the bank as usual) draw
-# only on the training side: four of augment.TRAIN_NOISES (babble of training voices: sent_train_piper.npz), never
-# the evaluation's families (augment.EVAL_NOISES: fan, street, plucked music, held-out-voice babble), and a
-# procedural room (an exponentially decaying noise tail, as augment.room_ir, but with a direct-to-reverberant ratio
-# as low as the evaluation's rooms at 2-3 m reach), never the 12 image-source impulse responses of room_rirs.
+# The renderings of an enrollment take draw only on the training side: four of augment.TRAIN_NOISES (babble of
+# training voices: sent_train_piper.npz), never the evaluation's families (augment.EVAL_NOISES: fan, street, plucked
+# music, held-out-voice babble), and a procedural room (an exponentially decaying noise tail, as augment.room_ir, but
+# with a direct-to-reverberant ratio as low as the evaluation's rooms at 2-3 m reach), never the 12 image-source
+# impulse responses of room_rirs.
 ENROL_NOISES = ("pink", "hum", "music_chords", "babble")
 ENROL_NOISE_SECONDS = 60
 ENROL_RT60 = (0.3, 0.8)
 ENROL_DRR_DB = (-3.0, 6.0)
 Z_FOLDS = 2  # the z sweep's test side in two folds of whole streams (household_head.stream_folds' cut)
-GATE_STEPS = 12  # the gate looks at the generic score's max over the last 12 steps (0.96 s), this one included
-GATE_AHEAD = [0]  # ... and this many after it (--gate-ahead; a list so the command line can set it)
-Z_GRID = np.round(np.arange(5.9, 9.05, 0.1), 1)
 
 
 def parse_variant(spec):
@@ -824,254 +815,19 @@ def render_take(samples, rendering, name, banks):
     return np.clip(np.round(np.asarray(x, np.float64) * 32768), -32768, 32767).astype(np.int16), drawn
 
 
-def causal_max(g, steps, ahead=0):
-    """max(g[t - steps + 1 .. t + ahead]) at every t (fewer at either end). With ahead > 0 a template wake at t is
-    decided `ahead` steps late (the generic score may peak after the template's best match)."""
-    g = np.asarray(g)
-    out = g.copy()
-    for k in range(1, min(steps, len(g))):
-        out[k:] = np.maximum(out[k:], g[:-k])
-    for k in range(1, min(ahead + 1, len(g))):
-        out[:-k] = np.maximum(out[:-k], g[k:])
-    return out
-
-
-def parse_gate(spec):
-    """A gate: "F" (the generic score's recent max must reach F) or "F@Z" (the same, except that a template wake
-    with z at least Z passes anyway) -> (F, Z or None)."""
-    f, at, z = str(spec).partition("@")
-    try:
-        floor, bypass = float(f), (float(z) if at else None)
-    except ValueError:
-        raise HotPhraseError(spec, "a gate is F or F@Z: a generic score floor in (0, 1), optionally @ a z")
-    if not 0 < floor < 1:
-        raise HotPhraseError(spec, f"the floor {floor:g} is not a generic score in (0, 1)")
-    return floor, bypass
-
-
-def gate_name(gate):
-    return "none" if gate is None else f"{gate[0]:g}" + (f"@{gate[1]:g}" if gate[1] is not None else "")
-
-
-def gate_pass(g_recent, z, gate):
-    """Where a template wake may count: the generic score's recent max (causal_max) reaches the gate's floor, or z
-    reaches its bypass; gate None: everywhere."""
-    if gate is None:
-        return np.ones(np.shape(z), bool)
-    ok = np.asarray(g_recent) >= gate[0]
-    if gate[1] is not None:
-        ok = ok | (np.asarray(z) >= gate[1])
-    return ok
-
-
-def gated_fires(z_row, z_th, g_row, g_th, gate, steps=GATE_STEPS):
-    """The fused decision with a gate on the personal path (the model's own phrase): a step wakes when the generic
-    score reaches its threshold, or the personal z reaches its own where gate_pass allows it (the generic score's
-    max over the last `steps` steps reaches the floor, or z the bypass); gate None: no gate (fused_fires), a number:
-    a floor alone. As 1.0 / 0.0 for count_wakes."""
-    if gate is not None and not isinstance(gate, tuple):
-        gate = (float(gate), None)
-    p = (np.asarray(z_row) >= z_th) & gate_pass(causal_max(g_row, steps, GATE_AHEAD[0]), z_row, gate)
-    return (p | (np.asarray(g_row) >= g_th)).astype(np.float32)
-
-
-def z_needed(fa_by_z, target, grid=Z_GRID):
-    """The lowest z of the grid at which the false accepts (an hour, [len(grid)]) are at most `target`, or None."""
-    ok = [float(z) for z, fa in zip(grid, fa_by_z) if fa <= target + 1e-9]
-    return min(ok) if ok else None
-
-
-def chosen_floor(added_by_floor, floors):
-    """The lowest gate floor (None, no gate, counts as the lowest) at which the templates add no false accepts on
-    the side it is chosen on (fused minus generic, summed over enrollments, at most 0), or "not found"."""
-    for f, added in zip(floors, added_by_floor):
-        if added <= 0:
-            return f
-    return "not found"
-
-
-class Remedies:
-    """Every enrollment variant's templates at once: [V, E] lists of template indices into one set of centred
-    templates with their bank mu/sd, so that each stream or clip runs one DTW pass for all of them."""
-
-    def __init__(self, scorers, variants, enrollments_takes, raw_takes, take_audio, spans, embedder, banks):
-        self.scorers, self.variants = scorers, variants
-        raws, index, self.drawn = [], {}, collections.Counter()
-
-        def tid(key):
-            if key not in index:
-                take, rendering = key
-                if rendering is None:
-                    raws.append(raw_takes[take])
-                else:
-                    x, drawn = render_take(take_audio[take], rendering, take, banks)
-                    self.drawn.update(drawn)
-                    raws.append(H.span_frames(None, None, x, spans[take], take, embedder)[0])
-                index[key] = len(raws) - 1
-            return index[key]
-        self.ids = [[[tid((t, None)) for t in takes] + [tid((t, r)) for t in takes for r in renderings]
-                     for takes in enrollments_takes] for _, renderings in variants]
-        self.T = [H.centre(e, scorers.mean) for e in raws]
-        st = np.array(scorers.dtw_stats(self.T))
-        self.mu, self.sd = st[:, 0], np.maximum(st[:, 1], H.SD_FLOOR)
-
-    def templates_per_enrollment(self, v):
-        return float(np.mean([len(x) for x in self.ids[v]]))
-
-    def z(self, raw):
-        """[V, E, n] personal z (max over each enrollment's templates; -inf before a path exists)."""
-        s = H.dtw_scores(self.T, H.centre(np.asarray(raw, np.float32), self.scorers.mean))
-        z = (self.mu[:, None] - s) / self.sd[:, None]
-        z = np.where(np.isfinite(z), z, -np.inf)
-        return np.stack([np.stack([z[i].max(axis=0) for i in per_e]) for per_e in self.ids])
-
-
-def remedies_clips(rem, clip_list, heads, z_th, floors):
-    """Over clips: (pbest [C, V, E] best personal z, gbest [C, H] best generic score, gated [C, H, F, V, E] heard
-    by the gated personal path at z_th (floor None: pbest >= z_th))."""
-    C, V, E, Hn, F = len(clip_list), len(rem.variants), len(rem.ids[0]), len(heads), len(floors)
-    pbest = np.full((C, V, E), -np.inf, np.float32)
-    gbest = np.full((C, Hn), -np.inf, np.float32)
-    gated = np.zeros((C, Hn, F, V, E), bool)
-    for c, raw in enumerate(clip_list):
-        if not len(raw):
-            continue
-        Z = rem.z(raw)
-        pbest[c] = Z.max(axis=-1)
-        P = Z >= z_th
-        for h, (_, head, arrays, _) in enumerate(heads):
-            g = generic_series(head, arrays, raw)
-            gbest[c, h] = g.max()
-            gm = causal_max(g, GATE_STEPS, GATE_AHEAD[0])
-            for fi, f in enumerate(floors):
-                gated[c, h, fi] = (P & gate_pass(gm, Z, f)).any(axis=-1)
-    return pbest, gbest, gated
-
-
-def remedies_false_accepts(rem, streams, heads, z_th, floors, grid=Z_GRID):
-    """Wakes on streams: personal [V, E, len(grid)] at each z of the grid, generic [H], fused [H, F, V, E] at z_th
-    with each gate floor."""
-    V, E, Hn, F = len(rem.variants), len(rem.ids[0]), len(heads), len(floors)
-    pers = np.zeros((V, E, len(grid)))
-    gen = np.zeros(Hn)
-    fused = np.zeros((Hn, F, V, E))
-    for raw in streams:
-        raw = np.asarray(raw, np.float32)
-        if not len(raw):
-            continue
-        Z = rem.z(raw)
-        for v in range(V):
-            for e in range(E):
-                row = Z[v, e]
-                if (row >= grid[0]).any():
-                    pers[v, e] += [count_wakes(row, z) for z in grid]
-        P = Z >= z_th
-        for h, (_, head, arrays, g_th) in enumerate(heads):
-            g = generic_series(head, arrays, raw)
-            n_gen = count_wakes(g, g_th)
-            gen[h] += n_gen
-            gm = causal_max(g, GATE_STEPS, GATE_AHEAD[0])
-            for fi, f in enumerate(floors):
-                p = P & gate_pass(gm, Z, f)
-                fused[h, fi] += n_gen
-                for v, e in zip(*np.nonzero(p.any(axis=-1))):
-                    fused[h, fi, v, e] += count_wakes((p[v, e] | (g >= g_th)).astype(np.float32), 0.5) - n_gen
-    return pers, gen, fused
-
-
-def pooled(heard, own, guests):
-    """heard [C, E] bool; own, guests [E, C] masks -> (own missed %, guests heard %), pooled over enrollments."""
-    h = np.asarray(heard).T
-    return (round(100 * float((own & ~h).sum()) / max(int(own.sum()), 1), 2),
-            round(100 * float((guests & h).sum()) / max(int(guests.sum()), 1), 2))
-
-
-def remedies_report(meta, rem, clip_names, clip_sets, heads, z_th, floors, test, threshold):
-    """The session-4 report: clip_sets {condition: [raw embeddings per clip_names]}, test and threshold (streams,
-    seconds). Per variant: templates, personal misses / guests per condition at z_th, its false accepts on both
-    sides, the z that keeps its test-side (and threshold-side) false accepts at the clean variant's, the misses
-    there; per variant, head and gate floor: the fused detector's misses, guests and false accepts (and those
-    added to the generic's), the gated personal path's misses, and the floor chosen on the threshold side."""
-    col = {n: j for j, n in enumerate(clip_names)}
-    E = len(meta)
-    own = np.zeros((E, len(clip_names)), bool)
-    guests = np.zeros((E, len(clip_names)), bool)
-    for e, m in enumerate(meta):
-        own[e, [col[n] for n in m["own"]]] = True
-        guests[e, [col[n] for n in m["guests"]]] = True
-    import time
-    t0 = time.time()
-    clips, fa = {}, {}
-    for c, cl in clip_sets.items():
-        clips[c] = remedies_clips(rem, cl, heads, z_th, floors)
-        print(f"clips {c}: {len(cl)} ({time.time() - t0:.0f} s)", flush=True)
-    for side, s in (("test", test), ("threshold", threshold)):
-        fa[side] = remedies_false_accepts(rem, s[0], heads, z_th, floors)
-        print(f"false accepts, {side} side: {s[1] / 3600:.2f} h ({time.time() - t0:.0f} s)", flush=True)
-    hours = {"test": test[1] / 3600, "threshold": threshold[1] / 3600}
-    zi = int(np.flatnonzero(np.isclose(Z_GRID, z_th))[0])
-    fstr = [gate_name(f) for f in floors]
-    rep = {"z_threshold": z_th, "gate_steps": GATE_STEPS, "gate_ahead": GATE_AHEAD[0], "floors": fstr, "enrollments": E,
-           "hours": {k: round(v, 3) for k, v in hours.items()}, "renderings_drawn": dict(rem.drawn),
-           "generic": {}, "variants": {}}
-    for h, (name, _, _, g_th) in enumerate(heads):
-        rep["generic"][name] = {"threshold": g_th, **{f"fa_per_hour_{s}": round(fa[s][1][h] / hours[s], 3)
-                                                     for s in hours},
-                                **{c: dict(zip(("missed", "guests"), pooled(np.repeat((gb[:, h] >= g_th)[:, None], E,
-                                                                                      axis=1), own, guests)))
-                                   for c, (_, gb, _) in clips.items()}}
-    base = {s: fa[s][0][0, :, zi].mean() / hours[s] for s in hours}  # the clean variant's, at z_th
-    for v, (vname, _) in enumerate(rem.variants):
-        pfa = {s: fa[s][0][v] / hours[s] for s in hours}  # [E, grid]
-        r = {"templates_per_enrollment": rem.templates_per_enrollment(v), "personal": {}, "z_needed": {},
-             "heads": {}}
-        r["personal"]["fa_per_hour_test_mean"] = round(float(pfa["test"][:, zi].mean()), 3)
-        r["personal"]["fa_per_hour_test_worst"] = round(float(pfa["test"][:, zi].max()), 3)
-        r["personal"]["fa_per_hour_threshold_mean"] = round(float(pfa["threshold"][:, zi].mean()), 3)
-        for c, (pb, _, _) in clips.items():
-            r["personal"][c] = dict(zip(("missed", "guests"), pooled(pb[:, v] >= z_th, own, guests)))
-        for s in hours:
-            z = z_needed(pfa[s].mean(axis=0), base[s])
-            entry = {"z": z, "clean_variant_fa_per_hour": round(float(base[s]), 3)}
-            if z is not None:
-                gi = int(np.flatnonzero(np.isclose(Z_GRID, z))[0])
-                entry["fa_per_hour_test_mean"] = round(float(pfa["test"][:, gi].mean()), 3)
-                entry["personal"] = {c: dict(zip(("missed", "guests"), pooled(pb[:, v] >= z, own, guests)))
-                                     for c, (pb, _, _) in clips.items()}
-                entry["fused"] = {name: {c: dict(zip(("missed", "guests"), pooled(
-                    (pb[:, v] >= z) | (gb[:, h] >= g_th)[:, None], own, guests))) for c, (pb, gb, _) in clips.items()}
-                    for h, (name, _, _, g_th) in enumerate(heads)}
-            r["z_needed"][f"on_{s}_side"] = entry
-        for h, (name, _, _, g_th) in enumerate(heads):
-            hr = {}
-            for fi, f in enumerate(fstr):
-                e = {}
-                for s in hours:
-                    fz = fa[s][2][h, fi, v] / hours[s]
-                    added = (fa[s][2][h, fi, v] - fa[s][1][h]) / hours[s]
-                    e[f"fused_fa_per_hour_{s}_mean"] = round(float(fz.mean()), 3)
-                    e[f"fused_fa_per_hour_{s}_worst"] = round(float(fz.max()), 3)
-                    e[f"added_fa_per_hour_{s}_mean"] = round(float(added.mean()), 3)
-                    e[f"added_fa_per_hour_{s}_worst"] = round(float(added.max()), 3)
-                    e[f"added_wakes_{s}"] = int(round(float((fa[s][2][h, fi, v] - fa[s][1][h]).sum())))
-                for c, (_, gb, gt) in clips.items():
-                    e[c] = {"fused": dict(zip(("missed", "guests"), pooled(gt[:, h, fi, v] | (gb[:, h] >= g_th)[:, None],
-                                                                           own, guests))),
-                            "personal_gated": dict(zip(("missed", "guests"), pooled(gt[:, h, fi, v], own, guests)))}
-                hr[str(f)] = e
-            hr["floor_chosen_on_threshold_side"] = chosen_floor(
-                [hr[str(f)]["added_wakes_threshold"] for f in fstr], fstr)
-            r["heads"][name] = hr
-        rep["variants"][vname] = r
-        print(f"variant {vname}", json.dumps(r), flush=True)
-    return rep
-
-
 # --- the measurement ----------------------------------------------------------------------------------------------
 
-@cli.command
-def main(argv=None):
-    ap = cli.parser(__name__, __doc__)
+# What main hands from one step to the next: the options checked (checked_plan), both negative sides (negatives),
+# the keywords' clips and drawn enrollments (draw_all).
+Plan = collections.namedtuple("Plan", "z_grid conditions")
+Negatives = collections.namedtuple("Negatives", "thr_groups thr_streams thr_names thr_sec test_streams test_names "
+                                                "test_sec")
+Draws = collections.namedtuple("Draws", "enrollments meta clip_embs rejected takes take_audio spans")
+
+
+def parser(name=__name__, doc=__doc__):
+    """The command's options (the lab's household_remedies adds its own)."""
+    ap = cli.parser(name, doc)
     ap.add_argument("--bank", required=True)
     ap.add_argument("--speakers", help="cluster_speakers' output")
     ap.add_argument("--merge", nargs="*", default=None, help="only write the highest DTW z_threshold of these reports")
@@ -1104,49 +860,76 @@ def main(argv=None):
     ap.add_argument("--condition-test-side", action="store_true",
                     help="also false accepts in each condition: its DIR holds the --test-npz files rendered in it, "
                          "under the same names (household_conditions --test-side-...)")
-    ap.add_argument("--enrol-variants", nargs="+", default=None, metavar="SPEC",
-                    help="session 4: multi-condition enrollment; each SPEC a set of renderings of every take kept as "
-                         "extra templates (clean, or e.g. noise10, noise10x2, room, room10, noise10+room10; "
-                         "parse_variant); clean is always measured first. Needs --generic, --bank-z and "
-                         "--enrol-noise-sentences; reports instead of the scorers' and fused tables")
-    ap.add_argument("--enrol-noise-sentences", default=None, metavar="NPZ",
-                    help="training sentences for the renderings' babble (WORKDIR/cache/sent_train_piper.npz)")
-    ap.add_argument("--gate-floors", nargs="*", default=[], metavar="F[@Z]",
-                    help="session 4: gate the personal path of the model's phrase on the generic score's max over "
-                         f"the last {GATE_STEPS} steps reaching F (each F measured, beside no gate); F@Z: a "
-                         "template wake with z >= Z passes anyway")
-    ap.add_argument("--gate-ahead", type=int, default=0, metavar="STEPS",
-                    help="the gate also looks this many steps after the template's (its wake that much later)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
-                    help="session 6: a front end ahead of the embedding for everything embedded here (takes, clips, "
-                         "negatives; speex.py: libspeexdsp's noise suppressor at DB, default -15); caches given "
-                         "(--clips-dir, --condition, --test-npz) must have been made through the same one")
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="a front end ahead of the embedding for everything embedded here (takes, clips, "
+                         "negatives; frontend_registry.py: none, or the lab's through python -m "
+                         "hotphraselab.household_eval); caches given (--clips-dir, --condition, --test-npz) must "
+                         "have been made through the same one")
     ap.add_argument("--no-test-side", action="store_true",
-                    help="session 12: misses only, no negatives at all (with --bank-z and --no-threshold-side; "
-                         "no --test-npz, --generic or --z-sweep): every false-accept entry is null. What a gate "
-                         "conditioned on the enrolled voice needs until its test side is measured per household")
+                    help="misses only, no negatives at all (with --bank-z and --no-threshold-side; no "
+                         "--test-npz, --generic or --z-sweep): every false-accept entry is null. For a front end "
+                         "conditioned on the enrolled voice, whose test side would be each household's own")
     ap.add_argument("--no-threshold-side", action="store_true",
                     help="with --bank-z and --test-npz: no threshold side (it needs --public's speechocean762 "
                          "manifest); its false accepts are not reported")
     ap.add_argument("--z-sweep", default=None, metavar="LO:HI:STEP",
-                    help="session 9: the personal path's misses (clean and each --condition), guests heard and false "
+                    help="the personal path's misses (clean and each --condition), guests heard and false "
                          "accepts an hour on the test side at every z of the grid (needs --condition or --generic)")
     ap.add_argument("--candidates-out", default=None, metavar="NPZ",
-                    help="session 9: write the clips' best z and steps in every condition and the negative sides' "
-                         "candidate wakes at each --candidate-z, for hotphrase.speaker_check (with --condition)")
+                    help="write the clips' best z and steps in every condition and the negative sides' "
+                         "candidate wakes at each --candidate-z, for hotphraselab.speaker_check (with --condition)")
     ap.add_argument("--candidate-z", nargs="+", type=float, default=[3.0, 4.0, 5.0, 5.9], metavar="Z")
     ap.add_argument("--limit", type=int, default=0, help="a quick check: only N speakers a negative side and 10 N "
                                                          "clips a keyword (never with --write-threshold)")
     ap.add_argument("--merge-z-folds", nargs="+", default=None, metavar="REPORT.json",
-                    help="session 17: write into --bank the z pooled_z_pick picks on every side (the threshold side "
+                    help="write into --bank the z pooled_z_pick picks on every side (the threshold side "
                          "and the whole test side) from these --z-sweep --public reports, one a keyword")
-    a = ap.parse_args(argv)
+    return ap
+
+
+@cli.command
+def main(argv=None):
+    run(parser().parse_args(argv))
+
+
+def run(a, lab=None):
+    """The command on parsed arguments (parser's), step by step. `lab` (hotphraselab.household_remedies) checks its
+    own options among these (check_options(a)) and makes the report in measure's place (report(...))."""
     if a.merge:
         return merge(a.bank, a.merge)
     if a.merge_z_folds:
         return merge_z_folds(a.bank, a.merge_z_folds)
-    from . import speex
-    frontend = speex.parse_frontend(a.frontend)
+    frontend = FR.parse_frontend(a.frontend)
+    check_sides(a)
+    public = a.public or default_public_dir()
+    header, _, mean, bank_segments = H.read_bank(a.bank)
+    plan = checked_plan(a, header, lab)
+    heads = [generic_head(d) for d in a.generic]
+    if not a.speakers:
+        raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
+    emb = embedder(a, frontend)
+    scorers = Scorers(mean, bank_segments)
+    neg = negatives(a, emb, frontend, public, header)
+    if a.negatives_only:
+        return
+    with open(a.speakers) as f:
+        spk = json.load(f)["keywords"]
+    if (heads or plan.conditions) and len(spk) != 1:
+        raise HotPhraseError(a.speakers, f"--generic and --condition need one keyword's speakers, not {sorted(spk)}")
+    drawn = draw_all(a, spk, emb, frontend)
+    if lab is not None:
+        report = lab.report(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
+    else:
+        report = measure(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(report, f, indent=1)
+    if a.write_threshold and lab is None:
+        write_threshold(a.bank, [report])
+
+
+def check_sides(a):
+    """The options that leave a negative side out, checked before anything is read."""
     if a.no_test_side and (not a.no_threshold_side or a.test_npz or a.generic or a.z_sweep or a.candidates_out
                            or a.condition_test_side or a.write_threshold):
         raise HotPhraseError("--no-test-side", "goes with --bank-z and --no-threshold-side, and without --test-npz, "
@@ -1154,31 +937,24 @@ def main(argv=None):
                                                "--write-threshold")
     if a.no_threshold_side and not (a.bank_z and (a.test_npz or a.no_test_side)):
         raise HotPhraseError("--no-threshold-side", "needs --bank-z and --test-npz (nothing here is chosen on it)")
-    public = a.public or default_public_dir()
-    header, _, mean, bank_segments = H.read_bank(a.bank)
+
+
+def checked_plan(a, header, lab=None):
+    """The rest of the options checked against each other and the bank's header (and the lab's, by `lab`): a Plan
+    (the z sweep's grid, {condition: folder})."""
     if a.bank_z and "z_threshold" not in header:
         raise HotPhraseError(a.bank, "--bank-z: the bank's header has no z_threshold")
     if a.bank_z and a.write_threshold:
         raise HotPhraseError("--bank-z", "scores at the bank's threshold; it cannot also write one")
     if a.condition and not a.clips_dir:
         raise HotPhraseError("--condition", "needs --clips-dir (the clean clips the conditions are renderings of)")
-    remedies = a.enrol_variants is not None or bool(a.gate_floors)
-    if remedies and not (a.generic and a.bank_z and a.enrol_noise_sentences):
-        raise HotPhraseError("--enrol-variants/--gate-floors", "need --generic, --bank-z and --enrol-noise-sentences")
-    if remedies and a.no_threshold_side:
-        raise HotPhraseError("--no-threshold-side", "the remedies choose gate floors on the threshold side")
-    if remedies and a.condition_test_side:
-        raise HotPhraseError("--condition-test-side", "not measured with --enrol-variants/--gate-floors")
+    if lab is not None:
+        lab.check_options(a)
     z_grid = parse_z_sweep(a.z_sweep) if a.z_sweep else None
-    if a.candidates_out and (remedies or not a.condition or not a.test_npz):
-        raise HotPhraseError("--candidates-out", "needs --condition and --test-npz, and not the remedies")
-    if z_grid and (remedies or not (a.condition or a.generic)):
-        raise HotPhraseError("--z-sweep", "needs --condition or --generic, and not the remedies")
-    gates = [parse_gate(g) for g in a.gate_floors]
-    if a.gate_ahead < 0:
-        raise HotPhraseError("--gate-ahead", f"{a.gate_ahead} steps: at least 0")
-    GATE_AHEAD[0] = a.gate_ahead
-    variants = [("clean", [])] + [(v, parse_variant(v)) for v in (a.enrol_variants or []) if v != "clean"]
+    if a.candidates_out and (not a.condition or not a.test_npz):
+        raise HotPhraseError("--candidates-out", "needs --condition and --test-npz")
+    if z_grid and not (a.condition or a.generic):
+        raise HotPhraseError("--z-sweep", "needs --condition or --generic")
     if a.condition_test_side and not (a.condition and a.test_npz):
         raise HotPhraseError("--condition-test-side", "needs --condition and --test-npz (the files rendered in it)")
     conditions_dirs = {}
@@ -1187,19 +963,33 @@ def main(argv=None):
         if not sep or not name or not folder:
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         conditions_dirs[name] = folder
-    heads = []
-    for d in a.generic:
-        from . import embedding as E
-        head, arrays = E.load_head(d)
-        heads.append((os.path.basename(os.path.normpath(d)), head, arrays, generic_threshold(d)))
-    if not a.speakers:
-        raise HotPhraseError("--speakers", "needed (cluster_speakers' output), except with --merge")
-    emb = Embedder(speex.make(frontend))
-    conditioned = bool(getattr(emb.frontend, "conditioned", False))
-    if conditioned and not (a.clips_dir and a.no_test_side):
+    return Plan(z_grid, conditions_dirs)
+
+
+def generic_head(head_dir):
+    """(name, head, arrays, threshold) of a recipe-e1 head at its own operating point (generic_threshold)."""
+    from . import embedding as E
+    head, arrays = E.load_head(head_dir)
+    return os.path.basename(os.path.normpath(head_dir)), head, arrays, generic_threshold(head_dir)
+
+
+def embedder(a, frontend):
+    """The Embedder through the front end. A front end conditioned on the enrolled voice (the lab's gate that
+    hears it) is enrolled per take, and its renderings must hold the clips (no test side: whose voice?)."""
+    emb = Embedder(FR.make(frontend))
+    if conditioned(emb) and not (a.clips_dir and a.no_test_side):
         raise HotPhraseError(a.frontend, "a gate conditioned on a voice: give --clips-dir (household_conditions "
                                          "--enrol-from) and --no-test-side (its test side is not measured yet)")
-    scorers = Scorers(mean, bank_segments)
+    return emb
+
+
+def conditioned(emb):
+    return bool(getattr(emb.frontend, "conditioned", False))
+
+
+def negatives(a, emb, frontend, public, header):
+    """Both negative sides' streams (Negatives): embedded here (cached in --cache by side and front end), or the
+    test side from --test-npz; a side left out is empty."""
     if a.no_threshold_side:
         thr_groups, test_groups = {}, {}
     else:
@@ -1210,16 +1000,16 @@ def main(argv=None):
         thr_groups = dict(sorted(thr_groups.items())[:a.limit])
         test_groups = dict(sorted(test_groups.items())[:a.limit])
 
-    def negatives(name, groups):
+    def side(name, groups):
         make = lambda: speaker_streams(emb, groups)  # noqa: E731
         if a.cache and not a.limit:
             os.makedirs(a.cache, exist_ok=True)
-            return cached(os.path.join(a.cache, f"neg-{name}{speex.tag(frontend)}.npz"), make)
+            return cached(os.path.join(a.cache, f"neg-{name}{FR.tag(frontend)}.npz"), make)
         return make()
     if a.no_threshold_side:
         thr_streams, thr_names, thr_sec = [], [], 0.0
     else:
-        thr_streams, thr_names, thr_sec = negatives("threshold", thr_groups)
+        thr_streams, thr_names, thr_sec = side("threshold", thr_groups)
     if a.test_npz:
         test_streams = load_streams(a.test_npz, frontend)
         test_names = [os.path.basename(p) for p in a.test_npz]
@@ -1227,195 +1017,207 @@ def main(argv=None):
     elif a.no_test_side:
         test_streams, test_names, test_sec = [], [], 0.0
     else:
-        test_streams, test_names, test_sec = negatives("test", test_groups)
+        test_streams, test_names, test_sec = side("test", test_groups)
     test_what = f"{len(test_names)} cache files" if a.test_npz else f"{len(test_names)} speakers"
     print(f"negatives: threshold side {thr_sec / 3600:.2f} h ({len(thr_names)} speakers), test side "
           f"{test_sec / 3600:.2f} h ({test_what})", flush=True)
+    return Negatives(thr_groups, thr_streams, thr_names, thr_sec, test_streams, test_names, test_sec)
 
-    if a.negatives_only:
-        return
-    with open(a.speakers) as f:
-        spk = json.load(f)["keywords"]
-    if (heads or conditions_dirs) and len(spk) != 1:
-        raise HotPhraseError(a.speakers, f"--generic and --condition need one keyword's speakers, not {sorted(spk)}")
+
+def limited(a, labels):
+    """A keyword's clip names in order, the first 10 x --limit with --limit."""
+    return sorted(labels)[:10 * a.limit or None]
+
+
+def draw_all(a, spk, emb, frontend):
+    """Every keyword's clips read and embedded, and its enrollments drawn (one generator, keywords in order): the
+    Draws (takes: the last keyword's). Takes the checks reject are counted by reason."""
     rng = np.random.default_rng(a.seed)
-    enrollments, meta, clip_embs, rejected = [], [], {}, collections.Counter()
-    take_audio, spans = {}, {}
+    d = Draws([], [], {}, collections.Counter(), {}, {}, {})
     for word in sorted(spk):
         folder = os.path.join(a.keywords, word)
-        by_spk = collections.defaultdict(list)
-        audio, passed = {}, set()
-        names_all = sorted(spk[word])[:10 * a.limit or None]
-        cached_clips = None
-        sets = G.enrollment_sets(names_all, spk[word]) if conditioned else None
-        if a.clips_dir:
-            cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), spk[word],
-                                          frontend)
-        for n in names_all:
-            x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
-            audio[n] = x
-            try:
-                H.check_take(x, n)
-                passed.add(n)
-            except H.TakeError as e:
-                rejected[e.kind] += 1
-            if cached_clips is not None:
-                clip_embs[(word, n)] = cached_clips[n]
-            else:
-                pad = np.concatenate([np.zeros(SAMPLE_RATE, np.int16), x, np.zeros(SAMPLE_RATE // 2, np.int16)])
-                clip_embs[(word, n)] = emb(pad)[0]
-            by_spk[spk[word][n]].append(n)
-        takes = {}
-        for lab, names in sorted(by_spk.items()):
-            ok = [n for n in names if n in passed]
-            if len(ok) < MIN_CLIPS:
-                continue
-            for d in range(a.draws):
-                pick = list(rng.choice(ok, TAKES, replace=False))
-                for n in pick:
-                    if n not in takes:
-                        if conditioned:  # the take's gate enrolled as household_conditions enrolled its clip's
-                            js = sets[names_all.index(n)] or [names_all.index(n)]
-                            emb.frontend.enrol(G.enrollment_audio(
-                                [D.read_audio(os.path.join(folder, names_all[j])) for j in js]))
-                        try:
-                            takes[n], _, spans[n] = H.template_frames(None, None, audio[n], n, embedder=emb)
-                            take_audio[n] = audio[n]
-                        except H.TakeError:
-                            # fewer than 4 frames in the span: "no speech found" after embedding
-                            takes[n] = None
-                if any(takes[n] is None for n in pick):
-                    rejected["no speech found (frames)"] += 1
-                    continue
-                enrollments.append([takes[n] for n in pick])
-                meta.append({"word": word, "speaker": int(lab), "draw": d, "takes": pick,
-                             "own": [n for n in names if n not in pick],
-                             "guests": [n for n in names_all if spk[word][n] != lab]})
-        print(f"{word}: {len(by_spk)} speakers, {sum(1 for m in meta if m['word'] == word)} enrollments",
+        d.takes.clear()  # a keyword's own takes (clip names repeat across keywords); the last keyword's are kept
+        audio, passed, by_spk = read_word(a, word, spk[word], folder, emb, frontend, d)
+        draw_word(a, word, spk[word], folder, audio, passed, by_spk, emb, rng, d)
+        print(f"{word}: {len(by_spk)} speakers, {sum(1 for m in d.meta if m['word'] == word)} enrollments",
               flush=True)
-    if remedies:
-        word = sorted(spk)[0]
-        if len(spk) != 1:
-            raise HotPhraseError(a.speakers, f"--enrol-variants and --gate-floors need one keyword, not {sorted(spk)}")
-        rem = Remedies(scorers, variants, [m["takes"] for m in meta], {n: t for n, t in takes.items() if t is not None},
-                       take_audio, spans, emb, enrol_banks(a.enrol_noise_sentences))
-        print(f"enrollments: {len(meta)}; templates: {len(rem.T)}; renderings: {dict(rem.drawn)}", flush=True)
-        names = sorted(spk[word])[:10 * a.limit or None]
-        clip_sets = {"clean": [clip_embs[(word, n)] for n in names]}
-        for c, d in conditions_dirs.items():
-            cm = load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
-            clip_sets[c] = [cm[n] for n in names]
-        rr = remedies_report(meta, rem, names, clip_sets, heads, float(header["z_threshold"]),
-                             [None] + gates, (test_streams, test_sec), (thr_streams, thr_sec))
-        rr.update({"keyword": word, "speakers_enrolled": len({m["speaker"] for m in meta}),
-                   "takes_rejected": dict(rejected), "variants_spec": {v: r for v, r in variants}})
-        if a.json:
-            with open(a.json, "w") as f:
-                json.dump(rr, f, indent=1)
-        return
-    stats = scorers.dtw_stats([H.centre(e, scorers.mean) for raw in enrollments for e in raw])
-    enrollments = [scorers.enrol(raw, stats[TAKES * i:TAKES * (i + 1)]) for i, raw in enumerate(enrollments)]
-    print(f"enrollments: {len(enrollments)}; takes rejected by the checks: {dict(rejected)}", flush=True)
+    return d
 
+
+def read_word(a, word, labels, folder, emb, frontend, d):
+    """One keyword's clips: each read, checked as a take (rejections counted in d.rejected) and embedded as a test
+    clip (1 s of silence before it, 0.5 s after, or --clips-dir's embeddings) into d.clip_embs. Returns
+    ({name: int16 samples}, the names that pass the checks, {speaker: [names]})."""
+    by_spk = collections.defaultdict(list)
+    audio, passed = {}, set()
+    cached_clips = None
+    if a.clips_dir:
+        cached_clips = load_clips_npz(os.path.join(a.clips_dir, f"e1_eval_real_{word}.npz"), labels, frontend)
+    for n in limited(a, labels):
+        x = np.round(D.read_audio(os.path.join(folder, n)) * 32767).astype(np.int16)
+        audio[n] = x
+        try:
+            H.check_take(x, n)
+            passed.add(n)
+        except H.TakeError as e:
+            d.rejected[e.kind] += 1
+        if cached_clips is not None:
+            d.clip_embs[(word, n)] = cached_clips[n]
+        else:
+            pad = np.concatenate([np.zeros(SAMPLE_RATE, np.int16), x, np.zeros(SAMPLE_RATE // 2, np.int16)])
+            d.clip_embs[(word, n)] = emb(pad)[0]
+        by_spk[labels[n]].append(n)
+    return audio, passed, by_spk
+
+
+def draw_word(a, word, labels, folder, audio, passed, by_spk, emb, rng, d):
+    """One keyword's enrollments: for every speaker with at least MIN_CLIPS clips that pass the checks, --draws
+    draws of TAKES takes, each take embedded once (household.template_frames) into d.takes; a draw with a take
+    the embedding refuses is left out. Appends to d.enrollments (raw takes) and d.meta."""
+    names_all = limited(a, labels)
+    sets = emb.frontend.enrollment_sets(names_all, labels) if conditioned(emb) else None
+    for lab, names in sorted(by_spk.items()):
+        ok = [n for n in names if n in passed]
+        if len(ok) < MIN_CLIPS:
+            continue
+        for draw in range(a.draws):
+            pick = list(rng.choice(ok, TAKES, replace=False))
+            for n in pick:
+                if n not in d.takes:
+                    if sets is not None:  # the take's gate enrolled as household_conditions enrolled its clip's
+                        js = sets[names_all.index(n)] or [names_all.index(n)]
+                        emb.frontend.enrol_clips([D.read_audio(os.path.join(folder, names_all[j])) for j in js])
+                    try:
+                        d.takes[n], _, d.spans[n] = H.template_frames(None, None, audio[n], n, embedder=emb)
+                        d.take_audio[n] = audio[n]
+                    except H.TakeError:
+                        # fewer than 4 frames in the span: "no speech found" after embedding
+                        d.takes[n] = None
+            if any(d.takes[n] is None for n in pick):
+                d.rejected["no speech found (frames)"] += 1
+                continue
+            d.enrollments.append([d.takes[n] for n in pick])
+            d.meta.append({"word": word, "speaker": int(lab), "draw": draw, "takes": pick,
+                           "own": [n for n in names if n not in pick],
+                           "guests": [n for n in names_all if labels[n] != lab]})
+
+
+def measure(a, spk, drawn, scorers, emb, heads, plan, header, neg, frontend):
+    """The report: each scorer at its z (scorer_report), and with --generic or --condition the fused report."""
+    raw = drawn.enrollments
+    stats = scorers.dtw_stats([H.centre(e, scorers.mean) for takes in raw for e in takes])
+    enrollments = [scorers.enrol(takes, stats[TAKES * i:TAKES * (i + 1)]) for i, takes in enumerate(raw)]
+    print(f"enrollments: {len(enrollments)}; takes rejected by the checks: {dict(drawn.rejected)}", flush=True)
+    meta = drawn.meta
     report = {"bank": os.path.basename(a.bank), "frontend": frontend or "none",
-              "threshold_side_hours": round(thr_sec / 3600, 3),
-              "threshold_side_speakers": len(thr_names), "test_side_hours": round(test_sec / 3600, 3),
-              "test_side": test_names if a.test_npz else f"{len(test_names)} speakers", "enrollments": len(enrollments),
+              "threshold_side_hours": round(neg.thr_sec / 3600, 3),
+              "threshold_side_speakers": len(neg.thr_names), "test_side_hours": round(neg.test_sec / 3600, 3),
+              "test_side": neg.test_names if a.test_npz else f"{len(neg.test_names)} speakers",
+              "enrollments": len(enrollments),
               "speakers_enrolled": len({(m["word"], m["speaker"]) for m in meta}), "draws": a.draws,
-              "takes_rejected": dict(rejected), "scorers": {}}
-    if conditioned:
+              "takes_rejected": dict(drawn.rejected), "scorers": {}}
+    if conditioned(emb):
         report["conditioned_gate"] = ("each clip and take gated with the voice of 3 other clips of its own speaker "
                                       "(talker_gate.enrollment_sets): guests too, which is not the household's case "
                                       "(a guest would be gated by the household's voice); no test side")
-    words = sorted({m["word"] for m in meta})
     for kind in a.scorers:
-        zt = z_series(enrollments, thr_streams, scorers, kind) if thr_streams else None
-        if a.bank_z and kind == "dtw":
-            z_alone = {w: float(header["z_threshold"]) for w in words}
-        else:
-            z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]],
-                                           thr_sec / 3600)[0] for w in words}
-        z_th = max(z_alone.values())
-        fa_thr = None
-        if thr_streams:
-            fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (thr_sec / 3600)
-        fa_test = np.zeros(len(enrollments))
-        for raw in test_streams:
-            raw = np.asarray(raw, np.float32)
-            if len(raw):
-                z = personal(enrollments, raw, scorers, kind)
-                fa_test += [count_wakes(np.where(np.isfinite(r), r, -np.inf), z_th) for r in z]
-        fa_test = fa_test / (test_sec / 3600) if test_sec else None
-        own_miss, guest_heard, per_word = [], [], {}
-        for w in words:
-            rows = [i for i, m in enumerate(meta) if m["word"] == w]
-            names = sorted(spk[w])[:10 * a.limit or None]
-            best = heard([enrollments[i] for i in rows], [clip_embs[(w, n)] for n in names], scorers, kind)
-            col = {n: j for j, n in enumerate(names)}
-            v = [0, 0, 0, 0]
-            for r, i in enumerate(rows):
-                own = best[r, [col[n] for n in meta[i]["own"]]]
-                gst = best[r, [col[n] for n in meta[i]["guests"]]]
-                own_miss.append(float(np.mean(own < z_th)))
-                guest_heard.append(float(np.mean(gst >= z_th)))
-                v = [v[0] + int(np.sum(own < z_th)), v[1] + len(own), v[2] + int(np.sum(gst >= z_th)),
-                     v[3] + len(gst)]
-            per_word[w] = {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1],
-                           "guests_heard_pct": round(100 * v[2] / max(v[3], 1), 2), "guest_clips": v[3],
-                           "enrollments": len(rows), "z_threshold_alone": z_alone[w]}
-        r = {"z_threshold": z_th,
-             "threshold_side_fa_per_hour_mean": None if fa_thr is None else round(fa_thr, 3),
-             "test_side_fa_per_hour_mean": None if fa_test is None else round(float(fa_test.mean()), 3),
-             "test_side_fa_per_hour_worst_enrollment": None if fa_test is None else round(float(fa_test.max()), 3),
-             "test_side_enrollments_without_false_accepts_pct":
-                 None if fa_test is None else round(100 * float(np.mean(fa_test == 0)), 1),
-             "own_clips_missed_pct_mean_over_enrollments": round(100 * float(np.mean(own_miss)), 2),
-             "guest_clips_heard_pct_mean_over_enrollments": round(100 * float(np.mean(guest_heard)), 2),
-             "per_word": per_word}
+        r = scorer_report(a, kind, spk, enrollments, meta, drawn.clip_embs, scorers, header, neg)
         report["scorers"][kind] = r
         print(kind, json.dumps(r), flush=True)
-    if heads or conditions_dirs:
+    if heads or plan.conditions:
         if "dtw" not in a.scorers:
             raise HotPhraseError("--scorers", "--generic and --condition compare against DTW: include dtw")
-        word = words[0]
-        z_th = report["scorers"]["dtw"]["z_threshold"]
-        conds = {c: load_clips_npz(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word], frontend)
-                 for c, d in conditions_dirs.items()}
-        clips = {n: e for (w, n), e in clip_embs.items() if w == word}
-        cond_tests = {}
-        if a.condition_test_side:
-            for c, d in conditions_dirs.items():
-                streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz], frontend)
-                cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
-        labels = {c: load_labels(os.path.join(d, f"e1_eval_real_{word}.npz"), spk[word])
-                  for c, d in conditions_dirs.items()}
-        made = {c: made_through(os.path.join(d, f"e1_eval_real_{word}.npz")) for c, d in conditions_dirs.items()}
-        if any(m != report["frontend"] for m in made.values()):  # household_conditions --oracle's renderings
-            report["condition_frontends"] = made
-        if a.candidates_out:
-            names = sorted(spk[word])[:10 * a.limit or None]
-            clip_sets = {"clean": [clips[n] for n in names], **{c: [cm[n] for n in names] for c, cm in conds.items()}}
-            sides = {"test": (test_streams, {"test_npz": [os.path.abspath(p) for p in a.test_npz or []]})}
-            if thr_streams:
-                # speaker_streams' order and joins: a speaker's files sorted, one stream each, speakers sorted
-                sides["threshold"] = (thr_streams, {"streams": [[os.path.abspath(f) for f in sorted(thr_groups[g])]
-                                                                for g in sorted(thr_groups)]})
-            write_candidates(a.candidates_out, word, meta, names, enrollments, scorers, clip_sets, sides,
-                             a.candidate_z, z_th)
-        report["fused"] = fused_report(word, meta, enrollments, scorers, clips,
-                                       test_streams, test_sec, z_th, heads, conds, cond_tests, labels, z_grid,
-                                       (thr_streams, thr_sec))
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(report, f, indent=1)
-    if a.write_threshold:
-        write_threshold(a.bank, [report])
+        report["fused"] = fused_run(a, spk, enrollments, meta, drawn.clip_embs, scorers, heads, plan, neg, frontend,
+                                    report)
+    return report
+
+
+def scorer_report(a, kind, spk, enrollments, meta, clip_embs, scorers, header, neg):
+    """One scorer: its z (chosen on the threshold side per keyword, the highest of the keywords'; DTW's with
+    --bank-z the bank's), its false accepts there and on the test side, the enrolled people's misses and the guests
+    heard, per keyword."""
+    words = sorted({m["word"] for m in meta})
+    zt = z_series(enrollments, neg.thr_streams, scorers, kind) if neg.thr_streams else None
+    if a.bank_z and kind == "dtw":
+        z_alone = {w: float(header["z_threshold"]) for w in words}
+    else:
+        z_alone = {w: choose_threshold(zt[[i for i, m in enumerate(meta) if m["word"] == w]],
+                                       neg.thr_sec / 3600)[0] for w in words}
+    z_th = max(z_alone.values())
+    fa_thr = None
+    if neg.thr_streams:
+        fa_thr = float(np.mean([count_wakes(row, z_th) for row in zt])) / (neg.thr_sec / 3600)
+    fa_test = np.zeros(len(enrollments))
+    for raw in neg.test_streams:
+        raw = np.asarray(raw, np.float32)
+        if len(raw):
+            z = personal(enrollments, raw, scorers, kind)
+            fa_test += [count_wakes(np.where(np.isfinite(r), r, -np.inf), z_th) for r in z]
+    fa_test = fa_test / (neg.test_sec / 3600) if neg.test_sec else None
+    own_miss, guest_heard, per_word = [], [], {}
+    for w in words:
+        rows = [i for i, m in enumerate(meta) if m["word"] == w]
+        names = limited(a, spk[w])
+        best = heard([enrollments[i] for i in rows], [clip_embs[(w, n)] for n in names], scorers, kind)
+        col = {n: j for j, n in enumerate(names)}
+        v = [0, 0, 0, 0]
+        for r, i in enumerate(rows):
+            own = best[r, [col[n] for n in meta[i]["own"]]]
+            gst = best[r, [col[n] for n in meta[i]["guests"]]]
+            own_miss.append(float(np.mean(own < z_th)))
+            guest_heard.append(float(np.mean(gst >= z_th)))
+            v = [v[0] + int(np.sum(own < z_th)), v[1] + len(own), v[2] + int(np.sum(gst >= z_th)),
+                 v[3] + len(gst)]
+        per_word[w] = {"own_missed_pct": round(100 * v[0] / max(v[1], 1), 2), "own_clips": v[1],
+                       "guests_heard_pct": round(100 * v[2] / max(v[3], 1), 2), "guest_clips": v[3],
+                       "enrollments": len(rows), "z_threshold_alone": z_alone[w]}
+    return {"z_threshold": z_th,
+            "threshold_side_fa_per_hour_mean": None if fa_thr is None else round(fa_thr, 3),
+            "test_side_fa_per_hour_mean": None if fa_test is None else round(float(fa_test.mean()), 3),
+            "test_side_fa_per_hour_worst_enrollment": None if fa_test is None else round(float(fa_test.max()), 3),
+            "test_side_enrollments_without_false_accepts_pct":
+                None if fa_test is None else round(100 * float(np.mean(fa_test == 0)), 1),
+            "own_clips_missed_pct_mean_over_enrollments": round(100 * float(np.mean(own_miss)), 2),
+            "guest_clips_heard_pct_mean_over_enrollments": round(100 * float(np.mean(guest_heard)), 2),
+            "per_word": per_word}
+
+
+def fused_run(a, spk, enrollments, meta, clip_embs, scorers, heads, plan, neg, frontend, report):
+    """One keyword's generic heads, personal path and fused detector at DTW's z (fused_report), clean and in every
+    --condition; with --candidates-out, the candidates file too. Notes in `report` the front ends the conditions
+    were rendered through when they are not this run's."""
+    word = sorted({m["word"] for m in meta})[0]
+    z_th = report["scorers"]["dtw"]["z_threshold"]
+    clip_file = lambda d: os.path.join(d, f"e1_eval_real_{word}.npz")  # noqa: E731
+    conds = {c: load_clips_npz(clip_file(d), spk[word], frontend) for c, d in plan.conditions.items()}
+    clips = {n: e for (w, n), e in clip_embs.items() if w == word}
+    cond_tests = {}
+    if a.condition_test_side:
+        for c, d in plan.conditions.items():
+            streams = load_streams([os.path.join(d, os.path.basename(p)) for p in a.test_npz], frontend)
+            cond_tests[c] = (streams, sum(len(x) for x in streams) * STEP_SECONDS)
+    labels = {c: load_labels(clip_file(d), spk[word]) for c, d in plan.conditions.items()}
+    made = {c: made_through(clip_file(d)) for c, d in plan.conditions.items()}
+    if any(m != report["frontend"] for m in made.values()):  # household_conditions --oracle's renderings
+        report["condition_frontends"] = made
+    if a.candidates_out:
+        names = limited(a, spk[word])
+        clip_sets = {"clean": [clips[n] for n in names], **{c: [cm[n] for n in names] for c, cm in conds.items()}}
+        sides = {"test": (neg.test_streams, {"test_npz": [os.path.abspath(p) for p in a.test_npz or []]})}
+        if neg.thr_streams:
+            # speaker_streams' order and joins: a speaker's files sorted, one stream each, speakers sorted
+            sides["threshold"] = (neg.thr_streams, {"streams": [[os.path.abspath(f) for f in sorted(neg.thr_groups[g])]
+                                                                for g in sorted(neg.thr_groups)]})
+        write_candidates(a.candidates_out, word, meta, names, enrollments, scorers, clip_sets, sides,
+                         a.candidate_z, z_th)
+    return fused_report(word, meta, enrollments, scorers, clips, neg.test_streams, neg.test_sec, z_th, heads, conds,
+                        cond_tests, labels, plan.z_grid, (neg.thr_streams, neg.thr_sec))
 
 
 def pooled_z_pick(fused, target=TARGET_FA_PER_HOUR):
-    """The bank's one z picked as session 1's rule picks it (per keyword the lowest z, searched from the top of the
-    grid down, whose false accepts an hour averaged over enrollments are at most `target`; the highest of the
-    keywords'), on sides larger than the threshold side alone (session 17). fused: each keyword's
+    """The bank's one z picked by its rule (per keyword the lowest z, searched from the top of the grid down, whose
+    false accepts an hour averaged over enrollments are at most `target`; the highest of the keywords'), on sides
+    larger than the threshold side alone. fused: each keyword's
     fused_report (its z_sweep rows with wakes_test_folds and wakes_threshold_side, and z_sweep_sides), all on one
     grid. Rows, in turn: picked on the threshold side alone (the shipped rule); on it and every fold but fold f,
     read on fold f (f held out); on every side at once, read on the whole test side. Each row: the side it was

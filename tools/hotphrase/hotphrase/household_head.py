@@ -1,6 +1,7 @@
-"""A personal head in place of the templates (issue #37, part 2, session 13): is a scorer trained on the household's
-own takes, rendered in many noises and rooms, better than subsequence DTW over the same embedding at the same false
-accepts, in noise and rooms?
+"""A personal head beside the templates: is a scorer trained on the household's own takes, rendered in many noises
+and rooms, better than subsequence DTW over the same embedding at the same false accepts, in noise and rooms? The
+speaker trains such a head at enrollment (docs/household.md); fit and normalised are its reference (the household
+fixture, make_household_fixture), and --head-folds' offset (household_tables) is the one it ships.
 
   python -m hotphrase.household_head --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          [--condition NAME=DIR ...] --test-npz NPZ ... --sentences NPZ [--renderings SPEC] [--window W]
@@ -15,7 +16,7 @@ accepts, in noise and rooms?
   - Negatives, the same for every enrollment: every window of the bank's segments, of the four training noises
     alone (household_eval.enrol_banks, each 60 s), and of --sentences' first 300 utterances (training voices).
     `--negatives bank` keeps the bank's alone, and `--engines espeak` draws the babble and the sentences from
-    espeak-ng's voices alone: what a speaker could make for itself at enrollment (session 14).
+    espeak-ng's voices alone: what a speaker could make for itself at enrollment.
   Nothing of the evaluation (its speakers, noise families, rooms or test side) is in the training.
 - Its score over a stream is the logit of each window ending there (-inf before W frames), as a z against its own
   negatives' logits (normalised); a wake is counted as household_eval counts one (count_wakes: greedy, 2 s
@@ -31,9 +32,9 @@ accepts, in noise and rooms?
   the test side; and the speaker's rule (`offset_rule`): the templates at the bank's z as always, the head beside
   them at the bank's z plus one offset, the lowest at which the pair's false accepts there are the templates'; and
   the pair at every offset (`offset_table`), with its raw wake count on the threshold side, so that the keywords'
-  threshold sides can be pooled to pick the one offset the speaker ships (session 15). Each row also counts the
-  pair's wakes on each half of the test side (`stream_folds`, for household_tables --head-folds: the offset picked
-  with each half held out in turn, `pooled_fold_pick`) and how often it hears the guests' clips (session 16).
+  threshold sides can be pooled to pick the one offset the speaker ships. Each row also counts the pair's wakes
+  on each half of the test side (`stream_folds`, for household_tables --head-folds: the offset picked with each
+  half held out in turn, `pooled_fold_pick`) and how often it hears the guests' clips.
 """
 import json
 import os
@@ -42,8 +43,8 @@ import sys
 import numpy as np
 
 from . import cli
+from . import frontend_registry as FR
 from . import household as H
-from . import speex
 from .constants import EMB_DIM
 from .errors import HotPhraseError
 
@@ -230,7 +231,7 @@ def pooled_fold_pick(helds, extra_per_hour=0.0):
     A last row (fold None) picks on every side at once, no fold held out: the offset a speaker would ship, its false
     accepts read on the whole test side it was picked on. extra_per_hour allows the pair that many false accepts an
     hour (mean over enrollments) beyond the templates' there: with none, the pick is where the head adds not one
-    wake, which climbs as the sides grow (session 16)."""
+    wake, which climbs as the sides grow."""
     k = len(helds[0]["templates_wakes_test_folds"])
     out = []
     for f in [*range(k), None]:
@@ -343,7 +344,7 @@ def main(argv=None):
                     help="household_eval's variant grammar: the takes' renderings among the positives")
     ap.add_argument("--negatives", default=None, choices=NEGATIVES,
                     help="the heads' negatives: the bank's windows, and the training noises alone, and --sentences' "
-                         "first 300 (default: all three, session 13's); the bank alone is what a speaker has without "
+                         "first 300 (default: all three); the bank alone is what a speaker has without "
                          "making any at enrollment, and the only choice (and the default) with --swift-heads")
     ap.add_argument("--engines", default=None, metavar="ENGINE,...",
                     help="only --sentences' utterances of these engines (make_data's meta, before ':'), in the "
@@ -370,8 +371,8 @@ def main(argv=None):
                          "bank's z")
     ap.add_argument("--real-speech", default=os.path.join(HE.SHARED, "real-speech"))
     ap.add_argument("--cache", default=None, help="folder for the threshold side's embeddings")
-    ap.add_argument("--frontend", default="none", metavar="none|gate:NPZ|...",
-                    help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: takes, "
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="the front end ahead of the embedding (frontend_registry.py), as household_eval's: takes, "
                          "renderings and negatives are embedded through it; the clips and the test side must have "
                          "been made through it (household_conditions --frontend)")
     ap.add_argument("--json", default=None)
@@ -379,15 +380,15 @@ def main(argv=None):
     if a.window < 1:
         raise HotPhraseError("--window", f"{a.window}: at least 1 frame")
     renderings = HE.parse_variant(a.renderings)
-    if a.negatives is None:  # the speaker's heads know the bank alone; the measurement's default is session 13's
+    if a.negatives is None:  # the speaker's heads know the bank alone; the measurement's default knows all three
         a.negatives = "bank" if a.swift_heads else "bank+noise+sentences"
     header, _, mean, bank_segments = H.read_bank(a.bank)
     z_bank = float(header["z_threshold"])
     word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    frontend = speex.parse_frontend(a.frontend)
-    emb = HE.Embedder(speex.make(frontend))
+    frontend = FR.parse_frontend(a.frontend)
+    emb = HE.Embedder(FR.make(frontend))
     if getattr(emb.frontend, "conditioned", False):
         raise HotPhraseError(a.frontend, "a gate conditioned on a voice is not measured here")
     scorers = HE.Scorers(mean, bank_segments)
@@ -477,7 +478,7 @@ def main(argv=None):
     if a.public:  # the thresholds picked on a held-out side, then read on the test side
         thr_groups, _ = HE.negative_groups(a.public, a.real_speech, header, a.seed)
         make = lambda: HE.speaker_streams(emb, thr_groups)  # noqa: E731
-        cache = os.path.join(a.cache, f"neg-threshold{speex.tag(frontend)}.npz") if a.cache else None
+        cache = os.path.join(a.cache, f"neg-threshold{FR.tag(frontend)}.npz") if a.cache else None
         thr, _, thr_sec = HE.cached(cache, make) if cache else make()
         thr = [np.asarray(x, np.float32) for x in thr]
         th_hours = thr_sec / 3600

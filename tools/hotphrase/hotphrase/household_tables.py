@@ -11,12 +11,12 @@ chose its z on the threshold side, that side's false accepts an hour at it (mean
 --by-rendering, the misses in each condition broken down by what the clip went through (household_conditions
 records it): noise by family, rooms by reverberation time (the distances pooled), a room in noise by the noise's
 family; pooled over clips, as the report's own percentages are. With --z-sweep, the personal path at every z of a
-report's household_eval --z-sweep (issue #37, part 2, session 9); with --speaker-check, hotphrase.speaker_check's
+report's household_eval --z-sweep; with --speaker-check, the lab's hotphraselab.speaker_check's
 reports: today's path, and the check's threshold chosen on the threshold side at each candidate z. With --head-folds,
 household_head's reports (one a keyword, run with --public): the personal head's offset picked for every phrase with
 each half of the test side held out in turn, and what it gives on that half. With --z-folds, household_eval's
 reports run with --z-sweep and --public (one a keyword): the bank's one z picked by its rule on the threshold side,
-then with each half of the test side held out in turn and on every side, and what it gives (session 17).
+then with each half of the test side held out in turn and on every side, and what it gives.
 """
 import json
 import re
@@ -163,7 +163,7 @@ def sweep_rows(reports):
 
 
 def check_rows(reports, every=None):
-    """(header, rows) of hotphrase.speaker_check's reports (session 9): per report the plain path at the bank's z
+    """(header, rows) of hotphraselab.speaker_check's reports: per report the plain path at the bank's z
     (no check), then for each candidate z the check's cosine threshold chosen on the threshold side and what it
     gives; with every (a list of cosines) instead every row of the report at those cosines (no check first)."""
     header = ["keyword", "window end", "candidate z", "cosine", "clean", "snr10", "room", "room-snr10",
@@ -188,7 +188,7 @@ def check_rows(reports, every=None):
 
     for r in reports:
         if "rows" not in r or "keyword" not in r:
-            raise HotPhraseError(r.get("keyword", "?"), "not a hotphrase.speaker_check report")
+            raise HotPhraseError(r.get("keyword", "?"), "not a hotphraselab.speaker_check report")
         if every is not None:
             for row in r["rows"]:
                 if row["cos"] == -1.0 or any(abs(row["cos"] - c) < 1e-9 for c in every):
@@ -207,7 +207,7 @@ def check_rows(reports, every=None):
 
 
 def fold_rows(reports, extra_per_hour=0.0):
-    """(header, rows) of household_head's reports with test folds (issue #37, part 2, session 16): the offset picked
+    """(header, rows) of household_head's reports with test folds: the offset picked
     for every phrase with each fold of the test side held out in turn (household_head.pooled_fold_pick, the keywords'
     sides pooled), and per keyword what it gives on the fold held out; last, the pick on every side at once, read on
     the whole test side (not held out)."""
@@ -241,7 +241,7 @@ def fold_rows(reports, extra_per_hour=0.0):
 
 
 def z_fold_rows(reports, target):
-    """(header, rows) of household_eval reports run with --z-sweep and --public (issue #37, part 2, session 17): the
+    """(header, rows) of household_eval reports run with --z-sweep and --public: the
     bank's one z picked as the shipped rule picks it on the threshold side alone, then on larger sides (each fold
     of the test side held out in turn, then every side), a row per keyword (household_eval.pooled_z_pick)."""
     from .household_eval import pooled_z_pick
@@ -284,7 +284,7 @@ def main(argv=None):
     ap.add_argument("--by-rendering", action="store_true", help="the misses in each condition by rendering")
     ap.add_argument("--z-sweep", action="store_true", help="the personal path at each z of the reports' --z-sweep")
     ap.add_argument("--speaker-check", action="store_true",
-                    help="the reports are hotphrase.speaker_check's: the thresholds chosen on the threshold side (with "
+                    help="the reports are hotphraselab.speaker_check's: the thresholds chosen on the threshold side (with "
                          "--cosines: every candidate z at those cosines)")
     ap.add_argument("--cosines", nargs="+", type=float, default=None, metavar="COS")
     ap.add_argument("--head-folds", action="store_true",

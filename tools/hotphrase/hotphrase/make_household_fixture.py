@@ -40,7 +40,9 @@ FIXTURE_Z_THRESHOLD = 3.0  # the tiny bank's z_threshold: a number for the Swift
 # What Swift must meet (README.md there says why): float16 weights run in float32 give embeddings within 0.01 of
 # the reference (EmbeddingTests); noise of that size on every embedding moved score by < 1e-4, mu < 2e-5, sd
 # < 0.02 % and z < 0.002 here, so these leave ten times that room while still catching any rule that differs.
-HEAD_L2 = 0.01  # the personal head's penalty (BENCHMARKS.md, issue #37 part 2, session 13)
+# The personal head's penalty, the speaker's (how it was chosen: BENCHMARKS.md, "gate, learning and multi-condition
+# enrollment together; a personal head")
+HEAD_L2 = 0.01
 # The personal head's z moved by at most 0.0014 (five draws) with the same noise, fitted again each time.
 TOLERANCES = {"e": 0.01, "score": 0.001, "mu": 0.001, "sd_relative": 0.01, "z": 0.05, "mean": 1e-6, "head_z": 0.05,
               "t": 0, "speech_seconds": 0, "detection_seconds": 0}
@@ -147,7 +149,7 @@ def main(argv=None):
           f"{t[personal.argmax()] / SAMPLE_RATE:.2f} s, detections {detections}")
     expected["stream"] = {"file": "stream.wav", "t": [int(v) for v in t], "score": r(scores, 5), "z": r(z, 4),
                           "personal": r(personal, 4), "detections": [round(d, 4) for d in detections]}
-    # the personal head (issue #37, part 2, session 14): fitted on the takes' windows around their last template
+    # the personal head, as the speaker trains it: fitted on the takes' windows around their last template
     # frame against every window of the bank's segments, scaled to a z against those, then run over the stream
     neg = np.concatenate([HH.windows(c, HH.WINDOW) for c in centred_bank])
     pos = np.concatenate(head_pos)

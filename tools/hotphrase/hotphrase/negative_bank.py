@@ -11,9 +11,9 @@ budget, are joined into one segment (a stream from reset, as the speaker hears i
 speech_embedding (the same network the model files carry, float32); stored float16. The header lists each
 source with its licence, seconds and speakers, and `bank_speakers` (per source, the speaker ids) so that an
 evaluation can hold them out. `z_threshold` is the evaluation's (household_eval --write-threshold), 0 until set.
-With `--frontend speex-denoise[:DB]` (speex.py; issue #37, part 2, session 6) each segment goes through that front
-end from its start before it is embedded, as it would on a speaker that runs it ahead of the embedding; the header
-records it (`frontend`). The shipped bank has none.
+With `--frontend FE` (one of the lab's front ends, run as `python -m hotphraselab.negative_bank`;
+frontend_registry.py) each segment goes through that front end from its start before it is embedded, as it would
+on a speaker that runs it ahead of the embedding; the header records it (`frontend`). The shipped bank has none.
 """
 import collections
 import csv
@@ -24,6 +24,7 @@ import numpy as np
 
 from . import cli
 from . import dataset as D
+from . import frontend_registry as FR
 from . import household as H
 from .constants import SAMPLE_RATE
 from .errors import HotPhraseError
@@ -120,11 +121,12 @@ def main(argv=None):
     ap.add_argument("--public", default=None, help="get_public_negatives' folder (default: the work folder's)")
     ap.add_argument("--z-threshold", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=37)
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe")
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="a front end ahead of the embedding (frontend_registry.py): none, as the shipped bank, or "
+                         "the lab's through python -m hotphraselab.negative_bank")
     a = ap.parse_args(argv)
-    from . import speex
-    frontend = speex.parse_frontend(a.frontend)
-    denoise = speex.make(frontend)
+    frontend = FR.parse_frontend(a.frontend)
+    denoise = FR.make(frontend)
     public = a.public or default_public_dir()
     rows = read_manifests(public)
     chosen = select(rows, a.seed)
@@ -133,7 +135,7 @@ def main(argv=None):
     fe = Frontend()
     frames, kept, seconds = [], [], collections.Counter()
     for source, spk, x in segs:
-        e = fe(speex.apply_float(denoise, x) if denoise is not None else x)
+        e = fe(FR.apply_float(denoise, x) if denoise is not None else x)
         if len(e) == 0:
             continue
         frames.append(e)

@@ -1,5 +1,5 @@
-"""The simulated rooms' impulse responses from a person to the speaker's microphone, for household_conditions (issue
-#37, "Honest evaluation": a person across the room). They are the echo-cancellation benchmark's rooms, made by its own
+"""The simulated rooms' impulse responses from a person to the speaker's microphone, for household_conditions (a
+person across the room). They are the echo-cancellation benchmark's rooms, made by its own
 code (tools/bench/aec_room, the package aec_room: pyroomacoustics' image-source ShoeBox, absorption tuned until the
 measured RT60 is within 5 % of the target, person paths high-passed at 50 Hz): four rooms (RT60 0.2-0.8 s), a person
 1, 2 and 3 m from the microphone.

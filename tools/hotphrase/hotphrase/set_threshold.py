@@ -4,8 +4,9 @@ file as its default sensitivity) to one of the points its evaluation measured, w
   python -m hotphrase.set_threshold HEAD_DIR [--fa-per-hour {0.1,0.5}]
 
 Reads HEAD_DIR/eval.json (`hotphrase.evaluate --format 2 --head HEAD_DIR`): its negatives' "threshold_at_X_fa_per_hour".
-`evaluate --format 2 --set-threshold` writes the 0.1 FA/h point while it evaluates; the ship rule of issue #37 measures
-the keywords' misses at 0.5 FA/h, so the model that ships is set to that point (BENCHMARKS.md, "Issue #37").
+`evaluate --format 2 --set-threshold` writes the 0.1 FA/h point while it evaluates; the ship rule (ship_rule.py)
+measures the keywords' misses at 0.5 FA/h, so the model that ships is set to that point (BENCHMARKS.md, "seed 3 ships
+at the 0.5 FA/h point").
 """
 import json
 import os

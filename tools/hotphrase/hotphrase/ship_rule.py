@@ -1,4 +1,4 @@
-"""The ship rule of issue #37: does a recipe's generic model replace v9 (share/hotphrase/ok-hound.hpm)?
+"""The ship rule: does a recipe's generic model replace v9, the model shipped before it?
 
   python -m hotphrase.ship_rule WORKDIR [--arm e1-pub] [--ok-hound HEAD_DIR ...] [--json FILE]
 
@@ -27,8 +27,8 @@ KEYWORDS = ("computer", "jarvis", "snowboy", "view-glass")
 # v9's misses at 0.5 FA/h on each keyword's real recordings, per seed (BENCHMARKS.md, "v9 on the other keywords":
 # computer seeds 1 and 2 with the full data, the other three one seed each on recipe e1's work directory)
 V9_MISSED = {"computer": (0.465, 0.484), "jarvis": (0.531,), "snowboy": (0.621,), "view-glass": (0.744,)}
-# v9's false wakes per hour on the 10.01 h of real recordings at its default sensitivity (BENCHMARKS.md, "Issue
-# #15, session 4": 16 at threshold 0.999)
+# v9's false wakes per hour on the 10.01 h of real recordings at its default sensitivity (BENCHMARKS.md, "the
+# shipped model on 10 hours of real recordings": 16 at threshold 0.999)
 V9_WAKES_PER_HOUR = 1.6
 MIN_SEEDS = 3
 

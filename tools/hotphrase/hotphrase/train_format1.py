@@ -167,8 +167,7 @@ def add_arguments(g):
     """Format 1's own options (hotphrase.train adds the shared ones)."""
     g.add_argument("--channels", type=int, default=96)
     g.add_argument("--copies", type=int, default=5, help="augmented copies of each positive clip")
-    # Recipe v9 is v6 plus the accented-English clips (make_data.py); --no-l2 trains v6. (v8, tried and not kept,
-    # is tools/hotphrase/train.py --v8 at commit e93368f.)
+    # Recipe v9 is v6 plus the accented-English clips (make_data.py); --no-l2 trains v6.
     g.add_argument("--no-l2", action="store_true", help="without the accented-English clips (recipe v6)")
 
 

@@ -1,6 +1,6 @@
 """Trains the dominant-talker gate (talker_gate.py; issue #37, part 2, session 10) and writes its weights file.
 
-  python -m hotphrase.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
+  python -m hotphraselab.talker_gate_train WORKDIR OUT.npz [--examples N] [--seconds S] [--epochs E] [--hidden H]
                                         [--floor-db DB] [--under W] [--seed K] [--procs P] [--threads T]
                                         [--snr LO HI] [--lead SHARE] [--synthetic-babble] [--lookahead K]
                                         [--lead-seconds LO HI] [--early MS] [--resolution bands|bins]
@@ -63,13 +63,14 @@ import time
 
 import numpy as np
 
-from . import augment as A
-from . import cli
-from . import dataset as D
-from . import frontend
+from hotphrase import augment as A
+from hotphrase import cli
+from hotphrase import dataset as D
+from hotphrase import frontend
+from hotphrase.constants import SAMPLE_RATE as SR
+from hotphrase.errors import HotPhraseError
+
 from . import talker_gate as G
-from .constants import SAMPLE_RATE as SR
-from .errors import HotPhraseError
 
 NOISES = ("white", "pink", "brown", "hum", "music_chords", "music_bells")
 
@@ -100,7 +101,7 @@ def _init(pool, synthetic=None):
 def synthetic_sentences(workdir):
     """The training side's synthetic sentences (make_data's WORKDIR/cache/sent_train.npz), refused if any voice in it
     is not one of synth.voices("train")."""
-    from . import synth
+    from hotphrase import synth
     path = os.path.join(workdir, "cache", "sent_train.npz")
     if not os.path.isfile(path):
         raise HotPhraseError(path, "no training sentences (make them with hotphrase.make_data)")

@@ -3,7 +3,7 @@ import unittest
 
 import numpy as np
 
-from hotphrase import tse_probe as P
+from hotphraselab import tse_probe as P
 
 
 class Probe(unittest.TestCase):

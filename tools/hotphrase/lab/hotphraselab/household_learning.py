@@ -2,10 +2,10 @@
 wakes strengthen the enrollment" (docs/household.md, "Answered wakes"; Household.learn in
 Sources/HotPhrase/Household.swift) does for a person heard across the room, measured as the speaker does it.
 
-  python -m hotphrase.household_learning --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
+  python -m hotphraselab.household_learning --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          --learn-in house-room=DIR house-room-snr10=DIR [--condition NAME=DIR ...] --test-npz NPZ ... [--json OUT]
          [--learn-through all|takes] [--wait STEPS] [--frontend FE]
-  python -m hotphrase.household_learning --tables OUT.json ...
+  python -m hotphraselab.household_learning --tables OUT.json ...
 
 - Enrollments: household_eval's, the same draws (--draws of 3 clean takes per speaker with at least 6 clips that
   pass the take checks, --seed; household_eval.enrollment_draws repeats its drawing exactly).
@@ -44,10 +44,12 @@ import sys
 
 import numpy as np
 
-from . import cli
-from . import household as H
-from . import speex
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase import frontend_registry as FR
+from hotphrase import household as H
+from hotphrase.errors import HotPhraseError
+
+from . import frontends
 
 LEARNED_KEPT = 4  # Household.learnedKept
 WAKE_FRAMES = H.MAX_TEMPLATE_FRAMES  # FusedDetector keeps the last Enrollment.maxFrames raw frames
@@ -206,9 +208,9 @@ def alternate(j, conditions):
 def rendered_takes(metas, renderings, banks, embedder):
     """Multi-condition enrollment (household_eval --enrol-variants, session 4) for each drawn enrollment: every take
     rendered as each of `renderings` (household_eval.parse_variant; household_eval.each_rendering), its frames kept
-    by the clean take's span (household.span_frames). -> ([E] lists of raw templates, in household_eval.Remedies'
+    by the clean take's span (household.span_frames). -> ([E] lists of raw templates, in household_remedies.Remedies'
     order: take by take, each take's renderings in turn; Counter of what was drawn)."""
-    from . import household_eval as HE
+    from hotphrase import household_eval as HE
     return HE.each_rendering(
         metas, renderings, banks,
         lambda y, span, n: np.asarray(H.span_frames(None, None, y, span, n, embedder)[0], np.float32))
@@ -311,7 +313,7 @@ def variant(report):
     fe = report.get("frontend", "none")
     if fe != "none":
         head, _, path = fe.partition(":")
-        out += f", through {head}:{os.path.basename(path)}" if head in speex.MODEL_FRONTENDS else f", through {fe}"
+        out += f", through {head}:{os.path.basename(path)}" if head in frontends.MODEL_FRONTENDS else f", through {fe}"
     return out
 
 
@@ -376,8 +378,8 @@ def tables(reports):
 
 @cli.command
 def main(argv=None):
-    from . import household_eval as HE
-    from .constants import STEP_SECONDS
+    from hotphrase import household_eval as HE
+    from hotphrase.constants import STEP_SECONDS
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("--tables", nargs="+", metavar="REPORT.json", help="only print BENCHMARKS.md's tables of these")
     ap.add_argument("--bank")
@@ -402,8 +404,8 @@ def main(argv=None):
                     help="a wake waits for its peak at most STEPS frames before its frames are kept (first_wake): 0, "
                          "the rule session 7 measured, or the speaker's since session 8, "
                          f"{H.PEAK_WAIT_STEPS} (FusedDetector.peakWaitSteps)")
-    ap.add_argument("--frontend", default="none", metavar="none|speex-denoise[:DB]|gtcrn:ONNX|gate:NPZ|wpe",
-                    help="the front end ahead of the embedding (speex.parse_frontend), as household_eval's: the takes "
+    ap.add_argument("--frontend", default="none", metavar=FR.metavar(),
+                    help="the front end ahead of the embedding (frontend_registry.parse_frontend), as household_eval's: the takes "
                          "are embedded through it, and every rendering and the test side must have been made through "
                          "it (household_conditions --frontend)")
     ap.add_argument("--enrol-variants", default=None, metavar="SPEC",
@@ -439,7 +441,7 @@ def main(argv=None):
     renderings = HE.parse_variant(a.enrol_variants) if a.enrol_variants else []
     if renderings and not a.enrol_noise_sentences:
         raise HotPhraseError("--enrol-variants", "needs --enrol-noise-sentences (the renderings' babble)")
-    frontend = speex.parse_frontend(a.frontend)
+    frontend = FR.parse_frontend(a.frontend)
     learn_dirs = named(a.learn_in, "--learn-in")
     cond_dirs = dict(learn_dirs)
     cond_dirs.update(named(a.condition, "--condition"))
@@ -449,7 +451,7 @@ def main(argv=None):
     word, labels = HE.one_keyword(a.speakers)
     names = sorted(labels)
     col = {n: j for j, n in enumerate(names)}
-    emb = HE.Embedder(speex.make(frontend))
+    emb = HE.Embedder(FR.make(frontend))
     scorers = HE.Scorers(mean, bank_segments)
     measure = lambda cuts: scorers.dtw_stats([H.centre(c, mean) for c in cuts])  # noqa: E731
     meta, households = [], []

@@ -7,8 +7,9 @@ import unittest
 
 import numpy as np
 
-from hotphrase import speex
+from hotphrase import frontend_registry as FR
 from hotphrase.errors import HotPhraseError
+from hotphraselab import speex
 
 try:
     speex.load()
@@ -99,8 +100,8 @@ class Denoise(unittest.TestCase):
     def test_float_renderings_round_trip(self):
         x, _, _ = bursts(seconds=2.0)
         f = x.astype(np.float32) / 32768
-        np.testing.assert_array_equal(speex.apply_float(None, f), f)
-        out = speex.apply_float(speex.Denoiser(), f)
+        np.testing.assert_array_equal(FR.apply_float(None, f), f)
+        out = FR.apply_float(speex.Denoiser(), f)
         np.testing.assert_array_equal(np.round(out * 32768).astype(np.int16), speex.Denoiser()(x))
 
 
@@ -110,14 +111,14 @@ class Names(unittest.TestCase):
             speex.Denoiser(library="libspeexdsp-not-here.so.9")
 
     def test_parse(self):
-        self.assertIsNone(speex.parse_frontend("none"))
-        self.assertEqual(speex.parse_frontend("speex-denoise"), "speex-denoise:-15")
-        self.assertEqual(speex.parse_frontend("speex-denoise:-30"), "speex-denoise:-30")
-        self.assertEqual(speex.tag("none"), "")
-        self.assertEqual(speex.tag("speex-denoise"), "-speex-denoise-15")
+        self.assertIsNone(FR.parse_frontend("none"))
+        self.assertEqual(FR.parse_frontend("speex-denoise"), "speex-denoise:-15")
+        self.assertEqual(FR.parse_frontend("speex-denoise:-30"), "speex-denoise:-30")
+        self.assertEqual(FR.tag("none"), "")
+        self.assertEqual(FR.tag("speex-denoise"), "-speex-denoise-15")
         for bad in ("speex", "speex-denoise:x", "speex-denoise:5", "rnnoise"):
             with self.assertRaises(HotPhraseError):
-                speex.parse_frontend(bad)
+                FR.parse_frontend(bad)
 
 
 class ByRendering(unittest.TestCase):

@@ -8,8 +8,9 @@ import unittest
 
 import numpy as np
 
-from hotphrase import gtcrn, speex
+from hotphrase import frontend_registry as FR
 from hotphrase.errors import HotPhraseError
+from hotphraselab import gtcrn
 
 SR = 16000
 MODEL = os.environ.get("GTCRN_ONNX", "")
@@ -60,26 +61,26 @@ class Spec(unittest.TestCase):
             with open(p, "wb") as f:
                 f.write(b"not a model")
             rel = os.path.relpath(p)
-            self.assertEqual(speex.parse_frontend("gtcrn:" + rel), "gtcrn:" + os.path.abspath(p))
-            t = speex.tag("gtcrn:" + p)
+            self.assertEqual(FR.parse_frontend("gtcrn:" + rel), "gtcrn:" + os.path.abspath(p))
+            t = FR.tag("gtcrn:" + p)
             self.assertRegex(t, r"^-gtcrn-[0-9a-f]{10}$")
             with open(p, "wb") as f:
                 f.write(b"another model")
-            self.assertNotEqual(speex.tag("gtcrn:" + p), t)  # the cache name follows the contents
+            self.assertNotEqual(FR.tag("gtcrn:" + p), t)  # the cache name follows the contents
 
     def test_missing_file_is_a_clear_error(self):
         with self.assertRaisesRegex(HotPhraseError, "no GTCRN model file"):
-            speex.parse_frontend("gtcrn:/nonexistent/gtcrn.onnx")
+            FR.parse_frontend("gtcrn:/nonexistent/gtcrn.onnx")
         with self.assertRaisesRegex(HotPhraseError, "gtcrn:ONNX_PATH"):
-            speex.parse_frontend("gtcrn")
+            FR.parse_frontend("gtcrn")
         with self.assertRaisesRegex(HotPhraseError, "no GTCRN model file"):
             gtcrn.load_session("/nonexistent/gtcrn.onnx")
 
     def test_other_names_still_parse(self):
-        self.assertIsNone(speex.parse_frontend("none"))
-        self.assertEqual(speex.parse_frontend("speex-denoise"), "speex-denoise:-15")
+        self.assertIsNone(FR.parse_frontend("none"))
+        self.assertEqual(FR.parse_frontend("speex-denoise"), "speex-denoise:-15")
         with self.assertRaisesRegex(HotPhraseError, "gtcrn:ONNX_PATH"):
-            speex.parse_frontend("rnnoise")
+            FR.parse_frontend("rnnoise")
 
 
 class Kept(unittest.TestCase):
@@ -103,7 +104,7 @@ class Kept(unittest.TestCase):
         return s, (0.1 * n).astype(np.float32), slice(1000, 7000)  # noise above 4 kHz only: above the cut
 
     def test_unit_gain_keeps_everything(self):
-        from hotphrase import gtcrn_kept
+        from hotphraselab import gtcrn_kept
         s, n, span = self.parts()
         k, nk, before, after, lead = gtcrn_kept.kept(self.Gain(1.0, 1.0), s, n, span)
         self.assertAlmostEqual(k, 0.0, places=3)
@@ -112,7 +113,7 @@ class Kept(unittest.TestCase):
         self.assertAlmostEqual(before, after, places=3)
 
     def test_each_part_gets_its_own_bins_gain(self):
-        from hotphrase import gtcrn_kept
+        from hotphraselab import gtcrn_kept
         s, n, span = self.parts()
         k, nk, before, after, lead = gtcrn_kept.kept(self.Gain(0.5, 0.1), s, n, span)
         self.assertAlmostEqual(k, 20 * np.log10(0.5), delta=0.1)  # the tone: the low bins' gain
@@ -122,7 +123,7 @@ class Kept(unittest.TestCase):
 
     @unittest.skipUnless(HAVE_STFT, "needs scipy 1.12 or later (ShortTimeFFT)")
     def test_the_ideal_gate_keeps_the_tone_and_takes_the_noise_out(self):
-        from hotphrase import gtcrn_kept
+        from hotphraselab import gtcrn_kept
         s, n, span = self.parts()
         s = s.copy()
         s[:span.start] = 0  # nothing but the noise in the lead
@@ -148,7 +149,7 @@ def voiced_in_noise(seconds=4.0, seed=0):
 class WithModel(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
-        cls.enh = speex.make("gtcrn:" + MODEL)
+        cls.enh = FR.make("gtcrn:" + MODEL)
 
     def test_length_and_determinism(self):
         x, _ = voiced_in_noise(seconds=2.3)

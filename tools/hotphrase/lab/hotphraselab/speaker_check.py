@@ -1,9 +1,9 @@
 """A check of the voice on the personal path's candidate wakes (issue #37, part 2, session 9).
 
-  python -m hotphrase.speaker_check CANDIDATES.npz WORKDIR --rirs ROOMS.npz --test-side-extra DIR ... --json OUT
+  python -m hotphraselab.speaker_check CANDIDATES.npz WORKDIR --rirs ROOMS.npz --test-side-extra DIR ... --json OUT
          [--thresholds 0.5:0.95:0.01] [--window-back SECONDS] [--cos-out COS.npz] [--check-frontend speex-denoise]
          [--voice-renderings]
-  python -m hotphrase.speaker_check CANDIDATES.npz --summary COS.npz [--summary-z Z] [--summary-labels DIR]
+  python -m hotphraselab.speaker_check CANDIDATES.npz --summary COS.npz [--summary-z Z] [--summary-labels DIR]
 
 CANDIDATES.npz is household_eval's --candidates-out (one keyword, the same draws, clips, conditions and negative
 sides as its report): each clip's best personal z and the step it peaks at, for every enrollment and condition, and
@@ -37,10 +37,10 @@ import sys
 
 import numpy as np
 
-from . import cli
-from . import embedding as E
-from .constants import SAMPLE_RATE, STEP_SECONDS
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase import embedding as E
+from hotphrase.constants import SAMPLE_RATE, STEP_SECONDS
+from hotphrase.errors import HotPhraseError
 
 WINDOW = int(1.6 * SAMPLE_RATE)  # Resemblyzer's partial utterance: 160 mel frames of 10 ms
 HOP = SAMPLE_RATE // 100
@@ -90,12 +90,12 @@ class Encoder:
     def __init__(self, frontend=None):
         import torch
         from resemblyzer import VoiceEncoder
-        from . import speex
+        from hotphrase import frontend_registry as FR
         torch.set_num_threads(1)
         self.torch = torch
         self.enc = VoiceEncoder("cpu", verbose=False)
         self.frontend = frontend
-        self.speex = speex
+        self.fr = FR
 
     def utterance(self, samples):
         from resemblyzer import preprocess_wav
@@ -108,7 +108,7 @@ class Encoder:
             return np.zeros((0, 256), np.float32)
         if self.frontend:
             # the check's own front end over the whole rendering from its start (the templates' side is untouched)
-            audio = self.speex.apply_float(self.speex.make(self.frontend), audio)
+            audio = self.fr.apply_float(self.fr.make(self.frontend), audio)
         mel = wav_to_mel_spectrogram(np.asarray(audio, np.float32))
         frames = window_frames(mel, ends, window_gains(audio, ends))
         out = []
@@ -127,7 +127,7 @@ VOICE_SNR = 10.0
 
 
 def voice_banks(seed=37, seconds=60):
-    from . import augment as A
+    from hotphrase import augment as A
     rng = np.random.default_rng(seed)
     return {k: A.make_bank(rng, k, seconds) for k in VOICE_NOISES}
 
@@ -138,8 +138,8 @@ def voice_renderings(samples, name, banks):
     name) at VOICE_SNR dB over the take's active power."""
     import zlib
     from scipy.signal import fftconvolve
-    from . import augment as A
-    from .household_eval import enrol_room_ir
+    from hotphrase import augment as A
+    from hotphrase.household_eval import enrol_room_ir
     seed = zlib.crc32(f"voice/{name}".encode())
     rng = np.random.default_rng(seed)
     x = np.asarray(samples, np.float64)
@@ -204,9 +204,9 @@ def parse_grid(spec):
 
 def clip_audio(word, workdir, rirs, conditions):
     """{condition: [each clip of the keyword rendered, sorted name order]}, as household_conditions rendered them."""
-    from . import dataset as D
-    from . import household_conditions as HC
-    from .evaluate_format2 import eval_banks
+    from hotphrase import dataset as D
+    from hotphrase import household_conditions as HC
+    from hotphrase.evaluate_format2 import eval_banks
     _, banks, _ = eval_banks(workdir)
     rooms = HC.read_rirs(rirs)
     clips = D.real_clips(word, None)
@@ -218,8 +218,8 @@ def test_side_audio(workdir, extra_folders, names):
     piece by piece as household_conditions.render_test_side rebuilds them for its clean condition), for the names
     asked."""
     import copy
-    from . import household_conditions as HC
-    from .evaluate_format2 import REAL_QUIET, eval_banks
+    from hotphrase import household_conditions as HC
+    from hotphrase.evaluate_format2 import REAL_QUIET, eval_banks
     rng0, banks, _ = eval_banks(workdir)
     out = {}
     for name, groups, _ in HC.test_side_sets(workdir, extra_folders, "e1_eval_neg_realspeech.npz" in names):
@@ -269,7 +269,7 @@ def cosine_summary(cand_npz, cos_npz, k=0, labels=None):
                                 for e, m in enumerate(info["meta"])])
             out.append((f"{cond}, {who}", len(v), {p: float(np.percentile(v, p)) for p in pcts} if len(v) else {}))
         if labels and cond in labels:
-            from .household_tables import group
+            from hotphrase.household_tables import group
             groups = [group(str(x)) for x in labels[cond]]
             for g in sorted(set(groups)) if len(set(groups)) > 1 else []:
                 v = np.concatenate([cos[e, j][best[e, j] >= zk] for e, m in enumerate(info["meta"])
@@ -305,7 +305,7 @@ def main(argv=None):
                          "last frame is the embedding ending 0.40 s after its speech, household.TRIM_AFTER)")
     ap.add_argument("--cos-out", default=None, metavar="NPZ", help="also write every cosine (clips, candidates)")
     ap.add_argument("--check-frontend", default="none", metavar="none|speex-denoise[:DB]",
-                    help="a front end ahead of the encoder only, over each rendering from its start (speex.py); the "
+                    help="a front end ahead of the encoder only, over each rendering from its start (frontends.py); the "
                          "takes stay as they are (clean)")
     ap.add_argument("--voice-renderings", action="store_true",
                     help="the voice print from each take and its renderings in a procedural room and training noise "
@@ -332,7 +332,7 @@ def main(argv=None):
         raise HotPhraseError("speaker_check", "needs WORKDIR, --rirs and --json (or --summary)")
     back = int(round(a.window_back * SAMPLE_RATE))
     end_of = lambda t: window_end(t) - back  # noqa: E731
-    from . import dataset as D
+    from hotphrase import dataset as D
     z = np.load(a.candidates)
     info = json.loads(str(z["info"]))
     word, names, meta = info["word"], info["clips"], info["meta"]
@@ -342,8 +342,8 @@ def main(argv=None):
     own = [np.array([col[n] for n in m["own"]], int) for m in meta]
     guests = [np.array([col[n] for n in m["guests"]], int) for m in meta]
     E = len(meta)
-    from . import speex
-    enc = Encoder(speex.parse_frontend(a.check_frontend))
+    from hotphrase import frontend_registry as FR
+    enc = Encoder(FR.parse_frontend(a.check_frontend))
 
     # the voices: each enrollment's takes (the clean clips) embedded whole, their mean
     take_emb = {}

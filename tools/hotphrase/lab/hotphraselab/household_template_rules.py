@@ -2,7 +2,7 @@
 enrollment quiet the phrases whose templates wake too often (snowboy: 0.65 an hour on the test side at z 5.9)
 without the misses a higher z for every phrase costs?
 
-  python -m hotphrase.household_template_rules --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
+  python -m hotphraselab.household_template_rules --bank BANK --speakers SPEAKERS.json --clips-dir CLEAN
          [--condition NAME=DIR ...] --test-npz NPZ ... [--public DIR --cache DIR] [--json OUT]
 
 Two rules, each raising a template's threshold above the bank's z, never lowering it, from what a speaker has at
@@ -21,11 +21,11 @@ import os
 
 import numpy as np
 
-from . import cli
-from . import household as H
-from . import household_eval as HE
-from .household_head import streams_series
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase import household as H
+from hotphrase import household_eval as HE
+from hotphrase.household_head import streams_series
+from hotphrase.errors import HotPhraseError
 
 RULES = ("bank+0", "bank+0.5", "bank+1", "takes*0.5", "takes*0.6", "takes*0.7", "takes-4", "takes-3", "takes-2")
 

@@ -5,9 +5,9 @@ import unittest
 import numpy as np
 
 from hotphrase import household as H
-from hotphrase import household_template_rules as R
 from hotphrase.constants import EMB_DIM
 from hotphrase.errors import HotPhraseError
+from hotphraselab import household_template_rules as R
 
 
 def unit(rng, n):

@@ -11,10 +11,10 @@ import unittest
 
 import numpy as np
 
-from hotphrase import speex
-from hotphrase import talker_gate as G
+from hotphrase import frontend_registry as FR
 from hotphrase.constants import NMEL
 from hotphrase.errors import HotPhraseError
+from hotphraselab import talker_gate as G
 
 try:
     import torch
@@ -256,16 +256,16 @@ class Spec(unittest.TestCase):
     def test_parses_to_an_absolute_path_and_a_tag_from_the_contents(self):
         with tempfile.TemporaryDirectory() as d:
             p = write(d, weights())
-            self.assertEqual(speex.parse_frontend("gate:" + os.path.relpath(p)), "gate:" + os.path.abspath(p))
-            self.assertRegex(speex.tag("gate:" + p), r"^-gate-[0-9a-f]{10}$")
-            self.assertIsInstance(speex.make("gate:" + p), G.Gate)
+            self.assertEqual(FR.parse_frontend("gate:" + os.path.relpath(p)), "gate:" + os.path.abspath(p))
+            self.assertRegex(FR.tag("gate:" + p), r"^-gate-[0-9a-f]{10}$")
+            self.assertIsInstance(FR.make("gate:" + p), G.Gate)
 
     def test_bad_files_are_named(self):
         with tempfile.TemporaryDirectory() as d:
             with self.assertRaisesRegex(HotPhraseError, "no talker-gate weights file"):
-                speex.parse_frontend("gate:" + os.path.join(d, "missing.npz"))
+                FR.parse_frontend("gate:" + os.path.join(d, "missing.npz"))
             with self.assertRaisesRegex(HotPhraseError, "want gate:WEIGHTS_NPZ"):
-                speex.parse_frontend("gate:")
+                FR.parse_frontend("gate:")
             w = weights()
             del w["w_hh"]
             with self.assertRaisesRegex(HotPhraseError, "no w_hh"):
@@ -293,7 +293,7 @@ class TrainingData(unittest.TestCase):
     """talker_gate_train's examples, without PyTorch."""
 
     def setUp(self):
-        from hotphrase import talker_gate_train as T
+        from hotphraselab import talker_gate_train as T
         self.T = T
         rng = np.random.default_rng(3)
         T._init({f"s{i}": [rng.normal(0, 0.1, 8000).astype(np.float32) for _ in range(3)] for i in range(4)})
@@ -378,7 +378,7 @@ class TrainingData(unittest.TestCase):
 @unittest.skipUnless(HAVE_TORCH and HAVE_STFT, "needs PyTorch and scipy 1.12 or later")
 class Training(unittest.TestCase):
     def test_both_losses_learn_to_take_a_quieter_voice_out(self):
-        from hotphrase import talker_gate_train as T
+        from hotphraselab import talker_gate_train as T
         sft = G.stft()
         rng = np.random.default_rng(7)
         sr = 16000
@@ -420,7 +420,7 @@ class Training(unittest.TestCase):
     def test_a_lookahead_learns_what_a_causal_gate_cannot(self):
         # the ideal gain of frame t is set by whether frame t + 3 is loud: random, so only a gate that has heard
         # frame t + 3 can give it
-        from hotphrase import talker_gate_train as T
+        from hotphraselab import talker_gate_train as T
         rng = np.random.default_rng(2)
         loud = rng.random((96, 43)) < 0.5
         mix_p = np.where(loud[:, :, None], 1e-2, 1e-5).astype(np.float32) * np.ones((1, 1, G.NBINS), np.float32)
@@ -444,7 +444,7 @@ class Training(unittest.TestCase):
     def test_a_conditioned_gate_keeps_the_enrolled_voice_of_two_alike(self):
         # two voices at the same level, the wanted one told only by the enrollment (another stretch of the same
         # voice): a gate that does not hear the enrollment cannot know which to keep
-        from hotphrase import talker_gate_train as T
+        from hotphraselab import talker_gate_train as T
         sft = G.stft()
         rng = np.random.default_rng(4)
         sr = 16000

@@ -3,7 +3,7 @@ part 2, session 9b): why babble misses rise through it. The same for the dominan
 session 10) when MODEL is its weights file (.npz): its own gains, applied to each part as to the mixture; and for
 the ideal gate (MODEL oracle:bands or oracle:bins, talker_gate.oracle_gains: session 11), what a gate could keep.
 
-  python -m hotphrase.gtcrn_kept WORKDIR MODEL.onnx|GATE.npz|oracle:RES [--word jarvis] [--clips 48] [--snr 10]
+  python -m hotphraselab.gtcrn_kept WORKDIR MODEL.onnx|GATE.npz|oracle:RES [--word jarvis] [--clips 48] [--snr 10]
                                  [--rirs ROOMS.npz] [--enrol-from SPEAKERS.json [--wrong-voice]]
 
 Each of the keyword's first CLIPS real clips is rendered as household_conditions renders the 10 dB condition
@@ -24,12 +24,13 @@ right voice against the wrong one says how much it uses the voice.
 """
 import numpy as np
 
-from . import cli
-from . import augment as A
-from . import dataset as D
+from hotphrase import augment as A
+from hotphrase import cli
+from hotphrase import dataset as D
+from hotphrase.errors import HotPhraseError
+
 from . import gtcrn
 from .talker_gate import enrollment_audio, enrollment_sets
-from .errors import HotPhraseError
 
 
 def db(a, b):
@@ -86,8 +87,8 @@ def main(argv=None):
                     help="a conditioned gate: each clip's gate enrolled on other clips of its speaker")
     ap.add_argument("--wrong-voice", action="store_true", help="with --enrol-from: enrolled on another speaker")
     a = ap.parse_args(argv)
-    from .evaluate_format2 import eval_banks
-    from .household_conditions import LEAD, TAIL, read_rirs, reverberant
+    from hotphrase.evaluate_format2 import eval_banks
+    from hotphrase.household_conditions import LEAD, TAIL, read_rirs, reverberant
     _, banks, _ = eval_banks(a.workdir)
     every = D.real_clips(a.word, None)
     clips = every[:a.clips]

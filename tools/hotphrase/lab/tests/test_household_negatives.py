@@ -1,4 +1,4 @@
-"""The household's own false wakes replayed as the speaker keeps them (hotphrase/household_negatives.py, issue #37
+"""The household's own false wakes replayed as the speaker keeps them (hotphraselab/household_negatives.py, issue #37
 part 2 sessions 7b and 8): a wake's frames become a negative that raises the templates' thresholds for what follows
 (docs/household.md, "Fusion and the household's negatives"), the newest 64 kept. numpy only."""
 import unittest
@@ -7,7 +7,7 @@ import numpy as np
 
 from hotphrase import household as H
 from hotphrase import household_eval as HE
-from hotphrase import household_negatives as N
+from hotphraselab import household_negatives as N
 
 
 def unit_rows(rng, n, dim=96):

@@ -1,7 +1,7 @@
 """Where a model fails: held-out positives per synthesizer, clean and at 10 dB, and what fires among held-out
 sentences and noises, at a threshold.
 
-  python -m hotphrase.diagnose MODEL THRESHOLD [WORKDIR] [--phrase ok-hound]
+  python -m hotphraselab.diagnose MODEL THRESHOLD [WORKDIR] [--phrase ok-hound]
 """
 import os
 import sys
@@ -9,12 +9,12 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from . import cli
-from . import augment as A
-from . import dataset as D
-from . import frontend, model
+from hotphrase import cli
+from hotphrase import augment as A
+from hotphrase import dataset as D
+from hotphrase import frontend, model
 
-TOOLS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # tools/hotphrase
+TOOLS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tools/hotphrase
 
 
 @cli.command

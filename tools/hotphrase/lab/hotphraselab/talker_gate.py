@@ -22,7 +22,7 @@ K frames after it (the network's output K steps later is the frame's gain: K tim
 The weights file (.npz, written by talker_gate_train), N and M each 40 (bands) or 257 (bins), in and out: mean, std
 (N), the GRU's w_ih (3H x N), w_hh (3H x H), b_ih, b_hh (3H; PyTorch's gate order r, z, n), the output layer's w_out
 (M x H), b_out (M), floor (the smallest gain) and, optionally, lookahead (K frames; without it 0). `Gate(path)` runs
-it as a front end int16 -> int16, as speex.make runs its front ends.
+it as a front end int16 -> int16, as frontend_registry.make runs its front ends.
 
 A gate that knows the enrolled voice (session 12; talker_gate_train --enrolled, after Google's VoiceFilter-Lite):
 inside the keyword only the voice can tell the wanted talker from the babble (session 11), so the network also
@@ -32,18 +32,18 @@ vector: the enrollment's frames through the same features, those within SPEAKER_
 spk_w (D x N) and spk_b (D), and the GRU's w_ih is 3H x (N + D); `Gate.enrol(samples)` sets the voice, and such a
 gate refuses to run before it is enrolled.
 
-  python -m hotphrase.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
+  python -m hotphraselab.talker_gate WEIGHTS IN.wav OUT.wav     the gate over one recording
 """
 import os
 import sys
 
 import numpy as np
 
-from . import cli
-from . import frontend
-from .constants import HOP, INT16_SCALE, NFFT, NMEL, WINDOW
-from .constants import SAMPLE_RATE as SR
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase import frontend
+from hotphrase.constants import HOP, INT16_SCALE, NFFT, NMEL, WINDOW
+from hotphrase.constants import SAMPLE_RATE as SR
+from hotphrase.errors import HotPhraseError
 
 POWER_FLOOR = 1e-7  # added to band powers before the log (float samples): about 90 dB under a full-scale band
 WEIGHT_KEYS = ("mean", "std", "w_ih", "w_hh", "b_ih", "b_hh", "w_out", "b_out", "floor")
@@ -196,6 +196,15 @@ class Gate:
         self.voice = speaker_vector(feats, voiced(raw), self.spk["spk_w"], self.spk["spk_b"])
         return self.voice
 
+    # What hotphrase.household_eval asks of a front end that is `conditioned` (it knows no gate by name): which
+    # clips enrol each clip's gate, and the enrollment on those clips.
+    @staticmethod
+    def enrollment_sets(names, labels):
+        return enrollment_sets(names, labels)
+
+    def enrol_clips(self, clips):
+        return self.enrol(enrollment_audio(clips))
+
     @property
     def sft(self):
         """The STFT, made on first use: scipy (1.12 or later) is needed only to run the gate over samples."""
@@ -283,7 +292,7 @@ def main(argv=None):
     ap.add_argument("output")
     a = ap.parse_args(argv)
     import soundfile
-    from . import dataset as D
+    from hotphrase import dataset as D
     g = Gate(a.weights)
     y = g(np.clip(np.round(D.read_audio(a.input) * INT16_SCALE), -32768, 32767).astype(np.int16))
     soundfile.write(a.output, y, SR, subtype="PCM_16")

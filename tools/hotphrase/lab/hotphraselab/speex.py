@@ -10,19 +10,17 @@ NOISE_SUPPRESS dB (speexdsp's default -15 unless given), AGC and DEREVERB off (t
 audio, as EchoCanceller.swift keeps them off; its VAD is off by default and, like Swift, left alone: setting it
 only prints speexdsp's warning). A last partial frame is padded with zeros and cut back.
 
-The front end's name, as the command lines and cache keys spell it: "none" or "speex-denoise[:DB]" (parse_frontend),
-or "gtcrn:ONNX_PATH", a neural enhancer (gtcrn.py; issue #37, part 2, session 9b), "gate:WEIGHTS_NPZ", our own
-dominant-talker gate (talker_gate.py; session 10), or "wpe", WPE dereverberation (wpe.py; session 12), that make()
-returns in its place. (speexdsp's own DEREVERB is no alternative: its preprocess.c leaves the reverberation estimate
-at zero and ignores DEREVERB_LEVEL and DEREVERB_DECAY, "until de-reverberation is actually enabled again".)
+On the command lines it is `--frontend speex-denoise[:DB]` (frontends.py registers it with the product's
+hotphrase.frontend_registry, beside gtcrn, gate and wpe). (speexdsp's own DEREVERB is no alternative: its
+preprocess.c leaves the reverberation estimate at zero and ignores DEREVERB_LEVEL and DEREVERB_DECAY, "until
+de-reverberation is actually enabled again".)
 """
 import ctypes
 import ctypes.util
-import os
 
 import numpy as np
 
-from .errors import HotPhraseError
+from hotphrase.errors import HotPhraseError
 
 # speex/speex_preprocess.h
 SET_DENOISE = 0
@@ -110,77 +108,3 @@ class Denoiser:
         finally:
             self.lib.speex_preprocess_state_destroy(st)
         return buf[:n].copy()
-
-
-# The front ends that are a model file: their name before the colon, the file's placeholder, and what it is.
-MODEL_FRONTENDS = {"gtcrn": ("ONNX_PATH", "GTCRN model file (its streaming ONNX export)"),
-                   "gate": ("WEIGHTS_NPZ", "talker-gate weights file (talker_gate_train's .npz)")}
-
-
-def parse_frontend(spec):
-    """"none" -> None; "speex-denoise" or "speex-denoise:DB" (DB <= 0, e.g. -15) -> the canonical name with its dB;
-    "gtcrn:ONNX_PATH" (gtcrn.py) or "gate:WEIGHTS_NPZ" (talker_gate.py), the file must exist -> the name, a colon
-    and the file's absolute path.
-    The canonical name is what caches and reports are keyed by, so that embeddings made through different front
-    ends never mix."""
-    if spec in (None, "", "none"):
-        return None
-    head, sep, db = spec.partition(":")
-    if head in MODEL_FRONTENDS:
-        placeholder, what = MODEL_FRONTENDS[head]
-        if not db:
-            raise HotPhraseError(spec, f"want {head}:{placeholder} (the {what})")
-        if not os.path.isfile(db):
-            raise HotPhraseError(spec, f"no {what} at {db}")
-        return head + ":" + os.path.abspath(db)
-    if head == "wpe" and not sep:
-        return "wpe"
-    if head != "speex-denoise":
-        raise HotPhraseError(spec, "unknown front end: want none, speex-denoise[:DB], gtcrn:ONNX_PATH, "
-                                   "gate:WEIGHTS_NPZ or wpe")
-    try:
-        v = int(db) if sep else DEFAULT_DB
-    except ValueError:
-        raise HotPhraseError(spec, f"'{db}' is not a whole number of dB (e.g. speex-denoise:-15)") from None
-    if v > 0:
-        raise HotPhraseError(spec, "NOISE_SUPPRESS is an attenuation: 0 dB or below")
-    return f"speex-denoise:{v}"
-
-
-def make(spec):
-    """The front end as a function int16 -> int16 (None for "none")."""
-    name = parse_frontend(spec)
-    if name is None:
-        return None
-    if name.startswith("gtcrn:"):
-        from .gtcrn import Enhancer
-        return Enhancer(name.partition(":")[2])
-    if name.startswith("gate:"):
-        from .talker_gate import Gate
-        return Gate(name.partition(":")[2])
-    if name == "wpe":
-        from .wpe import Dereverb
-        return Dereverb()
-    return Denoiser(int(name.split(":")[1]))
-
-
-def tag(spec):
-    """The front end in a file name: "" for none, "-speex-denoise-15" for speex-denoise:-15, "-gtcrn-" and the
-    model file's first 10 hex digits of SHA-256 for gtcrn:PATH, "-gate-" and the same for gate:PATH (a path does
-    not fit a file name; the contents name the model)."""
-    name = parse_frontend(spec)
-    if name is None:
-        return ""
-    head, _, path = name.partition(":")
-    if head in MODEL_FRONTENDS:
-        from .gtcrn import file_digest
-        return f"-{head}-" + file_digest(path)[:10]
-    return "-" + name.replace(":", "")
-
-
-def apply_float(fe, x):
-    """A front end over float samples on [-1, 1) (the evaluation's renderings): through int16 and back."""
-    if fe is None:
-        return np.asarray(x, np.float32)
-    q = np.clip(np.round(np.asarray(x, np.float64) * 32768), -32768, 32767).astype(np.int16)
-    return (fe(q).astype(np.float32) / 32768.0)

@@ -19,11 +19,11 @@ delay 3, 3 iterations; taps 20 rather than its 10. Chosen on training-side speec
 8 utterances through three of the evaluation's rooms), by how close the log spectrum comes to the room's first 50 ms
 alone: taps 10 took the distance from 0.285 to 0.256, 20 to 0.239, 40 to 0.221 at twice 20's cost.
 
-The front end's name, as the command lines and cache keys spell it (speex.parse_frontend): "wpe".
+The front end's name, as the command lines and cache keys spell it (frontends.py): "wpe".
 """
 import numpy as np
 
-from .errors import HotPhraseError
+from hotphrase.errors import HotPhraseError
 
 SAMPLE_RATE = 16000
 SIZE = 512

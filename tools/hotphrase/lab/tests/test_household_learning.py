@@ -9,8 +9,9 @@ import numpy as np
 from hotphrase import household as H
 from hotphrase import household_conditions as HC
 from hotphrase import household_eval as HE
-from hotphrase import household_learning as HL
 from hotphrase.constants import EMB_DIM
+from hotphraselab import household_learning as HL
+from hotphraselab import household_remedies as R
 
 
 def unit_rows(rng, n):
@@ -207,7 +208,7 @@ class Renderings(unittest.TestCase):
         self.assertIs(got[0][3], got[1][3])  # take b's room rendering
         raw = {n: np.zeros((8, EMB_DIM), np.float32) for n in names}
         scorers = HE.Scorers(np.zeros(EMB_DIM), [rng.standard_normal((60, EMB_DIM)).astype(np.float32)])
-        rem = HE.Remedies(scorers, [("n", renderings)], enrolled, raw, audio, spans, embedder, banks)
+        rem = R.Remedies(scorers, [("n", renderings)], enrolled, raw, audio, spans, embedder, banks)
         for e in range(2):  # the same frames, in Remedies' order (after its 3 takes)
             want = [H.centre(np.asarray(g, np.float32), scorers.mean) for g in got[e]]
             for w, i in zip(want, rem.ids[0][e][3:]):

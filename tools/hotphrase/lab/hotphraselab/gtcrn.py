@@ -1,10 +1,10 @@
 """A neural speech enhancer ahead of the hot-phrase embedding (issue #37, part 2, session 9b): GTCRN (Rong et al.,
 ICASSP 2024, MIT licence), its streaming ONNX export run frame by frame through onnxruntime. A measurement tool,
 never part of the speaker; the model file is not in the repository and is named on the command line
-(`--frontend gtcrn:PATH`, speex.parse_frontend).
+(`--frontend gtcrn:PATH`, frontends.py).
 
   Enhancer(path)(int16 samples at 16 kHz) -> int16 samples, the same length
-  python -m hotphrase.gtcrn MODEL.onnx IN.wav [--reference REF.wav] [--out OUT.wav]
+  python -m hotphraselab.gtcrn MODEL.onnx IN.wav [--reference REF.wav] [--out OUT.wav]
       its real-time factor on this host (one thread: CPU seconds per second of audio) and, given the model's own
       enhanced REF.wav of IN.wav, the residual between them as a fraction of REF's power
 
@@ -26,8 +26,8 @@ import time
 
 import numpy as np
 
-from . import cli
-from .errors import HotPhraseError
+from hotphrase import cli
+from hotphrase.errors import HotPhraseError
 
 NFFT = 512
 HOP = 256

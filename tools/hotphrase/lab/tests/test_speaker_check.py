@@ -6,8 +6,8 @@ import numpy as np
 
 from hotphrase import household as H
 from hotphrase import household_eval as HE
-from hotphrase import speaker_check as SC
 from hotphrase.errors import HotPhraseError
+from hotphraselab import speaker_check as SC
 
 
 class Windows(unittest.TestCase):
@@ -94,7 +94,7 @@ class Candidates(unittest.TestCase):
             self.assertTrue(all(row[t] >= 0.5 for t in got))
 
     def test_stream_candidates_find_a_take_in_a_stream(self):
-        from test_household_eval import a_stream_holding_a_take
+        from test_household_eval import a_stream_holding_a_take  # tools/hotphrase/tests, on the path by test.sh
         scorers, enr, quiet, holding = a_stream_holding_a_take(seed=2)
         cand, lengths = HE.stream_candidates(enr, scorers, [quiet, holding], [5.9, 1e9])
         np.testing.assert_array_equal(lengths, [200, 212])
