@@ -50,7 +50,7 @@ public enum HeadTraining {
                 let samples = result.samples.map { Float($0) / 32768 }
                 do throws(AudioFileError) {
                     // the resampler's ringing may overshoot full scale a little
-                    out.append(try AudioFile.resample(samples, from: result.sampleRate, to: 16_000).map { max(-1, min(1, $0)) })
+                    out.append(try AudioFile.resample(samples, from: result.sampleRate, to: SpeakerAudio.sampleRate).map { max(-1, min(1, $0)) })
                 } catch { throw SpeechError("the babble could not be resampled: \(error)") }
             }
         }

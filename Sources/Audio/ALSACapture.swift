@@ -58,8 +58,8 @@ public final class ALSACapture: Sendable {
         guard [10, 20].contains(settings.frameMS) else {
             throw AudioDeviceError(device: settings.device, message: "frames must be 10 or 20 ms, not \(settings.frameMS)")
         }
-        if let echoCanceller, (settings.frameMS * CaptureSettings.outputRate / 1000) % echoCanceller.frameSamples != 0 {
-            throw AudioDeviceError(device: settings.device, message: "\(settings.frameMS) ms frames cannot go through the echo canceller's \(echoCanceller.frameSamples / 16) ms frames", isConfiguration: true)
+        if let echoCanceller, (settings.frameMS * SpeakerAudio.sampleRate / 1000) % echoCanceller.frameSamples != 0 {
+            throw AudioDeviceError(device: settings.device, message: "\(settings.frameMS) ms frames cannot go through the echo canceller's \(echoCanceller.frameSamples / SpeakerAudio.samplesPerMS) ms frames", isConfiguration: true)
         }
         guard settings.rate > 0 else { throw AudioDeviceError(device: settings.device, message: "capture rate must be positive, not \(settings.rate)") }
         guard settings.channels > 0, (0..<settings.channels).contains(settings.channel) else {
@@ -242,14 +242,14 @@ private final class DeviceSession: @unchecked Sendable {
         periodFrames = Int(period)
         interleaved = [Int16](repeating: 0, count: periodFrames * channels)
         mono = [Int16](repeating: 0, count: periodFrames)
-        let outCapacity = periodFrames * CaptureSettings.outputRate / self.rate + 64
+        let outCapacity = periodFrames * SpeakerAudio.sampleRate / self.rate + 64
         resampled = [Int16](repeating: 0, count: outCapacity)
-        frame = [Int16](repeating: 0, count: CaptureSettings.outputRate * settings.frameMS / 1000)
-        if self.rate != CaptureSettings.outputRate {
+        frame = [Int16](repeating: 0, count: SpeakerAudio.sampleRate * settings.frameMS / 1000)
+        if self.rate != SpeakerAudio.sampleRate {
             var error: soxr_error_t?
             var io = soxr_io_spec(SOXR_INT16_I, SOXR_INT16_I)
             var quality = soxr_quality_spec(UInt(SOXR_HQ), 0)
-            resampler = soxr_create(Double(self.rate), Double(CaptureSettings.outputRate), 1, &error, &io, &quality, nil)
+            resampler = soxr_create(Double(self.rate), Double(SpeakerAudio.sampleRate), 1, &error, &io, &quality, nil)
             if let error {
                 snd_pcm_close(handle)
                 pcm = nil

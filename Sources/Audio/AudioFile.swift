@@ -27,7 +27,7 @@ public enum AudioFileError: Error, CustomStringConvertible, Equatable {
 public enum AudioFile {
     /// Reads a WAV (or any file libsndfile knows) holding linear PCM or float samples, of any rate and channel
     /// count, mixes it to mono and resamples it to `targetRate` with libsoxr.
-    public static func readMono(path: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+    public static func readMono(path: String, targetRate: Int = SpeakerAudio.sampleRate) throws(AudioFileError) -> MonoAudio {
         try readMono(path: path, targetRate: targetRate, library: Sndfile.soname)
     }
 
@@ -45,7 +45,7 @@ public enum AudioFile {
     /// `readMono` of a file held in memory (Houndify's spoken answer arrives as a WAV inside its JSON), read
     /// through libsndfile's virtual I/O: nothing is written to disk, so nothing of it can be left behind, and
     /// no descriptor exists for a child process to inherit. `name` stands for the path in errors.
-    public static func readMono(bytes: [UInt8], name: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+    public static func readMono(bytes: [UInt8], name: String, targetRate: Int = SpeakerAudio.sampleRate) throws(AudioFileError) -> MonoAudio {
         // withUnsafeBytes rethrows untyped errors, so the typed one comes out as a Result.
         let result = bytes.withUnsafeBytes { buffer in
             Result { () throws(AudioFileError) in try readMono(bytes: buffer, name: name, targetRate: targetRate) }
@@ -54,7 +54,7 @@ public enum AudioFile {
     }
 
     /// The same, of bytes the caller holds (a `Data`'s, say), read where they are: no copy is made.
-    public static func readMono(bytes: UnsafeRawBufferPointer, name: String, targetRate: Int = 16_000) throws(AudioFileError) -> MonoAudio {
+    public static func readMono(bytes: UnsafeRawBufferPointer, name: String, targetRate: Int = SpeakerAudio.sampleRate) throws(AudioFileError) -> MonoAudio {
         try readMono(bytes: bytes, name: name, targetRate: targetRate, library: Sndfile.soname)
     }
 

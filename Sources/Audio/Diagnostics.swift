@@ -37,7 +37,7 @@ public enum AudioDiagnostics {
         let playback: ALSAPlayback
         do throws(AudioDeviceError) {
             capturing = try ALSACapture(settings: capture, echoCanceller: canceller, onFrame: { _, _ in })
-            playback = try ALSAPlayback(device: output, sampleRate: 16_000)
+            playback = try ALSAPlayback(device: output, sampleRate: SpeakerAudio.sampleRate)
         } catch {
             return Diagnostic(.warn, "echo delay not measured: \(error.description)")
         }
@@ -59,7 +59,7 @@ public enum AudioDiagnostics {
         capturing.stop()
         if let failure { return Diagnostic(.warn, "echo delay not measured: \(failure.description)") }
         let path = canceller.echoPath()
-        let devices = "the speaker's buffer held \(outputDelay / 16) ms"
+        let devices = "the speaker's buffer held \(outputDelay / SpeakerAudio.samplesPerMS) ms"
         guard path.prominence > 8 else {
             return Diagnostic(.warn, "echo: the microphone did not hear the test noise from the speaker (\(devices))",
                               advice: "turn the volume up or bring the microphone nearer; a file or null device has no echo to find")

@@ -29,7 +29,7 @@ public final class EchoCanceller: @unchecked Sendable {
     /// How long the output's reference is kept: the capture can be this late (a stall) and still find it.
     static let referenceSeconds = 3
     /// The longest capture frame handled in one call (samples).
-    public static let maxFrame = 16_000 / 10
+    public static let maxFrame = SpeakerAudio.sampleRate / 10
     /// Room for one resampler call's output.
     static let resampledCapacity = 8_192
 
@@ -59,13 +59,13 @@ public final class EchoCanceller: @unchecked Sendable {
         self.settings = settings
         let tailMS: Int = settings.tailMS.clamped(to: EchoCancelSettings.tailRange)
         let delayMS: Int = max(0, settings.delayMS - Self.guardMS)
-        tailSamples = Int64(tailMS * 16)
-        frameSamples = settings.frameMS == 20 ? 320 : 160
-        delaySamples = Int64(delayMS * 16)
-        echo = speex_echo_state_init(Int32(frameSamples), Int32(tailMS * 16))
-        var rate: Int32 = 16_000
+        tailSamples = Int64(tailMS * SpeakerAudio.samplesPerMS)
+        frameSamples = (settings.frameMS == 20 ? 20 : 10) * SpeakerAudio.samplesPerMS
+        delaySamples = Int64(delayMS * SpeakerAudio.samplesPerMS)
+        echo = speex_echo_state_init(Int32(frameSamples), Int32(tailMS * SpeakerAudio.samplesPerMS))
+        var rate = Int32(SpeakerAudio.sampleRate)
         speex_echo_ctl(echo, SPEEX_ECHO_SET_SAMPLING_RATE, &rate)
-        preprocess = speex_preprocess_state_init(Int32(frameSamples), 16_000)
+        preprocess = speex_preprocess_state_init(Int32(frameSamples), Int32(SpeakerAudio.sampleRate))
         // Only the residual echo suppression is wanted, but speexdsp applies it through the noise suppressor's gain,
         // so that stays on at its default; automatic gain and dereverberation stay off (the hot phrase was trained
         // on plain audio). The preprocessor's output is used only while an echo may be present (`process`).
@@ -81,7 +81,7 @@ public final class EchoCanceller: @unchecked Sendable {
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_ECHO_SUPPRESS_ACTIVE, &suppressActive)
         var noiseSuppress = Int32(settings.noiseSuppressDB)
         speex_preprocess_ctl(preprocess, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &noiseSuppress)
-        reference = EchoReference(capacity: Self.referenceSeconds * 16_000)
+        reference = EchoReference(capacity: Self.referenceSeconds * SpeakerAudio.sampleRate)
         resampled = .allocate(capacity: Self.resampledCapacity)
         referenceFrame = .allocate(capacity: Self.maxFrame)
         cancelled = .allocate(capacity: frameSamples)
@@ -107,7 +107,7 @@ public final class EchoCanceller: @unchecked Sendable {
     public func played(_ samples: UnsafeBufferPointer<Int16>, rate: Int, heard: TimelinePosition) {
         guard let input = samples.baseAddress, !samples.isEmpty, rate > 0 else { return }
         lock.withLock { _ in
-            if rate == 16_000 {
+            if rate == SpeakerAudio.sampleRate {
                 let start = playbackClock.place(count: samples.count, reported: heard)
                 reference.write(samples, at: start)
                 return
@@ -116,12 +116,12 @@ public final class EchoCanceller: @unchecked Sendable {
                 if let resampler { speex_resampler_destroy(resampler) }
                 var error: Int32 = 0
                 // Quality 4 of 10: the reference feeds an adaptive filter, not an ear; its latency is subtracted below.
-                resampler = speex_resampler_init(1, UInt32(rate), 16_000, 4, &error)
+                resampler = speex_resampler_init(1, UInt32(rate), UInt32(SpeakerAudio.sampleRate), 4, &error)
                 resamplerRate = resampler == nil ? 0 : rate
             }
             guard let resampler else { return }
             let latency = Int64(speex_resampler_get_output_latency(resampler))
-            let room: Int = Self.resampledCapacity * 16_000 / rate / 2
+            let room: Int = Self.resampledCapacity * SpeakerAudio.sampleRate / rate / 2
             var offset = 0
             while offset < samples.count {
                 let left: Int = samples.count - offset
@@ -221,7 +221,7 @@ public final class EchoCanceller: @unchecked Sendable {
             let magnitudes = response.map { abs(Double($0)) }
             let mean = magnitudes.reduce(0, +) / Double(magnitudes.count)
             guard let peak = magnitudes.indices.max(by: { magnitudes[$0] < magnitudes[$1] }), mean > 0 else { return (0, 0) }
-            return (Double(peak) / 16 + Double(delaySamples) / 16, magnitudes[peak] / mean)
+            return (Double(peak) / Double(SpeakerAudio.samplesPerMS) + Double(delaySamples) / Double(SpeakerAudio.samplesPerMS), magnitudes[peak] / mean)
         }
     }
 
@@ -242,14 +242,14 @@ extension EchoCanceller {
     public func cancel(recording mic: [Int16], reference: [Int16], origin: TimelinePosition = 0, lead: Int = 4,
                        hotPhrase: Bool = false) -> [Int16] {
         var out = mic
-        let frame = 320
+        let frame = 20 * SpeakerAudio.samplesPerMS
         var heard = [Int16](repeating: 0, count: frame)
         reference.withUnsafeBufferPointer { r in
             out.withUnsafeMutableBufferPointer { o in
                 for i in 0..<(mic.count / frame + lead) {
                     let p = i * frame
                     if p + frame <= r.count {
-                        played(UnsafeBufferPointer(rebasing: r[p..<p + frame]), rate: 16_000, heard: origin + TimelinePosition(p))
+                        played(UnsafeBufferPointer(rebasing: r[p..<p + frame]), rate: SpeakerAudio.sampleRate, heard: origin + TimelinePosition(p))
                     }
                     let m = (i - lead) * frame
                     if m >= 0 && m + frame <= o.count {

@@ -7,7 +7,7 @@ public struct CaptureSettings: Sendable, Equatable {
     public var device = "default"
     /// Rate asked of the device. The device may give its own nearest rate (ALSA's resampling is turned off);
     /// whatever it gives is resampled to 16 kHz with libsoxr.
-    public var rate = 16_000
+    public var rate = SpeakerAudio.sampleRate
     /// Channels asked of the device (a multi-microphone card may need 2).
     public var channels = 1
     /// The channel used, 0-based.
@@ -21,9 +21,6 @@ public struct CaptureSettings: Sendable, Equatable {
 
     /// `device` nil keeps the default (written once, above).
     public init(device: String? = nil) { if let device { self.device = device } }
-
-    /// What the rest of the app works in.
-    public static let outputRate = 16_000
 }
 
 /// A sound card delivers audio as it is heard; an ALSA `file` PCM (a recording played as the microphone, in tests,

@@ -8,18 +8,15 @@
 public typealias TimelinePosition = Int64
 
 extension TimelinePosition {
-    /// The timeline's rate.
-    public static let timelineRate = 16_000
-
     /// The position of a monotonic time in nanoseconds.
     public static func timeline(nanoseconds: Int64) -> TimelinePosition {
-        nanoseconds / 1_000_000 * 16 + (nanoseconds % 1_000_000) * 16 / 1_000_000
+        nanoseconds / 1_000_000 * Int64(SpeakerAudio.samplesPerMS) + (nanoseconds % 1_000_000) * Int64(SpeakerAudio.samplesPerMS) / 1_000_000
     }
 
     /// `frames` at `rate` as timeline samples (rounded).
     public static func timeline(frames: Int, rate: Int) -> TimelinePosition {
         guard rate > 0 else { return 0 }
-        return (Int64(frames) * 16_000 + Int64(rate / 2)) / Int64(rate)
+        return (Int64(frames) * Int64(SpeakerAudio.sampleRate) + Int64(rate / 2)) / Int64(rate)
     }
 }
 
@@ -44,7 +41,7 @@ public struct StreamClock: Sendable, Equatable {
     /// How many times the stream started afresh (for tests and the bench's log).
     public private(set) var jumps = 0
 
-    public init(jumpSamples: Int64 = 320, slewThreshold: Double = 8, smoothing: Double = 0.05) {
+    public init(jumpSamples: Int64 = 20 * Int64(SpeakerAudio.samplesPerMS), slewThreshold: Double = 8, smoothing: Double = 0.05) {
         self.jumpSamples = jumpSamples
         self.slewThreshold = slewThreshold
         self.smoothing = smoothing

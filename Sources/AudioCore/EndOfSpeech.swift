@@ -23,8 +23,8 @@ public struct VoiceActivityDetector: Sendable {
 
     public let settings: Settings
     private var floorDB: Double? = nil
-    private var highPass = Biquad.highPass(cutoff: 300, sampleRate: 16000)
-    private var lowPass = Biquad.lowPass(cutoff: 3400, sampleRate: 16000)
+    private var highPass = Biquad.highPass(cutoff: 300, sampleRate: Double(SpeakerAudio.sampleRate))
+    private var lowPass = Biquad.lowPass(cutoff: 3400, sampleRate: Double(SpeakerAudio.sampleRate))
     private(set) public var inSpeech = false
     /// The last frame's speech-band level, in dBFS.
     private(set) public var levelDB = -90.0

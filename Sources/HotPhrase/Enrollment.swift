@@ -1,3 +1,4 @@
+import AudioCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -57,7 +58,7 @@ public struct EnrolledTake: Sendable {
 
 /// Turning a recording into a template (docs/household.md, "A take becomes a template").
 public enum Enrollment {
-    static let sampleRate = 16_000
+    static let sampleRate = SpeakerAudio.sampleRate
     static let block = 160  // 10 ms
     static let maxFrames = 24
     static let minFrames = 4

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import Platform
+import AudioCore
 
 /// Why a model file cannot be used. Each names the file, so a speaker with a missing or damaged model says so at
 /// start-up instead of silently never hearing its name.
@@ -120,7 +121,9 @@ public struct HotPhraseModel: Sendable {
         guard common.format == 1 || common.format == 2 else {
             throw fail("format \(common.format) is not supported (this build reads formats 1 and 2)")
         }
-        guard common.sample_rate == 16_000 else { throw fail("made for \(common.sample_rate) Hz audio; the speaker listens at 16000 Hz") }
+        guard common.sample_rate == SpeakerAudio.sampleRate else {
+            throw fail("made for \(common.sample_rate) Hz audio; the speaker listens at \(SpeakerAudio.sampleRate) Hz")
+        }
         guard common.smoothing > 0, (0...1).contains(common.default_threshold), common.refractory_seconds >= 0 else {
             throw fail("its smoothing, threshold or refractory period is out of range")
         }

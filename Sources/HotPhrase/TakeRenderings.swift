@@ -1,3 +1,4 @@
+import AudioCore
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -10,7 +11,7 @@ import Musl
 /// `active_power`, `mix`). Nothing here is the evaluation's: its rooms are image-source impulse responses and its
 /// noises fan, street, plucked music and other voices.
 public enum TakeRenderings {
-    static let sampleRate = 16_000
+    static let sampleRate = SpeakerAudio.sampleRate
 
     /// The training noise families the renderings draw on: pink noise, mains hum, sustained chords, and babble
     /// (several voices at once; the caller hands over the voices, e.g. espeak-ng's).

@@ -64,15 +64,15 @@ final class SpeexUploadEncoder: AudioUploadEncoder, @unchecked Sendable {
         case encoderInit
         var description: String {
             switch self {
-            case .unsupportedRate(let rate): "Speex upload needs 8000 or 16000 Hz audio, not \(rate) Hz"
+            case .unsupportedRate(let rate): "Speex upload needs \(VoiceSearchRate.accepted) audio, not \(rate) Hz"
             case .encoderInit: "libspeex could not create an encoder"
             }
         }
     }
 
     init(sampleRate: Int) throws {
-        guard sampleRate == 16000 || sampleRate == 8000 else { throw SetupError.unsupportedRate(sampleRate) }
-        let modeID = sampleRate == 8000 ? SPEEX_MODEID_NB : SPEEX_MODEID_WB
+        guard VoiceSearchRate.isAccepted(sampleRate) else { throw SetupError.unsupportedRate(sampleRate) }
+        let modeID = sampleRate == VoiceSearchRate.narrowband ? SPEEX_MODEID_NB : SPEEX_MODEID_WB
         guard let mode = speex_lib_get_mode(modeID), let raw = speex_encoder_init(mode) else { throw SetupError.encoderInit }
         state = OpaquePointer(raw)
         var quality: Int32 = 10
@@ -176,4 +176,13 @@ public final class SpeexStreamDecoder {
         let status = out.withUnsafeMutableBufferPointer { speex_decode_int(UnsafeMutableRawPointer(state), &bits, $0.baseAddress) }
         return status == 0 ? out : nil
     }
+}
+
+/// The rates Houndify takes a voice search's audio at (docs/houndify-protocol.md): wideband, as the speaker sends,
+/// or narrowband.
+public enum VoiceSearchRate {
+    public static let wideband = 16_000
+    public static let narrowband = 8_000
+    static func isAccepted(_ rate: Int) -> Bool { rate == wideband || rate == narrowband }
+    static let accepted = "\(wideband) or \(narrowband) Hz"
 }

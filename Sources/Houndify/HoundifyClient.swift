@@ -127,9 +127,9 @@ public final class HoundifyClient: Sendable {
 
     /// Starts a streaming voice search. Write 16-bit mono PCM at `sampleRate` (16000 or 8000) to it as it is
     /// captured; end it with `finish()` (stopSearch) or let `SafeToStopAudio` end it.
-    public func startVoiceSearch(sampleRate: Int = 16_000, extra: [String: JSONValue] = [:]) throws(HoundifyError) -> VoiceSearch {
-        guard sampleRate == 16_000 || sampleRate == 8_000 else {
-            throw .internalError(detail: "voice search audio must be 16000 or 8000 Hz, not \(sampleRate)")
+    public func startVoiceSearch(sampleRate: Int = VoiceSearchRate.wideband, extra: [String: JSONValue] = [:]) throws(HoundifyError) -> VoiceSearch {
+        guard VoiceSearchRate.isAccepted(sampleRate) else {
+            throw .internalError(detail: "voice search audio must be \(VoiceSearchRate.accepted), not \(sampleRate)")
         }
         let encoder: any AudioUploadEncoder
         switch configuration.audioFormat {

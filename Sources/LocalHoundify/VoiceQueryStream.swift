@@ -108,7 +108,7 @@ public struct VoiceQueryStream {
                 // Walk the RIFF chunks to "data" (a real WAV file may carry LIST chunks first).
                 var offset = 12
                 var found: Int? = nil
-                var rate = 16_000
+                var rate = SpeakerAudio.sampleRate
                 while offset + 8 <= pending.count {
                     let id = String(decoding: pending[offset..<offset + 4], as: UTF8.self)
                     let size = Int(UInt32(pending[offset + 4]) | UInt32(pending[offset + 5]) << 8 | UInt32(pending[offset + 6]) << 16 | UInt32(pending[offset + 7]) << 24)

@@ -58,12 +58,12 @@ public struct VoiceQuery: Sendable {
     public func run() async throws {
         let context = try AppContext(configPath: configPath)
         let audio: MonoAudio
-        do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav, targetRate: 16_000) } catch {
+        do throws(AudioFileError) { audio = try AudioFile.readMono(path: wav, targetRate: SpeakerAudio.sampleRate) } catch {
             throw CommandFailure(reading: error)
         }
         let client = try context.houndifyClient(newConversation: newConversation)
         let search: VoiceSearch
-        do throws(HoundifyError) { search = try client.startVoiceSearch(sampleRate: 16_000) } catch {
+        do throws(HoundifyError) { search = try client.startVoiceSearch(sampleRate: SpeakerAudio.sampleRate) } catch {
             throw CommandFailure(message: "\(error) [\(error.code)]")
         }
         // The recording is fed while the answers are read: two children of one group, so neither outlives the

@@ -31,7 +31,7 @@ public struct TakeRecorder: Sendable {
     private var ring = PreRollRing(capacity: 1000 * TakeRecorder.rate)
     private var recorded: [Int16] = []
     private var elapsedMS = 0
-    private static let rate = 16
+    private static let rate = SpeakerAudio.samplesPerMS
 
     public init(settings: Settings = Settings()) { self.settings = settings }
 

@@ -58,7 +58,7 @@ final class CaptureRouter: Sendable {
     /// behind. The detector's thread runs between `startDetector()` and `stopDetector()`.
     init(preRollMS: Int, detector: (any HotPhraseDetecting)?, bargeIn: Bool = false, logger: Logger? = nil,
          now: @escaping @Sendable () -> ContinuousClock.Instant = { .now }, post: @escaping @Sendable (LoopInput) -> Void) {
-        let route = Shared(Route(ring: PreRollRing(capacity: preRollMS * 16)))
+        let route = Shared(Route(ring: PreRollRing(capacity: preRollMS * SpeakerAudio.samplesPerMS)))
         self.route = route
         self.bargeIn = bargeIn
         self.now = now

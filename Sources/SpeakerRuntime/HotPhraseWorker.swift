@@ -2,6 +2,7 @@ import SpeakerCore
 import Logging
 import Platform
 import Synchronization
+import AudioCore
 
 /// The hot phrase detector on a thread of the app's own ("hs-hotphrase"), fed from the capture thread through a
 /// bounded queue (issue #38). On the capture thread it ran slower than real time under emulation and ALSA overran,
@@ -17,7 +18,7 @@ final class HotPhraseWorker: Sendable {
     /// a busy moment of the CPU) loses nothing. Longer, and a wake found that late would come long after the
     /// person spoke and after the pre-roll that the question starts with, so the oldest audio goes first.
     static let queueMS = 1_000
-    static let queueSamples = queueMS * 16
+    static let queueSamples = queueMS * SpeakerAudio.samplesPerMS
     /// Frames longer than this are queued in pieces of it (the speaker's are 20 ms, 320 samples): the buffers the
     /// detector hears a frame in are made once, this long.
     static let pieceSamples = 1_600
@@ -267,7 +268,7 @@ final class HotPhraseWorker: Sendable {
                 lastLine = now()
                 logger?.warning("""
                     the hot phrase detector fell behind the microphone: \(drops.frames) frame\(drops.frames == 1 ? "" : "s") \
-                    (\(drops.samples / 16) ms of audio) not listened to since the last such line, \(drops.total) since the start; \
+                    (\(drops.samples / SpeakerAudio.samplesPerMS) ms of audio) not listened to since the last such line, \(drops.total) since the start; \
                     a hot phrase said meanwhile may have been missed (questions and takes lost nothing)
                     """, metadata: ["event": "detector", "status": "behind", "dropped": "\(drops.frames)", "dropped_total": "\(drops.total)"])
             }

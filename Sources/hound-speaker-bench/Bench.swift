@@ -42,7 +42,7 @@ struct Bench {
     static func hotPhrase(minutes: Double, wav: String?, model path: String?) throws {
         let model = try HotPhraseModel.locate(path)
         let source = try AudioFile.readMono(path: wav.flatMap { $0 == "-" ? nil : $0 } ?? "share/demo/ok-hound-what-time-is-it.wav").samples
-        let total = Int(minutes * 60 * 16000)
+        let total = Int(minutes * 60 * Double(SpeakerAudio.sampleRate))
         var audio = [Int16](repeating: 0, count: total)
         for i in 0..<total { audio[i] = source[i % source.count] }
         let detector = HotPhraseDetector(model: model)
@@ -50,13 +50,13 @@ struct Bench {
         var cpu = 0.0
         var t0 = timespec(), t1 = timespec()
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0)
-        MonoAudio(samples: audio, sampleRate: 16_000).forEachFrame { frame in
+        MonoAudio(samples: audio, sampleRate: SpeakerAudio.sampleRate).forEachFrame { frame in
             detector.process(frame) { _ in detections += 1 }
             return true
         }
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1)
         cpu = Double(t1.tv_sec - t0.tv_sec) + Double(t1.tv_nsec - t0.tv_nsec) / 1e9
-        let seconds = Double(total) / 16000
+        let seconds = Double(total) / Double(SpeakerAudio.sampleRate)
         print(String(cFormat: "hot phrase: %.0f s of audio in %.3f s CPU: %.3f %% of one core, %.1f us per 20 ms frame, %d detections",
                      seconds, cpu, 100 * cpu / seconds, cpu / (seconds / 0.02) * 1e6, detections))
         if let macs = model.embeddingMultiplyAdds {
@@ -77,7 +77,7 @@ struct Bench {
     static func capture(minutes: Double, directory: String) throws {
         print("| capture | CPU s per minute of audio | share of one core in real time |")
         print("|---|---|---|")
-        for (rate, channels) in [(48000, 2), (44100, 1), (16000, 1)] {
+        for (rate, channels) in [(48000, 2), (44100, 1), (SpeakerAudio.sampleRate, 1)] {
             // A minute of noise in the fixture; the file PCM then repeats nothing, so the rest reads as silence
             // (the cost of a silent frame and a loud one is the same here: no branch depends on the level).
             let seconds = 60
@@ -89,7 +89,7 @@ struct Bench {
             settings.rate = rate
             settings.channels = channels
             settings.channel = channels - 1
-            let wanted = Int(minutes * 60 * 16000)
+            let wanted = Int(minutes * 60 * Double(SpeakerAudio.sampleRate))
             let received = Mutex(0)
             let done = Condition()
             let capture = try ALSACapture(settings: settings, onFrame: { frame, _ in

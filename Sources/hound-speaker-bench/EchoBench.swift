@@ -15,6 +15,9 @@ import HotPhrase
 ///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own] [--conditions silence,talk,talk-off,...]
 ///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off)
 enum EchoBench {
+    /// A 20 ms frame, and one second, of the speaker's audio.
+    static let frameSamples = 20 * SpeakerAudio.samplesPerMS
+    static let second = SpeakerAudio.sampleRate
     struct Options {
         var root = ""
         var settings = EchoCancelSettings(enabled: true, delayMS: 8, tailMS: 200)
@@ -75,17 +78,17 @@ enum EchoBench {
     static func cancel(mic: [Int16], ref: [Int16], settings: EchoCancelSettings, cancel: Bool = true, hotPhrase: Bool = false) -> [Int16] {
         guard cancel else { return mic }
         let canceller = EchoCanceller(settings: settings)
-        let frames = mic.count / 320
+        let frames = mic.count / frameSamples
         let t0 = threadCPU()
         let out = canceller.cancel(recording: mic, reference: ref, hotPhrase: hotPhrase)
         let spent = threadCPU() - t0
-        cancellerSpent.withLock { $0.cpu += spent; $0.audio += Double(frames * 320) / 16_000 }
-        return Array(out[0..<frames * 320])
+        cancellerSpent.withLock { $0.cpu += spent; $0.audio += Double(frames * frameSamples) / Double(SpeakerAudio.sampleRate) }
+        return Array(out[0..<frames * frameSamples])
     }
 
     static func read(_ path: String) throws -> [Int16] {
         let audio = try AudioFile.readMono(path: path)
-        guard audio.sampleRate == 16_000 else { throw DeviceError("\(path): \(audio.sampleRate) Hz, not 16 kHz") }
+        guard audio.sampleRate == SpeakerAudio.sampleRate else { throw DeviceError("\(path): \(audio.sampleRate) Hz, not \(SpeakerAudio.sampleRate) Hz") }
         return audio.samples
     }
 
@@ -108,12 +111,12 @@ enum EchoBench {
                 let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav"), echo = try read("\(dir)/echo.wav")
                 let out = cancel(mic: mic, ref: ref, settings: o.settings)
                 let n = out.count
-                let first = 10 * log10(energy(mic[0..<16_000]) / max(1, energy(out[0..<16_000])))
-                let after = 10 * log10(energy(mic[16_000..<n]) / max(1, energy(out[16_000..<n])))
+                let first = 10 * log10(energy(mic[0..<second]) / max(1, energy(out[0..<second])))
+                let after = 10 * log10(energy(mic[second..<n]) / max(1, energy(out[second..<n])))
                 // Windows where the echo is well above the room's noise (speech pauses say nothing of the canceller).
                 let noise = pow(10, -66.0 / 10) * 32768 * 32768 * 8_000
                 var windows: [Double] = []
-                var w = 16_000
+                var w = SpeakerAudio.sampleRate
                 while w + 8_000 <= n {
                     if energy(echo[w..<w + 8_000]) > noise * 100 {
                         windows.append(10 * log10(energy(mic[w..<w + 8_000]) / max(1, energy(out[w..<w + 8_000]))))
@@ -137,8 +140,8 @@ enum EchoBench {
         let detector = HotPhraseDetector(model: model, threshold: 1.01)
         var out: [(Double, Double)] = []
         var samples = 0
-        detector.stepObserver = { score in out.append((Double(samples) / 16_000, score)) }
-        MonoAudio(samples: audio, sampleRate: 16_000).forEachFrame { frame in
+        detector.stepObserver = { score in out.append((Double(samples) / Double(SpeakerAudio.sampleRate), score)) }
+        MonoAudio(samples: audio, sampleRate: SpeakerAudio.sampleRate).forEachFrame { frame in
             samples += frame.count
             detector.process(frame) { _ in }
             return true
@@ -228,7 +231,7 @@ enum EchoBench {
             let dir = "\(o.root)/own-speech/\(part)"
             let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav")
             let out = cancel(mic: mic, ref: ref, settings: o.settings, hotPhrase: o.detectorHearsFilter)
-            hours += Double(out.count) / 16_000 / 3600
+            hours += Double(out.count) / Double(SpeakerAudio.sampleRate) / 3600
             let t0 = threadCPU()
             let s = scores(out, model: model)
             detectorCPU += threadCPU() - t0

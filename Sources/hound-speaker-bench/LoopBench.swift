@@ -61,7 +61,7 @@ enum LoopBench {
                     _ = try? await search.response()
                 case "capture":
                     var c = CaptureSettings(device: "bench_mic")
-                    c.rate = 16000
+                    c.rate = SpeakerAudio.sampleRate
                     let got = ReadyCounter()
                     let capture = try ALSACapture(settings: c, onFrame: { _, _ in got.increment() })
                     capture.start()
@@ -78,7 +78,7 @@ enum LoopBench {
             return
         }
         var capture = CaptureSettings(device: "bench_mic")
-        capture.rate = 16000
+        capture.rate = SpeakerAudio.sampleRate
         let volume = try OutputVolume(percent: 100, device: "bench_out", mixerControl: "")
         let earconPaths = ["share/earcons", "/usr/share/hound-speaker/earcons"]
         setenv("HOUND_SPEAKER_EARCON_PATH", earconPaths.joined(separator: ":"), 1)
