@@ -29,8 +29,8 @@ public enum HeadTraining {
         "It looks like it will rain again all weekend.",
         "Put the plates in the dishwasher when you are done.",
     ]
-    /// Utterances of babble: the measurement's 100 (BENCHMARKS.md, issue #37 part 2, session 14: its babble is
-    /// the gain of the head in a room with noise).
+    /// Utterances of babble: the measurement's 100 (its babble is the head's gain in a room with noise:
+    /// BENCHMARKS.md, "the personal head as a speaker can train it, and trained by the speaker's code").
     public static var babbleCount: Int { voices.count * sentences.count }
 
     /// Each voice saying each sentence, 16 kHz mono in [-1, 1]. Synthesised on the speech thread the speaker

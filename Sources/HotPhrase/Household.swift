@@ -186,8 +186,9 @@ public struct Household: Codable, Sendable, Equatable {
     /// best z reaches `zThreshold`, the frames its path covered become a learned template (measured against
     /// `bank`), and the phrase keeps its newest `learnedKept` learned templates. Returns the frames kept.
     /// Only the takes cut what is learned: a learned template (which hears itself best) would cut the next one
-    /// shorter and shorter, and a wake only learned templates heard would teach more of the same (issue #37 part 2
-    /// session 7 in BENCHMARKS.md: at equal false accepts this misses fewer than learning through all templates).
+    /// shorter and shorter, and a wake only learned templates heard would teach more of the same (BENCHMARKS.md,
+    /// "answered wakes learned in the household's own room": at equal false accepts this misses fewer than learning
+    /// through all templates).
     @discardableResult
     public mutating func learn(from frames: [[Float]], phrase text: String, bank: NegativeBank, zThreshold: Double,
                                now: Date = Date()) throws -> Int {

@@ -8,7 +8,7 @@ import CLBFGS
 /// Windows of normalised embedding frames, `width` numbers each: what the personal head is fitted on and scores.
 /// Each row is `width` consecutive numbers of `storage` from its start; the windows of one stream share them (a
 /// window of 12 frames overlaps the next in 11), so the bank's 12,956 windows hold a twelfth of what copies would
-/// (BENCHMARKS.md, issue #37 part 2, session 15).
+/// (BENCHMARKS.md, "the personal head on the speaker, its offset picked with both keywords pooled").
 public struct WindowRows: Sendable, Equatable {
     public private(set) var storage: [Float] = []
     /// Where each row starts in `storage`.
@@ -61,11 +61,12 @@ public struct WindowRows: Sendable, Equatable {
     }
 }
 
-/// The personal head's fit (docs/household.md, "The personal head"; BENCHMARKS.md, issue #37 part 2, session 13):
-/// logistic regression, the two classes weighed equally whatever their sizes, with an L2 penalty: minimises the
-/// mean log loss of the positives plus the mean log loss of the negatives plus `l2 |w|^2` (the bias is not
-/// penalised), by libLBFGS. The same objective as the measurement's (tools/hotphrase/hotphrase/household_head.py,
-/// `fit`); it is strictly convex, so any minimiser that converges reaches the same head.
+/// The personal head's fit (docs/household.md, "The personal head"; BENCHMARKS.md, "gate, learning and
+/// multi-condition enrollment together; a personal head"): logistic regression, the two classes weighed equally
+/// whatever their sizes, with an L2 penalty: minimises the mean log loss of the positives plus the mean log loss
+/// of the negatives plus `l2 |w|^2` (the bias is not penalised), by libLBFGS. The same objective as the
+/// measurement's (tools/hotphrase/hotphrase/household_head.py, `fit`); it is strictly convex, so any minimiser
+/// that converges reaches the same head.
 public enum HeadFit {
     /// Why no head was fitted.
     public struct Failure: Error, Equatable, CustomStringConvertible {
@@ -73,7 +74,8 @@ public enum HeadFit {
         public var description: String { "the personal head cannot be fitted: \(problem)" }
     }
 
-    /// The penalty the measurement chose (BENCHMARKS.md, issue #37 part 2, session 13).
+    /// The penalty the measurement chose: 0.01 missed fewer in a room with noise than 1.0 (BENCHMARKS.md, "gate,
+    /// learning and multi-condition enrollment together; a personal head").
     public static let l2 = 0.01
     public static let maxIterations = 500
 
@@ -215,7 +217,8 @@ private final class Objective {
 /// to a z against its negatives (`HeadFit.normalised`) so that it is compared with the templates' z at one
 /// threshold.
 public struct PersonalHead: Codable, Sendable, Equatable {
-    /// Frames a window holds: 0.96 s, longer than most takes' template (BENCHMARKS.md, issue #37 part 2, session 13).
+    /// Frames a window holds: 0.96 s, longer than most takes' template (BENCHMARKS.md, "gate, learning and
+    /// multi-condition enrollment together; a personal head").
     public static let window = 12
     /// The positive windows of a take end this many steps from its template's last frame.
     public static let shifts = [-1, 0, 1, 2]
@@ -223,10 +226,10 @@ public struct PersonalHead: Codable, Sendable, Equatable {
     public static let minimumTakes = 3
     /// The speaker's rule (docs/household.md, "The personal head"): the templates wake at the bank's z, a head at
     /// that z plus this much. Picked on 5.45 h of held-out speech with four keywords pooled, at the bank's z 6.0
-    /// (BENCHMARKS.md, issue #37 part 2, session 17): the lowest offset at which the pair wakes at most 0.01 times
-    /// an hour more than the templates alone (mean over enrollments). With each half of that speech held out in
-    /// turn the rule picks 0.60 and 0.50. A head thus passes at z 6.55, where it passed before the bank's z rose
-    /// from 5.9 (session 16's 0.65).
+    /// (BENCHMARKS.md, "the bank's z on 5.45 h and four keywords; a threshold of each template's own"): the lowest
+    /// offset at which the pair wakes at most 0.01 times an hour more than the templates alone (mean over
+    /// enrollments). With each half of that speech held out in turn the rule picks 0.60 and 0.50. A head thus
+    /// passes at z 6.55.
     public static let offset = 0.55
 
     /// "1 personal head", "2 personal heads": how the log, `ctl voices` and `hotphrase --household` count them.

@@ -198,7 +198,8 @@ final class StreamingEmbedding {
         // A depth holds the frames its reader keeps between steps (its time kernel less one: a convolution's
         // kt - 1, a pooling's pt - 1) plus what one step adds there (step / the time strides above it; every
         // stride divides the step, EmbeddingModel checks). Sized exactly, the 25 depths take 248 kB instead of
-        // the 788 kB of 16 frames each (BENCHMARKS.md, issue #15, session 4: `run`'s memory with a format-2 model).
+        // the 788 kB of 16 frames each (BENCHMARKS.md, "the shipped model on 10 hours of real recordings, CPU with
+        // PocketSphinx, memory": `run`'s memory with a format-2 model).
         var stride = 1
         for layer in model.layers {
             switch layer {

@@ -33,8 +33,9 @@ public enum TakeRenderings {
         }
     }
 
-    /// The measurement's 13 renderings a take (BENCHMARKS.md, issue #37 part 2, session 13: "noise0x2 + noise5x2 +
-    /// noise10x2 + noise15x2 + room + room10x2 + room5x2").
+    /// The measurement's 13 renderings a take, so that the head is trained as it was measured (BENCHMARKS.md, "gate,
+    /// learning and multi-condition enrollment together; a personal head"; household_head's `--renderings`,
+    /// "noise0x2+noise5x2+noise10x2+noise15x2+room+room10x2+room5x2").
     public static let measured: [Rendering] =
         [0.0, 5, 10, 15].flatMap { snr in (0..<2).map { Rendering(room: false, snr: snr, variant: $0) } }
         + [Rendering(room: true, snr: nil)]

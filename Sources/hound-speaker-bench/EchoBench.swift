@@ -27,7 +27,8 @@ enum EchoBench {
         /// The hot-phrase conditions: a folder of the room set, `-off` for the microphone without the canceller.
         var conditions = ["silence", "talk", "talk-off", "ring", "ring-off"]
         /// What the detector hears: the adaptive filter's output as the speaker gives it (`--detector-input
-        /// hotphrase`), or the suppressed frames that are uploaded (`upload`, what it heard until session 15).
+        /// hotphrase`), or the suppressed frames that are uploaded (`upload`), to compare the two (BENCHMARKS.md,
+        /// "Echo cancellation: talking over the speaker").
         var detectorHearsFilter = true
     }
 
