@@ -1,4 +1,5 @@
 import BoardCore
+public import ControlCore
 public import JSONKit
 public import SpeakerCore
 import Synchronization

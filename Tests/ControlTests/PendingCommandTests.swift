@@ -1,4 +1,5 @@
 @testable import Control
+import ControlCore
 import FoundationEssentials
 import JSONKit
 import Logging
