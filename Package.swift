@@ -174,7 +174,7 @@ let package = Package(
                 swiftSettings: strict),
         // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
         .target(name: "SpeakerCommands",
-                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
+                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
                                "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
