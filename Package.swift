@@ -138,10 +138,12 @@ let package = Package(
                                .product(name: "CompressNIO", package: "compress-nio"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // The control API's commands in a pure target, so that ctl's client shares them without linking the NIO server.
+        .target(name: "ControlCore", dependencies: ["JSONKit", "SpeakerCore", "Timers"], swiftSettings: strict),
         // The control API and kiosk page of `run` (HTTP and WebSocket on SwiftNIO): commands in, the speaker's
         // activity out, to any number of clients, none of which can hold up the loop.
         .target(name: "Control",
-                dependencies: ["SpeakerCore", "BoardCore", "JSONKit", "Timers", "Digests",
+                dependencies: ["ControlCore", "SpeakerCore", "BoardCore", "JSONKit", "Timers", "Digests",
                                .product(name: "NIOCore", package: "swift-nio"),
                                .product(name: "NIOPosix", package: "swift-nio"),
                                .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -167,12 +169,12 @@ let package = Package(
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
                 dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
-                               "Speech", "Board", "BoardCore", "HotPhrase", "Control", "Platform", "Digests",
+                               "Speech", "Board", "BoardCore", "HotPhrase", "Control", "ControlCore", "Platform", "Digests",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
         .target(name: "SpeakerCommands",
-                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
+                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
                                "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -210,7 +212,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
@@ -218,7 +220,7 @@ let package = Package(
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "SpeakerCore", "SpeakerRuntime", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
+        .testTarget(name: "ControlTests", dependencies: ["Control", "ControlCore", "SpeakerCore", "SpeakerRuntime", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
                                                         .product(name: "NIOHTTP1", package: "swift-nio"),
                                                         .product(name: "NIOEmbedded", package: "swift-nio"),
                                                         .product(name: "NIOWebSocket", package: "swift-nio"),

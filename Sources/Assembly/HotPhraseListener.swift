@@ -8,6 +8,7 @@ public import HotPhrase
 public import Logging
 public import SpeakerCore
 public import Control
+public import ControlCore
 
 /// The "OK Hound" detector as the capture router uses it: `hear` on the capture thread (it reads only the echo
 /// canceller), `process` and `reset` on the router's detector thread, one at a time (`HotPhraseDetecting`). So the

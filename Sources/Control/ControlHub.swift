@@ -1,4 +1,5 @@
 import BoardCore
+public import ControlCore
 public import JSONKit
 public import SpeakerCore
 import Synchronization
@@ -243,13 +244,13 @@ public final class ControlHub: Sendable {
             // the script's mistake to hear of, not a command taken and silently doing nothing.
             let snapshot = speaker.snapshot
             var book = TimerBook(timers: snapshot.timers, alarms: snapshot.alarms)
-            let outcome = book.apply(.cancel(selection), now: snapshot.now)
+            let outcome = book.apply(.cancel(selection.timer), now: snapshot.now)
             guard outcome.succeeded else { return Self.failure(Self.notFound(outcome.sentence, selection == .all ? nil : "timer")) }
         case .cancelAlarm(let selection):
             let snapshot = speaker.snapshot
             var book = TimerBook(timers: snapshot.timers, alarms: snapshot.alarms)
             // Cancelling reads neither the time nor the calendar.
-            let outcome = book.apply(.cancel(selection), now: 0, calendar: FixedOffsetCalendar(), clockSynchronized: true)
+            let outcome = book.apply(.cancel(selection.alarm), now: 0, calendar: FixedOffsetCalendar(), clockSynchronized: true)
             guard outcome.succeeded else { return Self.failure(Self.notFound(outcome.sentence, selection == .all ? nil : "alarm")) }
         default: break
         }

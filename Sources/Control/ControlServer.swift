@@ -5,6 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
+import ControlCore
 import JSONKit
 import ServiceLifecycle
 import Synchronization
@@ -170,7 +171,7 @@ public final class ControlServer: Sendable {
                         commands.addTask {
                             // The answer to a question comes as its events (final, or error), like everyone else's.
                             guard case .object(var reply) = await hub.perform(command, waitForAnswer: false) else { return }
-                            reply["reply"] = .string(command.name)
+                            reply["reply"] = .string(command.name.rawValue)
                             subscriber.send(.object(reply))
                         }
                     }
@@ -469,7 +470,7 @@ final class HTTPHandler: ChannelDuplexHandler, RemovableChannelHandler {
             return respond(context: context, head: head, status: .badRequest, json: ControlHub.failure("the body is not JSON"))
         }
         body = []
-        logger.info("control API: \(command.name)")
+        logger.info("control API: \(command.name.rawValue)")
         // Carried out by the connection's task in ControlServer.run; its reply comes back through `write`. (Never
         // dropped: the next request is held back until this one is answered.)
         requests.yield(.http(command))
@@ -611,10 +612,10 @@ final class WebSocketHandler: ChannelInboundHandler {
         } catch {
             return subscriber.send(["reply": .null, "ok": false, "error": "a command is a JSON object, e.g. {\"command\":\"stop\"}"])
         }
-        logger.info("control API (WebSocket): \(command.name)")
+        logger.info("control API (WebSocket): \(command.name.rawValue)")
         // Carried out by the connection's task in ControlServer.run, which sends the reply to `subscriber`.
         if case .dropped = requests.yield(.webSocket(command, subscriber)) {
-            subscriber.send(["reply": .string(command.name), "ok": false,
+            subscriber.send(["reply": .string(command.name.rawValue), "ok": false,
                              "error": .string("\(ControlServer.largestPendingCommands) commands are waiting already: send this one again once they are answered")])
         }
     }
@@ -650,28 +651,5 @@ final class WebSocketSubscriber: ControlSubscriber {
         let frame = WebSocketFrame(fin: true, opcode: .text, data: channel.allocator.buffer(string: line))
         channel.writeAndFlush(frame).whenComplete { _ in self.backlog.subtract(size, ordering: .relaxed) }
         return true
-    }
-}
-
-extension ControlCommand {
-    /// The command's name, for the log and replies.
-    var name: String {
-        switch self {
-        case .listen: "listen"
-        case .stop: "stop"
-        case .text: "text"
-        case .say: "say"
-        case .mute(let on): on ? "mute" : "unmute"
-        case .volume: "volume"
-        case .status: "status"
-        case .cancelTimer: "cancel_timer"
-        case .cancelAlarm: "cancel_alarm"
-        case .clearConversation: "clear"
-        case .wake: "wake"
-        case .voices: "voices"
-        case .forget: "forget"
-        case .reloadHousehold: "reload_household"
-        case .enroll: "enroll"
-        }
     }
 }

@@ -1,4 +1,5 @@
 public import CommandSupport
+import ControlCore
 import FoundationEssentials
 import HotPhrase
 import Houndify
@@ -12,69 +13,30 @@ import Timers
 public enum ControlClient {
     /// `ctl WORDS...`: the command sent, and what its reply says printed (docs/control-api.md).
     public static func run(_ words: [String], configPath: String?) async throws {
-        let request = try ControlClient.request(words)
+        let (name, command) = try ControlClient.command(words)
         let context = try AppContext(configPath: configPath)
-        let reply = try await ControlClient.send(request, config: context.config)
-        switch request["command"]?.stringValue {
-        case "text": for line in ControlClient.answerLines(reply) { printLine(line) }
-        case "timers": for line in ControlClient.timerLines(reply) { printLine(line) }
-        case "status": printLine(reply.asciiJSON())
-        case "voices", "forget": for line in ControlClient.voiceLines(reply) { printLine(line) }
-        case "enroll":
+        let reply = try await ControlClient.send(command.json(named: name), config: context.config)
+        switch name {
+        case .text: for line in ControlClient.answerLines(reply) { printLine(line) }
+        case .timers: for line in ControlClient.timerLines(reply) { printLine(line) }
+        case .status: printLine(reply.asciiJSON())
+        case .voices, .forget, .reloadHousehold: for line in ControlClient.voiceLines(reply) { printLine(line) }
+        case .enroll:
             guard try await ControlClient.followEnrollment(reply["enrollment"] ?? .null, config: context.config, print: printLine) else {
                 throw CommandFailure(message: "nothing was kept", exitCode: 1)
             }
-        default: break
+        case .listen, .stop, .say, .mute, .unmute, .volume, .cancelTimer, .cancelAlarm, .clear, .wake: break
         }
     }
 
-    /// The command's JSON from the words a script types: `say dinner is ready`, `volume 30`, `cancel-timer pasta`.
-    public static func request(_ words: [String]) throws(CommandFailure) -> JSONValue {
-        guard let name = words.first else { throw usage("a command is needed") }
-        let rest = words.dropFirst().joined(separator: " ")
-        func needsWords(_ what: String) throws(CommandFailure) {
-            if rest.allSatisfy(\.isWhitespace) { throw usage("\(name) needs \(what)") }
-        }
-        switch name {
-        case "listen", "stop", "mute", "unmute", "status", "timers", "clear", "wake", "voices":
-            guard rest.isEmpty else { throw usage("\(name) takes nothing after it") }
-            return ["command": .string(name)]
-        case "text":
-            try needsWords("a question, e.g. ctl text what time is it")
-            return ["command": "text", "query": .string(rest)]
-        case "say":
-            try needsWords("the words, e.g. ctl say dinner is ready")
-            return ["command": "say", "text": .string(rest)]
-        case "volume":
-            switch rest {
-            case "up", "down": return ["command": "volume", "step": .string(rest)]
-            case "off": return ["command": "volume", "sound_off": true]
-            case "on": return ["command": "volume", "sound_off": false]
-            default:
-                guard let percent = Int(rest), (0...100).contains(percent) else { throw usage("volume takes 0-100, up, down, off or on") }
-                return ["command": "volume", "percent": .int(Int64(percent))]
-            }
-        case "cancel-timer", "cancel-alarm":
-            try needsWords("a number (from ctl timers), a name, or all")
-            var request: [String: JSONValue] = ["command": .string(name == "cancel-timer" ? "cancel_timer" : "cancel_alarm")]
-            if rest == "all" { request["all"] = true } else if let id = Int(rest) { request["id"] = .int(Int64(id)) } else { request["name"] = .string(rest) }
-            return .object(request)
-        case "enroll":
-            if rest.isEmpty { return ["command": "enroll"] }
-            guard words.count > 2, words[1] == "--phrase", !words.dropFirst(2).allSatisfy({ $0.allSatisfy(\.isWhitespace) }) else {
-                throw usage("enroll takes nothing (the hot phrase) or --phrase TEXT")
-            }
-            return ["command": "enroll", "phrase": .string(words.dropFirst(2).joined(separator: " "))]
-        case "forget":
-            try needsWords("a phrase (from ctl voices) or --negatives")
-            if rest == "--negatives" { return ["command": "forget", "negatives": true] }
-            return ["command": "forget", "phrase": .string(rest)]
-        default:
-            throw usage("unknown command \"\(name)\"")
-        }
+    /// The command for the words a script types (`say dinner is ready`, `volume 30`, `cancel-timer pasta`), read
+    /// as the control API's vocabulary says (ControlCommand.parse(words:)), with the name typed.
+    static func command(_ words: [String]) throws(CommandFailure) -> (name: ControlCommand.Name, command: ControlCommand) {
+        do { return try ControlCommand.parse(words: words) } catch { throw usage(error.description) }
     }
 
-    public static let commands = "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake, voices, forget PHRASE|--negatives, enroll [--phrase TEXT]"
+    /// The commands and what follows each, as the usage lists them.
+    public static let commands = ControlCommand.usage
 
     static func usage(_ problem: String) -> CommandFailure {
         CommandFailure(message: "ctl: \(problem) (commands: \(commands))", exitCode: 64)
@@ -148,7 +110,7 @@ public enum ControlClient {
             default: break
             }
             try? await Task.sleep(for: .milliseconds(200))
-            progress = try await send(["command": "status"], config: config)["enrollment"] ?? .null
+            progress = try await send(ControlCommand.status.json, config: config)["enrollment"] ?? .null
         }
     }
 

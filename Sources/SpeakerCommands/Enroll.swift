@@ -5,6 +5,7 @@ import HotPhrase
 import JSONKit
 import Platform
 import CommandSupport
+import ControlCore
 import SpeakerConfig
 
 /// `hound-speaker enroll WAV...`: adds recordings of a phrase to the household's voices (docs/household.md),
@@ -104,11 +105,9 @@ extension Enroll {
     /// microphone.
     func enrollOnRunningSpeaker(_ config: SpeakerConfiguration) async throws -> Bool? {
         guard config.control.listen != nil else { return nil }
-        do { _ = try await ControlClient.send(["command": "status"], config: config) } catch { return nil }
+        do { _ = try await ControlClient.send(ControlCommand.status.json, config: config) } catch { return nil }
         printError("the speaker running with this config asks for the takes")
-        var request: [String: JSONValue] = ["command": "enroll"]
-        if let phrase { request["phrase"] = .string(phrase) }
-        let reply = try await ControlClient.send(.object(request), config: config)
+        let reply = try await ControlClient.send(ControlCommand.enroll(phrase: phrase).json, config: config)
         return try await ControlClient.followEnrollment(reply["enrollment"] ?? .null, config: config, print: { printLine($0) })
     }
 }
@@ -121,7 +120,7 @@ func tellRunningSpeaker(_ config: SpeakerConfiguration) async {
         return
     }
     do {
-        _ = try await ControlClient.send(["command": "reload_household"], config: config)
+        _ = try await ControlClient.send(ControlCommand.reloadHousehold.json, config: config)
         printError("the running speaker uses the change now")
     } catch {
         printError("no running speaker was told (\(error.message)): it uses the change from its next start")

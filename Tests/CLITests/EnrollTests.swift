@@ -162,7 +162,8 @@ import Testing
 }
 
 /// The household in a running speaker (issue #37, part 3): `ctl voices` lists what `enroll` taught it, an enroll
-/// while it runs is taken at once, `ctl forget` removes a phrase (one not enrolled is refused by name).
+/// while it runs is taken at once (as `ctl reload-household` has it read again), `ctl forget` removes a phrase (one
+/// not enrolled is refused by name).
 @Suite struct HouseholdCtlTests {
     @Test func ctlVoicesAndForgetOnARunningSpeaker() throws {
         let fixtures = EnrollTests.fixtures
@@ -193,6 +194,9 @@ import Testing
         let more = try CLI.run(["enroll", takes[0], "--phrase", "OK Hound", "--config", fixture.config, "--bank", "\(fixtures)/bank.hpm"])
         #expect(more.status == 0 && more.stderr.contains("the running speaker uses the change now"), "\(more.stderr)")
         #expect(try ctl("voices").stdout.hasPrefix("\"OK Hound\": 4 takes"))
+        // As enroll tells it, by hand: the file read again, and the household it has printed as `voices` prints it.
+        let reloaded = try ctl("reload-household")
+        #expect(reloaded.status == 0 && reloaded.stdout.hasPrefix("\"OK Hound\": 4 takes"), "\(reloaded.stdout)\(reloaded.stderr)")
 
         let unknown = try ctl("forget", "hey", "kitchen")
         #expect(unknown.status == 1 && unknown.stderr.contains("HTTP 409") && unknown.stderr.contains("has no phrase \"hey kitchen\""),

@@ -1,5 +1,6 @@
 @testable import Control
 import AudioCore
+import ControlCore
 import FoundationEssentials
 import Glibc
 import JSONKit

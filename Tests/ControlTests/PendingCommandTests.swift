@@ -1,4 +1,5 @@
 @testable import Control
+import ControlCore
 import FoundationEssentials
 import JSONKit
 import Logging
@@ -39,7 +40,7 @@ import Testing
         pending.finish()
         var waiting: [String] = []
         for await request in requests {
-            if case .webSocket(let command, _) = request { waiting.append(command.name) }
+            if case .webSocket(let command, _) = request { waiting.append(command.name.rawValue) }
         }
         #expect(waiting == Array(repeating: "status", count: ControlServer.largestPendingCommands))
         _ = try? channel.finish()

@@ -1,6 +1,7 @@
 import Audio
 import AudioCore
 import Control
+import ControlCore
 import Foundation
 import HotPhrase
 import JSONKit

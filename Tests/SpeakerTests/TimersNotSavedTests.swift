@@ -1,5 +1,6 @@
 import BoardCore
 import Control
+import ControlCore
 import FoundationEssentials
 import JSONKit
 import Logging
