@@ -165,24 +165,36 @@ let package = Package(
         .target(name: "HoundifyAnswers",
                 dependencies: ["Houndify", "HoundifyCore", "JSONKit", "SpeakerCore", "Timers", "Audio", "AudioCore"],
                 swiftSettings: strict),
+        // The devices made from the settings (the output volume, espeak-ng, the board), with the errors of any part
+        // that cannot be made (AssemblyError): all that `say`, `board` and `hotphrase` need.
+        .target(name: "DeviceAssembly",
+                dependencies: ["Audio", "Board", "BoardCore", "Speech", "SpeakerConfig", "Platform"],
+                swiftSettings: strict),
         // The speaker put together from its settings: every driver adapted to the core's ports, the hot-phrase
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
-                dependencies: ["HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
+                dependencies: ["DeviceAssembly", "HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
                                "Speech", "Board", "BoardCore", "HotPhrase", "Control", "ControlCore", "Platform", "Digests",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
-        // The commands of hound-speaker (run, demo, doctor, enroll, ctl's client, ...), which its argument parsers call.
+        // The commands of hound-speaker that need only the devices: say, hotphrase, board, the endpointer's scan.
+        // They link no Houndify client, no control server and no speaker loop.
+        .target(name: "DeviceCommands",
+                dependencies: ["CommandSupport", "DeviceAssembly", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase",
+                               "SpeakerConfig", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+        // The commands of hound-speaker that need the speaker or Houndify (run, demo, doctor, text, voice, enroll,
+        // ctl's client, ...), which its argument parsers call.
         .target(name: "SpeakerCommands",
-                dependencies: ["CommandSupport", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
+                dependencies: ["CommandSupport", "DeviceCommands", "DeviceAssembly", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
                                "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
-        // Argument parsing only: every command's work is in SpeakerCommands.
+        // Argument parsing only: every command's work is in DeviceCommands or SpeakerCommands.
         .executableTarget(name: "hound-speaker",
-                dependencies: ["SpeakerCommands", "CommandSupport",
+                dependencies: ["SpeakerCommands", "DeviceCommands", "CommandSupport",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 swiftSettings: strict),
 
@@ -212,7 +224,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "DeviceAssembly", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

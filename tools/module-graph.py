@@ -4,6 +4,7 @@ on, the C modules it links and the packages it uses, read from `swift package de
 
     python3 tools/module-graph.py            # a Markdown table on stdout (docs/modules.md keeps one)
     python3 tools/module-graph.py --dot      # the graph for Graphviz
+    python3 tools/module-graph.py --check    # the layering rules below hold, or each broken one is named (exit 1)
 
 Run from the repository's root with the Swift toolchain on PATH.
 """
@@ -34,11 +35,69 @@ def swift_lines(path, sources):
     return total
 
 
+# What a target must not reach, directly or through its dependencies (issue #60): the core is pure (no C, no thread,
+# no driver), its tests link nothing more, the commands that need only the devices link no Houndify client, control
+# server or speaker loop, and the control vocabulary no server.
+DRIVERS = {"Platform", "Audio", "Board", "Speech", "HotPhrase", "Houndify", "LocalHoundify", "Control", "Systemd", "Digests"}
+SPEAKER = {"Houndify", "HoundifyAnswers", "LocalHoundify", "Control", "SpeakerRuntime", "Assembly", "SpeakerCommands"}
+RULES = {
+    "SpeakerCore": DRIVERS,
+    "SpeakerCoreTests": DRIVERS | {"SpeakerRuntime", "SpeakerTestKit"},
+    "ControlCore": DRIVERS,
+    "DeviceAssembly": SPEAKER,
+    "DeviceCommands": SPEAKER,
+}
+# Modules the pure core's sources may not import (threads, the C library, the drivers' platform layer).
+CORE_IMPORTS = {"Platform", "Dispatch", "Glibc", "Foundation", "FoundationEssentials", "Synchronization"}
+
+
+def reach(name, by_name):
+    """Every target `name` depends on, directly or not (C modules included)."""
+    seen, todo = set(), [name]
+    while todo:
+        for d in by_name.get(todo.pop(), {}).get("target_dependencies", []):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def check(package):
+    by_name = {t["name"]: t for t in package["targets"]}
+    c_modules = {t["name"] for t in package["targets"] if t.get("module_type") in ("SystemLibraryTarget", "ClangTarget")}
+    broken = []
+    for name, forbidden in RULES.items():
+        if name not in by_name:
+            broken.append(f"{name}: no such target")
+            continue
+        reached = reach(name, by_name)
+        bad = sorted(reached & forbidden)
+        if name in ("SpeakerCore", "SpeakerCoreTests", "ControlCore"):
+            bad += sorted(reached & c_modules)
+        if bad:
+            broken.append(f"{name} reaches {', '.join(bad)}")
+    core = by_name.get("SpeakerCore")
+    if core:
+        for source in core.get("sources", []):
+            with open(os.path.join(core["path"], source), encoding="utf-8") as f:
+                for number, line in enumerate(f, 1):
+                    words = line.split()
+                    if "import" in words[:3] and words[-1] in CORE_IMPORTS:
+                        broken.append(f"{core['path']}/{source}:{number}: SpeakerCore imports {words[-1]}")
+    for line in broken:
+        print(f"module-graph: {line}", file=sys.stderr)
+    print(f"module-graph: {len(RULES)} layering rules, {len(broken)} broken")
+    return not broken
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dot", action="store_true", help="print a Graphviz graph instead of the table")
+    parser.add_argument("--check", action="store_true", help="check the layering rules instead")
     args = parser.parse_args()
     package = describe()
+    if args.check:
+        sys.exit(0 if check(package) else 1)
     targets = [t for t in package["targets"] if t["type"] != "test"]
     own = {t["name"] for t in targets}
     c_modules = {t["name"] for t in targets if t.get("module_type") in ("SystemLibraryTarget", "ClangTarget")}

@@ -15,6 +15,9 @@ bash tools/install-deps.sh
 echo "== the hot-phrase tools' unit tests: front end, model file export (tools/hotphrase/test.sh)"
 bash tools/hotphrase/test.sh
 
+echo "== the modules' layering: the pure core, the device commands (tools/module-graph.py --check)"
+python3 tools/module-graph.py --check
+
 bash tools/swift-tests.sh
 
 echo "== Debian 13 (Raspberry Pi OS trixie, libgpiod 2): the same build and Swift tests in a debootstrap chroot"

@@ -1,3 +1,4 @@
+public import DeviceAssembly
 import FoundationEssentials
 public import Houndify
 public import Logging

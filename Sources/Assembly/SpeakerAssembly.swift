@@ -1,3 +1,4 @@
+public import DeviceAssembly
 public import Audio
 public import AudioCore
 public import Board
@@ -38,12 +39,12 @@ public struct SpeakerAssembly {
     public init(config: SpeakerConfiguration, logger: Logger, client: HoundifyClient, output: SpeechOutput) throws(AssemblyError) {
         self.config = config
         self.logger = logger
-        volume = try Self.outputVolume(config)
+        volume = try DeviceAssembly.outputVolume(config)
         let earcons: [Earcon: MonoAudio]
         // Barge-in needs the hot phrase: without it the canceller would only clean questions asked by the button,
         // which are never asked over the speaker's own sound (a press stops it first).
         echo = config.audio.echo.enabled && config.hotphrase.enabled ? EchoCanceller(settings: config.audio.echo) : nil
-        let engine = try Self.speechEngine(config, volume: volume, echo: echo)
+        let engine = try DeviceAssembly.speechEngine(config, volume: volume, echo: echo)
         do throws(SpeechError) {
             earcons = try Earcons.load(overrides: config.audio.earcons)
         } catch {
@@ -107,57 +108,5 @@ public struct SpeakerAssembly {
                                  screen: config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: config.screen.backlight),
                                  enrollment: hotPhrase)
         return SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: observers)
-    }
-
-    /// The board from config: the GPIO lines (libgpiod) or the simulated board on this terminal, its LEDs drawn on
-    /// stderr (or stdout, for `board`, whose output is the LEDs).
-    /// `onHardware` hears of a GPIO chip that goes away while the board runs, and of its return.
-    /// The output volume of `[audio]`, for the speaker and for `say`.
-    public static func outputVolume(_ config: SpeakerConfiguration) throws(AssemblyError) -> OutputVolume {
-        do throws(AudioDeviceError) {
-            return try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
-        } catch {
-            // A control the card lacks is the config's (systemd does not restart); a card not there yet is not, and
-            // the unit's restarts find it once it is plugged in.
-            if error.isConfiguration { throw AssemblyError(.configuration, "\(config.path ?? "config"): [audio] mixer_control: \(error)") }
-            throw AssemblyError(.unavailable, error.description)
-        }
-    }
-
-    /// espeak-ng as `[speech]` sets it, at `volume`, for the speaker and for `say`.
-    public static func speechEngine(_ config: SpeakerConfiguration, volume: OutputVolume, echo: EchoCanceller? = nil) throws(AssemblyError) -> SpeechEngine {
-        do throws(SpeechError) {
-            return try SpeechEngine(settings: config.speech, volume: volume, echo: echo)
-        } catch {
-            // A voice espeak-ng lacks is the config's mistake, which no restart mends.
-            if error.isConfiguration { throw AssemblyError(.configuration, "\(config.path ?? "config"): [speech] voice: \(error.message)") }
-            throw AssemblyError(.unavailable, error.message)
-        }
-    }
-
-    public static func board(_ board: SpeakerConfiguration.BoardSection, ledsOnStandardOutput: Bool = false,
-                             onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws(AssemblyError) -> BoardRunner {
-        let hardware: BoardHardware
-        let roles: [LEDRole]
-        switch board.driver {
-        case .simulated:
-            let out = ledsOnStandardOutput ? STDOUT_FILENO : STDERR_FILENO
-            let draw = SimulatedLEDs.drawer(terminal: isatty(out) == 1) { writeAll(out, $0) }
-            hardware = .simulated(input: STDIN_FILENO, terminal: isatty(STDIN_FILENO) == 1, draw: draw)
-            roles = board.led.isEmpty ? [LEDRole.listening, .searching, .speaking].filter { board.leds[$0] != nil } : [.status]
-        case .gpiod:
-            let (button, leds) = BoardSetup.specs(board)
-            do throws(BoardError) { hardware = .gpio(try GPIODBoard(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board),
-                                                                           debounce: board.gestures.debounce)) } catch {
-                // Lines or a chip this machine lacks (or may not use) are the config's; a line another program holds
-                // is not, and the unit tries again.
-                throw AssemblyError(error.isConfiguration ? .configuration : .unavailable, error.message)
-            }
-            roles = Array(leds.keys)
-        }
-        do throws(BoardError) {
-            return try BoardRunner(hardware: hardware, gestures: board.gestures,
-                                   talkMode: board.talkMode, roles: roles.isEmpty ? [.status] : roles, onHardware: onHardware)
-        } catch { throw AssemblyError(.unavailable, error.message) }
     }
 }

@@ -1,4 +1,6 @@
+import DeviceCommands
 import Assembly
+import DeviceAssembly
 import AudioCore
 import CommandSupport
 import Audio

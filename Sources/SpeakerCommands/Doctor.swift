@@ -1,4 +1,5 @@
 import Assembly
+import DeviceAssembly
 import Audio
 import CommandSupport
 import AudioCore

@@ -1,4 +1,6 @@
+import DeviceCommands
 import Assembly
+import DeviceAssembly
 import Board
 import CommandSupport
 import BoardCore
@@ -36,7 +38,7 @@ public enum RunSpeaker {
         do throws(AssemblyError) {
             let client = try SpeakerAssembly.houndifyClient(context.config, logger: logger, forSpeaker: true)
             speaker = try SpeakerAssembly(config: context.config, logger: logger, client: client, output: .device(context.config.audio.output))
-            speaker.board = try SpeakerAssembly.board(context.config.board) { event in
+            speaker.board = try DeviceAssembly.board(context.config.board) { event in
                 switch event {
                 case .lost(let problem):
                     logger.error("board lost: \(problem)", metadata: ["event": "board", "status": "lost", "problem": "\(problem)"])

@@ -1,3 +1,4 @@
+import DeviceCommands
 import Audio
 import AudioCore
 import CommandSupport

@@ -1,4 +1,6 @@
+import DeviceCommands
 import Assembly
+import DeviceAssembly
 import Audio
 public import CommandSupport
 public import HotPhrase
@@ -167,7 +169,7 @@ public enum StandaloneEnrollment {
     /// espeak-ng to [audio] output, with the assembly's volume and voice, as `say` speaks.
     private static func makeSpeech(_ config: SpeakerConfiguration) throws(CommandFailure) -> EngineSpeech {
         do throws(AssemblyError) {
-            let engine = try SpeakerAssembly.speechEngine(config, volume: try SpeakerAssembly.outputVolume(config))
+            let engine = try DeviceAssembly.speechEngine(config, volume: try DeviceAssembly.outputVolume(config))
             return EngineSpeech(engine: engine, output: .device(config.audio.output), earcons: [:])
         } catch { throw CommandFailure(error) }
     }

@@ -1,8 +1,9 @@
 import ArgumentParser
 import CommandSupport
+import DeviceCommands
 import SpeakerCommands
 
-// The argument parsers of the commands that SpeakerCommands carries out: options and help here, the work there.
+// The argument parsers of the commands that DeviceCommands and SpeakerCommands carry out: options and help here, the work there.
 
 struct EndpointCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,4 +1,5 @@
 import Assembly
+import DeviceAssembly
 import BoardCore
 import Logging
 import SpeakerConfig
@@ -13,8 +14,8 @@ import AudioCore
     @Test func aVoiceEspeakLacksIsTheConfigs() throws {
         var config = SpeakerConfiguration()
         config.speech.voice = "xx-nonexistent"
-        let volume = try SpeakerAssembly.outputVolume(config)
-        let error = #expect(throws: AssemblyError.self) { try SpeakerAssembly.speechEngine(config, volume: volume) }
+        let volume = try DeviceAssembly.outputVolume(config)
+        let error = #expect(throws: AssemblyError.self) { try DeviceAssembly.speechEngine(config, volume: volume) }
         #expect(error?.kind == .configuration)
         #expect(error?.message.contains("[speech] voice") == true)
     }
@@ -24,7 +25,7 @@ import AudioCore
         config.board.driver = .gpiod
         config.board.chip = "gpiochip-nonexistent"
         config.board.button = "GPIO27"
-        let error = #expect(throws: AssemblyError.self) { try SpeakerAssembly.board(config.board) }
+        let error = #expect(throws: AssemblyError.self) { try DeviceAssembly.board(config.board) }
         #expect(error?.kind == .configuration)
         #expect(error?.message.contains("gpiochip-nonexistent") == true)
     }

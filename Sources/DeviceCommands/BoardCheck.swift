@@ -1,4 +1,4 @@
-import Assembly
+import DeviceAssembly
 import Board
 import BoardCore
 import CommandSupport
@@ -16,7 +16,7 @@ public struct BoardTrial: Sendable {
     public func run() async throws {
         let context = try AppContext(configPath: configPath)
         let runner: BoardRunner
-        do throws(AssemblyError) { runner = try SpeakerAssembly.board(context.config.board, ledsOnStandardOutput: true) } catch {
+        do throws(AssemblyError) { runner = try DeviceAssembly.board(context.config.board, ledsOnStandardOutput: true) } catch {
             throw CommandFailure(error)
         }
         let states = LEDState.allCases.filter { $0 != .off }

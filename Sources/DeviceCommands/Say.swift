@@ -1,4 +1,4 @@
-import Assembly
+import DeviceAssembly
 import Audio
 import CommandSupport
 import FoundationEssentials
@@ -27,7 +27,7 @@ public struct SayText: Sendable {
         // The speaker's own volume and voice (its assembly's), so that `say` sounds as it does.
         let engine: SpeechEngine
         do throws(AssemblyError) {
-            engine = try SpeakerAssembly.speechEngine(context.config, volume: try SpeakerAssembly.outputVolume(context.config))
+            engine = try DeviceAssembly.speechEngine(context.config, volume: try DeviceAssembly.outputVolume(context.config))
         } catch { throw CommandFailure(error) }
         let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))
         // Ctrl-C stops the speech at once rather than killing the process mid-buffer: the signal watcher is a
