@@ -29,6 +29,9 @@ public struct Speaker: Sendable {
         public var canEnroll = false
         /// The microphone's device, as errors name it.
         public var microphoneDevice = "default"
+        /// The microphone stays open for the hot phrase (`SpeakerPorts.hotPhrase`); without one it is opened only
+        /// while a question is recorded.
+        public var alwaysOnMicrophone = false
         public init() {}
     }
 
@@ -92,8 +95,12 @@ public struct Speaker: Sendable {
     /// Everything the loop carries out, and nothing it does not: every case is one it acts on. The machine's own
     /// effects reach the loop as these (`effect(_:)`), except those carried out here on the timer book.
     public enum Effect: Sendable, Equatable {
-        /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked).
-        case startSearch(preRoll: Bool)
+        /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked),
+        /// from the always-on microphone, or (`openMicrophone`) from one opened for this question alone.
+        case startSearch(preRoll: Bool, openMicrophone: Bool)
+        /// Open the always-on microphone, if it is not open (at the start, and unmuted); one that is missing is
+        /// looked for until it appears.
+        case openAlwaysOnMicrophone
         /// Start a text search for a typed question (`id` as in `SpeakerEvent.textQuery`).
         case startTextSearch(String, id: Int = 0)
         /// A typed question is not asked now, and why.
@@ -426,6 +433,8 @@ public struct Speaker: Sendable {
     private mutating func handle(_ event: SpeakerEvent, now: Now) -> [Effect] {
         var effects: [Effect] = []
         var silentRing = false
+        // What the machine must hear of its own effects (a question with nothing to record), once they are done.
+        var reports: [SpeakerEvent] = []
         for effect in machine.handle(event) {
             switch effect {
             case .timer(let action):
@@ -447,7 +456,14 @@ public struct Speaker: Sendable {
                 effects.append(.setMicrophoneMuted(true))
             case .startSearch(let preRoll):
                 if preRoll { lastWake = now.reading.boot }
-                effects.append(.startSearch(preRoll: preRoll))
+                if settings.alwaysOnMicrophone && !microphoneUp {
+                    // The always-on microphone is missing: said now, rather than silence recorded.
+                    let problem = "microphone \(settings.microphoneDevice) is not available: nothing to record"
+                    effects.append(.tell(.searchFailed(SearchError(.microphone, detail: problem))))
+                    reports.append(.searchFailed(.microphone))
+                } else {
+                    effects.append(.startSearch(preRoll: preRoll, openMicrophone: !settings.alwaysOnMicrophone))
+                }
             case .falseWake(let wake):
                 // Seconds on the monotonic clock, whole milliseconds: a difference of two readings, never NaN.
                 let since = lastWake.map { now.reading.boot - $0 }
@@ -466,7 +482,9 @@ public struct Speaker: Sendable {
             case .leds(let leds): effects.append(.leds(leds))
             case .volume(let action): effects.append(.volume(action))
             case .runCommand(let command): effects.append(.runCommand(command))
-            case .setMicrophoneMuted(false): effects.append(.setMicrophoneMuted(false))
+            case .setMicrophoneMuted(false):
+                effects.append(.setMicrophoneMuted(false))
+                if settings.alwaysOnMicrophone { effects.append(.openAlwaysOnMicrophone) }
             case .armWatchdog(let generation, let ms): effects.append(.armWatchdog(generation: generation, ms: ms))
             case .disarmWatchdog: effects.append(.disarmWatchdog)
             case .stateChanged(let from, let to): effects.append(.stateChanged(from: from, to: to))
@@ -489,6 +507,9 @@ public struct Speaker: Sendable {
         // The ringing timers were cancelled (from the screen, not by a press): the ring has nothing left to ring for,
         // and stops as a press would stop it, once this event's effects are done.
         if silentRing && nothingRings { effects += handle(.cancel, now: now) }
+        // Up, and not muted: the hot phrase's microphone opens (muted, it stays closed until unmuted).
+        if event == .started && settings.alwaysOnMicrophone && !machine.muted { effects.append(.openAlwaysOnMicrophone) }
+        for report in reports { effects += handle(report, now: now) }
         return effects
     }
 

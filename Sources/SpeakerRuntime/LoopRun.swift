@@ -93,8 +93,6 @@ struct LoopRun {
         if let problem = startup.muteProblem { tell(.deviceProblem(problem)) }
         // Before any frame can come: the detector's thread, until the loop ends (below).
         router.startDetector()
-        // Muted (readSavedState): the microphone is not opened at all.
-        if ports.hotPhrase != nil && !startup.muted { openAlwaysOnMicrophone() }
         var iterator = loop.inputs.makeAsyncIterator()
         inputs: while let input = await iterator.next() {
             if case .checkNetwork = input {
@@ -363,8 +361,10 @@ struct LoopRun {
             take = nil
             ports.enrollment?.discard()
         case .endEnrolling(let id): router.endEnrolling(id)
-        case .startSearch(let preRoll):
-            if let failure = startSearch(preRoll: preRoll, in: &group) { reports.append(.searchFailed(failure)) }
+        case .startSearch(let preRoll, let openMicrophone):
+            if let failure = startSearch(preRoll: preRoll, openMicrophone: openMicrophone, in: &group) { reports.append(.searchFailed(failure)) }
+        case .openAlwaysOnMicrophone:
+            if alwaysOnMicrophone == nil { openAlwaysOnMicrophone() }
         case .startTextSearch(let query, let id):
             if id != 0 {
                 question = (id, query)
@@ -502,7 +502,7 @@ struct LoopRun {
     }
 
     /// Nil: started, its audio on the way; else why not, for the machine (`.searchFailed`).
-    private mutating func startSearch(preRoll: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+    private mutating func startSearch(preRoll: Bool, openMicrophone: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
         let search: any VoiceSearchSession, id: Int
         switch begin("voice", in: &group, { [search = ports.search] () throws(SearchError) in try search.startVoiceSearch(afterHotPhrase: preRoll) }) {
         case .success(let started): (search, id) = started
@@ -510,16 +510,9 @@ struct LoopRun {
         }
         router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
                       preRoll: preRoll)
-        if ports.hotPhrase != nil {
-            // The always-on microphone feeds the router; if it is missing, say so now rather than record silence.
-            if !speaker.microphoneUp {
-                return microphoneFailed(search, DeviceProblem("microphone \(ports.microphone.device) is not available: nothing to record"))
-            }
-            return nil
-        }
-        // Without a hot phrase to listen for, the microphone is open only while a question is recorded.
+        guard openMicrophone else { return nil }  // the always-on microphone feeds the router
         do throws(DeviceProblem) {
-            questionMicrophone = try openMicrophone(waitForDevice: false)
+            questionMicrophone = try self.openMicrophone(waitForDevice: false)
             return nil
         } catch {
             return microphoneFailed(search, error)
@@ -579,14 +572,12 @@ struct LoopRun {
         return .success(VolumeLevel(percent: volume.percent, soundOff: volume.soundOff))
     }
 
-    /// Mute releases the always-on microphone (the device is closed, not just ignored); unmute opens it again.
+    /// Mute releases the always-on microphone (the device is closed, not just ignored).
     private mutating func setMicrophoneMuted(_ on: Bool) {
         tell(.muted(on))
         if on {
             alwaysOnMicrophone?.stop()
-            alwaysOnMicrophone = nil  // and the core has the microphone down
-        } else if ports.hotPhrase != nil, alwaysOnMicrophone == nil {
-            openAlwaysOnMicrophone()
+            alwaysOnMicrophone = nil  // and the core has the microphone down; unmuted, it asks for it again
         }
         if let store = ports.muteStore {
             // The state here stays as asked either way; the store's problem says what a restart would do.

@@ -130,6 +130,7 @@ public final class SpeakerLoop: Sendable {
         core.keepsTimers = ports.timerStore != nil
         core.canEnroll = ports.enrollment != nil && ports.hotPhrase != nil
         core.microphoneDevice = ports.microphone.device
+        core.alwaysOnMicrophone = ports.hotPhrase != nil
         // The saved timers and mute are read now, before anything can ask: the control API and the screen are
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
         // none, the API answering before the file was read). What they lead to waits for the start.

@@ -128,4 +128,33 @@ import Timers
         #expect(Speaker.announced(.stopPhrase) == [.tell(.stopPhrase)])
         #expect(Speaker.announced(.timerDue).isEmpty)
     }
+
+    /// With the hot phrase, the microphone is open for good (from the start, and again once unmuted) and a question
+    /// records from it; a question with it missing is refused at once. Without, each question opens its own.
+    @Test func theMicrophoneIsOpenForGoodOnlyForTheHotPhrase() {
+        var settings = Speaker.Settings()
+        settings.alwaysOnMicrophone = true
+        settings.microphoneDevice = "plughw:1"
+        var always = CoreRig(settings: settings)
+        #expect(always.step(.started).contains(.openAlwaysOnMicrophone))
+        let missing = always.step(.talk)
+        #expect(!missing.contains { if case .startSearch = $0 { true } else { false } })
+        #expect(missing.contains(.tell(.searchFailed(SearchError(.microphone, detail: "microphone plughw:1 is not available: nothing to record")))))
+        #expect(always.state == .speaking && missing.contains(.speak(.text(SearchFailure.microphone.sentence))))
+        always.step(.speechEnded(.finished))
+        always.step(.soundEnded(.finished))
+        always.step(.microphone(.opened(device: "plughw:1", rate: 16_000, channels: 1)))
+        #expect(always.step(.talk).contains(.startSearch(preRoll: false, openMicrophone: false)))
+        always.step(.cancel)
+        #expect(!always.step(.setMuted(true)).contains(.openAlwaysOnMicrophone))
+        #expect(always.step(.setMuted(false)).contains(.openAlwaysOnMicrophone))
+
+        var muted = CoreRig(settings: settings)
+        muted.speaker.restore(timers: TimerBook(), checkedAt: muted.boot, muted: true)
+        #expect(!muted.step(.started).contains(.openAlwaysOnMicrophone))
+
+        var button = CoreRig()
+        #expect(!button.step(.started).contains(.openAlwaysOnMicrophone))
+        #expect(button.step(.talk).contains(.startSearch(preRoll: false, openMicrophone: true)))
+    }
 }
