@@ -330,13 +330,7 @@ struct LoopRun {
             followUps += saveTimers(book, save)
         case .tell(let activity):
             tell(activity)
-        case .soundOn:
-            // A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
-            guard ports.volume.soundOff else { break }
-            do throws(DeviceProblem) {
-                try ports.volume.setSoundOff(false)
-                tell(.volume(ports.volume.percent, soundOff: false))
-            } catch { tell(.deviceProblem(error)) }
+        case .soundOn: soundOn()
         case .armTimerAlarm(let after): arm(timerAlarm, after)
         case .armTimerTick(let after): arm(timerTick, after)
         case .armTimersSaveRetry(let after): arm(timersSaveRetry, after)
@@ -366,11 +360,7 @@ struct LoopRun {
         case .openAlwaysOnMicrophone:
             if alwaysOnMicrophone == nil { openAlwaysOnMicrophone() }
         case .startTextSearch(let query, let id):
-            if id != 0 {
-                question = (id, query)
-                tell(.question(.init(id: id, query: query, .asked)))
-            }
-            if let failure = startTextSearch(query, in: &group) { reports.append(.searchFailed(failure)) }
+            if let failure = startTextSearch(query, id: id, in: &group) { reports.append(.searchFailed(failure)) }
         case .refuseQuestion(let id, let query, let reason):
             tell(.question(.init(id: id, query: query, .refused(reason))))
         case .stopRecording:
@@ -381,35 +371,8 @@ struct LoopRun {
         case .endAudio:
             stopRecording()
             search?.finish()
-        case .cancelSearch:
-            router.detach()
-            search?.cancel()
-            questionMicrophone?.stop()
-            questionMicrophone = nil
-            searchID += 1
-            if let question = question.take() {
-                tell(.question(.init(id: question.id, query: question.query, .dropped(speaker.dropReason))))
-            }
-            finishInteraction()
-        case .speak(let utterance):
-            // Read on the speech thread as the first sample goes out, and brought to the loop like every input.
-            let firstSample: @Sendable () -> Void = { [continuation, clock = ports.clock] in
-                continuation.yield(.firstSpeechSample(clock.now))
-            }
-            // Rendered once: a client action's words are chosen (and its final transcript told) as they are.
-            let text = render(utterance)
-            tellPendingFinal(text)
-            tell(.speech(text))
-            let playback: any Playback
-            if case .recorded(let audio, _) = utterance {
-                playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
-            } else {
-                playback = ports.speech.speak(text, onFirstSample: firstSample)
-            }
-            group.addTask { [continuation] in
-                let (end, problem) = await playback.ended()
-                continuation.yield(.played(.speechEnded(end), problem: problem))
-            }
+        case .cancelSearch: cancelSearch()
+        case .speak(let utterance): speak(utterance, in: &group)
         case .stopSpeaking:
             ports.speech.stopSpeaking()
         case .playEarcon(let earcon):
@@ -421,30 +384,12 @@ struct LoopRun {
         case .leds(let leds):
             ports.board?.show(leds)
             tell(.leds(leds))
-        case .runCommand(let command):
-            guard let commands = ports.commands else {
-                tell(.deviceProblem(DeviceProblem("command \"\(command)\": this speaker runs no commands")))
-                break
-            }
-            let logger = logger
-            commands.run(command) { [continuation] ended in
-                switch ended {
-                case .success(0): logger.info("command \"\(command)\" done")
-                case .success(let status):
-                    continuation.yield(.tell(.deviceProblem(DeviceProblem("command \"\(command)\" failed with exit status \(status)"))))
-                case .failure(let problem): continuation.yield(.tell(.deviceProblem(problem)))
-                }
-            }
+        case .runCommand(let command): runCommand(command)
         case .volume(let action):
             followUps += step(core: .volumeChanged(action, changeVolume(action)))
         case .setMicrophoneMuted(let on):
             setMicrophoneMuted(on)
-        case .armWatchdog(let generation, let ms):
-            // A timer for this arming, carrying its generation: one that fires just as the state changes brings the
-            // old generation, which the core finds stale (the machine owns the generation; the loop keeps no copy).
-            let timer = ports.clock.makeTimer { [continuation] in continuation.yield(.event(.watchdog(generation: generation))) }
-            timer.schedule(after: .milliseconds(ms))
-            replaceWatchdog(with: timer)
+        case .armWatchdog(let generation, let ms): armWatchdog(generation: generation, ms: ms)
         case .disarmWatchdog:
             replaceWatchdog(with: nil)
         case .stateChanged(let from, let to):
@@ -464,6 +409,74 @@ struct LoopRun {
             ports.hotPhrase?.keepAnsweredWake()
         }
         return false
+    }
+
+    /// A timer or alarm is due: it must be heard, so a sound switched off by voice comes back on.
+    private mutating func soundOn() {
+        guard ports.volume.soundOff else { return }
+        do throws(DeviceProblem) {
+            try ports.volume.setSoundOff(false)
+            tell(.volume(ports.volume.percent, soundOff: false))
+        } catch { tell(.deviceProblem(error)) }
+    }
+
+    /// The search under way is dropped: nothing more of it is heard or sent, and whoever typed it is told why.
+    private mutating func cancelSearch() {
+        router.detach()
+        search?.cancel()
+        questionMicrophone?.stop()
+        questionMicrophone = nil
+        searchID += 1
+        if let question = question.take() {
+            tell(.question(.init(id: question.id, query: question.query, .dropped(speaker.dropReason))))
+        }
+        finishInteraction()
+    }
+
+    private mutating func speak(_ utterance: Utterance, in group: inout DiscardingTaskGroup) {
+        // Read on the speech thread as the first sample goes out, and brought to the loop like every input.
+        let firstSample: @Sendable () -> Void = { [continuation, clock = ports.clock] in
+            continuation.yield(.firstSpeechSample(clock.now))
+        }
+        // Rendered once: a client action's words are chosen (and its final transcript told) as they are.
+        let text = render(utterance)
+        tellPendingFinal(text)
+        tell(.speech(text))
+        let playback: any Playback
+        if case .recorded(let audio, _) = utterance {
+            playback = ports.speech.playRecording(audio, onFirstSample: firstSample)
+        } else {
+            playback = ports.speech.speak(text, onFirstSample: firstSample)
+        }
+        group.addTask { [continuation] in
+            let (end, problem) = await playback.ended()
+            continuation.yield(.played(.speechEnded(end), problem: problem))
+        }
+    }
+
+    /// Starts an owner's command; how it ended is told, not waited for.
+    private mutating func runCommand(_ command: String) {
+        guard let commands = ports.commands else {
+            tell(.deviceProblem(DeviceProblem("command \"\(command)\": this speaker runs no commands")))
+            return
+        }
+        let logger = logger
+        commands.run(command) { [continuation] ended in
+            switch ended {
+            case .success(0): logger.info("command \"\(command)\" done")
+            case .success(let status):
+                continuation.yield(.tell(.deviceProblem(DeviceProblem("command \"\(command)\" failed with exit status \(status)"))))
+            case .failure(let problem): continuation.yield(.tell(.deviceProblem(problem)))
+            }
+        }
+    }
+
+    /// A timer for this arming, carrying its generation: one that fires just as the state changes brings the old
+    /// generation, which the core finds stale (the machine owns the generation; the loop keeps no copy).
+    private mutating func armWatchdog(generation: Int, ms: Int) {
+        let timer = ports.clock.makeTimer { [continuation] in continuation.yield(.event(.watchdog(generation: generation))) }
+        timer.schedule(after: .milliseconds(ms))
+        replaceWatchdog(with: timer)
     }
 
     /// The watchdog armed now becomes `timer` (nil: none); the one before will not fire.
@@ -493,8 +506,12 @@ struct LoopRun {
         return .success((search, id))
     }
 
-    /// Nil: started; else why not, for the machine (`.searchFailed`).
-    private mutating func startTextSearch(_ query: String, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+    /// Nil: started; else why not, for the machine (`.searchFailed`). `id`: the asker's number (0: nobody waits).
+    private mutating func startTextSearch(_ query: String, id: Int, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+        if id != 0 {
+            question = (id, query)
+            tell(.question(.init(id: id, query: query, .asked)))
+        }
         if case .failure(let error) = begin("text", in: &group, { [search = ports.search] () throws(SearchError) in try search.startTextSearch(query) }) {
             return error.failure
         }
