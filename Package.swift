@@ -170,10 +170,15 @@ let package = Package(
         .target(name: "DeviceAssembly",
                 dependencies: ["Audio", "Board", "BoardCore", "Speech", "SpeakerConfig", "Platform"],
                 swiftSettings: strict),
+        // The Houndify client made from the settings (its configuration, the device ID, the conversation's file).
+        .target(name: "HoundifyAssembly",
+                dependencies: ["DeviceAssembly", "Houndify", "HoundifyCore", "SpeakerConfig", "Digests", "Platform",
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         // The speaker put together from its settings: every driver adapted to the core's ports, the hot-phrase
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
-                dependencies: ["DeviceAssembly", "HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
+                dependencies: ["DeviceAssembly", "HoundifyAssembly", "HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
                                "Speech", "Board", "BoardCore", "HotPhrase", "Control", "ControlCore", "Platform", "Digests",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
@@ -183,10 +188,15 @@ let package = Package(
                 dependencies: ["CommandSupport", "DeviceAssembly", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase",
                                "SpeakerConfig", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
-        // The commands of hound-speaker that need the speaker or Houndify (run, demo, doctor, text, voice, enroll,
-        // ctl's client, ...), which its argument parsers call.
+        // `text` and `voice`: a Houndify search and its answer, with no speaker loop and no control server.
+        .target(name: "SearchCommands",
+                dependencies: ["CommandSupport", "DeviceCommands", "DeviceAssembly", "HoundifyAssembly", "HoundifyAnswers", "Houndify", "HoundifyCore",
+                               "Audio", "AudioCore", "SpeakerConfig", "JSONKit", .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
+        // The commands of hound-speaker that need the speaker (run, demo, doctor, enroll, ctl's client, ...), which
+        // its argument parsers call.
         .target(name: "SpeakerCommands",
-                dependencies: ["CommandSupport", "DeviceCommands", "DeviceAssembly", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
+                dependencies: ["CommandSupport", "DeviceCommands", "SearchCommands", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
                                "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -194,7 +204,7 @@ let package = Package(
                 swiftSettings: strict),
         // Argument parsing only: every command's work is in DeviceCommands or SpeakerCommands.
         .executableTarget(name: "hound-speaker",
-                dependencies: ["SpeakerCommands", "DeviceCommands", "CommandSupport",
+                dependencies: ["SpeakerCommands", "SearchCommands", "DeviceCommands", "CommandSupport",
                                .product(name: "ArgumentParser", package: "swift-argument-parser")],
                 swiftSettings: strict),
 
@@ -224,7 +234,7 @@ let package = Package(
         .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "DeviceAssembly", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
+        .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
                                                         "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],

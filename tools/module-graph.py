@@ -37,7 +37,7 @@ def swift_lines(path, sources):
 
 # What a target must not reach, directly or through its dependencies (issue #60): the core is pure (no C, no thread,
 # no driver), its tests link nothing more, the commands that need only the devices link no Houndify client, control
-# server or speaker loop, and the control vocabulary no server.
+# server or speaker loop (the search commands only Houndify), and the control vocabulary no server.
 DRIVERS = {"Platform", "Audio", "Board", "Speech", "HotPhrase", "Houndify", "LocalHoundify", "Control", "Systemd", "Digests"}
 SPEAKER = {"Houndify", "HoundifyAnswers", "LocalHoundify", "Control", "SpeakerRuntime", "Assembly", "SpeakerCommands"}
 RULES = {
@@ -46,6 +46,8 @@ RULES = {
     "ControlCore": DRIVERS,
     "DeviceAssembly": SPEAKER,
     "DeviceCommands": SPEAKER,
+    "HoundifyAssembly": SPEAKER - {"Houndify"},
+    "SearchCommands": SPEAKER - {"Houndify", "HoundifyAnswers"},
 }
 # Modules the pure core's sources may not import (threads, the C library, the drivers' platform layer).
 CORE_IMPORTS = {"Platform", "Dispatch", "Glibc", "Foundation", "FoundationEssentials", "Synchronization"}

@@ -1,4 +1,5 @@
 import Assembly
+import HoundifyAssembly
 import DeviceAssembly
 import Audio
 import CommandSupport

@@ -1,5 +1,6 @@
 import DeviceCommands
 import Assembly
+import HoundifyAssembly
 import DeviceAssembly
 import Board
 import CommandSupport
@@ -36,7 +37,7 @@ public enum RunSpeaker {
         let logger = context.logger
         var speaker: SpeakerAssembly
         do throws(AssemblyError) {
-            let client = try SpeakerAssembly.houndifyClient(context.config, logger: logger, forSpeaker: true)
+            let client = try HoundifyAssembly.client(context.config, logger: logger, forSpeaker: true)
             speaker = try SpeakerAssembly(config: context.config, logger: logger, client: client, output: .device(context.config.audio.output))
             speaker.board = try DeviceAssembly.board(context.config.board) { event in
                 switch event {

@@ -1,9 +1,10 @@
 import ArgumentParser
 import CommandSupport
 import DeviceCommands
+import SearchCommands
 import SpeakerCommands
 
-// The argument parsers of the commands that DeviceCommands and SpeakerCommands carry out: options and help here, the work there.
+// The argument parsers of the commands that DeviceCommands, SearchCommands and SpeakerCommands carry out: options and help here, the work there.
 
 struct EndpointCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,3 +1,4 @@
+import HoundifyAssembly
 import Assembly
 import DeviceAssembly
 import BoardCore
@@ -33,7 +34,7 @@ import AudioCore
     @Test func missingCredentialsAreTheConfigs() {
         let config = SpeakerConfiguration()  // no client ID or key (unless the environment gives them: not read here)
         let error = #expect(throws: AssemblyError.self) {
-            try SpeakerAssembly.houndifyClient(config, logger: .init(label: "test"))
+            try HoundifyAssembly.client(config, logger: .init(label: "test"))
         }
         #expect(error?.kind == .configuration)
         #expect(error?.message.contains("client_id") == true)

@@ -1,3 +1,4 @@
+import HoundifyAssembly
 import FoundationEssentials
 import Audio
 import AudioCore

@@ -1,3 +1,4 @@
+import HoundifyAssembly
 import Foundation
 import Houndify
 import HoundifyCore

@@ -5,10 +5,12 @@ public import Logging
 public import SpeakerConfig
 import HoundifyCore
 
-extension SpeakerAssembly {
+/// The Houndify client made from the settings: for the speaker, and for `text` and `voice`, which need nothing else
+/// of it.
+public enum HoundifyAssembly {
     /// The Houndify client, with the conversation kept in the configured state file. `forSpeaker`: the speaker
     /// carries out client actions and keeps the state of the branch it took.
-    public static func houndifyClient(_ config: SpeakerConfiguration, logger: Logger, newConversation: Bool = false,
+    public static func client(_ config: SpeakerConfiguration, logger: Logger, newConversation: Bool = false,
                                       forSpeaker: Bool = false) throws(AssemblyError) -> HoundifyClient {
         var settings: HoundifyClientConfiguration
         do { settings = try config.houndifyClientConfiguration() } catch {
