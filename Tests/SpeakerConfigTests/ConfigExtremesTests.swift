@@ -54,7 +54,7 @@ import HoundifyCore
     }
 
     /// What is built from a loaded config at start: the Houndify timeouts in milliseconds (as the client takes them,
-    /// Sources/Assembly/HoundifyClientSettings.swift) and the RequestInfo JSON. A value the speaker cannot send is
+    /// Sources/HoundifyAssembly/HoundifyClientSettings.swift) and the RequestInfo JSON. A value the speaker cannot send is
     /// refused at load, so it is never silently changed.
     func checkUsable(_ config: SpeakerConfiguration, _ what: String) throws {
         #expect(config.houndify.connectTimeoutMS >= 100 && config.houndify.responseTimeoutMS >= 1000, "\(what)")

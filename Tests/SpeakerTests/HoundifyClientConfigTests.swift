@@ -8,7 +8,7 @@ import SpeakerConfig
 import Testing
 
 /// The Houndify client's configuration as the speaker builds it from `[houndify]` and `[location]`
-/// (Sources/Assembly/HoundifyClientSettings.swift).
+/// (Sources/HoundifyAssembly/HoundifyClientSettings.swift).
 @Suite struct HoundifyClientConfigTests {
     @Test func theClientTakesEveryKeyItIsGiven() throws {
         let config = try ConfigLoader.parse(text: """
