@@ -74,13 +74,17 @@ public enum HeadTraining {
         do throws(SpeechError) { voices = try await babble() } catch {
             throw Failure(problem: "espeak-ng could not make its babble (\(error))")
         }
-        let trained: Result<PersonalHead, HeadFit.Failure> = await withCheckedContinuation { continuation in
-            OwnedThread.start(name: "hs-head") {
-                continuation.resume(returning: Result { () throws(HeadFit.Failure) in
-                    try PersonalHead.train(takes: takes, model: model, bank: bank, babble: voices)
-                })
+        // The fit's failure, or (a thread the system refused) why it never ran, in words.
+        let trained: Result<PersonalHead, Failure> = await withCheckedContinuation { continuation in
+            let refused = OwnedThread.tryStart(name: "hs-head") {
+                do throws(HeadFit.Failure) {
+                    continuation.resume(returning: .success(try PersonalHead.train(takes: takes, model: model, bank: bank, babble: voices)))
+                } catch {
+                    continuation.resume(returning: .failure(Failure(problem: "\(error)")))
+                }
             }
+            if let refused { continuation.resume(returning: .failure(Failure(problem: refused))) }
         }
-        do throws(HeadFit.Failure) { return try trained.get() } catch { throw Failure(problem: "\(error)") }
+        return try trained.get()
     }
 }

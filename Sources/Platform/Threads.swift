@@ -88,23 +88,33 @@ private func setCurrentThreadName(_ name: String) {
 /// waits) that must never run on Swift's cooperative pool.
 public enum OwnedThread {
     /// Starts `body` on a new detached thread named `name` (as `top -H` and `ps -L` show it; Linux keeps the
-    /// first 15 bytes).
+    /// first 15 bytes). Where a request can ask for the thread, use `tryStart` and answer the refusal in words.
     public static func start(name: String, _ body: @escaping @Sendable () -> Void) {
+        // At start (the capture, speech, board threads): out of threads is not something the speaker can recover
+        // from, so it says so rather than hang.
+        if let problem = tryStart(name: name, body) { preconditionFailure(problem) }
+    }
+
+    /// Starts `body` as `start` does; nil, or why the system refused the thread (`body` is not run then).
+    public static func tryStart(name: String, _ body: @escaping @Sendable () -> Void) -> String? {
         final class Box: Sendable {
             let name: String
             let body: @Sendable () -> Void
             init(name: String, body: @escaping @Sendable () -> Void) { self.name = name; self.body = body }
         }
-        let box = Unmanaged.passRetained(Box(name: name, body: body)).toOpaque()
+        let box = Unmanaged.passRetained(Box(name: name, body: body))
         var thread = pthread_t()
         let status = pthread_create(&thread, nil, { raw in
             let box = Unmanaged<Box>.fromOpaque(raw!).takeRetainedValue()
             setCurrentThreadName(box.name)
             box.body()
             return nil
-        }, box)
-        // Out of threads is not something the speaker can recover from: say so rather than hang.
-        precondition(status == 0, "pthread_create(\(name)) failed: \(String(cString: strerror(status)))")
+        }, box.toOpaque())
+        guard status == 0 else {
+            box.release()
+            return "no thread for \(name): \(String(cString: strerror(status)))"
+        }
         pthread_detach(thread)
+        return nil
     }
 }
