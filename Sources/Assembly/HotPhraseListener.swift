@@ -82,6 +82,21 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     private let voices: HouseholdSource?
     /// Held while the household is changed and its detector built (never by the capture or the detector's thread).
     private let changing = Mutex(())
+    /// Household changes waiting for the one thread that makes them, and whether it runs.
+    private struct Changes {
+        struct Change {
+            var what: String
+            /// nil: read the file again (a reload).
+            var edit: (@Sendable (inout Household) throws -> Void)?
+            var done: [@Sendable (Result<Household, HouseholdError>) -> Void]
+        }
+        var pending: [Change] = []
+        var working = false
+    }
+    private let changes = Mutex(Changes())
+    /// More changes waiting than this and the next is refused, in words: a local process sending them without end
+    /// gets refusals, not threads or memory.
+    public static let changesWaitingLimit = 64
     /// Why the household's file could not be used at start (nil: it could, or there is none); for `describe`.
     private let unusableAtStart: String?
     private let logger: Logger?
@@ -340,8 +355,10 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     }
 
     /// Changes the household as its file holds it now (`enroll` may have written it since), saves it atomically
-    /// (nothing changed: not written) and swaps in its detector, on a thread of its own; `done` gets the
-    /// household as it now runs, or why not. `edit` nil: only read the file again.
+    /// (nothing changed: not written) and swaps in its detector; `done` gets the household as it now runs, or why
+    /// not. `edit` nil: only read the file again, which is refused (and the running household kept) when the file
+    /// cannot be used. One thread makes the changes, in order, one at a time: a reload waiting behind another is one
+    /// with it, and past `changesWaitingLimit` waiting a change is refused.
     public func change(_ what: String, _ edit: (@Sendable (inout Household) throws -> Void)?,
                        done: (@Sendable (Result<Household, HouseholdError>) -> Void)? = nil) {
         guard let voices else {
@@ -349,29 +366,91 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
                 "not used by this speaker: its model has no speech embedding (format 1) or the negative bank is missing (see the log at start)")))
             return
         }
-        OwnedThread.start(name: "hs-household") { [self] in
-            changing.withLock { _ in
-                do {
-                    var next = try Household.load(path: voices.path) ?? Household()
-                    var changed = true
-                    if let edit {
-                        let before = next
-                        try edit(&next)
-                        changed = next != before
-                        if changed { try next.save(path: voices.path) }
-                    } else if try next.remeasure(bank: voices.bank) {
-                        try next.save(path: voices.path)
-                    }
-                    install(next)
-                    // An edit that changed nothing (an answered wake not learned) is not news.
-                    if changed { logger?.notice("\(what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")") }
-                    done?(.success(next))
-                } catch {
-                    let problem = error as? HouseholdError ?? HouseholdError(file: "household file", path: voices.path, problem: "\(error)")
-                    logger?.error("\(what): \(problem)")
-                    done?(.failure(problem))
-                }
+        let waiters = done.map { [$0] } ?? []
+        enum Queued { case joined, queued, start, refused }
+        let queued: Queued = changes.withLock { queue in
+            if edit == nil, let last = queue.pending.indices.last, queue.pending[last].edit == nil {
+                queue.pending[last].done += waiters  // the reload waiting reads the file as this one would
+                return .joined
             }
+            guard queue.pending.count < Self.changesWaitingLimit else { return .refused }
+            queue.pending.append(Changes.Change(what: what, edit: edit, done: waiters))
+            if queue.working { return .queued }
+            queue.working = true
+            return .start
+        }
+        switch queued {
+        case .joined, .queued:
+            break
+        case .refused:
+            logger?.warning("\(what): refused, \(Self.changesWaitingLimit) household changes are waiting")
+            done?(.failure(HouseholdError(file: "household", path: "", problem:
+                "is busy: \(Self.changesWaitingLimit) changes are waiting; try again in a moment")))
+        case .start:
+            if let problem = OwnedThread.tryStart(name: "hs-household", { [self] in makeChanges(voices) }) {
+                // The system refused the thread: every change waiting is refused with its reason, none is lost silently.
+                let refused = changes.withLock { queue in
+                    defer { queue.pending = []; queue.working = false }
+                    return queue.pending
+                }
+                logger?.error("household changes: \(problem)")
+                let failure = HouseholdError(file: "household", path: "", problem: "could not be changed: \(problem)")
+                for change in refused { for waiter in change.done { waiter(.failure(failure)) } }
+            }
+        }
+    }
+
+    /// The household thread: the changes waiting, in order, until there are none (then it ends).
+    private func makeChanges(_ voices: HouseholdSource) {
+        while let next = changes.withLock({ queue -> Changes.Change? in
+            guard !queue.pending.isEmpty else {
+                queue.working = false
+                return nil
+            }
+            return queue.pending.removeFirst()
+        }) {
+            let result = changing.withLock { _ in make(next, voices) }
+            for waiter in next.done { waiter(result) }
+        }
+    }
+
+    private func make(_ change: Changes.Change, _ voices: HouseholdSource) -> Result<Household, HouseholdError> {
+        do {
+            var next = try Household.load(path: voices.path) ?? Household()
+            var changed = true
+            if let edit = change.edit {
+                let before = next
+                try edit(&next)
+                changed = next != before
+                if changed { try next.save(path: voices.path) }
+                // A change is kept even where the detector cannot use the result (install falls back to the generic
+                // model): a forget must leave nothing of the voice, in the file or in the detector.
+                _ = install(next)
+            } else {
+                let remeasured = try next.remeasure(bank: voices.bank)
+                // A reload of a file the detector cannot use is refused, and the running household kept.
+                let plan = try plan(next, voices)
+                if remeasured { try next.save(path: voices.path) }
+                swap(plan, next)
+            }
+            // An edit that changed nothing (an answered wake not learned) is not news.
+            if changed { logger?.notice("\(change.what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")") }
+            return .success(next)
+        } catch {
+            let problem = error as? HouseholdError ?? HouseholdError(file: "household file", path: voices.path, problem: "\(error)")
+            logger?.error("\(change.what): \(problem)")
+            return .failure(problem)
+        }
+    }
+
+    /// The detector's plan for `household`, or why it cannot be used (as a reload refuses it).
+    private func plan(_ household: Household, _ voices: HouseholdSource) throws(HouseholdError) -> Plan {
+        guard household.phrases.contains(where: { !$0.templates.isEmpty }) else { return .generic }
+        do {
+            return .fused(try FusedDetector.Plan(model: model, household: household, bank: voices.bank))
+        } catch {
+            throw HouseholdError(file: "household file", path: voices.path, problem:
+                "cannot be used by this speaker's model and bank (\(error)); the speaker keeps the household it ran")
         }
     }
 
@@ -437,7 +516,7 @@ extension HotPhraseListener: EnrollmentPort {
     public func check(_ take: [Int16], phrase: String, done: @escaping @Sendable (Result<Void, TakeCheckFailure>) -> Void) {
         guard let voices else { return done(.failure(.failed(unavailable ?? ""))) }
         let generation = enrolling.withLock { $0.generation }
-        OwnedThread.start(name: "hs-enroll") { [self] in
+        let refused = OwnedThread.tryStart(name: "hs-enroll") { [self] in
             let enrolled: EnrolledTake
             do { enrolled = try Enrollment.take(take, model: model) } catch let problem as TakeProblem {
                 return done(.failure(.refused(TakeRefusal(problem))))
@@ -462,6 +541,8 @@ extension HotPhraseListener: EnrollmentPort {
                 done(.failure(.failed("\(error)")))
             }
         }
+        // The system refused the thread: the take could not be checked, which ends the session keeping nothing.
+        if let refused { done(.failure(.failed(refused))) }
     }
 
     public func save(phrase: String, done: @escaping @Sendable (String?) -> Void) {

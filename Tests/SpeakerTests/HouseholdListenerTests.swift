@@ -7,6 +7,7 @@ import HotPhrase
 import JSONKit
 import Assembly
 import SpeakerCore
+import Synchronization
 import Testing
 import TestSupport
 
@@ -221,5 +222,71 @@ import TestSupport
         #expect(listener.describe.contains("could not be used") && listener.describe.contains("household.json"), "\(listener.describe)")
         #expect(!listener.describe.contains("no takes yet"))
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == damaged)
+    }
+
+    /// A household file the model and bank cannot use (its embeddings one number short) reloaded: refused with the
+    /// reason, and the speaker keeps listening with the household it ran.
+    @Test func aReloadOfAnUnusableHouseholdIsRefusedAndTheRunningOneKept() async throws {
+        let (model, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
+        #expect(listener.personalActive)
+        var other = try #require(try Household.load(path: source.path))
+        for p in other.phrases.indices {
+            for t in other.phrases[p].templates.indices {
+                other.phrases[p].templates[t].embeddings = other.phrases[p].templates[t].embeddings.map { Array($0.dropLast()) }
+            }
+        }
+        other.phrases[0].text = "hey kitchen"
+        try other.save(path: source.path)
+        guard case .failure(let problem) = await listener.apply(.reload) else { Issue.record("an unusable household was taken"); return }
+        #expect(problem.description.contains("cannot be used"), "\(problem)")
+        #expect(problem.description.contains("keeps the household it ran"), "\(problem)")
+        #expect(listener.personalActive)
+        #expect(listener.householdSummary.phrases.map(\.text) == ["OK Hound"])
+    }
+
+    /// Thousands of household changes at once (a local process on the control API): one thread makes them, the
+    /// ones past the waiting limit are refused in words, every asker hears back, and a forget is applied.
+    @Test func aBurstOfHouseholdChangesTakesOneThreadAndAnswersEveryAsker() async throws {
+        let (model, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
+        func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
+        let before = threads()
+        let answers = Mutex<[Result<Household, HouseholdError>]>([])
+        var most = before
+        for k in 0..<3000 {
+            let done: @Sendable (Result<Household, HouseholdError>) -> Void = { result in answers.withLock { $0.append(result) } }
+            if k == 1500 {
+                listener.change("forget", { household in household.phrases.removeAll { Household.same($0.text, "ok hound") } }, done: done)
+            } else {
+                listener.change("reload", nil, done: done)
+            }
+            if k % 100 == 0 { most = max(most, threads()) }
+        }
+        #expect(eventually { answers.withLock { $0.count } == 3000 })
+        // The test process runs other suites' threads meanwhile: a handful more, never one a change.
+        #expect(most <= before + 16, "\(before) threads before, \(most) at most")
+        let refusals = answers.withLock { $0.compactMap { if case .failure(let e) = $0 { e.problem } else { nil } } }
+        #expect(refusals.allSatisfy { $0.contains("changes are waiting") }, "\(Set(refusals))")
+        #expect(eventually { listener.householdSummary.phrases.isEmpty })
+        #expect(try Household.load(path: source.path)?.phrases.isEmpty == true)
+    }
+
+    @Test func aPhrasesWordsAreAPersonsWords() throws {
+        #expect(PhraseText.problem("hey kitchen") == nil)
+        #expect(PhraseText.problem("  ") != nil)
+        #expect(PhraseText.problem("hey\u{0}kitchen")?.contains("U+0") == true)
+        #expect(PhraseText.problem("hey \u{202E}nehctik")?.contains("U+202E") == true)
+        #expect(PhraseText.problem(String(repeating: "a", count: 101)) != nil)
+        let (model, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        var household = try #require(try Household.load(path: source.path))
+        let take = try Enrollment.take(try AudioFile.readMono(path: Self.fixtures + "/take-1.wav", targetRate: 16_000).samples, model: model)
+        #expect(throws: HouseholdError.self) { try household.add(take, phrase: "hey\u{2066}kitchen", bank: source.bank) }
+        household.phrases[0].text = "OK\u{1B}Hound"
+        try household.save(path: source.path)
+        #expect(throws: HouseholdError.self) { try Household.load(path: source.path) }
     }
 }

@@ -545,3 +545,57 @@ def test_run_stopped_as_soon_as_it_is_ready_stops_cleanly(standin, tmp_path):
         code = speaker.stop()
         assert code == 0, f"start {attempt + 1}: exit {code}\n{speaker.log_tail()}"
         assert "stopping (signal)" in speaker.log.read_text(), speaker.log_tail()
+
+
+# --- household commands in a burst (issue #62) --------------------------------------------------------------------
+
+def test_a_burst_of_household_commands_over_a_websocket_leaves_the_speaker_and_its_threads(standin, tmp_path):
+    """3,000 reload_household and forget messages on one WebSocket, 60 at a time (any local process may send
+    them): the speaker lives, its threads stay bounded (one household thread, not one a command), every command is
+    answered, each refusal in words, and the API still answers."""
+    import websocket
+
+    standin.set_plan([GOOD])
+    port = free_port()
+    household = tmp_path / "household"
+    household.mkdir()
+    speaker = Speaker(tmp_path, standin.port, extra=f'[control]\nlisten = "127.0.0.1:{port}"\n',
+                      hotphrase=f'enabled = true\nhousehold = "{household}"')
+    try:
+        before = speaker.settled()["threads"]
+        ws = websocket.create_connection(f"ws://127.0.0.1:{port}/api/ws", timeout=HANG_GUARD)
+        replies = queue.Queue()
+
+        # Read as it comes (the speaker drops a client that leaves its messages unread).
+        def read():
+            try:
+                while True:
+                    message = json.loads(ws.recv())
+                    if "reply" in message:
+                        replies.put(message)
+            except Exception:  # closed at the end
+                pass
+        threading.Thread(target=read, daemon=True).start()
+        most = before
+        sent, batch = 3000, 60
+        answered = []
+        # In batches that each fill the connection's 64 waiting commands nearly: a client that sends thousands
+        # unread is closed by design (its backlog), one that reads its replies is served.
+        for start in range(0, sent, batch):
+            for i in range(start, start + batch):
+                ws.send(json.dumps({"command": "forget", "negatives": True} if i % 10 == 0 else {"command": "reload_household"}))
+                if i % 10 == 0:
+                    most = max(most, speaker.resources()["threads"])
+            while len(answered) < start + batch:
+                answered.append(replies.get(timeout=HANG_GUARD))
+        replies = answered
+        ws.close()
+        assert speaker.process.poll() is None, speaker.log_tail()
+        assert most <= before + 8, f"{before} threads before the burst, {most} during it"
+        assert any(r["ok"] for r in replies), replies[:5]
+        refusals = {r.get("error", "") for r in replies if not r["ok"]}
+        assert all(("waiting" in e or "busy" in e) for e in refusals), refusals
+        status = cli("ctl", "status", "--config", speaker.config)
+        assert status.returncode == 0, status.stderr
+    finally:
+        assert speaker.stop() == 0
