@@ -33,3 +33,20 @@ public struct HotPhraseSettings: Sendable, Equatable {
 
     public var refractorySeconds: Double { Double(refractoryMS) / 1000 }
 }
+
+/// The words of a wake phrase as the household keeps and shows them: a person's words, so no control characters
+/// (a NUL, an escape, a line break) and no format characters (the bidirectional overrides and isolates, which make a
+/// name read as another on the screen and in the log), and at most 100 characters.
+public enum PhraseText {
+    public static let longest = 100
+
+    /// Why `text` is not a phrase's words (nil: it is).
+    public static func problem(_ text: String) -> String? {
+        if text.allSatisfy(\.isWhitespace) { return "is empty" }
+        if text.count > longest { return "is longer than \(longest) characters: a wake phrase is a few words" }
+        if let odd = text.unicodeScalars.first(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
+            return "holds the character U+\(String(odd.value, radix: 16, uppercase: true)), which is not a word's (a control or formatting character)"
+        }
+        return nil
+    }
+}

@@ -1,3 +1,4 @@
+import AudioCore
 public import JSONKit
 public import SpeakerCore
 public import Timers
@@ -151,7 +152,7 @@ public enum ControlCommand: Sendable, Equatable {
             guard let phrase = value.stringValue, !phrase.allSatisfy(\.isWhitespace) else {
                 throw Problem("\"phrase\" is the words to teach, e.g. {\"command\":\"enroll\",\"phrase\":\"hey kitchen\"}; leave it out for the hot phrase")
             }
-            guard phrase.count <= 100 else { throw Problem("\"phrase\" is longer than 100 characters: a wake phrase is a few words") }
+            if let problem = PhraseText.problem(phrase) { throw Problem("\"phrase\" \(problem)") }
             return .enroll(phrase: phrase)
         case .forget:
             if object["negatives"]?.boolValue == true { return .forget(phrase: nil) }

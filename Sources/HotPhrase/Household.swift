@@ -5,6 +5,7 @@ import Musl
 #endif
 public import FoundationEssentials
 import Platform
+import AudioCore
 
 /// The household's voices (docs/household.md, "Files"): the phrases it enrolled, each with its templates (raw
 /// embeddings, never audio) and their mu and sd against the bank, and the household's own false wakes. Kept in
@@ -137,6 +138,9 @@ public struct Household: Codable, Sendable, Equatable {
     /// voice). `sessionStart` 0 compares with all; nil compares with none (takes already checked in their session).
     public mutating func add(_ take: EnrolledTake, phrase text: String, bank: NegativeBank, now: Date = Date(),
                              sessionStart: Int? = 0) throws {
+        if let problem = PhraseText.problem(text) {
+            throw HouseholdError(file: "household", path: "", problem: "cannot keep the phrase: its words \(problem)")
+        }
         try check(dim: bank.dim)
         let existing = sessionStart.map { Array((phrase(text)?.templates ?? []).dropFirst($0)) } ?? []
         if !existing.isEmpty {
@@ -294,6 +298,9 @@ public struct Household: Codable, Sendable, Equatable {
             throw fail("is damaged (a household negative has no frames); move it away and enroll again")
         }
         for p in household.phrases {
+            if let problem = PhraseText.problem(p.text) {
+                throw fail("is damaged (a phrase's words \(problem)); move it away and enroll again")
+            }
             for t in p.templates {
                 guard (Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count),
                       t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count }), t.mu.isFinite, t.sd.isFinite, t.sd >= 0

@@ -33,6 +33,7 @@ public struct Enroll: Sendable {
     public func run() async throws {
         let config = try loadConfig(configPath)
         let path = try householdFile(household, config: config)
+        if let phrase, let problem = PhraseText.problem(phrase) { throw CommandFailure(message: "enroll: --phrase \(problem)", exitCode: 64) }
         // A running speaker asks for the takes with its own model and bank: this machine's copies (which this
         // user may not even be able to read) are not needed for that.
         if wavs.isEmpty, household == nil || household == config.hotphrase.household, model == nil, bank == nil,

@@ -77,6 +77,14 @@ import Testing
         #expect(try ControlCommand.parse(ControlCommand.status.json(named: .timers)) == .status)
     }
 
+    /// A phrase to teach is a person's words: a NUL, an escape or a bidirectional override is refused, named.
+    @Test func anEnrollPhraseOfControlOrFormatCharactersIsRefused() throws {
+        for phrase in ["hey\u{0}kitchen", "hey \u{202E}nehctik", "hey\u{1B}[2Jkitchen"] {
+            #expect(throws: ControlCommand.Problem.self) { try ControlCommand.parse(["command": "enroll", "phrase": .string(phrase)]) }
+        }
+        #expect(try ControlCommand.parse(["command": "enroll", "phrase": "hey kitchen"]) == .enroll(phrase: "hey kitchen"))
+    }
+
     @Test func theNamesAreTheDocumentedOnes() {
         #expect(ControlCommand.names == ["listen", "stop", "text", "say", "mute", "unmute", "volume", "status", "timers",
                                          "cancel_timer", "cancel_alarm", "clear", "wake", "voices", "forget", "reload_household", "enroll"])
