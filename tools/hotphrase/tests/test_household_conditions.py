@@ -7,11 +7,7 @@ import numpy as np
 
 from hotphrase import augment as A
 from hotphrase import household_conditions as HC
-
-
-def tone(n, amp=0.2, seed=0):
-    rng = np.random.default_rng(seed)
-    return (amp * np.sin(np.arange(n) * 0.05) + 0.001 * rng.standard_normal(n)).astype(np.float32)
+from hotphrase.testing import FakeBanks, tone
 
 
 class Render(unittest.TestCase):
@@ -89,16 +85,6 @@ class Conditions(unittest.TestCase):
         self.assertEqual(HC.clip_labels("snr5", 3, ["fan", "street", "babble"], []), ["fan", "street", "babble"])
         self.assertEqual(HC.clip_labels("room", 3, Banks.kinds, rooms), ["r1", "r2", "r1"])
         self.assertEqual(HC.clip_labels("clean", 2, Banks.kinds, rooms), ["clean", "clean"])
-
-
-class FakeBanks:
-    """dataset.Banks' interface: two noise families of seeded Gaussian noise."""
-    kinds = ["fan", "street"]
-    b = {"fan": np.random.default_rng(2).standard_normal(80000).astype(np.float32),
-         "street": np.random.default_rng(3).standard_normal(80000).astype(np.float32)}
-
-    def noise(self, rng, n):
-        return A.crop(rng, self.b[self.kinds[rng.integers(len(self.kinds))]], n)
 
 
 @unittest.skipUnless(importlib.util.find_spec("scipy"), "needs scipy (dataset's augmentations)")

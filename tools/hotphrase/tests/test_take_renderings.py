@@ -9,16 +9,7 @@ from hotphrase import household as H
 from hotphrase import household_eval as HE
 from hotphrase.constants import SAMPLE_RATE
 from hotphrase.errors import HotPhraseError
-
-
-def take(seconds=1.0, seed=0, burst="tone"):
-    """An int16 take: a tone (or noise) burst in the middle of faint noise."""
-    rng = np.random.default_rng(seed)
-    n = int(seconds * SAMPLE_RATE)
-    x = 30 * rng.standard_normal(n)
-    a, b = n // 4, 3 * n // 4
-    x[a:b] += 8000 * np.sin(np.arange(b - a) * 0.07) if burst == "tone" else 3000 * rng.standard_normal(b - a)
-    return np.round(x).astype(np.int16)
+from hotphrase.testing import take
 
 
 class Variants(unittest.TestCase):

@@ -11,26 +11,12 @@ from hotphrase import augment as A
 from hotphrase import frontend_registry as FR
 from hotphrase import household_conditions as HC
 from hotphraselab import household_conditions as LC
+from hotphrase.testing import FakeBanks, tone
 
 
 NEEDS_STFT = unittest.skipUnless(importlib.util.find_spec("scipy")
                                  and hasattr(importlib.import_module("scipy.signal"), "ShortTimeFFT"),
                                  "needs scipy 1.12 or later (ShortTimeFFT)")
-
-
-def tone(n, amp=0.2, seed=0):
-    rng = np.random.default_rng(seed)
-    return (amp * np.sin(np.arange(n) * 0.05) + 0.001 * rng.standard_normal(n)).astype(np.float32)
-
-
-class FakeBanks:
-    """dataset.Banks' interface: two noise families of seeded Gaussian noise."""
-    kinds = ["fan", "street"]
-    b = {"fan": np.random.default_rng(2).standard_normal(80000).astype(np.float32),
-         "street": np.random.default_rng(3).standard_normal(80000).astype(np.float32)}
-
-    def noise(self, rng, n):
-        return A.crop(rng, self.b[self.kinds[rng.integers(len(self.kinds))]], n)
 
 
 @unittest.skipUnless(importlib.util.find_spec("scipy"), "needs scipy (its FFT convolution)")
