@@ -151,8 +151,8 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     /// there is none or it cannot be used (said in the log: the file is left as it is).
     private static func read(_ voices: HouseholdSource, logger: Logger?) -> (Household, problem: String?) {
         do {
-            guard var household = try Household.load(path: voices.path) else { return (Household(), nil) }
-            if try household.remeasure(bank: voices.bank) { try household.save(path: voices.path) }
+            guard try Household.load(path: voices.path) != nil else { return (Household(), nil) }
+            let household = try Household.update(path: voices.path, bank: voices.bank) { _ in }
             try household.check(dim: voices.bank.dim)
             return (household, nil)
         } catch {
@@ -416,22 +416,26 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
 
     private func make(_ change: Changes.Change, _ voices: HouseholdSource) -> Result<Household, HouseholdError> {
         do {
-            var next = try Household.load(path: voices.path) ?? Household()
-            var changed = true
-            if let edit = change.edit {
-                let before = next
-                try edit(&next)
-                changed = next != before
-                if changed { try next.save(path: voices.path) }
-                // A change is kept even where the detector cannot use the result (install falls back to the generic
-                // model): a forget must leave nothing of the voice, in the file or in the detector.
-                _ = install(next)
-            } else {
+            // Read, changed and written under the file's lock: `enroll` may change it too, and neither writes over
+            // the other's change.
+            let (next, changed): (Household, Bool) = try AtomicFile.whileLocked(voices.path) {
+                var next = try Household.load(path: voices.path) ?? Household()
+                if let edit = change.edit {
+                    let before = next
+                    try edit(&next)
+                    let changed = next != before
+                    if changed { try next.save(path: voices.path) }
+                    // A change is kept even where the detector cannot use the result (install falls back to the
+                    // generic model): a forget must leave nothing of the voice, in the file or in the detector.
+                    _ = install(next)
+                    return (next, changed)
+                }
                 let remeasured = try next.remeasure(bank: voices.bank)
                 // A reload of a file the detector cannot use is refused, and the running household kept.
                 let plan = try plan(next, voices)
                 if remeasured { try next.save(path: voices.path) }
                 swap(plan, next)
+                return (next, true)
             }
             // An edit that changed nothing (an answered wake not learned) is not news.
             if changed { logger?.notice("\(change.what): listening with \(describeLocked); \(next.negatives.count) household negative\(next.negatives.count == 1 ? "" : "s")") }

@@ -94,6 +94,7 @@ public struct HotPhraseScan: Sendable {
         // wake: the file's own times and grid throughout); its times start at zero, so `offset` is where it started.
         let step = max(1, Int((loaded.stepSeconds * Double(audio.sampleRate)).rounded()))
         var fed = 0, offset = 0, rebuild = false
+        var unsaved: [[[Float]]] = []  // the false wakes kept since the last save
         func report(_ d: WakeDetection) {
             count += 1
             let time = d.time + Double(offset) / Double(audio.sampleRate)
@@ -105,11 +106,16 @@ public struct HotPhraseScan: Sendable {
             }
             guard keepFalseWakes else { return }
             members.addNegative(detector.framesAtLastWake)
+            unsaved.append(detector.framesAtLastWake)
             kept += 1
             rebuild = true
         }
+        // Added to the file as it is now, under its lock: a running speaker's changes meanwhile are kept.
         func save() throws {
-            do { try members.save(path: path) } catch {
+            do {
+                try Household.update(path: path, bank: negatives) { latest in for frames in unsaved { latest.addNegative(frames) } }
+                unsaved = []
+            } catch {
                 throw CommandFailure(message: "household file \(path): cannot be saved: \(error)", exitCode: 73)
             }
         }

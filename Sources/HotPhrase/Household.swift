@@ -315,6 +315,22 @@ public struct Household: Codable, Sendable, Equatable {
         return household
     }
 
+    /// Reads household.json at `path` (measured against `bank`), lets `edit` change it and writes it back if it
+    /// changed, all under the file's lock (`AtomicFile.whileLocked`): every writer of the household goes through here,
+    /// so none writes over a change another made meanwhile (a forget stays forgotten, a kept take stays kept).
+    /// Returns the household as it is now.
+    @discardableResult
+    public static func update(path: String, bank: NegativeBank?, _ edit: (inout Household) throws -> Void) throws -> Household {
+        try AtomicFile.whileLocked(path) {
+            var household = try load(path: path) ?? Household()
+            let remeasured = try bank.map { try household.remeasure(bank: $0) } ?? false
+            let before = household
+            try edit(&household)
+            if remeasured || household != before { try household.save(path: path) }
+            return household
+        }
+    }
+
     /// Writes the household to `path` atomically, mode 0600.
     public func save(path: String) throws {
         let encoder = JSONEncoder()

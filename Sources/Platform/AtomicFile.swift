@@ -39,6 +39,25 @@ public enum AtomicFile {
         public var description: String { "cannot write \(path): \(reason)" }
     }
 
+    /// Runs `body` holding an exclusive lock on `path`'s lock file beside it (`.NAME.lock`, mode 0600, made if
+    /// missing): the one writer of a file that several processes read, change and write back (the running speaker
+    /// and `enroll`), so that a change one of them made is never written over by another's older copy. A lock file
+    /// rather than the file itself, which each write replaces. Waits for a holder to finish (their holds are short).
+    public static func whileLocked<T>(_ path: String, _ body: () throws -> T) throws -> T {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        try makeDirectories(directory.isEmpty ? "/" : directory)
+        let lockPath = "\(directory)/.\(name).lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw Failure(path: lockPath, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }  // which lets the lock go
+        while flock(fd, LOCK_EX) != 0 {
+            guard errno == EINTR else { throw Failure(path: lockPath, reason: "flock: \(String(cString: strerror(errno)))") }
+        }
+        return try body()
+    }
+
     /// Writes `bytes` to `path` (mode `mode`), making the directory if needed.
     public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600) throws(Failure) {
         let slash = path.lastIndex(of: "/")

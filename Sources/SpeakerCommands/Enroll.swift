@@ -85,7 +85,13 @@ public struct Enroll: Sendable {
         }
         let kept = keptTakes.count
         if kept > 0 {
-            do { try current.save(path: path) } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
+            // Added to the file as it is now, under its lock: a forget or a spoken enrollment meanwhile (the running
+            // speaker) is kept, not written over by this run's copy. Checked against each other above already.
+            do {
+                current = try Household.update(path: path, bank: negatives) { latest in
+                    for take in keptTakes { try latest.add(take.take, phrase: text, bank: negatives, sessionStart: nil) }
+                }
+            } catch { throw CommandFailure(message: "\(error)", exitCode: 1) }
             // The templates are kept already; a head, which needs seconds of CPU, is added to them when trained.
             await StandaloneEnrollment.addHead(takes: keptTakes, phrase: text, model: loaded, bank: negatives, path: path)
         }

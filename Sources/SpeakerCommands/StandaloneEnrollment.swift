@@ -111,7 +111,12 @@ public enum StandaloneEnrollment {
                     shown = line
                 case .save:
                     do {
-                        try household.save(path: path)
+                        // Added to the file as it is now, under its lock (a running speaker may have changed it):
+                        // nothing another writer kept is lost, nothing it forgot comes back.
+                        let takes = accepted
+                        household = try Household.update(path: path, bank: bank) { latest in
+                            for take in takes { try latest.add(take.take, phrase: phrase, bank: bank, sessionStart: nil) }
+                        }
                         feed.yield(.session(.saved))
                     } catch {
                         feed.yield(.session(.saveFailed("\(error)")))
@@ -155,9 +160,9 @@ public enum StandaloneEnrollment {
         printError("training a personal head on the \(takes.count) takes kept...")
         do {
             let head = try await HeadTraining.train(takes: takes, model: model, bank: bank)
-            var latest = try Household.loadMeasured(path: path, bank: bank)
-            try latest.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
-            try latest.save(path: path)
+            try Household.update(path: path, bank: bank) { latest in
+                try latest.addHead(head, phrase: phrase, takes: takes.count, bank: bank)
+            }
             printError("personal head trained and kept in \(path)")
         } catch Household.NotLearned.notEnrolled {
             printError(PersonalHead.forgotten(phrase))

@@ -8,6 +8,7 @@ import JSONKit
 import Assembly
 import SpeakerCore
 import Synchronization
+import Platform
 import Testing
 import TestSupport
 
@@ -288,5 +289,40 @@ import TestSupport
         household.phrases[0].text = "OK\u{1B}Hound"
         try household.save(path: source.path)
         #expect(throws: HouseholdError.self) { try Household.load(path: source.path) }
+    }
+
+    /// The speaker and `enroll` both change household.json: each change is made to the file as it is then, under
+    /// its lock, so a forget made while `enroll` ran stays forgotten and `enroll`'s takes are kept beside it.
+    @Test func aForgetIsFinalAndAKeptTakeKeptWhateverWritesBesideIt() async throws {
+        let (model, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
+        // `enroll` starts: it reads the file (with "OK Hound") to check its takes against.
+        let atStart = try #require(try Household.load(path: source.path))
+        #expect(atStart.phrases.map(\.text) == ["OK Hound"])
+        // Meanwhile the owner forgets "OK Hound" on the running speaker.
+        guard case .success(let forgotten) = await listener.apply(.forget("ok hound")) else { Issue.record("forget failed"); return }
+        #expect(forgotten.phrases.isEmpty)
+        // `enroll` keeps its take of another phrase: to the file as it is now.
+        let take = try Enrollment.take(try AudioFile.readMono(path: Self.fixtures + "/take-1.wav", targetRate: 16_000).samples, model: model)
+        try Household.update(path: source.path, bank: source.bank) { try $0.add(take, phrase: "hey kitchen", bank: source.bank, sessionStart: nil) }
+        #expect(try Household.load(path: source.path)?.phrases.map(\.text) == ["hey kitchen"])
+        // Told to read it again, the speaker hears the new phrase, and the forgotten one is not back.
+        guard case .success(let reloaded) = await listener.apply(.reload) else { Issue.record("reload failed"); return }
+        #expect(reloaded.phrases.map(\.text) == ["hey kitchen"])
+    }
+
+    /// Writers at once, in threads of their own: not one change is lost (each is made to the file as the one before
+    /// left it, under the file's lock).
+    @Test func writersAtOnceLoseNoChange() throws {
+        let (_, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        let frames: [[Float]] = Array(repeating: Array(repeating: 0.5, count: source.bank.dim), count: 8)
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 40) { _ in
+            do { try Household.update(path: source.path, bank: nil) { $0.addNegative(frames) } } catch { failures.withLock { $0 += 1 } }
+        }
+        #expect(failures.withLock { $0 } == 0)
+        #expect(try Household.load(path: source.path)?.negatives.count == 40)
     }
 }
