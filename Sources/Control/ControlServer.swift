@@ -33,6 +33,8 @@ public final class ControlServer: Sendable {
     private let access = Mutex<ControlAccess?>(nil)
     private let connections = Atomic<Int>(0)
     private let warnedFull = Atomic<Bool>(false)
+    /// The connections admitted that have not sent a request's head yet, oldest first (`admit`).
+    private let waitingForHead = Mutex<[(id: ObjectIdentifier, channel: any Channel)]>([])
 
     /// A request body larger than this is refused (a command is a line of JSON).
     static let largestBody = 64 * 1024
@@ -187,21 +189,36 @@ public final class ControlServer: Sendable {
 
     /// Counts a new connection in; false (and a warning, once until there is room again) when `limits.connections`
     /// are open already.
+    ///
+    /// At the limit, the oldest connection that has not sent a request's head yet is closed to make room: a local
+    /// process that holds connections open half-sent cannot keep `ctl` and the screen out (a whole request, a
+    /// WebSocket, is never closed for a newcomer).
     private func admit(_ channel: any Channel) -> Bool {
         let open = connections.add(1, ordering: .relaxed).newValue
-        guard open <= limits.connections else {
-            connections.subtract(1, ordering: .relaxed)
-            if !warnedFull.exchange(true, ordering: .relaxed) {
-                logger.warning("control API: \(limits.connections) connections are open; closing new ones until one ends")
+        if open > limits.connections {
+            guard let oldest = waitingForHead.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) else {
+                connections.subtract(1, ordering: .relaxed)
+                if !warnedFull.exchange(true, ordering: .relaxed) {
+                    logger.warning("control API: \(limits.connections) connections are open, each with a request; closing new ones until one ends")
+                }
+                return false
             }
-            return false
+            oldest.channel.close(promise: nil)
         }
+        let id = ObjectIdentifier(channel)
+        waitingForHead.withLock { $0.append((id, channel)) }
         channel.closeFuture.whenComplete { [self] _ in
+            headArrived(id)
             if connections.subtract(1, ordering: .relaxed).newValue < limits.connections {
                 warnedFull.store(false, ordering: .relaxed)
             }
         }
         return true
+    }
+
+    /// Connection `id` sent a request's head (or closed): it is no longer the first to go when the server is full.
+    private func headArrived(_ id: ObjectIdentifier) {
+        waitingForHead.withLock { waiting in waiting.removeAll { $0.id == id } }
     }
 
     /// The connection's pipeline, and the connection as `run` serves it.
@@ -213,7 +230,9 @@ public final class ControlServer: Sendable {
         let http = HTTPHandler(hub: hub, access: access, page: page, logger: logger, requestTimeout: limits.requestTimeAmount, requests: pending)
         let idle = IdleStateHandler(readTimeout: limits.requestTimeAmount)
         let headers = FramingHeaders()
-        let bound = NIOLoopBound((http, idle, headers), eventLoop: channel.eventLoop)
+        let id = ObjectIdentifier(channel)
+        let first = FirstHead { [weak self] in self?.headArrived(id) }
+        let bound = NIOLoopBound((http, idle, headers, first), eventLoop: channel.eventLoop)
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: ControlServer.largestBody,
             shouldUpgrade: { channel, head in
@@ -232,12 +251,15 @@ public final class ControlServer: Sendable {
             })
         let sync = channel.pipeline.syncOperations
         try sync.configureHTTPServerPipeline(
-            withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+            withServerUpgrade: (upgraders: [upgrader], completionHandler: { [weak self] context in
                 // The HTTP handlers go before the first frame is written: what is left speaks WebSocket.
-                let (http, idle, headers) = bound.value
+                // The upgrade's request never reaches FirstHead (the upgrader takes it): a WebSocket has sent its head.
+                self?.headArrived(id)
+                let (http, idle, headers, first) = bound.value
                 context.pipeline.syncOperations.removeHandler(http, promise: nil)
                 context.pipeline.syncOperations.removeHandler(idle, promise: nil)
                 context.pipeline.syncOperations.removeHandler(headers, promise: nil)
+                context.pipeline.syncOperations.removeHandler(first, promise: nil)
             }))
         // Next to the encoder, so that every response has them: ours, NIO's 400 for a request it cannot parse, and
         // the 101 of a WebSocket.
@@ -245,6 +267,7 @@ public final class ControlServer: Sendable {
         // After the decoder, which passes nothing on until a request's head is whole: a head sent slowly, or a
         // connection left open with nothing more, is timed out from the last whole part.
         try sync.addHandler(idle)
+        try sync.addHandler(first)
         try sync.addHandler(http)
         return ControlConnection(channel: channel, requests: requests)
     }
@@ -264,6 +287,23 @@ public final class ControlServer: Sendable {
 enum ControlRequest: Sendable {
     case http(ControlCommand)
     case webSocket(ControlCommand, WebSocketSubscriber)
+}
+
+/// Tells once that the connection's first request head is whole, and passes everything on.
+final class FirstHead: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    private var arrived: (@Sendable () -> Void)?
+
+    init(_ arrived: @escaping @Sendable () -> Void) { self.arrived = arrived }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data), let arrived {
+            self.arrived = nil
+            arrived()
+        }
+        context.fireChannelRead(data)
+    }
 }
 
 /// One connection as `ControlServer.run` serves it: its commands, until it closes. (Not an NIOAsyncChannel of its

@@ -599,3 +599,33 @@ def test_a_burst_of_household_commands_over_a_websocket_leaves_the_speaker_and_i
         assert status.returncode == 0, status.stderr
     finally:
         assert speaker.stop() == 0
+
+
+def test_ctl_is_answered_while_a_local_process_holds_the_control_apis_connections(standin, tmp_path):
+    """A local process holds 32 WebSockets (the most there may be) and 40 half-sent requests: `ctl status` is
+    answered every time (a half-sent connection makes room for it), and a press still gets its answer."""
+    import websocket
+
+    standin.set_plan([GOOD])
+    port = free_port()
+    speaker = Speaker(tmp_path, standin.port, extra=f'[control]\nlisten = "127.0.0.1:{port}"\n')
+    sockets, held = [], []
+    try:
+        for _ in range(32):
+            sockets.append(websocket.create_connection(f"ws://127.0.0.1:{port}/api/ws", timeout=HANG_GUARD))
+        for _ in range(40):
+            client = socket.create_connection(("127.0.0.1", port), timeout=HANG_GUARD)
+            client.sendall(b"GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+            held.append(client)
+        for _ in range(10):
+            status = cli("ctl", "status", "--config", speaker.config)
+            assert status.returncode == 0, status.stderr
+            assert '"state":"ready"' in status.stdout, status.stdout
+        answers = [e.get("answer") for e in speaker.press() if e.get("event") == "final"]
+        assert answers == [ANSWER], speaker.log_tail()
+    finally:
+        for ws in sockets:
+            ws.close()
+        for client in held:
+            client.close()
+        assert speaker.stop() == 0
