@@ -294,17 +294,20 @@ public struct Household: Codable, Sendable, Equatable {
             throw fail("is damaged (\(error)); move it away and enroll again")
         }
         guard household.version == 1 else { throw fail("is version \(household.version); this build reads version 1") }
-        guard household.negatives.allSatisfy({ !$0.embeddings.isEmpty }) else {
-            throw fail("is damaged (a household negative has no frames); move it away and enroll again")
+        guard household.negatives.allSatisfy({ !$0.embeddings.isEmpty && $0.embeddings.allSatisfy { $0.allSatisfy(\.isFinite) } }) else {
+            throw fail("is damaged (a household negative has no frames, or numbers that are not); move it away and enroll again")
         }
         for p in household.phrases {
             if let problem = PhraseText.problem(p.text) {
                 throw fail("is damaged (a phrase's words \(problem)); move it away and enroll again")
             }
             for t in p.templates {
+                // A template's score is a mean distance between unit vectors, 1 - a . b: its mean over the bank lies in
+                // 0...2 and its spread in (0, 1]. A number outside (a damaged digit) would shift every z it gives.
                 guard (Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count),
-                      t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count }), t.mu.isFinite, t.sd.isFinite, t.sd >= 0
-                else { throw fail("is damaged (a template of \"\(p.text)\" has the wrong size or numbers); move it away and enroll again") }
+                      t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count && $0.allSatisfy(\.isFinite) }),
+                      (0...2).contains(t.mu), t.sd > 0, t.sd <= 1
+                else { throw fail("is damaged (a template of \"\(p.text)\" has the wrong size or numbers out of range); move it away and enroll again") }
             }
             for h in p.heads ?? [] {
                 guard !h.weights.isEmpty, h.weights.count % PersonalHead.window == 0, h.weights.allSatisfy(\.isFinite),

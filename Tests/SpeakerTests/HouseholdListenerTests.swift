@@ -325,4 +325,26 @@ import TestSupport
         #expect(failures.withLock { $0 } == 0)
         #expect(try Household.load(path: source.path)?.negatives.count == 40)
     }
+
+    /// Every number in household.json is checked at load: a template's mean and spread over the bank in their
+    /// range (a damaged digit there once doubled the wakes). (JSON holds no NaN or infinity to damage them with.)
+    @Test func aDamagedNumberInTheHouseholdIsRefusedAtLoad() throws {
+        let (_, source) = try enrolled("OK Hound")
+        defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
+        let good = try #require(try Household.load(path: source.path))
+        let template = try #require(good.phrases.first?.templates.first)
+        #expect((0...2).contains(template.mu) && template.sd > 0 && template.sd <= 1, "the fixture's own are in range")
+        let damages: [(String, (inout Household) -> Void)] = [
+            ("mu 6.2", { $0.phrases[0].templates[0].mu = 6.2 }),
+            ("mu -0.1", { $0.phrases[0].templates[0].mu = -0.1 }),
+            ("sd 0", { $0.phrases[0].templates[0].sd = 0 }),
+            ("sd 3", { $0.phrases[0].templates[0].sd = 3 }),
+        ]
+        for (what, damage) in damages {
+            var household = good
+            damage(&household)
+            try household.save(path: source.path)
+            #expect(throws: HouseholdError.self, "\(what)") { try Household.load(path: source.path) }
+        }
+    }
 }
