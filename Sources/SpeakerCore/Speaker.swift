@@ -93,7 +93,8 @@ public struct Speaker: Sendable {
     }
 
     /// Everything the loop carries out, and nothing it does not: every case is one it acts on. The machine's own
-    /// effects reach the loop as these (`effect(_:)`), except those carried out here on the timer book.
+    /// effects reach the loop as these (`handle`), except those carried out here: on the timer book, and the false
+    /// wakes decided.
     public enum Effect: Sendable, Equatable {
         /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked),
         /// from the always-on microphone, or (`openMicrophone`) from one opened for this question alone.

@@ -357,8 +357,8 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// Speech is off: the answer is printed/logged instead.
     case show(Utterance)
     case stopped
-    /// A hot-phrase wake ended without a question: the loop decides with `FalseWake.kept` whether the detector
-    /// keeps it as one of the household's false wakes. It comes before the earcon that marks the end, whose sound
+    /// A hot-phrase wake ended without a question: the core (`Speaker`) decides with `FalseWake.kept` whether the
+    /// detector keeps it as one of the household's false wakes. It comes before the earcon that marks the end, whose sound
     /// resets the detector.
     case falseWake(FalseWake)
     /// A hot-phrase wake's question was answered (Houndify heard words after the phrase): the detector sets that
