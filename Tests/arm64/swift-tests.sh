@@ -4,16 +4,15 @@
 # Debian 13 arm64 root under qemu-user, with real espeak-ng, sox and ALSA file devices there as on amd64.
 #   Tests/arm64/swift-tests.sh [SUITE...]
 # Without SUITE, the suites that cover the most of what differs on the Pi's processor, in CI's time: the core (its
-# machine, loop and timers), the detector (its arithmetic, vectorised), Houndify's protocol and parsing, the
-# board's logic and the config. SUITE: a --filter pattern (a module like HotPhraseTests, or a suite's name); "all"
+# machine and decisions, SpeakerCoreTests) and the timers, the detector (its arithmetic, vectorised), Houndify's
+# protocol and parsing, the board's logic and the config. SUITE: a --filter pattern (a module like HotPhraseTests, or a suite's name); "all"
 # runs every test (BENCHMARKS.md, "arm64", says how long that takes). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scratch=.build-arm64-debug
 filters=("$@")
 if [ ${#filters[@]} -eq 0 ]; then
-    filters=(SpeakerTests.SpeakerMachineTests SpeakerTests.BargeInMachineTests SpeakerTests.HoldToTalkTests
-             SpeakerTests.SpeakerStepTests TimersTests HotPhraseTests.FrontEndTests HotPhraseTests.EmbeddingReferenceTests
+    filters=(SpeakerCoreTests TimersTests HotPhraseTests.FrontEndTests HotPhraseTests.EmbeddingReferenceTests
              HotPhraseTests.ReferenceTests HotPhraseTests.SubsequenceDTWTests HoundifyTests.SigningTests
              HoundifyTests.RequestInfoTests HoundifyTests.JSONStreamScannerTests HoundifyTests.ModelTests
              BoardTests.ButtonGestureTests BoardTests.LEDTests BoardTests.TalkModeTests SpeakerConfigTests)
