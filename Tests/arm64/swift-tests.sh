@@ -5,8 +5,8 @@
 #   Tests/arm64/swift-tests.sh [SUITE...]
 # Without SUITE, the suites that cover the most of what differs on the Pi's processor, in CI's time: the core (its
 # machine and decisions, SpeakerCoreTests) and the timers, the detector (its arithmetic, vectorised), Houndify's
-# protocol and parsing, the board's logic and the config. SUITE: a --filter pattern (a module like HotPhraseTests, or a suite's name); "all"
-# runs every test (BENCHMARKS.md, "arm64", says how long that takes). Needs root.
+# protocol and parsing, the board's logic and the config. SUITE: a --filter pattern (a module like HotPhraseTests,
+# or a suite's name); "all" runs every test (BENCHMARKS.md, "arm64", says how long that takes). Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 scratch=.build-arm64-debug
