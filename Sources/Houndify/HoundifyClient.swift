@@ -126,8 +126,10 @@ public final class HoundifyClient: Sendable {
     }
 
     /// Starts a streaming voice search. Write 16-bit mono PCM at `sampleRate` (16000 or 8000) to it as it is
-    /// captured; end it with `finish()` (stopSearch) or let `SafeToStopAudio` end it.
-    public func startVoiceSearch(sampleRate: Int = VoiceSearchRate.wideband, extra: [String: JSONValue] = [:]) throws(HoundifyError) -> VoiceSearch {
+    /// captured; end it with `finish()` (stopSearch) or let `SafeToStopAudio` end it. `stopAudioOnSafeToStop`
+    /// overrides the configuration's for this search (hold-to-talk: only the release ends the question).
+    public func startVoiceSearch(sampleRate: Int = VoiceSearchRate.wideband, extra: [String: JSONValue] = [:],
+                                 stopAudioOnSafeToStop: Bool? = nil) throws(HoundifyError) -> VoiceSearch {
         guard VoiceSearchRate.isAccepted(sampleRate) else {
             throw .internalError(detail: "voice search audio must be \(VoiceSearchRate.accepted), not \(sampleRate)")
         }
@@ -143,7 +145,8 @@ public final class HoundifyClient: Sendable {
         let spec = HTTPRequestSpec(url: "\(baseURL)/v1/audio", headers: headers, contentLength: nil,
                                    connectTimeoutMS: configuration.connectTimeoutMS,
                                    responseTimeoutMS: configuration.responseTimeoutMS)
-        let search = SearchSession(kind: .voice, stopAudioOnSafeToStop: configuration.stopAudioOnSafeToStop, client: self)
+        let stops = stopAudioOnSafeToStop ?? configuration.stopAudioOnSafeToStop
+        let search = SearchSession(kind: .voice, stopAudioOnSafeToStop: stops, client: self)
         let transfer = HTTPTransfer(spec: spec, initialChunks: [info, encoder.header], endsUpload: false, delegate: search)
         search.attach(transfer)
         CurlWorker.shared.submit(transfer)

@@ -23,13 +23,14 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
     /// RequestInfo added to the next voice queries.
     public func setRequestInfo(_ info: [String: JSONValue]) { requestInfo.withLock { $0 = info } }
 
-    public func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession {
+    public func startVoiceSearch(afterHotPhrase: Bool, endsAtSafeToStop: Bool) throws(SearchError) -> any VoiceSearchSession {
         var extra = requestInfo.withLock { $0 }
         if afterHotPhrase && extra["WakeUpPattern"] == nil {
             // The pre-roll carries the end of "OK Hound": say so, so Houndify drops the phrase from the query.
             extra["WakeUpPattern"] = .string("[[\"OK\" | \"Okay\"] . \"Hound\"]")
         }
-        do throws(HoundifyError) { return Session(try client.startVoiceSearch(extra: extra), reader: reader, client: client) } catch {
+        do throws(HoundifyError) { let search = try client.startVoiceSearch(extra: extra, stopAudioOnSafeToStop: endsAtSafeToStop)
+            return Session(search, reader: reader, client: client) } catch {
             throw Self.searchError(error) ?? SearchError(.serviceFailing, detail: "\(error)")
         }
     }
@@ -60,7 +61,7 @@ public final class HoundifyVoiceSearch: VoiceSearchService {
         case .authenticationFailed: failure = .authentication
         case .serverStatusError, .noResponseReceived, .invalidResponse, .parseFailed, .httpError, .internalError: failure = .serviceFailing
         }
-        return SearchError(failure, detail: "\(error) [\(error.code)]")
+        return SearchError(failure, detail: "\(error) [\(error.code)]", code: error.code)
     }
 
     final class Session: VoiceSearchSession {

@@ -201,6 +201,7 @@ extension SpeakerActivity {
         case .question(let report): report.fields
         case .searchFailed(let error):
             [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail)), ("said", .string(error.failure.sentence))]
+                + (error.code.isEmpty ? [] : [("code", .string(error.code))])
         case .answerShown(let text): [("text", .string(text))]
         case .speech(let text): [("text", .string(text))]
         case .display(let data): [("data", data)]

@@ -20,9 +20,19 @@ public struct DeviceProblem: Error, Sendable, Equatable, CustomStringConvertible
 public struct SearchError: Error, Sendable, Equatable, CustomStringConvertible {
     public var failure: SearchFailure
     public var detail: String
-    public init(_ failure: SearchFailure, detail: String) {
+    /// The Hound SDK's name for it (HoundVoiceSearchErrorCode: "ConnectionFailure", "NotReady", ...; "" when none
+    /// fits), for the events and the log.
+    public var code: String
+    public init(_ failure: SearchFailure, detail: String, code: String = "") {
         self.failure = failure
         self.detail = detail
+        self.code = code
+    }
+    /// The SDK's NotReady: a question was asked with no microphone to record it.
+    public static func notReady(_ detail: String) -> SearchError { SearchError(.microphone, detail: detail, code: "NotReady") }
+    /// The SDK's AudioInterrupted: the microphone was lost in the middle of a question.
+    public static func audioInterrupted(_ detail: String) -> SearchError {
+        SearchError(.microphone, detail: detail, code: "AudioInterrupted")
     }
     public var description: String { detail }
 }
@@ -52,7 +62,8 @@ public protocol VoiceSearchSession: AnyObject, Sendable {
 
 public protocol VoiceSearchService: Sendable {
     /// `afterHotPhrase`: the audio starts with the end of "OK Hound" (the pre-roll), which the service should drop.
-    func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession
+    /// `endsAtSafeToStop`: the service's SafeToStopAudio ends the upload; false (hold-to-talk), only `finish` does.
+    func startVoiceSearch(afterHotPhrase: Bool, endsAtSafeToStop: Bool) throws(SearchError) -> any VoiceSearchSession
     /// Keeps the conversation state of the branch of a dynamic response the speaker took (the service keeps that
     /// of ordinary answers itself).
     func keepConversation(_ state: JSONValue)

@@ -98,7 +98,7 @@ public struct Speaker: Sendable {
     public enum Effect: Sendable, Equatable {
         /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked),
         /// from the always-on microphone, or (`openMicrophone`) from one opened for this question alone.
-        case startSearch(preRoll: Bool, openMicrophone: Bool)
+        case startSearch(preRoll: Bool, openMicrophone: Bool, held: Bool = false)
         /// Open the always-on microphone, if it is not open (at the start, and unmuted); one that is missing is
         /// looked for until it appears.
         case openAlwaysOnMicrophone
@@ -113,9 +113,9 @@ public struct Speaker: Sendable {
         /// The microphone stops feeding the question; its upload is left open (`SpeakerEffect.stopRecording`).
         case stopRecording
         case cancelSearch
-        case speak(Utterance)
+        case speak(Utterance, id: Int)
         case stopSpeaking
-        case playEarcon(Earcon)
+        case playEarcon(Earcon, id: Int)
         case leds(LEDState)
         /// Carry out a volume command on the output; the loop reports the level as `.volumeChanged`.
         case volume(VolumeAction)
@@ -324,6 +324,12 @@ public struct Speaker: Sendable {
             if case .lost(let why) = event, machine.enrollment != nil {
                 return handle(.enrollment(id: machine.enrollmentID, .abort("the microphone was lost: \(why)")), now: now)
             }
+            // A question being recorded has lost its audio (the SDK's AudioInterrupted): it fails now, rather than
+            // send half of it or wait for the recording's watchdog.
+            if case .lost(let why) = event, machine.state == .recording {
+                let error = SearchError.audioInterrupted("microphone \(settings.microphoneDevice) was lost during the question: \(why)")
+                return [.tell(.searchFailed(error))] + handle(.searchFailed(.microphone), now: now)
+            }
             return []
         case .startEnrollment(let phrase, let defaultPhrase, let unavailable, let fromButton):
             // Spaces around and between the words are not part of the phrase (Household compares phrases so too).
@@ -331,7 +337,10 @@ public struct Speaker: Sendable {
             let refusal = enrollmentRefusal(unavailable: unavailable)
             return handle(.enroll(phrase: text, refusal: refusal, fromButton: fromButton), now: now)
         case .volumeChanged(let action, .success(let level)):
-            lastActionOutcome = ActionOutcome(.changed(1), sentence: Self.volumeSentence(action, level))
+            // One rule for every volume change, by voice or by Houndify: the level is said, at that level.
+            var outcome = ActionOutcome(.changed(1), sentence: Self.volumeSentence(action, level))
+            outcome.ownSentence = true
+            lastActionOutcome = outcome
             return [.tell(.volume(level.percent, soundOff: level.soundOff))]
         case .volumeChanged(_, .failure(let problem)):
             lastActionOutcome = ActionOutcome(.failed, sentence: Self.volumeFailed)
@@ -455,15 +464,15 @@ public struct Speaker: Sendable {
             case .setMicrophoneMuted(true):
                 microphoneUp = false  // the loop stops the always-on microphone
                 effects.append(.setMicrophoneMuted(true))
-            case .startSearch(let preRoll):
+            case .startSearch(let preRoll, let held):
                 if preRoll { lastWake = now.reading.boot }
                 if settings.alwaysOnMicrophone && !microphoneUp {
                     // The always-on microphone is missing: said now, rather than silence recorded.
                     let problem = "microphone \(settings.microphoneDevice) is not available: nothing to record"
-                    effects.append(.tell(.searchFailed(SearchError(.microphone, detail: problem))))
+                    effects.append(.tell(.searchFailed(.notReady(problem))))
                     reports.append(.searchFailed(.microphone))
                 } else {
-                    effects.append(.startSearch(preRoll: preRoll, openMicrophone: !settings.alwaysOnMicrophone))
+                    effects.append(.startSearch(preRoll: preRoll, openMicrophone: !settings.alwaysOnMicrophone, held: held))
                 }
             case .falseWake(let wake):
                 // Seconds on the monotonic clock, whole milliseconds: a difference of two readings, never NaN.
@@ -477,9 +486,9 @@ public struct Speaker: Sendable {
             case .endAudio: effects.append(.endAudio)
             case .stopRecording: effects.append(.stopRecording)
             case .cancelSearch: effects.append(.cancelSearch)
-            case .speak(let utterance): effects.append(.speak(utterance))
+            case .speak(let utterance, let id): effects.append(.speak(utterance, id: id))
             case .stopSpeaking: effects.append(.stopSpeaking)
-            case .playEarcon(let earcon): effects.append(.playEarcon(earcon))
+            case .playEarcon(let earcon, let id): effects.append(.playEarcon(earcon, id: id))
             case .leds(let leds): effects.append(.leds(leds))
             case .volume(let action): effects.append(.volume(action))
             case .runCommand(let command): effects.append(.runCommand(command))

@@ -125,6 +125,9 @@ public struct ActionOutcome: Sendable, Equatable {
     /// Said after whichever words are chosen: what was done could not be kept (the timers file could not be
     /// written), so the person is not told a timer is set that a restart would lose.
     public var caveat = ""
+    /// The speaker's own sentence even for a change (the volume: the level, heard at that level), whatever words
+    /// Houndify gave; the branch is still the one that fits.
+    public var ownSentence = false
 
     public init(_ result: Result, sentence: String) {
         self.result = result
@@ -143,7 +146,7 @@ public struct ActionOutcome: Sendable, Equatable {
         }
         let useTheirs: Bool
         switch result {
-        case .changed: useTheirs = true
+        case .changed: useTheirs = !ownSentence || sentence.allSatisfy(\.isWhitespace)
         case .told, .noMatch, .failed: useTheirs = sentence.allSatisfy(\.isWhitespace)
         }
         let said = if useTheirs, let theirs = branch?.text, !theirs.allSatisfy(\.isWhitespace) { theirs } else { sentence }
@@ -265,12 +268,15 @@ public enum SpeakerEvent: Sendable, Equatable {
     case endOfSpeech
     /// The endpointer heard nothing before its timeout.
     case noSpeech
+    /// The question has reached the longest the speaker records (the endpointer's 12 s): it is sent, held or not.
+    case questionLimit
     case answer(SpeakerAnswer)
     case searchFailed(SearchFailure)
-    /// The utterance that was playing has ended, and how.
-    case speechEnded(SoundEnd)
-    /// The earcon that was playing has ended, and how.
-    case soundEnded(SoundEnd)
+    /// Utterance `id` (`.speak`) has ended, and how. Only its own end counts: a stopped answer's end, reported
+    /// after the next utterance has started, ends nothing but itself.
+    case speechEnded(SoundEnd, id: Int)
+    /// Earcon `id` (`.playEarcon`) has ended, and how.
+    case soundEnded(SoundEnd, id: Int)
     /// The watchdog of the given generation expired.
     case watchdog(generation: Int)
     /// A timer has gone off (the loop's timer list says which).
@@ -320,7 +326,9 @@ extension SpeakerEvent {
 /// What the state machine asks the loop to do.
 public enum SpeakerEffect: Sendable, Equatable {
     /// Start streaming the microphone into a new voice search (with the audio from before a hot phrase if asked).
-    case startSearch(preRoll: Bool)
+    /// `held`: hold-to-talk, the button down: the person's release ends the upload, not the service's
+    /// SafeToStopAudio.
+    case startSearch(preRoll: Bool, held: Bool = false)
     /// Start a text search for a typed question (`id` as in `SpeakerEvent.textQuery`).
     case startTextSearch(String, id: Int = 0)
     /// A typed question is not asked now, and why (a person is asking one, a timer rings): it cuts nobody off.
@@ -334,9 +342,13 @@ public enum SpeakerEffect: Sendable, Equatable {
     /// (the press was a tap) or `cancelSearch` (it was long) follows.
     case stopRecording
     case cancelSearch
-    case speak(Utterance)
+    /// Say `utterance`; its end comes back as `.speechEnded(_, id:)`. Every sound the machine asks for has an id of
+    /// its own, from one count.
+    case speak(Utterance, id: Int)
+    /// Stops whatever of ours is playing or queued: every utterance and earcon asked for so far.
     case stopSpeaking
-    case playEarcon(Earcon)
+    /// Play `earcon`; its end comes back as `.soundEnded(_, id:)`.
+    case playEarcon(Earcon, id: Int)
     case leds(LEDState)
     /// Carry out a timer command on the loop's timer list (and keep its outcome for `.timerOutcome`).
     case timer(TimerAction)
@@ -461,8 +473,10 @@ public struct SpeakerMachine: Sendable {
         /// `reopen`: whether (and why) the microphone reopens when the answer has been spoken. `learn`: the
         /// answer is a hot-phrase wake's that Houndify heard words after; heard to the end, the wake is told to
         /// the detector to learn from (`answeredWake`), stopped, it is not.
-        case speaking(reopen: Reopen, learn: Bool = false)
-        case ringing
+        /// `utterance`: the id of the utterance being said; only its end ends speaking.
+        case speaking(reopen: Reopen, learn: Bool = false, utterance: Int)
+        /// `earcon`: the id of the ring now playing; only its end plays the next.
+        case ringing(earcon: Int)
         /// A spoken enrollment: its session, which the machine drives.
         case enrolling(EnrollmentSession)
 
@@ -490,11 +504,16 @@ public struct SpeakerMachine: Sendable {
     public private(set) var offline = false
     /// The output device failed: ready shows the error pattern until an utterance or earcon plays through.
     public private(set) var outputMissing = false
-    /// How many of the earcons and utterances asked for (`.playEarcon`, `.speak`) have not reported their end yet.
+    /// The earcons and utterances asked for (`.playEarcon`, `.speak`) that have not reported their end yet, by id.
     /// The machine is the one owner of "our own sound is playing": the loop passes it on to the capture router
     /// after every event, so the hot phrase stays off until the last of an error earcon and the sentence after it
     /// has ended, not just the first.
-    public private(set) var soundsPlaying = 0
+    public private(set) var playing: Set<Int> = []
+    /// Words said for an enrollment (`.sayForEnrollment`) not yet ended: they report as `.enrollment(_, .spoken)`.
+    private var enrollmentWordsPlaying = 0
+    /// The last sound id given.
+    private var lastSoundID = 0
+    public var soundsPlaying: Int { playing.count + enrollmentWordsPlaying }
     /// Our own sound is playing: the hot phrase is not listened for (the "hears itself" bug).
     public var soundPlaying: Bool { soundsPlaying > 0 }
     /// A timer went off while the speaker was busy: it rings once the speaker is ready.
@@ -544,22 +563,21 @@ public struct SpeakerMachine: Sendable {
         if state == .ready && ringPending { effects += startRinging() }
         while state == .ready && !pendingAnnouncements.isEmpty {
             let text = pendingAnnouncements.removeFirst()
-            effects += [.playEarcon(.announce)] + say(.text(text))
+            effects += [earcon(.announce)] + say(.text(text))
         }
-        for effect in effects {
-            switch effect {
-            case .playEarcon, .speak, .sayForEnrollment: soundsPlaying += 1
-            default: break
-            }
-        }
+        enrollmentWordsPlaying += effects.count { if case .sayForEnrollment = $0 { true } else { false } }
         return effects
     }
 
     private mutating func transition(_ event: SpeakerEvent) -> [SpeakerEffect] {
         switch (phase, event) {
+        case (_, .speechEnded(let end, let id)) where id != speakingID, (_, .soundEnded(let end, let id)) where id != ringingID:
+            // Any other sound's end (an earcon, or speech stopped on the way to where the machine is now) ends only
+            // itself: never the utterance or the ring that plays now.
+            return soundEnded(end, id: id)
         case (_, .enrollment(let id, .spoken)):
             // The end of words said for an enrollment (its own, or the set-up hold's "I can't"): one sound less.
-            soundsPlaying = max(0, soundsPlaying - 1)
+            enrollmentWordsPlaying = max(0, enrollmentWordsPlaying - 1)
             if enrollmentWordsPending == id {
                 enrollmentWordsPending = nil
                 return [.endEnrolling(id: id)]
@@ -631,14 +649,13 @@ public struct SpeakerMachine: Sendable {
             return [.stopSpeaking] + (muted ? say(.text(Self.mutedSentence)) : startListening(preRoll: false))
         case (_, .listen):
             return transition(.talk)
-        case (.ringing, .soundEnded(let end)):
+        case (.ringing(let ring), .soundEnded(let end, let id)) where id == ring:
             // The ring goes round again until someone stops it; an output that failed is not retried in a spin.
-            let effects = soundEnded(end)
-            return end == .finished ? effects + [.playEarcon(.timer)] : effects
-        case (_, .soundEnded(let end)):
-            return soundEnded(end)
-        case (let p, .speechEnded(let end)) where p.state != .speaking:
-            return soundEnded(end)  // speech that was stopped on the way to another state has now ended
+            let effects = soundEnded(end, id: id)
+            guard end == .finished else { return effects }
+            let next = earcon(.timer)
+            if case .playEarcon(_, let again) = next { phase = .ringing(earcon: again) }
+            return effects + [next]
         case (.ringing, .hotPhrase) where settings.bargeIn && !muted:
             // "OK Hound" over the ring: it stops, and the question after the phrase is heard.
             return [.stopSpeaking, .stopRinging] + startListening(preRoll: true)
@@ -675,22 +692,24 @@ public struct SpeakerMachine: Sendable {
         case (.recording(_, held: true, _), .endOfSpeech), (.recording(_, held: true, _), .noSpeech):
             // A pause (or the service's SafeToStopAudio) while the button is held: the person is still asking.
             return []
+        case (.recording, .questionLimit):
+            return [.endAudio, earcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
         case (.recording(_, held: true, _), .watchdog):
             // Held past the speaker's recording limit: what was said is sent, as a release would.
-            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
+            return [.endAudio, earcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
         case (.recording, .press):
             // The press that ends the question may become a long press, which cancels it: until the button comes
             // up, the upload is left unfinished, so a cancelled question never reaches Houndify whole.
-            return [.stopRecording, .playEarcon(.stopListening)] + enter(.searching(pressDown: true, held: nil)) + [.leds(.searching)]
+            return [.stopRecording, earcon(.stopListening)] + enter(.searching(pressDown: true, held: nil)) + [.leds(.searching)]
         case (.recording, .talk), (.recording, .endTalk), (.recording, .endOfSpeech):
-            return [.endAudio, .playEarcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
+            return [.endAudio, earcon(.stopListening)] + enter(.searching(pressDown: false, held: nil)) + [.leds(.searching)]
         case (.recording(quiet: true, _, _), .noSpeech):
-            return [.cancelSearch, .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.cancelSearch, earcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech) where wokenByHotPhrase:
             // Nothing after "OK Hound": most wakes like this are false (the TV, a word like it), and a sentence each
             // time would make them worse. The earcon and the LEDs say it went back to ready (as peers do); a press
             // that hears nothing is still told so below, since a person is certainly there.
-            return [.cancelSearch, .falseWake(.heardNothing), .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.cancelSearch, .falseWake(.heardNothing), earcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.recording, .noSpeech):
             return [.cancelSearch] + fail(.nothingHeard)
         case (.recording, .answer(let answer)):
@@ -729,8 +748,8 @@ public struct SpeakerMachine: Sendable {
         case (.speaking, .hotPhrase) where settings.bargeIn && !muted:
             // "OK Hound" over the answer (barge-in): it stops at once and the next question is heard.
             return [.stopSpeaking] + startListening(preRoll: true)
-        case (.speaking(let reopen, let learn), .speechEnded(let end)):
-            _ = soundEnded(end)
+        case (.speaking(let reopen, let learn, _), .speechEnded(let end, let id)):
+            _ = soundEnded(end, id: id)
             let learned: [SpeakerEffect] = learn && end == .finished ? [.answeredWake] : []
             // Not into a microphone the owner has muted, nor after an answer that never reached the ear.
             guard reopen != .no, !muted, end != .outputFailed else {
@@ -739,7 +758,7 @@ public struct SpeakerMachine: Sendable {
             return learned + startListening(preRoll: false, quiet: reopen == .followUp, reopened: true)
         case (.speaking, .watchdog):
             // The speech output itself is what hangs, so another sentence would hang too: the earcon says it.
-            return [.stopSpeaking, .playEarcon(.error)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.stopSpeaking, earcon(.error)] + leave(to: .ready) + [.leds(readyLEDs)]
         case (.speaking, _):
             return []
         }
@@ -773,9 +792,9 @@ public struct SpeakerMachine: Sendable {
             let minutes = settings.enrollingLimitMS / 60_000
             return enrollment?.step == .saving ? drive(.saveFailed("no answer from the household's store within \(minutes) min"))
                 : drive(.abort("it took longer than \(minutes) min"))
-        case .speechEnded(let end), .soundEnded(let end):
-            return soundEnded(end)
-        case .tapEnded, .endTalk, .started, .partialTranscript, .endOfSpeech, .noSpeech, .answer, .searchFailed:
+        case .speechEnded(let end, let id), .soundEnded(let end, let id):
+            return soundEnded(end, id: id)
+        case .tapEnded, .endTalk, .started, .partialTranscript, .endOfSpeech, .noSpeech, .questionLimit, .answer, .searchFailed:
             return []  // the end of the press that stopped it, or a search's late report
         case .enroll:
             return [.enrollmentAnswer(.failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")))]
@@ -827,7 +846,7 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func muteWhileSaving(_ on: Bool) -> [SpeakerEffect] {
         muted = on
-        return [.setMicrophoneMuted(on), .playEarcon(on ? .muteOn : .muteOff)]
+        return [.setMicrophoneMuted(on), earcon(on ? .muteOn : .muteOff)]
     }
 
     /// Hands `input` to the session and turns what it asks into the machine's effects, its LEDs decided here.
@@ -884,7 +903,7 @@ public struct SpeakerMachine: Sendable {
         case .ringing: effects = [.stopSpeaking, .stopRinging]
         case .ready, .none, .enrolling: break  // an enrollment has ended before (endEnrollment)
         }
-        effects += [.setMicrophoneMuted(on), .playEarcon(on ? .muteOn : .muteOff)]
+        effects += [.setMicrophoneMuted(on), earcon(on ? .muteOn : .muteOff)]
         if state != .ready { effects += leave(to: .ready) }
         return effects + [.leds(readyLEDs)]
     }
@@ -933,7 +952,9 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func startRinging() -> [SpeakerEffect] {
         ringPending = false
-        return enter(.ringing) + [.leds(.ringing), .playEarcon(.timer)]
+        let ring = earcon(.timer)
+        guard case .playEarcon(_, let id) = ring else { return [] }
+        return enter(.ringing(earcon: id)) + [.leds(.ringing), ring]
     }
 
     private mutating func stopRinging() -> [SpeakerEffect] {
@@ -942,8 +963,8 @@ public struct SpeakerMachine: Sendable {
 
     private mutating func startListening(preRoll: Bool, quiet: Bool = false, held: Bool = false, reopened: Bool = false) -> [SpeakerEffect] {
         wokenByHotPhrase = preRoll  // only the hot phrase starts a question with its pre-roll
-        return [.playEarcon(.startListening)] + enter(.recording(quiet: quiet, held: held, reopened: reopened))
-            + [.leds(.listening), .startSearch(preRoll: preRoll)]
+        return [earcon(.startListening)] + enter(.recording(quiet: quiet, held: held, reopened: reopened))
+            + [.leds(.listening), .startSearch(preRoll: preRoll, held: held)]
     }
 
     private mutating func answered(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
@@ -954,8 +975,8 @@ public struct SpeakerMachine: Sendable {
         let heardWords = !answer.transcript.allSatisfy(\.isWhitespace)
         let effects = answering(answer)
         guard wokenByHotPhrase, heardWords else { return effects }
-        if case .speaking(let reopen, _) = phase {
-            phase = .speaking(reopen: reopen, learn: true)
+        if case .speaking(let reopen, _, let utterance) = phase {
+            phase = .speaking(reopen: reopen, learn: true, utterance: utterance)
             return [.holdAnsweredWake] + effects
         }
         return [.holdAnsweredWake, .answeredWake] + effects
@@ -976,7 +997,7 @@ public struct SpeakerMachine: Sendable {
         }
         if wokenByHotPhrase && answer.transcript.allSatisfy(\.isWhitespace) {
             // Houndify heard no words after the hot phrase (a noise ended the recording): a false wake, as above.
-            return [.falseWake(.heardNothing), .playEarcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [.falseWake(.heardNothing), earcon(.stopListening)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         switch answer.localCommand {
         case .stop?:
@@ -999,15 +1020,18 @@ public struct SpeakerMachine: Sendable {
         guard settings.enableSpeech else {
             return [.show(utterance)] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        return enter(.speaking(reopen: reopen)) + [.leds(.speaking), .speak(utterance)]
+        let id = newSoundID()
+        return enter(.speaking(reopen: reopen, utterance: id)) + [.leds(.speaking), .speak(utterance, id: id)]
     }
 
     private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
         if failure == .offline { offline = true }
         guard settings.enableSpeech else {
-            return [.playEarcon(.error), .show(.text(failure.sentence))] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [earcon(.error), .show(.text(failure.sentence))] + leave(to: .ready) + [.leds(readyLEDs)]
         }
-        return [.playEarcon(.error)] + enter(.speaking(reopen: .no)) + [.leds(.error), .speak(.text(failure.sentence))]
+        let error = earcon(.error)
+        let id = newSoundID()
+        return [error] + enter(.speaking(reopen: .no, utterance: id)) + [.leds(.error), .speak(.text(failure.sentence), id: id)]
     }
 
     private mutating func cancelAll() -> [SpeakerEffect] {
@@ -1017,12 +1041,35 @@ public struct SpeakerMachine: Sendable {
         case .speaking, .ringing: effects = [.stopSpeaking]
         case .ready, .none, .enrolling: return []
         }
-        return effects + [.playEarcon(.cancel)] + leave(to: .ready) + [.leds(readyLEDs)]
+        return effects + [earcon(.cancel)] + leave(to: .ready) + [.leds(readyLEDs)]
     }
 
-    /// One of our sounds has ended; in ready, the LEDs follow a change in what it says about the output device.
-    private mutating func soundEnded(_ end: SoundEnd) -> [SpeakerEffect] {
-        soundsPlaying = max(0, soundsPlaying - 1)
+    /// A new sound id, counted as playing until its end is reported.
+    private mutating func newSoundID() -> Int {
+        lastSoundID += 1
+        playing.insert(lastSoundID)
+        return lastSoundID
+    }
+
+    /// `earcon`, with an id of its own.
+    private mutating func earcon(_ earcon: Earcon) -> SpeakerEffect {
+        .playEarcon(earcon, id: newSoundID())
+    }
+
+    /// The utterance being said now, if the machine is speaking.
+    public var speakingID: Int? {
+        if case .speaking(_, _, let id) = phase { id } else { nil }
+    }
+
+    /// The ring playing now, if the machine is ringing.
+    public var ringingID: Int? {
+        if case .ringing(let id) = phase { id } else { nil }
+    }
+
+    /// Sound `id` has ended; in ready, the LEDs follow a change in what it says about the output device. An end
+    /// of no sound playing (told twice, or never asked for) changes nothing.
+    private mutating func soundEnded(_ end: SoundEnd, id: Int) -> [SpeakerEffect] {
+        guard playing.remove(id) != nil else { return [] }
         let was = outputMissing
         switch end {
         case .finished: outputMissing = false  // a sound played through: the speaker is there

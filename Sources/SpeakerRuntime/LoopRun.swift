@@ -186,7 +186,8 @@ struct LoopRun {
             guard id == searchID else { return nil }
             switch decision {
             case .speechStarted: return nil
-            case .endOfSpeech, .maxLength: return .event(.endOfSpeech)
+            case .endOfSpeech: return .event(.endOfSpeech)
+            case .maxLength: return .event(.questionLimit)
             case .noSpeech: return .event(.noSpeech)
             }
         case .search(let id, let event):
@@ -355,8 +356,10 @@ struct LoopRun {
             take = nil
             ports.enrollment?.discard()
         case .endEnrolling(let id): router.endEnrolling(id)
-        case .startSearch(let preRoll, let openMicrophone):
-            if let failure = startSearch(preRoll: preRoll, openMicrophone: openMicrophone, in: &group) { reports.append(.searchFailed(failure)) }
+        case .startSearch(let preRoll, let openMicrophone, let held):
+            if let failure = startSearch(preRoll: preRoll, openMicrophone: openMicrophone, held: held, in: &group) {
+                reports.append(.searchFailed(failure))
+            }
         case .openAlwaysOnMicrophone:
             if alwaysOnMicrophone == nil { openAlwaysOnMicrophone() }
         case .startTextSearch(let query, let id):
@@ -372,14 +375,14 @@ struct LoopRun {
             stopRecording()
             search?.finish()
         case .cancelSearch: cancelSearch()
-        case .speak(let utterance): speak(utterance, in: &group)
+        case .speak(let utterance, let id): speak(utterance, id: id, in: &group)
         case .stopSpeaking:
             ports.speech.stopSpeaking()
-        case .playEarcon(let earcon):
+        case .playEarcon(let earcon, let id):
             let playback = ports.speech.play(earcon)
             group.addTask { [continuation] in
                 let (end, problem) = await playback.ended()
-                continuation.yield(.played(.soundEnded(end), problem: problem))
+                continuation.yield(.played(.soundEnded(end, id: id), problem: problem))
             }
         case .leds(let leds):
             ports.board?.show(leds)
@@ -433,7 +436,7 @@ struct LoopRun {
         finishInteraction()
     }
 
-    private mutating func speak(_ utterance: Utterance, in group: inout DiscardingTaskGroup) {
+    private mutating func speak(_ utterance: Utterance, id: Int, in group: inout DiscardingTaskGroup) {
         // Read on the speech thread as the first sample goes out, and brought to the loop like every input.
         let firstSample: @Sendable () -> Void = { [continuation, clock = ports.clock] in
             continuation.yield(.firstSpeechSample(clock.now))
@@ -450,7 +453,7 @@ struct LoopRun {
         }
         group.addTask { [continuation] in
             let (end, problem) = await playback.ended()
-            continuation.yield(.played(.speechEnded(end), problem: problem))
+            continuation.yield(.played(.speechEnded(end, id: id), problem: problem))
         }
     }
 
@@ -491,7 +494,7 @@ struct LoopRun {
                        _ start: () throws(SearchError) -> any VoiceSearchSession) -> Result<(any VoiceSearchSession, Int), SearchError> {
         let search: any VoiceSearchSession
         do throws(SearchError) { search = try start() } catch {
-            let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)")
+            let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)", code: error.code)
             tell(.searchFailed(failure))
             questionFailed(failure)
             return .failure(error)
@@ -519,9 +522,12 @@ struct LoopRun {
     }
 
     /// Nil: started, its audio on the way; else why not, for the machine (`.searchFailed`).
-    private mutating func startSearch(preRoll: Bool, openMicrophone: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+    private mutating func startSearch(preRoll: Bool, openMicrophone: Bool, held: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
         let search: any VoiceSearchSession, id: Int
-        switch begin("voice", in: &group, { [search = ports.search] () throws(SearchError) in try search.startVoiceSearch(afterHotPhrase: preRoll) }) {
+        let start = { [search = ports.search] () throws(SearchError) in
+            try search.startVoiceSearch(afterHotPhrase: preRoll, endsAtSafeToStop: !held)
+        }
+        switch begin("voice", in: &group, start) {
         case .success(let started): (search, id) = started
         case .failure(let error): return error.failure
         }
@@ -539,7 +545,7 @@ struct LoopRun {
     /// The search started has nothing to record: it is cancelled, and the failure told, for the machine to hear.
     private mutating func microphoneFailed(_ search: any VoiceSearchSession, _ problem: DeviceProblem) -> SearchFailure {
         search.cancel()
-        let error = SearchError(.microphone, detail: problem.message)
+        let error = SearchError.notReady(problem.message)
         tell(.searchFailed(error))
         return .microphone
     }

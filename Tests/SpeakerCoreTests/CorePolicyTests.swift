@@ -22,7 +22,7 @@ import Timers
         #expect(failed.filter { if case .armNetworkCheck = $0 { true } else { false } } == [.armNetworkCheck(.seconds(5))])
         #expect(rig.speaker.networkCheckDelay == .seconds(5))
         // Armed once: the events after it arm nothing more.
-        #expect(!rig.step(.speechEnded(.finished)).contains(.armNetworkCheck(.seconds(5))))
+        #expect(!rig.endSpeech(.finished).contains(.armNetworkCheck(.seconds(5))))
         var waits: [Duration] = []
         for _ in 0..<6 {
             for effect in rig.step(.networkChecked(false)) { if case .armNetworkCheck(let after?) = effect { waits.append(after) } }
@@ -43,7 +43,7 @@ import Timers
 
     @Test func anAnswerEndsTheOfflineChecks() {
         var rig = Self.offline()
-        rig.step(.speechEnded(.finished))
+        rig.endSpeech(.finished)
         rig.step(.talk)
         rig.step(.endOfSpeech)
         rig.step(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
@@ -55,7 +55,7 @@ import Timers
     @Test func aFalseWakeIsKeptWhenNothingWasHeardOrItWasCancelledSoon() {
         var rig = CoreRig.inState(.ready)
         // Its earcons have played: the hot phrase is listened for again.
-        func quiet() { while rig.speaker.machine.soundPlaying { rig.step(.soundEnded(.finished)) } }
+        func quiet() { while rig.speaker.machine.soundPlaying { rig.endOldestSound(.finished) } }
         // Nothing after the phrase: kept, however long it listened.
         rig.step(.hotPhrase)
         rig.pass(8)
@@ -82,11 +82,17 @@ import Timers
         let effects = rig.step(.answer(answer))
         // The local command goes the client action's way: the level changed, then the words for how it went.
         let volume = effects.firstIndex(of: .volume(.step(up: true)))
-        let speak = effects.firstIndex(of: .speak(.actionOutcome(nil)))
+        let speak = effects.firstIndex(saying: .actionOutcome(nil))
         #expect(volume != nil && speak != nil && volume! < speak!)
         #expect(effects.contains(.finalWithNextWords(transcript: "volume up", done: "turned the volume up")))
         #expect(rig.step(.volumeChanged(.step(up: true), .success(VolumeLevel(percent: 60)))) == [.tell(.volume(60, soundOff: false))])
         #expect(rig.speaker.actionReply(nil).text == "Volume 60.")
+        // One rule for what a volume change says, whoever understood it: the level, not Houndify's "OK.".
+        #expect(rig.speaker.actionReply(ActionResponses(succeeded: "OK.")).text == "Volume 60.")
+        #expect(rig.step(.volumeChanged(.to(30), .success(VolumeLevel(percent: 30)))) == [.tell(.volume(30, soundOff: false))])
+        #expect(rig.speaker.actionReply(ActionResponses(succeeded: "OK.")).text == "Volume 30.")
+        #expect(rig.step(.volumeChanged(.step(up: false), .success(VolumeLevel(percent: 20)))) == [.tell(.volume(20, soundOff: false))])
+        #expect(rig.speaker.actionReply(nil).text == "Volume 20.")
         #expect(rig.step(.volumeChanged(.mute(true), .success(VolumeLevel(percent: 60, soundOff: true)))) == [.tell(.volume(60, soundOff: true))])
         #expect(rig.speaker.actionReply(nil).text == "Sound off.")
         let problem = DeviceProblem("mixer: card 1 is gone")
@@ -139,10 +145,11 @@ import Timers
         #expect(always.step(.started).contains(.openAlwaysOnMicrophone))
         let missing = always.step(.talk)
         #expect(!missing.contains { if case .startSearch = $0 { true } else { false } })
-        #expect(missing.contains(.tell(.searchFailed(SearchError(.microphone, detail: "microphone plughw:1 is not available: nothing to record")))))
-        #expect(always.state == .speaking && missing.contains(.speak(.text(SearchFailure.microphone.sentence))))
-        always.step(.speechEnded(.finished))
-        always.step(.soundEnded(.finished))
+        // The SDK's NotReady: asked with no microphone to record it.
+        #expect(missing.contains(.tell(.searchFailed(SearchError(.microphone, detail: "microphone plughw:1 is not available: nothing to record", code: "NotReady")))))
+        #expect(always.state == .speaking && missing.says(.text(SearchFailure.microphone.sentence)))
+        always.endSpeech(.finished)
+        always.endOldestSound(.finished)
         always.step(.microphone(.opened(device: "plughw:1", rate: 16_000, channels: 1)))
         #expect(always.step(.talk).contains(.startSearch(preRoll: false, openMicrophone: false)))
         always.step(.cancel)
@@ -156,5 +163,25 @@ import Timers
         var button = CoreRig()
         #expect(!button.step(.started).contains(.openAlwaysOnMicrophone))
         #expect(button.step(.talk).contains(.startSearch(preRoll: false, openMicrophone: true)))
+    }
+
+    /// The SDK's AudioInterrupted: the microphone lost in the middle of a question ends it at once, said, and
+    /// nothing half-recorded is sent; lost while the answer is awaited or spoken, it changes nothing there.
+    @Test func aMicrophoneLostDuringTheQuestionEndsItAsAudioInterrupted() {
+        var settings = Speaker.Settings()
+        settings.microphoneDevice = "plughw:1"
+        for hold in [false, true] {
+            var rig = CoreRig(settings: settings)
+            rig.step(.started)
+            rig.step(hold ? .hold : .talk)
+            let lost = rig.step(.microphone(.lost("No such device")))
+            let error = SearchError(.microphone, detail: "microphone plughw:1 was lost during the question: No such device",
+                                    code: "AudioInterrupted")
+            #expect(lost.first == .tell(.searchFailed(error)))
+            #expect(lost.contains(.cancelSearch) && !lost.contains(.endAudio))
+            #expect(rig.state == .speaking && lost.says(.text(SearchFailure.microphone.sentence)))
+        }
+        var searching = CoreRig.inState(.searching)
+        #expect(searching.step(.microphone(.lost("No such device"))).isEmpty && searching.state == .searching)
     }
 }

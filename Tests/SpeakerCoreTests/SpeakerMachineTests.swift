@@ -24,12 +24,16 @@ func machine(in state: SpeakerState, settings: SpeakerMachine.Settings = .init()
 
 let allEvents: [SpeakerEvent] = [
     .started, .talk, .hold, .endTalk, .cancel, .press, .tapEnded, .hotPhrase, .stopPhrase, .partialTranscript("what"), .endOfSpeech, .noSpeech,
+    .questionLimit,
     .answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")),
     .answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)),
     .searchFailed(.offline), .searchFailed(.serviceFailing), .searchFailed(.authentication), .searchFailed(.nothingHeard),
     .searchFailed(.microphone),
-    .speechEnded(.finished), .speechEnded(.interrupted), .speechEnded(.outputFailed), .soundEnded(.finished), .soundEnded(.interrupted),
-    .soundEnded(.outputFailed), .watchdog(generation: -1), .shutdown,
+    .speechEnded(.finished, id: currentSound), .speechEnded(.interrupted, id: currentSound), .speechEnded(.outputFailed, id: currentSound),
+    .soundEnded(.finished, id: currentSound), .soundEnded(.interrupted, id: currentSound), .soundEnded(.outputFailed, id: currentSound),
+    // A sound asked for before (the answer a press stopped, an earcon), ending late: it ends only itself.
+    .speechEnded(.interrupted, id: 1), .speechEnded(.finished, id: 1), .soundEnded(.finished, id: 1), .speechEnded(.interrupted, id: 99),
+    .watchdog(generation: -1), .shutdown,
     .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
     .timerDue, .timersRunning(true), .timersRunning(true, lastMinute: true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
     .listen, .textQuery("what time is it"), .announce("Dinner is ready."), .carryOut(.volume(.to(30))), .carryOut(.muteMicrophone),
@@ -37,6 +41,18 @@ let allEvents: [SpeakerEvent] = [
     .enroll(phrase: "hey kitchen", refusal: nil, fromButton: false), .enroll(phrase: "OK Hound", refusal: "the microphone is muted", fromButton: true),
     .enrollment(id: 1, .spoken), .enrollment(id: 1, .abort("stopped by the test")), .enrollment(id: 99, .captured),
 ]
+
+/// In the table, the id of the sound the machine waits for (the utterance being said, the ring playing): `resolved`
+/// puts in the machine's own.
+let currentSound = -2
+
+func resolved(_ event: SpeakerEvent, in m: SpeakerMachine) -> SpeakerEvent {
+    switch event {
+    case .speechEnded(let end, currentSound): .speechEnded(end, id: m.speakingID ?? currentSound)
+    case .soundEnded(let end, currentSound): .soundEnded(end, id: m.ringingID ?? currentSound)
+    default: event
+    }
+}
 
 /// The state each (state, event) leads to. A current-generation watchdog is tested separately.
 func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState {
@@ -66,7 +82,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         }
     case .recording:
         switch event {
-        case .talk, .press, .endTalk, .endOfSpeech: return .searching
+        case .talk, .press, .endTalk, .endOfSpeech, .questionLimit: return .searching
         case .cancel: return .ready
         case .noSpeech, .answer, .searchFailed: return .speaking
         default: return .recording
@@ -80,7 +96,8 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     case .speaking:
         switch event {
         case .talk, .press, .cancel, .stopPhrase: return .ready
-        case .speechEnded: return .ready  // this answer did not ask for a follow-up
+        case .speechEnded(_, currentSound): return .ready  // this answer did not ask for a follow-up
+        case .speechEnded: return .speaking  // another utterance's end, reported late: this one goes on
         case .timerDue: return .ringing  // a timer cuts an answer short
         default: return .speaking
         }
@@ -105,7 +122,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         for event in allEvents {
             var m = machine(in: state)
             let before = m.state
-            let effects = m.handle(event)
+            let effects = m.handle(resolved(event, in: m))
             #expect(m.state == expectedNext(before, event), "\(before) + \(event) -> \(m.state)")
             let changes = effects.compactMap { if case .stateChanged(let from, let to) = $0 { return (from, to) }; return nil }
             if m.state != before {
@@ -141,15 +158,15 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     func theWatchdogEndsEveryBusyStateAndSaysWhy(state: SpeakerState) {
         var m = machine(in: state)
         let effects = m.handle(.watchdog(generation: m.watchdogGeneration))
-        #expect(effects.contains(.playEarcon(.error)))
+        #expect(effects.plays(.error))
         #expect(effects.contains(state == .speaking ? .stopSpeaking : .cancelSearch))
         switch state {
         case .recording:
             // No end of speech within the limit: no audio has been arriving.
-            #expect(effects.contains(.speak(.text(SearchFailure.microphone.sentence))))
+            #expect(effects.says(.text(SearchFailure.microphone.sentence)))
             #expect(m.state == .speaking)
         case .searching:
-            #expect(effects.contains(.speak(.text(SearchFailure.serviceFailing.sentence))))
+            #expect(effects.says(.text(SearchFailure.serviceFailing.sentence)))
             #expect(m.state == .speaking)
         default:
             // The speech output is what hangs: the earcon says it, and the speaker is ready again.
@@ -161,20 +178,20 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         // An error earcon and then the spoken failure: the earcon's end must not let the hot phrase hear the
         // sentence that is still being spoken.
         var m = machine(in: .searching)
-        _ = m.handle(.soundEnded(.finished))  // the start-listening earcon
-        _ = m.handle(.soundEnded(.finished))  // the stop-listening earcon
+        _ = m.endOldestSound(.finished)  // the start-listening earcon
+        _ = m.endOldestSound(.finished)  // the stop-listening earcon
         #expect(!m.soundPlaying)
         _ = m.handle(.searchFailed(.offline))
         #expect(m.soundPlaying)
-        _ = m.handle(.soundEnded(.finished))  // the error earcon
+        _ = m.endOldestSound(.finished)  // the error earcon
         #expect(m.soundPlaying)
-        _ = m.handle(.speechEnded(.finished))
+        _ = m.endSpeech(.finished)
         #expect(m.state == .ready && !m.soundPlaying)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
         // More ends than starts (a stray event) never make the count negative.
         var n = machine(in: .ready)
-        _ = n.handle(.soundEnded(.finished))
-        _ = n.handle(.speechEnded(.interrupted))
+        _ = n.endOldestSound(.finished)
+        _ = n.endSpeech(.interrupted)
         #expect(n.soundsPlaying == 0)
     }
 
@@ -182,7 +199,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     func anAnswerWithNothingToSayIsNotSilence(text: String) {
         var m = machine(in: .searching)
         let e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: text)))
-        #expect(e.contains(.speak(.text(SpeakerAnswer.nothingToSay))))
+        #expect(e.says(.text(SpeakerAnswer.nothingToSay)))
     }
 
     @Test func partialTranscriptsLogNothing() {
@@ -194,12 +211,12 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     @Test func buttonQueryFromStartToAnswer() {
         var m = machine(in: .ready)
         var e = m.handle(.talk)
-        #expect(e.contains(.playEarcon(.startListening)) && e.contains(.leds(.listening)) && e.contains(.startSearch(preRoll: false)))
+        #expect(e.plays(.startListening) && e.contains(.leds(.listening)) && e.contains(.startSearch(preRoll: false)))
         e = m.handle(.endOfSpeech)
         #expect(e.contains(.endAudio) && e.contains(.leds(.searching)))
         e = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        #expect(e.contains(.speak(.text("It is noon."))) && e.contains(.leds(.speaking)))
-        e = m.handle(.speechEnded(.finished))
+        #expect(e.says(.text("It is noon.")) && e.contains(.leds(.speaking)))
+        e = m.endSpeech(.finished)
         #expect(m.state == .ready && e.contains(.leds(.ready)))
     }
 
@@ -217,7 +234,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
             #expect(m.state == .searching, "\(outcome)")
             #expect(!early.contains { if case .speak = $0 { return true }; if case .playEarcon = $0 { return true }; return false })
             let cancel = m.handle(.cancel)
-            #expect(m.state == .ready && cancel.contains(.cancelSearch) && cancel.contains(.playEarcon(.cancel)))
+            #expect(m.state == .ready && cancel.contains(.cancelSearch) && cancel.plays(.cancel))
             #expect(m.handle(.tapEnded).isEmpty)  // the long press's release: nothing more
             #expect(!cancel.contains { if case .speak = $0 { return true }; return false })  // nothing of it is said
         }
@@ -229,35 +246,39 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         let answer = SpeakerEvent.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))
         var m = machine(in: .recording)
         _ = m.handle(.press)
-        #expect(!m.handle(answer).contains(.speak(.text("It is noon."))))
+        #expect(!m.handle(answer).says(.text("It is noon.")))
         let released = m.handle(.tapEnded)
-        #expect(released.contains(.speak(.text("It is noon."))) && m.state == .speaking)
+        #expect(released.says(.text("It is noon.")) && m.state == .speaking)
 
         var late = machine(in: .recording)
         _ = late.handle(.press)
         #expect(late.handle(.tapEnded) == [.endAudio] && late.state == .searching)
-        #expect(late.handle(answer).contains(.speak(.text("It is noon."))))
+        #expect(late.handle(answer).says(.text("It is noon.")))
         // A talk with no release to come (a script, the hot phrase's follow-up) never holds its answer.
         var scripted = machine(in: .recording)
         _ = scripted.handle(.talk)
-        #expect(scripted.handle(answer).contains(.speak(.text("It is noon."))))
+        #expect(scripted.handle(answer).says(.text("It is noon.")))
     }
 
     /// A speaker that could not play: ready shows the error pattern (nothing else can tell the person), until a
     /// sound plays through again. An interrupted one proves nothing either way.
     @Test func aFailedOutputShowsTheErrorPatternUntilASoundPlays() {
         var m = machine(in: .speaking)
-        #expect(m.handle(.speechEnded(.outputFailed)).contains(.leds(.error)))  // nothing was heard
+        #expect(m.endSpeech(.outputFailed).contains(.leds(.error)))  // nothing was heard
         #expect(m.state == .ready && m.outputMissing)
         _ = m.handle(.talk)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        let stopped = m.speakingID!
         _ = m.handle(.talk)  // stopped: interrupted, so nothing is known
-        #expect(m.handle(.speechEnded(.interrupted)).isEmpty && m.outputMissing)
+        #expect(m.handle(.speechEnded(.interrupted, id: stopped)).isEmpty && m.outputMissing)
         // In ready: an earcon that failed shows the error pattern at once; the next one that plays through, ready.
         var again = machine(in: .ready)
-        #expect(again.handle(.soundEnded(.outputFailed)) == [.leds(.error)] && again.outputMissing)
-        #expect(again.handle(.soundEnded(.outputFailed)).isEmpty && again.outputMissing)
-        #expect(again.handle(.soundEnded(.finished)) == [.leds(.ready)] && !again.outputMissing)
+        _ = again.handle(.toggleMute)
+        _ = again.handle(.toggleMute)  // two earcons: mute on, mute off
+        let (on, off) = (again.playing.min()!, again.playing.max()!)
+        #expect(again.handle(.soundEnded(.outputFailed, id: on)) == [.leds(.error)] && again.outputMissing)
+        #expect(again.handle(.soundEnded(.outputFailed, id: on)).isEmpty && again.outputMissing)  // told twice: nothing
+        #expect(again.handle(.soundEnded(.finished, id: off)) == [.leds(.ready)] && !again.outputMissing)
     }
 
     @Test func holdToTalkReleaseEndsTheQuestion() {
@@ -272,14 +293,14 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(e.first == .stopSpeaking)
         #expect(m.state == .ready)
         // The interruption that follows changes nothing.
-        #expect(m.handle(.speechEnded(.interrupted)).isEmpty)
+        #expect(m.endSpeech(.interrupted).isEmpty)
         #expect(m.state == .ready)
     }
 
     @Test func hotPhraseKeepsPreRollAndIsIgnoredWhileOurOwnSoundPlays() {
         var m = machine(in: .ready)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
-        _ = m.handle(.soundEnded(.finished))  // the start-listening earcon
+        _ = m.endOldestSound(.finished)  // the start-listening earcon
         _ = m.handle(.cancel)  // plays the cancel earcon, back in ready
         #expect(m.state == .ready && m.soundPlaying)
         #expect(m.handle(.hotPhrase).isEmpty)
@@ -288,24 +309,24 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(m.handle(.talk).contains(.startSearch(preRoll: false)))
         _ = m.handle(.cancel)
         // Three earcons were asked for (cancel, start listening, cancel): all three end before it listens again.
-        _ = m.handle(.soundEnded(.finished))
-        _ = m.handle(.soundEnded(.finished))
+        _ = m.endOldestSound(.finished)
+        _ = m.endOldestSound(.finished)
         #expect(m.soundPlaying)
-        _ = m.handle(.soundEnded(.finished))
+        _ = m.endOldestSound(.finished)
         #expect(m.handle(.hotPhrase).contains(.startSearch(preRoll: true)))
     }
 
     @Test func autoListenAsksAgainAfterSpeaking() {
         var m = machine(in: .searching)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
-        let e = m.handle(.speechEnded(.finished))
+        let e = m.endSpeech(.finished)
         #expect(m.state == .recording)
         #expect(e.contains(.startSearch(preRoll: false)))
         // Interrupting the question cancels the follow-up.
         var n = machine(in: .searching)
         _ = n.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
         _ = n.handle(.talk)
-        _ = n.handle(.speechEnded(.interrupted))
+        _ = n.endSpeech(.interrupted)
         #expect(n.state == .ready)
     }
 
@@ -315,7 +336,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         var m = machine(in: .searching, settings: settings)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
         // Only once the answer has played to its end, with the listening LEDs.
-        let reopened = m.handle(.speechEnded(.finished))
+        let reopened = m.endSpeech(.finished)
         #expect(m.state == .recording && reopened.contains(.startSearch(preRoll: false)) && reopened.contains(.leds(.listening)))
         // Nothing said: back to ready without "I didn't hear anything".
         let silence = m.handle(.noSpeech)
@@ -324,32 +345,32 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         // "Thank you" in the follow-up ends it too, silently.
         var n = machine(in: .searching, settings: settings)
         _ = n.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        _ = n.handle(.speechEnded(.finished))
+        _ = n.endSpeech(.finished)
         _ = n.handle(.endOfSpeech)
         let thanks = n.handle(.answer(SpeakerAnswer(transcript: "thank you", text: "You're welcome.")))
         #expect(n.state == .ready && !thanks.contains { if case .speak = $0 { true } else { false } })
         // An error is not followed up, nor an answer the output could not play, nor anything when muted.
         var o = machine(in: .searching, settings: settings)
         _ = o.handle(.searchFailed(.offline))
-        _ = o.handle(.speechEnded(.finished))
+        _ = o.endSpeech(.finished)
         #expect(o.state == .ready)
         var p = machine(in: .searching, settings: settings)
         _ = p.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        _ = p.handle(.speechEnded(.outputFailed))
+        _ = p.endSpeech(.outputFailed)
         #expect(p.state == .ready)
         // Without follow-up mode, silence after AutoListen is still told.
         var q = machine(in: .searching)
         _ = q.handle(.answer(SpeakerAnswer(transcript: "set a timer", text: "For how long?", autoListen: true)))
-        _ = q.handle(.speechEnded(.finished))
-        #expect(q.handle(.noSpeech).contains(.speak(.text(SearchFailure.nothingHeard.sentence))))
+        _ = q.endSpeech(.finished)
+        #expect(q.handle(.noSpeech).says(.text(SearchFailure.nothingHeard.sentence)))
     }
 
     @Test(arguments: SearchFailure.allCases)
     func failuresAreSpokenWithTheErrorLEDs(failure: SearchFailure) {
         var m = machine(in: .searching)
         let e = m.handle(.searchFailed(failure))
-        #expect(e.contains(.speak(.text(failure.sentence))) && e.contains(.leds(.error)) && e.contains(.playEarcon(.error)))
-        let after = m.handle(.speechEnded(.finished))
+        #expect(e.says(.text(failure.sentence)) && e.contains(.leds(.error)) && e.plays(.error))
+        let after = m.endSpeech(.finished)
         #expect(m.state == .ready)
         #expect(after.contains(.leds(failure == .offline ? .offline : .ready)))
     }
@@ -357,20 +378,20 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
     @Test func offlineShowsUntilARequestWorks() {
         var m = machine(in: .searching)
         _ = m.handle(.searchFailed(.offline))
-        _ = m.handle(.speechEnded(.finished))
+        _ = m.endSpeech(.finished)
         #expect(m.offline)
         _ = m.handle(.talk)
         _ = m.handle(.endOfSpeech)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "hi", text: "Hello.")))
         #expect(!m.offline)
-        #expect(m.handle(.speechEnded(.finished)).contains(.leds(.ready)))
+        #expect(m.endSpeech(.finished).contains(.leds(.ready)))
     }
 
     @Test func nothingHeardIsSaid() {
         var m = machine(in: .recording)
         let e = m.handle(.noSpeech)
         #expect(e.first == .cancelSearch)
-        #expect(e.contains(.speak(.text("Sorry, I didn't hear anything."))))
+        #expect(e.says(.text("Sorry, I didn't hear anything.")))
     }
 
     /// Issue #37: a hot-phrase wake that hears nothing goes back to ready with the earcon and LEDs only; a press
@@ -381,13 +402,13 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(m.state == .recording && m.wokenByHotPhrase)
         let e = m.handle(.noSpeech)
         #expect(e.first == .cancelSearch)
-        #expect(e.contains(.playEarcon(.stopListening)) && e.contains(.leds(.ready)))
+        #expect(e.plays(.stopListening) && e.contains(.leds(.ready)))
         #expect(!e.contains { if case .speak = $0 { true } else { false } })
         #expect(m.state == .ready)
         // The next question, by the button, is not a hot-phrase one.
         _ = m.handle(.talk)
         #expect(!m.wokenByHotPhrase)
-        #expect(m.handle(.noSpeech).contains(.speak(.text(SearchFailure.nothingHeard.sentence))))
+        #expect(m.handle(.noSpeech).says(.text(SearchFailure.nothingHeard.sentence)))
     }
 
     /// Issue #37: which wakes become the household's false wakes. A hot-phrase wake that hears nothing, or
@@ -443,24 +464,24 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         // set aside as it is when the answer comes, learned only once that answer has been heard out
         #expect(held(effects) == 1 && answered(effects) == 0)
         #expect(m.state == .speaking)
-        #expect(answered(m.handle(.speechEnded(.finished))) == 1)
+        #expect(answered(m.endSpeech(.finished)) == 1)
         #expect(m.state == .ready)
         m = woken()
         #expect(answered(m.handle(.answer(SpeakerAnswer(transcript: "set a timer for 5 minutes", text: "Done.",
                                                          action: .timer(.set(seconds: 300, name: "")))))) == 0)
-        #expect(answered(m.handle(.speechEnded(.finished))) == 1)
+        #expect(answered(m.endSpeech(.finished)) == 1)
         // stopped by a press, by "stop", or cut short: a false wake mid-conversation is answered too
         for stop in [SpeakerEvent.press, .stopPhrase] {
             m = woken()
             _ = m.handle(.answer(noon))
             #expect(answered(m.handle(stop)) == 0)
             #expect(m.state == .ready)
-            #expect(answered(m.handle(.speechEnded(.interrupted))) == 0)
+            #expect(answered(m.endSpeech(.interrupted)) == 0)
         }
         for end in [SoundEnd.interrupted, .outputFailed] {
             m = woken()
             _ = m.handle(.answer(noon))
-            #expect(answered(m.handle(.speechEnded(end))) == 0)
+            #expect(answered(m.endSpeech(end)) == 0)
         }
         // "OK Hound" over the answer: that answer teaches nothing, and the next wake's answer is its own
         m = woken(BargeInMachineTests.bargeIn)
@@ -469,7 +490,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(m.state == .recording)
         _ = m.handle(.endOfSpeech)
         #expect(answered(m.handle(.answer(noon))) == 0)
-        #expect(answered(m.handle(.speechEnded(.finished))) == 1)
+        #expect(answered(m.endSpeech(.finished)) == 1)
         // an answer a person stopped leaves nothing behind for a later answer to the button or a typed question
         m = woken()
         _ = m.handle(.answer(noon))
@@ -477,7 +498,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         _ = m.handle(.talk)
         _ = m.handle(.endOfSpeech)
         _ = m.handle(.answer(noon))
-        #expect(answered(m.handle(.speechEnded(.finished))) == 0)
+        #expect(answered(m.endSpeech(.finished)) == 0)
         // nothing spoken: told at once
         var quiet = SpeakerMachine.Settings()
         quiet.enableSpeech = false
@@ -492,7 +513,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         var n = machine(in: .ready)
         _ = n.handle(.talk)
         #expect(held(n.handle(.answer(noon))) == 0)
-        #expect(answered(n.handle(.speechEnded(.finished))) == 0)
+        #expect(answered(n.endSpeech(.finished)) == 0)
     }
 
     @Test func aCancelCountsOnlyWithinTwoSecondsOfTheWake() {
@@ -513,22 +534,22 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(!e.contains { if case .speak = $0 { true } else { false } })
         #expect(e.contains(.leds(.ready)) && m.state == .ready)
         var pressed = machine(in: .searching)
-        #expect(pressed.handle(.answer(nothing)).contains(.speak(.text("Didn't get that!"))))
+        #expect(pressed.handle(.answer(nothing)).says(.text("Didn't get that!")))
         // Words after the hot phrase are answered as ever (once the earcons have ended: the hot phrase is not
         // listened for over our own sound).
-        while m.soundPlaying { _ = m.handle(.soundEnded(.finished)) }
+        while m.soundPlaying { _ = m.endOldestSound(.finished) }
         _ = m.handle(.hotPhrase)
         _ = m.handle(.endOfSpeech)
-        #expect(m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))).contains(.speak(.text("It is noon."))))
+        #expect(m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon."))).says(.text("It is noon.")))
     }
 
     @Test func localCommandsComeBeforeTheServersAnswer() {
         var m = machine(in: .searching)
         var e = m.handle(.answer(SpeakerAnswer(transcript: "Volume up", text: "server text")))
-        #expect(e.contains(.volume(.step(up: true))) && e.contains(.speak(.actionOutcome(nil))))
+        #expect(e.contains(.volume(.step(up: true))) && e.says(.actionOutcome(nil)))
         m = machine(in: .searching)
         e = m.handle(.answer(SpeakerAnswer(transcript: "what's your IP address", text: "server text")))
-        #expect(e.contains(.speak(.ipAddress)))
+        #expect(e.says(.ipAddress))
         m = machine(in: .searching)
         e = m.handle(.answer(SpeakerAnswer(transcript: "stop", text: "server text")))
         #expect(m.state == .ready && !e.contains { if case .speak = $0 { return true }; return false })
@@ -623,8 +644,17 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         var m = machine(in: .ready)
         let effects = m.handle(.hold)
         #expect(m.state == .recording)
-        #expect(effects.contains(.startSearch(preRoll: false)))
+        // The upload is the person's to end: the service's SafeToStopAudio does not end it.
+        #expect(effects.contains(.startSearch(preRoll: false, held: true)))
         return m
+    }
+
+    @Test func theLongestQuestionIsSentWhileHeld() {
+        var m = holding()
+        let effects = m.handle(.questionLimit)
+        #expect(m.state == .searching && effects.contains(.endAudio) && !effects.plays(.error))
+        var tapped = machine(in: .recording)
+        #expect(tapped.handle(.questionLimit).contains(.endAudio) && tapped.state == .searching)
     }
 
     @Test func aPauseWhileHeldKeepsListening() {
@@ -654,7 +684,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         let effects = m.handle(.watchdog(generation: m.watchdogGeneration))
         #expect(m.state == .searching)
         #expect(effects.contains(.endAudio))
-        #expect(!effects.contains(.playEarcon(.error)))
+        #expect(!effects.plays(.error))
     }
 
     @Test func aLongHoldCanStillBeCancelledAndTheAnswerStillArrives() {
@@ -671,7 +701,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         _ = m.handle(.setMuted(true))
         let effects = m.handle(.hold)
         #expect(m.state == .speaking)
-        #expect(effects.contains(.speak(.text(SpeakerMachine.mutedSentence))))
+        #expect(effects.says(.text(SpeakerMachine.mutedSentence)))
     }
 
     /// The next press after the hold-to-talk question is a new question (held again), not left over.
@@ -679,7 +709,7 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         var m = holding()
         _ = m.handle(.endTalk)
         _ = m.handle(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
-        _ = m.handle(.speechEnded(.finished))
+        _ = m.endSpeech(.finished)
         #expect(m.state == .ready)
         _ = m.handle(.hold)
         #expect(m.handle(.endOfSpeech) == [])

@@ -116,9 +116,12 @@ public final class FakeSearchSession: VoiceSearchSession {
     public let afterHotPhrase: Bool
     /// The typed question of a text search (nil: a voice search).
     public let query: String?
+    /// Whether the service's SafeToStopAudio was to end the upload (false: hold-to-talk).
+    public let endsAtSafeToStop: Bool
 
-    init(afterHotPhrase: Bool, clock: ManualClock, query: String? = nil) {
+    init(afterHotPhrase: Bool, clock: ManualClock, query: String? = nil, endsAtSafeToStop: Bool = true) {
         self.afterHotPhrase = afterHotPhrase
+        self.endsAtSafeToStop = endsAtSafeToStop
         self.query = query
         self.clock = clock
         (events, continuation) = AsyncStream.makeStream()
@@ -165,10 +168,10 @@ public final class FakeVoiceSearch: VoiceSearchService {
     /// The next start fails with `error` (the service unreachable before anything was sent).
     public func refuseNextStart(_ error: SearchError) { state.withLock { $0.refusals.append(error) } }
 
-    public func startVoiceSearch(afterHotPhrase: Bool) throws(SearchError) -> any VoiceSearchSession {
+    public func startVoiceSearch(afterHotPhrase: Bool, endsAtSafeToStop: Bool) throws(SearchError) -> any VoiceSearchSession {
         let refusal = state.withLock { s in s.refusals.isEmpty ? nil : s.refusals.removeFirst() }
         if let refusal { throw refusal }
-        let session = FakeSearchSession(afterHotPhrase: afterHotPhrase, clock: clock)
+        let session = FakeSearchSession(afterHotPhrase: afterHotPhrase, clock: clock, endsAtSafeToStop: endsAtSafeToStop)
         state.withLock { $0.sessions.append(session) }
         return session
     }

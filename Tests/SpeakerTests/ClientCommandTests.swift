@@ -205,7 +205,7 @@ import Timers
         await ask(rig, SpeakerAnswer(transcript: "louder", text: "", action: .volume(.by(25)),
                                      responses: ActionResponses(succeeded: "Turning it up.")))
         #expect(rig.volume.percent == 55)
-        #expect(rig.speech.spoken.last == "Turning it up.")
+        #expect(rig.speech.spoken.last == "Volume 55.")  // one rule for every volume change: the level
         await ask(rig, SpeakerAnswer(transcript: "mute", text: "", action: .volume(.mute(true))))
         #expect(rig.volume.soundOff)
         #expect(rig.volume.percent == 55)  // kept for when the sound comes back

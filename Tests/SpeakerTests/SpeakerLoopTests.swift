@@ -43,7 +43,8 @@ final class EventLog: Sendable {
     /// Waits until a line containing `text` has arrived (after the first `skip` lines), or `seconds` pass.
     func wait(for text: String, after skip: Int = 0, seconds: Double = 20) async -> Bool {
         let timeout = Task {
-            try? await Task.sleep(for: .seconds(seconds))
+            // Cancelled (the line came): it must not expire a later wait for the same text.
+            guard (try? await Task.sleep(for: .seconds(seconds))) != nil else { return }
             self.expire(text)
         }
         defer { timeout.cancel() }
@@ -91,7 +92,8 @@ struct Rig {
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
                       stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true,
-                      speaker: String = "test_loop_speaker", pacedSpeaker: Bool = false) async throws -> Rig {
+                      speaker: String = "test_loop_speaker", pacedSpeaker: Bool = false,
+                      pacedMicrophone: Bool = false) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -138,7 +140,8 @@ struct Rig {
             detector = HotPhraseListener(model: try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm"), settings: HotPhraseSettings())
             capture.pacing = .realTime
         } else {
-            capture.pacing = .none  // the question at once: these tests are not about the microphone's pace
+            // The question at once, unless the test is about how long a question lasts.
+            capture.pacing = pacedMicrophone ? .realTime : .none
         }
         let search = HoundifyVoiceSearch(client: client)
         let speech = EngineSpeech(engine: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker), earcons: try Earcons.load())
