@@ -195,6 +195,8 @@ public struct Speaker: Sendable {
     public private(set) var networkCheckDelay: Duration?
     /// When the latest hot-phrase wake started its question (for `FalseWake.kept`).
     private var lastWake: BootTime?
+    /// The event being handled ended a wake that heard nothing (the machine's `.falseWake(.heardNothing)`).
+    private var wakeHeardNothing = false
 
     /// Offline, the service is checked this long after the failure, then at twice the last wait, up to the longest:
     /// back within seconds after a blink, and no more than a request a minute through a long outage.
@@ -264,7 +266,11 @@ public struct Speaker: Sendable {
                 + watchNetwork()
         case .event(let event):
             dropReason = Self.dropReason(event, watchdogExpired: nil, settings: settings.machine)
-            return Self.announced(event) + handle(event, now: now) + watchNetwork()
+            wakeHeardNothing = false
+            let effects = handle(event, now: now)
+            // An answer to a wake that heard nothing is no answer: the speaker goes back to ready without a word,
+            // so nothing tells or shows one (its `final` would put "Didn't get that!" on the screen).
+            return (wakeHeardNothing ? [] : Self.announced(event)) + effects + watchNetwork()
         case .timersDue:
             let changes = timers.due(now: now.reading.boot)
             let alarms = timers.alarmsDue(now: now.reading.wall, calendar: now.calendar,
@@ -475,6 +481,7 @@ public struct Speaker: Sendable {
                     effects.append(.startSearch(preRoll: preRoll, openMicrophone: !settings.alwaysOnMicrophone, held: held))
                 }
             case .falseWake(let wake):
+                if wake == .heardNothing { wakeHeardNothing = true }
                 // Seconds on the monotonic clock, whole milliseconds: a difference of two readings, never NaN.
                 let since = lastWake.map { now.reading.boot - $0 }
                 if let since, FalseWake.kept(wake, sinceWake: .milliseconds(Saturating.int(since * 1000, in: 0...Int(Int32.max)))) {

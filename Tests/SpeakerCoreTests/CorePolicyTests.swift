@@ -100,6 +100,20 @@ import Timers
         #expect(rig.speaker.actionReply(ActionResponses(succeeded: "OK.", failed: "")).text == Speaker.volumeFailed)
     }
 
+    /// A wake whose question Houndify found empty goes back to ready without a word: no `final` carries the words
+    /// it did not say ("Didn't get that!"), so no screen shows them. A press that hears nothing is answered as ever.
+    @Test func aWakeThatHeardNothingTellsNoFinal() {
+        let nothing = SpeakerAnswer(transcript: " ", text: "Didn't get that!")
+        var woken = CoreRig.inState(.ready)
+        woken.step(.hotPhrase)
+        woken.step(.endOfSpeech)
+        let quiet = woken.step(.answer(nothing))
+        #expect(woken.state == .ready)
+        #expect(!quiet.contains { if case .final = $0 { true } else if case .finalWithNextWords = $0 { true } else { false } })
+        var pressed = CoreRig.inState(.searching)
+        #expect(pressed.step(.answer(nothing)).contains(.final(transcript: " ", answer: "Didn't get that!")))
+    }
+
     @Test func anAnswersFinalIsToldWithTheWordsTheSpeakerWillSay() {
         func finals(_ answer: SpeakerAnswer) -> [Speaker.Effect] {
             var rig = CoreRig.inState(.searching)
