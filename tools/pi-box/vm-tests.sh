@@ -233,6 +233,41 @@ echo "    heard $(length /tmp/stopped-last.wav) s of the sentence's $(length /tm
 check "the sound stopped well before the sentence's end (under half of it heard)" \
     awk -v h="$(length /tmp/stopped-last.wav)" -v e="$(length /tmp/long.wav)" 'BEGIN { exit (h > 0 && h < e / 2) ? 0 : 1 }'
 
+echo "== Stop, then new speech at once: the press still silences it"
+# The stopped sentence's end comes after the new one has started; it must end only itself (utterance ids, #61).
+# Both commands go from one shell over /dev/tcp, well within 0.2 s of each other: a process each would take longer
+# than that to start under TCG.
+post() {  # post JSON: one command to the control API; waits for its reply
+    local fd
+    exec {fd}<>/dev/tcp/127.0.0.1/8780
+    printf 'POST /api/command HTTP/1.1\r\nHost: 127.0.0.1:8780\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s' "${#1}" "$1" >&"$fd"
+    cat <&"$fd" > /dev/null
+    exec {fd}>&-
+}
+check "ctl say: the speaker says the long sentence" hound-speaker ctl say "$long" --config "$config"
+check "it speaks: the speaking LED line goes on" wait_for 30 bash -c "[ \"\$(cat $sim/sim_gpio4/value)\" = 1 ]"
+sleep 1
+arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 60 /tmp/restarted.wav &
+recorder=$!
+before="$EPOCHREALTIME"
+post '{"command":"stop"}'
+post "{\"command\":\"say\",\"text\":\"$long\"}"
+echo "    stop and say sent $(awk -v a="$before" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }') s apart"
+sleep 3  # the stopped sentence's end has long been reported; the new one plays for many seconds more
+check "3 s after the new sentence started: still speaking (the speaking LED line on)" \
+    bash -c "[ \"\$(cat $sim/sim_gpio4/value)\" = 1 ]"
+since="$(date +%s)"
+press
+check "the press: it stops speaking" wait_for 15 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+sleep 1
+check "the press did not start listening over it (no state recording since)" \
+    bash -c "! has_event $since HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_TO=recording"
+kill "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+last_sound /tmp/restarted.wav /tmp/restarted-last.wav
+echo "    heard $(length /tmp/restarted-last.wav) s of the new sentence's $(length /tmp/long.wav) s"
+check "the new sentence was silenced well before its end (under 80 % of it heard)" \
+    awk -v h="$(length /tmp/restarted-last.wav)" -v e="$(length /tmp/long.wav)" 'BEGIN { exit (h > 0 && h < e * 0.8) ? 0 : 1 }'
+
 echo "== the mute switch (its own line, active low)"
 since="$(date +%s)"
 echo pull-down > "$sim/sim_gpio1/pull"
