@@ -70,6 +70,8 @@ public protocol ControlSubscriber: AnyObject, Sendable {
     /// Hands one JSON line over without waiting for it to be sent; false when the client is too far behind to
     /// keep (it has then been closed).
     func deliver(_ line: String) -> Bool
+    /// Closes the client, telling it why (a WebSocket close code and reason).
+    func close(code: UInt16, reason: String)
 }
 
 /// Between the speaker and the control API's clients: every activity goes out to every client as one JSON line
@@ -81,6 +83,10 @@ public final class ControlHub: Sendable {
         /// Nil: no hot phrase, so no household to show.
         var household: (any ControlledHousehold)?
         var subscribers: [ObjectIdentifier: any ControlSubscriber] = [:]
+        /// When each client was last heard from (connected, or sent a command), on `tick`: when the hub is full, the
+        /// one silent the longest makes room for a newcomer.
+        var lastHeard: [ObjectIdentifier: Int] = [:]
+        var tick = 0
         /// Typed questions waited for, by their number: until the question is taken (`asked`) or until its end.
         var waiters: [Int: (untilEnd: Bool, continuation: CheckedContinuation<SpeakerActivity.QuestionReport?, Never>)] = [:]
         /// The next typed question's number (0 is nobody's: `SpeakerEvent.textQuery`).
@@ -107,8 +113,9 @@ public final class ControlHub: Sendable {
     public enum Subscription: Sendable, Equatable {
         /// Handed the snapshot; every activity follows.
         case subscribed
-        /// Refused: `largestSubscriberCount` clients are connected already. Nothing was handed over.
-        case full
+        /// Subscribed in the place of the client silent the longest, which has been closed: `largestSubscriberCount`
+        /// were connected. A process holding every place cannot keep a new screen (or phone) out.
+        case replacedSilentClient
         /// Too far behind already to take the snapshot (it has been closed).
         case dropped
     }
@@ -131,6 +138,7 @@ public final class ControlHub: Sendable {
         let waiter = state.withLock { s -> (CheckedContinuation<SpeakerActivity.QuestionReport?, Never>, SpeakerActivity.QuestionReport)? in
             for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
                 s.subscribers[id] = nil
+                s.lastHeard[id] = nil
                 s.dropped += 1
             }
             // Each question's reply is made of its own reports only: another's answer is not its answer.
@@ -147,16 +155,39 @@ public final class ControlHub: Sendable {
     /// over under the same lock as the activities, so none falls between the two).
     @discardableResult
     public func subscribe(_ subscriber: any ControlSubscriber) -> Subscription {
+        let (subscription, evicted) = state.withLock { s -> (Subscription, (any ControlSubscriber)?) in
+            var evicted: (any ControlSubscriber)? = nil
+            if s.subscribers.count >= largestSubscriberCount, let silent = s.lastHeard.min(by: { $0.value < $1.value })?.key {
+                evicted = s.subscribers.removeValue(forKey: silent)
+                s.lastHeard[silent] = nil
+            }
+            guard subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s))) else { return (.dropped, evicted) }
+            let id = ObjectIdentifier(subscriber)
+            s.subscribers[id] = subscriber
+            s.tick += 1
+            s.lastHeard[id] = s.tick
+            return (evicted == nil ? .subscribed : .replacedSilentClient, evicted)
+        }
+        // Closed outside the lock: closing may call back (unsubscribe) on this thread.
+        evicted?.close(code: 1013, reason: "replaced by a newer client (\(largestSubscriberCount) at most)")
+        return subscription
+    }
+
+    /// `subscriber` sent a command: it is the last to make room for a newcomer.
+    public func heard(from subscriber: any ControlSubscriber) {
         state.withLock { s in
-            guard s.subscribers.count < largestSubscriberCount else { return .full }
-            guard subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s))) else { return .dropped }
-            s.subscribers[ObjectIdentifier(subscriber)] = subscriber
-            return .subscribed
+            let id = ObjectIdentifier(subscriber)
+            guard s.subscribers[id] != nil else { return }
+            s.tick += 1
+            s.lastHeard[id] = s.tick
         }
     }
 
     public func unsubscribe(_ subscriber: any ControlSubscriber) {
-        _ = state.withLock { $0.subscribers.removeValue(forKey: ObjectIdentifier(subscriber)) }
+        state.withLock { s in
+            s.subscribers.removeValue(forKey: ObjectIdentifier(subscriber))
+            s.lastHeard.removeValue(forKey: ObjectIdentifier(subscriber))
+        }
     }
 
     /// The snapshot as a reply: `{"ok":true, "state":..., ...}`.

@@ -601,15 +601,9 @@ final class WebSocketHandler: ChannelInboundHandler {
         case .subscribed:
             self.subscriber = subscriber
             logger.debug("control API: a WebSocket client connected from \(peer)")
-        case .full:
-            // Told why (1013, "try again later"), then closed: a page that reconnects gets in once one has left.
-            logger.warning("control API: refused a WebSocket client from \(peer): \(hub.largestSubscriberCount) are connected already")
-            var data = context.channel.allocator.buffer(capacity: 64)
-            data.writeInteger(UInt16(1013))
-            data.writeString("too many clients (\(hub.largestSubscriberCount))")
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))).whenComplete {
-                [channel = context.channel] _ in channel.close(promise: nil)
-            }
+        case .replacedSilentClient:
+            self.subscriber = subscriber
+            logger.warning("control API: \(hub.largestSubscriberCount) WebSocket clients were connected: the one silent the longest was closed for a new one from \(peer)")
         case .dropped:
             break  // closed already
         }
@@ -644,6 +638,7 @@ final class WebSocketHandler: ChannelInboundHandler {
 
     private func handle(_ text: String) {
         guard let subscriber else { return }
+        hub.heard(from: subscriber)
         let command: ControlCommand
         do {
             command = try ControlCommand.parse(try JSONValue(parsing: Data(text.utf8)))
@@ -674,6 +669,17 @@ final class WebSocketSubscriber: ControlSubscriber {
     }
 
     func send(_ json: JSONValue) { _ = deliver(json.asciiJSON()) }
+
+    func close(code: UInt16, reason: String) {
+        guard !closed.exchange(true, ordering: .relaxed) else { return }
+        var data = channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.writeInteger(code)
+        data.writeString(reason)
+        // Told why (1013, "try again later": a page that reconnects gets back in), then closed.
+        channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .connectionClose, data: data)).whenComplete { [channel] _ in
+            channel.close(promise: nil)
+        }
+    }
 
     func deliver(_ line: String) -> Bool {
         guard !closed.load(ordering: .relaxed) else { return false }

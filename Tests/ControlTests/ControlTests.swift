@@ -644,27 +644,28 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         await c.stop()
     }
 
-    /// One more client than the limit is told why (close code 1013, try again later) and closed; the others keep
-    /// everything, and once one leaves a new one gets in.
-    @Test func noMoreClientsThanTheLimit() async throws {
+    /// One more client than the limit takes the place of the one silent the longest, which is told why (close code
+    /// 1013, try again later) and closed: a local process holding every place cannot keep a new screen out. A
+    /// client that sent a command (a touched screen's `wake`) is kept over silent ones; the others keep everything.
+    @Test func aNewClientTakesThePlaceOfTheOneSilentTheLongest() async throws {
         let c = try await ControlRig(largestSubscriberCount: 3)
         var clients: [RawClient] = []
         for _ in 0..<3 { clients.append(try await c.subscriber().0) }
-        let refused = try c.client()
-        #expect(await refused.upgrade().hasPrefix("HTTP/1.1 101"))
-        #expect(await refused.closeCode() == 1013)
-        #expect(await c.rig.eventually { c.hub.subscriberCount == 3 })
-        c.rig.loop.send(.carryOut(.volume(.to(70))))
-        for client in clients {
-            #expect(json(await client.message { json($0)["event"] == "volume" })["percent"] == 70)
-        }
-        clients.removeFirst()
-        #expect(await c.rig.eventually { c.hub.subscriberCount == 2 })
-        // Kept connected (a client bound to `_` was closed at once, and the hub counted it out again).
+        clients[0].sendMessage(#"{"command":"wake"}"#)
+        #expect(await clients[0].message { json($0)["reply"] == "wake" } != nil)
         let (newcomer, snapshot) = try await c.subscriber()
         #expect(snapshot["event"] == "snapshot")
+        #expect(await clients[1].closeCode() == 1013)  // the one silent the longest
         #expect(await c.rig.eventually { c.hub.subscriberCount == 3 })
-        withExtendedLifetime(newcomer) {}
+        c.rig.loop.send(.carryOut(.volume(.to(70))))
+        for client in [clients[0], clients[2], newcomer] {
+            #expect(json(await client.message { json($0)["event"] == "volume" })["percent"] == 70)
+        }
+        // A whole place-holding burst: every newcomer gets in, and the hub never holds more than its limit.
+        var burst: [RawClient] = []
+        for _ in 0..<6 { burst.append(try await c.subscriber().0) }
+        #expect(await c.rig.eventually { c.hub.subscriberCount == 3 })
+        withExtendedLifetime((clients, newcomer, burst)) {}
         await c.stop()
     }
 }

@@ -603,7 +603,8 @@ def test_a_burst_of_household_commands_over_a_websocket_leaves_the_speaker_and_i
 
 def test_ctl_is_answered_while_a_local_process_holds_the_control_apis_connections(standin, tmp_path):
     """A local process holds 32 WebSockets (the most there may be) and 40 half-sent requests: `ctl status` is
-    answered every time (a half-sent connection makes room for it), and a press still gets its answer."""
+    answered every time (a half-sent connection makes room for it), a press still gets its answer, and a kiosk page
+    still connects (the WebSocket silent the longest makes room for it)."""
     import websocket
 
     standin.set_plan([GOOD])
@@ -623,6 +624,13 @@ def test_ctl_is_answered_while_a_local_process_holds_the_control_apis_connection
             assert '"state":"ready"' in status.stdout, status.stdout
         answers = [e.get("answer") for e in speaker.press() if e.get("event") == "final"]
         assert answers == [ANSWER], speaker.log_tail()
+        # A kiosk page opening its WebSocket now gets in (the silent holder's oldest makes room), three times over.
+        for _ in range(3):
+            kiosk = websocket.create_connection(f"ws://127.0.0.1:{port}/api/ws", timeout=HANG_GUARD)
+            sockets.append(kiosk)
+            assert json.loads(kiosk.recv())["event"] == "snapshot"
+            kiosk.send('{"command":"wake"}')
+            assert json.loads(kiosk.recv()).get("reply") == "wake"
     finally:
         for ws in sockets:
             ws.close()
