@@ -168,6 +168,7 @@ struct LoopRun {
         followUps = []
         while let effect = queue.popFirst() {
             if perform(effect, reports: &reports, in: &group) { return true }
+            guard !followUps.isEmpty else { continue }
             queue = followUps[...] + queue
             followUps = []
         }

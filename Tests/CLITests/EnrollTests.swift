@@ -267,6 +267,8 @@ import Testing
         let speaker = try start(port: port)
         defer { speaker.stop() }
         #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+        // The microphone opens just after ready: an enrollment asked before it is refused (nothing to record).
+        #expect(speaker.output.wait(for: "\"status\":\"opened\""))
 
         let enrolled = try speaker.ctl("enroll", "--phrase", "OK Hound")
         #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
@@ -314,6 +316,8 @@ import Testing
         let speaker = try start(port: port)
         defer { speaker.stop() }
         #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+        // The microphone opens just after ready: an enrollment asked before it is refused (nothing to record).
+        #expect(speaker.output.wait(for: "\"status\":\"opened\""))
         let enrolled = try CLI.run(["enroll", "--phrase", "OK Hound", "--config", speaker.fixture.config])
         #expect(enrolled.status == 0, "\(enrolled.stdout)\n\(enrolled.stderr)")
         #expect(enrolled.stderr.contains("the speaker running with this config asks for the takes"), "\(enrolled.stderr)")
@@ -370,6 +374,8 @@ import Testing
         let speaker = try start(port: port)
         defer { speaker.stop() }
         #expect(speaker.output.wait(for: "\"to\":\"ready\""))
+        // The microphone opens just after ready: an enrollment asked before it is refused (nothing to record).
+        #expect(speaker.output.wait(for: "\"status\":\"opened\""))
 
         let enroll = Process()
         enroll.executableURL = CLI.binary
