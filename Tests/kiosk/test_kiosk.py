@@ -72,10 +72,12 @@ class Speaker(RunSpeaker):
     """`run` with the control API on a free port, against the local service; the microphone file read at a
     microphone's pace, so the level meter moves as it would (levels are paced by real time too)."""
 
-    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None, **more):
-        """`more`: for RunSpeaker (the recording, the hot phrase, more environment)."""
+    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None, more_env=None, **more):
+        """`more`: for RunSpeaker (the recording, the hot phrase)."""
         self.control = free_port()
-        super().__init__(pathlib.Path(tmp), service_port, pacing="auto", **more, extra=f"""[houndify.request_info]
+        # The page of this tree, whichever binary serves it (one from another tree finds that tree's page beside it).
+        more_env = {"HOUND_SPEAKER_KIOSK_PATH": os.path.join(ROOT, "share", "kiosk"), **(more_env or {})}
+        super().__init__(pathlib.Path(tmp), service_port, pacing="auto", more_env=more_env, **more, extra=f"""[houndify.request_info]
 LocalServiceTranscript = "what time is it"
 [speaker]
 timers_file = "{timers_file or f'{tmp}/timers.json'}"
