@@ -61,6 +61,9 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// or dropped. What the control API's reply to it is made of.
     case question(QuestionReport)
     case searchFailed(SearchError)
+    /// The light check made while offline found Houndify answering again: the offline problem is over (a screen
+    /// that shows "I can't reach the internet." takes it away; the snapshot's `offline` and `problem` go with it).
+    case online
     /// Speech is switched off ([speaker] speech = false): the answer, shown instead.
     case answerShown(String)
     /// A sentence the speaker is starting to say, whatever it is (an answer, an announcement, the muted reply, an
@@ -169,6 +172,7 @@ extension SpeakerActivity {
         case .finalTranscript: "final"
         case .question: "question"
         case .searchFailed: "error"
+        case .online: "online"
         case .answerShown: "answer"
         case .speech: "speech"
         case .display: "display"
@@ -192,7 +196,7 @@ extension SpeakerActivity {
         switch self {
         case .stateChanged(let from, let to): [("from", .string(from.rawValue)), ("to", .string(to.rawValue))]
         case .button(let action): [("action", .string(action.rawValue))]
-        case .hotPhrase, .stopPhrase: []
+        case .hotPhrase, .stopPhrase, .online: []
         case .partialTranscript(let text): [("text", .string(text))]
         case .level(let dBFS): [("dbfs", .double((dBFS * 10).rounded() / 10))]
         case .finalTranscript(let transcript, let answer, let houndifyVoice, let done):
@@ -269,6 +273,7 @@ extension SpeakerActivity {
             case .dropped(let reason): (.info, "typed question \(report.id) dropped: \(reason)")
             }
         case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
+        case .online: nil  // the loop logs the check that found it ("Houndify answers again")
         case .answerShown(let text): (.notice, "answer: \(text)")
         case .speech(let text): (.debug, "saying: \(text)")
         case .display: nil
@@ -350,7 +355,8 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     /// start (`HotPhraseWorker`); 0 without a detector.
     public var hotPhraseFramesDropped: Int
     /// The last of each, as the activities told them (`record`): the question's words so far, the last answer's
-    /// transcript, words and display, why the last question failed, the LEDs shown.
+    /// transcript, words and display, why the last question failed (until the next answer; the offline problem
+    /// also until the service answers again, `online`), the LEDs shown.
     public var partial = ""
     public var transcript = ""
     public var answer = ""
@@ -394,6 +400,7 @@ public struct SpeakerSnapshot: Sendable, Equatable {
             problem = ""
         case .answerShown(let text): answer = text
         case .searchFailed(let error): problem = error.failure.sentence
+        case .online where problem == SearchFailure.offline.sentence: problem = ""
         case .leds(let leds): self.leds = leds
         case .enrollment(let progress): enrollment = progress
         default: break

@@ -353,7 +353,8 @@ public struct Speaker: Sendable {
             return [.tell(.deviceProblem(problem))]
         case .networkChecked(true):
             networkCheckDelay = nil
-            return handle(.networkBack, now: now)
+            // Told, so that the offline problem goes from screens and the snapshot now, not with the next answer.
+            return (machine.offline ? [.tell(.online)] : []) + handle(.networkBack, now: now)
         case .networkChecked(false):
             // Not yet: checked again, less often, for as long as the speaker is offline.
             guard machine.offline, let delay = networkCheckDelay else {

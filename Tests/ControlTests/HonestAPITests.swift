@@ -115,4 +115,27 @@ import Timers
         }
         await c.stop()
     }
+
+    /// Issue 61: "I can't reach the internet." stayed in the snapshot for ever once the service was back (a page
+    /// opened then showed it). It goes when the speaker's light check finds the service, with an `online` event for
+    /// the screens that show it, not at the next answer.
+    @Test func theOfflineProblemGoesFromTheSnapshotWhenTheServiceAnswersAgain() async throws {
+        let c = try await ControlRig()
+        c.rig.search.refuseNextStart(SearchError(.offline, detail: "[ConnectionFailure] could not resolve host"))
+        let mark = c.rig.recorder.count
+        c.rig.loop.send(.talk)
+        #expect(await c.rig.saw(after: mark) { if case .searchFailed = $0 { true } else { false } })
+        await c.rig.endSpeech()  // its sentence said
+        let offline = json(try await c.client().request("GET", "/api/status").body)
+        #expect(offline["offline"] == true && offline["problem"] == .string(SearchFailure.offline.sentence), "\(offline)")
+        let (ws, snapshot) = try await c.subscriber()
+        #expect(snapshot["problem"] == .string(SearchFailure.offline.sentence), "\(snapshot)")
+        c.rig.search.setReachable(true)
+        await c.rig.advance(by: Speaker.networkCheckFirst)
+        let told = json(await ws.message { ["online", "leds"].contains(json($0)["event"]?.stringValue) })
+        #expect(told["event"] == "online", "the offline LEDs went before the screens heard it was over: \(told)")
+        let back = json(try await c.client().request("GET", "/api/status").body)
+        #expect(back["offline"] == false && back["problem"] == "", "\(back)")
+        await c.stop()
+    }
 }

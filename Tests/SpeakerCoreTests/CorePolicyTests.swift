@@ -33,6 +33,9 @@ import Timers
         let back = rig.step(.networkChecked(true))
         #expect(!rig.speaker.machine.offline && rig.speaker.networkCheckDelay == nil)
         #expect(back.contains(.leds(.ready)) && !back.contains { if case .armNetworkCheck = $0 { true } else { false } })
+        // Told, for the screens and the snapshot that show the offline problem; once.
+        #expect(back.first == .tell(.online))
+        #expect(!rig.step(.networkChecked(true)).contains(.tell(.online)))
         // A late "not yet" (a check that was under way) arms nothing: the speaker is online.
         #expect(rig.step(.networkChecked(false)).isEmpty)
         // Offline again: counted from the first wait again.

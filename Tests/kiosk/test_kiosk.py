@@ -641,12 +641,21 @@ def test_no_internet_goes_when_the_service_is_back_without_another_question():
         assert "I can't reach the internet." in browser.evaluate("document.getElementById('problem').textContent")
         # The network back (the service again where the speaker looks for it): the speaker's light check finds it,
         # and the screen says Ready with nobody asking anything.
+        speaker.wait_for(lambda e: e.get("event") == "leds" and e.get("show") == "offline")  # not the start's
         seen = []
         service = Service(tmp, port)
         speaker.wait_for(lambda e: e.get("event") == "leds" and e.get("show") != "offline", seen)
         assert not [e for e in seen if e.get("event") in ("state", "final")], seen
+        assert [e for e in seen if e.get("event") == "online"] == [{"event": "online"}], seen
         browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready again")
-        assert json.loads(speaker.ctl("status").stdout)["offline"] is False
+        # The error goes with it (issue 61: it stayed under "Ready" for the page's quiet while, 90 s), and from the
+        # snapshot, so that a page opened now does not show it (it did for ever).
+        assert browser.evaluate("document.getElementById('problem').hidden"), browser.evaluate("document.body.innerText")
+        status = json.loads(speaker.ctl("status").stdout)
+        assert status["offline"] is False and status["problem"] == "", status
+        browser.call("Page.reload")
+        browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready after a reload")
+        assert browser.evaluate("document.getElementById('problem').hidden"), browser.evaluate("document.body.innerText")
     finally:
         stop_all(tmp, browser, speaker, service)
 
