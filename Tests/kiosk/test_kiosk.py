@@ -72,13 +72,15 @@ class Speaker(RunSpeaker):
     """`run` with the control API on a free port, against the local service; the microphone file read at a
     microphone's pace, so the level meter moves as it would (levels are paced by real time too)."""
 
-    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None, more_env=None, **more):
-        """`more`: for RunSpeaker (the recording, the hot phrase)."""
+    def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None, transcript="what time is it", more_env=None,
+                 **more):
+        """`transcript`: what the local service hears in any voice question; `more`: for RunSpeaker (the recording,
+        the hot phrase)."""
         self.control = free_port()
         # The page of this tree, whichever binary serves it (one from another tree finds that tree's page beside it).
         more_env = {"HOUND_SPEAKER_KIOSK_PATH": os.path.join(ROOT, "share", "kiosk"), **(more_env or {})}
         super().__init__(pathlib.Path(tmp), service_port, pacing="auto", more_env=more_env, **more, extra=f"""[houndify.request_info]
-LocalServiceTranscript = "what time is it"
+LocalServiceTranscript = "{transcript}"
 [speaker]
 timers_file = "{timers_file or f'{tmp}/timers.json'}"
 mute_file = "{tmp}/muted"
@@ -709,5 +711,50 @@ def test_teach_it_my_voice_runs_the_spoken_enrollment_and_shows_its_progress():
         assert browser.evaluate("document.getElementById('teach').offsetParent") is None  # the progress, not the clock
         voices = speaker.ctl("voices")
         assert voices.returncode == 0 and voices.stdout.startswith(f'"{first["phrase"]}": 3 takes'), voices.stdout
+    finally:
+        stop_all(tmp, browser, speaker, service)
+
+
+def test_a_wake_that_heard_nothing_shows_nothing():
+    """Issue 61: the hot phrase, then no words the service makes out (a false wake; here the local service
+    transcribes nothing, as Houndify does for a noise) is neither said nor shown: no `final` carries the unspoken
+    "Didn't get that!", and the page shows no question, answer or caption for it, nor after a reload."""
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    household = os.path.join(tmp, "household")
+    os.makedirs(household)
+    # Quiet first, so that the page is open before the phrase is said.
+    quiet, said = os.path.join(tmp, "quiet.wav"), os.path.join(tmp, "said.wav")
+    subprocess.run(["sox", "-n", "-r", "16000", "-c", "1", "-b", "16", quiet, "trim", "0", "6"], check=True)
+    subprocess.run(["sox", quiet, os.path.join(ROOT, "share", "demo", "ok-hound-what-time-is-it.wav"), said], check=True)
+    service = Service(tmp)
+    speaker = Speaker(tmp, service.port, transcript="", recording=said, hotphrase=f'enabled = true\nhousehold = "{household}"')
+    browser = Browser(tmp)
+    try:
+        browser.set_screen(800, 480)
+        open_page(browser, speaker)
+        # Everything the page shows of a question and its answer, however briefly.
+        browser.evaluate("""window.shown = []; window.states = [];
+            for (const id of ['transcript', 'answer-text', 'caption', 'problem', 'card']) new MutationObserver(() => {
+                const text = document.getElementById(id).textContent;
+                if (text) window.shown.push([id, text]);
+            }).observe(document.getElementById(id), { childList: true, characterData: true, subtree: true });
+            new MutationObserver(() => window.states.push(document.getElementById('state').textContent))
+                .observe(document.getElementById('state'), { childList: true, characterData: true, subtree: true }); true""")
+        seen = []
+        speaker.wait_for(lambda e: e.get("event") == "hotphrase", seen)
+        speaker.wait_state("recording", seen)
+        speaker.wait_state("ready", seen)
+        told = [e for e in seen if e.get("event") in ("final", "display", "answer", "speech", "error")]
+        assert not told, f"the false wake was told as an answer: {told}"
+        browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready again")
+        assert "Listening…" in browser.evaluate("window.states"), "the page was not open when the phrase was heard"
+        assert browser.evaluate("window.shown") == [], "the page showed a wake that heard nothing"
+        assert browser.evaluate("!document.getElementById('idle').hidden"), "the clock is not back"
+        status = json.loads(speaker.ctl("status").stdout)
+        assert status["transcript"] == "" and status["answer"] == "" and status["display"] is None, status
+        browser.call("Page.reload")
+        browser.wait_until("document.getElementById('state').textContent === 'Ready'", "Ready after a reload")
+        assert browser.evaluate("document.getElementById('answer-text').textContent") == ""
+        assert browser.evaluate("!document.getElementById('idle').hidden")
     finally:
         stop_all(tmp, browser, speaker, service)
