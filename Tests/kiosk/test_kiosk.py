@@ -183,6 +183,17 @@ class Browser:
             if (!c.font.includes(style.fontSize)) throw new Error('the canvas took no font from ' + c.font);
             return c.measureText(e.textContent).actualBoundingBoxAscent; }})()""")
 
+    def font_metrics(self, selector):
+        """The element's font as it is drawn, in CSS pixels: its em (the computed font size), and the ink above the
+        baseline of a capital H (the cap height) and of a small x (the x-height), Canvas measureText in that font
+        at that size (Chromium gives the rows of ink drawn, whole pixels)."""
+        return self.evaluate(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
+            const style = getComputedStyle(e), c = document.createElement('canvas').getContext('2d');
+            c.font = [style.fontStyle, style.fontWeight, style.fontSize, style.fontFamily].join(' ');
+            if (!c.font.includes(style.fontSize)) throw new Error('the canvas took no font from ' + c.font);
+            return {{ em: parseFloat(style.fontSize), cap: c.measureText('H').actualBoundingBoxAscent,
+                      x: c.measureText('x').actualBoundingBoxAscent }}; }})()""")
+
     def text_box(self, selector):
         """The box of the element's text itself (a Range over it): text that overflows its element shows here."""
         return self.evaluate(f"""(() => {{ const e = document.querySelector({json.dumps(selector)});
@@ -234,6 +245,38 @@ def assert_inside(browser, selector, width, height, text=False):
     for name, clip in clips:
         assert within(box, clip), f"{selector} at {box} is cut off by #{name} at {clip}"
     return box
+
+
+def assert_all_inside(browser, selector, width, height):
+    """Every element `selector` matches that is drawn (a card and each part of it) lies wholly on the screen and is
+    not cut off by a box it is in that scrolls or clips: none is out of sight until scrolled to. Returns how many."""
+    found = browser.evaluate(f"""(() => {{
+        const box = (e) => {{ const r = e.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }};
+        return [...document.querySelectorAll({json.dumps(selector)})].filter((e) => e.getClientRects().length).map((e) => {{
+            const clips = [];
+            for (let p = e.parentElement; p; p = p.parentElement)
+                if (getComputedStyle(p).overflow !== 'visible') clips.push([p.id || p.tagName, box(p)]);
+            return [e.id || e.className || e.tagName, e.textContent.slice(0, 40), box(e), clips]; }}); }})()""")
+
+    def within(inner, outer):
+        return (inner[0] >= outer[0] - 0.5 and inner[1] >= outer[1] - 0.5 and
+                inner[0] + inner[2] <= outer[0] + outer[2] + 0.5 and inner[1] + inner[3] <= outer[1] + outer[3] + 0.5)
+    for name, text, box, clips in found:
+        assert within(box, [0, 0, width, height]), f"{name} ({text!r}) at {box} is not inside the {width}x{height} screen"
+        for clip_name, clip in clips:
+            assert within(box, clip), f"{name} ({text!r}) at {box} is cut off by #{clip_name} at {clip}"
+    return len(found)
+
+
+# The Pi's 7-inch display: 800x480 pixels over an active area of 154.08 mm x 85.92 mm, so its pixels are 0.1926 mm
+# wide but 0.179 mm tall (not square: a height is counted in the rows). The other sizes are taken as 7-inch panels
+# of the same active area (the common 7-inch 1024x600 ones have it); upright, the width and height change places.
+PANEL_MM = (154.08, 85.92)
+
+
+def mm_per_row(width, height):
+    """How tall one CSS pixel (one device pixel) is on a 7-inch screen of this size, in mm."""
+    return (PANEL_MM[0] if height > width else PANEL_MM[1]) / height
 
 
 def assert_readable(browser, selector, width, height):
@@ -339,9 +382,10 @@ def test_the_weather_is_a_card_drawn_from_its_conditions(rig):
 
 def test_a_hound_link_in_the_answers_html_asks_in_the_same_conversation(rig):
     speaker, browser = rig
-    # Houndify's HTML, as a display event brings it: a link that fills the sandboxed frame.
-    browser.evaluate("""showAnswer('Here you are.', { HTMLData: { SmallScreenHTML:
-        "<a href='hound://textsearch?q=what%20time%20is%20it' style='display:block;height:100vh'>What time is it?</a>" } }); true""")
+    # Houndify's HTML, as a display event brings it with its final: a link that fills the sandboxed frame.
+    browser.evaluate("""handle({ event: 'display', data: { HTMLData: { SmallScreenHTML:
+        "<a href='hound://textsearch?q=what%20time%20is%20it' style='display:block;height:100vh'>What time is it?</a>" } } });
+        handle({ event: 'final', transcript: 'show me a link', answer: 'Here you are.' }); true""")
     box = browser.evaluate("(() => { const r = document.getElementById('answer-html').getBoundingClientRect();"
                            " return [r.x + r.width / 2, r.y + 20]; })()")
     browser.wait_until("document.getElementById('answer-html').contentWindow !== null", "the frame")
@@ -491,10 +535,11 @@ def test_each_state_reads_across_the_room_and_stays_on_the_screen(width, height)
         for event in long_answer_events():
             browser.evaluate(f"handle({json.dumps(event)}); true")
         browser.wait_until("!document.getElementById('card').hidden", "the long answer")
-        assert browser.evaluate("(() => { const t = document.getElementById('talkbox');"
-                                " return t.scrollHeight > t.clientHeight; })()"), "the answer was not taller than its box"
+        assert browser.evaluate("(() => { const c = document.getElementById('card');"
+                                " return c.scrollHeight > c.clientHeight; })()"), "the answer's card was not taller than its box"
         assert browser.evaluate("document.getElementById('idle').hidden"), "the clock is shown over an answer"
-        browser.evaluate("document.getElementById('talkbox').scrollTop = 1e6; true")  # scrolled to its end
+        assert_inside(browser, "#card", width, height)
+        browser.evaluate("document.getElementById('card').scrollTop = 1e6; true")  # scrolled to its end
         timer = assert_inside(browser, "#timers li.nearest", width, height)
         assert not overlaps(timer, browser.box("#talkbox")), "the answer covers the timer"
         assert_readable(browser, "#timers li.nearest .left", width, height)
@@ -711,6 +756,89 @@ def test_teach_it_my_voice_runs_the_spoken_enrollment_and_shows_its_progress():
         assert browser.evaluate("document.getElementById('teach').offsetParent") is None  # the progress, not the clock
         voices = speaker.ctl("voices")
         assert voices.returncode == 0 and voices.stdout.startswith(f'"{first["phrase"]}": 3 takes'), voices.stdout
+    finally:
+        stop_all(tmp, browser, speaker, service)
+
+
+# Answers of three lengths from the local service: a short one, the weather (with its card) and a story longer than
+# any of the screens holds at the least size.
+ANSWERS = [("what time is it", "short"), ("what's the weather like", "weather"), ("tell me a story", "long")]
+
+
+@pytest.mark.parametrize("width,height", SCREENS, ids=[f"{w}x{h}" for w, h in SCREENS])
+def test_the_answer_reads_across_the_kitchen(width, height):
+    """Issue 61: on a 7-inch screen of each size, with a timer running (the least room an answer has), the answer's
+    capitals are at least 7 mm tall (the cap height of the font drawn, measured in it; its em and x-height are kept
+    beside it in answer-sizes.json), a short answer larger than a long one; a long one scrolls in a box of its own,
+    faded at its foot until it is scrolled to its end; the state word and the timer stay 10 mm tall."""
+    tmp, service, speaker, browser = start_all()
+    shots = ARTEFACTS / f"{width}x{height}"
+    sizes = {}
+    try:
+        browser.set_screen(width, height)
+        open_page(browser, speaker)
+        asked = speaker.ctl("text", "set a timer for 10 minutes")
+        assert asked.returncode == 0, asked.stderr
+        browser.wait_until("document.querySelector('#timers li.nearest') !== null", "the timer")
+        speaker.wait_state("ready")
+        for question, name in ANSWERS:
+            asked = speaker.ctl("text", question)
+            assert asked.returncode == 0, asked.stderr
+            spoken = speaker.wait_for(lambda e: e.get("event") == "speech")["text"]
+            # Its words and their caption handled (the caption hidden: the answer says it), so the page is as it stays.
+            browser.wait_until(f"document.getElementById('caption').textContent === {json.dumps(spoken)} &&"
+                               f" document.getElementById('transcript').textContent === {json.dumps(question)}", "the answer")
+            speaker.wait_state("ready")
+            metrics = browser.font_metrics("#answer-text")
+            tall = metrics["cap"] * mm_per_row(width, height)
+            sizes[name] = {"em_px": metrics["em"], "cap_px": metrics["cap"], "x_px": metrics["x"], "cap_mm": round(tall, 2),
+                           "x_mm": round(metrics["x"] * mm_per_row(width, height), 2),
+                           "em_mm": round(metrics["em"] * mm_per_row(width, height), 2)}
+            assert tall >= 7, f"the {name} answer's capitals are {metrics['cap']} px, {tall:.2f} mm tall: less than 7 mm"
+            assert_inside(browser, "#answer-text", width, height)
+            box = browser.evaluate("(() => { const a = document.getElementById('answer-text');"
+                                   " return [a.scrollHeight, a.clientHeight, a.classList.contains('more'), getComputedStyle(a).maskImage]; })()")
+            assert box[1] >= 1.15 * metrics["em"] - 1, f"the {name} answer's box shows less than a line: {box}"
+            if name == "long":
+                assert box[0] > box[1] + 1, f"the story fits its box: {box}"
+                assert box[2] and box[3] != "none", f"the story is cut off with no sign of more: {box}"
+                browser.screenshot(shots / f"answer-{name}.png")
+                browser.evaluate("document.getElementById('answer-text').scrollTop = 1e6; true")
+                browser.wait_until("!document.getElementById('answer-text').classList.contains('more')", "no fade at its end")
+            elif name == "short":
+                assert box[0] <= box[1] + 1 and not box[2], f"the {name} answer does not fit its box: {box}"
+            for selector in ["#state", "#timers li.nearest .left"]:
+                assert_readable(browser, selector, width, height)
+            browser.screenshot(shots / f"answer-{name}{'-end' if name == 'long' else ''}.png")
+        assert sizes["short"]["em_px"] > sizes["long"]["em_px"], f"a short answer is no larger than a long one: {sizes}"
+    finally:
+        shots.mkdir(parents=True, exist_ok=True)
+        (shots / "answer-sizes.json").write_text(json.dumps(sizes, indent=1) + "\n")
+        print(f"{width}x{height}: {json.dumps(sizes)}")
+        stop_all(tmp, browser, speaker, service)
+
+
+@pytest.mark.parametrize("width,height", SCREENS, ids=[f"{w}x{h}" for w, h in SCREENS])
+def test_the_weather_card_is_whole_on_every_screen(width, height):
+    """Issue 61: the weather card was cut off at 800x480. With a timer running (the least room an answer has), the
+    card and every part of it that is drawn lie on the screen, and no box they are in cuts them off or has them
+    scrolled out of sight."""
+    tmp, service, speaker, browser = start_all()
+    try:
+        browser.set_screen(width, height)
+        open_page(browser, speaker)
+        for question in ("set a timer for 10 minutes", "what's the weather like"):
+            asked = speaker.ctl("text", question)
+            assert asked.returncode == 0, asked.stderr
+        weather = speaker.wait_for(lambda e: e.get("event") == "display")["data"]["Weather"]
+        spoken = speaker.wait_for(lambda e: e.get("event") == "speech")["text"]
+        browser.wait_until(f"document.getElementById('caption').textContent === {json.dumps(spoken)}", "the weather answer")
+        browser.wait_until("document.querySelector('#timers li.nearest') !== null", "the timer")
+        assert browser.evaluate("document.querySelector('#card .weather .temp').textContent") == weather["temperature"]
+        parts = assert_all_inside(browser, "#card, #card *", width, height)
+        # The card, the weather, now (icon, temperature, conditions), the place, and a day (its box, name, icon, range, rain).
+        assert parts >= 12, f"only {parts} parts of the weather card are drawn"
+        browser.screenshot(ARTEFACTS / f"{width}x{height}" / "weather-card.png")
     finally:
         stop_all(tmp, browser, speaker, service)
 
