@@ -197,6 +197,8 @@ public struct Speaker: Sendable {
     private var lastWake: BootTime?
     /// The event being handled ended a wake that heard nothing (the machine's `.falseWake(.heardNothing)`).
     private var wakeHeardNothing = false
+    /// What an answer held by the machine (`holdsAnswer`) stands for, told once the machine lets it out.
+    private var heldAnswerTold: [Effect]?
 
     /// Offline, the service is checked this long after the failure, then at twice the last wait, up to the longest:
     /// back within seconds after a blink, and no more than a request a minute through a long outage.
@@ -268,9 +270,7 @@ public struct Speaker: Sendable {
             dropReason = Self.dropReason(event, watchdogExpired: nil, settings: settings.machine)
             wakeHeardNothing = false
             let effects = handle(event, now: now)
-            // An answer to a wake that heard nothing is no answer: the speaker goes back to ready without a word,
-            // so nothing tells or shows one (its `final` would put "Didn't get that!" on the screen).
-            return (wakeHeardNothing ? [] : Self.announced(event)) + effects + watchNetwork()
+            return told(event) + effects + watchNetwork()
         case .timersDue:
             let changes = timers.due(now: now.reading.boot)
             let alarms = timers.alarmsDue(now: now.reading.wall, calendar: now.calendar,
@@ -407,6 +407,26 @@ public struct Speaker: Sendable {
         guard machine.offline, networkCheckDelay == nil else { return [] }
         networkCheckDelay = Self.networkCheckFirst
         return [.armNetworkCheck(Self.networkCheckFirst)]
+    }
+
+    /// What `event` stands for, told as the machine took it. An answer to a wake that heard nothing is no answer:
+    /// the speaker goes back to ready without a word, so nothing tells or shows one (its `final` would put "Didn't
+    /// get that!" on the screen). An answer held while the press that ended the question is down is told when it
+    /// is let out (the tap's end), and not at all if it is quiet or the press cancels it.
+    private mutating func told(_ event: SpeakerEvent) -> [Effect] {
+        var told = Self.announced(event)
+        if case .answer = event {
+            if machine.holdsAnswer {
+                heldAnswerTold = told
+                return []
+            }
+            return wakeHeardNothing ? [] : told
+        }
+        if let held = heldAnswerTold, !machine.holdsAnswer {
+            heldAnswerTold = nil
+            if event == .tapEnded && !wakeHeardNothing { told += held }
+        }
+        return told
     }
 
     /// The activities an event itself stands for (a press, a transcript, an answer's `final`); state changes and

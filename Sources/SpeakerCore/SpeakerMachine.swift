@@ -542,6 +542,11 @@ public struct SpeakerMachine: Sendable {
     /// Said when the button's set-up hold cannot start an enrollment (the log says why).
     public static let cannotTeach = "I can't learn your voice right now."
 
+    /// An answer (or failure) waits for the press that ended the question to come up (`Phase.searching`'s `held`).
+    public var holdsAnswer: Bool {
+        if case .searching(pressDown: true, held: _?) = phase { true } else { false }
+    }
+
     /// The spoken enrollment under way, if any.
     public var enrollment: EnrollmentSession? {
         if case .enrolling(let session) = phase { session } else { nil }

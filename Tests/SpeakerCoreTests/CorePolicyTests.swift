@@ -115,6 +115,24 @@ import Timers
         #expect(!quiet.contains { if case .final = $0 { true } else if case .finalWithNextWords = $0 { true } else { false } })
         var pressed = CoreRig.inState(.searching)
         #expect(pressed.step(.answer(nothing)).contains(.final(transcript: " ", answer: "Didn't get that!")))
+        // The answer that comes while the press that ended the question is still down is told when it is let out.
+        func isFinal(_ effect: Speaker.Effect) -> Bool { if case .final = effect { true } else { false } }
+        for (answer, quiet) in [(nothing, true), (SpeakerAnswer(transcript: "what time is it", text: "It is noon."), false)] {
+            var held = CoreRig.inState(.ready)
+            held.step(.hotPhrase)
+            held.step(.press)
+            #expect(!held.step(.answer(answer)).contains(where: isFinal))
+            let released = held.step(.tapEnded)
+            #expect(released.first == .tell(.button(.release)))
+            #expect(released.contains(where: isFinal) == !quiet, "\(answer)")
+            #expect(held.state == (quiet ? .ready : .speaking))
+        }
+        var cancelled = CoreRig.inState(.ready)
+        cancelled.step(.hotPhrase)
+        cancelled.step(.press)
+        cancelled.step(.answer(SpeakerAnswer(transcript: "what time is it", text: "It is noon.")))
+        #expect(!cancelled.step(.cancel).contains(where: isFinal))  // a long press: never answered, never told
+        #expect(!cancelled.step(.tapEnded).contains(where: isFinal))
     }
 
     @Test func anAnswersFinalIsToldWithTheWordsTheSpeakerWillSay() {
