@@ -544,7 +544,7 @@ public struct SpeakerMachine: Sendable {
 
     /// An answer (or failure) waits for the press that ended the question to come up (`Phase.searching`'s `held`).
     public var holdsAnswer: Bool {
-        if case .searching(pressDown: true, held: _?) = phase { true } else { false }
+        @inline(never) get { if case .searching(pressDown: true, held: _?) = phase { true } else { false } }
     }
 
     /// The spoken enrollment under way, if any.
@@ -1061,14 +1061,17 @@ public struct SpeakerMachine: Sendable {
         .playEarcon(earcon, id: newSoundID())
     }
 
+    // Not inlined, as `Phase.state`: inlined into `transition`, Swift 6.2's optimizer (with assertions, as Debian
+    // builds it) ends the borrow of the stored phase before the switch and stops on an ownership error.
+
     /// The utterance being said now, if the machine is speaking.
     public var speakingID: Int? {
-        if case .speaking(_, _, let id) = phase { id } else { nil }
+        @inline(never) get { if case .speaking(_, _, let id) = phase { id } else { nil } }
     }
 
     /// The ring playing now, if the machine is ringing.
     public var ringingID: Int? {
-        if case .ringing(let id) = phase { id } else { nil }
+        @inline(never) get { if case .ringing(let id) = phase { id } else { nil } }
     }
 
     /// Sound `id` has ended; in ready, the LEDs follow a change in what it says about the output device. An end
