@@ -40,9 +40,9 @@ public final class OutputVolume: Sendable {
         try mixer?.set(percent: value ? 0 : current)
     }
 
-    /// Writes the level to the mixer control again; the speech engine calls it as each utterance's playback opens.
-    /// A card that went and came back, or a softvol control made anew by its PCM's first open, starts at its own
-    /// default (softvol's is 0 dB, full volume), not at the speaker's level. Without a mixer there is nothing to do.
+    /// Writes the level to the mixer control again; the speech engine calls it before each utterance's playback
+    /// opens. A card that went and came back, or a softvol control made anew by its PCM's first open, starts at its
+    /// own default (softvol's is 0 dB, full volume), not at the speaker's level. Without a mixer there is nothing to do.
     public func reapply() throws(AudioDeviceError) {
         try mixer?.set(percent: isSoundOff ? 0 : current)
     }
@@ -111,9 +111,23 @@ final class ALSAMixer: Sendable {
         return "default"
     }
 
-    /// Opens the card's mixer, finds the control and calls `body` with it; closes the mixer after. Errors name the
-    /// device, the mixer and the control.
+    /// Opens the card's mixer, finds the control and calls `body` with it; closes the mixer after. A control not
+    /// there is looked for again once after opening and closing the device's PCM: a softvol PCM makes its control
+    /// then (after the card appeared, or came back). Opened and closed here, not by the playback: the kernel lets
+    /// only the handle that added a control write it while that handle is open, and softvol's stays open as long
+    /// as its PCM. Errors name the device, the mixer and the control.
     private func withElement(_ body: (OpaquePointer) -> Int32) throws(AudioDeviceError) {
+        do throws(AudioDeviceError) {
+            try withElementNow(body)
+        } catch where error.isConfiguration {
+            var pcm: OpaquePointer?
+            guard snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK) >= 0, let pcm else { throw error }
+            snd_pcm_close(pcm)
+            try withElementNow(body)
+        }
+    }
+
+    private func withElementNow(_ body: (OpaquePointer) -> Int32) throws(AudioDeviceError) {
         var handle: OpaquePointer?
         var rc = snd_mixer_open(&handle, 0)
         guard rc >= 0, let handle else { throw .from(device: device, operation: "cannot open a mixer for control \"\(control)\"", code: rc) }
