@@ -70,7 +70,7 @@ public final class OutputVolume: Sendable {
 final class ALSAMixer: Sendable {
     let device: String
     let control: String
-    /// The control interface holding it, "hw:N" (or the form in the device's name), found once at the start.
+    /// The control interface holding it, "hw:CARD=id" (or the form in the device's name), found once at the start.
     let card: String
     /// One setting at a time, in the order asked (the loop's volume changes and the speech thread's re-applying).
     private let writing = Mutex(())
@@ -86,7 +86,8 @@ final class ALSAMixer: Sendable {
     /// The card whose control interface has `device`'s volume. First the card the PCM reports when opened: a softvol
     /// PCM (or plug, dmix...) over a card names that card, and opening it is also what makes softvol create its
     /// control, which does not exist until its PCM has been opened once since the card appeared. A PCM that will not
-    /// open now (busy, absent) or is on no card: the card in its name (`cardName(for:)`).
+    /// open now (busy, absent) or is on no card: the card in its name (`cardName(for:)`). The card by its id, not
+    /// its index: a USB card plugged in again may come back under another number.
     static func card(of device: String) -> String {
         var pcm: OpaquePointer?
         guard snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK) >= 0, let pcm else { return cardName(for: device) }
@@ -96,7 +97,15 @@ final class ALSAMixer: Sendable {
         defer { snd_pcm_info_free(info) }
         guard snd_pcm_info(pcm, info) >= 0 else { return cardName(for: device) }
         let index = snd_pcm_info_get_card(info)
-        return index >= 0 ? "hw:\(index)" : cardName(for: device)
+        guard index >= 0 else { return cardName(for: device) }
+        var ctl: OpaquePointer?
+        guard snd_ctl_open(&ctl, "hw:\(index)", 0) >= 0, let ctl else { return "hw:\(index)" }
+        defer { snd_ctl_close(ctl) }
+        var cardInfo: OpaquePointer?
+        snd_ctl_card_info_malloc(&cardInfo)
+        defer { snd_ctl_card_info_free(cardInfo) }
+        guard snd_ctl_card_info(ctl, cardInfo) >= 0, let id = snd_ctl_card_info_get_id(cardInfo) else { return "hw:\(index)" }
+        return "hw:CARD=\(String(cString: id))"
     }
 
     static func cardName(for device: String) -> String {
