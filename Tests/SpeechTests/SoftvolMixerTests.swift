@@ -2,7 +2,7 @@ import AudioCore
 import CALSA
 import Foundation
 import Testing
-@testable import Audio
+import Audio
 import Speech
 import TestSupport
 
@@ -70,7 +70,7 @@ import TestSupport
         #expect(off < -80, "sound off is silence")
 
         // The card goes away and comes back (its driver unbound and bound, as the box does): softvol makes its
-        // control anew at 0 dB when its PCM next opens, and the speaker sets its level again as playback opens.
+        // control anew at 0 dB when its PCM next opens, and the speaker sets its level again before playback opens.
         // Only where this machine is the test's own (the VM), since it takes the card from everyone.
         guard LoopbackCard.required else { return }
         let driver = "/sys/bus/platform/drivers/snd_aloop"
@@ -92,7 +92,8 @@ import TestSupport
     }
 
     /// Plays `tone` through the softvol PCM with the speaker's speech engine while the loopback's capture side
-    /// records; returns the level of what came out (the middle half of the tone as heard: no edges, no silence).
+    /// records; returns the level of what came out: the median level of 10 ms blocks over the middle half of the tone
+    /// as heard (no edges, no silence around it).
     func heard(_ tone: MonoAudio, _ engine: SpeechEngine) async throws -> Double {
         let recorder = try LoopbackRecorder(device: Self.captureDevice, rate: Self.rate)
         let result = try await engine.play(tone, to: .device(Self.pcm)).result().get()

@@ -90,14 +90,16 @@ INNER
 log="$(mktemp --suffix=-soundcard-vm.log)"
 echo "== the tests that need a sound card, in a VM with snd-aloop ($(basename "$kdir"); its console: $log)"
 started="$(date +%s)"
-# Nothing on the network (-nic none); the console is the serial port; init powers off when the tests end.
+# Nothing on the network (-nic none); the console is the serial port; init powers off when the tests end. The share
+# spans several file systems: multidevs=remap keeps their inode numbers apart.
 timeout 900 qemu-system-x86_64 -accel tcg -m 2048 -smp 2 -nographic -nic none -no-reboot \
     -kernel "$kdir/vmlinuz" -initrd "$kdir/initrd.gz" \
     -append "console=ttyS0 quiet loglevel=1 panic=-1 hs_run=$inner" \
-    -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on" > "$log" 2>&1 < /dev/null || true
-# The test's own lines (the console adds carriage returns and the firmware's screen codes).
-tr -d '\r' < "$log" | sed -n '/^soundcard-vm: kernel/,/^soundcard-vm: exit/p'
-rc="$(tr -d '\r' < "$log" | sed -n 's/^soundcard-vm: exit \([0-9]*\)$/\1/p' | tail -1)"
+    -virtfs "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap" > "$log" 2>&1 < /dev/null || true
+# The test's own lines (the console adds carriage returns, and the firmware's screen codes before the first).
+console() { tr -d '\r' < "$log" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g; s/^.*\(soundcard-vm: kernel\)/\1/'; }
+console | sed -n '/^soundcard-vm: kernel/,/^soundcard-vm: exit/p'
+rc="$(console | sed -n 's/^soundcard-vm: exit \([0-9]*\)$/\1/p' | tail -1)"
 echo "soundcard: the VM ran $(( $(date +%s) - started )) s"
 [ -n "$rc" ] || { tail -30 "$log" >&2; die "the VM did not finish the tests (its console: $log)"; }
 [ "$rc" = 0 ] || die "the tests failed in the VM (exit $rc; above)"
