@@ -27,9 +27,11 @@ swift_tests=(espeak-ng sox ca-certificates tzdata)
 # extension needs to build (gcc and libc6-dev, in toolchain), numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils, in toolchain);
 # Debian's Chromium and a font for the kiosk page's tests (Tests/kiosk); debootstrap for the Debian 13 leg
-# (tools/debian-chroot.sh); aptly and gnupg for the apt repository's test (deploy/apt-repo, Tests/deb).
+# (tools/debian-chroot.sh); aptly and gnupg for the apt repository's test (deploy/apt-repo, Tests/deb); qemu, cpio and
+# kmod for the sound-card VM (Tests/soundcard: Debian's kernel and busybox-static it downloads itself, unpacked).
 test=("${swift_tests[@]}" "${package[@]}" alsa-utils gpiod python3 python3-venv python3-dev python3-numpy
-      systemd openssh-server openssh-client chromium fonts-dejavu-core debootstrap aptly gnupg)
+      systemd openssh-server openssh-client chromium fonts-dejavu-core debootstrap aptly gnupg
+      qemu-system-x86 cpio kmod)
 
 wanted=("${toolchain[@]}" "${build[@]}" "${test[@]}")
 if [ "${1:-}" = "--build" ]; then

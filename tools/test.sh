@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command (README, and what CI's .ci/run calls): installs what it needs, runs the hot-phrase tools' Python
 # unit tests (numpy only), builds with no warnings, runs the Swift tests (real libcurl, libspeex, libsndfile,
-# libsoxr against the local Houndify service) here (Debian 12, libgpiod 1.6) and again in a Debian 13 chroot
-# (libgpiod 2), the official Python Houndify SDK against `hound-speaker serve`, the
+# libsoxr against the local Houndify service) here (Debian 12, libgpiod 1.6), those that need a kernel sound card
+# again in a VM whose kernel has one (Tests/soundcard), and all again in a Debian 13 chroot (libgpiod 2), the
+# official Python Houndify SDK against `hound-speaker serve`, the
 # kiosk page in headless Chromium, the fault-injection suite, the deploy tests (Tests/deploy), a short fuzzing run
 # (Tests/fuzz) and the Pi's release build; for arm64 (Tests/arm64), the package cross-built with Debian's Swift and
 # run in a Debian 13 arm64 root under qemu-user, and the Swift tests that cover the most there.
@@ -19,6 +20,10 @@ echo "== the modules' layering: the pure core, the device commands (tools/module
 python3 tools/module-graph.py --check
 
 bash tools/swift-tests.sh
+
+echo "== the Swift tests that need a kernel sound card (the volume through softvol on snd-aloop), in a VM (Tests/soundcard)"
+# This machine's kernel has no sound; there they skip, saying so. Debian's kernel in qemu has snd-aloop.
+bash Tests/soundcard/run.sh
 
 echo "== Debian 13 (Raspberry Pi OS trixie, libgpiod 2): the same build and Swift tests in a debootstrap chroot"
 # tools/debian-chroot.sh makes the chroot once (kept in /var/tmp) and shows it this checkout and the toolchain.

@@ -39,7 +39,7 @@ public struct SpeakerAssembly {
     public init(config: SpeakerConfiguration, logger: Logger, client: HoundifyClient, output: SpeechOutput) throws(AssemblyError) {
         self.config = config
         self.logger = logger
-        volume = try DeviceAssembly.outputVolume(config)
+        volume = try DeviceAssembly.outputVolume(config, for: output)
         let earcons: [Earcon: MonoAudio]
         // Barge-in needs the hot phrase: without it the canceller would only clean questions asked by the button,
         // which are never asked over the speaker's own sound (a press stops it first).

@@ -40,14 +40,22 @@ public final class OutputVolume: Sendable {
         try mixer?.set(percent: value ? 0 : current)
     }
 
+    /// Writes the level to the mixer control again; the speech engine calls it before each utterance's playback
+    /// opens. A card that went and came back, or a softvol control made anew by its PCM's first open, starts at its
+    /// own default (softvol's is 0 dB, full volume), not at the speaker's level. Without a mixer there is nothing to do.
+    public func reapply() throws(AudioDeviceError) {
+        try mixer?.set(percent: isSoundOff ? 0 : current)
+    }
+
     @discardableResult public func up() throws(AudioDeviceError) -> Int { try set(current + Self.step) }
     @discardableResult public func down() throws(AudioDeviceError) -> Int { try set(current - Self.step) }
 
     /// Linear gain for software volume: 50 dB of range (100 is 0 dB, 80 is -10 dB, 50 is -25 dB), 0 is silence.
-    /// With a mixer control the samples are left alone (gain 1).
+    /// With a mixer control the samples are left alone (gain 1), except that sound off and 0 are silence there too:
+    /// a mixer's lowest setting need not be mute (softvol's is its min_dB).
     public var softwareGain: Float {
-        guard mixer == nil else { return 1 }
-        return isSoundOff ? 0 : Self.gain(forPercent: current)
+        if isSoundOff || current == 0 { return 0 }
+        return mixer == nil ? Self.gain(forPercent: current) : 1
     }
 
     public static func gain(forPercent p: Int) -> Float {
@@ -56,53 +64,49 @@ public final class OutputVolume: Sendable {
 }
 
 /// One playback volume control of an ALSA mixer (snd_mixer simple elements), set in percent of its range.
+/// Each setting opens the card's mixer, finds the control, writes it and closes it again, so a card that went away
+/// and came back (its driver rebound, a USB card replugged), or a softvol control made anew, is found as it is now:
+/// a handle kept open would be to the old card, and its cached value would skip the write.
 final class ALSAMixer: Sendable {
-    /// The mixer and its element. @unchecked: C handles; a snd_mixer handle is not thread-safe, so every call on it
-    /// is made under the Mutex that holds them.
-    private struct Handles: @unchecked Sendable {
-        let mixer: OpaquePointer
-        let element: OpaquePointer
-    }
-    private let handles: Mutex<Handles>
     let device: String
     let control: String
+    /// The control interface holding it, "hw:CARD=id" (or the form in the device's name), found once at the start.
+    let card: String
+    /// One setting at a time, in the order asked (the loop's volume changes and the speech thread's re-applying).
+    private let writing = Mutex(())
 
     init(device: String, control: String) throws(AudioDeviceError) {
         _ = quietALSA
         self.device = device
         self.control = control
-        var handle: OpaquePointer?
-        var rc = snd_mixer_open(&handle, 0)
-        guard rc >= 0, let handle else { throw .from(device: device, operation: "cannot open a mixer", code: rc) }
-        // The mixer of a PCM's card: "default" and "plughw:CARD=x,DEV=0" both name it; hw:CARD=x is the usual form.
-        let card = ALSAMixer.cardName(for: device)
-        rc = snd_mixer_attach(handle, card)
-        if rc >= 0 { rc = snd_mixer_selem_register(handle, nil, nil) }
-        if rc >= 0 { rc = snd_mixer_load(handle) }
-        guard rc >= 0 else {
-            snd_mixer_close(handle)
-            throw .from(device: device, operation: "cannot open mixer \"\(card)\"", code: rc)
-        }
-        var id: OpaquePointer?
-        snd_mixer_selem_id_malloc(&id)
-        defer { snd_mixer_selem_id_free(id) }
-        snd_mixer_selem_id_set_index(id, 0)
-        snd_mixer_selem_id_set_name(id, control)
-        guard let found = snd_mixer_find_selem(handle, id), snd_mixer_selem_has_playback_volume(found) != 0 else {
-            var names: [String] = []
-            var e = snd_mixer_first_elem(handle)
-            while let elem = e {
-                if snd_mixer_selem_has_playback_volume(elem) != 0 { names.append(String(cString: snd_mixer_selem_get_name(elem))) }
-                e = snd_mixer_elem_next(elem)
-            }
-            snd_mixer_close(handle)
-            throw AudioDeviceError(device: device, message: "mixer \"\(card)\" has no playback volume control \"\(control)\""
-                + (names.isEmpty ? "" : "; it has: \(names.joined(separator: ", "))") + " (`amixer scontrols`)", isConfiguration: true)
-        }
-        handles = Mutex(Handles(mixer: handle, element: found))
+        card = ALSAMixer.card(of: device)
+        try writing.withLock { _ throws(AudioDeviceError) in try withElement { _ in 0 } }
     }
 
-    deinit { handles.withLock { _ = snd_mixer_close($0.mixer) } }
+    /// The card whose control interface has `device`'s volume. First the card the PCM reports when opened: a softvol
+    /// PCM (or plug, dmix...) over a card names that card, and opening it is also what makes softvol create its
+    /// control, which does not exist until its PCM has been opened once since the card appeared. A PCM that will not
+    /// open now (busy, absent) or is on no card: the card in its name (`cardName(for:)`). The card by its id, not
+    /// its index: a USB card plugged in again may come back under another number.
+    static func card(of device: String) -> String {
+        var pcm: OpaquePointer?
+        guard snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK) >= 0, let pcm else { return cardName(for: device) }
+        defer { snd_pcm_close(pcm) }
+        var info: OpaquePointer?
+        snd_pcm_info_malloc(&info)
+        defer { snd_pcm_info_free(info) }
+        guard snd_pcm_info(pcm, info) >= 0 else { return cardName(for: device) }
+        let index = snd_pcm_info_get_card(info)
+        guard index >= 0 else { return cardName(for: device) }
+        var ctl: OpaquePointer?
+        guard snd_ctl_open(&ctl, "hw:\(index)", 0) >= 0, let ctl else { return "hw:\(index)" }
+        defer { snd_ctl_close(ctl) }
+        var cardInfo: OpaquePointer?
+        snd_ctl_card_info_malloc(&cardInfo)
+        defer { snd_ctl_card_info_free(cardInfo) }
+        guard snd_ctl_card_info(ctl, cardInfo) >= 0, let id = snd_ctl_card_info_get_id(cardInfo) else { return "hw:\(index)" }
+        return "hw:CARD=\(String(cString: id))"
+    }
 
     static func cardName(for device: String) -> String {
         if let range = device.firstRange(of: "CARD=") {
@@ -116,12 +120,57 @@ final class ALSAMixer: Sendable {
         return "default"
     }
 
-    func set(percent: Int) throws(AudioDeviceError) {
-        let rc = handles.withLock { handles in
-            var low = 0, high = 0
-            snd_mixer_selem_get_playback_volume_range(handles.element, &low, &high)
-            return snd_mixer_selem_set_playback_volume_all(handles.element, low + (high - low) * percent / 100)
+    /// Opens the card's mixer, finds the control and calls `body` with it; closes the mixer after. A control not
+    /// there is looked for again once after opening and closing the device's PCM: a softvol PCM makes its control
+    /// then (after the card appeared, or came back). Opened and closed here, not by the playback: the kernel lets
+    /// only the handle that added a control write it while that handle is open, and softvol's stays open as long
+    /// as its PCM. Errors name the device, the mixer and the control.
+    private func withElement(_ body: (OpaquePointer) -> Int32) throws(AudioDeviceError) {
+        do throws(AudioDeviceError) {
+            try withElementNow(body)
+        } catch where error.isConfiguration {
+            var pcm: OpaquePointer?
+            guard snd_pcm_open(&pcm, device, SND_PCM_STREAM_PLAYBACK, SND_PCM_NONBLOCK) >= 0, let pcm else { throw error }
+            snd_pcm_close(pcm)
+            try withElementNow(body)
         }
-        if rc < 0 { throw .from(device: device, operation: "cannot set \"\(control)\" to \(percent) %", code: rc) }
+    }
+
+    private func withElementNow(_ body: (OpaquePointer) -> Int32) throws(AudioDeviceError) {
+        var handle: OpaquePointer?
+        var rc = snd_mixer_open(&handle, 0)
+        guard rc >= 0, let handle else { throw .from(device: device, operation: "cannot open a mixer for control \"\(control)\"", code: rc) }
+        defer { snd_mixer_close(handle) }
+        rc = snd_mixer_attach(handle, card)
+        if rc >= 0 { rc = snd_mixer_selem_register(handle, nil, nil) }
+        if rc >= 0 { rc = snd_mixer_load(handle) }
+        guard rc >= 0 else { throw .from(device: device, operation: "cannot open mixer \"\(card)\" for control \"\(control)\"", code: rc) }
+        var id: OpaquePointer?
+        snd_mixer_selem_id_malloc(&id)
+        defer { snd_mixer_selem_id_free(id) }
+        snd_mixer_selem_id_set_index(id, 0)
+        snd_mixer_selem_id_set_name(id, control)
+        guard let found = snd_mixer_find_selem(handle, id), snd_mixer_selem_has_playback_volume(found) != 0 else {
+            var names: [String] = []
+            var e = snd_mixer_first_elem(handle)
+            while let elem = e {
+                if snd_mixer_selem_has_playback_volume(elem) != 0 { names.append(String(cString: snd_mixer_selem_get_name(elem))) }
+                e = snd_mixer_elem_next(elem)
+            }
+            throw AudioDeviceError(device: device, message: "mixer \"\(card)\" has no playback volume control \"\(control)\""
+                + (names.isEmpty ? "" : "; it has: \(names.joined(separator: ", "))") + " (`amixer scontrols`)", isConfiguration: true)
+        }
+        rc = body(found)
+        if rc < 0 { throw .from(device: device, operation: "mixer \"\(card)\": cannot set control \"\(control)\"", code: rc) }
+    }
+
+    func set(percent: Int) throws(AudioDeviceError) {
+        try writing.withLock { _ throws(AudioDeviceError) in
+            try withElement { element in
+                var low = 0, high = 0
+                snd_mixer_selem_get_playback_volume_range(element, &low, &high)
+                return snd_mixer_selem_set_playback_volume_all(element, low + (high - low) * percent / 100)
+            }
+        }
     }
 }

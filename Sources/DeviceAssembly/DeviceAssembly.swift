@@ -9,10 +9,13 @@ public import Speech
 /// The speaker's devices made from its settings: the output volume, the speech engine, the board. `say`, `board`
 /// and `hotphrase` need only these, not the whole speaker (Assembly) with Houndify and the control server.
 public enum DeviceAssembly {
-    /// The output volume of `[audio]`, for the speaker and for `say`.
-    public static func outputVolume(_ config: SpeakerConfiguration) throws(AssemblyError) -> OutputVolume {
+    /// The output volume of `[audio]`, for the speaker and for `say`. Speech going to `output` a file (or memory)
+    /// never opens `[audio] mixer_control`: a WAV has no mixer, and the card need not be there.
+    public static func outputVolume(_ config: SpeakerConfiguration, for output: SpeechOutput) throws(AssemblyError) -> OutputVolume {
+        let mixerControl: String
+        if case .device = output { mixerControl = config.audio.mixerControl } else { mixerControl = "" }
         do throws(AudioDeviceError) {
-            return try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: config.audio.mixerControl)
+            return try OutputVolume(percent: config.audio.volume, device: config.audio.output, mixerControl: mixerControl)
         } catch {
             // A control the card lacks is the config's (systemd does not restart); a card not there yet is not, and
             // the unit's restarts find it once it is plugged in.

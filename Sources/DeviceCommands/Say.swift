@@ -26,10 +26,11 @@ public struct SayText: Sendable {
         let context = try AppContext(configPath: configPath)
         // The speaker's own volume and voice (its assembly's), so that `say` sounds as it does.
         let engine: SpeechEngine
+        let destination = output.map(SpeechOutput.file) ?? .device(context.config.audio.output)
         do throws(AssemblyError) {
-            engine = try DeviceAssembly.speechEngine(context.config, volume: try DeviceAssembly.outputVolume(context.config))
+            engine = try DeviceAssembly.speechEngine(context.config, volume: try DeviceAssembly.outputVolume(context.config, for: destination))
         } catch { throw CommandFailure(error) }
-        let task = engine.speak(text, to: output.map(SpeechOutput.file) ?? .device(context.config.audio.output))
+        let task = engine.speak(text, to: destination)
         // Ctrl-C stops the speech at once rather than killing the process mid-buffer: the signal watcher is a
         // child of this command, cancelled once the speech ends.
         let outcome = await withDiscardingTaskGroup { group in

@@ -174,8 +174,9 @@ public enum StandaloneEnrollment {
     /// espeak-ng to [audio] output, with the assembly's volume and voice, as `say` speaks.
     private static func makeSpeech(_ config: SpeakerConfiguration) throws(CommandFailure) -> EngineSpeech {
         do throws(AssemblyError) {
-            let engine = try DeviceAssembly.speechEngine(config, volume: try DeviceAssembly.outputVolume(config))
-            return EngineSpeech(engine: engine, output: .device(config.audio.output), earcons: [:])
+            let output = SpeechOutput.device(config.audio.output)
+            let engine = try DeviceAssembly.speechEngine(config, volume: try DeviceAssembly.outputVolume(config, for: output))
+            return EngineSpeech(engine: engine, output: output, earcons: [:])
         } catch { throw CommandFailure(error) }
     }
 }

@@ -384,6 +384,10 @@ fileprivate final class SynthJob {
 
     func open() throws(SpeechError) {
         if case .device(let name) = task.output {
+            // The mixer control at the speaker's level again before the device opens (a card back from being
+            // unplugged, or a softvol control made anew, starts at full volume). A failure here does not silence
+            // the answer: the next volume change reports the mixer's error.
+            try? task.volume?.reapply()
             do { playback = try ALSAPlayback(device: name, sampleRate: sampleRate) } catch {
                 throw SpeechError(error.description, isOutputDevice: true)
             }

@@ -305,6 +305,22 @@ struct CLI {
         }
     }
 
+    /// A WAV file is no sound card: `say --output` must not open `[audio] mixer_control`'s mixer (issue #61: it did,
+    /// and failed with exit 1 where the control's card was not there). Said to the device, the same missing control
+    /// fails, naming the device and the control.
+    @Test func sayToAFileNeverOpensTheMixer() throws {
+        let wav = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-\(UUID().uuidString).wav").path
+        defer { try? FileManager.default.removeItem(atPath: wav) }
+        let config = try CLI.writeConfig("[audio]\noutput = \"default\"\nmixer_control = \"NoSuchControl\"\n")
+        let said = try CLI.run(["say", "hello", "--output", wav, "--config", config])
+        #expect(said.status == 0, "\(said.stderr)")
+        let size = (try? FileManager.default.attributesOfItem(atPath: wav)[.size] as? Int) ?? 0
+        #expect(size > 11025)
+        let toDevice = try CLI.run(["say", "hello", "--config", config])
+        #expect(toDevice.status != 0)
+        #expect(toDevice.stderr.contains("ALSA device \"default\"") && toDevice.stderr.contains("\"NoSuchControl\""), "\(toDevice.stderr)")
+    }
+
     @Test func doctorOpensTheConfiguredAudioDevices() throws {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-cli-alsa-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)

@@ -15,7 +15,7 @@ import AudioCore
     @Test func aVoiceEspeakLacksIsTheConfigs() throws {
         var config = SpeakerConfiguration()
         config.speech.voice = "xx-nonexistent"
-        let volume = try DeviceAssembly.outputVolume(config)
+        let volume = try DeviceAssembly.outputVolume(config, for: .device(config.audio.output))
         let error = #expect(throws: AssemblyError.self) { try DeviceAssembly.speechEngine(config, volume: volume) }
         #expect(error?.kind == .configuration)
         #expect(error?.message.contains("[speech] voice") == true)

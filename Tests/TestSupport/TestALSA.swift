@@ -9,11 +9,13 @@ public enum TestALSA {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-alsa-\(getpid())").path
         try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         try? Data(lateSpeaker(present: false, dir: dir).utf8).write(to: URL(fileURLWithPath: "\(dir)/late-speaker.conf"))
+        try? Data("# PCMs on a kernel sound card, written by a test that has one (defineCardPCMs)\n".utf8)
+            .write(to: URL(fileURLWithPath: "\(dir)/cards.conf"))
         // The system's configuration only (not whatever the environment had), then these devices.
         setenv("ALSA_CONFIG_PATH", "/usr/share/alsa/alsa.conf", 1)
         try? FileDevice.install(playbackDevices.map { .speaker($0, writes: "\(dir)/\($0).raw") }
                                     + captureDevices.map { .microphone($0, reads: "\(dir)/\($0).raw") },
-                                asoundrc: "\(dir)/asoundrc", alsoRead: ["\(dir)/late-speaker.conf"])
+                                asoundrc: "\(dir)/asoundrc", alsoRead: ["\(dir)/late-speaker.conf", "\(dir)/cards.conf"])
         return dir
     }()
 
@@ -29,6 +31,12 @@ public enum TestALSA {
     public static func plugInLateSpeaker() throws {
         // A new file (a new inode), not the old one rewritten: libasound notices a change by inode and mtime in seconds.
         try Data(lateSpeaker(present: true, dir: directory).utf8).write(to: URL(fileURLWithPath: "\(directory)/late-speaker.conf"), options: .atomic)
+    }
+
+    /// Defines PCMs over a kernel sound card (`text`, asoundrc syntax) for a test that found one; read after the
+    /// file PCMs. A new file each time, which libasound notices (as `plugInLateSpeaker`).
+    public static func defineCardPCMs(_ text: String) throws {
+        try Data(text.utf8).write(to: URL(fileURLWithPath: "\(directory)/cards.conf"), options: .atomic)
     }
 
     /// Capture PCMs, each reading `<directory>/<name>.raw`.

@@ -46,6 +46,20 @@ hears() {
         > /etc/hound-speaker/pi-box-service.toml
 }
 hears "what time is it"
+# The volume through a mixer control, as on a Pi whose DAC has none (an I2S HAT): the owner's /etc/asound.conf puts
+# a softvol PCM over the loopback's speaker substream (the pi-box profile's output), and alsa-lib makes its control
+# "Speaker" on the card when the PCM is first opened. Its range is the software volume's: 50 dB in 100 steps, so
+# 80 % is -10 dB either way and the answers below are heard at the level they were before.
+cat > /etc/asound.conf <<'EOF'
+pcm.speaker {
+    type softvol
+    slave.pcm "plughw:CARD=Loopback,DEV=0,SUBDEV=1"
+    control { name "Speaker Playback Volume" card Loopback }
+    min_dB -50.0
+    max_dB 0.0
+    resolution 101
+}
+EOF
 # The owner edits the packaged conffile in place (its mode and owner stay the package's: 0600, hound-speaker).
 cat > "$config" <<EOF
 [houndify]
@@ -55,6 +69,12 @@ endpoint = "http://127.0.0.1:8080"
 
 [board]
 profile = "pi-box"
+
+[audio]
+# The profile's loopback output through /etc/asound.conf's softvol, whose control sets the volume.
+output = "speaker"
+mixer_control = "Speaker"
+volume = 80
 
 [logging]
 level = "debug"
@@ -207,6 +227,40 @@ check "the answer is heard on the loopback: at least 80 % of the answer alone, a
 check "the answer is heard at its level: within 20 dB below and 3 dB above the answer alone" \
     awk -v h="${heard_level:-0}" -v e="${expected_level:-0}" 'BEGIN { exit (e > 0 && h >= e * 0.1 && h <= e * 1.42) ? 0 : 1 }'
 
+echo "== the volume: the softvol control on the loopback card, set by ctl volume, heard"
+# amixer shows the simple control as "Front Left: Playback 80 [80%] [-10.00dB]" (softvol's control has two channels).
+mixer_at() { amixer -c Loopback sget Speaker | grep -q "Playback $1 \[$1%\] \[$2dB\]"; }
+check "the speaker set the control to its volume: Speaker at 80 %, -10 dB (amixer)" mixer_at 80 -10.00
+amixer -c Loopback sget Speaker | sed -n 's/^ *Front Left: /    amixer: Speaker /p'
+sentence="The volume is measured with this sentence."
+said_at() {  # said_at WAV: ctl say the sentence, recorded on the loopback until the speaker is ready again
+    local since
+    since="$(date +%s)"
+    arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 60 "$1" &
+    local recorder=$!
+    hound-speaker ctl say "$sentence" --config "$config" > /dev/null &&
+        wait_for 60 has_event "$since" HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking
+    local rc=$?
+    sleep 1
+    kill "$recorder" 2>/dev/null; wait "$recorder" 2>/dev/null
+    return $rc
+}
+check "ctl say at 80 %: said and heard" said_at /tmp/volume-80.wav
+check "ctl volume 40" hound-speaker ctl volume 40 --config "$config"
+check "the control follows: Speaker at 40 %, -30 dB (amixer)" mixer_at 40 -30.00
+check "ctl say at 40 %: said and heard" said_at /tmp/volume-40.wav
+# Each recording's energy (RMS squared times length): the loopback is digital, so what is not the announcement's
+# earcon and sentence is exact silence, and the energy does not depend on where they fall in the recording or on
+# the gap between them (which varies; a level of the trimmed last sound would not). Same sound, so the ratio is the gain.
+energy() { sox "$1" -n stat 2>&1 | awk '/^Length/ { l = $3 } /^RMS +amplitude/ { r = $3 } END { printf "%.10f", r * r * l }'; }
+at80="$(energy /tmp/volume-80.wav)" at40="$(energy /tmp/volume-40.wav)"
+drop="$(awk -v a="${at80:-0}" -v b="${at40:-0}" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", 10 * log(a / b) / log(10); else print "?" }')"
+echo "    heard: the announcement's energy at 80 % ${at80:-?}, at 40 % ${at40:-?}: ${drop} dB down (20 expected)"
+check "the announcement is heard 20 dB quieter at 40 % than at 80 % (within 1 dB)" \
+    awk -v d="$drop" 'BEGIN { exit (d != "?" && d >= 19 && d <= 21) ? 0 : 1 }'
+check "ctl volume 80: back to the config's" hound-speaker ctl volume 80 --config "$config"
+check "the control follows: Speaker at 80 % (amixer)" mixer_at 80 -10.00
+
 echo '== "OK Hound, what time is it" into the microphone: woken by the hot phrase'
 # The demo's recording (the hound-speaker-local package), played as it is.
 since="$(date +%s)"
@@ -339,6 +393,9 @@ check "the speaker runs on without the card (the same process, active)" bash -c 
 check "the card bound again: Loopback is back" bash -c "echo snd_aloop.0 > $aloop/bind && grep -q Loopback /proc/asound/cards"
 check "the speaker found the microphone again by itself" wait_for 30 has_event "$since" HOUND_SPEAKER_EVENT=microphone HOUND_SPEAKER_STATUS=recovered
 answered_again "$since"
+# The card came back without the softvol control; softvol makes it anew at 0 dB (full volume) when its PCM opens, and
+# the speaker sets its own level before each answer's playback (the level check above allows up to 3 dB over).
+check "the card back: the softvol control at the speaker's 80 % again, not softvol's 0 dB (amixer)" mixer_at 80 -10.00
 check "no restart: the same process all along" test "$(main_pid)" = "$pid"
 
 echo "== the GPIO chip goes away (gpio-sim's live 0) and comes back (live 1) while the speaker runs"
