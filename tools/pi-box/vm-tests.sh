@@ -305,8 +305,9 @@ arecord -q -D "$speaker_out" -f S16_LE -r 22050 -c 1 -d 60 /tmp/restarted.wav &
 recorder=$!
 before="$EPOCHREALTIME"
 post '{"command":"stop"}'
+stopped="$EPOCHREALTIME"
 post "{\"command\":\"say\",\"text\":\"$long\"}"
-echo "    stop and say sent $(awk -v a="$before" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.3f", b - a }') s apart"
+echo "    the stop answered $(awk -v a="$before" -v b="$stopped" 'BEGIN { printf "%.3f", b - a }') s after it was sent; the say sent at once after"
 sleep 3  # the stopped sentence's end has long been reported; the new one plays for many seconds more
 check "3 s after the new sentence started: still speaking (the speaking LED line on)" \
     bash -c "[ \"\$(cat $sim/sim_gpio4/value)\" = 1 ]"
