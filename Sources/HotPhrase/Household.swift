@@ -301,13 +301,21 @@ public struct Household: Codable, Sendable, Equatable {
             if let problem = PhraseText.problem(p.text) {
                 throw fail("is damaged (a phrase's words \(problem)); move it away and enroll again")
             }
-            for t in p.templates {
+            for (n, t) in p.templates.enumerated() {
                 // A template's score is a mean distance between unit vectors, 1 - a . b: its mean over the bank lies in
                 // 0...2 and its spread in (0, 1]. A number outside (a damaged digit) would shift every z it gives.
-                guard (Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count),
-                      t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count && $0.allSatisfy(\.isFinite) }),
-                      (0...2).contains(t.mu), t.sd > 0, t.sd <= 1
-                else { throw fail("is damaged (a template of \"\(p.text)\" has the wrong size or numbers out of range); move it away and enroll again") }
+                let which = "template \(n + 1) of \"\(p.text)\""
+                let problem: String? =
+                    if !(Enrollment.minFrames...Enrollment.maxFrames).contains(t.embeddings.count) {
+                        "\(which) has \(t.embeddings.count) frames, not \(Enrollment.minFrames)-\(Enrollment.maxFrames)"
+                    } else if !t.embeddings.allSatisfy({ $0.count == t.embeddings[0].count && $0.allSatisfy(\.isFinite) }) {
+                        "\(which) has frames of different sizes, or numbers that are not"
+                    } else if !(0...2).contains(t.mu) {
+                        "\(which) has mu \(t.mu), outside 0...2"
+                    } else if !(t.sd > 0 && t.sd <= 1) {
+                        "\(which) has sd \(t.sd), outside (0, 1]"
+                    } else { nil }
+                if let problem { throw fail("is damaged (\(problem)); move it away and enroll again") }
             }
             for h in p.heads ?? [] {
                 guard !h.weights.isEmpty, h.weights.count % PersonalHead.window == 0, h.weights.allSatisfy(\.isFinite),

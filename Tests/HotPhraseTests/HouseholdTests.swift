@@ -696,7 +696,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
         var small = sample()
         small.phrases[0].templates[0].embeddings.removeLast(3)
         try small.save(path: path)
-        #expect { try Household.load(path: path) } throws: { error in "\(error)".contains("wrong size") }
+        #expect { try Household.load(path: path) } throws: { error in "\(error)".contains("template 1 of \"OK Hound\" has 2 frames, not 4-24") }
     }
 
     /// The fused detector refuses what it cannot score: templates with a format-1 model (no embedding), and

@@ -637,3 +637,109 @@ def test_ctl_is_answered_while_a_local_process_holds_the_control_apis_connection
         for client in held:
             client.close()
         assert speaker.stop() == 0
+
+
+# --- the household's one file, through the binary (issue #62) -----------------------------------------------------
+
+TAKES = [os.path.join(ROOT, "Tests/HotPhraseTests/Fixtures/household", f"take-{i}.wav") for i in (1, 2, 3)]
+
+
+def household_speaker(standin, tmp_path):
+    standin.set_plan([GOOD])
+    port = free_port()
+    household = tmp_path / "household"
+    household.mkdir()
+    speaker = Speaker(tmp_path, standin.port, extra=f'[control]\nlisten = "127.0.0.1:{port}"\n',
+                      hotphrase=f'enabled = true\nhousehold = "{household}"')
+    return speaker, household
+
+
+def running_phrases(speaker):
+    status = cli("ctl", "status", "--config", speaker.config)
+    assert status.returncode == 0, status.stderr
+    return sorted(p["text"] for p in (json.loads(status.stdout).get("household") or {}).get("phrases", []))
+
+
+def file_phrases(household):
+    return sorted(p["text"] for p in json.loads((household / "household.json").read_text())["phrases"])
+
+
+def enroll(speaker, household, phrase):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
+    return subprocess.Popen([BIN, "enroll", *TAKES, "--household", str(household), "--phrase", phrase,
+                             "--config", speaker.config], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+
+
+def test_a_forget_while_enroll_runs_is_final_and_the_enrollment_kept(standin, tmp_path):
+    """`enroll WAV...` on a household a running speaker owns, and `ctl forget` of another phrase answered while the
+    enrollment checks its takes: the forgotten phrase never comes back (in the file or the running detector), and
+    the new one is kept in both (enroll once read the file at its start and wrote its copy back at the end)."""
+    speaker, household = household_speaker(standin, tmp_path)
+    try:
+        first = enroll(speaker, household, "hey kitchen")
+        out, err = first.communicate(timeout=HANG_GUARD)
+        assert first.returncode == 0, err
+        assert running_phrases(speaker) == ["hey kitchen"]
+        racing = enroll(speaker, household, "OK Hound")
+        # Its first take's verdict: it has started, and is still checking the others.
+        assert racing.stdout.readline().startswith(TAKES[0] + ": kept"), racing.stderr.read()
+        forget = cli("ctl", "forget", "hey kitchen", "--config", speaker.config)
+        assert forget.returncode == 0, forget.stderr
+        out, err = racing.communicate(timeout=HANG_GUARD)
+        assert racing.returncode == 0, err
+        assert file_phrases(household) == ["OK Hound"]
+        assert running_phrases(speaker) == ["OK Hound"]
+    finally:
+        assert speaker.stop() == 0
+
+
+def test_an_unusable_household_reloaded_is_refused_and_the_running_one_kept(standin, tmp_path):
+    """household.json replaced by one the detector cannot use (its embeddings one number short): `ctl
+    reload-household` is refused (409, with the reason), and the speaker keeps listening with what it ran."""
+    speaker, household = household_speaker(standin, tmp_path)
+    try:
+        first = enroll(speaker, household, "hey kitchen")
+        _, err = first.communicate(timeout=HANG_GUARD)
+        assert first.returncode == 0, err
+        saved = json.loads((household / "household.json").read_text())
+        for phrase in saved["phrases"]:
+            phrase["text"] = "something else"
+            for template in phrase["templates"]:
+                template["embeddings"] = [e[:-1] for e in template["embeddings"]]
+        (household / "household.json").write_text(json.dumps(saved))
+        reload = cli("ctl", "reload-household", "--config", speaker.config)
+        assert reload.returncode != 0, reload.stdout
+        assert "409" in reload.stderr and "cannot be used" in reload.stderr, reload.stderr
+        assert running_phrases(speaker) == ["hey kitchen"]
+        assert speaker.process.poll() is None, speaker.log_tail()
+    finally:
+        assert speaker.stop() == 0
+
+
+def test_a_damaged_number_in_the_household_is_named_at_start_and_never_used(standin, tmp_path):
+    """A template's mean over the bank damaged in household.json (one digit: 0.62 -> 6.2, which once doubled the
+    wakes): the speaker starts, says which file could not be used and why, listens with the generic detector, and
+    leaves the file as it was for the owner to look at."""
+    speaker, household = household_speaker(standin, tmp_path)
+    try:
+        first = enroll(speaker, household, "hey kitchen")
+        _, err = first.communicate(timeout=HANG_GUARD)
+        assert first.returncode == 0, err
+    finally:
+        assert speaker.stop() == 0
+    saved = json.loads((household / "household.json").read_text())
+    saved["phrases"][0]["templates"][0]["mu"] = 6.2
+    damaged = json.dumps(saved)
+    (household / "household.json").write_text(damaged)
+    again = tmp_path / "again"
+    again.mkdir()
+    speaker = Speaker(again, standin.port, hotphrase=f'enabled = true\nhousehold = "{household}"')
+    try:
+        log = speaker.log.read_text()
+        assert "household.json" in log and "could not be used" in log, speaker.log_tail()
+        assert "template 1 of \"hey kitchen\" has mu 6.2, outside 0...2" in log, speaker.log_tail()
+        assert speaker.process.poll() is None
+    finally:
+        assert speaker.stop() == 0
+    assert (household / "household.json").read_text() == damaged
