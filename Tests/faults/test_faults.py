@@ -547,6 +547,18 @@ def test_run_stopped_as_soon_as_it_is_ready_stops_cleanly(standin, tmp_path):
         assert "stopping (signal)" in speaker.log.read_text(), speaker.log_tail()
 
 
+def household_speaker(standin, tmp_path):
+    """A speaker listening for the hot phrase with a household of its own, and its control API: (speaker, the
+    household's directory, the API's port)."""
+    standin.set_plan([GOOD])
+    port = free_port()
+    household = tmp_path / "household"
+    household.mkdir()
+    speaker = Speaker(tmp_path, standin.port, extra=f'[control]\nlisten = "127.0.0.1:{port}"\n',
+                      hotphrase=f'enabled = true\nhousehold = "{household}"')
+    return speaker, household, port
+
+
 # --- household commands in a burst (issue #62) --------------------------------------------------------------------
 
 def test_a_burst_of_household_commands_over_a_websocket_leaves_the_speaker_and_its_threads(standin, tmp_path):
@@ -555,12 +567,7 @@ def test_a_burst_of_household_commands_over_a_websocket_leaves_the_speaker_and_i
     answered, each refusal in words, and the API still answers."""
     import websocket
 
-    standin.set_plan([GOOD])
-    port = free_port()
-    household = tmp_path / "household"
-    household.mkdir()
-    speaker = Speaker(tmp_path, standin.port, extra=f'[control]\nlisten = "127.0.0.1:{port}"\n',
-                      hotphrase=f'enabled = true\nhousehold = "{household}"')
+    speaker, _, port = household_speaker(standin, tmp_path)
     try:
         before = speaker.settled()["threads"]
         ws = websocket.create_connection(f"ws://127.0.0.1:{port}/api/ws", timeout=HANG_GUARD)
@@ -644,14 +651,6 @@ def test_ctl_is_answered_while_a_local_process_holds_the_control_apis_connection
 TAKES = [os.path.join(ROOT, "Tests/HotPhraseTests/Fixtures/household", f"take-{i}.wav") for i in (1, 2, 3)]
 
 
-def household_speaker(standin, tmp_path):
-    standin.set_plan([GOOD])
-    port = free_port()
-    household = tmp_path / "household"
-    household.mkdir()
-    speaker = Speaker(tmp_path, standin.port, extra=f'[control]\nlisten = "127.0.0.1:{port}"\n',
-                      hotphrase=f'enabled = true\nhousehold = "{household}"')
-    return speaker, household
 
 
 def running_phrases(speaker):
@@ -675,7 +674,7 @@ def test_a_forget_while_enroll_runs_is_final_and_the_enrollment_kept(standin, tm
     """`enroll WAV...` on a household a running speaker owns, and `ctl forget` of another phrase answered while the
     enrollment checks its takes: the forgotten phrase never comes back (in the file or the running detector), and
     the new one is kept in both (enroll once read the file at its start and wrote its copy back at the end)."""
-    speaker, household = household_speaker(standin, tmp_path)
+    speaker, household, _ = household_speaker(standin, tmp_path)
     try:
         first = enroll(speaker, household, "hey kitchen")
         out, err = first.communicate(timeout=HANG_GUARD)
@@ -697,7 +696,7 @@ def test_a_forget_while_enroll_runs_is_final_and_the_enrollment_kept(standin, tm
 def test_an_unusable_household_reloaded_is_refused_and_the_running_one_kept(standin, tmp_path):
     """household.json replaced by one the detector cannot use (its embeddings one number short): `ctl
     reload-household` is refused (409, with the reason), and the speaker keeps listening with what it ran."""
-    speaker, household = household_speaker(standin, tmp_path)
+    speaker, household, _ = household_speaker(standin, tmp_path)
     try:
         first = enroll(speaker, household, "hey kitchen")
         _, err = first.communicate(timeout=HANG_GUARD)
@@ -721,7 +720,7 @@ def test_a_damaged_number_in_the_household_is_named_at_start_and_never_used(stan
     """A template's mean over the bank damaged in household.json (one digit: 0.62 -> 6.2, which once doubled the
     wakes): the speaker starts, says which file could not be used and why, listens with the generic detector, and
     leaves the file as it was for the owner to look at."""
-    speaker, household = household_speaker(standin, tmp_path)
+    speaker, household, _ = household_speaker(standin, tmp_path)
     try:
         first = enroll(speaker, household, "hey kitchen")
         _, err = first.communicate(timeout=HANG_GUARD)
