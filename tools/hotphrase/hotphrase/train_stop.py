@@ -14,8 +14,9 @@ that sound above all; what it must hear is a person saying "stop" over it, throu
 Training data, each set embedded once and cached in WORKDIR/stop/cache:
   - positives: make_data's synthetic "stop" clips (training voices, half moved to a real speaker's pitch and
     formants) and the real training-side clips, --real-copies augmented passes each (another speaker's size and
-    speed, room echo, training noise); in every set half of them then heard over the speaker's own sound (below)
-    at an echo-to-speech ratio of -30 to +20 dB (the canceller's residual to no canceller at all);
+    speed, room echo, training noise); in every set --own-share of them then heard over the speaker's own sound
+    (below) at an echo-to-speech ratio in --esr (default -35 to 0 dB: the canceller's residual; the speaker
+    listens over its own sound only with echo cancellation on);
   - the speaker's own sound (negatives): its espeak-ng -v en-us voice reading training sentences (none saying
     "stop"; not the answers the benchmark's room set speaks) and its timer ring (share/earcons/timer.wav), each
     through a random room, at random levels with training noise under them, alone and with a person talking over
@@ -23,7 +24,7 @@ Training data, each set embedded once and cached in WORKDIR/stop/cache:
   - the shared negatives of recipe e1 (sentences by the training voices, none saying "stop", the real-speech
     training speakers, training noise alone), made for this word (its own cache, not the other phrases');
   - confusables: make_data's ("top", "shop", "stock", ...) and the other words of the real clips' training speakers
-    (yes, no, up, down, left, right, on, off, go and more), half of them over the own sound.
+    (yes, no, up, down, left, right, on, off, go and more), as the positives over the own sound.
 """
 import json
 import os
@@ -47,9 +48,13 @@ from .errors import HotPhraseError
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 TIMER_WAV = os.path.join(REPO, "share", "earcons", "timer.wav")
-ESR_RANGE = (-30.0, 20.0)  # echo over the word at the microphone: canceller residual ... no canceller
-OWN_SHARE = 0.5  # share of positives and confusables heard over the speaker's own sound
-OWN_SECONDS = 2400  # own sound alone (and with talk over it) among the negatives
+ESR_RANGE = (-30.0, 20.0)  # echo over speech at the microphone: canceller residual ... no canceller (negatives)
+# The positives' and confusables' range (--esr): what the detector hears with echo cancellation on, the canceller's
+# residual (the speaker listens over its own sound only then: no barge-in without it).
+POS_ESR_RANGE = (-35.0, 0.0)
+OWN_SHARE = 0.6  # share of positives and confusables heard over the speaker's own sound (--own-share)
+OWN_SECONDS = 10800  # own sound alone (and with talk over it) among the negatives (--own-hours)
+OWN_TEXTS = 1200  # training sentences its voice reads (--own-texts)
 EVAL_OWN_SECONDS = 3600  # held-out own sound (other sentences, other rooms) for the threshold
 ANSWER_DBFS = -20.0
 
@@ -143,17 +148,17 @@ class Own:
         return x.astype(np.float32)
 
 
-def over_own(rng, audio, start, end, own, esr=None):
+def over_own(rng, audio, start, end, own, esr=None, esr_range=ESR_RANGE):
     """audio with the speaker's own sound added at an echo-to-speech ratio (dB over the word's span)."""
     e = own.echo(rng, len(audio))
     ps = A.active_power(audio[start:end])
     pe = float(np.mean(e[start:end] ** 2) + 1e-12)
-    esr = rng.uniform(*ESR_RANGE) if esr is None else esr
+    esr = rng.uniform(*esr_range) if esr is None else esr
     return A.set_level(rng, audio + e * np.sqrt(ps / pe * 10 ** (esr / 10)))
 
 
 def _pos_worker(args):
-    seed, (clips, fillers, tg, voice_share, own_args) = args
+    seed, (clips, fillers, tg, voice_share, own_args, esr_range, own_share) = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, A.TRAIN_NOISES, 120, fillers)
     own = Own(rng, *own_args)
@@ -165,8 +170,8 @@ def _pos_worker(args):
         pre *= np.sqrt(np.mean(audio[:1600] ** 2) / (np.mean(pre ** 2) + 1e-12))
         audio = np.concatenate([pre, audio]).astype(np.float32)
         start, end = start + len(pre), end + len(pre)
-        if rng.random() < OWN_SHARE:
-            audio = over_own(rng, audio, start, end, own)
+        if rng.random() < own_share:
+            audio = over_own(rng, audio, start, end, own, esr_range=esr_range)
         audio = audio[:end + T2.STEP_SAMPLES * (T2.POS_AFTER_STEPS + 2)]
         embs.append(e1data.embed(audio))
         ends.append(e1data.step_at(end))
@@ -175,7 +180,8 @@ def _pos_worker(args):
 
 def _neg_worker(args):
     """A stream of pieces (marked ones' ends returned), OWN_SHARE of it with the own sound under it."""
-    seed, (pieces, marked, fillers, tg, synthetic, noise_seconds, own_args, own_share) = args
+    seed, (pieces, marked, fillers, tg, synthetic, noise_seconds, own_args, own_share, *rest) = args
+    esr_range = rest[0] if rest else ESR_RANGE
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, A.TRAIN_NOISES, 120, fillers)
     pieces = [T2.maybe_voice(rng, p, tg, T2.VOICE_SHARE_NEG) if s else p for p, s in zip(pieces, synthetic)]
@@ -188,7 +194,7 @@ def _neg_worker(args):
                 seg = audio[a:a + step]
                 e = own.echo(rng, len(seg))
                 g = np.sqrt((A.active_power(seg) if np.any(seg) else 1e-4) / (np.mean(e ** 2) + 1e-12))
-                audio[a:a + step] = np.clip(seg + e * g * 10 ** (rng.uniform(*ESR_RANGE) / 20), -1, 1)
+                audio[a:a + step] = np.clip(seg + e * g * 10 ** (rng.uniform(*esr_range) / 20), -1, 1)
     return e1data.embed(audio), [e1data.step_at(e) for e in ends], e1data.step_at(noise_start)
 
 
@@ -267,17 +273,18 @@ def merge(parts):
     return np.concatenate(emb), np.array(offs, np.int64), np.concatenate(ends)
 
 
-def data(workdir, procs, real_copies):
+def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_TEXTS, esr=POS_ESR_RANGE,
+         own_share=OWN_SHARE):
     d = os.path.join(workdir, "stop", "cache")
     os.makedirs(d, exist_ok=True)
     sents = stop_sentences(workdir)
     fillers = sents[:T2.FILLERS]
     tg = T2.voice_targets(workdir, sents)
-    cache_texts = os.path.join(d, "own_voice_train.npz")
+    cache_texts = os.path.join(d, f"own_voice_train{own_texts_n}.npz")
     if not os.path.exists(cache_texts):
         r = np.random.default_rng(61)
         texts = own_texts("train")
-        voice = espeak([texts[i] for i in r.permutation(len(texts))[:500]])
+        voice = espeak([texts[i] for i in r.permutation(len(texts))[:own_texts_n]])
         e1data.save_ragged(cache_texts, [v[:, None] for v in voice])
     z = e1data.load_ragged(cache_texts)
     speech = [z[0][a:b, 0].astype(np.float32) for a, b in zip(z[1][:-1], z[1][1:])]
@@ -290,22 +297,23 @@ def data(workdir, procs, real_copies):
         raise HotPhraseError(root, "no real training clips: run hotphrase.get_stop_clips first")
     syn = D.load_clips(os.path.join(workdir, "stop", "pos_train.npz"))[0]
     syn += D.load_clips(os.path.join(workdir, "stop", "pos_train_l2.npz"))[0]
-    pos_s = ragged(os.path.join(d, "pos_syn.npz"), _pos_worker,
-                   [(s, (c, fillers, tg, T2.VOICE_SHARE_POS, own_args)) for s, c in _jobs(100, syn)], procs,
-                   "synthetic positives")
-    pos_r = ragged(os.path.join(d, f"pos_real{real_copies}.npz"), _pos_worker,
-                   [(s, (c, fillers, tg, 0.0, own_args)) for s, c in _jobs(150, real * real_copies)], procs,
-                   "real positives")
+    tag = f"_esr{esr[0]:g}_{esr[1]:g}_own{own_share:g}"  # the caches of each over-own-sound setting
+    pos_s = ragged(os.path.join(d, f"pos_syn{tag}.npz"), _pos_worker,
+                   [(s, (c, fillers, tg, T2.VOICE_SHARE_POS, own_args, esr, own_share)) for s, c in _jobs(100, syn)],
+                   procs, "synthetic positives")
+    pos_r = ragged(os.path.join(d, f"pos_real{real_copies}{tag}.npz"), _pos_worker,
+                   [(s, (c, fillers, tg, 0.0, own_args, esr, own_share)) for s, c in _jobs(150, real * real_copies)],
+                   procs, "real positives")
     pos = merge([(pos_s[0], pos_s[1], pos_s[2]["ends"]), (pos_r[0], pos_r[1], pos_r[2]["ends"])])
     # confusables: synthetic and the real other words
     conf = D.load_clips(os.path.join(workdir, "stop", "conf_train.npz"))[0]
     conf += D.load_clips(os.path.join(workdir, "stop", "conf_train_l2.npz"))[0]
     others = [trim_active(D.read_audio(p)) for w in G.words(root) if w != "stop" for p, _ in G.files(root, "train", w)]
-    c_syn = ragged(os.path.join(d, "conf_syn.npz"), _neg_worker,
-                   [(s, (p, set(range(len(p))), fillers, tg, [True] * len(p), 0, own_args, OWN_SHARE))
+    c_syn = ragged(os.path.join(d, f"conf_syn{tag}.npz"), _neg_worker,
+                   [(s, (p, set(range(len(p))), fillers, tg, [True] * len(p), 0, own_args, own_share, esr))
                     for s, p in _jobs(300, conf + conf)], procs, "synthetic confusables")
-    c_real = ragged(os.path.join(d, "conf_real.npz"), _neg_worker,
-                    [(s, (p, set(range(len(p))), fillers, tg, [False] * len(p), 0, own_args, OWN_SHARE))
+    c_real = ragged(os.path.join(d, f"conf_real{tag}.npz"), _neg_worker,
+                    [(s, (p, set(range(len(p))), fillers, tg, [False] * len(p), 0, own_args, own_share, esr))
                      for s, p in _jobs(350, others + others)], procs, "real other words")
     conf_e, _, conf_ends = merge([(c_syn[0], c_syn[1], c_syn[2]["ends"]), (c_real[0], c_real[1], c_real[2]["ends"])])
     # negatives: recipe e1's shared kinds (this word's own cache), the own sound alone and talked over
@@ -319,8 +327,8 @@ def data(workdir, procs, real_copies):
         ragged(shared, _neg_worker, jobs, procs, "shared negatives")
     z = e1data.load_ragged(shared)
     neg_shared = z[0]
-    own = ragged(os.path.join(d, "neg_own.npz"), _own_worker,
-                 [(600 + i, (OWN_SECONDS // e1data.CHUNKS, speech, ring, fillers, 0.3, A.TRAIN_NOISES)) for i in range(e1data.CHUNKS)],
+    own = ragged(os.path.join(d, f"neg_own{own_texts_n}_{own_seconds}.npz"), _own_worker,
+                 [(600 + i, (own_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3, A.TRAIN_NOISES)) for i in range(e1data.CHUNKS)],
                  procs, "own sound")
     # the sampler's "noise alone" share: the own sound (negative coordinates)
     noise = [(len(neg_shared), len(neg_shared) + len(own[0]))]
@@ -365,12 +373,19 @@ def main(argv=None):
     ap.add_argument("--frames", type=int, default=16)
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--layers", type=int, default=2)
-    ap.add_argument("--real-copies", type=int, default=10, help="augmented passes over each real training clip")
+    ap.add_argument("--real-copies", type=int, default=16, help="augmented passes over each real training clip")
     ap.add_argument("--label-smoothing", type=float, default=0.05)
+    ap.add_argument("--own-hours", type=float, default=OWN_SECONDS / 3600, help="the own sound among the negatives")
+    ap.add_argument("--own-texts", type=int, default=OWN_TEXTS, help="training sentences the own voice reads")
+    ap.add_argument("--esr", type=float, nargs=2, default=list(POS_ESR_RANGE), metavar=("LO", "HI"),
+                    help="echo-to-speech ratios (dB) of the positives and confusables heard over the own sound")
+    ap.add_argument("--own-share", type=float, default=OWN_SHARE,
+                    help="share of the positives and confusables heard over the own sound")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
     t0 = time.time()
-    pos, conf, neg, noise, _ = data(a.workdir, a.procs, a.real_copies)
+    pos, conf, neg, noise, _ = data(a.workdir, a.procs, a.real_copies, int(a.own_hours * 3600), a.own_texts,
+                                    tuple(a.esr), a.own_share)
     s = T2.Sampler(a.frames, pos, conf, neg, noise, a.seed)
     print(f"training windows: {len(s.pos_end)} positives, {len(s.conf_end)} confusable ends, "
           f"{len(s.neg_any) * STEP_SECONDS / 3600:.2f} h of negatives", flush=True)
@@ -395,6 +410,8 @@ def main(argv=None):
             "training": {"recipe": "stop (issue #61): e1 with real clips and the own sound", "steps": a.steps,
                          "batch": a.batch, "hidden": a.hidden, "layers": a.layers, "seed": a.seed,
                          "real_copies": a.real_copies, "label_smoothing": a.label_smoothing,
+                         "own_hours": a.own_hours, "own_texts": a.own_texts, "esr": a.esr,
+                         "own_share": a.own_share,
                          "real_training_clips": int(len(G.files(os.path.join(a.workdir, "stop-real"), "train"))),
                          "positive_clips": int(len(s.pos_end)),
                          "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),
