@@ -154,9 +154,10 @@ enum StopWordFixtures {
         }
     }
 
-    /// Real people held out of training (Speech Commands' test speakers on the eval side of the split), clean:
-    /// most heard when armed (BENCHMARKS.md has the share, and the rooms and the speaker's sound the bars are
-    /// about), none when not.
+    /// Real people held out of training (Speech Commands' test speakers on the eval side of the split), clean, at
+    /// 0.8 (not the head's own threshold, 0.99, which its self-stops set: there it misses most of them; BENCHMARKS.md,
+    /// "A stop word for everyone (issue #61)", has both, and the rooms and the speaker's sound the bars are about):
+    /// at most 5 % missed when armed, none heard when not.
     @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)),
           .enabled(if: !StopWordFixtures.realClips.isEmpty, Comment(rawValue: StopWordFixtures.noReal)))
     func realHeldOutSpeakersAreHeardWhenArmedOnly() throws {
@@ -164,13 +165,13 @@ enum StopWordFixtures {
         var heard = 0, unarmed = 0
         for (i, path) in StopWordFixtures.realClips.enumerated() {
             let clip = StopWordFixtures.padded(try AudioFile.readMono(path: path).samples, seed: UInt64(i))
-            let stop = try StopWord(model: stopModel, generic: generic)
+            let stop = try StopWord(model: stopModel, generic: generic, threshold: 0.8)
             if !StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), clip).isEmpty { heard += 1 }
-            let quiet = try StopWord(model: stopModel, generic: generic)
+            let quiet = try StopWord(model: stopModel, generic: generic, threshold: 0.8)
             unarmed += StopWordFixtures.stops(quiet, HotPhraseDetector(model: generic, threshold: 2), clip, armed: false).count
         }
         let n = StopWordFixtures.realClips.count
-        #expect(Double(heard) >= 0.5 * Double(n), "\(n - heard) of \(n) missed")
+        #expect(Double(n - heard) <= 0.05 * Double(n), "\(n - heard) of \(n) missed")
         #expect(unarmed == 0)
     }
 }
