@@ -41,6 +41,9 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     private struct Running {
         var detector: Detector
         var heard: [Int16]
+        /// The stop word for everyone (StopWord), beside either detector on its embedding frames; nil without
+        /// its file or with a format-1 model.
+        var stop: StopWord?
     }
 
     /// The detector to make next, the household beside it and what the latest wake left.
@@ -123,13 +126,20 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     }
 
     /// The generic detector only.
-    public convenience init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil) {
-        self.init(model: model, settings: settings, echo: echo, household: nil, logger: nil)
+    public convenience init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller? = nil, stopWord: HotPhraseModel? = nil) {
+        self.init(model: model, settings: settings, echo: echo, household: nil, logger: nil, stopWord: stopWord)
     }
+
+    /// Whether the stop word for everyone is listened for (its file loaded and its embedding the model's), and
+    /// why not when it is not; for the start's log line.
+    public let stopWordStatus: String
 
     /// With `household` (the model format 2, the bank loaded), the household's file is read now: with takes, the
     /// FusedDetector runs; without, or unreadable (said in the log), the generic one until a reload finds takes.
-    public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller?, household source: HouseholdSource?, logger: Logger?) {
+    /// `stopWord`: the stop word's model file (StopWord), heard over the speaker's own sound beside the household's
+    /// stop phrase; nil: none.
+    public init(model: HotPhraseModel, settings: HotPhraseSettings, echo: EchoCanceller?, household source: HouseholdSource?, logger: Logger?,
+                stopWord: HotPhraseModel? = nil) {
         threshold = HotPhraseDetector.threshold(sensitivity: settings.sensitivity, model: model)
         bargeInThreshold = HotPhraseDetector.threshold(sensitivity: settings.bargeInSensitivity, model: model)
         self.echo = echo
@@ -140,8 +150,20 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         zThreshold = voices?.bank.zThreshold(sensitivity: settings.sensitivity) ?? 0
         bargeInZThreshold = voices?.bank.zThreshold(sensitivity: settings.bargeInSensitivity) ?? 0
         lock = Mutex(LoopFacing())
+        var stop: StopWord? = nil
+        if let stopWord {
+            do {
+                stop = try StopWord(model: stopWord, generic: model)
+                stopWordStatus = "the stop word \"\(stopWord.phrase)\" for everyone (model \(stopWord.path), threshold \(String(cFormat: "%.4f", stopWord.defaultThreshold)))"
+            } catch {
+                logger?.error("\(error): no stop word for everyone (the household's enrolled stop phrase still works)")
+                stopWordStatus = "no stop word for everyone (\(error))"
+            }
+        } else {
+            stopWordStatus = "no stop word for everyone (no stop.hpm)"
+        }
         running = Mutex(Running(detector: .generic(HotPhraseDetector(model: model, threshold: threshold, refractorySeconds: settings.refractorySeconds)),
-                                heard: Array(repeating: 0, count: EchoCanceller.maxFrame)))
+                                heard: Array(repeating: 0, count: EchoCanceller.maxFrame), stop: stop))
         let atStart = voices.map { Self.read($0, logger: logger) }
         unusableAtStart = atStart?.problem
         if let atStart { changing.withLock { _ in _ = install(atStart.0) } }
@@ -239,7 +261,11 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         let next = lock.withLock { $0.next.take() }
         let ownSound = overOwnSound || echoing
         let heard = running.withLock { r -> (hit: HotPhraseHit, score: Double, wake: (frames: [[Float]], phrase: String?)?)? in
-            if let next { r.detector = detector(for: next) }
+            if let next {
+                r.detector = detector(for: next)
+                r.stop?.reset()  // a new detector's frames start afresh
+                if case .fused(let d) = r.detector { d.stopWord = r.stop }
+            }
             var hit: HotPhraseHit? = nil
             var detected = 0.0
             var start = 0
@@ -253,9 +279,23 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
                     switch r.detector {
                     case .generic(let d):
                         d.threshold = ownSound ? bargeInThreshold : threshold
-                        d.process(samples) { detection in
-                            hit = .wake
-                            detected = detection.score
+                        if let stop = r.stop {
+                            // The stop word counts only while the speaker itself rings or speaks, as the stop phrase.
+                            d.process(samples, onFrame: { e, sample in
+                                if stop.push(e, sample: sample, armed: overOwnSound) {
+                                    hit = .stop
+                                    detected = stop.score
+                                }
+                            }, onDetection: { detection in
+                                guard hit != .stop else { return }  // a stop wins over a wake in the same frame
+                                hit = .wake
+                                detected = detection.score
+                            })
+                        } else {
+                            d.process(samples) { detection in
+                                hit = .wake
+                                detected = detection.score
+                            }
                         }
                     case .fused(let d):
                         d.threshold = ownSound ? bargeInThreshold : threshold
@@ -298,6 +338,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
 
     public func reset() {
         running.withLock { r in
+            r.stop?.reset()
             switch r.detector {
             case .generic(let d): d.reset()
             case .fused(let d): d.reset()

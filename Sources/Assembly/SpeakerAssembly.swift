@@ -71,7 +71,8 @@ public struct SpeakerAssembly {
                                     "\(config.path ?? "config"): [hotphrase] model: \(error) ([hotphrase] enabled = false turns the hot phrase off)")
             }
             let (household, whyNot) = Self.household(config, model: model)
-            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo, household: household, logger: logger)
+            let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo, household: household, logger: logger,
+                                             stopWord: Self.stopWord(logger: logger))
             hotPhrase = listener
             // Once: which detector runs, and why not the household's when it does not.
             let detector = whyNot.map { "the generic model alone (not the household's voices: \($0))" } ?? listener.describe
@@ -79,6 +80,18 @@ public struct SpeakerAssembly {
             if let echo {
                 logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
             }
+            // The stop word is heard over the canceller's output with echo cancellation on, over the raw microphone
+            // without it (BENCHMARKS.md, "Issue #61": it misses more there, and its threshold is the same).
+            logger.notice("while it rings or speaks: \(listener.stopWordStatus)\(echo == nil ? ", over the microphone as heard (echo cancellation off)" : ", over the echo canceller's output")")
+        }
+    }
+
+    /// The shipped stop word's model (`stop.hpm` in the hot-phrase folders), nil when there is none or it cannot
+    /// be read (said in the log: the household's enrolled stop phrase still works).
+    static func stopWord(logger: Logger) -> HotPhraseModel? {
+        do { return try StopWord.locate(nil) } catch {
+            logger.error("\(error): no stop word for everyone")
+            return nil
         }
     }
 

@@ -26,9 +26,12 @@ public final class FusedDetector {
     }
     /// The z the personal scores must reach (from the bank and the sensitivity); may be changed between calls.
     public var zThreshold: Double
-    /// Whether the household's stop phrase counts (the speaker rings or speaks); may be changed between calls.
-    /// Its templates follow the audio either way, so it is heard as soon as it is armed.
+    /// Whether the household's stop phrase and the stop word count (the speaker rings or speaks); may be changed
+    /// between calls. Their templates and head follow the audio either way, so they are heard as soon as armed.
     public var stopArmed = false
+    /// The stop word for everyone (StopWord), on the same embedding frames: fused with the household's stop
+    /// phrase, either stops the speaker, one refractory period for both. Set on the detector's thread.
+    public var stopWord: StopWord?
 
     private struct TemplateState {
         let dtw: SubsequenceDTW
@@ -284,6 +287,7 @@ public final class FusedDetector {
     /// Forgets everything heard (as HotPhraseDetector.reset).
     public func reset() {
         generic.reset()
+        stopWord?.reset()
         for p in phrases { for t in p.templates { t.dtw.reset() } }
         for n in negatives { n.dtw.reset() }
         nearNegativeUntil = .min
@@ -328,6 +332,14 @@ public final class FusedDetector {
         (raw + rawNext * dim).update(from: e.baseAddress!, count: dim)
         rawNext = (rawNext + 1) % Enrollment.maxFrames
         rawCount = min(rawCount + 1, Enrollment.maxFrames)
+        if let stopWord, stopWord.push(e, sample: sample, armed: stopArmed), sample >= deafUntil {
+            // The stop word heard it: a stop, as the household's stop phrase makes one (and no wake waits).
+            pending = nil
+            deafUntil = sample + refractorySamples
+            onDetection(WakeDetection(time: Double(sample) / rate, score: stopWord.score, phrase: stopWord.model.phrase,
+                                      personal: false, stop: true))
+            return
+        }
         guard !phrases.isEmpty || !negatives.isEmpty else { return }
         NegativeBank.normalise(e.baseAddress!, mean: mean, into: frame, dim: dim)
         (window + windowNext * dim).update(from: frame, count: dim)
@@ -366,6 +378,7 @@ public final class FusedDetector {
             // A stop is no wake and waits for nothing: the frames kept for a false wake stay those of the last wake.
             pending = nil
             deafUntil = sample + refractorySamples
+            stopWord?.deafen(until: deafUntil)
             onDetection(WakeDetection(time: Double(sample) / rate, score: wake.z, phrase: phrases[wake.phrase].text, personal: true, stop: true))
             return
         }

@@ -13,7 +13,9 @@ import HotPhrase
 ///   swift run -c release hound-speaker-bench aec ROOMSET [--delay-ms N] [--tail-ms N] [--suppress DB,DB] [--noise-suppress DB] [--frame-ms 10|20] [--model FILE]
 ///       [--detector-input hotphrase|upload]
 ///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own] [--conditions silence,talk,talk-off,...]
-///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off)
+///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off; a set
+///   made with --real-dir adds realvg-ring, e.g. the stop word's held-out real clips, issue #61)
+///       [--ref-veto X]   a design study: no detection where the same model on what was played scored X or more
 enum EchoBench {
     /// A 20 ms frame, and one second, of the speaker's audio.
     static let frameSamples = 20 * SpeakerAudio.samplesPerMS
@@ -30,6 +32,10 @@ enum EchoBench {
         /// hotphrase`), or the suppressed frames that are uploaded (`upload`), to compare the two (BENCHMARKS.md,
         /// "Echo cancellation: talking over the speaker").
         var detectorHearsFilter = true
+        /// A design study (issue #61), not what the speaker does: drop a detection when the same model on what the
+        /// speaker played (ref.wav) scored this much or more from 1 s before it to 0.2 s after (the speaker's own
+        /// voice saying something like the word); nil: no veto.
+        var refVeto: Double? = nil
     }
 
     static func run(_ arguments: [String]) throws {
@@ -50,14 +56,16 @@ enum EchoBench {
             case "--only": o.only = args.popFirst()
             case "--detector-input": o.detectorHearsFilter = args.popFirst() != "upload"
             case "--conditions": o.conditions = (args.popFirst() ?? "").split(separator: ",").map(String.init)
+            case "--ref-veto": o.refVeto = Double(args.popFirst() ?? "")
             default: o.root = a
             }
         }
         guard !o.root.isEmpty, FileManager.default.fileExists(atPath: "\(o.root)/index.json") else {
-            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own]")
+            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X]")
             return
         }
         print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")
+        if let v = o.refVeto { print("design study: detections vetoed where the same model scored \(f2(v)) or more on what the speaker played (ref.wav), 1 s before to 0.2 s after") }
         if o.only == nil || o.only == "erle" { try erle(o) }
         if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
         if o.only == nil || o.only == "own" { try ownSpeech(o) }
@@ -150,11 +158,16 @@ enum EchoBench {
         return out
     }
 
-    /// Detections at `threshold` with the detector's refractory period.
-    static func detections(_ scores: [(time: Double, score: Double)], threshold: Double, refractory: Double) -> [Double] {
+    /// Detections at `threshold` with the detector's refractory period; with `veto` (the same model's scores on
+    /// what was played, and the veto threshold), none where the played sound itself scored that high near it.
+    static func detections(_ scores: [(time: Double, score: Double)], threshold: Double, refractory: Double,
+                           veto: (scores: [(time: Double, score: Double)], threshold: Double)? = nil) -> [Double] {
         var out: [Double] = []
         var deafUntil = -1.0
         for (t, s) in scores where t >= deafUntil && s >= threshold {
+            if let veto, veto.scores.contains(where: { $0.time >= t - 1.0 && $0.time <= t + 0.2 && $0.score >= veto.threshold }) {
+                continue
+            }
             out.append(t)
             deafUntil = t + refractory
         }
@@ -205,11 +218,13 @@ enum EchoBench {
                 for room in roomList {
                     let dir = "\(o.root)/\(kind)/\(room)/\(esr)"
                     let list = try phrases(dir)
-                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: try read("\(dir)/ref.wav"), settings: o.settings, cancel: useAEC, hotPhrase: o.detectorHearsFilter)
+                    let ref = try read("\(dir)/ref.wav")
+                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: ref, settings: o.settings, cancel: useAEC, hotPhrase: o.detectorHearsFilter)
                     let s = scores(heard, model: model)
+                    let veto = o.refVeto.map { (scores(ref, model: model), $0) }
                     total += list.count
                     for (i, t) in thresholds.enumerated() {
-                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds), list)
+                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto), list)
                         missed[i] += list.count - r.hits
                         falses[i] += r.falses
                     }
@@ -237,9 +252,10 @@ enum EchoBench {
             let s = scores(out, model: model)
             detectorCPU += threadCPU() - t0
             let sOff = scores(mic, model: model)
+            let veto = o.refVeto.map { (scores(ref, model: model), $0) }
             for (i, t) in thresholds.enumerated() {
-                wakes[i] += detections(s, threshold: t, refractory: model.refractorySeconds).count
-                wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds).count
+                wakes[i] += detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto).count
+                wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds, veto: veto).count
             }
         }
         print("\n## False wakes in \(f2(hours)) h of the speaker's own speech and ringing (own-speech)")

@@ -1,7 +1,7 @@
 """The simulated room for the echo-cancellation benchmark (issue #19): what the speaker's microphone hears while
 the speaker talks or rings, with a person saying "OK Hound" over it, and exactly what the speaker played.
 
-  python -m aec_room OUT [--own-hours H] [--seed N] [--phrases N] [--real-clips N] [--quick]
+  python -m aec_room OUT [--own-hours H] [--seed N] [--phrases N] [--real-clips N] [--real-dir DIR --real-text T] [--quick]
                          [--fallback-rirs] [--no-check] [--ring WAV]
   python -m aec_room OUT --check          (checks a set already written, writes nothing)
 
@@ -22,9 +22,11 @@ Layout of OUT (ROOM is rt0.2, rt0.4, rt0.6, rt0.8; ESR is 0, 5, 10, 15, 20):
   echo-only-ring/ROOM/  the same with the timer ringing
   talk/ROOM/ESR/        spoken answers, with "OK Hound" by held-out synthetic voices every 6-8 s
   ring/ROOM/ESR/        the timer ringing, with the same phrases at the same times as talk/ROOM/ESR
-  realvg/ROOM/ESR/      spoken answers, with real recordings of "view glass" instead of "OK Hound"
+  realvg/ROOM/ESR/      spoken answers, with real recordings of "view glass" instead of "OK Hound" (--real-dir DIR
+                        --real-text TEXT: other real clips, e.g. held-out real "stop" clips, issue #61)
+  realvg-ring/ROOM/ESR/ the timer ringing, with the same real clips at the same times as realvg/ROOM/ESR
   silence/ROOM/ESR/     talk/ROOM/ESR without the playback: the same phrases, gains, times and noise; ref is zeros
-  silence-ring/ROOM/ESR/, silence-realvg/ROOM/ESR/   the same for ring and realvg
+  silence-ring/ROOM/ESR/, silence-realvg/ROOM/ESR/, silence-realvg-ring/ROOM/ESR/   the same for ring and realvg*
   own-speech/NNN/       10-minute files of the speaker's own answers, ringing about 10 % of the time, no near end,
                         the rooms in turn (for false wakes per hour); --own-hours H of them, written as a stream
 Each condition folder holds

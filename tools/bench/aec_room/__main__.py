@@ -21,6 +21,9 @@ def main():
     ap.add_argument("--seed", type=int, default=19, help="base seed (default 19)")
     ap.add_argument("--phrases", type=int, default=40, help="phrases per talk/ring condition (default 40)")
     ap.add_argument("--real-clips", type=int, default=60, help="real 'view glass' clips per realvg condition (default 60)")
+    ap.add_argument("--real-dir", help="the real clips of realvg* (default ../shared/data/real-keywords/view-glass), "
+                    "e.g. the held-out real \"stop\" clips of hotphrase.get_stop_clips (issue #61)")
+    ap.add_argument("--real-text", help="what the real clips say, for the labels (default \"view glass\")")
     ap.add_argument("--quick", action="store_true", help="a tiny set in seconds (2 rooms, ESR 0 and 20, 3 phrases)")
     ap.add_argument("--fallback-rirs", action="store_true",
                     help="exponentially decaying noise RIRs instead of pyroomacoustics (when it will not install)")
@@ -30,6 +33,10 @@ def main():
     args = ap.parse_args()
     if args.ring:
         common.TIMER_WAV = os.path.abspath(args.ring)
+    if args.real_dir:
+        common.REAL_DIR = os.path.abspath(args.real_dir)
+    if args.real_text:
+        common.REAL_TEXT = args.real_text
     t0 = time.time()
 
     def log(msg):

@@ -19,6 +19,8 @@ TIMER_WAV = os.path.join(REPO, "share", "earcons", "timer.wav")
 # The real-keyword recordings are read where they are (their README: read them from ../shared/data/ at run time,
 # do not copy them into the project).
 REAL_DIR = os.path.abspath(os.path.join(REPO, "..", "shared", "data", "real-keywords", "view-glass"))
+# what the real clips say (labels): --real-dir and --real-text change both, e.g. to real "stop" clips (issue #61)
+REAL_TEXT = "view glass"
 
 ESRS_DB = (0, 5, 10, 15, 20)
 BULK_DELAY_SAMPLES = 128  # 8 ms: the converters' latency, added to the echo path

@@ -7,7 +7,8 @@ import random
 
 import numpy as np
 
-from .common import (FIRST_PHRASE_S, Fail, MIN_ECHO_IN_SPAN_DB, REAL_DIR, SPACING_S, SR, active_rms, active_span, db,
+from . import common as C
+from .common import (FIRST_PHRASE_S, Fail, MIN_ECHO_IN_SPAN_DB, SPACING_S, SR, active_rms, active_span, db,
                      read_wav, rms, rng_for, sox_to_16k)
 
 
@@ -45,14 +46,14 @@ def heldout_phrases(seed, tag, n, log):
 
 
 def real_files():
-    files = sorted(glob.glob(os.path.join(REAL_DIR, "*.flac")) + glob.glob(os.path.join(REAL_DIR, "*.wav")))
+    files = sorted(glob.glob(os.path.join(C.REAL_DIR, "*.flac")) + glob.glob(os.path.join(C.REAL_DIR, "*.wav")))
     if not files:
-        raise Fail(f"no recordings in {REAL_DIR}")
+        raise Fail(f"no recordings in {C.REAL_DIR}")
     return files
 
 
 def real_phrases(seed, room_index, n, tmp):
-    """n real "view glass" clips for a room (each room its own clips; the same ones at every ESR), cut to their
+    """n real clips (C.REAL_DIR: "view glass" unless --real-dir) for a room (each room its own clips; the same ones at every ESR), cut to their
     active span with 0.25 s either side."""
     files = real_files()
     order = rng_for(seed, "realvg-order").permutation(len(files))
@@ -65,7 +66,7 @@ def real_phrases(seed, room_index, n, tmp):
         a, b = active_span(x)
         a, b = max(0, a - SR // 4), min(len(x), b + SR // 4)
         out.append((_fade(x[a:b]), {"engine": "real", "voice": "real:" + os.path.splitext(os.path.basename(path))[0],
-                                    "text": "view glass", "source": path, "cut_s": [round(a / SR, 3), round(b / SR, 3)]}))
+                                    "text": C.REAL_TEXT, "source": path, "cut_s": [round(a / SR, 3), round(b / SR, 3)]}))
     return out
 
 

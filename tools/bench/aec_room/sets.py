@@ -121,8 +121,8 @@ def own_speech_file(idx, R, seconds, seed, answers, ring, ring_rate, d):
 
 
 # --- the whole set --------------------------------------------------------------------------------------------------
-TOP = ["rooms", "echo-only", "echo-only-ring", "talk", "ring", "realvg", "silence", "silence-ring",
-       "silence-realvg", "own-speech"]
+TOP = ["rooms", "echo-only", "echo-only-ring", "talk", "ring", "realvg", "realvg-ring", "silence", "silence-ring",
+       "silence-realvg", "silence-realvg-ring", "own-speech"]
 
 
 def prepare_out(out):
@@ -142,7 +142,8 @@ NOTICE = """Sources of this generated set (tools/bench/aec_room):
 - The speaker's answers and the "OK Hound" phrases: synthesized with espeak-ng (GPL-3.0; its output is not covered
   by it), flite and festival (BSD-style licences) voices.
 - share/earcons/timer.wav: the project's own earcon (tools/make-earcons.sh).
-- realvg*/: clips of "view glass" from the Picovoice wake-word-benchmark repository, Copyright 2018 Picovoice Inc.,
+- realvg*/ (by default; --real-dir may name others, e.g. Speech Commands' "stop" clips, CC BY 4.0, Warden 2018):
+  clips of "view glass" from the Picovoice wake-word-benchmark repository, Copyright 2018 Picovoice Inc.,
   licensed under the Apache License, Version 2.0 (../shared/data/real-keywords/LICENSE beside the repository).
   Modified here: cut to the spoken part, convolved with simulated room impulse responses, rescaled and mixed with
   other audio.
@@ -266,13 +267,24 @@ def generate(args, log):
                 lab.update(far_end=far_end_labels("speech", cut_segments(far_segs, n)),
                            phrases=phrase_labels(pl, gains, echo_t[:n], near, R),
                            sources=["espeak-ng -v en-us (texts in far_end.segments)",
-                                    "real 'view glass' recordings, Picovoice wake-word-benchmark, Apache-2.0 "
-                                    "(phrases[].source; see NOTICE.txt)"])
+                                    f"real '{C.REAL_TEXT}' recordings (phrases[].source; see NOTICE.txt)"])
                 write_condition(os.path.join(out, "realvg", name, str(esr)), lab, far[:n], echo_t[:n], near, noise, True)
                 lab = dict(lab, condition="silence-realvg", far_end=far_end_labels("none"),
                            mirror_of=f"realvg/{name}/{esr}", phrases=phrase_labels(pl, gains, None, near, R))
                 write_condition(os.path.join(out, "silence-realvg", name, str(esr)), lab, np.zeros(n), None, near,
                                 noise, True)
+                # the same clips at the same times over the ring (issue #61: a stop word is said over either)
+                near_r, gains_r = mix_near(pl, echo_r[:n], esr, n)
+                lab = base_labels("realvg-ring", R, seed, n, esr)
+                lab.update(far_end=far_end_labels("ring", [{"start": 0.0, "end": n / SR, "kind": "ring"}], ring_rate),
+                           phrases=phrase_labels(pl, gains_r, echo_r[:n], near_r, R),
+                           sources=[C.TIMER_WAV, f"real '{C.REAL_TEXT}' recordings (phrases[].source; see NOTICE.txt)"])
+                write_condition(os.path.join(out, "realvg-ring", name, str(esr)), lab, far_ring[:n], echo_r[:n], near_r,
+                                noise, True)
+                lab = dict(lab, condition="silence-realvg-ring", far_end=far_end_labels("none"),
+                           mirror_of=f"realvg-ring/{name}/{esr}", phrases=phrase_labels(pl, gains_r, None, near_r, R))
+                write_condition(os.path.join(out, "silence-realvg-ring", name, str(esr)), lab, np.zeros(n), None,
+                                near_r, noise, True)
             stage(f"realvg {name}")
 
         # 5. own speech, streamed file by file

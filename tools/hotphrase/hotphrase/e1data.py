@@ -33,10 +33,11 @@ def step_at(sample):
     return max(0, -(-(sample - E.step_end_sample(0)) // STEP_SAMPLES))
 
 
-def phrase_free(texts_meta):
+def phrase_free(texts_meta, extra_words=()):
     """Whether each synthetic clip's text is free of every phrase's words: sentence negatives shared by all
-    phrases must not hold any of them (14 of the 12,516 Debian sentences say "computer")."""
-    words = [w for ph in PHRASES.values() for w in ph["words"]]
+    phrases must not hold any of them (14 of the 12,516 Debian sentences say "computer"). A phrase marked
+    "shared": False (the stop word) is left out of that list; its own negatives pass its words as extra_words."""
+    words = [w for ph in PHRASES.values() if ph.get("shared", True) for w in ph["words"]] + list(extra_words)
     return [not any(w in m.lower() for w in words) for m in texts_meta]
 
 

@@ -51,4 +51,18 @@ PHRASES = {
                         "sea glass", "view clash", "q glass", "avenue glass", "beautiful glass", "view grasp"],
         "real_positive": "view-glass",
     },
+    # The stop word for everyone (issue #61; hotphrase.train_stop): listened for only while the speaker rings or
+    # speaks. "shared": False keeps its word out of the sentence filter every other phrase's shared negatives use
+    # (e1data.phrase_free), so their recipe is unchanged; its own negatives drop sentences saying it.
+    "stop": {
+        "display": "stop",
+        "texts": ["stop", "Stop.", "stop!", "Stop!", "stop,", "Stop?"],
+        "words": ["stop"],
+        "shared": False,
+        "confusables": ["top", "shop", "stock", "step", "spot", "stomp", "stuff", "store", "drop", "pop", "hot",
+                        "start", "staff", "Scott", "stamp", "stuck", "still", "the top", "so hot", "a lot", "not",
+                        "what", "stoke", "swap", "slop", "stall", "strop", "chop", "cop", "job", "sob", "ostrich",
+                        "a stock cube", "the stock market", "on top", "step by step", "hop", "Tom", "tip", "stab"],
+        "real_positive": None,
+    },
 }
