@@ -7,7 +7,7 @@
 #
 # The VM is qemu under TCG (KVM does not boot here: tools/pi-box/README.md) with Debian's own kernel, this release's
 # linux-image-amd64, downloaded with apt and unpacked into the cache, not installed. It has no disk: its root is this
-# machine's / shared read-only over virtio-9p (tmpfs on /tmp), so the test binary, the Swift runtime and libasound are
+# machine's / shared read-only over virtio-9p (tmpfs on /mnt for what the tests write), so the test binary, the Swift runtime and libasound are
 # the ones just built and installed here. A small initramfs (busybox-static, unpacked the same way) loads the virtio,
 # 9p and sound modules (snd-aloop), mounts the share, runs the test binary in it and powers off. About a minute.
 # The kernel, busybox and the initramfs are kept in $HOUND_SOUNDCARD_DIR (default /var/tmp/hound-speaker-soundcard).
@@ -78,7 +78,7 @@ fi
 # What the VM runs, written where the share shows it (the share is this machine's /, read-only).
 inner="$cache/in-vm.sh"
 cat > "$inner" <<INNER
-export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/tmp TMPDIR=/tmp NO_COLOR=1
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/mnt TMPDIR=/mnt NO_COLOR=1
 # In the VM the card must be there: the test fails instead of skipping, and may take the card away and back.
 export HOUND_SPEAKER_SOUNDCARD_VM=1
 cd "$repo"
