@@ -17,6 +17,7 @@ import HotPhrase
 ///   made with --real-dir adds realvg-ring, e.g. the stop word's held-out real clips, issue #61)
 ///       [--ref-veto X]   a design study: no detection where the same model on what was played scored X or more
 ///       [--min-steps N]  a design study: a detection needs N steps in a row at the threshold
+///   hound-speaker-bench aec ROOMSET --only dump --dump-dir DIR   the canceller's output over the own sound, to train on
 enum EchoBench {
     /// A 20 ms frame, and one second, of the speaker's audio.
     static let frameSamples = 20 * SpeakerAudio.samplesPerMS
@@ -39,6 +40,9 @@ enum EchoBench {
         var refVeto: Double? = nil
         /// Also a design study: a detection needs this many steps in a row at the threshold (1: the detector's rule).
         var minSteps = 1
+        /// `--only dump`: where the canceller's output (what the detector hears) of own-speech, echo-only and
+        /// echo-only-ring is written, for training on it (issue #61, BENCHMARKS.md "A stop word for everyone").
+        var dumpDir: String? = nil
     }
 
     static func run(_ arguments: [String]) throws {
@@ -61,6 +65,7 @@ enum EchoBench {
             case "--conditions": o.conditions = (args.popFirst() ?? "").split(separator: ",").map(String.init)
             case "--ref-veto": o.refVeto = Double(args.popFirst() ?? "")
             case "--min-steps": o.minSteps = max(1, Int(args.popFirst() ?? "") ?? 1)
+            case "--dump-dir": o.dumpDir = args.popFirst()
             default: o.root = a
             }
         }
@@ -74,6 +79,26 @@ enum EchoBench {
         if o.only == nil || o.only == "erle" { try erle(o) }
         if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
         if o.only == nil || o.only == "own" { try ownSpeech(o) }
+        if o.only == "dump" { try dump(o) }
+    }
+
+    /// The canceller's output over the own sound (own-speech/NNN, echo-only/ROOM, echo-only-ring/ROOM), as the
+    /// detector hears it, written to DIR/KIND/NAME.wav (16 kHz mono): the speaker's residual, to train on.
+    static func dump(_ o: Options) throws {
+        guard let dir = o.dumpDir else { throw DeviceError("--only dump needs --dump-dir DIR") }
+        var seconds = 0.0
+        for kind in ["own-speech", "echo-only", "echo-only-ring"] {
+            guard FileManager.default.fileExists(atPath: "\(o.root)/\(kind)") else { continue }
+            try FileManager.default.createDirectory(atPath: "\(dir)/\(kind)", withIntermediateDirectories: true)
+            for part in try rooms(o.root, kind) {
+                let from = "\(o.root)/\(kind)/\(part)"
+                let out = cancel(mic: try read("\(from)/mic.wav"), ref: try read("\(from)/ref.wav"), settings: o.settings,
+                                 hotPhrase: o.detectorHearsFilter)
+                try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(dir)/\(kind)/\(part).wav")
+                seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
+            }
+        }
+        print("\n## The canceller's output written to \(dir): \(f1(seconds / 3600)) h")
     }
 
     // MARK: Running the canceller over a recording
