@@ -16,6 +16,8 @@ import HotPhrase
 ///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off; a set
 ///   made with --real-dir adds realvg-ring, e.g. the stop word's held-out real clips, issue #61)
 ///       [--ref-veto X]   a design study: no detection where the same model on what was played scored X or more
+///       [--min-steps N]  a design study: a detection needs N steps in a row at the threshold
+///   hound-speaker-bench aec ROOMSET --only dump --dump-dir DIR   the canceller's output over the own sound, to train on
 enum EchoBench {
     /// A 20 ms frame, and one second, of the speaker's audio.
     static let frameSamples = 20 * SpeakerAudio.samplesPerMS
@@ -36,6 +38,11 @@ enum EchoBench {
         /// speaker played (ref.wav) scored this much or more from 1 s before it to 0.2 s after (the speaker's own
         /// voice saying something like the word); nil: no veto.
         var refVeto: Double? = nil
+        /// Also a design study: a detection needs this many steps in a row at the threshold (1: the detector's rule).
+        var minSteps = 1
+        /// `--only dump`: where the canceller's output (what the detector hears) of own-speech, echo-only and
+        /// echo-only-ring is written, for training on it (issue #61, BENCHMARKS.md "A stop word for everyone").
+        var dumpDir: String? = nil
     }
 
     static func run(_ arguments: [String]) throws {
@@ -57,6 +64,8 @@ enum EchoBench {
             case "--detector-input": o.detectorHearsFilter = args.popFirst() != "upload"
             case "--conditions": o.conditions = (args.popFirst() ?? "").split(separator: ",").map(String.init)
             case "--ref-veto": o.refVeto = Double(args.popFirst() ?? "")
+            case "--min-steps": o.minSteps = max(1, Int(args.popFirst() ?? "") ?? 1)
+            case "--dump-dir": o.dumpDir = args.popFirst()
             default: o.root = a
             }
         }
@@ -65,10 +74,31 @@ enum EchoBench {
             return
         }
         print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")
+        if o.minSteps > 1 { print("design study: a detection needs \(o.minSteps) steps in a row at the threshold") }
         if let v = o.refVeto { print("design study: detections vetoed where the same model scored \(f2(v)) or more on what the speaker played (ref.wav), 1 s before to 0.2 s after") }
         if o.only == nil || o.only == "erle" { try erle(o) }
         if o.only == nil || o.only == "hotphrase" { try hotPhrase(o) }
         if o.only == nil || o.only == "own" { try ownSpeech(o) }
+        if o.only == "dump" { try dump(o) }
+    }
+
+    /// The canceller's output over the own sound (own-speech/NNN, echo-only/ROOM, echo-only-ring/ROOM), as the
+    /// detector hears it, written to DIR/KIND/NAME.wav (16 kHz mono): the speaker's residual, to train on.
+    static func dump(_ o: Options) throws {
+        guard let dir = o.dumpDir else { throw DeviceError("--only dump needs --dump-dir DIR") }
+        var seconds = 0.0
+        for kind in ["own-speech", "echo-only", "echo-only-ring"] {
+            guard FileManager.default.fileExists(atPath: "\(o.root)/\(kind)") else { continue }
+            try FileManager.default.createDirectory(atPath: "\(dir)/\(kind)", withIntermediateDirectories: true)
+            for part in try rooms(o.root, kind) {
+                let from = "\(o.root)/\(kind)/\(part)"
+                let out = cancel(mic: try read("\(from)/mic.wav"), ref: try read("\(from)/ref.wav"), settings: o.settings,
+                                 hotPhrase: o.detectorHearsFilter)
+                try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(dir)/\(kind)/\(part).wav")
+                seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
+            }
+        }
+        print("\n## The canceller's output written to \(dir): \(f1(seconds / 3600)) h")
     }
 
     // MARK: Running the canceller over a recording
@@ -161,10 +191,13 @@ enum EchoBench {
     /// Detections at `threshold` with the detector's refractory period; with `veto` (the same model's scores on
     /// what was played, and the veto threshold), none where the played sound itself scored that high near it.
     static func detections(_ scores: [(time: Double, score: Double)], threshold: Double, refractory: Double,
-                           veto: (scores: [(time: Double, score: Double)], threshold: Double)? = nil) -> [Double] {
+                           veto: (scores: [(time: Double, score: Double)], threshold: Double)? = nil, minSteps: Int = 1) -> [Double] {
         var out: [Double] = []
         var deafUntil = -1.0
-        for (t, s) in scores where t >= deafUntil && s >= threshold {
+        var run = 0
+        for (t, s) in scores {
+            run = s >= threshold ? run + 1 : 0
+            guard t >= deafUntil, run >= minSteps else { continue }
             if let veto, veto.scores.contains(where: { $0.time >= t - 1.0 && $0.time <= t + 0.2 && $0.score >= veto.threshold }) {
                 continue
             }
@@ -224,7 +257,7 @@ enum EchoBench {
                     let veto = o.refVeto.map { (scores(ref, model: model), $0) }
                     total += list.count
                     for (i, t) in thresholds.enumerated() {
-                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto), list)
+                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps), list)
                         missed[i] += list.count - r.hits
                         falses[i] += r.falses
                     }
@@ -254,8 +287,8 @@ enum EchoBench {
             let sOff = scores(mic, model: model)
             let veto = o.refVeto.map { (scores(ref, model: model), $0) }
             for (i, t) in thresholds.enumerated() {
-                wakes[i] += detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto).count
-                wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds, veto: veto).count
+                wakes[i] += detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps).count
+                wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps).count
             }
         }
         print("\n## False wakes in \(f2(hours)) h of the speaker's own speech and ringing (own-speech)")

@@ -24,6 +24,9 @@ def main():
     ap.add_argument("--real-dir", help="the real clips of realvg* (default ../shared/data/real-keywords/view-glass), "
                     "e.g. the held-out real \"stop\" clips of hotphrase.get_stop_clips (issue #61)")
     ap.add_argument("--real-text", help="what the real clips say, for the labels (default \"view glass\")")
+    ap.add_argument("--answer-texts", choices=["templates", "sentences"], default="templates",
+                    help="what the answers say: answers.py's templates (default), or the hot-phrase tools' training "
+                    "sentences, for a set to train on that shares no text with the evaluation's (issue #61)")
     ap.add_argument("--quick", action="store_true", help="a tiny set in seconds (2 rooms, ESR 0 and 20, 3 phrases)")
     ap.add_argument("--fallback-rirs", action="store_true",
                     help="exponentially decaying noise RIRs instead of pyroomacoustics (when it will not install)")
@@ -33,6 +36,7 @@ def main():
     args = ap.parse_args()
     if args.ring:
         common.TIMER_WAV = os.path.abspath(args.ring)
+    common.ANSWER_TEXTS = args.answer_texts
     if args.real_dir:
         common.REAL_DIR = os.path.abspath(args.real_dir)
     if args.real_text:

@@ -112,8 +112,27 @@ def _misc(r):
     return [MISC[i] for i in r.choice(len(MISC), int(r.integers(1, 3)), False)]
 
 
+# --answer-texts sentences (issue #61): answers read from the hot-phrase tools' training sentences instead of the
+# templates below, so that a set made to train on (the canceller's output over it) shares no text with the sets
+# the evaluation uses.
+SENTENCES = None
+
+
+def _training_sentences():
+    global SENTENCES
+    if SENTENCES is None:
+        from hotphrase import synth
+        s = synth.sentences()
+        SENTENCES = [t for t in s[:len(s) // 2] if not BANNED.search(t) and "stop" not in t.lower()]
+    return SENTENCES
+
+
 def answer_text(r):
-    """A spoken answer of two to six sentences: weather, a recipe, facts, or everyday things."""
+    """A spoken answer of two to six sentences: weather, a recipe, facts, or everyday things (or, with
+    C.ANSWER_TEXTS "sentences", two to five training sentences)."""
+    if C.ANSWER_TEXTS == "sentences":
+        pool = _training_sentences()
+        return "sentences", " ".join(pool[int(i)] for i in r.choice(len(pool), int(r.integers(2, 6)), False))
     kind = r.choice(["weather", "recipe", "facts", "misc"], p=[0.3, 0.25, 0.3, 0.15])
     text = " ".join({"weather": _weather, "recipe": _recipe, "facts": _facts, "misc": _misc}[kind](r))
     if BANNED.search(text):  # the texts above contain none; guarded all the same

@@ -21,6 +21,8 @@ TIMER_WAV = os.path.join(REPO, "share", "earcons", "timer.wav")
 REAL_DIR = os.path.abspath(os.path.join(REPO, "..", "shared", "data", "real-keywords", "view-glass"))
 # what the real clips say (labels): --real-dir and --real-text change both, e.g. to real "stop" clips (issue #61)
 REAL_TEXT = "view glass"
+# what the answers say: "templates" (answers.py's weather, recipes, facts) or "sentences" (--answer-texts)
+ANSWER_TEXTS = "templates"
 
 ESRS_DB = (0, 5, 10, 15, 20)
 BULK_DELAY_SAMPLES = 128  # 8 ms: the converters' latency, added to the echo path

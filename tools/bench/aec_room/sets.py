@@ -170,6 +170,7 @@ def generate(args, log):
     prepare_out(out)
     index = {"generator": GENERATOR, "arguments": {"seed": seed, "phrases": n_ph, "real_clips": n_real,
                                                    "own_hours": args.own_hours, "quick": quick,
+                                                   "answer_texts": C.ANSWER_TEXTS,
                                                    "fallback_rirs": args.fallback_rirs},
              "complete": False, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "stages_s": {}}
 

@@ -129,8 +129,25 @@ def own_stream(rng, speech, ring, seconds):
     return x
 
 
+# --residual DIR: what the speaker's canceller left of its own sound (hound-speaker-bench aec ROOMSET --only dump
+# --dump-dir DIR, over a room set made with --answer-texts sentences): {"speech": ..., "ring": ...}, used by Own in
+# place of the synthetic echo. Set in main before the worker processes start (they inherit it).
+RESIDUAL = None
+
+
+def load_residual(d):
+    import glob
+    def cat(kinds):
+        files = sorted(f for k in kinds for f in glob.glob(os.path.join(d, k, "*.wav")))
+        if not files:
+            raise HotPhraseError(d, f"no {'/'.join(kinds)} WAV files (hound-speaker-bench aec ... --only dump)")
+        return np.concatenate([_read_wav(f) for f in files]).astype(np.float32)
+    return {"speech": cat(["own-speech", "echo-only"]), "ring": cat(["echo-only-ring"])}
+
+
 class Own:
-    """Crops of the speaker's own sound (answers and ring) through a random room."""
+    """Crops of the speaker's own sound (answers and ring) through a random room; with RESIDUAL, crops of what
+    the canceller left of it."""
 
     def __init__(self, rng, speech, ring, seconds):
         self.bank = own_stream(rng, speech, ring, seconds)
@@ -138,6 +155,8 @@ class Own:
 
     def echo(self, rng, n, ring=None):
         ring = rng.random() < 0.35 if ring is None else ring
+        if RESIDUAL is not None:
+            return A.crop(rng, RESIDUAL["ring" if ring else "speech"], n).astype(np.float32)
         if ring:
             ph = int(rng.integers(len(self.ring)))
             x = np.tile(self.ring, (ph + n) // len(self.ring) + 2)[ph:ph + n]
@@ -152,7 +171,8 @@ def over_own(rng, audio, start, end, own, esr=None, esr_range=ESR_RANGE):
     """audio with the speaker's own sound added at an echo-to-speech ratio (dB over the word's span)."""
     e = own.echo(rng, len(audio))
     ps = A.active_power(audio[start:end])
-    pe = float(np.mean(e[start:end] ** 2) + 1e-12)
+    # (a residual can be nearly silent over the word: then its level over the whole crop)
+    pe = max(float(np.mean(e[start:end] ** 2)), 0.1 * float(np.mean(e ** 2))) + 1e-12
     esr = rng.uniform(*esr_range) if esr is None else esr
     return A.set_level(rng, audio + e * np.sqrt(ps / pe * 10 ** (esr / 10)))
 
@@ -297,7 +317,7 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
         raise HotPhraseError(root, "no real training clips: run hotphrase.get_stop_clips first")
     syn = D.load_clips(os.path.join(workdir, "stop", "pos_train.npz"))[0]
     syn += D.load_clips(os.path.join(workdir, "stop", "pos_train_l2.npz"))[0]
-    tag = f"_esr{esr[0]:g}_{esr[1]:g}_own{own_share:g}"  # the caches of each over-own-sound setting
+    tag = f"_esr{esr[0]:g}_{esr[1]:g}_own{own_share:g}" + ("_res" if RESIDUAL is not None else "")
     pos_s = ragged(os.path.join(d, f"pos_syn{tag}.npz"), _pos_worker,
                    [(s, (c, fillers, tg, T2.VOICE_SHARE_POS, own_args, esr, own_share)) for s, c in _jobs(100, syn)],
                    procs, "synthetic positives")
@@ -327,7 +347,7 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
         ragged(shared, _neg_worker, jobs, procs, "shared negatives")
     z = e1data.load_ragged(shared)
     neg_shared = z[0]
-    own = ragged(os.path.join(d, f"neg_own{own_texts_n}_{own_seconds}.npz"), _own_worker,
+    own = ragged(os.path.join(d, f"neg_own{own_texts_n}_{own_seconds}{'_res' if RESIDUAL is not None else ''}.npz"), _own_worker,
                  [(600 + i, (own_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3, A.TRAIN_NOISES)) for i in range(e1data.CHUNKS)],
                  procs, "own sound")
     # the sampler's "noise alone" share: the own sound (negative coordinates)
@@ -381,8 +401,13 @@ def main(argv=None):
                     help="echo-to-speech ratios (dB) of the positives and confusables heard over the own sound")
     ap.add_argument("--own-share", type=float, default=OWN_SHARE,
                     help="share of the positives and confusables heard over the own sound")
+    ap.add_argument("--residual", help="the canceller's output over the own sound (hound-speaker-bench aec ... --only "
+                    "dump --dump-dir DIR): the own sound under the positives and among the negatives, for the synthetic echo")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
+    global RESIDUAL
+    if a.residual:
+        RESIDUAL = load_residual(a.residual)
     t0 = time.time()
     pos, conf, neg, noise, _ = data(a.workdir, a.procs, a.real_copies, int(a.own_hours * 3600), a.own_texts,
                                     tuple(a.esr), a.own_share)
@@ -411,7 +436,7 @@ def main(argv=None):
                          "batch": a.batch, "hidden": a.hidden, "layers": a.layers, "seed": a.seed,
                          "real_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "own_hours": a.own_hours, "own_texts": a.own_texts, "esr": a.esr,
-                         "own_share": a.own_share,
+                         "own_share": a.own_share, "residual": a.residual,
                          "real_training_clips": int(len(G.files(os.path.join(a.workdir, "stop-real"), "train"))),
                          "positive_clips": int(len(s.pos_end)),
                          "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),
