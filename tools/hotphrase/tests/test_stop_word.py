@@ -1,0 +1,59 @@
+"""The stop word's tooling (issue #61): its real clips' split, the phrase kept out of the other phrases' sentence
+filter, the trim of a real clip to its speech, and the own sound under a word at a given echo-to-speech ratio."""
+import importlib.util
+import unittest
+
+import numpy as np
+
+from hotphrase import dataset as D
+from hotphrase import e1data
+from hotphrase import get_stop_clips as G
+
+HAVE_SCIPY = importlib.util.find_spec("scipy") is not None
+
+
+class Split(unittest.TestCase):
+    def test_a_speaker_is_on_one_side_by_the_shared_rule(self):
+        for spk in ("004ae714", "0132a06d", "fdb5155e", "3659fc1c"):
+            self.assertEqual(G.speaker_split(spk) == "eval", D.is_eval_speaker("speech_commands:" + spk))
+
+
+class SentenceFilter(unittest.TestCase):
+    def test_stop_is_not_in_the_shared_filter_but_can_be_asked_for(self):
+        meta = ["espeak:en|please stop the car|1.0|1.0", "espeak:en|a computer here|1.0|1.0", "espeak:en|hello|1|1"]
+        self.assertEqual(e1data.phrase_free(meta), [True, False, True])
+        self.assertEqual(e1data.phrase_free(meta, ["stop"]), [False, False, True])
+
+
+@unittest.skipUnless(HAVE_SCIPY, "needs scipy (the training venv)")
+class Audio(unittest.TestCase):
+    def test_trim_keeps_the_word_and_a_margin(self):
+        from hotphrase import train_stop as S
+        sr = 16000
+        x = np.zeros(sr, np.float32)
+        x[6000:10000] = 0.3 * np.sin(np.arange(4000) * 0.2)
+        y = S.trim_active(x)
+        self.assertLessEqual(abs(len(y) - (4000 + 2 * int(0.08 * sr))), 200)
+        self.assertGreater(np.abs(y).max(), 0.29)
+
+    def test_own_sound_at_the_asked_ratio(self):
+        from hotphrase import augment as A
+        from hotphrase import train_stop as S
+        rng = np.random.default_rng(1)
+        ring = (0.1 * np.sin(np.arange(8000) * 0.3)).astype(np.float32)
+        speech = [(0.1 * rng.standard_normal(16000)).astype(np.float32) for _ in range(3)]
+        own = S.Own(rng, speech, ring, 30)
+        word = np.zeros(48000, np.float32)
+        word[16000:24000] = (0.05 * rng.standard_normal(8000)).astype(np.float32)
+        ratios = []
+        for esr in (-20.0, 0.0, 10.0):
+            mixed = S.over_own(np.random.default_rng(2), word, 16000, 24000, own, esr=esr)
+            # the echo alone before the word against the word with its echo (set_level scales both alike)
+            ratios.append(10 * np.log10(np.mean(mixed[:16000] ** 2) / A.active_power(mixed[16000:24000])))
+        self.assertLess(ratios[0], -10)
+        self.assertLess(ratios[0], ratios[1])
+        self.assertLess(ratios[1], ratios[2])
+
+
+if __name__ == "__main__":
+    unittest.main()
