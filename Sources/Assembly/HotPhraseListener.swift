@@ -279,24 +279,18 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
                     switch r.detector {
                     case .generic(let d):
                         d.threshold = ownSound ? bargeInThreshold : threshold
-                        if let stop = r.stop {
-                            // The stop word counts only while the speaker itself rings or speaks, as the stop phrase.
-                            d.process(samples, onFrame: { e, sample in
-                                if stop.push(e, sample: sample, armed: overOwnSound) {
-                                    hit = .stop
-                                    detected = stop.score
-                                }
-                            }, onDetection: { detection in
-                                guard hit != .stop else { return }  // a stop wins over a wake in the same frame
-                                hit = .wake
-                                detected = detection.score
-                            })
-                        } else {
-                            d.process(samples) { detection in
-                                hit = .wake
-                                detected = detection.score
+                        let stop = r.stop
+                        // The stop word counts only while the speaker itself rings or speaks, as the stop phrase.
+                        d.process(samples, onFrame: { e, sample in
+                            if let stop, stop.push(e, sample: sample, armed: overOwnSound) {
+                                hit = .stop
+                                detected = stop.score
                             }
-                        }
+                        }, onDetection: { detection in
+                            guard hit != .stop else { return }  // a stop wins over a wake in the same frame
+                            hit = .wake
+                            detected = detection.score
+                        })
                     case .fused(let d):
                         d.threshold = ownSound ? bargeInThreshold : threshold
                         d.zThreshold = ownSound ? bargeInZThreshold : zThreshold

@@ -53,9 +53,7 @@ public final class HotPhraseDetector {
     /// May be changed between calls (the speaker listens at another threshold over its own sound).
     public var threshold: Double
     private let scorer: any StepScorer
-    private var recent: [Float]
-    private var recentNext = 0
-    private var recentCount = 0
+    private var smoothed: MovingMean
     private let refractorySteps: Int
     private var deafSteps = 0
     /// Sample position where the scorer started (0, or where the last reset happened).
@@ -76,7 +74,7 @@ public final class HotPhraseDetector {
         case .convolutional(let m): scorer = ConvolutionalScorer(model: m)
         case .embedding(let m): scorer = EmbeddingScorer(model: m)
         }
-        recent = [Float](repeating: 0, count: model.smoothing)
+        smoothed = MovingMean(width: model.smoothing)
         refractorySteps = max(1, Int(((refractorySeconds ?? model.refractorySeconds) / model.stepSeconds).rounded()))
     }
 
@@ -95,8 +93,7 @@ public final class HotPhraseDetector {
     /// receptive field of audio.
     public func reset() {
         scorer.reset()
-        recentCount = 0
-        recentNext = 0
+        smoothed.reset()
         deafSteps = 0
         score = 0
         origin = samplesSeen
@@ -115,12 +112,7 @@ public final class HotPhraseDetector {
                         onDetection: (HotPhraseDetection) -> Void) {
         let origin = origin
         scorer.process(samples, onEmbedding: { e, end in onFrame(e, origin + end) }) { p, end in
-            recent[recentNext] = p
-            recentNext = (recentNext + 1) % recent.count
-            recentCount = min(recentCount + 1, recent.count)
-            var sum: Float = 0
-            for i in 0..<recentCount { sum += recent[i] }
-            score = Double(sum / Float(recentCount))
+            score = smoothed.add(p)
             stepObserver?(score)
             if deafSteps > 0 {
                 deafSteps -= 1
@@ -138,3 +130,28 @@ import Glibc
 #elseif canImport(Musl)
 import Musl
 #endif
+
+/// The mean of the last `width` step scores (a model's `smoothing`), summed oldest slot first as the models were
+/// evaluated; the hot-phrase detector's and the stop word's. Allocates nothing per step.
+struct MovingMean {
+    private var values: [Float]
+    private var next = 0
+    private var count = 0
+
+    init(width: Int) { values = [Float](repeating: 0, count: max(1, width)) }
+
+    /// Adds `p`; the mean of the scores kept.
+    mutating func add(_ p: Float) -> Double {
+        values[next] = p
+        next = (next + 1) % values.count
+        count = min(count + 1, values.count)
+        var sum: Float = 0
+        for i in 0..<count { sum += values[i] }
+        return Double(sum / Float(count))
+    }
+
+    mutating func reset() {
+        next = 0
+        count = 0
+    }
+}

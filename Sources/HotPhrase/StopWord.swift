@@ -13,9 +13,7 @@ public final class StopWord {
     public var threshold: Double
     private let head: EmbeddingHead
     private let dim: Int
-    private var recent: [Float]
-    private var recentNext = 0
-    private var recentCount = 0
+    private var smoothed: MovingMean
     private let refractorySamples: Int
     private var deafUntil = Int.min
     /// The latest smoothed score (0 until the head has its window), and how many it has made since the reset.
@@ -40,7 +38,7 @@ public final class StopWord {
         self.threshold = threshold ?? model.defaultThreshold
         head = EmbeddingHead(model: stop)
         dim = stop.dim
-        recent = [Float](repeating: 0, count: max(1, model.smoothing))
+        smoothed = MovingMean(width: model.smoothing)
         refractorySamples = Int((model.refractorySeconds * Double(model.sampleRate)).rounded())
     }
 
@@ -55,8 +53,7 @@ public final class StopWord {
     /// Forgets everything heard (with the detector it rides on).
     public func reset() {
         head.reset()
-        recentNext = 0
-        recentCount = 0
+        smoothed.reset()
         deafUntil = .min
         score = 0
         steps = 0
@@ -66,12 +63,7 @@ public final class StopWord {
     /// armed, the smoothed score at the threshold or above, and not within the refractory period of the last.
     public func push(_ e: UnsafeBufferPointer<Float>, sample: Int, armed: Bool) -> Bool {
         guard e.count == dim, let p = head.push(embedding: e) else { return false }
-        recent[recentNext] = p
-        recentNext = (recentNext + 1) % recent.count
-        recentCount = min(recentCount + 1, recent.count)
-        var sum: Float = 0
-        for i in 0..<recentCount { sum += recent[i] }
-        score = Double(sum / Float(recentCount))
+        score = smoothed.add(p)
         steps += 1
         guard armed, sample >= deafUntil, score >= threshold else { return false }
         deafUntil = sample + refractorySamples
