@@ -106,9 +106,9 @@ def neg_jobs(seed, pieces, marked, fillers, tg, synthetic, noise_seconds):
     return jobs
 
 
-def training_sentences(workdir):
+def training_sentences(workdir, extra_words=()):
     """The training sentences: a fixed subset of the Debian voices' (MAX_DEBIAN_SENTENCES), piper's and the
-    accented ones, without any phrase's words."""
+    accented ones, without any phrase's words (nor `extra_words`)."""
     sents, meta = [], []
     for name in ("sent_train.npz", "sent_train_piper.npz", "sent_train_l2.npz"):
         path = os.path.join(workdir, "cache", name)
@@ -118,7 +118,7 @@ def training_sentences(workdir):
                 keep = np.sort(np.random.default_rng(7).permutation(len(s))[:MAX_DEBIAN_SENTENCES])
                 s, m = [s[i] for i in keep], [m[i] for i in keep]
             sents, meta = sents + s, meta + m
-    return [s for s, ok in zip(sents, e1data.phrase_free(meta)) if ok]
+    return [s for s, ok in zip(sents, e1data.phrase_free(meta, extra_words)) if ok]
 
 
 def shared_negatives(workdir, procs, sents, tg):

@@ -268,18 +268,10 @@ def ragged(path, fn, jobs, procs, label):
 
 def stop_sentences(workdir):
     """T2.training_sentences without any saying "stop"."""
-    sents, meta = [], []
-    for name in ("sent_train.npz", "sent_train_piper.npz", "sent_train_l2.npz"):
-        path = os.path.join(workdir, "cache", name)
-        if os.path.exists(path):
-            s, m = D.load_clips(path)
-            if name == "sent_train.npz":
-                keep = np.sort(np.random.default_rng(7).permutation(len(s))[:T2.MAX_DEBIAN_SENTENCES])
-                s, m = [s[i] for i in keep], [m[i] for i in keep]
-            sents, meta = sents + s, meta + m
+    sents = T2.training_sentences(workdir, ["stop"])
     if not sents:
         raise HotPhraseError(os.path.join(workdir, "cache"), "no training sentences: run hotphrase.make_data stop first")
-    return [s for s, ok in zip(sents, e1data.phrase_free(meta, ["stop"])) if ok]
+    return sents
 
 
 def merge(parts):
