@@ -93,7 +93,7 @@ struct Rig {
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
                       stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true,
                       speaker: String = "test_loop_speaker", pacedSpeaker: Bool = false,
-                      pacedMicrophone: Bool = false) async throws -> Rig {
+                      pacedMicrophone: Bool = false, holdSecondSpeech: Bool = false) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -144,7 +144,9 @@ struct Rig {
             capture.pacing = pacedMicrophone ? .realTime : .none
         }
         let search = HoundifyVoiceSearch(client: client)
-        let speech = EngineSpeech(engine: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker), earcons: try Earcons.load())
+        let engine = EngineSpeech(engine: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker), earcons: try Earcons.load())
+        let speech: any SpeechOutputPort = holdSecondSpeech
+            ? WatchedSpeech(inner: engine, events: events, atSecondSpeech: { [sink] in sink?.hold() }) : engine
         let ports = SpeakerPorts(search: search, speech: speech,
                                  volume: MixerVolume(try OutputVolume(percent: 100, device: speaker, mixerControl: "")),
                                  microphone: ALSAMicrophone(capture), hotPhrase: detector, clock: DispatchClock(), system: HostSystem())
@@ -164,6 +166,7 @@ struct Rig {
     }
 
     func stop() async {
+        sink?.release()
         loop.send(.shutdown)
         await task.value
         await service?.stop()
@@ -172,6 +175,48 @@ struct Rig {
 
     /// What the speaker played (speech and earcons), as 16-bit samples.
     var played: [Int16] { sink?.samples ?? (try? readRawInt16(TestALSA.outputFile("test_loop_speaker"))) ?? [] }
+}
+
+/// The rig's speech, each utterance's end written to the event log (`{"test":"speech 1 ended interrupted"}`), and
+/// `atSecondSpeech` run as the second utterance's first sample goes out.
+final class WatchedSpeech: SpeechOutputPort {
+    let inner: EngineSpeech
+    let events: EventLog
+    let atSecondSpeech: @Sendable () -> Void
+    private let count = Mutex(0)
+
+    init(inner: EngineSpeech, events: EventLog, atSecondSpeech: @escaping @Sendable () -> Void) {
+        self.inner = inner
+        self.events = events
+        self.atSecondSpeech = atSecondSpeech
+    }
+
+    struct Watched: Playback {
+        let inner: any Playback
+        let number: Int
+        let events: EventLog
+        func ended() async -> (end: SoundEnd, problem: String?) {
+            let result = await inner.ended()
+            events.add("{\"test\":\"speech \(number) ended \(result.end)\"}")
+            return result
+        }
+    }
+
+    func speak(_ text: String, onFirstSample: @escaping @Sendable () -> Void) -> any Playback {
+        let number = count.withLock { $0 += 1; return $0 }
+        let hook = atSecondSpeech
+        let playback = inner.speak(text) {
+            if number == 2 { hook() }
+            onFirstSample()
+        }
+        return Watched(inner: playback, number: number, events: events)
+    }
+
+    func play(_ earcon: Earcon) -> any Playback { inner.play(earcon) }
+    func playRecording(_ audio: MonoAudio, onFirstSample: @escaping @Sendable () -> Void) -> any Playback {
+        inner.playRecording(audio, onFirstSample: onFirstSample)
+    }
+    func stopSpeaking() { inner.stopSpeaking() }
 }
 
 @Suite(.serialized) struct SpeakerLoopTests {

@@ -8,7 +8,7 @@ import Synchronization
 public final class PacedSink: Sendable {
     public let path: String
     private let bytesPerSecond: Int
-    private let state = Mutex<(data: [UInt8], stopping: Bool)>(([], false))
+    private let state = Mutex<(data: [UInt8], stopping: Bool, held: Bool)>(([], false, false))
     private let finished = DispatchSemaphore(value: 0)
 
     /// Makes the pipe at `path` (replacing whatever was there) and starts reading it on a thread of its own.
@@ -27,10 +27,14 @@ public final class PacedSink: Sendable {
         var buffer = [UInt8](repeating: 0, count: chunk)
         while !state.withLock({ $0.stopping }) {
             // Blocks until a writer opens it (each sound opens the PCM anew); EOF when that writer closes it.
-            let fd = open(path, O_RDONLY | O_CLOEXEC)
+            var fd: Int32
+            repeat { fd = open(path, O_RDONLY | O_CLOEXEC) } while fd < 0 && errno == EINTR
             guard fd >= 0 else { return }
             while true {
-                let n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, chunk) }
+                // Held: the writer blocks once the pipe is full, as on a sound card that has stopped taking samples.
+                while state.withLock({ $0.held && !$0.stopping }) { usleep(5_000) }
+                var n: Int
+                repeat { n = buffer.withUnsafeMutableBytes { Foundation.read(fd, $0.baseAddress, chunk) } } while n < 0 && errno == EINTR
                 if n <= 0 { break }
                 state.withLock { $0.data.append(contentsOf: buffer[0..<n]) }
                 usleep(useconds_t(n * 1_000_000 / bytesPerSecond))
@@ -38,6 +42,11 @@ public final class PacedSink: Sendable {
             close(fd)
         }
     }
+
+    /// Stops reading until `release()`: what is being played cannot end, however long a test takes to look.
+    public func hold() { state.withLock { $0.held = true } }
+
+    public func release() { state.withLock { $0.held = false } }
 
     /// Everything read so far, as 16-bit little-endian samples.
     public var samples: [Int16] {
