@@ -109,6 +109,9 @@ let package = Package(
         .target(name: "SpeakerCore",
                 dependencies: ["AudioCore", "BoardCore", "JSONKit", "Timers", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // The speaker's own commands (issue #63): the one table the offline grammar is written from and the
+        // recogniser's words are read back with. Pure Swift: the recogniser itself is apart.
+        .target(name: "OwnCommands", dependencies: ["SpeakerCore", "Timers"], swiftSettings: strict),
         // The core's runtime: the loop that carries out its effects through the ports, the capture router and the
         // hot-phrase worker's thread (as NIOPosix runs what NIOCore describes).
         .target(name: "SpeakerRuntime",
@@ -239,6 +242,7 @@ let package = Package(
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
+        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "SpeakerCore", "Timers"], swiftSettings: strict),
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
