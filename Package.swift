@@ -111,7 +111,10 @@ let package = Package(
                 swiftSettings: strict),
         // The speaker's own commands (issue #63): the one table the offline grammar is written from and the
         // recogniser's words are read back with. Pure Swift: the recogniser itself is apart.
-        .target(name: "OwnCommands", dependencies: ["SpeakerCore", "Timers"], swiftSettings: strict),
+        .target(name: "OwnCommands", dependencies: ["SpeakerCore", "Timers", "JSONKit"], swiftSettings: strict),
+        // The on-device recogniser over the speaker's own commands' grammar: PocketSphinx, opened with dlopen only
+        // when a recording is to be understood on the device (Debian's libpocketsphinx3 and pocketsphinx-en-us).
+        .target(name: "OfflineRecognition", dependencies: ["OwnCommands", "AudioCore"], swiftSettings: strict),
         // The core's runtime: the loop that carries out its effects through the ports, the capture router and the
         // hot-phrase worker's thread (as NIOPosix runs what NIOCore describes).
         .target(name: "SpeakerRuntime",
@@ -188,7 +191,7 @@ let package = Package(
         // The commands of hound-speaker that need only the devices: say, hotphrase, board, the endpointer's scan.
         // They link no Houndify client, no control server and no speaker loop.
         .target(name: "DeviceCommands",
-                dependencies: ["CommandSupport", "DeviceAssembly", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase",
+                dependencies: ["CommandSupport", "DeviceAssembly", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "OfflineRecognition", "OwnCommands",
                                "SpeakerConfig", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // `text` and `voice`: a Houndify search and its answer, with no speaker loop and no control server.
@@ -242,7 +245,7 @@ let package = Package(
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "SpeakerCore", "Timers"], swiftSettings: strict),
+        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "OfflineRecognition", "SpeakerCore", "Timers", "AudioCore", "Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),

@@ -21,8 +21,9 @@ build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libspeexdsp-dev l
        libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev liblbfgs-dev zlib1g-dev)
 # deploy/build-deb: debhelper (dpkg-buildpackage, dh, dpkg-shlibdeps), help2man (the manual page) and lintian.
 package=(debhelper dpkg-dev help2man lintian)
-# What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database.
-swift_tests=(espeak-ng sox ca-certificates tzdata)
+# What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database, and the offline recogniser
+# (libpocketsphinx3, opened with dlopen, and its US English model).
+swift_tests=(espeak-ng sox ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us)
 # Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
 # extension needs to build (gcc and libc6-dev, in toolchain), numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils, in toolchain);

@@ -6,6 +6,23 @@ import SpeakerCommands
 
 // The argument parsers of the commands that DeviceCommands, SearchCommands and SpeakerCommands carry out: options and help here, the work there.
 
+struct OfflineCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "offline",
+        abstract: "What the on-device recogniser understands in a WAV: the speaker's own commands, without the internet.",
+        discussion: """
+            Any sample rate or channel count (converted to 16 kHz mono). The recogniser (PocketSphinx with Debian's \
+            pocketsphinx-en-us) hears only the speaker's own commands: timers, alarms, the time and date, volume, stop, \
+            the IP address. With --json, one object: {"heard": words or null, "command": {"kind": ..., ...} or null}.
+            """)
+    @Argument(help: "The recording.") var wav: String
+    @Flag(help: "One JSON object.") var json = false
+
+    func run() async throws {
+        try await reporting { try await OfflineScan(wav: wav, json: json).run() }
+    }
+}
+
 struct EndpointCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "endpoint",

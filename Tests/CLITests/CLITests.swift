@@ -455,6 +455,17 @@ struct CLI {
 
     /// The detector over files: the demo's "OK Hound" once, at the end of the phrase; the question alone never;
     /// the same recording at 44.1 kHz stereo the same (converted); bad models and thresholds named.
+    @Test func offlineSaysWhatTheOnDeviceRecogniserUnderstood() throws {
+        // The demo's recorded question, through PocketSphinx and the speaker's own grammar.
+        let heard = try CLI.run(["offline", "share/demo/what-time-is-it.wav", "--json"])
+        #expect(heard.status == 0, "\(heard.stderr)")
+        let json = try #require(try JSONSerialization.jsonObject(with: Data(heard.stdout.utf8)) as? [String: Any])
+        #expect(json["heard"] as? String == "what time is it", "\(heard.stdout)")
+        #expect((json["command"] as? [String: Any])?["kind"] as? String == "time", "\(heard.stdout)")
+        let missing = try CLI.run(["offline", "/nonexistent/question.wav"])
+        #expect(missing.status == 66 && missing.stderr.contains("/nonexistent/question.wav"), "\(missing.stderr)")
+    }
+
     @Test func hotphraseFindsThePhraseInAFile() throws {
         // The shipped model at its default sensitivity, as `run` and the demo use it.
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-hp-\(UUID().uuidString)").path

@@ -78,10 +78,10 @@ public func readRawInt16(_ path: String) throws -> [Int16] {
 }
 
 /// Has espeak-ng (a test dependency) say `text` into the WAV at `path`, and fails loudly if it fails.
-public func espeakWAV(_ text: String, to path: String) throws {
+public func espeakWAV(_ text: String, to path: String, voice: String? = nil) throws {
     let espeak = Process()
     espeak.executableURL = URL(fileURLWithPath: "/usr/bin/espeak-ng")
-    espeak.arguments = ["-w", path, text]
+    espeak.arguments = (voice.map { ["-v", $0] } ?? []) + ["-w", path, text]
     espeak.standardError = FileHandle.nullDevice
     try espeak.run()
     espeak.waitUntilExit()

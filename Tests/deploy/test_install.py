@@ -255,7 +255,7 @@ class InstallTests(unittest.TestCase):
             if package not in listed and package not in base:
                 missing.append(f"{library} ({package})")
         self.assertEqual(missing, [], "the package's Depends miss these (deploy/debian/control)")
-        for package in ("libsndfile1", "espeak-ng-data", "ca-certificates", "tzdata"):  # loaded at run time
+        for package in ("libsndfile1", "libpocketsphinx3", "pocketsphinx-en-us", "espeak-ng-data", "ca-certificates", "tzdata"):  # loaded at run time
             self.assertIn(package, listed)
 
 

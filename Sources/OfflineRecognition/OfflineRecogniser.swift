@@ -1,0 +1,89 @@
+import Glibc
+public import OwnCommands
+import Synchronization
+
+/// What the on-device recogniser made of a recording: the words it heard in the speaker's own grammar (empty:
+/// nothing in it), and the command they say.
+public struct OfflineHeard: Sendable, Equatable {
+    public var words: String
+    public var action: OwnAction?
+}
+
+public struct OfflineRecogniserError: Error, Sendable, CustomStringConvertible {
+    public var description: String
+    init(_ d: String) { description = d }
+}
+
+/// CMU PocketSphinx with Debian's US English acoustic model and dictionary (pocketsphinx-en-us), searching only the
+/// speaker's own commands' grammar (`OwnCommands.jsgf`). One decoder; a recogniser is used by one thread at a time.
+/// @unchecked: the decoder is touched only under `lock`.
+public final class OfflineRecogniser: @unchecked Sendable {
+    /// Debian's pocketsphinx-en-us.
+    public static let defaultModel = "/usr/share/pocketsphinx/model/en-us"
+
+    /// Words of the grammar that the dictionary lacks, with their ARPAbet pronunciations.
+    static let extraWords = ["unmute": "AH N M Y UW T", "unpause": "AH N P AO Z"]
+
+    private let library: PocketSphinx
+    private let decoder: OpaquePointer
+    private let config: OpaquePointer
+    private let lock = Mutex(())
+
+    /// Loads the model from `model` (its `en-us` acoustic model and `cmudict-en-us.dict`) and the grammar; fails
+    /// naming the file or the word that is missing.
+    public init(model: String = OfflineRecogniser.defaultModel) throws(OfflineRecogniserError) {
+        let library = try PocketSphinx()
+        // No log file: one opened with -logfn would be a descriptor every child process inherits.
+        _ = library.setLog(nil)
+        let hmm = "\(model)/en-us", dict = "\(model)/cmudict-en-us.dict"
+        for path in [hmm + "/mdef", dict] where access(path, R_OK) != 0 {
+            throw OfflineRecogniserError("\(path) is missing (the offline recogniser's model: apt install pocketsphinx-en-us)")
+        }
+        guard let config = library.configuration(["-hmm", hmm, "-dict", dict, "-samprate", "16000"]) else {
+            throw OfflineRecogniserError("PocketSphinx refused its configuration (\(hmm))")
+        }
+        guard let decoder = library.initialise(config) else {
+            _ = library.freeConfig(config)
+            throw OfflineRecogniserError("PocketSphinx could not load its model from \(hmm)")
+        }
+        self.library = library
+        self.config = config
+        self.decoder = decoder
+        for word in OwnCommands.words.sorted() {
+            if let found = library.lookupWord(decoder, word) { free(found); continue }
+            guard let phones = Self.extraWords[word] else {
+                throw OfflineRecogniserError("the word \"\(word)\" of the speaker's grammar is not in \(dict)")
+            }
+            _ = library.addWord(decoder, word, phones, 0)
+        }
+        guard library.setJSGF(decoder, "commands", OwnCommands.jsgf) == 0, library.setSearch(decoder, "commands") == 0 else {
+            throw OfflineRecogniserError("PocketSphinx refused the speaker's grammar (OwnCommands.jsgf)")
+        }
+    }
+
+    deinit {
+        _ = library.free(decoder)
+        _ = library.freeConfig(config)
+    }
+
+    /// Recognises 16 kHz mono `samples` (one utterance, as the question's recording).
+    public func recognise(_ samples: [Int16]) -> OfflineHeard {
+        let words: String = lock.withLock { _ in
+            guard library.startUtt(decoder) == 0 else { return "" }
+            // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
+            samples.withUnsafeBufferPointer { buffer in
+                var start = 0
+                while start < buffer.count {
+                    let count = min(2_048, buffer.count - start)
+                    _ = library.processRaw(decoder, buffer.baseAddress! + start, count, 0, 0)
+                    start += count
+                }
+            }
+            _ = library.endUtt(decoder)
+            var score: Int32 = 0
+            guard let hyp = library.getHyp(decoder, &score) else { return "" }
+            return String(cString: hyp)
+        }
+        return OfflineHeard(words: words, action: words.isEmpty ? nil : OwnCommands.match(words))
+    }
+}
