@@ -133,7 +133,7 @@ public struct Demo {
         case .hotPhrase: printLine("[hot phrase] \"OK Hound\" heard")
         case .stateChanged(let from, let to): printLine("[state] \(from.rawValue) -> \(to.rawValue)")
         case .partialTranscript(let text) where !text.isEmpty: printLine("[heard so far] \(text)")
-        case .finalTranscript(let transcript, let answer, _, _):
+        case .finalTranscript(let transcript, let answer, _, _, _):
             printLine("[transcript] \(transcript)")
             printLine("[answer] \(answer)")
         case .searchFailed(let error): printLine("[error] \(error.failure.rawValue)")

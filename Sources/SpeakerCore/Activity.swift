@@ -56,7 +56,7 @@ public enum SpeakerActivity: Sendable, Equatable {
     /// `houndifyVoice`: the answer is played in Houndify's own voice (else espeak-ng speaks it). `answer` is what the
     /// speaker says (for a command it carries out itself, its own words, not Houndify's); `done`, for those, what
     /// it did ("stopped", "ran \"lights off\"", ...; "" when the words say it all or it only answered).
-    case finalTranscript(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "")
+    case finalTranscript(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "", onDevice: Bool = false)
     /// How a typed question with a number (`SpeakerEvent.textQuery(_, id:)`) went: asked, refused, answered, failed
     /// or dropped. What the control API's reply to it is made of.
     case question(QuestionReport)
@@ -147,7 +147,7 @@ public enum SpeakerActivity: Sendable, Equatable {
                 fields += [("status", "answered"), ("transcript", .string(transcript)), ("answer", .string(answer))]
                 if !done.isEmpty { fields.append(("done", .string(done))) }
             case .failed(let error):
-                fields += [("status", "failed"), ("reason", .string(error.failure.sentence)), ("detail", .string(error.detail))]
+                fields += [("status", "failed"), ("reason", .string(error.sentence)), ("detail", .string(error.detail))]
             case .dropped(let reason): fields += [("status", "dropped"), ("reason", .string(reason))]
             }
             return fields
@@ -199,12 +199,13 @@ extension SpeakerActivity {
         case .hotPhrase, .stopPhrase, .online: []
         case .partialTranscript(let text): [("text", .string(text))]
         case .level(let dBFS): [("dbfs", .double((dBFS * 10).rounded() / 10))]
-        case .finalTranscript(let transcript, let answer, let houndifyVoice, let done):
+        case .finalTranscript(let transcript, let answer, let houndifyVoice, let done, let onDevice):
+            // "source": "device": understood by the speaker's own recogniser, Houndify being out of reach.
             [("transcript", .string(transcript)), ("answer", .string(answer))] + (houndifyVoice ? [("voice", .string("houndify"))] : [])
-                + (done.isEmpty ? [] : [("done", .string(done))])
+                + (done.isEmpty ? [] : [("done", .string(done))]) + (onDevice ? [("source", .string("device"))] : [])
         case .question(let report): report.fields
         case .searchFailed(let error):
-            [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail)), ("said", .string(error.failure.sentence))]
+            [("kind", .string(error.failure.rawValue)), ("detail", .string(error.detail)), ("said", .string(error.sentence))]
                 + (error.code.isEmpty ? [] : [("code", .string(error.code))])
         case .answerShown(let text): [("text", .string(text))]
         case .speech(let text): [("text", .string(text))]
@@ -263,7 +264,7 @@ extension SpeakerActivity {
         case .hotPhrase: (.notice, "hot phrase heard")
         case .stopPhrase: (.notice, "stop phrase heard")
         case .partialTranscript(let text): (.debug, "partial transcript: \(text)")
-        case .finalTranscript(let transcript, _, _, let done):
+        case .finalTranscript(let transcript, _, _, let done, _):
             (.info, "final transcript: \"\(transcript)\"" + (done.isEmpty ? "" : " (\(done))"))
         case .question(let report):
             switch report.status {
@@ -272,7 +273,7 @@ extension SpeakerActivity {
             case .refused(let reason): (.notice, "typed question \(report.id) refused: \(reason)")
             case .dropped(let reason): (.info, "typed question \(report.id) dropped: \(reason)")
             }
-        case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.failure.sentence)\")")
+        case .searchFailed(let error): (.warning, "search failed: \(error.detail) (said: \"\(error.sentence)\")")
         case .online: nil  // the loop logs the check that found it ("Houndify answers again")
         case .answerShown(let text): (.notice, "answer: \(text)")
         case .speech(let text): (.debug, "saying: \(text)")
@@ -391,7 +392,7 @@ public struct SpeakerSnapshot: Sendable, Equatable {
         case .partialTranscript(let text): partial = text
         case .stateChanged(_, .recording): partial = ""
         case .display(let data): display = data
-        case .finalTranscript(let transcript, let answer, _, _):
+        case .finalTranscript(let transcript, let answer, _, _, _):
             // An answer without a display of its own clears the last one's.
             if !displayJustTold { display = .null }
             self.transcript = transcript
@@ -399,7 +400,7 @@ public struct SpeakerSnapshot: Sendable, Equatable {
             partial = ""
             problem = ""
         case .answerShown(let text): answer = text
-        case .searchFailed(let error): problem = error.failure.sentence
+        case .searchFailed(let error): problem = error.sentence
         case .online where problem == SearchFailure.offline.sentence: problem = ""
         case .leds(let leds): self.leds = leds
         case .enrollment(let progress): enrollment = progress

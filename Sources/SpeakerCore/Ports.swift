@@ -35,6 +35,11 @@ public struct SearchError: Error, Sendable, Equatable, CustomStringConvertible {
         SearchError(.microphone, detail: detail, code: "AudioInterrupted")
     }
     public var description: String { detail }
+    /// The speaker understands its own commands on the device (issue #63): an offline failure's sentence says what
+    /// it can still do.
+    public var offlineCommands = false
+    /// What the speaker says about it.
+    public var sentence: String { failure.sentence(offlineCommands: offlineCommands) }
 }
 
 /// What a voice search reports while it runs. A search that was cancelled reports nothing more.

@@ -137,9 +137,9 @@ public struct Speaker: Sendable {
         /// The detector may learn the wake set aside (`SpeakerEffect.answeredWake`).
         case answeredWake
         /// An answer's `final`, told now: Houndify's words (`answer`), and what the speaker did itself (`done`).
-        case final(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "")
+        case final(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "", onDevice: Bool = false)
         /// An answer's `final` whose words the speaker chooses itself: told with the next words said or shown.
-        case finalWithNextWords(transcript: String, done: String)
+        case finalWithNextWords(transcript: String, done: String, onDevice: Bool = false)
         /// The answer to `.startEnrollment`: the session's first progress, or why it cannot start.
         case enrollmentAnswer(Result<EnrollmentProgress, DeviceProblem>)
         /// Enrollment `id` starts: the hot phrase is not listened for, the microphone's frames go to its takes.
@@ -373,6 +373,25 @@ public struct Speaker: Sendable {
         return "Volume \(level.percent)."
     }
 
+    /// "What time is it", by the speaker's clock: "It's 7:05 PM." A clock never set says so rather than a time.
+    public static func timeSentence(_ now: Now) -> String {
+        guard now.clockSynchronized else { return "My clock isn't set yet, so I can't tell the time." }
+        let minute = CivilDate.local(now.reading.wall, now.calendar).minute
+        let hour12 = (minute / 60 + 11) % 12 + 1
+        let m = minute % 60
+        return "It's \(hour12):\(m < 10 ? "0" : "")\(m) \(minute < 720 ? "AM" : "PM")."
+    }
+
+    /// "What's the date": "Today is Saturday, December 5, 2026."
+    public static func dateSentence(_ now: Now) -> String {
+        guard now.clockSynchronized else { return "My clock isn't set yet, so I can't tell the date." }
+        let days = CivilDate.local(now.reading.wall, now.calendar).days
+        let (year, month, day) = CivilDate.civil(days: days)
+        let months = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+                      "November", "December"]
+        return "Today is \(CivilDate.weekday(days: days).name), \(months[month - 1]) \(day), \(year)."
+    }
+
     /// "What's your IP address": the first two, read out digit group by digit group.
     public static func ipAddressSentence(_ addresses: [String]) -> String {
         guard !addresses.isEmpty else { return "I don't have a network address." }
@@ -449,6 +468,17 @@ public struct Speaker: Sendable {
     /// command makes it say is told with those words, not Houndify's words for it.
     private static func final(of answer: SpeakerAnswer) -> [Effect] {
         let transcript = answer.transcript
+        if answer.device != nil {
+            // Understood on the device: its words are the speaker's own, told as they are said.
+            let done: String
+            switch (answer.action, answer.localCommand) {
+            case (nil, .stop?): return [.final(transcript: transcript, answer: "", done: "stopped", onDevice: true)]
+            case (nil, .volumeUp?): done = "turned the volume up"
+            case (nil, .volumeDown?): done = "turned the volume down"
+            default: done = ""
+            }
+            return [.finalWithNextWords(transcript: transcript, done: done, onDevice: true)]
+        }
         switch (answer.action, answer.localCommand) {
         case (nil, nil):
             let display: [Effect] = answer.display.map { [.tell(.display($0))] } ?? []

@@ -24,6 +24,16 @@ public enum SearchFailure: String, Sendable, CaseIterable {
     /// The microphone cannot be opened, or stopped delivering audio.
     case microphone
 
+    /// What a speaker that understands its own commands on the device (issue #63) can still do without Houndify.
+    public static let stillCan = "but I can still set timers and alarms, tell the time and change the volume."
+
+    /// The sentence, and with `offlineCommands` what the speaker can still do, when Houndify could not be reached or
+    /// did not answer.
+    public func sentence(offlineCommands: Bool) -> String {
+        guard offlineCommands, self == .offline || self == .serviceFailing else { return sentence }
+        return String(sentence.dropLast()) + ", " + Self.stillCan
+    }
+
     public var sentence: String {
         switch self {
         case .offline: "I can't reach the internet."
@@ -182,21 +192,37 @@ public struct SpeakerAnswer: Sendable, Equatable {
     public var voice: MonoAudio?
     /// What a screen shows of it (the result's written response, HTML, template and native data), nil: none.
     public var display: JSONValue?
+    /// Understood on the device, because Houndify could not answer (issue #63); nil: Houndify's answer.
+    public var device: DeviceAnswer?
     /// Said when the speaker cannot do what Houndify left to it (a call, a message, music).
     public static let cannotDoThat = "Sorry, this speaker can't do that."
     /// Said when Houndify's answer carries no text to speak.
     public static let nothingToSay = "Sorry, Houndify sent me an answer with nothing to say."
 
     public init(transcript: String, text: String, autoListen: Bool = false, action: ClientAction? = nil, responses: ActionResponses? = nil,
-                voice: MonoAudio? = nil, display: JSONValue? = nil) {
+                voice: MonoAudio? = nil, display: JSONValue? = nil, device: DeviceAnswer? = nil) {
         self.voice = voice
         self.display = display
+        self.device = device
         self.transcript = transcript
         localCommand = LocalCommand.match(transcript)
         self.text = text
         self.autoListen = autoListen
         self.action = action
         self.responses = responses
+    }
+}
+
+/// An answer the speaker made itself from what its own recogniser heard, when Houndify could not answer.
+public struct DeviceAnswer: Sendable, Equatable {
+    /// What only the device can say: its clock's time or date.
+    public enum Tell: Sendable, Equatable { case time, date }
+    /// Why Houndify did not answer.
+    public var failure: SearchFailure
+    public var tell: Tell?
+    public init(failure: SearchFailure, tell: Tell? = nil) {
+        self.failure = failure
+        self.tell = tell
     }
 }
 
@@ -230,6 +256,9 @@ public enum Utterance: Sendable, Equatable {
     /// Houndify's own voice saying `text` (played as it is; `text` is for the log and the screen).
     case recorded(MonoAudio, text: String)
     case ipAddress
+    /// The time or the date, by the speaker's clock (said when Houndify cannot be asked).
+    case time
+    case date
     /// How the last client action (`.timer`, `.alarm`, `.volume`) went, in Houndify's words for that branch when
     /// it gave some.
     case actionOutcome(ActionResponses?)
@@ -447,6 +476,9 @@ public struct SpeakerMachine: Sendable {
         /// Barge-in: the microphone's audio goes through the echo canceller (`[audio] echo_cancel`), so the hot phrase
         /// is listened for while the speaker talks or rings, and stops it to take the next question.
         public var bargeIn = false
+        /// The speaker understands its own commands on the device when Houndify cannot answer (issue #63): its
+        /// offline failures say what it can still do.
+        public var offlineCommands = false
         public init() {}
     }
 
@@ -988,7 +1020,17 @@ public struct SpeakerMachine: Sendable {
     }
 
     private mutating func answering(_ answer: SpeakerAnswer) -> [SpeakerEffect] {
-        offline = false
+        // An answer of the device's own is no sign that the internet is back.
+        if let device = answer.device {
+            if device.failure == .offline { offline = true }
+        } else {
+            offline = false
+        }
+        switch answer.device?.tell {
+        case .time?: return say(.time)
+        case .date?: return say(.date)
+        case nil: break
+        }
         switch answer.action {
         case .timer(let action)?: return [.timer(action)] + say(.actionOutcome(answer.responses))
         case .alarm(let action)?: return [.alarm(action)] + say(.actionOutcome(answer.responses))
@@ -1032,11 +1074,11 @@ public struct SpeakerMachine: Sendable {
     private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
         if failure == .offline { offline = true }
         guard settings.enableSpeech else {
-            return [earcon(.error), .show(.text(failure.sentence))] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [earcon(.error), .show(.text(failure.sentence(offlineCommands: settings.offlineCommands)))] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         let error = earcon(.error)
         let id = newSoundID()
-        return [error] + enter(.speaking(reopen: .no, utterance: id)) + [.leds(.error), .speak(.text(failure.sentence), id: id)]
+        return [error] + enter(.speaking(reopen: .no, utterance: id)) + [.leds(.error), .speak(.text(failure.sentence(offlineCommands: settings.offlineCommands)), id: id)]
     }
 
     private mutating func cancelAll() -> [SpeakerEffect] {

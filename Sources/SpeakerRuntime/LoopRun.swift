@@ -24,7 +24,7 @@ struct LoopRun {
     var timings: InteractionTimings?
     /// The `final` of an answer whose words the speaker chooses itself (a client action's outcome, the volume,
     /// the IP address): told with those words, once they are known (`tellPendingFinal`).
-    var pendingFinal: (transcript: String, done: String)?
+    var pendingFinal: (transcript: String, done: String, onDevice: Bool)?
     /// The typed question whose search is under way, when someone waits for it (its id is not 0).
     var question: (id: Int, query: String)?
     /// What carrying out an effect made the core decide (a told activity that woke the screen, a save's result):
@@ -257,7 +257,8 @@ struct LoopRun {
         case .answer(let answer):
             mark(\.finalResult, once: false)
             return .answer(answer)
-        case .failed(let error):
+        case .failed(var error):
+            error.offlineCommands = settings.machine.offlineCommands
             tell(.searchFailed(error))
             questionFailed(error)
             return .searchFailed(error.failure)
@@ -274,8 +275,8 @@ struct LoopRun {
     }
 
     /// An answer's `final`, and, for a typed question someone waits for, its report.
-    private mutating func tellFinal(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "") {
-        tell(.finalTranscript(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done))
+    private mutating func tellFinal(transcript: String, answer: String, houndifyVoice: Bool = false, done: String = "", onDevice: Bool = false) {
+        tell(.finalTranscript(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done, onDevice: onDevice))
         if let question = question.take() {
             tell(.question(.init(id: question.id, query: question.query, .answered(transcript: transcript, answer: answer, done: done))))
         }
@@ -284,7 +285,7 @@ struct LoopRun {
     /// The `final` of an answer whose words the speaker chose itself, with those words (said or shown now).
     private mutating func tellPendingFinal(_ words: String) {
         guard let pending = pendingFinal.take() else { return }
-        tellFinal(transcript: pending.transcript, answer: words, done: pending.done)
+        tellFinal(transcript: pending.transcript, answer: words, done: pending.done, onDevice: pending.onDevice)
     }
 
     private mutating func questionFailed(_ error: SearchError) {
@@ -340,10 +341,10 @@ struct LoopRun {
         case .armNetworkCheck(let after): arm(networkCheck, after)
         case .setScreen(let percent, let backlight):
             setScreen(percent: percent, backlight: backlight)
-        case .final(let transcript, let answer, let houndifyVoice, let done):
-            tellFinal(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done)
-        case .finalWithNextWords(let transcript, let done):
-            pendingFinal = (transcript, done)
+        case .final(let transcript, let answer, let houndifyVoice, let done, let onDevice):
+            tellFinal(transcript: transcript, answer: answer, houndifyVoice: houndifyVoice, done: done, onDevice: onDevice)
+        case .finalWithNextWords(let transcript, let done, let onDevice):
+            pendingFinal = (transcript, done, onDevice)
         case .enrollmentAnswer(let answer): answerEnrollment(answer)
         case .startEnrolling(let id): router.startEnrolling(id)
         case .sayForEnrollment(let words, let id): sayForEnrollment(words, id: id, in: &group)
@@ -495,7 +496,8 @@ struct LoopRun {
                        _ start: () throws(SearchError) -> any VoiceSearchSession) -> Result<(any VoiceSearchSession, Int), SearchError> {
         let search: any VoiceSearchSession
         do throws(SearchError) { search = try start() } catch {
-            let failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)", code: error.code)
+            var failure = SearchError(error.failure, detail: "cannot start a \(kind) search: \(error.detail)", code: error.code)
+            failure.offlineCommands = settings.machine.offlineCommands
             tell(.searchFailed(failure))
             questionFailed(failure)
             return .failure(error)
@@ -574,6 +576,8 @@ struct LoopRun {
         case .text(let text): return text
         case .recorded(_, let text): return text
         case .ipAddress: return Speaker.ipAddressSentence(ports.system.ipAddresses())
+        case .time: return Speaker.timeSentence(speakerNow())
+        case .date: return Speaker.dateSentence(speakerNow())
         case .actionOutcome(let responses):
             let (text, kept) = speaker.actionReply(responses)
             if let kept { ports.search.keepConversation(kept) }

@@ -56,6 +56,19 @@ public enum CivilDate {
         return Weekday(rawValue: index + 1)!
     }
 
+    /// The year, month (1-12) and day of day number `days` (the inverse of `days(year:month:day:)`).
+    public static func civil(days: Int) -> (year: Int, month: Int, day: Int) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+
     /// The local day number and minute of the day at `time`.
     public static func local(_ time: WallTime, _ calendar: any LocalCalendar) -> (days: Int, minute: Int) {
         let local = Int((time + Double(calendar.utcOffset(at: time))).rounded(.down))

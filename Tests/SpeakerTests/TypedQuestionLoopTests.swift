@@ -159,7 +159,7 @@ import Timers
         #expect(await rig.eventually { rig.search.latest?.query == "stop" })
         rig.search.latest?.send(.answer(SpeakerAnswer(transcript: "stop", text: "Didn't get that!")))
         #expect(await Self.end(of: 3, in: rig)?.status == .answered(transcript: "stop", answer: "", done: "stopped"))
-        #expect(!rig.recorder.all.contains { if case .finalTranscript(_, "Didn't get that!", _, _) = $0 { true } else { false } })
+        #expect(!rig.recorder.all.contains { if case .finalTranscript(_, "Didn't get that!", _, _, _) = $0 { true } else { false } })
         await rig.stop()
     }
 
