@@ -114,7 +114,7 @@ let package = Package(
         .target(name: "OwnCommands", dependencies: ["SpeakerCore", "Timers", "JSONKit"], swiftSettings: strict),
         // The on-device recogniser over the speaker's own commands' grammar: PocketSphinx, opened with dlopen only
         // when a recording is to be understood on the device (Debian's libpocketsphinx3 and pocketsphinx-en-us).
-        .target(name: "OfflineRecognition", dependencies: ["OwnCommands", "AudioCore"], swiftSettings: strict),
+        .target(name: "OfflineRecognition", dependencies: ["OwnCommands", "AudioCore", "SpeakerCore", "JSONKit", "Platform"], swiftSettings: strict),
         // The core's runtime: the loop that carries out its effects through the ports, the capture router and the
         // hot-phrase worker's thread (as NIOPosix runs what NIOCore describes).
         .target(name: "SpeakerRuntime",
@@ -230,7 +230,7 @@ let package = Package(
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
                          dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerRuntime", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
-                                        .product(name: "Logging", package: "swift-log")],
+                                        "OfflineRecognition", "OwnCommands", "JSONKit", .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
@@ -241,11 +241,11 @@ let package = Package(
         .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "CALSA", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
-                                                        "Speech", "Board", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+                                                        "Speech", "Board", "TestSupport", "OfflineRecognition", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "OfflineRecognition", "SpeakerCore", "Timers", "AudioCore", "Audio", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "OfflineRecognition", "SpeakerCore", "SpeakerTestKit", "Timers", "AudioCore", "Audio", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),

@@ -199,9 +199,15 @@ public enum OwnCommands {
         ]) { _ in .tellDate },
     ]
 
+    /// What may come before a command: the hot phrase, or its end.
+    static let wakeWords = "[ok | okay] hound"
+
     /// The command `heard` (the recogniser's words) says, nil when they are none of the table's.
     public static func match(_ heard: String) -> OwnAction? {
-        let words = heard.lowercased().split(separator: " ").map(String.init)
+        var words = heard.lowercased().split(separator: " ").map(String.init)
+        if let hound = words.firstIndex(of: "hound"), hound <= 1, words[..<hound].allSatisfy({ $0 == "ok" || $0 == "okay" }) {
+            words.removeFirst(hound + 1)
+        }
         guard !words.isEmpty else { return nil }
         for command in table {
             for pattern in command.patterns {
@@ -225,7 +231,10 @@ public enum OwnCommands {
     public static var jsgf: String {
         var lines = ["#JSGF V1.0;", "", "grammar speaker;", ""]
         let all = table.flatMap(\.patterns).map(\.jsgf).map { "(\($0))" }
-        lines.append("public <command> = " + all.joined(separator: "\n    | ") + ";")
+        // The end of "OK Hound" before a question the hot phrase woke (its pre-roll), or the whole phrase said to
+        // `hound-speaker offline`: heard as such, not forced into a command's words.
+        lines.append("public <command> = [\(wakeWords)] <own>;")
+        lines.append("<own> = " + all.joined(separator: "\n    | ") + ";")
         lines.append("")
         for slot in Slot.allCases {
             lines.append("<\(slot.rawValue)> = \(slot.pattern.jsgf);")
@@ -235,7 +244,7 @@ public enum OwnCommands {
 
     /// Every word the grammar can produce (each must be in the recogniser's dictionary).
     public static var words: Set<String> {
-        table.flatMap(\.patterns).reduce(into: Set<String>()) { $0.formUnion($1.words) }
+        table.flatMap(\.patterns).reduce(into: Set<String>(["ok", "okay", "hound"])) { $0.formUnion($1.words) }
     }
 }
 

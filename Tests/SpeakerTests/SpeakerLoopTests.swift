@@ -11,6 +11,7 @@ import HotPhrase
 @testable import SpeakerCore
 @testable import SpeakerRuntime
 import Assembly
+import OfflineRecognition
 import HoundifyAnswers
 @testable import Speech
 import TestSupport
@@ -93,7 +94,8 @@ struct Rig {
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
                       stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true,
                       speaker: String = "test_loop_speaker", pacedSpeaker: Bool = false,
-                      pacedMicrophone: Bool = false, holdSecondSpeech: Bool = false) async throws -> Rig {
+                      pacedMicrophone: Bool = false, holdSecondSpeech: Bool = false, offlineCommands: Bool = false,
+                      questionVoice: String? = nil) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -105,7 +107,7 @@ struct Rig {
             // Room tone, "OK Hound", the question: the microphone plays it in real time from the start.
             try writeHotPhraseQuestion(to: microphone)
         } else {
-            try espeakWAV(question, to: wav)
+            try espeakWAV(question, to: wav, voice: questionVoice)
             try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile(microphone), "pad", "0.3", "2"])
         }
         try? FileManager.default.removeItem(atPath: TestALSA.outputFile(speaker))
@@ -147,11 +149,13 @@ struct Rig {
         let engine = EngineSpeech(engine: try SpeechEngine(settings: VoiceSettings()), output: .device(speaker), earcons: try Earcons.load())
         let speech: any SpeechOutputPort = holdSecondSpeech
             ? WatchedSpeech(inner: engine, events: events, atSecondSpeech: { [sink] in sink?.hold() }) : engine
-        let ports = SpeakerPorts(search: search, speech: speech,
+        let questions: any VoiceSearchService = offlineCommands ? OfflineFallbackSearch(inner: search) : search
+        let ports = SpeakerPorts(search: questions, speech: speech,
                                  volume: MixerVolume(try OutputVolume(percent: 100, device: speaker, mixerControl: "")),
                                  microphone: ALSAMicrophone(capture), hotPhrase: detector, clock: DispatchClock(), system: HostSystem())
         var settings = SpeakerLoopSettings()
         settings.machine.searchingLimitMS = searchingLimitMS
+        settings.machine.offlineCommands = offlineCommands
         var observers: [@Sendable (SpeakerActivity) -> Void] = [{ events.add($0.json) }]
         if let hook = StateHook.observer(stateHook, logger: logger) { observers.append(hook) }
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: observers)
