@@ -176,6 +176,29 @@ if [ "$rebuild" = 1 ] || [ ! -f "$kver_file" ]; then
 fi
 kver="$(cat "$kver_file")"
 
+# --- the package's dependencies: fetched again into the image when the package depends on something new ---------
+# The VM installs the package with its network closed, from what apt fetched into the image; a kept image that
+# predates a new Depends would fail there, so the Depends it was fetched for are kept beside it and compared.
+depends="$(dpkg-deb -f "$deb" Depends; dpkg-deb -f "$deb_local" Depends)"
+if [ "$(cat "$image/depends" 2>/dev/null)" != "$depends" ]; then
+    start "the package's dependencies, fetched into the kept image (its Depends changed)"
+    root="$image/root"
+    mount -t proc proc "$root/proc"; mounts+=("$root/proc")
+    mount --bind /dev "$root/dev"; mounts+=("$root/dev")
+    mount -t sysfs sysfs "$root/sys"; mounts+=("$root/sys")
+    cp /etc/resolv.conf "$root/etc/resolv.conf"
+    printf '#!/bin/sh\nexit 101\n' > "$root/usr/sbin/policy-rc.d"; chmod 755 "$root/usr/sbin/policy-rc.d"
+    cp "$deb" "$deb_local" "$root/tmp/"
+    { in_root "$root" apt-get update -qq &&
+      in_root "$root" apt-get install -y -q --download-only "/tmp/$(basename "$deb")" "/tmp/$(basename "$deb_local")"; } \
+        > "$out/depends-apt.log" 2>&1 || { unmount_all; tail -20 "$out/depends-apt.log" >&2; die "apt-get could not fetch the package's new dependencies (above)"; }
+    rm -f "$root/tmp/"*.deb "$root/etc/resolv.conf" "$root/usr/sbin/policy-rc.d"
+    unmount_all
+    echo "$depends" > "$image/depends"
+    rm -f "$image/.ready"
+    took depends "$(echo "$depends" | tr -d '\n' | cut -c1-100)"
+fi
+
 # --- the gpio-sim module -----------------------------------------------------------------------------------------
 if [ "$rebuild_module" = 1 ] || [ ! -f "$module/.ready" ] || [ "$(cat "$module/kernel-version" 2>/dev/null)" != "$kver" ]; then
     # arm64: the kernel's build tools (linux-kbuild) are arm64 programs, so the build runs under qemu-user.
