@@ -1,0 +1,58 @@
+import Audio
+import AudioCore
+import Foundation
+import Glibc
+import OfflineRecognition
+import JSONKit
+import OwnCommands
+
+/// The offline recogniser over many recordings (issue #63): one line per file, tab-separated, to measure what it
+/// understands and what it does on speech outside its grammar.
+///
+///   hound-speaker-bench offline OUT.tsv DIR|FILE...   (WAV or FLAC, found recursively, any rate)
+///
+/// Columns: path, seconds, words heard, the command's kind (or -), the confidence (nats per frame, or -), the
+/// command as JSON, the CPU seconds the recogniser spent, and, for a recording with its sentence beside it (NAME.txt),
+/// the command that sentence says and whether the one heard is it (the same kind and numbers).
+enum OfflineBench {
+    static func run(_ arguments: [String]) throws {
+        guard arguments.count >= 2 else { print("usage: hound-speaker-bench offline OUT.tsv DIR|FILE..."); return }
+        let recogniser = try OfflineRecogniser()
+        var files: [String] = []
+        for root in arguments.dropFirst() {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else { continue }
+            if !isDirectory.boolValue { files.append(root); continue }
+            let found = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
+            files += found.filter { $0.hasSuffix(".wav") || $0.hasSuffix(".flac") }.sorted().map { "\(root)/\($0)" }
+        }
+        var out = "path\tseconds\theard\tkind\tconfidence\tunexplained\tcommand\tcpu\texpected\tright\n"
+        var audioSeconds = 0.0, cpuSeconds = 0.0, actions = 0, labelled = 0, right = 0
+        for (i, path) in files.enumerated() {
+            let audio = try AudioFile.readMono(path: path)
+            let t0 = EchoBench.threadCPU()
+            let heard = recogniser.recognise(audio.samples)
+            let cpu = EchoBench.threadCPU() - t0
+            let seconds = Double(audio.samples.count) / Double(SpeakerAudio.sampleRate)
+            audioSeconds += seconds
+            cpuSeconds += cpu
+            if heard.action != nil { actions += 1 }
+            let confidence = heard.confidence.map { String(format: "%.4f", $0) } ?? "-"
+            var expected = "-", isRight = "-"
+            let sentencePath = String(path.dropLast(path.hasSuffix(".wav") ? 4 : 5)) + ".txt"
+            if let sentence = try? String(contentsOfFile: sentencePath, encoding: .utf8) {
+                let wanted = OwnCommands.match(sentence.trimmingCharacters(in: .whitespacesAndNewlines))
+                expected = wanted?.json.asciiJSON() ?? "null"
+                labelled += 1
+                if wanted != nil && heard.action == wanted { right += 1; isRight = "1" } else { isRight = "0" }
+            }
+            out += "\(path)\t\(String(format: "%.2f", seconds))\t\(heard.words)\t\(heard.action?.kind.rawValue ?? "-")\t\(confidence)\t\(heard.unexplained.map { String(format: "%.2f", $0) } ?? "-")\t"
+                + "\(heard.action?.json.asciiJSON() ?? "-")\t\(String(format: "%.3f", cpu))\t\(expected)\t\(isRight)\n"
+            if i % 500 == 499 { print("\(i + 1) of \(files.count)") }
+        }
+        try out.write(toFile: arguments[0], atomically: true, encoding: .utf8)
+        print(String(format: "%d files, %.2f h, %d heard as a command; recogniser CPU %.3f s per s of audio", files.count,
+                     audioSeconds / 3600, actions, cpuSeconds / max(1e-9, audioSeconds)))
+        if labelled > 0 { print("with their sentences: \(right) of \(labelled) understood (the right command and numbers)") }
+    }
+}
