@@ -7,12 +7,6 @@ import Synchronization
 public struct OfflineHeard: Sendable, Equatable {
     public var words: String
     public var action: OwnAction?
-    /// Measurements towards telling a command from other speech forced into the grammar (not yet used to decide;
-    /// BENCHMARKS.md, "Offline commands"): the words' acoustic score per 10 ms frame (PocketSphinx's units, each
-    /// frame's best senone 0), and the seconds of speech, about as loud as the words, that no word took. nil when
-    /// nothing was heard.
-    public var confidence: Double?
-    public var unexplained: Double?
 }
 
 public struct OfflineRecogniserError: Error, Sendable, CustomStringConvertible {
@@ -45,7 +39,8 @@ public final class OfflineRecogniser: @unchecked Sendable {
         for path in [hmm + "/mdef", dict] where access(path, R_OK) != 0 {
             throw OfflineRecogniserError("\(path) is missing (the offline recogniser's model: apt install pocketsphinx-en-us)")
         }
-        // All frames decoded (no silence removal): the words' frames then count from the recording's start.
+        // All frames decoded, no silence removal of its own: as measured (BENCHMARKS.md, "Offline commands"); the
+        // question's recording is already cut by the speaker's endpointer.
         guard let config = library.configuration(["-hmm", hmm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no"]) else {
             throw OfflineRecogniserError("PocketSphinx refused its configuration (\(hmm))")
         }
@@ -75,63 +70,21 @@ public final class OfflineRecogniser: @unchecked Sendable {
 
     /// Recognises 16 kHz mono `samples` (one utterance, as the question's recording).
     public func recognise(_ samples: [Int16]) -> OfflineHeard {
-        lock.withLock { _ in
-            guard let heard = decode(samples), !heard.words.isEmpty else { return OfflineHeard(words: "", action: nil) }
-            let unexplained = Self.unexplainedSpeech(samples, wordFrames: heard.wordFrames)
-            let fit = Double(heard.acoustic) / Double(max(1, heard.wordFrames.count { $0 }))
-            return OfflineHeard(words: heard.words, action: OwnCommands.match(heard.words), confidence: fit, unexplained: unexplained)
-        }
-    }
-
-    /// Seconds of speech the grammar's words did not take: frames outside every word that are about as loud as the
-    /// words' own (within 12 dB of their median). Speech that is none of the commands is forced into a few command
-    /// words and the silence model takes the rest, loud as it is.
-    static func unexplainedSpeech(_ samples: [Int16], wordFrames: [Bool]) -> Double {
-        let count = min(samples.count / 160, wordFrames.count)
-        guard count > 0 else { return 0 }
-        var level = [Double](repeating: 0, count: count)
-        for f in 0..<count {
-            var sum = 0.0
-            for i in f * 160..<(f + 1) * 160 { sum += Double(samples[i]) * Double(samples[i]) }
-            level[f] = 10 * log10(sum / 160 + 1)
-        }
-        let inWords = (0..<count).filter { wordFrames[$0] }.map { level[$0] }.sorted()
-        guard !inWords.isEmpty else { return 0 }
-        let floor = inWords[inWords.count / 2] - 12
-        let outside = (0..<count).filter { !wordFrames[$0] && level[$0] >= floor }.count
-        return Double(outside) / 100
-    }
-
-    /// One pass over the samples: the words, and which 10 ms frames the grammar's words took. Under `lock`.
-    private func decode(_ samples: [Int16]) -> (words: String, wordFrames: [Bool], acoustic: Int)? {
-        guard library.startUtt(decoder) == 0 else { return nil }
-        // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
-        samples.withUnsafeBufferPointer { buffer in
-            var start = 0
-            while start < buffer.count {
-                let count = min(2_048, buffer.count - start)
-                _ = library.processRaw(decoder, buffer.baseAddress! + start, count, 0, 0)
-                start += count
+        let words: String = lock.withLock { _ in
+            guard library.startUtt(decoder) == 0 else { return "" }
+            // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
+            samples.withUnsafeBufferPointer { buffer in
+                var start = 0
+                while start < buffer.count {
+                    let count = min(2_048, buffer.count - start)
+                    _ = library.processRaw(decoder, buffer.baseAddress! + start, count, 0, 0)
+                    start += count
+                }
             }
+            _ = library.endUtt(decoder)
+            var score: Int32 = 0
+            return library.getHyp(decoder, &score).map { String(cString: $0) } ?? ""
         }
-        _ = library.endUtt(decoder)
-        var score: Int32 = 0
-        guard let hyp = library.getHyp(decoder, &score) else { return ("", [], 0) }
-        var acoustic = 0
-        var frames = [Bool](repeating: false, count: samples.count / 160 + 1)
-        var segment = library.segments(decoder)
-        while let s = segment {
-            var first: Int32 = 0, last: Int32 = 0
-            library.segmentFrames(s, &first, &last)
-            let word = library.segmentWord(s).map { String(cString: $0) } ?? ""
-            if !word.hasPrefix("<"), !word.hasPrefix("["), !word.hasPrefix("("), first >= 0, first <= last {
-                for f in Int(first)...Int(last) where f < frames.count { frames[f] = true }
-                var ascr: Int32 = 0, lscr: Int32 = 0, lback: Int32 = 0
-                _ = library.segmentScore(s, &ascr, &lscr, &lback)
-                acoustic += Int(ascr)
-            }
-            segment = library.nextSegment(s)
-        }
-        return (String(cString: hyp), frames, acoustic)
+        return OfflineHeard(words: words, action: words.isEmpty ? nil : OwnCommands.match(words))
     }
 }

@@ -21,19 +21,11 @@ final class PocketSphinx: Sendable {
     typealias StartUtt = @convention(c) (OpaquePointer?) -> Int32
     typealias ProcessRaw = @convention(c) (OpaquePointer?, UnsafePointer<Int16>?, Int, Int32, Int32) -> Int32
     typealias GetHyp = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?) -> UnsafePointer<CChar>?
-    typealias Frames = @convention(c) (OpaquePointer?) -> Int32
-    typealias SegIter = @convention(c) (OpaquePointer?) -> OpaquePointer?
-    typealias SegWord = @convention(c) (OpaquePointer?) -> UnsafePointer<CChar>?
-    typealias SegFrames = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutablePointer<Int32>?) -> Void
-    typealias SegFree = @convention(c) (OpaquePointer?) -> Void
-    typealias SegProb = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?, UnsafeMutablePointer<Int32>?, UnsafeMutablePointer<Int32>?) -> Int32
 
     nonisolated(unsafe) private let handle: UnsafeMutableRawPointer
     let args: Args, parseArgs: ParseArgs, freeConfig: FreeConfig, setLog: SetLog, initialise: Init, free: Free
     let lookupWord: LookupWord, addWord: AddWord, setJSGF: SetJSGF, setSearch: SetSearch
     let startUtt: StartUtt, processRaw: ProcessRaw, endUtt: StartUtt, getHyp: GetHyp
-    let frames: Frames
-    let segments: SegIter, nextSegment: SegIter, segmentWord: SegWord, segmentFrames: SegFrames, freeSegment: SegFree, segmentScore: SegProb
 
     /// Loads `library` and looks up what the recogniser uses; an error names the library and what the loader said.
     init(library: String = PocketSphinx.soname) throws(OfflineRecogniserError) {
@@ -47,11 +39,7 @@ final class PocketSphinx: Sendable {
               let lookupWord = symbol("ps_lookup_word", as: LookupWord.self), let addWord = symbol("ps_add_word", as: AddWord.self),
               let setJSGF = symbol("ps_set_jsgf_string", as: SetJSGF.self), let setSearch = symbol("ps_set_search", as: SetSearch.self),
               let startUtt = symbol("ps_start_utt", as: StartUtt.self), let processRaw = symbol("ps_process_raw", as: ProcessRaw.self),
-              let endUtt = symbol("ps_end_utt", as: StartUtt.self), let getHyp = symbol("ps_get_hyp", as: GetHyp.self),
-              let frames = symbol("ps_get_n_frames", as: Frames.self),
-              let segments = symbol("ps_seg_iter", as: SegIter.self), let nextSegment = symbol("ps_seg_next", as: SegIter.self),
-              let segmentWord = symbol("ps_seg_word", as: SegWord.self), let segmentFrames = symbol("ps_seg_frames", as: SegFrames.self),
-              let freeSegment = symbol("ps_seg_free", as: SegFree.self), let segmentScore = symbol("ps_seg_prob", as: SegProb.self) else {
+              let endUtt = symbol("ps_end_utt", as: StartUtt.self), let getHyp = symbol("ps_get_hyp", as: GetHyp.self) else {
             let reason = Self.loaderError()
             dlclose(handle)
             throw OfflineRecogniserError("\(library) lacks a function the recogniser uses: \(reason)")
@@ -60,9 +48,6 @@ final class PocketSphinx: Sendable {
         (self.args, self.parseArgs, self.freeConfig, self.setLog, self.initialise, self.free) = (args, parseArgs, freeConfig, setLog, initialise, free)
         (self.lookupWord, self.addWord, self.setJSGF, self.setSearch) = (lookupWord, addWord, setJSGF, setSearch)
         (self.startUtt, self.processRaw, self.endUtt, self.getHyp) = (startUtt, processRaw, endUtt, getHyp)
-        self.frames = frames
-        (self.segments, self.nextSegment, self.segmentWord, self.segmentFrames, self.freeSegment) = (segments, nextSegment, segmentWord, segmentFrames, freeSegment)
-        self.segmentScore = segmentScore
     }
 
     deinit { dlclose(handle) }

@@ -11,8 +11,8 @@ import OwnCommands
 ///
 ///   hound-speaker-bench offline OUT.tsv DIR|FILE...   (WAV or FLAC, found recursively, any rate)
 ///
-/// Columns: path, seconds, words heard, the command's kind (or -), the confidence (nats per frame, or -), the
-/// command as JSON, the CPU seconds the recogniser spent, and, for a recording with its sentence beside it (NAME.txt),
+/// Columns: path, seconds, words heard, the command's kind (or -), the command as JSON, the CPU seconds the
+/// recogniser spent, and, for a recording with its sentence beside it (NAME.txt),
 /// the command that sentence says and whether the one heard is it (the same kind and numbers).
 enum OfflineBench {
     static func run(_ arguments: [String]) throws {
@@ -26,7 +26,7 @@ enum OfflineBench {
             let found = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
             files += found.filter { $0.hasSuffix(".wav") || $0.hasSuffix(".flac") }.sorted().map { "\(root)/\($0)" }
         }
-        var out = "path\tseconds\theard\tkind\tconfidence\tunexplained\tcommand\tcpu\texpected\tright\n"
+        var out = "path\tseconds\theard\tkind\tcommand\tcpu\texpected\tright\n"
         var audioSeconds = 0.0, cpuSeconds = 0.0, actions = 0, labelled = 0, right = 0
         for (i, path) in files.enumerated() {
             let audio = try AudioFile.readMono(path: path)
@@ -37,7 +37,6 @@ enum OfflineBench {
             audioSeconds += seconds
             cpuSeconds += cpu
             if heard.action != nil { actions += 1 }
-            let confidence = heard.confidence.map { String(format: "%.4f", $0) } ?? "-"
             var expected = "-", isRight = "-"
             let sentencePath = String(path.dropLast(path.hasSuffix(".wav") ? 4 : 5)) + ".txt"
             if let sentence = try? String(contentsOfFile: sentencePath, encoding: .utf8) {
@@ -46,7 +45,7 @@ enum OfflineBench {
                 labelled += 1
                 if wanted != nil && heard.action == wanted { right += 1; isRight = "1" } else { isRight = "0" }
             }
-            out += "\(path)\t\(String(format: "%.2f", seconds))\t\(heard.words)\t\(heard.action?.kind.rawValue ?? "-")\t\(confidence)\t\(heard.unexplained.map { String(format: "%.2f", $0) } ?? "-")\t"
+            out += "\(path)\t\(String(format: "%.2f", seconds))\t\(heard.words)\t\(heard.action?.kind.rawValue ?? "-")\t"
                 + "\(heard.action?.json.asciiJSON() ?? "-")\t\(String(format: "%.3f", cpu))\t\(expected)\t\(isRight)\n"
             if i % 500 == 499 { print("\(i + 1) of \(files.count)") }
         }
