@@ -1,5 +1,6 @@
 public import SpeakerCore
 public import JSONKit
+import AudioCore
 import OwnCommands
 import Platform
 import Synchronization
@@ -117,7 +118,7 @@ final class FallbackSession: VoiceSearchSession {
         var reported = false
     }
     private let state = Mutex(State())
-    private static let maxSamples = OfflineFallbackSearch.maxSeconds * 16_000
+    private static let maxSamples = OfflineFallbackSearch.maxSeconds * SpeakerAudio.sampleRate
 
     init(owner: OfflineFallbackSearch, inner: (any VoiceSearchSession)?, startFailure: SearchError?, typed: String?) {
         (events, continuation) = AsyncStream.makeStream(of: SearchEvent.self)
@@ -148,8 +149,8 @@ final class FallbackSession: VoiceSearchSession {
         }
         guard let failed else { return false }
         // Houndify has failed: the question goes on for the device until the speaker's own end of speech.
-        if failed || inner == nil { return true }
-        return inner!.write(samples)
+        guard !failed, let inner else { return true }
+        return inner.write(samples)
     }
 
     func finish() {

@@ -200,14 +200,14 @@ public enum OwnCommands {
     ]
 
     /// What may come before a command: the hot phrase, or its end.
-    static let wakeWords = "[ok | okay] hound"
+    static let wake: Pattern = {
+        do { return try Pattern.parse("[ok | okay] hound") } catch { fatalError("the hot phrase's template: \(error)") }
+    }()
 
     /// The command `heard` (the recogniser's words) says, nil when they are none of the table's.
     public static func match(_ heard: String) -> OwnAction? {
         var words = heard.lowercased().split(separator: " ").map(String.init)
-        if let hound = words.firstIndex(of: "hound"), hound <= 1, words[..<hound].allSatisfy({ $0 == "ok" || $0 == "okay" }) {
-            words.removeFirst(hound + 1)
-        }
+        if let prefix = wake.paths(words, from: 0).first { words.removeFirst(prefix.end) }
         guard !words.isEmpty else { return nil }
         for command in table {
             for pattern in command.patterns {
@@ -233,7 +233,7 @@ public enum OwnCommands {
         let all = table.flatMap(\.patterns).map(\.jsgf).map { "(\($0))" }
         // The end of "OK Hound" before a question the hot phrase woke (its pre-roll), or the whole phrase said to
         // `hound-speaker offline`: heard as such, not forced into a command's words.
-        lines.append("public <command> = [\(wakeWords)] <own>;")
+        lines.append("public <command> = [\(wake.jsgf)] <own>;")
         lines.append("<own> = " + all.joined(separator: "\n    | ") + ";")
         lines.append("")
         for slot in Slot.allCases {
@@ -244,7 +244,7 @@ public enum OwnCommands {
 
     /// Every word the grammar can produce (each must be in the recogniser's dictionary).
     public static var words: Set<String> {
-        table.flatMap(\.patterns).reduce(into: Set<String>(["ok", "okay", "hound"])) { $0.formUnion($1.words) }
+        table.flatMap(\.patterns).reduce(into: wake.words) { $0.formUnion($1.words) }
     }
 }
 

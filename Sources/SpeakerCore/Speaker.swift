@@ -468,27 +468,21 @@ public struct Speaker: Sendable {
     /// command makes it say is told with those words, not Houndify's words for it.
     private static func final(of answer: SpeakerAnswer) -> [Effect] {
         let transcript = answer.transcript
-        if answer.device != nil {
-            // Understood on the device: its words are the speaker's own, told as they are said.
-            let done: String
-            switch (answer.action, answer.localCommand) {
-            case (nil, .stop?): return [.final(transcript: transcript, answer: "", done: "stopped", onDevice: true)]
-            case (nil, .volumeUp?): done = "turned the volume up"
-            case (nil, .volumeDown?): done = "turned the volume down"
-            default: done = ""
-            }
-            return [.finalWithNextWords(transcript: transcript, done: done, onDevice: true)]
-        }
+        let onDevice = answer.device != nil
         switch (answer.action, answer.localCommand) {
+        case (nil, nil) where onDevice:
+            // The time or the date by the speaker's clock: the words are its own, told as they are said.
+            return [.finalWithNextWords(transcript: transcript, done: "", onDevice: true)]
         case (nil, nil):
             let display: [Effect] = answer.display.map { [.tell(.display($0))] } ?? []
             return display + [.final(transcript: transcript, answer: answer.text, houndifyVoice: answer.voice != nil)]
         case (.run(let command)?, _): return [.final(transcript: transcript, answer: answer.text, done: "ran \"\(command)\"")]
         case (.muteMicrophone?, _): return [.final(transcript: transcript, answer: answer.text, done: "muted the microphone")]
-        case (nil, .stop?): return [.final(transcript: transcript, answer: "", done: "stopped")]
-        case (nil, .volumeUp?): return [.finalWithNextWords(transcript: transcript, done: "turned the volume up")]
-        case (nil, .volumeDown?): return [.finalWithNextWords(transcript: transcript, done: "turned the volume down")]
-        case (nil, .ipAddress?), (.timer?, _), (.alarm?, _), (.volume?, _): return [.finalWithNextWords(transcript: transcript, done: "")]
+        case (nil, .stop?): return [.final(transcript: transcript, answer: "", done: "stopped", onDevice: onDevice)]
+        case (nil, .volumeUp?): return [.finalWithNextWords(transcript: transcript, done: "turned the volume up", onDevice: onDevice)]
+        case (nil, .volumeDown?): return [.finalWithNextWords(transcript: transcript, done: "turned the volume down", onDevice: onDevice)]
+        case (nil, .ipAddress?), (.timer?, _), (.alarm?, _), (.volume?, _):
+            return [.finalWithNextWords(transcript: transcript, done: "", onDevice: onDevice)]
         }
     }
 
