@@ -254,7 +254,7 @@ let package = Package(
                                                         .product(name: "NIOEmbedded", package: "swift-nio"),
                                                         .product(name: "NIOWebSocket", package: "swift-nio"),
                                                         .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["Audio"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

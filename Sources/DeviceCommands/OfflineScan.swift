@@ -28,12 +28,17 @@ public struct OfflineScan: Sendable {
             let object = JSONValue.asciiJSON(orderedMembers: [
                 ("heard", heard.words.isEmpty ? .null : .string(heard.words)),
                 ("command", heard.action?.json ?? .null),
+                ("unconfirmed", heard.unconfirmed.isEmpty ? .null : .string(heard.unconfirmed)),
             ])
             print(object)
         } else if let action = heard.action {
             print("heard \"\(heard.words)\": \(action.json.asciiJSON())")
         } else {
-            print(heard.words.isEmpty ? "heard nothing of the speaker's own commands" : "heard \"\(heard.words)\": no command")
+            if !heard.unconfirmed.isEmpty {
+                print("heard nothing of the speaker's own commands (the closest, \"\(heard.unconfirmed)\", was not confirmed)")
+            } else {
+                print(heard.words.isEmpty ? "heard nothing of the speaker's own commands" : "heard \"\(heard.words)\": no command")
+            }
         }
     }
 }

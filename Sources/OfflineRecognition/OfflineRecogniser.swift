@@ -3,10 +3,18 @@ public import OwnCommands
 import Synchronization
 
 /// What the on-device recogniser made of a recording: the words it heard in the speaker's own grammar (empty:
-/// nothing in it), and the command they say.
+/// nothing in it), and the command they say; `unconfirmed`: the grammar's best words when the check of them
+/// (`OfflineRecogniser.recognise`) found they were not said, and so nothing is heard.
 public struct OfflineHeard: Sendable, Equatable {
     public var words: String
     public var action: OwnAction?
+    public var unconfirmed: String = ""
+
+    public init(words: String, action: OwnAction?, unconfirmed: String = "") {
+        self.words = words
+        self.action = action
+        self.unconfirmed = unconfirmed
+    }
 }
 
 public struct OfflineRecogniserError: Error, Sendable, CustomStringConvertible {
@@ -15,11 +23,16 @@ public struct OfflineRecogniserError: Error, Sendable, CustomStringConvertible {
 }
 
 /// CMU PocketSphinx with Debian's US English acoustic model and dictionary (pocketsphinx-en-us), searching only the
-/// speaker's own commands' grammar (`OwnCommands.jsgf`). One decoder; a recogniser is used by one thread at a time.
+/// speaker's own commands' grammar (`OwnCommands.jsgf`), then checking the words it found as a key phrase over the
+/// same recording. One decoder; a recogniser is used by one thread at a time.
 /// @unchecked: the decoder is touched only under `lock`.
 public final class OfflineRecogniser: @unchecked Sendable {
     /// Debian's pocketsphinx-en-us.
     public static let defaultModel = "/usr/share/pocketsphinx/model/en-us"
+
+    /// The key-phrase check's threshold: a phrase is confirmed where its path beats PocketSphinx's phone loop by at
+    /// least this likelihood ratio (BENCHMARKS.md, "Offline commands": chosen on held-out voices and real speech).
+    static let confirmThreshold = "1e-80"
 
     /// Words of the grammar that the dictionary lacks, with their ARPAbet pronunciations.
     static let extraWords = ["unmute": "AH N M Y UW T", "unpause": "AH N P AO Z"]
@@ -41,7 +54,8 @@ public final class OfflineRecogniser: @unchecked Sendable {
         }
         // All frames decoded, no silence removal of its own: as measured (BENCHMARKS.md, "Offline commands"); the
         // question's recording is already cut by the speaker's endpointer.
-        guard let config = library.configuration(["-hmm", hmm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no"]) else {
+        guard let config = library.configuration(["-hmm", hmm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no",
+                                                  "-kws_threshold", Self.confirmThreshold]) else {
             throw OfflineRecogniserError("PocketSphinx refused its configuration (\(hmm))")
         }
         guard let decoder = library.initialise(config) else {
@@ -69,22 +83,38 @@ public final class OfflineRecogniser: @unchecked Sendable {
     }
 
     /// Recognises 16 kHz mono `samples` (one utterance, as the question's recording).
+    ///
+    /// A grammar search always finds its closest command, whatever was said. So the words it found are then looked
+    /// for as a key phrase (`ps_set_keyphrase`) over the same recording, where they must beat a loop of all
+    /// phones, which can match any speech: a question outside the grammar fails that, a command said passes it.
     public func recognise(_ samples: [Int16]) -> OfflineHeard {
-        let words: String = lock.withLock { _ in
-            guard library.startUtt(decoder) == 0 else { return "" }
-            // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
-            samples.withUnsafeBufferPointer { buffer in
-                var start = 0
-                while start < buffer.count {
-                    let count = min(2_048, buffer.count - start)
-                    _ = library.processRaw(decoder, buffer.baseAddress! + start, count, 0, 0)
-                    start += count
-                }
+        let (words, confirmed): (String, Bool) = lock.withLock { _ in
+            guard library.setSearch(decoder, "commands") == 0 else { return ("", false) }
+            let words = decode(samples)
+            guard !words.isEmpty else { return ("", false) }
+            guard library.setKeyphrase(decoder, "confirm", words) == 0, library.setSearch(decoder, "confirm") == 0 else {
+                return (words, false)
             }
-            _ = library.endUtt(decoder)
-            var score: Int32 = 0
-            return library.getHyp(decoder, &score).map { String(cString: $0) } ?? ""
+            return (words, !decode(samples).isEmpty)
         }
-        return OfflineHeard(words: words, action: words.isEmpty ? nil : OwnCommands.match(words))
+        guard confirmed else { return OfflineHeard(words: "", action: nil, unconfirmed: words) }
+        return OfflineHeard(words: words, action: OwnCommands.match(words))
+    }
+
+    /// One pass of the current search over `samples`: its hypothesis, empty when none.
+    private func decode(_ samples: [Int16]) -> String {
+        guard library.startUtt(decoder) == 0 else { return "" }
+        // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
+        samples.withUnsafeBufferPointer { buffer in
+            var start = 0
+            while start < buffer.count {
+                let count = min(2_048, buffer.count - start)
+                _ = library.processRaw(decoder, buffer.baseAddress! + start, count, 0, 0)
+                start += count
+            }
+        }
+        _ = library.endUtt(decoder)
+        var score: Int32 = 0
+        return library.getHyp(decoder, &score).map { String(cString: $0) } ?? ""
     }
 }

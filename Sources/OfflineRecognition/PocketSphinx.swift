@@ -24,7 +24,7 @@ final class PocketSphinx: Sendable {
 
     nonisolated(unsafe) private let handle: UnsafeMutableRawPointer
     let args: Args, parseArgs: ParseArgs, freeConfig: FreeConfig, setLog: SetLog, initialise: Init, free: Free
-    let lookupWord: LookupWord, addWord: AddWord, setJSGF: SetJSGF, setSearch: SetSearch
+    let lookupWord: LookupWord, addWord: AddWord, setJSGF: SetJSGF, setKeyphrase: SetJSGF, setSearch: SetSearch
     let startUtt: StartUtt, processRaw: ProcessRaw, endUtt: StartUtt, getHyp: GetHyp
 
     /// Loads `library` and looks up what the recogniser uses; an error names the library and what the loader said.
@@ -37,7 +37,8 @@ final class PocketSphinx: Sendable {
               let freeConfig = symbol("cmd_ln_free_r", as: FreeConfig.self), let setLog = symbol("err_set_logfp", as: SetLog.self),
               let initialise = symbol("ps_init", as: Init.self), let free = symbol("ps_free", as: Free.self),
               let lookupWord = symbol("ps_lookup_word", as: LookupWord.self), let addWord = symbol("ps_add_word", as: AddWord.self),
-              let setJSGF = symbol("ps_set_jsgf_string", as: SetJSGF.self), let setSearch = symbol("ps_set_search", as: SetSearch.self),
+              let setJSGF = symbol("ps_set_jsgf_string", as: SetJSGF.self),
+              let setKeyphrase = symbol("ps_set_keyphrase", as: SetJSGF.self), let setSearch = symbol("ps_set_search", as: SetSearch.self),
               let startUtt = symbol("ps_start_utt", as: StartUtt.self), let processRaw = symbol("ps_process_raw", as: ProcessRaw.self),
               let endUtt = symbol("ps_end_utt", as: StartUtt.self), let getHyp = symbol("ps_get_hyp", as: GetHyp.self) else {
             let reason = Self.loaderError()
@@ -46,7 +47,7 @@ final class PocketSphinx: Sendable {
         }
         self.handle = handle
         (self.args, self.parseArgs, self.freeConfig, self.setLog, self.initialise, self.free) = (args, parseArgs, freeConfig, setLog, initialise, free)
-        (self.lookupWord, self.addWord, self.setJSGF, self.setSearch) = (lookupWord, addWord, setJSGF, setSearch)
+        (self.lookupWord, self.addWord, self.setJSGF, self.setKeyphrase, self.setSearch) = (lookupWord, addWord, setJSGF, setKeyphrase, setSearch)
         (self.startUtt, self.processRaw, self.endUtt, self.getHyp) = (startUtt, processRaw, endUtt, getHyp)
     }
 

@@ -13,7 +13,8 @@ import OwnCommands
 ///
 /// Columns: path, seconds, words heard, the command's kind (or -), the command as JSON, the CPU seconds the
 /// recogniser spent, and, for a recording with its sentence beside it (NAME.txt),
-/// the command that sentence says and whether the one heard is it (the same kind and numbers).
+/// the command that sentence says and whether the one heard is it (the same kind and numbers); then the grammar's
+/// words that the key-phrase check did not confirm.
 enum OfflineBench {
     static func run(_ arguments: [String]) throws {
         guard arguments.count >= 2 else { print("usage: hound-speaker-bench offline OUT.tsv DIR|FILE..."); return }
@@ -26,7 +27,7 @@ enum OfflineBench {
             let found = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
             files += found.filter { $0.hasSuffix(".wav") || $0.hasSuffix(".flac") }.sorted().map { "\(root)/\($0)" }
         }
-        var out = "path\tseconds\theard\tkind\tcommand\tcpu\texpected\tright\n"
+        var out = "path\tseconds\theard\tkind\tcommand\tcpu\texpected\tright\tunconfirmed\n"
         var audioSeconds = 0.0, cpuSeconds = 0.0, actions = 0, labelled = 0, right = 0
         for (i, path) in files.enumerated() {
             let audio = try AudioFile.readMono(path: path)
@@ -46,7 +47,7 @@ enum OfflineBench {
                 if wanted != nil && heard.action == wanted { right += 1; isRight = "1" } else { isRight = "0" }
             }
             out += "\(path)\t\(String(format: "%.2f", seconds))\t\(heard.words)\t\(heard.action?.kind.rawValue ?? "-")\t"
-                + "\(heard.action?.json.asciiJSON() ?? "-")\t\(String(format: "%.3f", cpu))\t\(expected)\t\(isRight)\n"
+                + "\(heard.action?.json.asciiJSON() ?? "-")\t\(String(format: "%.3f", cpu))\t\(expected)\t\(isRight)\t\(heard.unconfirmed)\n"
             if i % 500 == 499 { print("\(i + 1) of \(files.count)") }
         }
         try out.write(toFile: arguments[0], atomically: true, encoding: .utf8)

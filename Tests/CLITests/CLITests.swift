@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// Runs the built `hound-speaker` binary as a person or a script would.
 struct CLI {
@@ -456,12 +457,25 @@ struct CLI {
     /// The detector over files: the demo's "OK Hound" once, at the end of the phrase; the question alone never;
     /// the same recording at 44.1 kHz stereo the same (converted); bad models and thresholds named.
     @Test func offlineSaysWhatTheOnDeviceRecogniserUnderstood() throws {
-        // The demo's recorded question, through PocketSphinx and the speaker's own grammar.
-        let heard = try CLI.run(["offline", "share/demo/what-time-is-it.wav", "--json"])
+        // Questions spoken by flite, through PocketSphinx, the speaker's own grammar and the check of its words.
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-offline-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func spoken(_ text: String, _ name: String) throws -> String {
+            try fliteWAV(text, to: "\(dir)/\(name)-raw.wav")
+            try runSox(["\(dir)/\(name)-raw.wav", "-r", "16000", "\(dir)/\(name).wav", "pad", "0.3", "0.5"])
+            return "\(dir)/\(name).wav"
+        }
+        let heard = try CLI.run(["offline", try spoken("what time is it", "time"), "--json"])
         #expect(heard.status == 0, "\(heard.stderr)")
         let json = try #require(try JSONSerialization.jsonObject(with: Data(heard.stdout.utf8)) as? [String: Any])
         #expect(json["heard"] as? String == "what time is it", "\(heard.stdout)")
         #expect((json["command"] as? [String: Any])?["kind"] as? String == "time", "\(heard.stdout)")
+        // Outside the grammar: nothing heard, and the grammar's nearest words, which the check turned down.
+        let outside = try CLI.run(["offline", try spoken("turn on the kitchen lights", "lights"), "--json"])
+        let turnedDown = try #require(try JSONSerialization.jsonObject(with: Data(outside.stdout.utf8)) as? [String: Any])
+        #expect(turnedDown["heard"] is NSNull && turnedDown["command"] is NSNull, "\(outside.stdout)")
+        #expect((turnedDown["unconfirmed"] as? String)?.isEmpty == false, "\(outside.stdout)")
         let missing = try CLI.run(["offline", "/nonexistent/question.wav"])
         #expect(missing.status == 66 && missing.stderr.contains("/nonexistent/question.wav"), "\(missing.stderr)")
     }

@@ -8,13 +8,13 @@ import OfflineRecognition
 import OwnCommands
 import TestSupport
 
-/// The real recogniser (PocketSphinx with Debian's pocketsphinx-en-us) on commands spoken by espeak-ng.
+/// The real recogniser (PocketSphinx with Debian's pocketsphinx-en-us) on commands spoken by flite.
 @Suite struct OfflineRecogniserTests {
     static func spoken(_ text: String) throws -> [Int16] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-offline-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        // espeak-ng's US voice: PocketSphinx's model is US English, and hears its default (British) voice poorly.
-        try espeakWAV(text, to: path, voice: "en-us")
+        // A US voice: PocketSphinx's model is US English.
+        try fliteWAV(text, to: path)
         // With the quiet around it that a question's recording has (the recogniser's cepstral mean starts from it).
         let quiet = [Int16](repeating: 0, count: 4_800)
         return quiet + (try AudioFile.readMono(path: path).samples) + quiet
@@ -29,6 +29,19 @@ import TestSupport
         }
         let timer = recogniser.recognise(try Self.spoken("set a timer for five minutes"))
         #expect(timer.action == .client(.timer(.set(seconds: 300, name: ""))), "\(timer.words)")
+    }
+
+    /// The grammar alone makes the nearest command of anything said; the check of its words as a key phrase is what
+    /// turns a question outside it down (`unconfirmed` shows the grammar did find one).
+    @Test func questionsOutsideTheGrammarAreTurnedDown() throws {
+        let recogniser = try OfflineRecogniser()
+        for text in ["what's the weather like tomorrow", "how far away is the moon"] {
+            let heard = recogniser.recognise(try Self.spoken(text))
+            #expect(heard.action == nil && heard.words.isEmpty, "\"\(text)\" heard as \"\(heard.words)\"")
+            #expect(!heard.unconfirmed.isEmpty, "\"\(text)\": the grammar found nothing, so the check was not tried")
+        }
+        // And a command said after one of those is still heard (the check leaves the grammar's search in place).
+        #expect(recogniser.recognise(try Self.spoken("what time is it")).action?.kind == .time)
     }
 
     @Test func silenceIsNothing() throws {

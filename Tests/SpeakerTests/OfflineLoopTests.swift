@@ -6,10 +6,10 @@ import TestSupport
 
 /// The speaker with Houndify out of reach (a closed port) and its own recogniser behind it (issue #63): spoken
 /// commands of its own grammar are carried out, anything else gets the offline sentence and changes nothing; with
-/// Houndify back, Houndify answers. The real loop, libcurl, ALSA file devices, espeak-ng and PocketSphinx.
+/// Houndify back, Houndify answers. The real loop, libcurl, ALSA file devices, flite's voice and PocketSphinx.
 extension SpeakerLoopTests {
     @Test func offlineASpokenTimerIsSetAndRings() async throws {
-        let rig = try await Rig.start(question: "set a timer for three seconds", serviceUp: false, offlineCommands: true, questionVoice: "en-us")
+        let rig = try await Rig.start(question: "set a timer for three seconds", serviceUp: false, offlineCommands: true, fliteQuestion: true)
         rig.loop.send(.talk)
         #expect(await rig.events.wait(for: "\"source\":\"device\""), "\(rig.events.all)")
         #expect(await rig.events.wait(for: "\"event\":\"timer\""))
@@ -23,7 +23,7 @@ extension SpeakerLoopTests {
     }
 
     @Test func offlineTheTimeIsTold() async throws {
-        let rig = try await Rig.start(question: "what time is it", serviceUp: false, offlineCommands: true, questionVoice: "en-us")
+        let rig = try await Rig.start(question: "what time is it", serviceUp: false, offlineCommands: true, fliteQuestion: true)
         rig.loop.send(.talk)
         #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
         await rig.stop()
@@ -35,7 +35,7 @@ extension SpeakerLoopTests {
     }
 
     @Test func offlineAQuestionOutsideTheGrammarIsToldWhatTheSpeakerCanStillDo() async throws {
-        let rig = try await Rig.start(question: "who wrote the odyssey", serviceUp: false, offlineCommands: true, questionVoice: "en-us")
+        let rig = try await Rig.start(question: "who wrote the odyssey", serviceUp: false, offlineCommands: true, fliteQuestion: true)
         rig.loop.send(.talk)
         #expect(await rig.events.wait(for: SearchFailure.stillCan), "\(rig.events.all)")
         #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))
@@ -44,7 +44,7 @@ extension SpeakerLoopTests {
     }
 
     @Test func withHoundifyBackHoundifyAnswers() async throws {
-        let rig = try await Rig.start(question: "what time is it", offlineCommands: true, questionVoice: "en-us")
+        let rig = try await Rig.start(question: "what time is it", offlineCommands: true, fliteQuestion: true)
         rig.loop.send(.talk)
         #expect(await rig.events.wait(for: "\"event\":\"final\""))
         #expect(await rig.events.wait(for: "\"from\":\"speaking\",\"to\":\"ready\""))

@@ -88,14 +88,14 @@ struct Rig {
     /// The speaker's output read at twice real time (`start(pacedSpeaker: true)`), nil: written at once to its file.
     var sink: PacedSink? = nil
 
-    /// `question` is spoken by espeak-ng into the microphone fixture, between silences.
+    /// `question` is spoken by espeak-ng (or with `fliteQuestion` by flite) into the microphone fixture, between silences.
     static func start(question: String = "what time is it", transcript: String = "what time is it",
                       fault: LocalServiceConfiguration.Fault = .none, key: String = clientKey, serviceUp: Bool = true,
                       responseTimeoutMS: Int = 10_000, searchingLimitMS: Int = 20_000, hotPhrase: Bool = false,
                       stateHook: String = "", microphone: String = "test_loop_mic", microphonePresent: Bool = true,
                       speaker: String = "test_loop_speaker", pacedSpeaker: Bool = false,
                       pacedMicrophone: Bool = false, holdSecondSpeech: Bool = false, offlineCommands: Bool = false,
-                      questionVoice: String? = nil) async throws -> Rig {
+                      fliteQuestion: Bool = false) async throws -> Rig {
         _ = TestALSA.directory
         setenv("HOUND_SPEAKER_EARCON_PATH", earconDirectory, 1)
         // The microphone: 0.3 s of silence, the question, 2 s of silence (the null PCM gives silence after it).
@@ -107,7 +107,7 @@ struct Rig {
             // Room tone, "OK Hound", the question: the microphone plays it in real time from the start.
             try writeHotPhraseQuestion(to: microphone)
         } else {
-            try espeakWAV(question, to: wav, voice: questionVoice)
+            if fliteQuestion { try fliteWAV(question, to: wav) } else { try espeakWAV(question, to: wav) }
             try runSox([wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed", "-t", "raw", TestALSA.inputFile(microphone), "pad", "0.3", "2"])
         }
         try? FileManager.default.removeItem(atPath: TestALSA.outputFile(speaker))

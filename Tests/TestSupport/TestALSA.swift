@@ -77,6 +77,19 @@ public func readRawInt16(_ path: String) throws -> [Int16] {
     return data.withUnsafeBytes { Array($0.bindMemory(to: Int16.self)) }
 }
 
+/// Has flite (a test dependency) say `text` into the WAV at `path` in its `voice` (slt: US English, female), and
+/// fails loudly if it fails. The offline recogniser's tests speak with it: it passes the recogniser's check of what
+/// it heard as a person's voice does, where espeak-ng's formant voices mostly do not.
+public func fliteWAV(_ text: String, to path: String, voice: String = "slt") throws {
+    let flite = Process()
+    flite.executableURL = URL(fileURLWithPath: "/usr/bin/flite")
+    flite.arguments = ["-voice", voice, "-t", text, "-o", path]
+    flite.standardError = FileHandle.nullDevice
+    try flite.run()
+    flite.waitUntilExit()
+    guard flite.terminationStatus == 0 else { throw SoxError(arguments: ["(flite)", "-voice", voice, "-o", path, text]) }
+}
+
 /// Has espeak-ng (a test dependency) say `text` into the WAV at `path`, and fails loudly if it fails.
 public func espeakWAV(_ text: String, to path: String, voice: String? = nil) throws {
     let espeak = Process()
