@@ -185,7 +185,7 @@ let package = Package(
         // listener, the state hook. Its errors are typed (AssemblyError); the commands choose the exit codes.
         .target(name: "Assembly",
                 dependencies: ["DeviceAssembly", "HoundifyAssembly", "HoundifyAnswers", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig", "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore",
-                               "Speech", "Board", "BoardCore", "HotPhrase", "Control", "ControlCore", "Platform", "Digests",
+                               "Speech", "Board", "BoardCore", "HotPhrase", "OfflineRecognition", "Control", "ControlCore", "Platform", "Digests",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The commands of hound-speaker that need only the devices: say, hotphrase, board, the endpointer's scan.

@@ -8,6 +8,7 @@ public import Houndify
 public import HoundifyAnswers
 import HoundifyCore
 import HotPhrase
+import OfflineRecognition
 public import Logging
 import Platform
 public import SpeakerConfig
@@ -113,9 +114,13 @@ public struct SpeakerAssembly {
         }
     }
 
-    /// The loop over these parts, with the real clock.
+    /// The loop over these parts, with the real clock. With `[speaker] offline_commands`, Houndify's search has the
+    /// device's own recogniser behind it (loaded only when Houndify first cannot answer).
     public func makeLoop() -> SpeakerLoop {
-        let ports = SpeakerPorts(search: search, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
+        let logger = logger
+        let questions: any VoiceSearchService = settings.machine.offlineCommands
+            ? OfflineFallbackSearch(inner: search, log: { logger.error("\($0)") }) : search
+        let ports = SpeakerPorts(search: questions, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
                                  board: board.map { RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: logger),
                                  screen: config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: config.screen.backlight),

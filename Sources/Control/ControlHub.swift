@@ -335,7 +335,7 @@ public final class ControlHub: Sendable {
             return .object(reply)
         case .refused(let reason)?: return ["ok": false, "id": .int(Int64(id)), "error": .string(reason)]
         case .failed(let error)?:
-            return ["ok": false, "id": .int(Int64(id)), "error": .string(error.failure.sentence), "detail": .string(error.detail)]
+            return ["ok": false, "id": .int(Int64(id)), "error": .string(error.sentence), "detail": .string(error.detail)]
         case .dropped(let reason)?: return ["ok": false, "id": .int(Int64(id)), "error": .string("the question was dropped: \(reason)")]
         case nil:
             if Task.isCancelled { return Self.failure("the control API is stopping") }

@@ -16,9 +16,6 @@ import Synchronization
 /// the device's answer is ready the moment Houndify is known to have failed.
 ///
 /// The recogniser is loaded on first need (its model is tens of megabytes) and let go once Houndify answers again.
-///
-/// Not yet in the speaker's assembly: on speech outside its grammar the recogniser still finds a command most of
-/// the time (BENCHMARKS.md, "Offline commands"), and a speaker must not set a timer because the television talked.
 public final class OfflineFallbackSearch: VoiceSearchService {
     let inner: any VoiceSearchService
     let load: @Sendable () throws(OfflineRecogniserError) -> OfflineRecogniser

@@ -134,7 +134,7 @@ enum AudioKey: String, ConfigKey {
 enum SpeakerKey: String, ConfigKey {
     case speech, stateHook = "state_hook", recordingLimitMS = "recording_limit_ms", searchingLimitMS = "searching_limit_ms"
     case speakingLimitMS = "speaking_limit_ms", ringingLimitMS = "ringing_limit_ms", timersFile = "timers_file"
-    case muteFile = "mute_file", followUp = "follow_up"
+    case muteFile = "mute_file", followUp = "follow_up", offlineCommands = "offline_commands"
     static let table = "speaker"
 
     var spec: (type: ConfigValueType, doc: String) {
@@ -148,6 +148,7 @@ enum SpeakerKey: String, ConfigKey {
         case .timersFile: (.string, "where timers are kept; empty: in memory")
         case .muteFile: (.string, "where mute is remembered; empty: not at all")
         case .followUp: (.bool, "reopen the microphone after each answer")
+        case .offlineCommands: (.bool, "understand the speaker's own commands on the device when Houndify cannot answer")
         }
     }
 }

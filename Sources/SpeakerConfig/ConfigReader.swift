@@ -184,6 +184,7 @@ struct Reader {
         typealias K = SpeakerKey
         if let v = try bool(t, K.speech) { speaker.machine.enableSpeech = v }
         if let v = try bool(t, K.followUp) { speaker.machine.followUp = v }
+        if let v = try bool(t, K.offlineCommands) { speaker.machine.offlineCommands = v }
         if let v = try string(t, K.stateHook) { speaker.stateHook = v }
         if let v = try string(t, K.timersFile) { speaker.timersFile = v }
         if let v = try string(t, K.muteFile) { speaker.muteFile = v }

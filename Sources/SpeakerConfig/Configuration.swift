@@ -77,8 +77,12 @@ public struct SpeakerConfiguration: Sendable {
     /// The speaker loop (`[speaker]`).
     public struct SpeakerSection: Sendable, Equatable {
         /// `speech` (the Hound SDK's enableSpeech, docs/houndify-protocol.md: false shows answers in the log instead
-        /// of speaking them) and the recording, searching and speaking limits.
-        public var machine = SpeakerMachine.Settings()
+        /// of speaking them), the recording, searching and speaking limits, and `offline_commands` (on by default).
+        public var machine: SpeakerMachine.Settings = {
+            var settings = SpeakerMachine.Settings()
+            settings.offlineCommands = true
+            return settings
+        }()
         /// A command run on every state change, with HOUND_SPEAKER_STATE set.
         public var stateHook = ""
         /// Where the timers are kept, so they outlast a restart. Empty: in memory only. Not set (nil): timers.json

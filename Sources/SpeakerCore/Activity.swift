@@ -366,6 +366,8 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     public var leds: LEDState = .ready
     /// The activity just before was a display (it belongs to the final transcript right after it).
     var displayJustTold = false
+    /// What `problem` is about (its sentence depends on the settings: "..., but I can still ...").
+    var problemFailure: SearchFailure?
 
     public init(state: SpeakerState, muted: Bool, offline: Bool, volume: Int, soundOff: Bool, timers: [SpeakerTimer],
                 alarms: [SpeakerAlarm], now: BootTime,
@@ -399,9 +401,14 @@ public struct SpeakerSnapshot: Sendable, Equatable {
             self.answer = answer
             partial = ""
             problem = ""
+            problemFailure = nil
         case .answerShown(let text): answer = text
-        case .searchFailed(let error): problem = error.sentence
-        case .online where problem == SearchFailure.offline.sentence: problem = ""
+        case .searchFailed(let error):
+            problem = error.sentence
+            problemFailure = error.failure
+        case .online where problemFailure == .offline:
+            problem = ""
+            problemFailure = nil
         case .leds(let leds): self.leds = leds
         case .enrollment(let progress): enrollment = progress
         default: break

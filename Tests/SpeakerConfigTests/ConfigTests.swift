@@ -74,6 +74,7 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
             [speaker]
             speech = false
             recording_limit_ms = 9000
+            offline_commands = false
             [speech]
             voice = "en-gb"
             rate = 150
@@ -90,8 +91,10 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         (endpointer.mode, endpointer.longSilenceMS) = (.long, 1500)
         #expect(c.listening == endpointer)
         var machine = SpeakerMachine.Settings()
-        (machine.enableSpeech, machine.recordingLimitMS) = (false, 9000)
+        (machine.enableSpeech, machine.recordingLimitMS, machine.offlineCommands) = (false, 9000, false)
         #expect(c.speaker.machine == machine)
+        // On unless turned off: a speaker that loses the internet still sets its timers (issue #63).
+        #expect(SpeakerConfiguration().speaker.machine.offlineCommands)
         #expect(c.speech.voice == "en-gb" && c.speech.rate == 150 && c.speech.pitch == VoiceSettings().pitch)
         #expect(c.houndify.clientID == "AAECAwQFBgcICQoLDA0ODw==" && c.houndify.clientKey == key)
         #expect(c.houndify.endpoint == "http://127.0.0.1:9000" && c.houndify.userID == "kitchen" && c.houndify.deviceID == "pi-1")

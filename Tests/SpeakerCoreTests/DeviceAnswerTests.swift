@@ -55,4 +55,20 @@ import Timers
         #expect(error.sentence.hasSuffix(SearchFailure.stillCan))
         #expect(SearchFailure.authentication.sentence(offlineCommands: true) == "My Houndify key was refused.")
     }
+
+    /// The offline problem with what the speaker can still do goes from the snapshot once the service answers
+    /// again, as the plain one does.
+    @Test func theOfflineSentenceWithWhatItCanStillDoGoesWhenTheServiceIsBack() {
+        var snapshot = SpeakerSnapshot(state: .ready, muted: false, offline: true, volume: 50, soundOff: false, timers: [], alarms: [], now: 0)
+        var error = SearchError(.offline, detail: "[ConnectionFailure] refused")
+        error.offlineCommands = true
+        snapshot.record(.searchFailed(error))
+        #expect(snapshot.problem == "I can't reach the internet, " + SearchFailure.stillCan)
+        snapshot.record(.online)
+        #expect(snapshot.problem == "")
+        // Another problem stays: the service being back says nothing of it.
+        snapshot.record(.searchFailed(SearchError(.authentication, detail: "401")))
+        snapshot.record(.online)
+        #expect(snapshot.problem == SearchFailure.authentication.sentence)
+    }
 }
