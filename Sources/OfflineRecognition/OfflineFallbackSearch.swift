@@ -15,7 +15,9 @@ import Synchronization
 /// question whose upload saw no partial transcript by its end is recognised at once, beside the search, so that
 /// the device's answer is ready the moment Houndify is known to have failed.
 ///
-/// The recogniser is loaded on first need (its model is tens of megabytes) and let go once Houndify answers again.
+/// The recogniser is loaded on first need (its model is tens of megabytes) and then kept: PocketSphinx does not give
+/// back all it took when a decoder with a grammar is freed (about 0.4 MB each time, BENCHMARKS.md "Offline
+/// commands"), so letting it go whenever Houndify answered again would leak with every outage.
 public final class OfflineFallbackSearch: VoiceSearchService {
     let inner: any VoiceSearchService
     let load: @Sendable () throws(OfflineRecogniserError) -> OfflineRecogniser
@@ -44,7 +46,6 @@ public final class OfflineFallbackSearch: VoiceSearchService {
         }
     }
 
-    func houndifyAnswered() { loaded.withLock { $0 = nil } }
 
     public func startVoiceSearch(afterHotPhrase: Bool, endsAtSafeToStop: Bool) throws(SearchError) -> any VoiceSearchSession {
         let session: any VoiceSearchSession
@@ -174,7 +175,6 @@ final class FallbackSession: VoiceSearchSession {
         case .safeToStopAudio:
             continuation.yield(event)
         case .answer:
-            owner.houndifyAnswered()
             guard state.withLock({ s in defer { s.reported = true }; return !s.reported && !s.cancelled }) else { return }
             continuation.yield(event)
             continuation.finish()
