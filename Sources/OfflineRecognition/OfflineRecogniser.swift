@@ -30,8 +30,9 @@ public final class OfflineRecogniser: @unchecked Sendable {
     /// Debian's pocketsphinx-en-us.
     public static let defaultModel = "/usr/share/pocketsphinx/model/en-us"
 
-    /// The key-phrase check's threshold: a phrase is confirmed where its path beats PocketSphinx's phone loop by at
-    /// least this likelihood ratio (BENCHMARKS.md, "Offline commands": chosen on held-out voices and real speech).
+    /// The key-phrase check's threshold: the most lenient PocketSphinx scores (below about 1e-80 nothing changes). What
+    /// decides is whether the phrase's path beats the phone loop at all, under the loop's default penalty
+    /// (`-kws_plp` 1e-1): BENCHMARKS.md, "Offline commands", has the sweep of both.
     static let confirmThreshold = "1e-80"
 
     /// Words of the grammar that the dictionary lacks, with their ARPAbet pronunciations.
@@ -101,7 +102,7 @@ public final class OfflineRecogniser: @unchecked Sendable {
         return OfflineHeard(words: words, action: OwnCommands.match(words))
     }
 
-    /// One pass of the current search over `samples`: its hypothesis, empty when none.
+    /// One pass of the current search over `samples`: its hypothesis, empty when none. Called under `lock`.
     private func decode(_ samples: [Int16]) -> String {
         guard library.startUtt(decoder) == 0 else { return "" }
         // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
