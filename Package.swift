@@ -203,7 +203,7 @@ let package = Package(
         // its argument parsers call.
         .target(name: "SpeakerCommands",
                 dependencies: ["CommandSupport", "DeviceCommands", "SearchCommands", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
-                               "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "Platform",
+                               "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "OfflineRecognition", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
                                .product(name: "Logging", package: "swift-log")],
@@ -245,7 +245,7 @@ let package = Package(
         // Fixtures are read from the source tree (Tests/HotPhraseTests/Fixtures), next to the shipped model.
         .testTarget(name: "HotPhraseTests", dependencies: ["HotPhrase", "Audio", "TestSupport"],
                     exclude: ["Fixtures"], swiftSettings: strict),
-        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "OfflineRecognition", "SpeakerCore", "SpeakerTestKit", "Timers", "AudioCore", "Audio", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "OwnCommandsTests", dependencies: ["OwnCommands", "OfflineRecognition", "SpeakerCore", "SpeakerTestKit", "Timers", "AudioCore", "Audio", "Platform", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),

@@ -1,4 +1,5 @@
 import Glibc
+public import Platform
 public import OwnCommands
 import Synchronization
 
@@ -117,5 +118,19 @@ public final class OfflineRecogniser: @unchecked Sendable {
         _ = library.endUtt(decoder)
         var score: Int32 = 0
         return library.getHyp(decoder, &score).map { String(cString: $0) } ?? ""
+    }
+}
+
+extension OfflineRecogniser {
+    /// `doctor`'s line for `[speaker] offline_commands`: off, or whether the recogniser loads. Without it the speaker
+    /// still answers through Houndify; offline it can only say that it cannot reach the internet.
+    public static func diagnostic(enabled: Bool, model: String = defaultModel) -> Diagnostic {
+        guard enabled else { return Diagnostic(.info, "offline commands: off ([speaker] offline_commands = false)") }
+        do throws(OfflineRecogniserError) {
+            _ = try OfflineRecogniser(model: model)
+            return Diagnostic(.ok, "offline commands: PocketSphinx and its model (\(model)) load")
+        } catch {
+            return Diagnostic(.warn, "offline commands: \(error.description); without the internet the speaker can only say so")
+        }
     }
 }

@@ -8,11 +8,13 @@ import Board
 import BoardCore
 import FoundationEssentials
 import HotPhrase
+import OfflineRecognition
 import Houndify
 import HoundifyCore
 import Platform
 import Speech
 import SpeakerConfig
+import SpeakerCore
 
 /// `hound-speaker doctor`: every check a person setting up a speaker needs, each line "ok", "FAIL" with advice,
 /// "warn" or "info". Each subsystem checks itself (its `diagnostics()`); this only puts them in order and prints.
@@ -52,6 +54,7 @@ public struct Doctor {
             }
             show(SpeechEngine.diagnostics(voice: config.speech, earcons: config.audio.earcons))
             show(HotPhraseModel.diagnostics(config.hotphrase))
+            show([OfflineRecogniser.diagnostic(enabled: config.speaker.machine.offlineCommands)])
         }
         show([HoundifyDiagnostics.libraryVersion, AudioDiagnostics.libraryVersion, GPIODBoard.libraryDiagnostic, SpeechEngine.libraryVersion])
         return failures

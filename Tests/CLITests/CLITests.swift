@@ -198,6 +198,8 @@ struct CLI {
         #expect(!doctor.stdout.contains(CLI.key) && !doctor.stderr.contains(CLI.key))
         // The keys are tried with one signed query, so a wrong key does not pass every check.
         #expect(doctor.stdout.contains("ok   Houndify accepted the client ID and key: a signed query was answered in "))
+        // [speaker] offline_commands is on by default, and this machine has PocketSphinx (tools/install-deps.sh).
+        #expect(doctor.stdout.contains("ok   offline commands: PocketSphinx and its model"), "\(doctor.stdout)")
         let wrongKey = "-yBFao-02f4jSG2St9wBJktwlbrfBClOc5i94gcsUXabwOUKL1R5nsPoDTJXfKHG6xA1Wn-kye4TOF2Cp8zxFg=="
         let refused = try CLI.run(["doctor", "--config", path], environment: ["HOUNDIFY_CLIENT_ID": CLI.id, "HOUNDIFY_CLIENT_KEY": wrongKey])
         #expect(refused.status == 1)

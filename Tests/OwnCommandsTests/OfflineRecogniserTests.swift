@@ -6,6 +6,7 @@ import SpeakerCore
 import Timers
 import OfflineRecognition
 import OwnCommands
+import Platform
 import TestSupport
 
 /// The real recogniser (PocketSphinx with Debian's pocketsphinx-en-us) on commands spoken by flite.
@@ -47,6 +48,13 @@ import TestSupport
     @Test func silenceIsNothing() throws {
         let recogniser = try OfflineRecogniser()
         #expect(recogniser.recognise([Int16](repeating: 0, count: 16_000)).action == nil)
+    }
+
+    @Test func theDoctorSaysWhetherItLoads() {
+        #expect(OfflineRecogniser.diagnostic(enabled: true).status == .ok)
+        let missing = OfflineRecogniser.diagnostic(enabled: true, model: "/nonexistent/model")
+        #expect(missing.status == .warn && missing.summary.contains("/nonexistent/model/en-us/mdef is missing"), "\(missing)")
+        #expect(OfflineRecogniser.diagnostic(enabled: false, model: "/nonexistent/model").status == .info)
     }
 
     @Test func aMissingModelIsNamed() {
