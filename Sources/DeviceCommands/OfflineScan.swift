@@ -33,12 +33,10 @@ public struct OfflineScan: Sendable {
             print(object)
         } else if let action = heard.action {
             print("heard \"\(heard.words)\": \(action.json.asciiJSON())")
+        } else if !heard.unconfirmed.isEmpty {
+            print("heard nothing of the speaker's own commands (the closest, \"\(heard.unconfirmed)\", was not confirmed)")
         } else {
-            if !heard.unconfirmed.isEmpty {
-                print("heard nothing of the speaker's own commands (the closest, \"\(heard.unconfirmed)\", was not confirmed)")
-            } else {
-                print(heard.words.isEmpty ? "heard nothing of the speaker's own commands" : "heard \"\(heard.words)\": no command")
-            }
+            print(heard.words.isEmpty ? "heard nothing of the speaker's own commands" : "heard \"\(heard.words)\": no command")
         }
     }
 }
