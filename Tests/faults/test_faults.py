@@ -178,6 +178,10 @@ def test_soak(standin, tmp_path, wallclock_shim):
             if (press + 1) % len(plan) == 0:
                 rss_by_cycle.append(speaker.resources()["rss_kb"])
         after = speaker.settled()
+        if after["threads"] > baseline["threads"]:
+            # libdispatch adds a worker when its others are blocked and lets it go only after some seconds idle;
+            # under CI's load one was once still there after eight. A leaked thread stays: look for longer.
+            after = speaker.settled(seconds=30)
         # The memory trend is read from low-water marks over every press, the later half against the earlier: one
         # fault is a 12 MB answer, and resident memory swings with it. (glibc's adaptive mmap threshold once kept
         # 5 MB of it after the second such answer, a step not a leak; `run` now fixes the threshold, RunCommand.swift.)

@@ -128,16 +128,29 @@ debounce_ms = 0
             rss = next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
         return {"threads": len(os.listdir(f"/proc/{pid}/task")), "fds": len(fds), "mic": mic, "rss_kb": rss}
 
-    def settled(self):
+    def settled(self, seconds=8):
         """Resources once the last interaction's loose ends are gone (a socket libcurl is still closing, a thread
-        on its way out): the least of samples over eight seconds (a loaded machine schedules them late, and an idle
+        on its way out): the least of samples over `seconds` (a loaded machine schedules them late, and an idle
         libdispatch worker thread lingers some seconds before it exits: over three, the soak once counted one more
         thread after 306 presses than before them)."""
         samples = []
-        for _ in range(80):
+        for _ in range(int(seconds * 10)):
             samples.append(self.resources())
             time.sleep(0.1)
-        return {key: min(sample[key] for sample in samples) for key in samples[0]}
+        least = {key: min(sample[key] for sample in samples) for key in samples[0]}
+        # Which threads they were, for a report that must say which one stayed.
+        least["thread_names"] = sorted(self.thread_names())
+        return least
+
+    def thread_names(self):
+        names = []
+        for task in os.listdir(f"/proc/{self.process.pid}/task"):
+            try:
+                with open(f"/proc/{self.process.pid}/task/{task}/comm") as comm:
+                    names.append(comm.read().strip())
+            except FileNotFoundError:  # gone between the listing and the look
+                pass
+        return names
 
     def log_tail(self, lines=15):
         return "\n".join(self.log.read_text().splitlines()[-lines:])
