@@ -58,8 +58,8 @@ public enum AtomicFile {
         return try body()
     }
 
-    /// Writes `bytes` to `path` (mode `mode`), making the directory if needed.
-    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600) throws(Failure) {
+    /// Writes `bytes` to `path` (mode `mode`, and `owner`'s user and group when given), making the directory if needed.
+    public static func write(_ bytes: [UInt8], to path: String, mode: UInt32 = 0o600, owner: (user: UInt32, group: UInt32)? = nil) throws(Failure) {
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) } ?? "."
         let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
@@ -80,6 +80,12 @@ public enum AtomicFile {
             written += n
         }
         _ = fchmod(fd, mode_t(mode))  // whatever the umask said
+        if let owner, fchown(fd, uid_t(owner.user), gid_t(owner.group)) != 0 {
+            let reason = String(cString: strerror(errno))
+            close(fd)
+            unlink(temporary)
+            throw Failure(path: temporary, reason: "chown: \(reason)")
+        }
         guard fsync(fd) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)

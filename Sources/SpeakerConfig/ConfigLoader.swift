@@ -73,22 +73,26 @@ public enum ConfigLoader {
             if config.speaker.muteFile == nil { config.speaker.muteFile = "\(directory)/muted" }
             if config.hotphrase.household.isEmpty { config.hotphrase.household = directory }
         }
+        try checkCredentials(config, file: path ?? "environment", keyFile: config.clientKeySource == "HOUNDIFY_CLIENT_KEY" ? "HOUNDIFY_CLIENT_KEY" : (path ?? "config"))
+        return config
+    }
+
+    /// The credentials' form, which the signature depends on: no ';' in the client ID, the key base64url text.
+    static func checkCredentials(_ config: SpeakerConfiguration, file: String, keyFile: String, lines: KeyLines? = nil) throws(ConfigError) {
         if config.houndify.clientID.contains(Character(";")) {
-            throw ConfigError(file: path ?? "environment", line: nil, key: "[houndify] client_id", problem: "must not contain ';'")
+            throw ConfigError(file: file, line: lines?.line(table: "houndify", key: "client_id"), key: "[houndify] client_id", problem: "must not contain ';'")
         }
         if !config.houndify.clientKey.isEmpty, Base64URL.decode(config.houndify.clientKey) == nil {
-            throw ConfigError(file: config.clientKeySource == "HOUNDIFY_CLIENT_KEY" ? "HOUNDIFY_CLIENT_KEY" : (path ?? "config"),
-                              line: nil, key: "[houndify] client_key",
+            throw ConfigError(file: keyFile, line: lines?.line(table: "houndify", key: "client_key"), key: "[houndify] client_key",
                               problem: "is not base64url text (the dashboard's Client Key: 88 characters ending in ==)")
         }
-        return config
     }
 
     /// Where the conversation is kept when the config does not say: the service's state directory (systemd sets
     /// STATE_DIRECTORY from the unit's StateDirectory=, a colon-separated list when there are several; the first is
     /// ours), else the user's, as the XDG base directory rules give it ($XDG_STATE_HOME, else ~/.local/state), so
     /// two `text` commands in a row continue one conversation.
-    static func stateDirectory(_ environment: [String: String]) -> String? {
+    public static func stateDirectory(_ environment: [String: String]) -> String? {
         if let value = environment["STATE_DIRECTORY"], let first = value.split(separator: ":").first, first.hasPrefix("/") {
             return String(first)
         }
