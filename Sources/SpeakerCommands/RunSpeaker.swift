@@ -62,6 +62,11 @@ public enum RunSpeaker {
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let loop = speaker.makeLoop()
         hub.attach(loop)
+        // A settings file on the SD card that `setup --import` refused (the unit runs it first) is said once ready.
+        if let notice = ImportNotice.read(environment: ProcessInfo.processInfo.environment) {
+            logger.warning("the SD card's settings file was not used: \(notice.detail)", metadata: ["event": "setup", "status": "import refused"])
+            loop.send(.announce(notice.sentence))
+        }
         if let listener = speaker.hotPhrase { hub.attach(household: listener) }
         let server = try await startControl(control, hub: hub, context: context)
         // The loop, the control server and the board as services (SpeakerServices): SIGTERM and SIGINT are trapped

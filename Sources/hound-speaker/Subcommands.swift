@@ -172,3 +172,22 @@ struct BoardCheck: AsyncParsableCommand {
         try await reporting { try await BoardTrial(configPath: options.config).run() }
     }
 }
+
+struct SetupCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "setup",
+        abstract: "Take settings from the SD card's boot partition into the config.",
+        discussion: """
+            --import FILE (e.g. /boot/firmware/hound-speaker.toml, which any computer can write): its keys are \
+            checked as the config's own and written into the config (mode 0600, its owner kept, comments kept), then \
+            the file is overwritten with zeros and removed, since anyone can read the card. A file with a mistake is \
+            refused (exit 78, naming its line and key), changes nothing and stays on the card; the speaker says so \
+            when it starts. No file: nothing is done. The service runs this before the speaker, as root.
+            """)
+    @Option(name: .customLong("import"), help: ArgumentHelp("The settings file.", valueName: "FILE")) var file: String
+    @OptionGroup var options: ConfigOption
+
+    func run() async throws {
+        try await reporting { try SetupImport(file: file, configPath: options.config).run() }
+    }
+}

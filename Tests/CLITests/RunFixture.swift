@@ -66,12 +66,12 @@ struct RunFixture {
 
     /// `run --events json` on these devices, from the repository: the process, its standard input (the simulated
     /// button) and its events as they come.
-    func startRun(hotPhrase: Bool) throws -> (Process, Pipe, OutputWatcher) {
+    func startRun(hotPhrase: Bool, environment extra: [String: String] = [:]) throws -> (process: Process, input: Pipe, output: OutputWatcher) {
         let process = Process()
         process.executableURL = CLI.binary
         process.arguments = ["run", "--config", config, "--events", "json"]
         process.currentDirectoryURL = Self.root
-        process.environment = environment(hotPhrase: hotPhrase)
+        process.environment = environment(hotPhrase: hotPhrase).merging(extra) { $1 }
         let input = Pipe(), output = OutputWatcher()
         process.standardInput = input
         process.standardOutput = output.pipe
