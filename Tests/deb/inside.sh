@@ -21,6 +21,12 @@ check "the config is a conffile" bash -c "dpkg-query -W -f='\${Conffiles}' hound
 unit="$(dpkg -L hound-speaker | grep -E '/systemd/system/hound-speaker.service$' | head -1)"
 check "the unit runs /usr/bin/hound-speaker" grep -q "^ExecStart=/usr/bin/hound-speaker run --config $config" "$unit"
 check "the unit is enabled" test -L /etc/systemd/system/multi-user.target.wants/hound-speaker.service
+check "the unit takes the SD card's settings first" grep -q "^ExecStartPre=+-/usr/bin/hound-speaker setup --import /boot/firmware/hound-speaker.toml --config $config" "$unit"
+# The import as the unit runs it (root): the key merged, the config still the service user's alone, the card's file gone.
+mkdir -p /tmp/card && printf '[location]\nlatitude = 51.5\nlongitude = -0.12\n' > /tmp/card/hound-speaker.toml
+check "setup --import takes the card's settings into the config" bash -c "hound-speaker setup --import /tmp/card/hound-speaker.toml --config $config && grep -qx 'latitude = 51.5' $config"
+check "the imported config is still the service user's alone (0600)" bash -c "[ \"\$(stat -c '%a %U %G' $config)\" = '600 hound-speaker hound-speaker' ]"
+check "the card's file is gone" test ! -e /tmp/card/hound-speaker.toml
 check "the local service for demo and serve" test -x /usr/libexec/hound-speaker/houndify-local
 
 # What an owner has by now: their own settings and the speaker's state (timers, conversation, mute).

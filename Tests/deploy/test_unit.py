@@ -81,6 +81,10 @@ class UnitTests(unittest.TestCase):
         self.assertEqual(settings["CapabilityBoundingSet"], [""])
         # The exit status the app uses for a configuration error (EX_CONFIG) is not restarted in a loop.
         self.assertEqual(settings["RestartPreventExitStatus"], ["78"])
+        # The SD card's settings file is taken first, as root ("+": the card and the config's owner), and a refused
+        # one ("-") does not keep the speaker from starting: it says what was wrong (SetupImport.swift).
+        self.assertEqual(settings["ExecStartPre"], ["+-/usr/local/bin/hound-speaker setup --import /boot/firmware/hound-speaker.toml"
+                                                    " --config /etc/hound-speaker/speaker.toml"])
 
 
 if __name__ == "__main__":
