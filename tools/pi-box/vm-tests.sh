@@ -60,11 +60,13 @@ pcm.speaker {
     resolution 101
 }
 EOF
-# The owner edits the packaged conffile in place (its mode and owner stay the package's: 0600, hound-speaker).
+# The owner edits the packaged conffile in place (its mode and owner stay the package's: 0600, hound-speaker), and
+# writes the credentials onto the SD card's boot partition (README, "Set up from the SD card"), which the unit takes
+# into the config before the speaker starts. (The box's /boot/firmware is a folder, not the card's FAT partition.)
+mkdir -p /boot/firmware
+printf '# from the owner'"'"'s laptop\n[houndify]\nclient_id = "%s"\nclient_key = "%s"\n' "$id" "$key" > /boot/firmware/hound-speaker.toml
 cat > "$config" <<EOF
 [houndify]
-client_id = "$id"
-client_key = "$key"
 endpoint = "http://127.0.0.1:8080"
 
 [board]
@@ -103,6 +105,10 @@ check "the local service listens on 127.0.0.1:8080" wait_for 60 bash -c "ss -Hlt
 started="$(date +%s)"
 check "systemctl restart hound-speaker: returns once the speaker said READY=1 (Type=notify)" systemctl restart hound-speaker
 check "systemctl is-active hound-speaker" systemctl is-active hound-speaker
+check "the SD card's settings file was taken in and is gone from the card" bash -c \
+    "[ ! -e /boot/firmware/hound-speaker.toml ] && grep -qx 'client_key = \"$key\"' $config &&
+     journalctl -u hound-speaker --since @$started -o cat | grep -q 'now has \\[houndify\\] client_id, \\[houndify\\] client_key from /boot/firmware/hound-speaker.toml'"
+check "the config the import wrote is the service user's alone (0600)" bash -c "[ \"\$(stat -c '%a %U %G' $config)\" = '600 hound-speaker hound-speaker' ]"
 check "the journal holds the speaker's structured fields (HOUND_SPEAKER_*, SYSLOG_IDENTIFIER)" bash -c \
     "journalctl -u hound-speaker -o export --since @$started | grep -q '^HOUND_SPEAKER_[A-Z_]*=' &&
      journalctl -u hound-speaker -o export --since @$started | grep -qx 'SYSLOG_IDENTIFIER=hound-speaker'"
