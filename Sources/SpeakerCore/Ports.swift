@@ -38,8 +38,10 @@ public struct SearchError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The speaker understands its own commands on the device (issue #63): an offline failure's sentence says what
     /// it can still do.
     public var offlineCommands = false
+    /// Words that say more than the failure's own sentence (setup mode: where to go, and the code).
+    public var spoken: String?
     /// What the speaker says about it.
-    public var sentence: String { failure.sentence(offlineCommands: offlineCommands) }
+    public var sentence: String { spoken ?? failure.sentence(offlineCommands: offlineCommands) }
 }
 
 /// What a voice search reports while it runs. A search that was cancelled reports nothing more.

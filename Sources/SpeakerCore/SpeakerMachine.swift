@@ -19,6 +19,8 @@ public enum SearchFailure: String, Sendable, CaseIterable {
     case serviceFailing
     /// The client ID or key was refused.
     case authentication
+    /// No credentials yet: the speaker is in setup mode.
+    case notSetUp
     /// Nothing was said.
     case nothingHeard
     /// The microphone cannot be opened, or stopped delivering audio.
@@ -39,6 +41,7 @@ public enum SearchFailure: String, Sendable, CaseIterable {
         case .offline: "I can't reach the internet."
         case .serviceFailing: "Houndify isn't answering right now."
         case .authentication: "My Houndify key was refused."
+        case .notSetUp: "I'm not set up yet."
         case .nothingHeard: "Sorry, I didn't hear anything."
         case .microphone: "I can't hear you: my microphone isn't working."
         }
@@ -300,7 +303,8 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// The question has reached the longest the speaker records (the endpointer's 12 s): it is sent, held or not.
     case questionLimit
     case answer(SpeakerAnswer)
-    case searchFailed(SearchFailure)
+    /// `said`: words for it other than the failure's own sentence (setup mode's: where to go, and the code).
+    case searchFailed(SearchFailure, said: String? = nil)
     /// Utterance `id` (`.speak`) has ended, and how. Only its own end counts: a stopped answer's end, reported
     /// after the next utterance has started, ends nothing but itself.
     case speechEnded(SoundEnd, id: Int)
@@ -751,8 +755,8 @@ public struct SpeakerMachine: Sendable {
             return [.cancelSearch] + fail(.nothingHeard)
         case (.recording, .answer(let answer)):
             return [.endAudio] + answered(answer)
-        case (.recording, .searchFailed(let failure)):
-            return fail(failure)  // handle() closes the microphone, as on every way out of recording
+        case (.recording, .searchFailed(let failure, let said)):
+            return fail(failure, said: said)  // handle() closes the microphone, as on every way out of recording
         case (.recording, .watchdog):
             // The endpointer ends every query well before this, so no audio has been arriving: the microphone.
             return [.cancelSearch] + fail(.microphone)
@@ -768,8 +772,8 @@ public struct SpeakerMachine: Sendable {
             return [.endAudio] + (held.map { transition($0) } ?? [])
         case (.searching, .answer(let answer)):
             return answered(answer)
-        case (.searching, .searchFailed(let failure)):
-            return fail(failure)
+        case (.searching, .searchFailed(let failure, let said)):
+            return fail(failure, said: said)
         case (.searching, .talk), (.searching, .press):
             return cancelAll()
         case (.searching, .watchdog):
@@ -1071,14 +1075,15 @@ public struct SpeakerMachine: Sendable {
         return enter(.speaking(reopen: reopen, utterance: id)) + [.leds(.speaking), .speak(utterance, id: id)]
     }
 
-    private mutating func fail(_ failure: SearchFailure) -> [SpeakerEffect] {
+    private mutating func fail(_ failure: SearchFailure, said: String? = nil) -> [SpeakerEffect] {
         if failure == .offline { offline = true }
+        let sentence = said ?? failure.sentence(offlineCommands: settings.offlineCommands)
         guard settings.enableSpeech else {
-            return [earcon(.error), .show(.text(failure.sentence(offlineCommands: settings.offlineCommands)))] + leave(to: .ready) + [.leds(readyLEDs)]
+            return [earcon(.error), .show(.text(sentence))] + leave(to: .ready) + [.leds(readyLEDs)]
         }
         let error = earcon(.error)
         let id = newSoundID()
-        return [error] + enter(.speaking(reopen: .no, utterance: id)) + [.leds(.error), .speak(.text(failure.sentence(offlineCommands: settings.offlineCommands)), id: id)]
+        return [error] + enter(.speaking(reopen: .no, utterance: id)) + [.leds(.error), .speak(.text(sentence), id: id)]
     }
 
     private mutating func cancelAll() -> [SpeakerEffect] {

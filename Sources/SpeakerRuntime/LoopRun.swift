@@ -261,7 +261,7 @@ struct LoopRun {
             error.offlineCommands = settings.machine.offlineCommands
             tell(.searchFailed(error))
             questionFailed(error)
-            return .searchFailed(error.failure)
+            return .searchFailed(error.failure, said: error.spoken)
         }
     }
 
@@ -359,13 +359,13 @@ struct LoopRun {
             ports.enrollment?.discard()
         case .endEnrolling(let id): router.endEnrolling(id)
         case .startSearch(let preRoll, let openMicrophone, let held):
-            if let failure = startSearch(preRoll: preRoll, openMicrophone: openMicrophone, held: held, in: &group) {
-                reports.append(.searchFailed(failure))
+            if let failed = startSearch(preRoll: preRoll, openMicrophone: openMicrophone, held: held, in: &group) {
+                reports.append(failed)
             }
         case .openAlwaysOnMicrophone:
             if alwaysOnMicrophone == nil { openAlwaysOnMicrophone() }
         case .startTextSearch(let query, let id):
-            if let failure = startTextSearch(query, id: id, in: &group) { reports.append(.searchFailed(failure)) }
+            if let failed = startTextSearch(query, id: id, in: &group) { reports.append(failed) }
         case .refuseQuestion(let id, let query, let reason):
             tell(.question(.init(id: id, query: query, .refused(reason))))
         case .stopRecording:
@@ -513,26 +513,26 @@ struct LoopRun {
     }
 
     /// Nil: started; else why not, for the machine (`.searchFailed`). `id`: the asker's number (0: nobody waits).
-    private mutating func startTextSearch(_ query: String, id: Int, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+    private mutating func startTextSearch(_ query: String, id: Int, in group: inout DiscardingTaskGroup) -> SpeakerEvent? {
         if id != 0 {
             question = (id, query)
             tell(.question(.init(id: id, query: query, .asked)))
         }
         if case .failure(let error) = begin("text", in: &group, { [search = ports.search] () throws(SearchError) in try search.startTextSearch(query) }) {
-            return error.failure
+            return .searchFailed(error.failure, said: error.spoken)
         }
         return nil
     }
 
     /// Nil: started, its audio on the way; else why not, for the machine (`.searchFailed`).
-    private mutating func startSearch(preRoll: Bool, openMicrophone: Bool, held: Bool, in group: inout DiscardingTaskGroup) -> SearchFailure? {
+    private mutating func startSearch(preRoll: Bool, openMicrophone: Bool, held: Bool, in group: inout DiscardingTaskGroup) -> SpeakerEvent? {
         let search: any VoiceSearchSession, id: Int
         let start = { [search = ports.search] () throws(SearchError) in
             try search.startVoiceSearch(afterHotPhrase: preRoll, endsAtSafeToStop: !held)
         }
         switch begin("voice", in: &group, start) {
         case .success(let started): (search, id) = started
-        case .failure(let error): return error.failure
+        case .failure(let error): return .searchFailed(error.failure, said: error.spoken)
         }
         router.attach(search, id: id, endpointer: Endpointer(settings: settings.endpointer, frameMS: ports.microphone.frameMS),
                       preRoll: preRoll)
@@ -541,7 +541,7 @@ struct LoopRun {
             questionMicrophone = try self.openMicrophone(waitForDevice: false)
             return nil
         } catch {
-            return microphoneFailed(search, error)
+            return .searchFailed(microphoneFailed(search, error))
         }
     }
 
