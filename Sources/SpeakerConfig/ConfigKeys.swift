@@ -52,7 +52,7 @@ enum ConfigSchema {
     /// In the order config/speaker.toml documents them.
     static let sections: [any ConfigKey.Type] = [
         HoundifyKey.self, LocationKey.self, AudioKey.self, SpeakerKey.self, ListeningKey.self, HotPhraseKey.self,
-        SpeechKey.self, BoardKey.self, ControlKey.self, ScreenKey.self, ServeKey.self, LoggingKey.self,
+        SpeechKey.self, BoardKey.self, ControlKey.self, SetupKey.self, ScreenKey.self, ServeKey.self, LoggingKey.self,
     ]
 
     static let keys: [ConfigKeyInfo] = sections.flatMap { infos($0) }
@@ -237,6 +237,17 @@ enum ControlKey: String, ConfigKey {
         switch self {
         case .listen: (.string, "HOST:PORT of the control API and kiosk page; empty: off")
         case .token: (.string, "asked of clients not on this machine")
+        }
+    }
+}
+
+enum SetupKey: String, ConfigKey {
+    case listen
+    static let table = "setup"
+
+    var spec: (type: ConfigValueType, doc: String) {
+        switch self {
+        case .listen: (.string, "HOST:PORT of the setup page while the speaker has no credentials; empty: no setup mode")
         }
     }
 }

@@ -53,11 +53,18 @@ public enum ConfigLoader {
 
     /// Loads `path` (or the defaults when nil) and applies the environment's credential overrides.
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> SpeakerConfiguration {
+        try load(text: path.map { p throws(ConfigError) in try readText(p) }, path: path, environment: environment)
+    }
+
+    /// As `load(path:)`, with the file's text given (setup mode's config, checked before it is saved: `onDisk`
+    /// false, the file's mode is not looked at, since saving sets it).
+    public static func load(text: String?, path: String?, onDisk: Bool = true,
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigError) -> SpeakerConfiguration {
         var config = SpeakerConfiguration()
-        if let path {
-            config = try parse(text: try readText(path), file: path)
+        if let path, let text {
+            config = try parse(text: text, file: path)
             config.path = path
-            try checkPermissions(path: path, config: &config)
+            if onDisk { try checkPermissions(path: path, config: &config) }
         }
         if let id = environment["HOUNDIFY_CLIENT_ID"], !id.isEmpty {
             config.houndify.clientID = id

@@ -70,6 +70,7 @@ struct Reader {
         try section(HotPhraseKey.self) { t throws(ConfigError) in try readHotPhrase(t, into: &config.hotphrase) }
         try section(ServeKey.self) { t throws(ConfigError) in try readServe(t, into: &config.serve) }
         try section(ControlKey.self) { t throws(ConfigError) in try readControl(t, into: &config.control) }
+        try section(SetupKey.self) { t throws(ConfigError) in try readSetup(t, into: &config.setup) }
         try section(ScreenKey.self) { t throws(ConfigError) in try readScreen(t, into: &config.screen) }
         try section(BoardKey.self) { t throws(ConfigError) in try readBoard(t, into: &config.board) }
         try section(SpeechKey.self) { t throws(ConfigError) in try readSpeech(t, into: &config.speech) }
@@ -236,6 +237,17 @@ struct Reader {
         }
         if let address = control.listen, !address.isLoopback, control.token.isEmpty {
             throw error(K.listen, "\(address) can be reached from other machines: set [control] token too, or listen on 127.0.0.1")
+        }
+    }
+
+    func readSetup(_ t: TOMLTable, into setup: inout SpeakerConfiguration.SetupSection) throws(ConfigError) {
+        if let v = try string(t, SetupKey.listen) {
+            if v.isEmpty { setup.listen = nil } else {
+                switch ControlAddress.parse(v) {
+                case .success(let address): setup.listen = address
+                case .failure(let problem): throw error(SetupKey.listen, "\(problem)")
+                }
+            }
         }
     }
 

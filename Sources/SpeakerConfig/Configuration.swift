@@ -45,6 +45,12 @@ public struct SpeakerConfiguration: Sendable {
         public var token = ""
     }
 
+    public struct SetupSection: Sendable, Equatable {
+        /// Where the setup page listens while there are no credentials; nil: no setup mode (`listen = ""`), and a
+        /// speaker without credentials stops with exit 78 as before.
+        public var listen: ControlAddress? = ControlAddress(host: "0.0.0.0", port: 80)
+    }
+
     public struct ServeSection: Sendable, Equatable {
         public var port = 8080
         public var transcript = "what time is it"
@@ -103,6 +109,7 @@ public struct SpeakerConfiguration: Sendable {
     public var audio = AudioSection()
     public var serve = ServeSection()
     public var control = ControlSection()
+    public var setup = SetupSection()
     /// The kiosk screen's brightness (`[screen]`).
     public var screen = ScreenSettings()
     public var logging = LoggingSection()

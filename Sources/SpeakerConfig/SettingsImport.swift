@@ -107,11 +107,58 @@ public enum SettingsImport {
             }
             cardBytes = bytes
         }
-        let keys: [String]
+        let cardText: String
+        do throws(ConfigError) { cardText = try ConfigLoader.text(of: cardBytes, file: card) } catch { throw .refused(error) }
+        let keys = try mergeIntoFile(cardText, source: card, configPath: configPath)
+        if let problem = wipe(card) { throw .io("\(configPath) now holds the settings, but \(card) is still on the card: \(problem); delete it, since anyone can read the card", saved: true) }
+        return .imported(keys: keys, config: configPath)
+    }
+
+    /// A value to save (the setup page's).
+    public enum Value: Sendable, Equatable {
+        case string(String)
+        case number(Double)
+    }
+
+    public typealias Setting = (table: String, key: String, value: Value)
+
+    /// The config's text as it would be with `values` (`[table] key` each) merged in, checked as a card's would be
+    /// (`source` names them in errors: "the setup page"); nothing is written.
+    public static func preview(_ values: [Setting], source: String, configPath: String) throws(Failure) -> String {
+        let configText: String
+        switch AtomicFile.read(configPath) {
+        case .none: configText = ""
+        case .unreadable(let reason): throw .io("cannot read \(configPath): \(reason)", saved: false)
+        case .bytes(let bytes):
+            do throws(ConfigError) { configText = try ConfigLoader.text(of: bytes, file: configPath) } catch { throw .refused(error) }
+        }
+        do throws(ConfigError) {
+            return try merge(card: text(of: values), cardFile: source, into: configText, configFile: configPath).text
+        } catch { throw .refused(error) }
+    }
+
+    /// Saves `values` into the config at `configPath`, as `preview` merges them, under the config's lock.
+    public static func save(_ values: [Setting], source: String, configPath: String) throws(Failure) {
+        _ = try mergeIntoFile(text(of: values), source: source, configPath: configPath)
+    }
+
+    /// The values as a TOML document.
+    static func text(of values: [Setting]) -> String {
+        let document = TOMLTable()
+        for (table, key, value) in values {
+            if document[table]?.table == nil { document[table] = TOMLTable() }
+            switch value {
+            case .string(let text): document[table]?.table?[key] = text
+            case .number(let number): document[table]?.table?[key] = number
+            }
+        }
+        return document.convert(to: .toml, options: [.allowUnicodeStrings])
+    }
+
+    /// `text` merged into the config at `configPath` under its lock, and written (0600, the old file's owner).
+    static func mergeIntoFile(_ cardText: String, source card: String, configPath: String) throws(Failure) -> [String] {
         do {
-            keys = try AtomicFile.whileLocked(configPath) { () throws -> [String] in
-                let cardText: String
-                do throws(ConfigError) { cardText = try ConfigLoader.text(of: cardBytes, file: card) } catch { throw Failure.refused(error) }
+            return try AtomicFile.whileLocked(configPath) { () throws -> [String] in
                 var configText = ""
                 var owner: (user: UInt32, group: UInt32)?
                 switch AtomicFile.read(configPath) {
@@ -129,6 +176,13 @@ public enum SettingsImport {
                 do { try AtomicFile.write(Array(merged.text.utf8), to: configPath, mode: 0o600, owner: owner) } catch {
                     throw Failure.io("\(error)", saved: false)
                 }
+                // The import runs as root: the lock file it may have made goes to the config's owner, the speaker,
+                // which takes the same lock when setup mode saves.
+                if let owner, geteuid() == 0 {
+                    let slash = configPath.lastIndex(of: "/")
+                    let lock = slash.map { "\(configPath[...$0]).\(configPath[configPath.index(after: $0)...]).lock" } ?? ".\(configPath).lock"
+                    _ = chown(lock, uid_t(owner.user), gid_t(owner.group))
+                }
                 return merged.keys
             }
         } catch let failure as Failure {
@@ -136,8 +190,6 @@ public enum SettingsImport {
         } catch {
             throw .io("\(error)", saved: false)
         }
-        if let problem = wipe(card) { throw .io("\(configPath) now holds the settings, but \(card) is still on the card: \(problem); delete it, since anyone can read the card", saved: true) }
-        return .imported(keys: keys, config: configPath)
     }
 
     /// Overwrites the file's bytes with zeros and flushes them before removing it: a FAT directory entry removed
