@@ -1,0 +1,226 @@
+public import ControlCore
+import FoundationEssentials
+import Glibc
+import JSONKit
+public import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import Synchronization
+
+/// Setup mode's page on the local network (issue #64): `GET /` the page, `POST /api/setup` the credentials and
+/// location, guarded by the code the speaker says (SetupDesk). Nothing else is served here: the control API stays
+/// on loopback. One request per connection; `stop` closes the listener once the speaker is set up.
+public final class SetupServer: Sendable {
+    /// What the speaker makes of a form whose code was right: nil when saved, else the problem for the page.
+    public typealias Submit = @Sendable (SetupForm) async -> SetupProblem?
+
+    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    private let page: [UInt8]?
+    private let logger: Logger
+    private let submit: Submit
+    /// The code said aloud when too many wrong ones retired the last.
+    private let newCode: @Sendable (String) -> Void
+    private let desk: Mutex<SetupDesk>
+    /// One form checked at a time: a second while the first is with Houndify is told to wait.
+    private let busy = Atomic<Bool>(false)
+    private let connections = Atomic<Int>(0)
+    private let listener = Mutex<NIOAsyncChannel<Connection?, Never>?>(nil)
+    private let channel = Mutex<(any Channel)?>(nil)
+
+    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+
+    /// Connections at once; one more is closed when accepted.
+    static let largestConnections = 16
+    /// A form is a few hundred bytes.
+    static let largestBody = 16 * 1024
+    /// A request must arrive whole within this, and the answer (a signed query to Houndify) comes within Houndify's
+    /// own time limits, well inside it.
+    static let readTimeout = TimeAmount.seconds(30)
+
+    public init(desk: SetupDesk, page: [UInt8]?, logger: Logger, newCode: @escaping @Sendable (String) -> Void, submit: @escaping Submit) {
+        self.desk = Mutex(desk)
+        self.page = page
+        self.logger = logger
+        self.newCode = newCode
+        self.submit = submit
+    }
+
+    /// The code now (for the screen and `ctl status`).
+    public var code: String { desk.withLock { $0.code } }
+
+    /// Listens on `host:port` (0: any free port); returns the port.
+    public func start(host: String, port: Int) async throws -> Int {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+        let bound: NIOAsyncChannel<Connection?, Never>
+        do {
+            bound = try await bootstrap.bind(host: host, port: port) { [self] channel in
+                guard connections.add(1, ordering: .relaxed).newValue <= Self.largestConnections else {
+                    connections.subtract(1, ordering: .relaxed)
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededFuture(nil)
+                }
+                channel.closeFuture.whenComplete { [self] _ in connections.subtract(1, ordering: .relaxed) }
+                return channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
+                    try sync.addHandler(IdleStateHandler(readTimeout: Self.readTimeout))
+                    try sync.addHandler(CloseWhenIdle())
+                    return try Connection(wrappingChannelSynchronously: channel)
+                }
+            }
+        } catch {
+            throw ControlServer.ListenFailure(host: host, port: port, reason: (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)")
+        }
+        channel.withLock { $0 = bound.channel }
+        listener.withLock { $0 = bound }
+        return bound.channel.localAddress?.port ?? port
+    }
+
+    /// Serves connections until `stop` (or cancellation), each in a child task.
+    public func run() async {
+        guard let listener = listener.withLock({ s in defer { s = nil }; return s }) else { return }
+        await withDiscardingTaskGroup { connections in
+            try? await listener.executeThenClose { accepted in
+                for try await next in accepted {
+                    guard let connection = next else { continue }
+                    connections.addTask { [self] in await serve(connection) }
+                }
+            }
+            connections.cancelAll()
+        }
+        try? await group.shutdownGracefully()
+    }
+
+    /// Closes the listener: no new connection; the ones open finish their request.
+    public func stop() async {
+        let bound = channel.withLock { s in defer { s = nil }; return s }
+        try? await bound?.close()
+    }
+
+    private func serve(_ connection: Connection) async {
+        try? await connection.executeThenClose { inbound, outbound in
+            var head: HTTPRequestHead?
+            var body = ByteBuffer()
+            for try await part in inbound {
+                switch part {
+                case .head(let h):
+                    head = h
+                case .body(var chunk):
+                    guard body.readableBytes + chunk.readableBytes <= Self.largestBody else {
+                        try await respond(outbound, status: .payloadTooLarge, json: ["ok": .bool(false), "error": .string("The request is too large.")])
+                        return
+                    }
+                    body.writeBuffer(&chunk)
+                case .end:
+                    guard let head else { return }
+                    let reply = await answer(head, body: Array(buffer: body))
+                    try await respond(outbound, status: reply.status, contentType: reply.type, body: reply.body, extra: reply.headers)
+                    return
+                }
+            }
+        }
+    }
+
+    struct Reply {
+        var status: HTTPResponseStatus
+        var type: String
+        var body: [UInt8]
+        var headers: [(String, String)] = []
+
+        static func json(_ status: HTTPResponseStatus, _ members: [String: JSONValue], headers: [(String, String)] = []) -> Reply {
+            Reply(status: status, type: "application/json", body: Array((JSONValue.object(members).asciiJSON() + "\n").utf8), headers: headers)
+        }
+
+        static func problem(_ problem: SetupProblem) -> Reply {
+            json(HTTPResponseStatus(statusCode: problem.status), ["ok": .bool(false), "error": .string(problem.message)],
+                 headers: problem.retryAfter.map { [("Retry-After", String($0))] } ?? [])
+        }
+    }
+
+    func answer(_ head: HTTPRequestHead, body: [UInt8]) async -> Reply {
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        switch (head.method, path) {
+        case (.GET, "/"), (.HEAD, "/"), (.GET, "/index.html"):
+            guard let page else { return Reply(status: .notFound, type: "text/plain; charset=utf-8", body: Array("The setup page is not installed (share/setup/index.html).\n".utf8)) }
+            return Reply(status: .ok, type: "text/html; charset=utf-8", body: head.method == .HEAD ? [] : page)
+        case (.GET, "/api/setup"):
+            return .json(.ok, ["set_up": .bool(desk.withLock { $0.done })])
+        case (.POST, "/api/setup"):
+            return await post(body)
+        case (_, "/"), (_, "/api/setup"):
+            return Reply(status: .methodNotAllowed, type: "text/plain; charset=utf-8", body: Array("Not allowed.\n".utf8))
+        default:
+            return Reply(status: .notFound, type: "text/plain; charset=utf-8", body: Array("Nothing here: the setup page is at /.\n".utf8))
+        }
+    }
+
+    func post(_ body: [UInt8]) async -> Reply {
+        guard let json = try? JSONValue(parsing: Data(body)) else { return .problem(SetupProblem("The request is not JSON.")) }
+        let form: SetupForm
+        switch SetupForm.parse(json) {
+        case .success(let f): form = f
+        case .failure(let problem):
+            // A missing or malformed code counts as a wrong one: the desk decides.
+            guard problem.status == 403 else { return .problem(problem) }
+            form = SetupForm(code: "", clientID: "", clientKey: "")
+        }
+        let admission = desk.withLock { $0.admit(form.code, now: Self.now()) }
+        if case .tooMany(_, let code?) = admission {
+            logger.warning("setup: \(SetupDesk.triesPerCode) wrong codes in a row; a new code is said and shown")
+            newCode(code)
+        }
+        if let refusal = SetupProblem.refused(admission) { return .problem(refusal) }
+        guard !form.clientID.isEmpty else {
+            if case .failure(let problem) = SetupForm.parse(json) { return .problem(problem) }
+            return .problem(SetupProblem("The form is incomplete."))
+        }
+        guard !busy.exchange(true, ordering: .acquiring) else {
+            return .problem(SetupProblem("The speaker is checking another form; try again in a moment.", status: 409))
+        }
+        defer { busy.store(false, ordering: .releasing) }
+        if let problem = await submit(form) { return .problem(problem) }
+        desk.withLock { $0.finish() }
+        return .json(.ok, ["ok": .bool(true), "message": .string("The speaker is set up. Press its button, or say \"OK Hound\", and ask it something.")])
+    }
+
+    static func now() -> Double {
+        var t = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &t)
+        return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
+    }
+
+    private func respond(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, status: HTTPResponseStatus, contentType: String = "application/json",
+                         body: [UInt8] = [], extra: [(String, String)] = []) async throws {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Length", value: String(body.count))
+        headers.add(name: "Connection", value: "close")
+        headers.add(name: "Cache-Control", value: "no-store")
+        // The page is its own: no frames of other pages, no scripts or requests elsewhere.
+        headers.add(name: "X-Frame-Options", value: "DENY")
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(name: "Referrer-Policy", value: "no-referrer")
+        headers.add(name: "Content-Security-Policy",
+                    value: "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
+        for (name, value) in extra { headers.add(name: name, value: value) }
+        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
+        if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+        try await outbound.write(.end(nil))
+    }
+
+    private func respond(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, status: HTTPResponseStatus, json: [String: JSONValue]) async throws {
+        try await respond(outbound, status: status, body: Array((JSONValue.object(json).asciiJSON() + "\n").utf8))
+    }
+}
+
+/// Closes a connection that has sent nothing for the read timeout (IdleStateHandler's event).
+final class CloseWhenIdle: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent { context.close(promise: nil) } else { context.fireUserInboundEventTriggered(event) }
+    }
+}

@@ -1,0 +1,147 @@
+import Testing
+import ControlCore
+import Control
+import JSONKit
+import Logging
+import Synchronization
+
+/// Setup mode's code and page (issue #64): the desk's rules on a clock the test sets, then the server over a socket.
+@Suite struct SetupDeskTests {
+    /// Codes "100000", "100001", ... so each new one is known.
+    static func counting() -> @Sendable () -> String {
+        let next = Mutex(100_000)
+        return { next.withLock { n in defer { n += 1 }; return String(n) } }
+    }
+
+    @Test func theRightCodeIsGrantedAndWrongOnesCountDown() {
+        var desk = SetupDesk(makeCode: Self.counting())
+        #expect(desk.code == "100000")
+        #expect(desk.admit("123456", now: 0) == .wrongCode(triesLeft: 4))
+        #expect(desk.admit("654321", now: 1) == .wrongCode(triesLeft: 3))
+        #expect(desk.admit("100000", now: 2) == .granted)
+        // A right code starts the count again.
+        #expect(desk.admit("000000", now: 3) == .wrongCode(triesLeft: 4))
+    }
+
+    @Test func theFifthWrongCodeRetiresTheCodeAndLocksTheDeskForAMinute() {
+        var desk = SetupDesk(makeCode: Self.counting())
+        for left in [4, 3, 2, 1] { #expect(desk.admit("999999", now: 10) == .wrongCode(triesLeft: left)) }
+        #expect(desk.admit("999999", now: 10) == .tooMany(retryAfter: 60, newCode: "100001"))
+        #expect(desk.code == "100001")
+        // Locked: even the new code waits, and the old one is gone for good.
+        #expect(desk.admit("100001", now: 30) == .tooMany(retryAfter: 40, newCode: nil))
+        #expect(desk.admit("100000", now: 71) == .wrongCode(triesLeft: 4))
+        #expect(desk.admit("100001", now: 72) == .granted)
+    }
+
+    @Test func onceUsedTheCodeChangesAndTheDeskIsClosed() {
+        var desk = SetupDesk(makeCode: Self.counting())
+        #expect(desk.admit("100000", now: 0) == .granted)
+        desk.finish()
+        #expect(desk.code != "100000" && desk.done)
+        #expect(desk.admit("100000", now: 1) == .alreadyDone)
+        #expect(desk.admit(desk.code, now: 1) == .alreadyDone)
+    }
+
+    @Test func everyStartHasItsOwnCodeOfSixDigits() {
+        let codes = (0..<50).map { _ in SetupDesk().code }
+        #expect(codes.allSatisfy { $0.count == 6 && $0.allSatisfy(\.isNumber) })
+        #expect(Set(codes).count > 40)
+        #expect(SetupDesk.spoken("481527") == "4 8 1 5 2 7")
+    }
+
+    @Test func theFormIsReadAsThePageSendsIt() {
+        let json: JSONValue = .object(["code": .string("481 527"), "client_id": .string(" id "), "client_key": .string("key"),
+                                       "latitude": .string("51.5"), "longitude": .double(-0.12), "timezone": .string("Europe/London")])
+        #expect(SetupForm.parse(json) == .success(SetupForm(code: "481527", clientID: "id", clientKey: "key", latitude: 51.5, longitude: -0.12, timezone: "Europe/London")))
+        func problem(_ members: [String: JSONValue]) -> SetupProblem? {
+            var all: [String: JSONValue] = ["code": .string("481527"), "client_id": .string("id"), "client_key": .string("key")]
+            all.merge(members) { $1 }
+            if case .failure(let p) = SetupForm.parse(.object(all)) { return p }
+            return nil
+        }
+        #expect(problem([:]) == nil)
+        #expect(problem(["code": .string("12345")])?.status == 403)
+        #expect(problem(["client_key": .string(" ")])?.message.contains("client key is missing") == true)
+        #expect(problem(["latitude": .string("north")])?.message == "The latitude must be a number.")
+        #expect(problem(["latitude": .double(1)])?.message == "Give both the latitude and the longitude, or neither.")
+        #expect(SetupForm.parse(.array([])) == .failure(SetupProblem("The request must be a JSON object.")))
+    }
+}
+
+@Suite struct SetupServerTests {
+    final class Calls: Sendable {
+        let forms = Mutex<[SetupForm]>([])
+        let newCodes = Mutex<[String]>([])
+    }
+
+    func started(answer: SetupProblem? = nil) async throws -> (SetupServer, Int, Calls, Task<Void, Never>) {
+        var logger = Logger(label: "setup-test")
+        logger.logLevel = .critical
+        let calls = Calls()
+        let server = SetupServer(desk: SetupDesk(makeCode: SetupDeskTests.counting()), page: Array("<!doctype html><title>Set up</title>".utf8),
+                                 logger: logger, newCode: { code in calls.newCodes.withLock { $0.append(code) } },
+                                 submit: { form in calls.forms.withLock { $0.append(form) }; return answer })
+        let port = try await server.start(host: "127.0.0.1", port: 0)
+        let running = Task { await server.run() }
+        return (server, port, calls, running)
+    }
+
+    func form(_ code: String) -> String { #"{"code":"\#(code)","client_id":"id","client_key":"key"}"# }
+
+    func post(_ port: Int, _ body: String) async throws -> (status: Int, head: String, body: String) {
+        try await RawClient(port: port).request("POST", "/api/setup", headers: ["Content-Type: application/json"], body: body)
+    }
+
+    @Test func thePageAndWhatElseIsThere() async throws {
+        let (server, port, _, running) = try await started()
+        let page = try await RawClient(port: port).request("GET", "/")
+        #expect(page.status == 200 && page.body.contains("Set up") && page.head.contains("X-Frame-Options: DENY"))
+        #expect(try await RawClient(port: port).request("GET", "/api/status").status == 404)
+        #expect(try await RawClient(port: port).request("DELETE", "/api/setup").status == 405)
+        #expect(try await RawClient(port: port).request("GET", "/api/setup").body.contains("\"set_up\":false"))
+        #expect(try await post(port, "not json").status == 400)
+        #expect(try await post(port, String(repeating: "x", count: 20_000)).status == 413)
+        await server.stop()
+        await running.value
+    }
+
+    @Test func wrongCodesAreTurnedAwayThenLockedOutAndANewCodeIsSaid() async throws {
+        let (server, port, calls, running) = try await started()
+        for left in [4, 3, 2, 1] {
+            let reply = try await post(port, form("999999"))
+            #expect(reply.status == 403 && reply.body.contains("\(left) \(left == 1 ? "try" : "tries") left"), "\(reply)")
+        }
+        let locked = try await post(port, form("999999"))
+        #expect(locked.status == 429 && locked.head.contains("Retry-After: 60") && locked.body.contains("Too many wrong codes"), "\(locked)")
+        #expect(calls.newCodes.withLock { $0 } == ["100001"])
+        #expect(server.code == "100001")
+        // Even the new code waits out the lockout; the form never reached the speaker.
+        #expect(try await post(port, form("100001")).status == 429)
+        #expect(calls.forms.withLock { $0 }.isEmpty)
+        await server.stop()
+        await running.value
+    }
+
+    @Test func aFormTheSpeakerTurnsDownIsNamedAndTheCodeStays() async throws {
+        let (server, port, calls, running) = try await started(answer: SetupProblem("Houndify refused this client ID and key.", status: 422))
+        let reply = try await post(port, form("100000"))
+        #expect(reply.status == 422 && reply.body.contains("Houndify refused this client ID and key."))
+        #expect(calls.forms.withLock { $0.map(\.clientID) } == ["id"])
+        #expect(server.code == "100000")
+        await server.stop()
+        await running.value
+    }
+
+    @Test func aSavedFormClosesTheDesk() async throws {
+        let (server, port, _, running) = try await started()
+        let reply = try await post(port, form("100000"))
+        #expect(reply.status == 200 && reply.body.contains("\"ok\":true"))
+        #expect(server.code != "100000")
+        #expect(try await post(port, form(server.code)).status == 409)
+        await server.stop()
+        await running.value
+        // Closed: nothing listens on the port any more.
+        #expect(throws: (any Error).self) { try RawClient(port: port) }
+    }
+}
