@@ -24,7 +24,7 @@ package=(debhelper dpkg-dev help2man lintian)
 # What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database, and the offline recogniser
 # (libpocketsphinx3, opened with dlopen, and its US English model) with flite to speak its commands (its voices are
 # near enough a person's for the recogniser's check; espeak-ng's are not: BENCHMARKS.md, "Offline commands").
-swift_tests=(espeak-ng flite sox ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us)
+swift_tests=(espeak-ng flite sox curl ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us)
 # Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
 # extension needs to build (gcc and libc6-dev, in toolchain), numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils, in toolchain);

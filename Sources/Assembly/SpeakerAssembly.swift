@@ -22,7 +22,10 @@ public import Speech
 public struct SpeakerAssembly {
     public let config: SpeakerConfiguration
     public let logger: Logger
-    public var search: HoundifyVoiceSearch
+    /// Houndify's search; nil in setup mode (no credentials yet), where `setupGate` stands in for it.
+    public var search: HoundifyVoiceSearch?
+    /// Setup mode's stand-in for Houndify's search, which installs it once the credentials are saved.
+    public var setupGate: SetupGate?
     public var speech: EngineSpeech
     public var volume: OutputVolume
     public var capture: CaptureSettings
@@ -37,7 +40,8 @@ public struct SpeakerAssembly {
     /// Where mute is remembered (nil: not at all).
     public var muteStore: (any FlagStore)?
 
-    public init(config: SpeakerConfiguration, logger: Logger, client: HoundifyClient, output: SpeechOutput) throws(AssemblyError) {
+    /// `client` nil: setup mode (set `setupGate`).
+    public init(config: SpeakerConfiguration, logger: Logger, client: HoundifyClient?, output: SpeechOutput) throws(AssemblyError) {
         self.config = config
         self.logger = logger
         volume = try DeviceAssembly.outputVolume(config, for: output)
@@ -53,9 +57,7 @@ public struct SpeakerAssembly {
             throw AssemblyError(.configuration, "\(config.path ?? "config"): [audio] earcons: \(error)")
         }
         speech = EngineSpeech(engine: engine, output: output, earcons: earcons)
-        search = HoundifyVoiceSearch(client: client, reader: ClientCommandReader(
-            longAnswers: config.houndify.answerLength == .long, supportedFeatures: Set(config.houndify.supportedFeatures),
-            clientMatches: config.houndify.clientMatches))
+        search = client.map { Self.search($0, config: config) }
         capture = config.audio.capture
         settings.endpointer = config.listening
         settings.machine = config.speaker.machine
@@ -85,6 +87,13 @@ public struct SpeakerAssembly {
             // without it (BENCHMARKS.md, "Issue #61": it misses more there, and its threshold is the same).
             logger.notice("while it rings or speaks: \(listener.stopWordStatus)\(echo == nil ? ", over the microphone as heard (echo cancellation off)" : ", over the echo canceller's output")")
         }
+    }
+
+    /// Houndify's search over `client`, reading its answers as `config` says.
+    public static func search(_ client: HoundifyClient, config: SpeakerConfiguration) -> HoundifyVoiceSearch {
+        HoundifyVoiceSearch(client: client, reader: ClientCommandReader(
+            longAnswers: config.houndify.answerLength == .long, supportedFeatures: Set(config.houndify.supportedFeatures),
+            clientMatches: config.houndify.clientMatches))
     }
 
     /// The shipped stop word's model (`stop.hpm` in the hot-phrase folders), nil when there is none or it cannot
@@ -118,8 +127,13 @@ public struct SpeakerAssembly {
     /// device's own recogniser behind it (loaded only when Houndify first cannot answer).
     public func makeLoop() -> SpeakerLoop {
         let logger = logger
+        // Houndify's search, or setup mode's stand-in; one of them is there (RunSpeaker makes the gate without a client).
+        let houndify: any VoiceSearchService
+        if let setupGate { houndify = setupGate } else if let search { houndify = search } else {
+            houndify = SetupGate { SearchFailure.notSetUp.sentence }
+        }
         let questions: any VoiceSearchService = settings.machine.offlineCommands
-            ? OfflineFallbackSearch(inner: search, log: { logger.error("\($0)") }) : search
+            ? OfflineFallbackSearch(inner: houndify, log: { logger.error("\($0)") }) : houndify
         let ports = SpeakerPorts(search: questions, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
                                  board: board.map { RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: logger),

@@ -72,7 +72,7 @@ public final class OfflineFallbackSearch: VoiceSearchService {
 
     /// Failures the device may answer instead of Houndify: all but the microphone's and nothing heard.
     static func deviceCanTry(_ error: SearchError) -> Bool {
-        error.failure == .offline || error.failure == .serviceFailing || error.failure == .authentication
+        error.failure == .offline || error.failure == .serviceFailing || error.failure == .authentication || error.failure == .notSetUp
     }
 
     /// The device's answer to words heard (or typed), or nil when they are none of its commands.

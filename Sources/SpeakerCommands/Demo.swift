@@ -77,7 +77,7 @@ public struct Demo {
             throw CommandFailure(error)
         }
         speaker.capture.pacing = .realTime
-        speaker.search.setRequestInfo(["LocalServiceTranscript": "what time is it"])
+        speaker.search?.setRequestInfo(["LocalServiceTranscript": "what time is it"])
         let recorder = ActivityRecorder()
         speaker.observers += [recorder.observer, { Self.show($0) }]
         let loop = speaker.makeLoop()

@@ -1,6 +1,7 @@
 import DeviceCommands
 import Assembly
 import HoundifyAssembly
+import HoundifyCore
 import DeviceAssembly
 import Board
 import CommandSupport
@@ -36,9 +37,14 @@ public enum RunSpeaker {
         }
         let logger = context.logger
         var speaker: SpeakerAssembly
+        // No credentials yet, and a setup page to serve: setup mode (SetupMode.swift) rather than exit 78.
+        let houndify = context.config.houndify
+        let setup: SetupMode? = (houndify.clientID.isEmpty || houndify.clientKey.isEmpty) && context.config.setup.listen != nil
+            ? SetupMode(config: context.config, configPath: context.config.path ?? ConfigLoader.systemPath, logger: logger) : nil
         do throws(AssemblyError) {
-            let client = try HoundifyAssembly.client(context.config, logger: logger, forSpeaker: true)
+            let client = setup == nil ? try HoundifyAssembly.client(context.config, logger: logger, forSpeaker: true) : nil
             speaker = try SpeakerAssembly(config: context.config, logger: logger, client: client, output: .device(context.config.audio.output))
+            speaker.setupGate = setup?.gate
             speaker.board = try DeviceAssembly.board(context.config.board) { event in
                 switch event {
                 case .lost(let problem):
@@ -69,10 +75,16 @@ public enum RunSpeaker {
         }
         if let listener = speaker.hotPhrase { hub.attach(household: listener) }
         let server = try await startControl(control, hub: hub, context: context)
+        if let setup, let listen = context.config.setup.listen {
+            do { try await setup.start(listen, loop: loop, logger: logger) } catch {
+                await server?.stop()
+                throw error
+            }
+        }
         // The loop, the control server and the board as services (SpeakerServices): SIGTERM and SIGINT are trapped
         // when the group starts, before the loop can say it is ready (a stop right then, `systemctl stop` just after
         // the start, once found SIGTERM's default action still in place and ended the process with nothing saved).
-        let group = SpeakerServices.group(loop: loop, board: speaker.board, control: server, notifier: notifier, logger: logger)
+        let group = SpeakerServices.group(loop: loop, board: speaker.board, control: server, setup: setup?.server, notifier: notifier, logger: logger)
         context.logger.notice("hound-speaker running: \(prompt)")
         do {
             try await group.run()

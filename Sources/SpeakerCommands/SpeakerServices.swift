@@ -15,17 +15,19 @@ import UnixSignals
 /// released).
 enum SpeakerServices {
     /// The service group of `run`. `control` is nil when the API is off.
-    static func group(loop: SpeakerLoop, board: BoardRunner?, control: ControlServer?, notifier: ServiceNotifier,
+    static func group(loop: SpeakerLoop, board: BoardRunner?, control: ControlServer?, setup: SetupServer? = nil, notifier: ServiceNotifier,
                       logger: Logger) -> ServiceGroup {
         let reason = StopReason()
         var services: [any ServiceLifecycle.Service] = []
         if let board { services.append(BoardService(runner: board, logger: logger)) }
         services.append(LoopService(loop: loop, logger: logger))
         if let control { services.append(ControlService(server: control, reason: reason, logger: logger)) }
+        if let setup { services.append(SetupService(server: setup)) }
         services.append(StopNotice(reason: reason, notifier: notifier, logger: logger))
-        // Any of them ending on its own (the control server failing) stops the rest in the same order, not abruptly.
+        // Any of them ending on its own (the control server failing) stops the rest in the same order, not abruptly;
+        // but the setup page ends once the speaker is set up, and the speaker goes on.
         let configurations = services.map {
-            ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: .gracefullyShutdownGroup,
+            ServiceGroupConfiguration.ServiceConfiguration(service: $0, successTerminationBehavior: $0 is SetupService ? .ignore : .gracefullyShutdownGroup,
                                                            failureTerminationBehavior: .gracefullyShutdownGroup)
         }
         return ServiceGroup(configuration: ServiceGroupConfiguration(services: configurations, gracefulShutdownSignals: [.sigterm, .sigint],
@@ -70,6 +72,20 @@ struct ControlService: ServiceLifecycle.Service, CustomStringConvertible {
             throw error
         }
         logger.info("control API stopped")
+    }
+}
+
+/// Setup mode's page (bound before the group runs): served until the speaker is set up, or the group stops.
+struct SetupService: ServiceLifecycle.Service, CustomStringConvertible {
+    let server: SetupServer
+    var description: String { "setup page" }
+
+    func run() async throws {
+        await withGracefulShutdownHandler {
+            await server.run()
+        } onGracefulShutdown: {
+            Task { await server.stop() }
+        }
     }
 }
 

@@ -13,8 +13,9 @@ struct RunFixture {
 
     /// `recording` is relative to the repository; `extraConfig` is appended to the config (TOML).
     /// `echoCancel`: `[audio] echo_cancel` (barge-in).
+    /// `credentials` false: none in the config (setup mode).
     init(recording: String, port: Int, hotPhrase: Bool, echoCancel: Bool = false, transcript: String = "what day is it",
-         extraConfig: String = "") throws {
+         extraConfig: String = "", credentials: Bool = true) throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let sox = Process()
@@ -27,8 +28,7 @@ struct RunFixture {
         config = "\(dir)/speaker.toml"
         try Data("""
             [houndify]
-            client_id = "\(CLI.id)"
-            client_key = "\(CLI.key)"
+            \(credentials ? "client_id = \"\(CLI.id)\"\nclient_key = \"\(CLI.key)\"" : "# no credentials yet")
             endpoint = "http://127.0.0.1:\(port)"
             [houndify.request_info]
             LocalServiceTranscript = "\(transcript)"
@@ -89,9 +89,10 @@ final class OutputWatcher {
 
     /// Reads until `text` has been seen; false if the output ended first or nothing came for `seconds` (a test
     /// that fails must not hang the whole run).
+    /// `position`: only what came after the first `position` bytes counts (a mark taken from `seen.utf8`).
     @discardableResult
-    func wait(for text: String, seconds: Double = 60) -> Bool {
-        while !seen.contains(text) {
+    func wait(for text: String, seconds: Double = 60, after position: Int = 0) -> Bool {
+        while !String(decoding: seen.utf8.dropFirst(position), as: UTF8.self).contains(text) {
             var ready = pollfd(fd: pipe.fileHandleForReading.fileDescriptor, events: Int16(POLLIN), revents: 0)
             guard poll(&ready, 1, Int32(seconds * 1000)) > 0 else { return false }
             let data = pipe.fileHandleForReading.availableData

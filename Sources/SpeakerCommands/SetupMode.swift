@@ -1,0 +1,158 @@
+import Assembly
+import CommandSupport
+import DeviceAssembly
+import Control
+import ControlCore
+import FoundationEssentials
+import Glibc
+import Houndify
+import HoundifyAssembly
+import Logging
+import Platform
+import SpeakerConfig
+import SpeakerCore
+import SpeakerRuntime
+import Synchronization
+
+/// `run` without credentials (issue #64): the speaker works (timers, the time, volume: its own commands, on the
+/// device), says where to go ("Open NAME.local on your phone; the code is ..."), and serves the setup page on
+/// `[setup] listen`. A form with the right code is checked with a signed query to Houndify, saved into the config
+/// (0600, under its lock), and the speaker goes on to ready with Houndify's search, without a restart; the setup
+/// listener then closes.
+final class SetupMode: Sendable {
+    let gate: SetupGate
+    let server: SetupServer
+    /// "NAME.local", which avahi answers for on Raspberry Pi OS.
+    let address: String
+    private let loop: Later<SpeakerLoop>
+
+    init(config: SpeakerConfiguration, configPath: String, logger: Logger) {
+        let address = SetupMode.localName()
+        let loop = Later<SpeakerLoop>()
+        let gateBox = Later<SetupGate>()
+        let stopBox = Later<@Sendable () -> Void>()
+        let page = ShippedFiles.locate("setup.html", in: .kiosk).flatMap { FileManager.default.contents(atPath: $0).map { Array($0) } }
+        if page == nil { logger.warning("setup: the setup page is not installed (share/kiosk/setup.html): / will say so") }
+        let server = SetupServer(desk: SetupDesk(), page: page, logger: logger, newCode: { code in
+            loop.value?.send(.announce(SetupMode.guidance(address: address, code: code, new: true)))
+        }, submit: { form in
+            guard let gate = gateBox.value else { return SetupProblem("The speaker is still starting; try again.", status: 503) }
+            let problem = await SetupMode.submit(form, configPath: configPath, gate: gate, logger: logger)
+            if problem == nil {
+                loop.value?.send(.announce("I'm set up. Ask me anything."))
+                stopBox.value?()
+            }
+            return problem
+        })
+        let pageServer = server, name = address
+        let setupGate = SetupGate { SetupMode.guidance(address: name, code: pageServer.code, new: false) }
+        gateBox.set(setupGate)
+        gate = setupGate
+        self.server = server
+        self.address = address
+        self.loop = loop
+        stopBox.set({ [server] in
+            // After the reply has gone: the page shows it, then nothing listens on the network any more.
+            Task {
+                try? await Task.sleep(for: .seconds(1))
+                await server.stop()
+                logger.notice("setup: done; the setup page is closed")
+            }
+        })
+    }
+
+    /// Binds the page's address (a port that cannot be had stops `run`, as the control API's does) and says once
+    /// where to go.
+    func start(_ listen: ControlAddress, loop speakerLoop: SpeakerLoop, logger: Logger) async throws(CommandFailure) {
+        loop.set(speakerLoop)
+        do {
+            let port = try await server.start(host: listen.host, port: listen.port)
+            var shown = listen
+            shown.port = port
+            logger.notice("setup mode: no Houndify credentials yet; the setup page is on http://\(shown)/ (http://\(address)\(port == 80 ? "" : ":\(port)")/), the code is said aloud and in `ctl status`")
+        } catch {
+            await server.stop()
+            throw CommandFailure(message: "setup page: \(error) ([setup] listen sets the address; \"\" turns setup mode off)", exitCode: 78)
+        }
+        speakerLoop.send(.announce(Self.guidance(address: address, code: server.code, new: false)))
+    }
+
+    static func guidance(address: String, code: String, new: Bool) -> String {
+        let spokenAddress = address.replacing(".", with: " dot ")
+        return new
+            ? "There were too many wrong codes. The new code is \(SetupDesk.spoken(code))."
+            : "I'm not set up yet. Open \(spokenAddress) on your phone; the code is \(SetupDesk.spoken(code))."
+    }
+
+    /// This machine's name with ".local" (mDNS), or "the speaker's address" when it has none.
+    static func localName() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count) == 0 else { return "localhost" }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard !name.isEmpty else { return "localhost" }
+        return name.contains(".") ? name : "\(name).local"
+    }
+
+    /// The form, checked and saved; nil when the speaker now answers with it.
+    static func submit(_ form: SetupForm, configPath: String, gate: SetupGate, logger: Logger) async -> SetupProblem? {
+        var values: [SettingsImport.Setting] = [("houndify", "client_id", .string(form.clientID)), ("houndify", "client_key", .string(form.clientKey))]
+        if let latitude = form.latitude, let longitude = form.longitude {
+            values += [("location", "latitude", .number(latitude)), ("location", "longitude", .number(longitude))]
+            let zone = form.timezone.isEmpty ? TimeZoneGuess.nearest(latitude: latitude, longitude: longitude) : form.timezone
+            if let zone { values.append(("location", "timezone", .string(zone))) }
+        } else if !form.timezone.isEmpty {
+            values.append(("location", "timezone", .string(form.timezone)))
+        }
+        let source = "the setup page"
+        let text: String
+        do throws(SettingsImport.Failure) { text = try SettingsImport.preview(values, source: source, configPath: configPath) } catch {
+            return problem(error)
+        }
+        let config: SpeakerConfiguration
+        let check: HoundifyClient
+        do {
+            config = try ConfigLoader.load(text: text, path: configPath, onDisk: false)
+            check = try HoundifyClient(configuration: try config.houndifyClientConfiguration(), conversation: ConversationStore())
+        } catch {
+            return SetupProblem("\(error)".replacing("\(source): ", with: ""))
+        }
+        // The same signed query as `doctor`'s, with its own conversation: nothing of it is kept.
+        do {
+            _ = try await check.textSearch("what time is it")
+        } catch {
+            logger.warning("setup: the signed check failed: \(error) [\(error.code)]")
+            switch error {
+            case .authenticationFailed:
+                return SetupProblem("Houndify refused this client ID and key. Copy both again from your client's page on the Houndify dashboard (the key is 88 characters ending in ==).", status: 422)
+            case .connectionFailure, .connectionTimeout, .noResponseReceived:
+                return SetupProblem("The speaker cannot reach Houndify to check them: is it on the network? Nothing was saved.", status: 503)
+            default:
+                return SetupProblem("Houndify did not answer the check (\(error.code)). Nothing was saved; try again in a moment.", status: 502)
+            }
+        }
+        do throws(SettingsImport.Failure) { try SettingsImport.save(values, source: source, configPath: configPath) } catch {
+            return problem(error)
+        }
+        let client: HoundifyClient
+        do throws(AssemblyError) { client = try HoundifyAssembly.client(config, logger: logger, forSpeaker: true) } catch {
+            return SetupProblem("The settings were saved, but the speaker could not use them: \(error). Restart it.", status: 500)
+        }
+        gate.install(SpeakerAssembly.search(client, config: config))
+        logger.notice("setup: Houndify accepted the client ID and key; saved in \(configPath); the speaker answers with them now")
+        return nil
+    }
+
+    static func problem(_ failure: SettingsImport.Failure) -> SetupProblem {
+        switch failure {
+        case .refused(let error): SetupProblem(error.key.map { "\($0): \(error.problem)" } ?? error.problem)
+        case .io(let problem, _): SetupProblem("The speaker could not save its settings: \(problem)", status: 500)
+        }
+    }
+}
+
+/// A value set once the parts that need it exist (the loop is made after the setup mode that it uses).
+final class Later<Value: Sendable>: Sendable {
+    private let slot = Mutex<Value?>(nil)
+    var value: Value? { slot.withLock { $0 } }
+    func set(_ value: Value) { slot.withLock { $0 = value } }
+}
