@@ -78,7 +78,10 @@ class UnitTests(unittest.TestCase):
         self.assertEqual(settings["StateDirectory"], ["hound-speaker"])
         self.assertEqual(settings["DevicePolicy"], ["closed"])
         self.assertEqual(sorted(settings["DeviceAllow"]), ["char-alsa rw", "char-gpiochip rw"])
-        self.assertEqual(settings["CapabilityBoundingSet"], [""])
+        # One capability: binding setup mode's page on port 80 (issue #64); and /etc/hound-speaker to save it in.
+        self.assertEqual(settings["CapabilityBoundingSet"], ["CAP_NET_BIND_SERVICE"])
+        self.assertEqual(settings["AmbientCapabilities"], ["CAP_NET_BIND_SERVICE"])
+        self.assertEqual(settings["ReadWritePaths"], ["/etc/hound-speaker"])
         # The exit status the app uses for a configuration error (EX_CONFIG) is not restarted in a loop.
         self.assertEqual(settings["RestartPreventExitStatus"], ["78"])
         # The SD card's settings file is taken first, as root ("+": the card and the config's owner), and a refused

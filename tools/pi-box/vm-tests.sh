@@ -31,12 +31,22 @@ echo "== the package, as an owner installs it"
 check "apt installs both packages, their dependencies from apt's cache (the box has no network)" \
     apt install "$deb" "$deb_local"
 check "the unit is enabled" systemctl is-enabled hound-speaker.service
-# The package's postinst started the service with the shipped config (no credentials): it ran under systemd and
-# stopped with a configuration error, which systemd does not retry (RestartPreventExitStatus=78).
+# The package's postinst started the service with the shipped config (no credentials): setup mode (issue #64), its
+# page on port 80 of every address, which the unit's one capability lets it bind.
 check "the package started the unit under systemd" \
     bash -c "[ \"\$(systemctl show -P ExecMainStartTimestampMonotonic hound-speaker)\" -gt 0 ]"
-check "the shipped config without credentials: the unit stopped with exit 78, not retried" \
-    bash -c "[ \"\$(systemctl show -P ExecMainStatus hound-speaker)\" = 78 ] && ! systemctl is-active -q hound-speaker"
+# HTTP with bash's /dev/tcp (the box has no curl): http_request METHOD PATH [BODY] prints the response.
+http_request() {
+    exec {web}<>/dev/tcp/127.0.0.1/80 || return 1
+    printf '%s %s HTTP/1.1\r\nHost: pi-box.local\r\nContent-Type: application/json\r\nContent-Length: %s\r\nConnection: close\r\n\r\n%s' \
+        "$1" "$2" "${#3}" "${3:-}" >&"$web"
+    timeout 60 cat <&"$web"
+    exec {web}>&-
+}
+export -f http_request
+check "the shipped config without credentials: setup mode, the unit running and its page on port 80" wait_for 90 bash -c \
+    "systemctl is-active -q hound-speaker && http_request GET / | grep -q 'Set up your speaker'"
+check "the journal says where to go" bash -c "journalctl -u hound-speaker -o cat | grep -q 'setup mode: no Houndify credentials yet; the setup page is on http://0.0.0.0:80/ (http://pi-box.local/)'"
 
 echo "== the owner's config: the box's board profile, the local Houndify-compatible service"
 # What the local service hears in any voice question is its [serve] transcript (it recognises no speech).
@@ -428,6 +438,25 @@ sampler=$!
 answered_again "$since"
 kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
 check "the LED lines stepped through listening, searching, speaking and back to off again" stepped_through /tmp/leds-again.log
+check "no restart: the same process all along" test "$(main_pid)" = "$pid"
+
+echo "== set up from a phone: no credentials, setup mode, the page, and answers without a restart"
+# The owner's config without the key, as on a speaker that was never set up: the speaker says where to go and the
+# code (the journal has what it says), and the page takes the credentials.
+sed -i '/^client_id = /d; /^client_key = /d' "$config"
+since="$(date +%s)"
+check "restarted without credentials: setup mode" bash -c "systemctl restart hound-speaker && systemctl is-active -q hound-speaker"
+code_said() { journalctl -u hound-speaker --since "@$since" -o cat | sed -n 's/.*the code is \([0-9] [0-9] [0-9] [0-9] [0-9] [0-9]\)\..*/\1/p' | tail -1 | tr -d ' '; }
+check "it says where to go, and the code" wait_for 60 bash -c "journalctl -u hound-speaker --since @$since -o cat | grep -q 'Open pi-box dot local on your phone; the code is'"
+code="$(code_said)"
+pid="$(main_pid)"
+check "a wrong code is turned away (403)" bash -c "http_request POST /api/setup '{\"code\":\"$( [ "$code" = 000000 ] && echo 111111 || echo 000000)\",\"client_id\":\"$id\",\"client_key\":\"$key\"}' | head -1 | grep -q ' 403 '"
+check "the right code and credentials: checked with Houndify and saved (200)" bash -c \
+    "http_request POST /api/setup '{\"code\":\"$code\",\"client_id\":\"$id\",\"client_key\":\"$key\",\"latitude\":\"51.5\",\"longitude\":\"-0.12\"}' | grep -q 'The speaker is set up'"
+check "saved in the config, still the service user's alone (0600)" bash -c \
+    "grep -qx 'client_key = \"$key\"' $config && grep -qx 'latitude = 51.5' $config && [ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
+check "the setup page is closed" wait_for 10 bash -c "! http_request GET / > /dev/null 2>&1"
+answered_again "$since"
 check "no restart: the same process all along" test "$(main_pid)" = "$pid"
 
 echo "== systemd keeps it running"
