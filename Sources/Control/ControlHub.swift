@@ -72,6 +72,12 @@ public protocol ControlSubscriber: AnyObject, Sendable {
     func deliver(_ line: String) -> Bool
     /// Closes the client, telling it why (a WebSocket close code and reason).
     func close(code: UInt16, reason: String)
+    /// The client is on this machine (the kiosk's screen): it is shown setup mode's code.
+    var onThisMachine: Bool { get }
+}
+
+extension ControlSubscriber {
+    public var onThisMachine: Bool { false }
 }
 
 /// Between the speaker and the control API's clients: every activity goes out to every client as one JSON line
@@ -79,6 +85,8 @@ public protocol ControlSubscriber: AnyObject, Sendable {
 /// speaker's loop. Nothing here waits on a client: the loop calls `publish`, which only hands lines over.
 public final class ControlHub: Sendable {
     struct State {
+        /// Setup mode (issue #64): where to go and the code, while the speaker has no credentials.
+        var setup: (@Sendable () -> (address: String, code: String)?)?
         var speaker: (any ControlledSpeaker)?
         /// Nil: no hot phrase, so no household to show.
         var household: (any ControlledHousehold)?
@@ -161,7 +169,7 @@ public final class ControlHub: Sendable {
                 evicted = s.subscribers.removeValue(forKey: silent)
                 s.lastHeard[silent] = nil
             }
-            guard subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s))) else { return (.dropped, evicted) }
+            guard subscriber.deliver(JSONValue.asciiJSON(orderedMembers: Self.snapshot(s, onThisMachine: subscriber.onThisMachine))) else { return (.dropped, evicted) }
             let id = ObjectIdentifier(subscriber)
             s.subscribers[id] = subscriber
             s.tick += 1
@@ -190,18 +198,28 @@ public final class ControlHub: Sendable {
         }
     }
 
-    /// The snapshot as a reply: `{"ok":true, "state":..., ...}`.
-    public var snapshotReply: JSONValue {
-        var members = Dictionary(uniqueKeysWithValues: state.withLock { Self.snapshot($0) }.dropFirst())
+    /// Setup mode's address and code while the speaker has none of Houndify's credentials (nil: set up).
+    public func attach(setup: @escaping @Sendable () -> (address: String, code: String)?) {
+        state.withLock { $0.setup = setup }
+    }
+
+    /// The snapshot as a reply: `{"ok":true, "state":..., ...}`. `onThisMachine`: the asker is on loopback, and is
+    /// told setup mode's code.
+    public func snapshotReply(onThisMachine: Bool = false) -> JSONValue {
+        var members = Dictionary(uniqueKeysWithValues: state.withLock { Self.snapshot($0, onThisMachine: onThisMachine) }.dropFirst())
         members["ok"] = true
         return .object(members)
     }
 
-    /// The snapshot's members, "event":"snapshot" first.
-    private static func snapshot(_ s: State) -> [(String, JSONValue)] {
+    /// The snapshot's members, "event":"snapshot" first. Setup mode's code only to a client on this machine: the
+    /// code is what proves a person is at the speaker.
+    private static func snapshot(_ s: State, onThisMachine: Bool) -> [(String, JSONValue)] {
         guard let snapshot = s.speaker?.snapshot else { return [("event", "snapshot"), ("state", "none")] }
+        let setup = s.setup?()
         return [
             ("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted)),
+            ("setup_mode", .bool(setup != nil)), ("setup_address", setup.map { .string($0.address) } ?? .null),
+            ("setup_code", onThisMachine ? setup.map { .string($0.code) } ?? .null : .null),
             ("offline", .bool(snapshot.offline)), ("leds", .string(snapshot.leds.rawValue)),
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
             ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
@@ -241,10 +259,11 @@ public final class ControlHub: Sendable {
     /// and its reply is made of what the speaker tells of that number only: with `waitForAnswer`, its answer (or
     /// why it has none) within `answerTimeout`; without, that it was asked (`"id"`, which its `question` events
     /// carry) or why it was refused.
-    public func perform(_ command: ControlCommand, waitForAnswer: Bool, answerTimeout: Duration = .seconds(30)) async -> JSONValue {
+    public func perform(_ command: ControlCommand, waitForAnswer: Bool, answerTimeout: Duration = .seconds(30),
+                        onThisMachine: Bool = false) async -> JSONValue {
         guard let speaker = state.withLock({ $0.speaker }) else { return Self.failure("the speaker is not running yet") }
         switch command {
-        case .status: return snapshotReply
+        case .status: return snapshotReply(onThisMachine: onThisMachine)
         case .wake:
             speaker.wakeScreen()
             return ["ok": true]

@@ -165,14 +165,14 @@ public final class ControlServer: Sendable {
                 // Ends when the connection closes (ControlConnection.requests).
                 for await request in connection.requests {
                     switch request {
-                    case .http(let command):
-                        let reply = await hub.perform(command, waitForAnswer: true)
+                    case .http(let command, let onThisMachine):
+                        let reply = await hub.perform(command, waitForAnswer: true, onThisMachine: onThisMachine)
                         // To HTTPHandler, the pipeline's last handler, which answers the request with it.
                         channel.writeAndFlush(reply, promise: nil)
                     case .webSocket(let command, let subscriber):
                         commands.addTask {
                             // The answer to a question comes as its events (final, or error), like everyone else's.
-                            guard case .object(var reply) = await hub.perform(command, waitForAnswer: false) else { return }
+                            guard case .object(var reply) = await hub.perform(command, waitForAnswer: false, onThisMachine: subscriber.onThisMachine) else { return }
                             reply["reply"] = .string(command.name.rawValue)
                             subscriber.send(.object(reply))
                         }
@@ -285,7 +285,7 @@ public final class ControlServer: Sendable {
 /// reply is written back down the pipeline to HTTPHandler, which answers the request with it; a WebSocket
 /// command's goes to its subscriber.
 enum ControlRequest: Sendable {
-    case http(ControlCommand)
+    case http(ControlCommand, onThisMachine: Bool)
     case webSocket(ControlCommand, WebSocketSubscriber)
 }
 
@@ -482,7 +482,7 @@ final class HTTPHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             respond(context: context, head: head, status: .ok, contentType: "text/html; charset=utf-8", body: page)
         case (.GET, "/api/status"):
-            respond(context: context, head: head, status: .ok, json: hub.snapshotReply)
+            respond(context: context, head: head, status: .ok, json: hub.snapshotReply(onThisMachine: context.channel.remoteAddress.isLoopback))
         case (.GET, "/api/ws"):
             respond(context: context, head: head, status: .badRequest,
                     json: ControlHub.failure("/api/ws is a WebSocket: connect with Upgrade: websocket"))
@@ -513,7 +513,7 @@ final class HTTPHandler: ChannelDuplexHandler, RemovableChannelHandler {
         logger.info("control API: \(command.name.rawValue)")
         // Carried out by the connection's task in ControlServer.run; its reply comes back through `write`. (Never
         // dropped: the next request is held back until this one is answered.)
-        requests.yield(.http(command))
+        requests.yield(.http(command, onThisMachine: context.channel.remoteAddress.isLoopback))
     }
 
     /// The reply to the command being answered.
@@ -663,9 +663,12 @@ final class WebSocketSubscriber: ControlSubscriber {
     private let backlog = Atomic<Int>(0)
     private let closed = Atomic<Bool>(false)
 
+    let onThisMachine: Bool
+
     init(channel: any Channel, logger: Logger) {
         self.channel = channel
         self.logger = logger
+        onThisMachine = channel.remoteAddress.isLoopback
     }
 
     func send(_ json: JSONValue) { _ = deliver(json.asciiJSON()) }

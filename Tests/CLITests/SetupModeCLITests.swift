@@ -34,7 +34,8 @@ import TestSupport
         defer { service.terminate(); service.waitUntilExit() }
         let setupPort = freePort()
         let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false, transcript: "what is the weather like",
-                                     extraConfig: "[setup]\nlisten = \"127.0.0.1:\(setupPort)\"", credentials: false)
+                                     extraConfig: "[setup]\nlisten = \"127.0.0.1:\(setupPort)\"\n[control]\nlisten = \"127.0.0.1:\(freePort())\"",
+                                     credentials: false)
         defer { fixture.remove() }
         var environment = ["XDG_STATE_HOME": "\(fixture.dir)/state"]
         environment["HOUND_SPEAKER_KIOSK_PATH"] = RunFixture.root.appendingPathComponent("share/kiosk").path
@@ -47,6 +48,10 @@ import TestSupport
         let code = String(output.seen[said].filter(\.isNumber))
         #expect(code.count == 6)
         #expect(output.seen.contains("I'm not set up yet. Open "))
+
+        // `ctl status` on this machine has it too (the control API gives the code to loopback clients only).
+        let status = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(status.stdout.contains("\"setup_code\":\"\(code)\"") && status.stdout.contains("\"setup_mode\":true"), "\(status)")
 
         let page = try request(setupPort, "/")
         #expect(page.status == 200 && page.body.contains("Set up your speaker"), "\(page)")
@@ -85,6 +90,8 @@ import TestSupport
         #expect(output.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: before))
         let after = String(decoding: output.seen.utf8.dropFirst(before), as: UTF8.self)
         #expect(after.contains("\"event\":\"final\"") && !after.contains("\"source\":\"device\""), "\(after)")
+        let after_status = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(after_status.stdout.contains("\"setup_mode\":false") && after_status.stdout.contains("\"setup_code\":null"), "\(after_status)")
         // The page is gone from the network, and the code with it.
         var closed = false
         for _ in 0..<50 where !closed {

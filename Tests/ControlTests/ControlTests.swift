@@ -241,6 +241,25 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         await c.stop()
     }
 
+    /// Setup mode (issue #64): the address for everyone, the code only for a client on this machine (the kiosk's
+    /// screen, `ctl status` there): it is what proves a person is at the speaker.
+    @Test func setupModesCodeIsForThisMachineOnly() async throws {
+        let c = try await ControlRig()
+        let set = Mutex(false)
+        c.hub.attach(setup: { set.withLock { $0 } ? nil : ("kitchen.local", "481527") })
+        let here = c.hub.snapshotReply(onThisMachine: true)
+        #expect(here["setup_mode"] == true && here["setup_address"] == "kitchen.local" && here["setup_code"] == "481527")
+        let elsewhere = c.hub.snapshotReply(onThisMachine: false)
+        #expect(elsewhere["setup_mode"] == true && elsewhere["setup_code"] == .null)
+        // Over the API from loopback, and in the WebSocket's snapshot.
+        #expect(json(try await c.client().request("GET", "/api/status").body)["setup_code"] == "481527")
+        #expect(try await c.subscriber().1["setup_code"] == "481527")
+        set.withLock { $0 = true }
+        let after = c.hub.snapshotReply(onThisMachine: true)
+        #expect(after["setup_mode"] == false && after["setup_code"] == .null && after["setup_address"] == .null)
+        await c.stop()
+    }
+
     @Test func everyCommandOverHTTP() async throws {
         let c = try await ControlRig()
         #expect(try await c.post(#"{"command":"say","text":"Dinner is ready."}"#).json["ok"] == true)
