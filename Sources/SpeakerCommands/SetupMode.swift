@@ -106,6 +106,7 @@ final class SetupMode: Sendable {
         let source = "the setup page"
         let text: String
         do throws(SettingsImport.Failure) { text = try SettingsImport.preview(values, source: source, configPath: configPath) } catch {
+            logger.warning("setup: the page's settings were refused: \(error)")
             return problem(error)
         }
         let config: SpeakerConfiguration
@@ -131,6 +132,7 @@ final class SetupMode: Sendable {
             }
         }
         do throws(SettingsImport.Failure) { try SettingsImport.save(values, source: source, configPath: configPath) } catch {
+            logger.error("setup: Houndify accepted the credentials, but they could not be saved: \(error)")
             return problem(error)
         }
         let client: HoundifyClient
