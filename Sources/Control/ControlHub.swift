@@ -159,6 +159,18 @@ public final class ControlHub: Sendable {
         if let (continuation, report) = waiter { continuation.resume(returning: report) }
     }
 
+    /// Setup mode has ended (the credentials saved): every client is told `{"event":"setup","setup_mode":false}`.
+    public func setupEnded() {
+        let line = JSONValue.asciiJSON(orderedMembers: [("event", "setup"), ("setup_mode", false)])
+        state.withLock { s in
+            for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
+                s.subscribers[id] = nil
+                s.lastHeard[id] = nil
+                s.dropped += 1
+            }
+        }
+    }
+
     /// Adds a client: it is handed the snapshot, then every activity after it, in order (the snapshot is handed
     /// over under the same lock as the activities, so none falls between the two).
     @discardableResult

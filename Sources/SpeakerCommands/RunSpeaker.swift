@@ -68,7 +68,10 @@ public enum RunSpeaker {
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let loop = speaker.makeLoop()
         hub.attach(loop)
-        if let setup { hub.attach(setup: { setup.gate.isSetUp ? nil : (setup.address, setup.server.code) }) }
+        if let setup {
+            hub.attach(setup: { setup.gate.isSetUp ? nil : (setup.address, setup.server.code) })
+            setup.whenSetUp { hub.setupEnded() }
+        }
         // A settings file on the SD card that `setup --import` refused (the unit runs it first) is said once ready.
         if let notice = ImportNotice.read(environment: ProcessInfo.processInfo.environment) {
             logger.warning("the SD card's settings file was not used: \(notice.detail)", metadata: ["event": "setup", "status": "import refused"])

@@ -25,12 +25,14 @@ final class SetupMode: Sendable {
     /// "NAME.local", which avahi answers for on Raspberry Pi OS.
     let address: String
     private let loop: Later<SpeakerLoop>
+    private let ended: Later<@Sendable () -> Void>
 
     init(config: SpeakerConfiguration, configPath: String, logger: Logger) {
         let address = SetupMode.localName()
         let loop = Later<SpeakerLoop>()
         let gateBox = Later<SetupGate>()
         let stopBox = Later<@Sendable () -> Void>()
+        let ended = Later<@Sendable () -> Void>()
         let page = ShippedFiles.locate("setup.html", in: .kiosk).flatMap { FileManager.default.contents(atPath: $0).map { Array($0) } }
         if page == nil { logger.warning("setup: the setup page is not installed (share/kiosk/setup.html): / will say so") }
         let server = SetupServer(desk: SetupDesk(), page: page, logger: logger, newCode: { code in
@@ -40,6 +42,7 @@ final class SetupMode: Sendable {
             let problem = await SetupMode.submit(form, configPath: configPath, gate: gate, logger: logger)
             if problem == nil {
                 loop.value?.send(.announce("I'm set up. Ask me anything."))
+                ended.value?()
                 stopBox.value?()
             }
             return problem
@@ -51,6 +54,7 @@ final class SetupMode: Sendable {
         self.server = server
         self.address = address
         self.loop = loop
+        self.ended = ended
         stopBox.set({ [server] in
             // After the reply has gone: the page shows it, then nothing listens on the network any more.
             Task {
@@ -60,6 +64,9 @@ final class SetupMode: Sendable {
             }
         })
     }
+
+    /// Called once the credentials are saved (the screen takes setup mode's panel down).
+    func whenSetUp(_ body: @escaping @Sendable () -> Void) { ended.set(body) }
 
     /// Binds the page's address (a port that cannot be had stops `run`, as the control API's does) and says once
     /// where to go.

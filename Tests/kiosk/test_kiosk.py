@@ -75,7 +75,7 @@ class Speaker(RunSpeaker):
     microphone's pace, so the level meter moves as it would (levels are paced by real time too)."""
 
     def __init__(self, tmp, service_port, screen="dim_after = 0", timers_file=None, transcript="what time is it", more_env=None,
-                 **more):
+                 extra_setup="", **more):
         """`transcript`: what the local service hears in any voice question; `more`: for RunSpeaker (the recording,
         the hot phrase)."""
         self.control = free_port()
@@ -90,7 +90,7 @@ mute_file = "{tmp}/muted"
 listen = "127.0.0.1:{self.control}"
 [screen]
 {screen}
-""")
+{extra_setup}""")
 
     def ctl(self, *words):
         return subprocess.run([BIN, "ctl", *words, "--config", self.config], capture_output=True, text=True,
@@ -491,6 +491,52 @@ def test_timers_that_could_not_be_saved_say_so_on_the_screen():
         browser.wait_until("!document.getElementById('unsaved').hidden", "the notice after a reload")
     finally:
         stop_all(tmp, browser, speaker, service)
+
+
+def test_setup_from_a_phone_and_the_speakers_screen_says_where_to_go():
+    """Issue #64: a speaker without credentials shows on its own screen where to go and the code; the setup page, at
+    a phone's size and fitting it, takes the code and the credentials, says that it is set up, and the screen's
+    setup line goes without a reload."""
+    tmp = tempfile.mkdtemp(prefix="hs-kiosk-")
+    service = Service(tmp)
+    setup_port = free_port()
+    speaker = Speaker(tmp, service.port, credentials=False, more_env={"XDG_STATE_HOME": f"{tmp}/state"},
+                      extra_setup=f'[setup]\nlisten = "127.0.0.1:{setup_port}"\n')
+    browser = Browser(tmp)
+    phone = Browser(f"{tmp}/phone")
+    try:
+        status = json.loads(speaker.ctl("status").stdout)
+        code = status["setup_code"]
+        assert status["setup_mode"] is True and re.fullmatch(r"\d{6}", code or ""), status
+        browser.call("Page.navigate", url=f"http://127.0.0.1:{speaker.control}/")
+        browser.wait_until("!document.getElementById('setup').hidden", "the setup line")
+        line = browser.evaluate("document.getElementById('setup').textContent")
+        assert line.startswith("Set me up from your phone: open ") and line.endswith(f"and type the code {code}"), line
+        phone.set_screen(390, 844)
+        phone.call("Page.navigate", url=f"http://127.0.0.1:{setup_port}/")
+        phone.wait_until("document.getElementById('save') !== null", "the setup page")
+        assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth"), "the setup page is wider than a phone"
+        assert phone.evaluate("document.getElementById('timezone').value") != "", "the phone's time zone is not filled in"
+        phone.screenshot(ARTEFACTS / "390x844" / "setup-form.png")
+        browser.screenshot(ARTEFACTS / "1024x600" / "setup-mode.png")
+        def fill_and_save(values):
+            phone.evaluate("(() => {" + "".join(f"document.getElementById({k!r}).value = {v!r};" for k, v in values.items())
+                           + "document.getElementById('save').click(); return true; })()")
+        # A wrong code first: the page says so in words, and keeps the form.
+        fill_and_save({"code": "000000" if code != "000000" else "111111", "client_id": CLIENT_ID, "client_key": CLIENT_KEY,
+                       "latitude": "51.5", "longitude": "-0.12"})
+        phone.wait_until("document.getElementById('message').className === 'problem'", "the wrong code's answer")
+        assert "not the code the speaker said" in phone.evaluate("document.getElementById('message').textContent")
+        fill_and_save({"code": " ".join(code)})
+        phone.wait_until("document.getElementById('message').className === 'done'", "the page saying it is set up")
+        assert phone.evaluate("document.getElementById('message').textContent").startswith("The speaker is set up.")
+        assert phone.evaluate("document.getElementById('setup').hidden")
+        browser.wait_until("document.getElementById('setup').hidden", "the screen's setup line going")
+        saved = open(speaker.config).read()
+        assert f'client_key = "{CLIENT_KEY}"' in saved and "latitude = 51.5" in saved, saved
+        phone.screenshot(ARTEFACTS / "390x844" / "setup-page.png")
+    finally:
+        stop_all(tmp, phone, browser, speaker, service)
 
 
 def long_answer_events(rows=40):

@@ -20,11 +20,12 @@ NO_CONTROL = '\n[control]\nlisten = ""\n'
 HANG_GUARD = 90
 
 
-def write_config(tmp_path, port, extra=""):
+def write_config(tmp_path, port, extra="", credentials=True):
+    """`credentials` False: none (the speaker starts in setup mode)."""
     path = tmp_path / "speaker.toml"
     path.write_text(f"""[houndify]
-client_id = "{CLIENT_ID}"
-client_key = "{CLIENT_KEY}"
+{f'client_id = "{CLIENT_ID}"' if credentials else "# no client_id yet"}
+{f'client_key = "{CLIENT_KEY}"' if credentials else "# no client_key yet"}
 endpoint = "http://127.0.0.1:{port}"
 connect_timeout = 1.0
 response_timeout = 2.0
@@ -41,7 +42,7 @@ class Speaker:
     """`hound-speaker run --events json` with the simulated board on stdin and file PCMs for the devices."""
 
     def __init__(self, tmp_path, port, recording="share/demo/what-time-is-it.wav", extra="", pacing="none", more_env=None,
-                 wrap=(), hotphrase="enabled = false"):
+                 wrap=(), hotphrase="enabled = false", credentials=True):
         """`more_env`: more environment for the speaker (an LD_PRELOAD shim); `wrap`: a command the speaker is run
         under (setpriv, to take a right from it); `hotphrase`: the [hotphrase] table's lines (off by default)."""
         self.dir = tmp_path
@@ -51,7 +52,7 @@ class Speaker:
 pcm.soak_mic {{ type file slave.pcm "null" file "/dev/null" infile "{self.mic}" format "raw" }}
 pcm.soak_speaker {{ type file slave.pcm "null" file "/dev/null" format "raw" }}
 """)
-        self.config = write_config(tmp_path, port, extra='''[audio]
+        self.config = write_config(tmp_path, port, credentials=credentials, extra='''[audio]
 input = "soak_mic"
 output = "soak_speaker"
 # "none": the question at once (a file PCM would otherwise be read at a microphone's pace): presses come fast.

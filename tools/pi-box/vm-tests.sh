@@ -451,11 +451,16 @@ check "it says where to go, and the code" wait_for 60 bash -c "journalctl -u hou
 code="$(code_said)"
 pid="$(main_pid)"
 check "a wrong code is turned away (403)" bash -c "http_request POST /api/setup '{\"code\":\"$( [ "$code" = 000000 ] && echo 111111 || echo 000000)\",\"client_id\":\"$id\",\"client_key\":\"$key\"}' | head -1 | grep -q ' 403 '"
+posted="$(date +%s)"
 check "the right code and credentials: checked with Houndify and saved (200)" bash -c \
     "http_request POST /api/setup '{\"code\":\"$code\",\"client_id\":\"$id\",\"client_key\":\"$key\",\"latitude\":\"51.5\",\"longitude\":\"-0.12\"}' | grep -q 'The speaker is set up'"
 check "saved in the config, still the service user's alone (0600)" bash -c \
     "grep -qx 'client_key = \"$key\"' $config && grep -qx 'latitude = 51.5' $config && [ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
 check "the setup page is closed" wait_for 10 bash -c "! http_request GET / > /dev/null 2>&1"
+# "I'm set up. Ask me anything.": a press while it is said would stop it, not ask.
+check "it says it is set up, and is ready again" wait_for 60 bash -c \
+    "journalctl -u hound-speaker --since @$posted -o cat | grep -q \"saying: I'm set up. Ask me anything.\" &&
+     has_event $posted HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking HOUND_SPEAKER_TO=ready"
 answered_again "$since"
 check "no restart: the same process all along" test "$(main_pid)" = "$pid"
 
