@@ -144,11 +144,7 @@ public final class ControlHub: Sendable {
     public func publish(_ activity: SpeakerActivity) {
         let line = activity.json
         let waiter = state.withLock { s -> (CheckedContinuation<SpeakerActivity.QuestionReport?, Never>, SpeakerActivity.QuestionReport)? in
-            for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
-                s.subscribers[id] = nil
-                s.lastHeard[id] = nil
-                s.dropped += 1
-            }
+            Self.deliver(line, in: &s)
             // Each question's reply is made of its own reports only: another's answer is not its answer.
             guard case .question(let report) = activity, let waiter = s.waiters[report.id], report.isEnd || !waiter.untilEnd else {
                 return nil
@@ -162,12 +158,15 @@ public final class ControlHub: Sendable {
     /// Setup mode has ended (the credentials saved): every client is told `{"event":"setup","setup_mode":false}`.
     public func setupEnded() {
         let line = JSONValue.asciiJSON(orderedMembers: [("event", "setup"), ("setup_mode", false)])
-        state.withLock { s in
-            for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
-                s.subscribers[id] = nil
-                s.lastHeard[id] = nil
-                s.dropped += 1
-            }
+        state.withLock { Self.deliver(line, in: &$0) }
+    }
+
+    /// `line` to every client; one too far behind to keep has been closed, and goes.
+    private static func deliver(_ line: String, in s: inout State) {
+        for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
+            s.subscribers[id] = nil
+            s.lastHeard[id] = nil
+            s.dropped += 1
         }
     }
 
