@@ -460,7 +460,7 @@ check "the setup page is closed" wait_for 10 bash -c "! http_request GET / > /de
 # "I'm set up. Ask me anything.": a press while it is said would stop it, not ask.
 check "it says it is set up, and is ready again" wait_for 60 bash -c \
     "journalctl -u hound-speaker --since @$posted -o cat | grep -q \"saying: I'm set up. Ask me anything.\" &&
-     has_event $posted HOUND_SPEAKER_EVENT=state HOUND_SPEAKER_FROM=speaking HOUND_SPEAKER_TO=ready"
+     hound-speaker ctl status --config $config | grep -q '\"state\":\"ready\"'"
 answered_again "$since"
 check "no restart: the same process all along" test "$(main_pid)" = "$pid"
 
