@@ -79,7 +79,12 @@ final class SetupMode: Sendable {
             logger.notice("setup mode: no Houndify credentials yet; the setup page is on http://\(shown)/ (http://\(address)\(port == 80 ? "" : ":\(port)")/), the code is said aloud and in `ctl status`")
         } catch {
             await server.stop()
-            throw CommandFailure(message: "setup page: \(error) ([setup] listen sets the address; \"\" turns setup mode off)", exitCode: 78)
+            // Port 80 is a privileged port: the unit gives the service the right to it; a person running `run`
+            // by hand without credentials needs another port (or the credentials).
+            let hint = listen.port < 1024 && "\(error)".contains("Permission denied")
+                ? "; a port under 1024 needs the unit's CAP_NET_BIND_SERVICE: outside the service, set [setup] listen = \"127.0.0.1:8081\", or the credentials"
+                : ""
+            throw CommandFailure(message: "no Houndify credentials yet, and the setup page: \(error)\(hint) ([setup] listen sets the address; \"\" turns setup mode off)", exitCode: 78)
         }
         speakerLoop.send(.announce(Self.guidance(address: address, code: server.code, new: false)))
     }
