@@ -8,6 +8,8 @@ public enum LEDState: String, Sendable, CaseIterable {
     case timerEnding = "timer_ending"
     /// A timer has gone off: a press stops it.
     case ringing
+    /// Ready, without Houndify credentials yet: setup mode, its page waiting for the owner's phone.
+    case setup
 }
 
 /// The LEDs a board has, by role. Boards with one LED (Google AIY Voice HAT) show states as patterns on it;
@@ -98,6 +100,9 @@ public enum LEDScheme {
         case .timerEnding: .flashes(2, flash: .milliseconds(60), gap: .milliseconds(110), pause: .milliseconds(250))
         // A strobe that cannot be missed from across the kitchen.
         case .ringing: .flashes(6, flash: .milliseconds(70), gap: .milliseconds(70), pause: .milliseconds(300))
+        // A long flash and a short one, every 2 s: a rhythm of its own, waiting for the owner.
+        case .setup: LEDPattern(steps: [LEDStep(true, .milliseconds(900)), LEDStep(false, .milliseconds(200)),
+                                        LEDStep(true, .milliseconds(200)), LEDStep(false, .milliseconds(700))], repeats: true, after: false)
         }
     }
 
@@ -119,6 +124,16 @@ public enum LEDScheme {
             leds[.speaking] = singleLED(state)
         case .ringing:
             for role in [LEDRole.listening, .searching, .speaking] { leds[role] = singleLED(.ringing) }
+        case .setup:
+            // A light going round the three, 300 ms each: nothing else moves across them.
+            let roles: [LEDRole] = [.listening, .searching, .speaking]
+            for (i, role) in roles.enumerated() {
+                var steps: [LEDStep] = []
+                if i > 0 { steps.append(LEDStep(false, .milliseconds(300 * i))) }
+                steps.append(LEDStep(true, .milliseconds(300)))
+                if i < roles.count - 1 { steps.append(LEDStep(false, .milliseconds(300 * (roles.count - 1 - i)))) }
+                leds[role] = LEDPattern(steps: steps, repeats: true, after: false)
+            }
         }
         return leds
     }

@@ -336,6 +336,8 @@ public enum SpeakerEvent: Sendable, Equatable {
     /// Houndify answered the light check the loop makes while the speaker is offline: the offline pattern (and a
     /// screen's "No internet") goes without waiting for the next question.
     case networkBack
+    /// Setup mode began (the setup page is open: ready shows the setup LEDs) or ended (the credentials are saved).
+    case setupMode(Bool)
     /// Start a spoken enrollment of `phrase` (`ctl enroll`, or the button's set-up hold: `fromButton`), unless
     /// `refusal` says why it cannot start (the core's `Speaker` decides that: it knows the microphone and the
     /// household's side). The asker is answered with `.enrollmentAnswer` either way.
@@ -540,6 +542,8 @@ public struct SpeakerMachine: Sendable {
     public private(set) var offline = false
     /// The output device failed: ready shows the error pattern until an utterance or earcon plays through.
     public private(set) var outputMissing = false
+    /// Setup mode (no Houndify credentials yet, the setup page open): ready shows it.
+    public private(set) var settingUp = false
     /// The earcons and utterances asked for (`.playEarcon`, `.speak`) that have not reported their end yet, by id.
     /// The machine is the one owner of "our own sound is playing": the loop passes it on to the capture router
     /// after every event, so the hot phrase stays off until the last of an error earcon and the sentence after it
@@ -672,6 +676,10 @@ public struct SpeakerMachine: Sendable {
             return on == muted ? [] : mute(on)
         case (_, .clearConversation):
             return [.clearConversation]
+        case (_, .setupMode(let on)):
+            guard on != settingUp else { return [] }
+            settingUp = on
+            return state == .ready ? [.leds(readyLEDs)] : []
         case (_, .networkBack):
             guard offline else { return [] }
             offline = false
@@ -839,7 +847,7 @@ public struct SpeakerMachine: Sendable {
             return []  // the end of the press that stopped it, or a search's late report
         case .enroll:
             return [.enrollmentAnswer(.failure(DeviceProblem("an enrollment is under way already (ctl stop ends it)")))]
-        case .timersRunning, .networkBack, .clearConversation:
+        case .timersRunning, .networkBack, .setupMode, .clearConversation:
             return besideEnrollment(event)
         case .carryOut(.muteMicrophone):
             return endEnrollment(for: event)
@@ -929,7 +937,7 @@ public struct SpeakerMachine: Sendable {
 
     /// The LEDs of a ready speaker.
     var readyLEDs: LEDState {
-        outputMissing ? .error : muted ? .muted : offline ? .offline : timersRunning ? (timerLastMinute ? .timerEnding : .timer) : .ready
+        outputMissing ? .error : muted ? .muted : settingUp ? .setup : offline ? .offline : timersRunning ? (timerLastMinute ? .timerEnding : .timer) : .ready
     }
 
     /// Mutes or unmutes from any state: what was going on stops (a question is dropped, not sent), a sound marks

@@ -190,6 +190,18 @@ struct ManualTime {
         #expect(animator.levels(at: t.at(8000)).nextChange == nil)
     }
 
+    /// Setup mode on a three-LED board: one light going round, each LED lit in its own third of the period.
+    @Test func threeLEDBoardShowsSetupAsALightGoingRound() {
+        var animator = LEDAnimator(roles: [.listening, .searching, .speaking], now: t.at(0))
+        animator.set(state: .setup, at: t.at(0))
+        let lit = { (ms: Int) in animator.levels(at: t.at(ms)).levels.filter(\.value).map(\.key) }
+        #expect(lit(100) == [.listening])
+        #expect(lit(400) == [.searching])
+        #expect(lit(700) == [.speaking])
+        #expect(lit(1000) == [.listening])
+        #expect(animator.levels(at: t.at(100)).nextChange == t.at(300))
+    }
+
     @Test func coreReportsOnlyChangedLEDs() {
         var core = BoardLogic(gestures: .init(), talkMode: .tap, roles: [.status], now: t.at(0))
         core.show(.searching, at: t.at(0))

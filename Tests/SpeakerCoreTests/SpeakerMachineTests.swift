@@ -37,7 +37,7 @@ let allEvents: [SpeakerEvent] = [
     .answer(SpeakerAnswer(transcript: "set a timer for ten minutes", text: "", action: .timer(.set(seconds: 600, name: "")))),
     .timerDue, .timersRunning(true), .timersRunning(true, lastMinute: true), .timersRunning(false), .toggleMute, .setMuted(true), .setMuted(false),
     .listen, .textQuery("what time is it"), .announce("Dinner is ready."), .carryOut(.volume(.to(30))), .carryOut(.muteMicrophone),
-    .carryOut(.timer(.cancel(.all))), .clearConversation, .networkBack,
+    .carryOut(.timer(.cancel(.all))), .clearConversation, .networkBack, .setupMode(true), .setupMode(false),
     .enroll(phrase: "hey kitchen", refusal: nil, fromButton: false), .enroll(phrase: "OK Hound", refusal: "the microphone is muted", fromButton: true),
     .enrollment(id: 1, .spoken), .enrollment(id: 1, .abort("stopped by the test")), .enrollment(id: 99, .captured),
 ]
@@ -137,6 +137,21 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
                 #expect(changes.isEmpty, "\(before) + \(event) announced a change it did not make")
             }
         }
+    }
+
+    /// Issue #64: setup mode shows on the LEDs whenever the speaker is ready (muted still says muted first), and
+    /// goes once the credentials are saved; a question asked meanwhile comes back to the setup pattern.
+    @Test func setupModeShowsOnTheLEDsWhileReady() {
+        var m = machine(in: .ready)
+        #expect(m.handle(.setupMode(true)) == [.leds(.setup)])
+        #expect(m.handle(.setupMode(true)) == [])
+        #expect(m.handle(.talk).contains(.leds(.listening)))
+        #expect(m.handle(.setupMode(true)) == [])
+        #expect(m.handle(.cancel).contains(.leds(.setup)))
+        #expect(m.handle(.setMuted(true)).last == .leds(.muted))
+        #expect(m.handle(.setMuted(false)).last == .leds(.setup))
+        #expect(m.handle(.setupMode(false)) == [.leds(.ready)])
+        #expect(!m.settingUp)
     }
 
     @Test func everyWayOutOfRecordingClosesTheMicrophoneAndTheUpload() {
