@@ -155,6 +155,18 @@ public final class ControlHub: Sendable {
         if let (continuation, report) = waiter { continuation.resume(returning: report) }
     }
 
+    /// Setup mode began after the start (Houndify refused the key): where to go, and the code to the clients on
+    /// this machine only, as in the snapshot.
+    public func setupStarted() {
+        state.withLock { s in
+            guard let setup = s.setup?() else { return }
+            Self.deliver(in: &s) { subscriber in
+                JSONValue.asciiJSON(orderedMembers: [("event", "setup"), ("setup_mode", true), ("setup_address", .string(setup.address)),
+                                                     ("setup_code", subscriber.onThisMachine ? .string(setup.code) : .null)])
+            }
+        }
+    }
+
     /// Setup mode has ended (the credentials saved): every client is told `{"event":"setup","setup_mode":false}`.
     public func setupEnded() {
         let line = JSONValue.asciiJSON(orderedMembers: [("event", "setup"), ("setup_mode", false)])
@@ -163,7 +175,12 @@ public final class ControlHub: Sendable {
 
     /// `line` to every client; one too far behind to keep has been closed, and goes.
     private static func deliver(_ line: String, in s: inout State) {
-        for (id, subscriber) in s.subscribers where !subscriber.deliver(line) {
+        deliver(in: &s) { _ in line }
+    }
+
+    /// Each client its own line (`line(subscriber)`).
+    private static func deliver(in s: inout State, _ line: (any ControlSubscriber) -> String) {
+        for (id, subscriber) in s.subscribers where !subscriber.deliver(line(subscriber)) {
             s.subscribers[id] = nil
             s.lastHeard[id] = nil
             s.dropped += 1

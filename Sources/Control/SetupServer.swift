@@ -15,7 +15,11 @@ public final class SetupServer: Sendable {
     /// What the speaker makes of a form whose code was right: nil when saved, else the problem for the page.
     public typealias Submit = @Sendable (SetupForm) async -> SetupProblem?
 
-    private let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    /// Made by the first `start`: a speaker that never needs its page runs no thread for it.
+    private let group = Mutex<MultiThreadedEventLoopGroup?>(nil)
+    /// `start` bound the listener (a value), or `stop` came first (the end): what `run` waits for.
+    private let opened = AsyncStream<Void>.makeStream()
+    private let stopped = Atomic<Bool>(false)
     private let page: [UInt8]?
     private let logger: Logger
     private let submit: Submit
@@ -49,9 +53,19 @@ public final class SetupServer: Sendable {
     /// The code now (for the screen and `ctl status`).
     public var code: String { desk.withLock { $0.code } }
 
-    /// Listens on `host:port` (0: any free port); returns the port.
+    /// Listens on `host:port` (0: any free port); returns the port. It may come after `run` has started (setup
+    /// mode opened when Houndify refuses the key), and may be tried again after a failure; not after `stop`.
     public func start(host: String, port: Int) async throws -> Int {
-        let bootstrap = ServerBootstrap(group: group)
+        guard !stopped.load(ordering: .acquiring) else {
+            throw ControlServer.ListenFailure(host: host, port: port, reason: "the setup page has been closed")
+        }
+        let loops = group.withLock { g in
+            if let g { return g }
+            let made = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+            g = made
+            return made
+        }
+        let bootstrap = ServerBootstrap(group: loops)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
         let bound: NIOAsyncChannel<Connection?, Never>
         do {
@@ -75,12 +89,20 @@ public final class SetupServer: Sendable {
         }
         channel.withLock { $0 = bound.channel }
         listener.withLock { $0 = bound }
+        opened.continuation.yield()
+        opened.continuation.finish()
+        if stopped.load(ordering: .acquiring) { try? await bound.channel.close() }  // a stop while it was binding
         return bound.channel.localAddress?.port ?? port
     }
 
-    /// Serves connections until `stop` (or cancellation), each in a child task.
+    /// Once `start` has bound the listener, serves connections until `stop` (or cancellation), each in a child
+    /// task; returns at once if `stop` comes first.
     public func run() async {
-        guard let listener = listener.withLock({ s in defer { s = nil }; return s }) else { return }
+        for await _ in opened.stream { break }
+        guard let listener = listener.withLock({ s in defer { s = nil }; return s }) else {
+            try? await group.withLock({ $0 })?.shutdownGracefully()
+            return
+        }
         await withDiscardingTaskGroup { connections in
             try? await listener.executeThenClose { accepted in
                 for try await next in accepted {
@@ -90,11 +112,13 @@ public final class SetupServer: Sendable {
             }
             connections.cancelAll()
         }
-        try? await group.shutdownGracefully()
+        try? await group.withLock({ $0 })?.shutdownGracefully()
     }
 
     /// Closes the listener: no new connection; the ones open finish their request.
     public func stop() async {
+        stopped.store(true, ordering: .releasing)
+        opened.continuation.finish()
         let bound = channel.withLock { s in defer { s = nil }; return s }
         try? await bound?.close()
     }

@@ -37,14 +37,20 @@ public enum RunSpeaker {
         }
         let logger = context.logger
         var speaker: SpeakerAssembly
-        // No credentials yet, and a setup page to serve: setup mode (SetupMode.swift) rather than exit 78.
+        // A setup page to serve (SetupMode.swift): opened at start without credentials (rather than exit 78), or
+        // later, if Houndify refuses the ones there are.
         let houndify = context.config.houndify
-        let setup: SetupMode? = (houndify.clientID.isEmpty || houndify.clientKey.isEmpty) && context.config.setup.listen != nil
-            ? SetupMode(config: context.config, configPath: context.config.path ?? ConfigLoader.systemPath, logger: logger) : nil
+        let setup = context.config.setup.listen.map {
+            SetupMode(config: context.config, configPath: context.config.path ?? ConfigLoader.systemPath, listen: $0, logger: logger)
+        }
+        let setUp = !houndify.clientID.isEmpty && !houndify.clientKey.isEmpty
         do throws(AssemblyError) {
-            let client = setup == nil ? try HoundifyAssembly.client(context.config, logger: logger, forSpeaker: true) : nil
+            let client = setUp || setup == nil ? try HoundifyAssembly.client(context.config, logger: logger, forSpeaker: true) : nil
             speaker = try SpeakerAssembly(config: context.config, logger: logger, client: client, output: .device(context.config.audio.output))
-            speaker.setupGate = setup?.gate
+            if let setup {
+                if let search = speaker.search { setup.gate.install(search) }
+                speaker.setupGate = setup.gate
+            }
             speaker.board = try DeviceAssembly.board(context.config.board) { event in
                 switch event {
                 case .lost(let problem):
@@ -55,6 +61,11 @@ public enum RunSpeaker {
             }
         } catch { throw CommandFailure(error) }
         if eventsJSON { speaker.observers.append { printLine($0.json) } }
+        // A key from the environment cannot be put right by the page (the environment would still win over the file).
+        let config = context.config
+        if let setup, setUp, config.path != nil, config.clientIDSource == config.path, config.clientKeySource == config.path {
+            setup.gate.whenRefused { setup.credentialsRefused() }
+        }
         let prompt = context.config.board.driver == .simulated ? "press Space or Enter to talk" : "press the button to talk"
         // Under systemd (Type=notify): READY=1 and then WATCHDOG=1 come from inside the loop (deploy/hound-speaker.service).
         let notifier = ServiceNotifier()
@@ -69,8 +80,10 @@ public enum RunSpeaker {
         let loop = speaker.makeLoop()
         hub.attach(loop)
         if let setup {
-            hub.attach(setup: { setup.gate.isSetUp ? nil : (setup.address, setup.server.code) })
+            setup.attach(loop)
+            hub.attach(setup: { setup.isOpen ? (setup.address, setup.server.code) : nil })
             setup.whenSetUp { hub.setupEnded() }
+            setup.whenOpened { hub.setupStarted() }
         }
         // A settings file on the SD card that `setup --import` refused (the unit runs it first) is said once ready.
         if let notice = ImportNotice.read(environment: ProcessInfo.processInfo.environment) {
@@ -79,8 +92,8 @@ public enum RunSpeaker {
         }
         if let listener = speaker.hotPhrase { hub.attach(household: listener) }
         let server = try await startControl(control, hub: hub, context: context)
-        if let setup, let listen = context.config.setup.listen {
-            do { try await setup.start(listen, loop: loop, logger: logger) } catch {
+        if let setup, !setUp {
+            do { try await setup.start(loop: loop) } catch {
                 await server?.stop()
                 throw error
             }

@@ -14,25 +14,41 @@ import SpeakerCore
 import SpeakerRuntime
 import Synchronization
 
-/// `run` without credentials (issue #64): the speaker works (timers, the time, volume: its own commands, on the
-/// device), says where to go ("Open NAME.local on your phone; the code is ..."), and serves the setup page on
+/// `run` without working credentials (issue #64): the speaker works (timers, the time, volume: its own commands,
+/// on the device), says where to go ("Open NAME.local on your phone; the code is ..."), and serves the setup page on
 /// `[setup] listen`. A form with the right code is checked with a signed query to Houndify, saved into the config
 /// (0600, under its lock), and the speaker goes on to ready with Houndify's search, without a restart; the setup
 /// listener then closes.
+///
+/// Without credentials it opens at start. With credentials it waits, closed, and opens the first time Houndify
+/// refuses them (a key mistyped on the card, or revoked on the dashboard): the page is the way to put them right
+/// without a shell.
 final class SetupMode: Sendable {
+    enum Phase { case closed, opening, open, done }
     let gate: SetupGate
     let server: SetupServer
     /// "NAME.local", which avahi answers for on Raspberry Pi OS.
     let address: String
+    private let listen: ControlAddress
+    private let logger: Logger
+    private let phase: Guarded<Phase>
+    /// When the speaker last said where to go after a refusal.
+    private let reminded = Guarded<ContinuousClock.Instant?>(nil)
+    static let reminderInterval = Duration.seconds(300)
     private let loop: Later<SpeakerLoop>
     private let ended: Later<@Sendable () -> Void>
+    private let opened: Later<@Sendable () -> Void>
 
-    init(config: SpeakerConfiguration, configPath: String, logger: Logger) {
+    /// The page is open (the snapshot's `setup_mode`).
+    var isOpen: Bool { phase.withLock { $0 == .open } }
+
+    init(config: SpeakerConfiguration, configPath: String, listen: ControlAddress, logger: Logger) {
         let address = SetupMode.localName()
         let loop = Later<SpeakerLoop>()
         let gateBox = Later<SetupGate>()
         let stopBox = Later<@Sendable () -> Void>()
         let ended = Later<@Sendable () -> Void>()
+        let phase = Guarded(Phase.closed)
         let page = ShippedFiles.locate("setup.html", in: .kiosk).flatMap { FileManager.default.contents(atPath: $0).map { Array($0) } }
         if page == nil { logger.warning("setup: the setup page is not installed (share/kiosk/setup.html): / will say so") }
         let server = SetupServer(desk: SetupDesk(), page: page, logger: logger, newCode: { code in
@@ -41,6 +57,8 @@ final class SetupMode: Sendable {
             guard let gate = gateBox.value else { return SetupProblem("The speaker is still starting; try again.", status: 503) }
             let problem = await SetupMode.submit(form, configPath: configPath, gate: gate, logger: logger)
             if problem == nil {
+                phase.withLock { $0 = .done }
+                loop.value?.send(.setupMode(false))
                 loop.value?.send(.announce("I'm set up. Ask me anything."))
                 ended.value?()
                 stopBox.value?()
@@ -55,6 +73,10 @@ final class SetupMode: Sendable {
         self.address = address
         self.loop = loop
         self.ended = ended
+        self.opened = Later()
+        self.phase = phase
+        self.listen = listen
+        self.logger = logger
         stopBox.set({ [server] in
             // After the reply has gone: the page shows it, then nothing listens on the network any more.
             Task {
@@ -67,16 +89,21 @@ final class SetupMode: Sendable {
 
     /// Called once the credentials are saved (the screen takes setup mode's panel down).
     func whenSetUp(_ body: @escaping @Sendable () -> Void) { ended.set(body) }
+    /// Called when the page opens after the start (the screen puts setup mode's panel up).
+    func whenOpened(_ body: @escaping @Sendable () -> Void) { opened.set(body) }
 
-    /// Binds the page's address (a port that cannot be had stops `run`, as the control API's does) and says once
-    /// where to go.
-    func start(_ listen: ControlAddress, loop speakerLoop: SpeakerLoop, logger: Logger) async throws(CommandFailure) {
+    /// The loop to tell (announcements, the LEDs), once it exists.
+    func attach(_ speakerLoop: SpeakerLoop) { loop.set(speakerLoop) }
+
+    /// Without credentials, at start: binds the page's address (a port that cannot be had stops `run`, as the
+    /// control API's does) and says once where to go.
+    func start(loop speakerLoop: SpeakerLoop) async throws(CommandFailure) {
         loop.set(speakerLoop)
+        phase.withLock { $0 = .opening }
         do {
             let port = try await server.start(host: listen.host, port: listen.port)
-            var shown = listen
-            shown.port = port
-            logger.notice("setup mode: no Houndify credentials yet; the setup page is on http://\(shown)/ (http://\(address)\(port == 80 ? "" : ":\(port)")/), the code is said aloud and in `ctl status`")
+            phase.withLock { $0 = .open }
+            logger.notice("setup mode: no Houndify credentials yet; the setup page is on \(pageAddress(port)), the code is said aloud and in `ctl status`")
         } catch {
             await server.stop()
             // Port 80 is a privileged port: the unit gives the service the right to it; a person running `run`
@@ -86,7 +113,56 @@ final class SetupMode: Sendable {
                 : ""
             throw CommandFailure(message: "no Houndify credentials yet, and the setup page: \(error)\(hint) ([setup] listen sets the address; \"\" turns setup mode off)", exitCode: 78)
         }
+        speakerLoop.send(.setupMode(true))
         speakerLoop.send(.announce(Self.guidance(address: address, code: server.code, new: false)))
+    }
+
+    /// Houndify refused the credentials (the loop's report of a question that failed so): the first time, the
+    /// page opens and the speaker says where to go; while it is open, it says so again after each refusal.
+    func credentialsRefused() {
+        let was = phase.withLock { p in
+            defer { if p == .closed { p = .opening } }
+            return p
+        }
+        switch was {
+        case .closed:
+            Task { await openAfterRefusal() }
+        case .open:
+            // Every question the device cannot answer itself is told "My Houndify key was refused."; where to go is
+            // said again at most every few minutes, not after every timer set meanwhile.
+            let now = ContinuousClock.now
+            let due = reminded.withLock { last in
+                guard last.map({ now - $0 >= Self.reminderInterval }) ?? true else { return false }
+                last = now
+                return true
+            }
+            if due { loop.value?.send(.announce(Self.refusedGuidance(address: address, code: server.code))) }
+        case .opening, .done:
+            break  // on its way; or set up through the page in this run, whose credentials Houndify took then
+        }
+    }
+
+    private func openAfterRefusal() async {
+        do {
+            let port = try await server.start(host: listen.host, port: listen.port)
+            phase.withLock { $0 = .open }
+            logger.warning("setup mode: Houndify refused the client ID and key; the setup page is on \(pageAddress(port)), the code is said aloud and in `ctl status`",
+                           metadata: ["event": "setup", "status": "credentials refused"])
+        } catch {
+            phase.withLock { $0 = .closed }  // tried again at the next refusal
+            logger.error("setup mode: Houndify refused the client ID and key, and the setup page could not open: \(error) ([setup] listen sets its address)")
+            return
+        }
+        opened.value?()
+        reminded.withLock { $0 = .now }
+        loop.value?.send(.setupMode(true))
+        loop.value?.send(.announce(Self.refusedGuidance(address: address, code: server.code)))
+    }
+
+    private func pageAddress(_ port: Int) -> String {
+        var shown = listen
+        shown.port = port
+        return "http://\(shown)/ (http://\(address)\(port == 80 ? "" : ":\(port)")/)"
     }
 
     static func guidance(address: String, code: String, new: Bool) -> String {
@@ -94,6 +170,10 @@ final class SetupMode: Sendable {
         return new
             ? "There were too many wrong codes. The new code is \(SetupDesk.spoken(code))."
             : "I'm not set up yet. Open \(spokenAddress) on your phone; the code is \(SetupDesk.spoken(code))."
+    }
+
+    static func refusedGuidance(address: String, code: String) -> String {
+        "To set me up again, open \(address.replacing(".", with: " dot ")) on your phone; the code is \(SetupDesk.spoken(code))."
     }
 
     /// This machine's name with ".local" (mDNS), or "the speaker's address" when it has none.
@@ -169,4 +249,11 @@ final class Later<Value: Sendable>: Sendable {
     private let slot = Mutex<Value?>(nil)
     var value: Value? { slot.withLock { $0 } }
     func set(_ value: Value) { slot.withLock { $0 = value } }
+}
+
+/// A value shared between the setup mode and the closures it hands out, changed under a lock.
+final class Guarded<Value: Sendable>: Sendable {
+    private let slot: Mutex<Value>
+    init(_ value: Value) { slot = Mutex(value) }
+    func withLock<R>(_ body: (inout Value) -> R) -> R { slot.withLock { body(&$0) } }
 }

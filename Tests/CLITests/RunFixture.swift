@@ -15,7 +15,7 @@ struct RunFixture {
     /// `echoCancel`: `[audio] echo_cancel` (barge-in).
     /// `credentials` false: none in the config (setup mode).
     init(recording: String, port: Int, hotPhrase: Bool, echoCancel: Bool = false, transcript: String = "what day is it",
-         extraConfig: String = "", credentials: Bool = true) throws {
+         extraConfig: String = "", credentials: Bool = true, clientKey: String = CLI.key) throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-run-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         let sox = Process()
@@ -28,7 +28,7 @@ struct RunFixture {
         config = "\(dir)/speaker.toml"
         try Data("""
             [houndify]
-            \(credentials ? "client_id = \"\(CLI.id)\"\nclient_key = \"\(CLI.key)\"" : "# no credentials yet")
+            \(credentials ? "client_id = \"\(CLI.id)\"\nclient_key = \"\(clientKey)\"" : "# no credentials yet")
             endpoint = "http://127.0.0.1:\(port)"
             [houndify.request_info]
             LocalServiceTranscript = "\(transcript)"

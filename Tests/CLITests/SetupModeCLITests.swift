@@ -106,6 +106,77 @@ import TestSupport
         #expect(!output.seen.contains(CLI.key), "the key was printed")
     }
 
+    /// A key Houndify refuses (mistyped on the card, revoked on the dashboard): nothing listens on the network until
+    /// Houndify has refused it; then the speaker says so, opens the setup page and says where to go, with the LEDs
+    /// and the screen in setup mode; the right key given there is saved, Houndify answers, and the page closes.
+    @Test func aRefusedKeyOpensTheSetupPageWhereTheRightOneIsTaken() throws {
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let setupPort = freePort()
+        let badKey = "B" + CLI.key.dropFirst()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false, transcript: "what is the weather like",
+                                     extraConfig: "[setup]\nlisten = \"127.0.0.1:\(setupPort)\"\n[control]\nlisten = \"127.0.0.1:\(freePort())\"",
+                                     clientKey: String(badKey))
+        defer { fixture.remove() }
+        var environment = ["XDG_STATE_HOME": "\(fixture.dir)/state"]
+        environment["HOUND_SPEAKER_KIOSK_PATH"] = RunFixture.root.appendingPathComponent("share/kiosk").path
+        let (process, input, output) = try fixture.startRun(hotPhrase: false, environment: environment)
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+
+        #expect(output.wait(for: "\"to\":\"ready\""))
+        #expect(try request(setupPort, "/").status == 0, "the setup page is open before any refusal")
+        let before = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(before.stdout.contains("\"setup_mode\":false") && before.stdout.contains("\"leds\":\"ready\""), "\(before)")
+
+        // A typed question that only Houndify could answer (the device would tell the time itself).
+        let asked = output.seen.utf8.count
+        _ = try CLI.run(["ctl", "text", "what is the weather like", "--config", fixture.config])
+        #expect(output.wait(for: "\"text\":\"My Houndify key was refused.\"", after: asked))
+        #expect(output.wait(for: "\"text\":\"To set me up again, open ", after: asked))
+        let said = try #require(output.seen.range(of: #"To set me up again, open [^"]* the code is (\d \d \d \d \d \d)\."#, options: .regularExpression))
+        let code = String(output.seen[said].filter(\.isNumber))
+        #expect(code.count == 6)
+        let status = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(status.stdout.contains("\"setup_mode\":true") && status.stdout.contains("\"setup_code\":\"\(code)\""), "\(status)")
+        #expect(output.wait(for: "\"event\":\"leds\",\"show\":\"setup\"", after: asked))
+        let page = try request(setupPort, "/")
+        #expect(page.status == 200 && page.body.contains("Set up your speaker"), "\(page)")
+
+        // The same wrong key again is refused by the check; the right one is saved over it (0600).
+        let again = try request(setupPort, "/api/setup", json: form(code: code, key: String(badKey)))
+        #expect(again.status == 422 && again.body.contains("Houndify refused this client ID and key"), "\(again)")
+        let saved = try request(setupPort, "/api/setup", json: form(code: code))
+        #expect(saved.status == 200 && saved.body.contains("The speaker is set up"), "\(saved)")
+        let config = try String(contentsOfFile: fixture.config, encoding: .utf8)
+        #expect(config.contains("client_key = \"\(CLI.key)\"") && !config.contains(String(badKey)))
+        #expect(try FileManager.default.attributesOfItem(atPath: fixture.config)[.posixPermissions] as? Int == 0o600)
+        #expect(output.wait(for: "\"text\":\"I'm set up. Ask me anything.\""))
+        let told = output.seen.utf8.count
+        #expect(output.wait(for: "\"from\":\"speaking\",\"to\":\"ready\"", after: told - 200))
+
+        // Houndify answers now, without a restart, and the page is gone.
+        let next = output.seen.utf8.count
+        let answered = try CLI.run(["ctl", "text", "what is the weather like", "--config", fixture.config])
+        #expect(answered.status == 0 && !answered.stdout.isEmpty, "\(answered)")
+        #expect(output.wait(for: "\"event\":\"final\"", after: next))
+        let after = String(decoding: output.seen.utf8.dropFirst(next), as: UTF8.self)
+        #expect(!after.contains("My Houndify key was refused."), "\(after)")
+        var closed = false
+        for _ in 0..<50 where !closed {
+            closed = (try request(setupPort, "/")).status == 0
+            if !closed { Thread.sleep(forTimeInterval: 0.1) }
+        }
+        #expect(closed, "the setup page still answers")
+        let ended = try CLI.run(["ctl", "status", "--config", fixture.config])
+        #expect(ended.stdout.contains("\"setup_mode\":false") && ended.stdout.contains("\"leds\":\"ready\""), "\(ended)")
+        _ = input
+        process.terminate()
+        output.readToEnd()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(!output.seen.contains(CLI.key), "the key was printed")
+    }
+
     /// `[setup] listen = ""`: no setup mode, and a speaker without credentials stops as before (exit 78).
     @Test func withoutSetupModeNoCredentialsIsAConfigurationError() throws {
         let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: 9, hotPhrase: false,

@@ -260,6 +260,30 @@ func json(_ text: String?) -> JSONValue { text.flatMap { try? JSONValue(parsing:
         await c.stop()
     }
 
+    /// Setup mode opened after the start (Houndify refused the key): every client is told where to go, and only
+    /// those on this machine the code; nothing is told while it is not open.
+    @Test func setupModeOpenedLaterIsToldToEveryClientTheCodeToThisMachineOnly() {
+        final class Client: ControlSubscriber {
+            let onThisMachine: Bool
+            let lines = Mutex<[String]>([])
+            init(onThisMachine: Bool) { self.onThisMachine = onThisMachine }
+            func deliver(_ line: String) -> Bool { lines.withLock { $0.append(line) }; return true }
+            func close(code: UInt16, reason: String) {}
+        }
+        let hub = ControlHub()
+        let open = Mutex(false)
+        hub.attach(setup: { open.withLock { $0 } ? ("kitchen.local", "481527") : nil })
+        let here = Client(onThisMachine: true), elsewhere = Client(onThisMachine: false)
+        let subscriptions = [hub.subscribe(here), hub.subscribe(elsewhere)]
+        hub.setupStarted()
+        #expect(here.lines.withLock { $0.count } == 1 && elsewhere.lines.withLock { $0.count } == 1)  // the snapshots alone
+        open.withLock { $0 = true }
+        hub.setupStarted()
+        #expect(here.lines.withLock { $0.last } == #"{"event":"setup","setup_mode":true,"setup_address":"kitchen.local","setup_code":"481527"}"#)
+        #expect(elsewhere.lines.withLock { $0.last } == #"{"event":"setup","setup_mode":true,"setup_address":"kitchen.local","setup_code":null}"#)
+        _ = subscriptions
+    }
+
     @Test func everyCommandOverHTTP() async throws {
         let c = try await ControlRig()
         #expect(try await c.post(#"{"command":"say","text":"Dinner is ready."}"#).json["ok"] == true)

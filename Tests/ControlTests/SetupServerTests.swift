@@ -93,6 +93,26 @@ import Synchronization
         try await RawClient(port: port).request("POST", "/api/setup", headers: ["Content-Type: application/json"], body: body)
     }
 
+    /// The service runs from the speaker's start; the page may open later (a refused key) or never.
+    @Test func runWaitsForTheStartAndEndsAtAStopBeforeIt() async throws {
+        var logger = Logger(label: "setup-test")
+        logger.logLevel = .critical
+        let make = { SetupServer(desk: SetupDesk(), page: Array("<title>Set up</title>".utf8), logger: logger, newCode: { _ in }, submit: { _ in nil }) }
+        let later = make()
+        let running = Task { await later.run() }
+        try await Task.sleep(for: .milliseconds(50))
+        let port = try await later.start(host: "127.0.0.1", port: 0)
+        #expect(try await RawClient(port: port).request("GET", "/").status == 200)
+        await later.stop()
+        await running.value
+        await #expect(throws: ControlServer.ListenFailure.self) { try await later.start(host: "127.0.0.1", port: 0) }
+
+        let never = make()
+        let waiting = Task { await never.run() }
+        await never.stop()
+        await waiting.value
+    }
+
     @Test func thePageAndWhatElseIsThere() async throws {
         let (server, port, _, running) = try await started()
         let page = try await RawClient(port: port).request("GET", "/")

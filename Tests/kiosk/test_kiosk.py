@@ -512,6 +512,7 @@ def test_setup_from_a_phone_and_the_speakers_screen_says_where_to_go():
         browser.wait_until("!document.getElementById('setup').hidden", "the setup line")
         line = browser.evaluate("document.getElementById('setup').textContent")
         assert line.startswith("Set me up from your phone: open ") and line.endswith(f"and type the code {code}"), line
+        browser.wait_until("document.getElementById('state').textContent === 'Not set up'", "the state word saying so")
         phone.set_screen(390, 844)
         phone.call("Page.navigate", url=f"http://127.0.0.1:{setup_port}/")
         phone.wait_until("document.getElementById('save') !== null", "the setup page")
@@ -532,6 +533,8 @@ def test_setup_from_a_phone_and_the_speakers_screen_says_where_to_go():
         assert phone.evaluate("document.getElementById('message').textContent").startswith("The speaker is set up.")
         assert phone.evaluate("document.getElementById('setup').hidden")
         browser.wait_until("document.getElementById('setup').hidden", "the screen's setup line going")
+        browser.wait_until("document.getElementById('state').textContent === 'Ready'", "the state word back to Ready")
+        assert json.loads(speaker.ctl("status").stdout)["leds"] == "ready"
         saved = open(speaker.config).read()
         assert f'client_key = "{CLIENT_KEY}"' in saved and "latitude = 51.5" in saved, saved
         phone.screenshot(ARTEFACTS / "390x844" / "setup-page.png")

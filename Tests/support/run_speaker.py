@@ -16,6 +16,9 @@ CLIENT_KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4vMD
 # No control API unless a test asks for one: `run` stops when its port is taken, and the default (127.0.0.1:8780)
 # is shared by every `run` on this machine, tests in parallel included.
 NO_CONTROL = '\n[control]\nlisten = ""\n'
+# Nor setup mode's page unless a test asks for it: a refused key (the stand-in's 401 and 403) opens it, by default on
+# port 80 of every address, and says where to go after the refusal.
+NO_SETUP = '\n[setup]\nlisten = ""\n'
 # A guard against a hang, far above what any step takes; not a speed check.
 HANG_GUARD = 90
 
@@ -63,7 +66,7 @@ profile = "simulated"
 double_press_ms = 0
 debounce_ms = 0
 [hotphrase]
-''' + hotphrase + "\n" + extra + ("" if "[control]" in extra else NO_CONTROL))
+''' + hotphrase + "\n" + extra + ("" if "[control]" in extra else NO_CONTROL) + ("" if "[setup]" in extra else NO_SETUP))
         env = {k: v for k, v in os.environ.items() if not k.startswith("HOUNDIFY_")}
         env.update({"ALSA_CONFIG_PATH": f"/usr/share/alsa/alsa.conf:{tmp_path}/asoundrc",
                     "HOUND_SPEAKER_BOARD_PATH": os.path.join(ROOT, "board")})
