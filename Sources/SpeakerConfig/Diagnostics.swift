@@ -12,6 +12,9 @@ extension SpeakerConfiguration {
                           advice: "set [houndify] client_id or HOUNDIFY_CLIENT_ID (from the Houndify dashboard)"))
         out.append(.check(!houndify.clientKey.isEmpty, "Houndify client key (from \(clientKeySource))",
                           advice: "set [houndify] client_key or HOUNDIFY_CLIENT_KEY, in a file of mode 0600"))
+        if houndify.clientID.isEmpty || houndify.clientKey.isEmpty, let listen = setup.listen {
+            out.append(Diagnostic(.info, "without credentials the speaker starts in setup mode: the setup page on http://\(listen)/ (the device's NAME.local on a phone), with the code it says aloud"))
+        }
         out += credentialsFileDiagnostics(serviceUser: serviceUser)
         out.append(.check(location.latitude != nil, "location set",
                           advice: "set [location] latitude and longitude so Houndify can answer local questions"))

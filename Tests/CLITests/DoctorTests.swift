@@ -152,6 +152,7 @@ import Testing
         #expect(missing.status == 1)
         #expect(missing.stdout.contains("FAIL Houndify client ID (from none)\n     -> set [houndify] client_id or HOUNDIFY_CLIENT_ID"))
         #expect(missing.stdout.contains("FAIL Houndify client key (from none)\n     -> set [houndify] client_key or HOUNDIFY_CLIENT_KEY"))
+        #expect(missing.stdout.contains("info without credentials the speaker starts in setup mode: the setup page on http://0.0.0.0:80/"))
         // From the environment: no file to check.
         let env = try doctor(none, environment: ["HOUNDIFY_CLIENT_ID": CLI.id, "HOUNDIFY_CLIENT_KEY": CLI.key])
         #expect(env.stdout.contains("ok   Houndify client key (from HOUNDIFY_CLIENT_KEY)"))
