@@ -4,6 +4,7 @@ public import Board
 public import BoardCore
 import Dispatch
 import FoundationEssentials
+import FoundationInternationalization
 import Glibc
 import JSONKit
 import Platform
@@ -142,7 +143,8 @@ public struct ALSAMicrophone: MicrophonePort {
 /// would do the same, but a cancelled Task.sleep keeps its timer and memory until its deadline, up to a minute:
 /// at a query every few seconds that piles up, as the loop benchmark showed.)
 public struct DispatchClock: LoopClock {
-    public init() {}
+    public let calendar: any LocalCalendar
+    public init(calendar: any LocalCalendar = SystemCalendar()) { self.calendar = calendar }
     public var now: ContinuousClock.Instant { .now }
     public var wallTime: WallTime {
         var t = timespec()
@@ -161,7 +163,6 @@ public struct DispatchClock: LoopClock {
         guard let data = FileManager.default.contents(atPath: "/proc/sys/kernel/random/boot_id") else { return "" }
         return String(decoding: data, as: UTF8.self).trimmed(.whitespacesAndNewlines)
     }()
-    public var calendar: any LocalCalendar { SystemCalendar() }
 
     /// @unchecked: a libdispatch timer source (a C object); libdispatch makes its calls thread-safe, but its
     /// Swift overlay does not mark it Sendable.
@@ -205,6 +206,28 @@ public struct SystemCalendar: LocalCalendar {
         var parts = tm()
         guard localtime_r(&seconds, &parts) != nil else { return 0 }
         return Int(parts.tm_gmtoff)
+    }
+}
+
+/// Local time in the configured zone (`[location] timezone`), which setup mode's page may set while the speaker
+/// runs: alarms and the time the speaker tells follow it at once, with no TZ to change under running threads.
+/// Without a zone (or with one ICU does not know), the C library's.
+public final class SpeakerCalendar: LocalCalendar {
+    private let zone = Mutex<TimeZone?>(nil)
+
+    public init(zone identifier: String) { set(zone: identifier) }
+
+    /// False when there is no such zone: the system's is used.
+    @discardableResult
+    public func set(zone identifier: String) -> Bool {
+        let found = identifier.isEmpty ? nil : TimeZone(identifier: identifier)
+        zone.withLock { $0 = found }
+        return identifier.isEmpty || found != nil
+    }
+
+    public func utcOffset(at time: WallTime) -> Int {
+        guard let zone = zone.withLock({ $0 }) else { return SystemCalendar().utcOffset(at: time) }
+        return zone.secondsFromGMT(for: Date(timeIntervalSince1970: time))
     }
 }
 

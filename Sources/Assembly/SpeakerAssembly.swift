@@ -39,11 +39,14 @@ public struct SpeakerAssembly {
     public var timerStore: (any TimerStore)?
     /// Where mute is remembered (nil: not at all).
     public var muteStore: (any FlagStore)?
+    /// The speaker's local time (`[location] timezone`; setup mode's page may set it).
+    public let calendar: SpeakerCalendar
 
     /// `client` nil: setup mode (set `setupGate`).
     public init(config: SpeakerConfiguration, logger: Logger, client: HoundifyClient?, output: SpeechOutput) throws(AssemblyError) {
         self.config = config
         self.logger = logger
+        calendar = SpeakerCalendar(zone: config.location.timezone)
         volume = try DeviceAssembly.outputVolume(config, for: output)
         let earcons: [Earcon: MonoAudio]
         // Barge-in needs the hot phrase: without it the canceller would only clean questions asked by the button,
@@ -135,7 +138,7 @@ public struct SpeakerAssembly {
         let questions: any VoiceSearchService = settings.machine.offlineCommands
             ? OfflineFallbackSearch(inner: houndify, log: { logger.error("\($0)") }) : houndify
         let ports = SpeakerPorts(search: questions, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
-                                 board: board.map { RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(), system: HostSystem(),
+                                 board: board.map { RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(calendar: calendar), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: logger),
                                  screen: config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: config.screen.backlight),
                                  enrollment: hotPhrase)

@@ -28,8 +28,8 @@ public enum RunSpeaker {
         // fixing the threshold at its default keeps every allocation over 128 kB in its own mapping.
         Malloc.fixMmapThreshold(128 * 1024)
         let context = try AppContext(configPath: configPath)
-        // Alarms ring at the speaker's local time: the configured zone when there is one (the same one Houndify
-        // is told), else the system's. The C library's local time follows TZ, read once here before any thread.
+        // Alarms ring at the speaker's local time, the configured zone (SpeakerCalendar), else the system's. TZ is
+        // set too, read once here before any thread, for anything else that asks the C library for local time.
         let zone = context.config.location.timezone
         if !zone.isEmpty {
             setenv("TZ", zone, 1)
@@ -81,6 +81,7 @@ public enum RunSpeaker {
         hub.attach(loop)
         if let setup {
             setup.attach(loop)
+            setup.use(speaker.calendar)
             hub.attach(setup: { setup.isOpen ? (setup.address, setup.server.code) : nil })
             setup.whenSetUp { hub.setupEnded() }
             setup.whenOpened { hub.setupStarted() }

@@ -38,6 +38,7 @@ final class SetupMode: Sendable {
     private let loop: Later<SpeakerLoop>
     private let ended: Later<@Sendable () -> Void>
     private let opened: Later<@Sendable () -> Void>
+    private let calendar: Later<SpeakerCalendar>
 
     /// The page is open (the snapshot's `setup_mode`).
     var isOpen: Bool { phase.withLock { $0 == .open } }
@@ -48,6 +49,7 @@ final class SetupMode: Sendable {
         let gateBox = Later<SetupGate>()
         let stopBox = Later<@Sendable () -> Void>()
         let ended = Later<@Sendable () -> Void>()
+        let calendar = Later<SpeakerCalendar>()
         let phase = Guarded(Phase.closed)
         let page = ShippedFiles.locate("setup.html", in: .kiosk).flatMap { FileManager.default.contents(atPath: $0).map { Array($0) } }
         if page == nil { logger.warning("setup: the setup page is not installed (share/kiosk/setup.html): / will say so") }
@@ -55,7 +57,7 @@ final class SetupMode: Sendable {
             loop.value?.send(.announce(SetupMode.guidance(address: address, code: code, new: true)))
         }, submit: { form in
             guard let gate = gateBox.value else { return SetupProblem("The speaker is still starting; try again.", status: 503) }
-            let problem = await SetupMode.submit(form, configPath: configPath, gate: gate, logger: logger)
+            let problem = await SetupMode.submit(form, configPath: configPath, gate: gate, calendar: calendar.value, logger: logger)
             if problem == nil {
                 phase.withLock { $0 = .done }
                 loop.value?.send(.setupMode(false))
@@ -74,6 +76,7 @@ final class SetupMode: Sendable {
         self.loop = loop
         self.ended = ended
         self.opened = Later()
+        self.calendar = calendar
         self.phase = phase
         self.listen = listen
         self.logger = logger
@@ -94,6 +97,8 @@ final class SetupMode: Sendable {
 
     /// The loop to tell (announcements, the LEDs), once it exists.
     func attach(_ speakerLoop: SpeakerLoop) { loop.set(speakerLoop) }
+    /// The speaker's local time, which a zone from the page changes at once.
+    func use(_ speakerCalendar: SpeakerCalendar) { calendar.set(speakerCalendar) }
 
     /// Without credentials, at start: binds the page's address (a port that cannot be had stops `run`, as the
     /// control API's does) and says once where to go.
@@ -186,7 +191,7 @@ final class SetupMode: Sendable {
     }
 
     /// The form, checked and saved; nil when the speaker now answers with it.
-    static func submit(_ form: SetupForm, configPath: String, gate: SetupGate, logger: Logger) async -> SetupProblem? {
+    static func submit(_ form: SetupForm, configPath: String, gate: SetupGate, calendar: SpeakerCalendar?, logger: Logger) async -> SetupProblem? {
         var values: [SettingsImport.Setting] = [("houndify", "client_id", .string(form.clientID)), ("houndify", "client_key", .string(form.clientKey))]
         if let latitude = form.latitude, let longitude = form.longitude {
             values += [("location", "latitude", .number(latitude)), ("location", "longitude", .number(longitude))]
@@ -232,6 +237,7 @@ final class SetupMode: Sendable {
             return SetupProblem("The settings were saved, but the speaker could not use them: \(error). Restart it.", status: 500)
         }
         gate.install(SpeakerAssembly.search(client, config: config))
+        if !config.location.timezone.isEmpty { calendar?.set(zone: config.location.timezone) }
         logger.notice("setup: Houndify accepted the client ID and key; saved in \(configPath); the speaker answers with them now")
         return nil
     }
