@@ -61,10 +61,10 @@ image="$cache/image$suffix"
 module="$cache/module$suffix"
 out="$repo/out/pi-box$suffix"
 mkdir -p "$cache" "$out"
-for tool in "$qemu" mkfs.ext4 ssh scp; do
+for tool in "$qemu" mkfs.ext4 ssh scp curl; do
     command -v "$tool" >/dev/null && continue
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$qemu_package" e2fsprogs openssh-client > "$out/host-apt.log" 2>&1 \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$qemu_package" e2fsprogs openssh-client curl > "$out/host-apt.log" 2>&1 \
         || { tail -20 "$out/host-apt.log" >&2; die "cannot install $qemu_package (above)"; }
     break
 done
@@ -235,6 +235,11 @@ if [ -z "$port" ]; then
         ss -Hltn "sport = :$port" | grep -q . || break
     done
 fi
+# The setup page's port 80, forwarded as a phone on the speaker's network would reach it.
+for _ in $(seq 50); do
+    web=$((20000 + RANDOM % 20000))
+    [ "$web" != "$port" ] && ! ss -Hltn "sport = :$web" | grep -q . && break
+done
 run="$out/run"
 rm -rf "$run"
 mkdir -p "$run"
@@ -253,7 +258,7 @@ esac
     -kernel "$image/vmlinuz" -initrd "$image/initrd.img" \
     -append "root=/dev/vda rw console=$console net.ifnames=0 quiet systemd.journald.forward_to_console=1 systemd.journald.max_level_console=warning" \
     -drive "file=$image/disk.img,format=raw,if=virtio" \
-    -netdev "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22" -device virtio-net-pci,netdev=net0 \
+    -netdev "user,id=net0,restrict=on,hostfwd=tcp:127.0.0.1:$port-:22,hostfwd=tcp:127.0.0.1:$web-:80" -device virtio-net-pci,netdev=net0 \
     -device virtio-rng-pci \
     -display none -monitor none -serial "file:$run/console.log" -pidfile "$run/qemu.pid" -daemonize \
     || die "qemu did not start"
@@ -278,8 +283,51 @@ start "the tests in the VM (tools/pi-box/vm-tests.sh)"
 vm mkdir -p /root/pi-box
 scp -q -P "$port" "${ssh_opts[@]}" "$deb" "$deb_local" tools/pi-box/vm-tests.sh Tests/deb/checks.sh \
     Tests/HotPhraseTests/Fixtures/ok-hound-v9.hpm root@127.0.0.1:/root/pi-box/
+. Tests/deb/checks.sh
+# Setup from a phone (issue #64): the VM's tests restart the speaker without credentials and hand over the code it
+# said (/tmp/setup-phone); this machine is the phone, through the forwarded port, and then tells the VM it is done.
+setup_page() { curl -s -m 30 "http://127.0.0.1:$web/" | grep -q 'Set up your speaker'; }
+setup_post() {  # setup_post STATUS JSON [TEXT]: the page's answer has HTTP status STATUS (and TEXT)
+    local reply
+    reply="$(curl -s -m 60 -w '\n%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "http://127.0.0.1:$web/api/setup")"
+    echo "$reply"
+    [ "$(tail -1 <<< "$reply")" = "$1" ] && grep -q "${3:-}" <<< "$reply"
+}
+page_gone() {
+    for _ in $(seq 50); do curl -s -m 5 -o /dev/null "http://127.0.0.1:$web/" || return 0; sleep 0.2; done
+    return 1
+}
+phone() {
+    local code="" id="" key="" wrong
+    # One connection that waits in the VM (a poll over SSH every few seconds would load the VM's CPU under TCG).
+    vm "until [ -s /tmp/setup-phone ]; do sleep 1; done; cat /tmp/setup-phone" > "$run/phone.handed" 2>/dev/null &
+    local waiter=$!
+    while kill -0 "$waiter" 2>/dev/null; do
+        kill -0 "$vm_tests" 2>/dev/null || { kill "$waiter" 2>/dev/null; echo "FAILED: the tests in the VM ended before setup mode"; failed=$((failed + 1)); return 0; }
+        sleep 1
+    done
+    read -r code id key < "$run/phone.handed" || true
+    if [ -z "$code" ]; then echo "FAILED: the VM handed over no code"; failed=$((failed + 1)); vm touch /tmp/setup-phone.done; return 0; fi
+    wrong="$([ "$code" = 000000 ] && echo 111111 || echo 000000)"
+    check "(the phone) the setup page through the forwarded port 127.0.0.1:$web" setup_page
+    check "(the phone) a wrong code is turned away (403)" \
+        setup_post 403 "{\"code\":\"$wrong\",\"client_id\":\"$id\",\"client_key\":\"$key\"}" "not the code the speaker said"
+    check "(the phone) the right code and credentials: checked with Houndify and saved (200)" \
+        setup_post 200 "{\"code\":\"$code\",\"client_id\":\"$id\",\"client_key\":\"$key\",\"latitude\":\"51.5\",\"longitude\":\"-0.12\"}" "The speaker is set up"
+    check "(the phone) the page is gone from the network" page_gone
+    vm touch /tmp/setup-phone.done
+}
 set +e
-vm bash /root/pi-box/vm-tests.sh "/root/pi-box/$(basename "$deb")" "/root/pi-box/$(basename "$deb_local")" 2>&1 | tee "$run/vm-tests.log"
+: > "$run/vm-tests.log"  # there for tail before the background job opens it
+vm bash /root/pi-box/vm-tests.sh "/root/pi-box/$(basename "$deb")" "/root/pi-box/$(basename "$deb_local")" > "$run/vm-tests.log" 2>&1 &
+vm_tests=$!
+tail -n +1 -f --pid "$vm_tests" "$run/vm-tests.log" &
+shown_log=$!
+{ phone; } > "$run/phone.log" 2>&1
+wait "$vm_tests"
+wait "$shown_log"
+echo "== set up from a phone: this machine, through the forwarded port"
+cat "$run/phone.log"
 set -e
 vm journalctl -b --no-pager > "$run/journal.txt" 2>&1 || true
 # What the tests recorded and sampled, for a look afterwards.
@@ -293,7 +341,6 @@ took tests "in the VM"
 
 # --- from this machine: the answer's words ------------------------------------------------------------------------
 start "the answer's words: what the loopback heard against the answer said alone and another sentence (hotphrase.match_words)"
-. Tests/deb/checks.sh
 python3 -c 'import numpy, scipy' 2>/dev/null || {
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-numpy python3-scipy > "$out/host-apt.log" 2>&1 \
         || { tail -20 "$out/host-apt.log" >&2; die "cannot install python3-numpy and python3-scipy (above)"; }; }
