@@ -44,9 +44,19 @@ http_request() {
     exec {web}>&-
 }
 export -f http_request
-check "the shipped config without credentials: setup mode, the unit running and its page on port 80" wait_for 90 bash -c \
-    "systemctl is-active -q hound-speaker && http_request GET / | grep -q 'Set up your speaker'"
-check "the journal says where to go" bash -c "journalctl -u hound-speaker -o cat | grep -q 'setup mode: no Houndify credentials yet; the setup page is on http://0.0.0.0:80/ (http://pi-box.local/)'"
+if gpioinfo -c gpiochip0 2>/dev/null | grep -q '"GPIO17"'; then
+    check "the shipped config without credentials: setup mode, the unit running and its page on port 80" wait_for 90 bash -c \
+        "systemctl is-active -q hound-speaker && http_request GET / | grep -q 'Set up your speaker'"
+    check "the journal says where to go" bash -c "journalctl -u hound-speaker -o cat | grep -q 'setup mode: no Houndify credentials yet; the setup page is on http://0.0.0.0:80/ (http://pi-box.local/)'"
+else
+    # arm64's virt board has a GPIO controller of its own (a PL061) as gpiochip0, so the box's chip comes second and
+    # the shipped config's chip (a Pi's gpiochip0) has none of the Pi's line names: the speaker stops at its board,
+    # naming the line, as a Pi wired otherwise would. Setup mode is checked below, with the box's board profile.
+    echo "    gpiochip0 here is $(gpiodetect 2>/dev/null | head -1), not the box's chip"
+    check "the shipped config on a machine whose gpiochip0 has no GPIO17: stopped (exit 78), the line named" wait_for 90 bash -c \
+        "journalctl -u hound-speaker -o cat | grep -q 'GPIO chip \"gpiochip0\" has no line named \"GPIO17\"' &&
+         [ \"\$(systemctl show -P ExecMainStatus hound-speaker)\" = 78 ]"
+fi
 
 echo "== the owner's config: the box's board profile, the local Houndify-compatible service"
 # What the local service hears in any voice question is its [serve] transcript (it recognises no speech).
