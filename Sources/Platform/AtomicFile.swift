@@ -39,16 +39,21 @@ public enum AtomicFile {
         public var description: String { "cannot write \(path): \(reason)" }
     }
 
+    /// The lock file `whileLocked` takes for `path` (`.NAME.lock` beside it), and its directory.
+    public static func lockFile(of path: String) -> (directory: String, path: String) {
+        let slash = path.lastIndex(of: "/")
+        let directory = slash.map { String(path[..<$0]) } ?? "."
+        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        return (directory, "\(directory)/.\(name).lock")
+    }
+
     /// Runs `body` holding an exclusive lock on `path`'s lock file beside it (`.NAME.lock`, mode 0600, made if
     /// missing): the one writer of a file that several processes read, change and write back (the running speaker
     /// and `enroll`), so that a change one of them made is never written over by another's older copy. A lock file
     /// rather than the file itself, which each write replaces. Waits for a holder to finish (their holds are short).
     public static func whileLocked<T>(_ path: String, _ body: () throws -> T) throws -> T {
-        let slash = path.lastIndex(of: "/")
-        let directory = slash.map { String(path[..<$0]) } ?? "."
-        let name = slash.map { String(path[path.index(after: $0)...]) } ?? path
+        let (directory, lockPath) = lockFile(of: path)
         try makeDirectories(directory.isEmpty ? "/" : directory)
-        let lockPath = "\(directory)/.\(name).lock"
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw Failure(path: lockPath, reason: String(cString: strerror(errno))) }
         defer { close(fd) }  // which lets the lock go

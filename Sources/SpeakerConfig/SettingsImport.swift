@@ -179,9 +179,7 @@ public enum SettingsImport {
                 // The import runs as root: the lock file it may have made goes to the config's owner, the speaker,
                 // which takes the same lock when setup mode saves.
                 if let owner, geteuid() == 0 {
-                    let slash = configPath.lastIndex(of: "/")
-                    let lock = slash.map { "\(configPath[...$0]).\(configPath[configPath.index(after: $0)...]).lock" } ?? ".\(configPath).lock"
-                    _ = chown(lock, uid_t(owner.user), gid_t(owner.group))
+                    _ = chown(AtomicFile.lockFile(of: configPath).path, uid_t(owner.user), gid_t(owner.group))
                 }
                 return merged.keys
             }
