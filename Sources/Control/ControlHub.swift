@@ -161,8 +161,7 @@ public final class ControlHub: Sendable {
         state.withLock { s in
             guard let setup = s.setup?() else { return }
             Self.deliver(in: &s) { subscriber in
-                JSONValue.asciiJSON(orderedMembers: [("event", "setup"), ("setup_mode", true), ("setup_address", .string(setup.address)),
-                                                     ("setup_code", subscriber.onThisMachine ? .string(setup.code) : .null)])
+                JSONValue.asciiJSON(orderedMembers: [("event", "setup")] + Self.setupMembers(setup, onThisMachine: subscriber.onThisMachine))
             }
         }
     }
@@ -241,13 +240,17 @@ public final class ControlHub: Sendable {
 
     /// The snapshot's members, "event":"snapshot" first. Setup mode's code only to a client on this machine: the
     /// code is what proves a person is at the speaker.
+    /// Setup mode's members: where to go, and the code to a client on this machine only.
+    private static func setupMembers(_ setup: (address: String, code: String)?, onThisMachine: Bool) -> [(String, JSONValue)] {
+        [("setup_mode", .bool(setup != nil)), ("setup_address", setup.map { .string($0.address) } ?? .null),
+         ("setup_code", onThisMachine ? setup.map { .string($0.code) } ?? .null : .null)]
+    }
+
     private static func snapshot(_ s: State, onThisMachine: Bool) -> [(String, JSONValue)] {
         guard let snapshot = s.speaker?.snapshot else { return [("event", "snapshot"), ("state", "none")] }
         let setup = s.setup?()
-        return [
-            ("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted)),
-            ("setup_mode", .bool(setup != nil)), ("setup_address", setup.map { .string($0.address) } ?? .null),
-            ("setup_code", onThisMachine ? setup.map { .string($0.code) } ?? .null : .null),
+        return [("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted))]
+            + setupMembers(setup, onThisMachine: onThisMachine) + [
             ("offline", .bool(snapshot.offline)), ("leds", .string(snapshot.leds.rawValue)),
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
             ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
