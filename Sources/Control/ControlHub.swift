@@ -238,19 +238,22 @@ public final class ControlHub: Sendable {
         return .object(members)
     }
 
-    /// The snapshot's members, "event":"snapshot" first. Setup mode's code only to a client on this machine: the
-    /// code is what proves a person is at the speaker.
-    /// Setup mode's members: where to go, and the code to a client on this machine only.
+    /// Setup mode's members: where to go, and the code to a client on this machine only (the code is what proves a
+    /// person is at the speaker).
     private static func setupMembers(_ setup: (address: String, code: String)?, onThisMachine: Bool) -> [(String, JSONValue)] {
         [("setup_mode", .bool(setup != nil)), ("setup_address", setup.map { .string($0.address) } ?? .null),
          ("setup_code", onThisMachine ? setup.map { .string($0.code) } ?? .null : .null)]
     }
 
+    /// The snapshot's members, "event":"snapshot" first.
     private static func snapshot(_ s: State, onThisMachine: Bool) -> [(String, JSONValue)] {
         guard let snapshot = s.speaker?.snapshot else { return [("event", "snapshot"), ("state", "none")] }
-        let setup = s.setup?()
-        return [("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted))]
-            + setupMembers(setup, onThisMachine: onThisMachine) + [
+        // Appended in steps: one long `+` chain of literals is beyond the type checker's time limit on slower builds.
+        var members: [(String, JSONValue)] = [
+            ("event", "snapshot"), ("state", .string(snapshot.state.rawValue)), ("muted", .bool(snapshot.muted)),
+        ]
+        members += setupMembers(s.setup?(), onThisMachine: onThisMachine)
+        members += [
             ("offline", .bool(snapshot.offline)), ("leds", .string(snapshot.leds.rawValue)),
             ("volume", .int(Int64(snapshot.volume))), ("sound_off", .bool(snapshot.soundOff)),
             ("timers", .array(snapshot.timers.map { timer($0, now: snapshot.now) })),
@@ -266,6 +269,7 @@ public final class ControlHub: Sendable {
             // The detector's own frames dropped because it fell behind the microphone (never the question's audio).
             ("hot_phrase_frames_dropped", .int(Int64(snapshot.hotPhraseFramesDropped))),
         ]
+        return members
     }
 
     static func timer(_ timer: SpeakerTimer, now: BootTime) -> JSONValue {
