@@ -36,10 +36,12 @@ public enum TakeRenderings {
     /// The measurement's 13 renderings a take, so that the head is trained as it was measured (BENCHMARKS.md, "gate,
     /// learning and multi-condition enrollment together; a personal head"; household_head's `--renderings`,
     /// "noise0x2+noise5x2+noise10x2+noise15x2+room+room10x2+room5x2").
-    public static let measured: [Rendering] =
-        [0.0, 5, 10, 15].flatMap { snr in (0..<2).map { Rendering(room: false, snr: snr, variant: $0) } }
-        + [Rendering(room: true, snr: nil)]
-        + [10.0, 5].flatMap { snr in (0..<2).map { Rendering(room: true, snr: snr, variant: $0) } }
+    public static let measured: [Rendering] = {
+        func twice(room: Bool, snr: Double) -> [Rendering] { (0..<2).map { Rendering(room: room, snr: snr, variant: $0) } }
+        let noisy = [0.0, 5, 10, 15].flatMap { twice(room: false, snr: $0) }
+        let roomNoisy = [10.0, 5].flatMap { twice(room: true, snr: $0) }
+        return noisy + [Rendering(room: true, snr: nil)] + roomNoisy
+    }()
 
     /// The take (16 kHz) with a second of silence either side, as it is enrolled, rendered, and the noise family
     /// drawn (nil without noise). `seed` draws the room and the noise: give each take and rendering its own (the

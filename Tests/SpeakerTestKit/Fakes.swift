@@ -425,7 +425,7 @@ public final class FakeMicrophone: MicrophonePort {
 
     /// Speech-like frames: a loud tone the endpointer takes for a voice.
     public func speak(frames: Int) {
-        let samples = (0..<frameMS * 16).map { Int16(8000 * sin(Double($0) * 2 * .pi * 440 / 16_000)) }
+        let samples = (0..<frameMS * 16).map { (i: Int) -> Int16 in Int16(8000 * sin(Double(i) * 2 * Double.pi * 440 / 16_000)) }
         for _ in 0..<frames {
             let receivers = state.withLock { s in s.missing ? [] : s.open.values.map(\.onFrame) }
             samples.withUnsafeBufferPointer { buffer in receivers.forEach { $0(buffer) } }
