@@ -32,7 +32,20 @@ public final class SetupServer: Sendable {
     private let listener = Mutex<NIOAsyncChannel<Connection?, Never>?>(nil)
     private let channel = Mutex<(any Channel)?>(nil)
 
-    typealias Connection = NIOAsyncChannel<HTTPServerRequestPart, HTTPServerResponsePart>
+    /// One accepted connection: its request, read whole on the event loop (SetupRequestReader), for `run` to answer.
+    /// Not an NIOAsyncChannel: the listener's stream drops a connection accepted as the listener closes, unserved,
+    /// and SwiftNIO traps when an NIOAsyncChannel's writer is released unfinished (apple/swift-nio#2813); a plain
+    /// channel is simply closed with the event loop.
+    struct Connection: Sendable {
+        let channel: any Channel
+        let request: AsyncStream<Request>
+    }
+
+    enum Request: Sendable {
+        case whole(HTTPRequestHead, body: [UInt8])
+        /// The body went past `largestBody`; the rest is not read.
+        case tooLarge
+    }
 
     /// Connections at once; one more is closed when accepted.
     static let largestConnections = 16
@@ -77,11 +90,14 @@ public final class SetupServer: Sendable {
                 }
                 channel.closeFuture.whenComplete { [self] _ in connections.subtract(1, ordering: .relaxed) }
                 return channel.eventLoop.makeCompletedFuture {
+                    let (request, arrived) = AsyncStream.makeStream(of: Request.self)
+                    channel.closeFuture.whenComplete { _ in arrived.finish() }
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
                     try sync.addHandler(IdleStateHandler(readTimeout: Self.readTimeout))
                     try sync.addHandler(CloseWhenIdle())
-                    return try Connection(wrappingChannelSynchronously: channel)
+                    try sync.addHandler(SetupRequestReader(arrived: arrived))
+                    return Connection(channel: channel, request: request)
                 }
             }
         } catch {
@@ -115,7 +131,7 @@ public final class SetupServer: Sendable {
         try? await group.withLock({ $0 })?.shutdownGracefully()
     }
 
-    /// Closes the listener: no new connection; the ones open finish their request.
+    /// Closes the listener: no new connection; `run` then closes the ones open and returns.
     public func stop() async {
         stopped.store(true, ordering: .releasing)
         opened.continuation.finish()
@@ -124,30 +140,25 @@ public final class SetupServer: Sendable {
     }
 
     private func serve(_ connection: Connection) async {
-        try? await connection.executeThenClose { inbound, outbound in
-            var head: HTTPRequestHead?
-            var body = ByteBuffer()
-            for try await part in inbound {
-                switch part {
-                case .head(let h):
-                    head = h
-                case .body(var chunk):
-                    guard body.readableBytes + chunk.readableBytes <= Self.largestBody else {
-                        try await respond(outbound, status: .payloadTooLarge, json: ["ok": .bool(false), "error": .string("The request is too large.")])
-                        return
-                    }
-                    body.writeBuffer(&chunk)
-                case .end:
-                    guard let head else { return }
-                    let reply = await answer(head, body: Array(buffer: body))
-                    try await respond(outbound, status: reply.status, contentType: reply.type, body: reply.body, extra: reply.headers)
-                    return
+        let channel = connection.channel
+        await withTaskCancellationHandler {
+            // Ends without a request when the connection closes first (the client went, or the read timeout).
+            for await request in connection.request {
+                let reply: Reply
+                switch request {
+                case .whole(let head, let body): reply = await answer(head, body: body)
+                case .tooLarge: reply = .json(.payloadTooLarge, ["ok": .bool(false), "error": .string("The request is too large.")])
                 }
+                // To SetupRequestReader, which writes it and closes the connection.
+                channel.writeAndFlush(reply, promise: nil)
+                return
             }
+        } onCancel: {
+            channel.close(promise: nil)
         }
     }
 
-    struct Reply {
+    struct Reply: Sendable {
         var status: HTTPResponseStatus
         var type: String
         var body: [UInt8]
@@ -215,11 +226,50 @@ public final class SetupServer: Sendable {
         return Double(t.tv_sec) + Double(t.tv_nsec) / 1e9
     }
 
-    private func respond(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, status: HTTPResponseStatus, contentType: String = "application/json",
-                         body: [UInt8] = [], extra: [(String, String)] = []) async throws {
+}
+
+/// Reads a connection's one request whole and hands it to `SetupServer.run`; writes the reply that comes back down
+/// the pipeline with the page's headers, then closes the connection.
+final class SetupRequestReader: ChannelDuplexHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = SetupServer.Reply
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let arrived: AsyncStream<SetupServer.Request>.Continuation
+    private var head: HTTPRequestHead?
+    private var body: [UInt8] = []
+    /// One request per connection: what comes after it (or after a body too large) is not read.
+    private var handedOver = false
+
+    init(arrived: AsyncStream<SetupServer.Request>.Continuation) {
+        self.arrived = arrived
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !handedOver else { return }
+        switch unwrapInboundIn(data) {
+        case .head(let h):
+            head = h
+        case .body(let chunk):
+            guard body.count + chunk.readableBytes <= SetupServer.largestBody else { return handOver(.tooLarge) }
+            body += chunk.readableBytesView
+        case .end:
+            guard let head else { return }
+            handOver(.whole(head, body: body))
+        }
+    }
+
+    private func handOver(_ request: SetupServer.Request) {
+        handedOver = true
+        arrived.yield(request)
+        arrived.finish()
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let reply = unwrapOutboundIn(data)
         var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: contentType)
-        headers.add(name: "Content-Length", value: String(body.count))
+        headers.add(name: "Content-Type", value: reply.type)
+        headers.add(name: "Content-Length", value: String(reply.body.count))
         headers.add(name: "Connection", value: "close")
         headers.add(name: "Cache-Control", value: "no-store")
         // The page is its own: no frames of other pages, no scripts or requests elsewhere.
@@ -228,14 +278,12 @@ public final class SetupServer: Sendable {
         headers.add(name: "Referrer-Policy", value: "no-referrer")
         headers.add(name: "Content-Security-Policy",
                     value: "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
-        for (name, value) in extra { headers.add(name: name, value: value) }
-        try await outbound.write(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers)))
-        if !body.isEmpty { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-        try await outbound.write(.end(nil))
-    }
-
-    private func respond(_ outbound: NIOAsyncChannelOutboundWriter<HTTPServerResponsePart>, status: HTTPResponseStatus, json: [String: JSONValue]) async throws {
-        try await respond(outbound, status: status, body: Array((JSONValue.object(json).asciiJSON() + "\n").utf8))
+        for (name, value) in reply.headers { headers.add(name: name, value: value) }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: reply.status, headers: headers))), promise: nil)
+        if !reply.body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: reply.body)))), promise: nil) }
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
+        promise?.succeed()
     }
 }
 
