@@ -48,6 +48,16 @@ name="$suite"
 base="$cache/$name.base"
 root="$cache/$name"
 
+# One run at a time per root: a second would take the first's mounts for stale ones (below) and unmount them, and
+# the first's cleanup would unmount the second's (the Pi box's package build and CI's arm64 leg both enter
+# trixie-arm64). The lock is the open descriptor, held until this script and what it started have ended.
+mkdir -p "$cache"
+exec {lock}> "$cache/$name.lock"
+if ! flock -n "$lock"; then
+    echo "debian-chroot: another run is using $root; waiting for it to end" >&2
+    flock "$lock"
+fi
+
 # A run killed before its cleanup (SIGKILL, a session or machine stopped) leaves its mounts in the kept root: /dev,
 # /sys, the Swift toolchain and the checkout's parent, bound read-write. Take them down first, deepest first, so that
 # nothing is mounted over a stale mount (mount fails: "No such file or directory" once the old checkout is gone) and
