@@ -7,6 +7,7 @@
 #   tools/pi-box/insn-count.sh BENCH [ROOT]
 #   tools/pi-box/insn-count.sh --speaker BIN [ROOT]
 #   tools/pi-box/insn-count.sh --idle BIN [ROOT]
+#   tools/pi-box/insn-count.sh --offline BIN [ROOT]
 #
 #   BENCH   a release hound-speaker-bench (swift build -c release --product hound-speaker-bench)
 #   BIN     the speaker's release binary itself (deploy/build-release; for arm64, tools/cross-arm64.sh -- bash -c
@@ -16,6 +17,9 @@
 #           -70 dBFS) read from an ALSA file PCM at a microphone's pace (input_pacing = "realtime"), the simulated
 #           board, no network; run for 30 s and 90 s, stopped with SIGTERM as systemd stops it, the difference
 #           divided by the 60 s between them (start-up and stop left out). Three pairs, each printed.
+#   --offline  the on-device recogniser of BIN (`offline`, issue #63: PocketSphinx's grammar search, then its
+#           key-phrase check of the words), over the demo's recording repeated to two lengths; ROOT must have
+#           libpocketsphinx3 and pocketsphinx-en-us (the arm64 cross root and the Debian 13 chroot have them)
 #   x86_64 binaries are counted by qemu-x86_64, aarch64 ones by qemu-aarch64 (the Pi's instruction set)
 #   ROOT    the root file system whose libraries BENCH was linked against (qemu-user's -L), e.g. the Debian 13
 #           chroot it was built in (/var/tmp/hound-speaker-chroot/trixie, or trixie-arm64); default /
@@ -27,12 +31,13 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
 die() { echo "insn-count: $*" >&2; exit 1; }
-speaker=0 idle=0
+speaker=0 idle=0 offline=0
 case "${1:-}" in
     --speaker) speaker=1; shift ;;
+    --offline) offline=1; shift ;;
     --idle) idle=1; shift ;;
 esac
-[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh [--speaker | --idle] BIN [ROOT]"
+[ $# -ge 1 ] && [ $# -le 2 ] || die "usage: tools/pi-box/insn-count.sh [--speaker | --idle | --offline] BIN [ROOT]"
 bench="$(realpath "$1" 2>/dev/null)" || die "$1: no such file"
 root="${2:-/}"
 [ -x "$bench" ] || die "$bench: not an executable"
@@ -165,6 +170,24 @@ if [ "$speaker" = 1 ]; then
     long=$(count "$qemu" "$root" "$bench" hotphrase "$tmp/long.wav")
     awk -v m=share/hotphrase/ok-hound.hpm -v d="$((long - short))" -v s="$seconds" -v r="$reference" \
         'BEGIN { printf "| %s (the speaker'"'"'s binary) | %.1f M | %.4f |\n", m, d / s / 1e6, d / s / r }'
+    exit 0
+fi
+if [ "$offline" = 1 ]; then
+    # The recogniser reads the whole recording (it does not stop at the first utterance): the difference of two
+    # lengths is its cost per second of audio, the model's load left out.
+    demo=share/demo/ok-hound-what-time-is-it.wav
+    sox "$demo" "$tmp/short.wav" repeat 2
+    sox "$demo" "$tmp/long.wav" repeat 8
+    seconds="$(awk -v a="$(soxi -D "$tmp/short.wav")" -v b="$(soxi -D "$tmp/long.wav")" 'BEGIN { print b - a }')"
+    # PocketSphinx needs libblas.so.3, which Debian reaches through an absolute symlink (/etc/alternatives) that
+    # qemu-user's -L prefix does not follow: the guest is shown the real directory.
+    triple="$([ "$qemu" = qemu-aarch64 ] && echo aarch64-linux-gnu || echo x86_64-linux-gnu)"
+    export LD_LIBRARY_PATH="/usr/lib/$triple/blas:/usr/lib/$triple/lapack"
+    short=$(count "$qemu" "$root" "$bench" offline "$tmp/short.wav")
+    long=$(count "$qemu" "$root" "$bench" offline "$tmp/long.wav")
+    awk -v d="$((long - short))" -v s="$seconds" -v r="$reference" -v a="$short" \
+        'BEGIN { printf "| the offline recogniser (`offline`, both passes) | %.1f M | %.4f |\n", d / s / 1e6, d / s / r
+                 printf "(the shorter run, the model loaded and %s s of audio: %.0f M instructions)\n", "'"$(soxi -D "$tmp/short.wav")"'", a / 1e6 }'
     exit 0
 fi
 # The shipped model (format 2) and v9, the format-1 model it replaced (a test fixture now).
