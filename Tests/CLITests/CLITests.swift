@@ -665,6 +665,7 @@ final class ListeningSocket {
         port = Int(UInt16(bigEndian: address.sin_port))
     }
 
+    // Only once initialised: a throwing init has closed the socket itself (`port` was not yet set, so no deinit).
     deinit { close(fd) }
 
     /// What a client that connected has sent so far, without waiting; nil when no one connected.

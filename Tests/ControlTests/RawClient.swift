@@ -30,10 +30,12 @@ final class RawClient: @unchecked Sendable {
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        guard connected == 0 else { close(fd); throw Failure(description: "connect to \(port): \(errno)") }
+        // Not closed here: a class whose init throws once its properties are set is deinitialised, and the second
+        // close of a number another thread had been given since closed that thread's socket or pipe instead.
+        guard connected == 0 else { throw Failure(description: "connect to \(port): \(errno)") }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     func send(_ bytes: [UInt8]) {
         var offset = 0
