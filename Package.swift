@@ -223,7 +223,7 @@ let package = Package(
                 swiftSettings: strict),
 
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
-        .target(name: "TestSupport", dependencies: ["Audio"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Audio", "Platform"], path: "Tests/TestSupport", swiftSettings: strict),
         // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
         .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "SpeakerRuntime", "AudioCore", "BoardCore", "Timers", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
@@ -232,13 +232,13 @@ let package = Package(
                          dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerRuntime", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         "OfflineRecognition", "OwnCommands", "JSONKit", .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
-        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests"],
+        .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),
         // The core alone: its tests link no driver, no thread and no C library.
         .testTarget(name: "SpeakerCoreTests", dependencies: ["SpeakerCore", "AudioCore", "BoardCore", "JSONKit", "Timers"], swiftSettings: strict),
-        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HoundifyCore", "AudioCore", "SpeakerCore", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "SpeakerConfigTests", dependencies: ["SpeakerConfig", "JSONKit", "BoardCore", "HoundifyCore", "AudioCore", "SpeakerCore", "TestSupport", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "AudioCore", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "BoardTests", dependencies: ["Board"], swiftSettings: strict),
+        .testTarget(name: "BoardTests", dependencies: ["Board", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpeechTests", dependencies: ["Speech", "Audio", "CALSA", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SpeakerTests", dependencies: ["SpeakerCore", "SpeakerRuntime", "SpeakerTestKit", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "HoundifyCore", "SpeakerCommands", "Platform", "SpeakerConfig", "CGPIOD", "JSONKit", "Timers", "LocalHoundify", "Houndify", "Audio", "HotPhrase", "Control", "ControlCore",
                                                         "Speech", "Board", "TestSupport", "OfflineRecognition", .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
@@ -249,7 +249,7 @@ let package = Package(
         .testTarget(name: "TimersTests", dependencies: ["Timers", "JSONKit", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "SystemdTests", dependencies: ["Systemd"], swiftSettings: strict),
         .testTarget(name: "PlatformTests", dependencies: ["Platform"], swiftSettings: strict),
-        .testTarget(name: "ControlTests", dependencies: ["Control", "ControlCore", "SpeakerCore", "SpeakerRuntime", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform",
+        .testTarget(name: "ControlTests", dependencies: ["Control", "ControlCore", "SpeakerCore", "SpeakerRuntime", "AudioCore", "SpeakerTestKit", "JSONKit", "Timers", "Platform", "TestSupport",
                                                         .product(name: "NIOHTTP1", package: "swift-nio"),
                                                         .product(name: "NIOEmbedded", package: "swift-nio"),
                                                         .product(name: "NIOWebSocket", package: "swift-nio"),

@@ -1,6 +1,7 @@
 import Foundation
 import AudioCore
 import Testing
+import TestSupport
 @testable import Audio
 
 /// Runs sox to make fixtures (sox is installed with the project's test dependencies).
@@ -17,7 +18,7 @@ func temporaryPath(_ name: String) -> String {
     FileManager.default.temporaryDirectory.appendingPathComponent("hs-audio-\(UUID().uuidString)-\(name)").path
 }
 
-@Suite struct AudioFileTests {
+@Suite(.ownThread) struct AudioFileTests {
     @Test(arguments: [(44100, 2), (48000, 1), (8000, 1), (16000, 1)])
     func anyRateAndChannelCountBecomes16kMono(rate: Int, channels: Int) throws {
         let path = temporaryPath("tone.wav")

@@ -61,7 +61,7 @@ func relativeErrorDB(_ a: [Int16], _ b: [Int16], maxLag: Int, range: Range<Int>)
     return best
 }
 
-@Suite(.serialized) struct CaptureTests {
+@Suite(.serialized, .ownThread) struct CaptureTests {
     /// Captures `seconds` of the fixture through the real ALSA file PCM.
     func capture(device: String, rate: Int, channels: Int, channel: Int, seconds: Double, frameMS: Int = 20,
                  reader: ALSACapture.Reader? = nil, retry: Duration = .seconds(1)) throws -> CaptureLog {

@@ -85,7 +85,7 @@ import Synchronization
     }
 }
 
-@Suite struct EchoCancellerTests {
+@Suite(.ownThread) struct EchoCancellerTests {
     /// Real speech from espeak-ng at 16 kHz, made once per text (sox `pitch` moves it to another voice).
     static func speech(_ text: String, pitchCents: Int = 0) throws -> [Int16] {
         let dir = TestALSA.directory
@@ -313,7 +313,7 @@ import Synchronization
     }
 }
 
-@Suite(.serialized) struct EchoDelayCheckTests {
+@Suite(.serialized, .ownThread) struct EchoDelayCheckTests {
     /// A microphone that hears four seconds of silence (a file PCM).
     static func silentMicrophone() throws {
         _ = TestALSA.directory

@@ -2,6 +2,7 @@ import Foundation
 import BoardCore
 import Synchronization
 import Testing
+import TestSupport
 @testable import Board
 
 /// A manual clock: instants are a fixed origin plus what the test says.
@@ -212,7 +213,7 @@ struct ManualTime {
     }
 }
 
-@Suite struct SimulatedBoardTests {
+@Suite(.ownThread) struct SimulatedBoardTests {
     @Test func linesAreButtonCommands() {
         var parser = SimulatedButtonParser(terminal: false)
         let (actions, unknown) = parser.feed(Array("press\nrel".utf8))
@@ -371,7 +372,7 @@ final class DrawLog: Sendable {
 }
 
 /// What both libgpiod backends share, and which one this build chose.
-@Suite struct GPIOBackendTests {
+@Suite(.ownThread) struct GPIOBackendTests {
     /// Package.swift picks the backend from pkg-config's libgpiod version: a build on Debian 13 (libgpiod 2) that
     /// compiled the 1.6 backend, or the reverse, would not link or would call the wrong API.
     @Test func theBackendIsTheInstalledLibgpiodsGeneration() throws {

@@ -95,7 +95,7 @@ struct CLI {
     }
 }
 
-@Suite(.serialized) struct CLITests {
+@Suite(.serialized, .ownThread) struct CLITests {
     @Test func textAndVoiceAgainstTheLocalService() throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }
@@ -556,7 +556,7 @@ func freePort() -> Int {
     return Int(UInt16(bigEndian: address.sin_port))
 }
 
-@Suite struct ControlCLITests {
+@Suite(.ownThread) struct ControlCLITests {
     /// `ctl` against `run` (simulated board, file devices, the local service): what a home-automation script does.
     @Test func ctlTalksToARunningSpeaker() throws {
         let (service, port, _) = try CLI.startService()
@@ -678,5 +678,20 @@ final class ListeningSocket {
         var buffer = [UInt8](repeating: 0, count: 65536)
         let count = recv(client, &buffer, buffer.count, Int32(MSG_DONTWAIT))
         return String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self)
+    }
+}
+
+/// The blocking CLI suites run each test on a thread of their own (OwnThreadTrait), leaving Swift's cooperative
+/// pool to the tests whose servers answer on it.
+@Suite(.ownThread) struct OwnThreadTests {
+    @Test func aBlockingTestRunsOnItsOwnThreadNotThePool() {
+        #expect(currentThreadName() == "test-body")
+        #expect(Test.current?.name == "aBlockingTestRunsOnItsOwnThreadNotThePool()")
+    }
+}
+
+@Suite struct PoolThreadTests {
+    @Test func withoutTheTraitATestRunsOnThePool() {
+        #expect(currentThreadName() != "test-body")
     }
 }

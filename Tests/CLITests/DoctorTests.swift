@@ -1,9 +1,10 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `hound-speaker doctor` against good and broken setups: every check prints `ok`/`FAIL` with advice, and the exit
 /// status is non-zero exactly when something failed.
-@Suite(.serialized) struct DoctorTests {
+@Suite(.serialized, .ownThread) struct DoctorTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     /// The kernel's own answer, asked here without the doctor's code: adjtimex(2) with modes 0 returns TIME_ERROR (5)

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `enroll` and `hotphrase --household` with the personal scorer's parity fixture (Tests/HotPhraseTests/Fixtures/
 /// household: three espeak-ng takes of "OK Hound", a stream saying it once, a small negative bank) and the
 /// speech-embedding test model.
-@Suite struct EnrollTests {
+@Suite(.ownThread) struct EnrollTests {
     static let fixtures = "Tests/HotPhraseTests/Fixtures/household"
     static let model = ["--model", "Tests/HotPhraseTests/Fixtures/embedding/test.hpm", "--bank", "\(fixtures)/bank.hpm"]
 
@@ -164,7 +165,7 @@ import Testing
 /// The household in a running speaker (issue #37, part 3): `ctl voices` lists what `enroll` taught it, an enroll
 /// while it runs is taken at once (as `ctl reload-household` has it read again), `ctl forget` removes a phrase (one
 /// not enrolled is refused by name).
-@Suite struct HouseholdCtlTests {
+@Suite(.ownThread) struct HouseholdCtlTests {
     @Test func ctlVoicesAndForgetOnARunningSpeaker() throws {
         let fixtures = EnrollTests.fixtures
         let (service, port, _) = try CLI.startService()
@@ -215,7 +216,7 @@ import Testing
 /// The spoken enrollment on a running speaker (issue #37, "Teach it my voice"): `ctl enroll` runs it with the
 /// speaker's own microphone path and speech. The microphone (an ALSA file PCM read at a microphone's pace) plays
 /// the fixture's three espeak-ng takes of "OK Hound" with quiet between them, over and over.
-@Suite struct SpokenEnrollmentTests {
+@Suite(.ownThread) struct SpokenEnrollmentTests {
     struct Speaker {
         let fixture: RunFixture
         let household: String

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `ctl` against `run` says what the speaker did with each command, and only that (issue #35).
-@Suite struct HonestCtlTests {
+@Suite(.ownThread) struct HonestCtlTests {
     @Test func ctlSaysWhatTheSpeakerDid() throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }

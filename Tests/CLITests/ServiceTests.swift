@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// A Unix datagram socket standing in for systemd's NOTIFY_SOCKET: what the speaker tells its service manager.
 final class NotifySocket {
@@ -47,7 +48,7 @@ final class NotifySocket {
     }
 }
 
-@Suite(.serialized) struct ServiceTests {
+@Suite(.serialized, .ownThread) struct ServiceTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
     func temporaryDirectory() throws -> String {

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestSupport
 
 /// `setup --import` as the unit runs it before `run`: a file with a mistake refused (exit 78, its line and key) and
 /// said by the speaker when it starts; the same file mended taken in, wiped from the card, and the speaker quiet
 /// about it; no file at all, nothing done.
-@Suite struct SetupImportCLITests {
+@Suite(.ownThread) struct SetupImportCLITests {
     @Test func aRefusedCardFileIsSaidAtStartAndAMendedOneIsTaken() throws {
         let (service, port, _) = try CLI.startService()
         defer { service.terminate(); service.waitUntilExit() }

@@ -5,7 +5,7 @@ import TestSupport
 /// `run` without credentials (issue #64): it does not stop; it says where to go and the code, serves the setup page,
 /// turns away a wrong code and a key Houndify refuses (each in words), saves the right ones (0600), answers with
 /// Houndify from then on without a restart, and closes the setup page.
-@Suite struct SetupModeCLITests {
+@Suite(.ownThread) struct SetupModeCLITests {
     struct Response { var status: Int; var body: String }
 
     /// curl, as a phone's browser would ask (a real HTTP client, another process).

@@ -2,10 +2,11 @@ import ControlCore
 import FoundationEssentials
 import JSONKit
 import Testing
+import TestSupport
 
 /// The control API's vocabulary is one type (ControlCore) for the server and `ctl`'s client: every command is
 /// sent as the JSON the server reads back to the same command, and every name the server takes has a `ctl` word.
-@Suite struct ControlVocabularyTests {
+@Suite(.ownThread) struct ControlVocabularyTests {
     /// Each case, each way it can be sent, with the JSON it is sent as (docs/control-api.md).
     static let wire: [(ControlCommand, String)] = [
         (.listen, #"{"command":"listen"}"#),

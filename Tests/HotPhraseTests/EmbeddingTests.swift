@@ -3,6 +3,7 @@ import AudioCore
 import Foundation
 @testable import HotPhrase
 import Testing
+import TestSupport
 
 /// The speech-embedding model (format 2) and the fixtures tools/hotphrase/hotphrase/make_embedding_fixtures.py made: the
 /// exported backbone with a random head, espeak-ng clips, and the TFLite graphs' and the numpy reference's numbers.
@@ -64,7 +65,7 @@ func largestDifference(_ a: [[Float]], _ b: [[Float]]) -> Float {
     zip(a, b).map { zip($0, $1).map { abs($0 - $1) }.max() ?? 0 }.max() ?? 0
 }
 
-@Suite struct EmbeddingReferenceTests {
+@Suite(.ownThread) struct EmbeddingReferenceTests {
     @Test func theTestModelLoads() throws {
         let model = try EmbeddingFixtures.model()
         #expect(model.format == 2)
@@ -114,7 +115,7 @@ func largestDifference(_ a: [[Float]], _ b: [[Float]]) -> Float {
     }
 }
 
-@Suite struct EmbeddingDetectorTests {
+@Suite(.ownThread) struct EmbeddingDetectorTests {
     /// A threshold the random head's smoothed score crosses once in ok-hound-silence.flac: just under its peak.
     static let threshold: Double = {
         let model = try! EmbeddingFixtures.model()

@@ -3,6 +3,7 @@ import AudioCore
 import Foundation
 @testable import HotPhrase
 import Testing
+import TestSupport
 
 /// The format-1 model (v9, shipped until issue #37 shipped a format-2 model) and the fixtures made from it by
 /// tools/hotphrase/hotphrase/make_fixtures.py (as ok-hound.hpm, the name it was shipped under).
@@ -52,7 +53,7 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
     return (scores, detections)
 }
 
-@Suite struct ReferenceTests {
+@Suite(.ownThread) struct ReferenceTests {
     @Test func theFormatOneModelIsSmallAndMatchesTheFixtures() throws {
         let model = try Fixtures.model()
         #expect(model.fileBytes <= 100 * 1024, "the issue's budget is 100 KB of weights")
@@ -135,7 +136,7 @@ func run(_ detector: HotPhraseDetector, _ samples: [Int16], chunk: Int = 320) ->
     }
 }
 
-@Suite struct StreamingTests {
+@Suite(.ownThread) struct StreamingTests {
     /// The microphone hands over 10 or 20 ms, a file reader anything: the result must not depend on it.
     @Test(arguments: [1, 160, 333, 4096]) func chunkSizeDoesNotMatter(chunk: Int) throws {
         let model = try Fixtures.model()

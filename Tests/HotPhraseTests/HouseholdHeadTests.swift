@@ -3,12 +3,13 @@ import AudioCore
 import Foundation
 @testable import HotPhrase
 import Testing
+import TestSupport
 
 /// The personal head in the household (docs/household.md, "The personal head"): kept in the file beside its
 /// phrase's templates, scaled again for a new bank, and scored by the speaker's detector at the bank's z plus
 /// `PersonalHead.offset`, above its own household negatives. With the parity fixture's takes, bank and stream
 /// (Fixtures/household: "OK Hound" said once in the stream, the head's z peaking at 16.6 there).
-@Suite(.serialized) struct HouseholdHeadTests {
+@Suite(.serialized, .ownThread) struct HouseholdHeadTests {
     static let dir = Fixtures.dir.appendingPathComponent("household")
 
     struct Parts {

@@ -3,10 +3,11 @@ import AudioCore
 import Foundation
 @testable import HotPhrase
 import Testing
+import TestSupport
 
 /// The Python reference's numbers for the same takes, bank and stream (Fixtures/household, its README has the
 /// tolerances and why): the Swift enrollment and personal scorer must agree with them.
-@Suite struct HouseholdParityTests {
+@Suite(.ownThread) struct HouseholdParityTests {
     static let dir = Fixtures.dir.appendingPathComponent("household")
 
     struct Expected: Decodable {

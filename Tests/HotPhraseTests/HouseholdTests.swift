@@ -230,7 +230,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
     }
 }
 
-@Suite(.serialized) struct EnrollmentTests {
+@Suite(.serialized, .ownThread) struct EnrollmentTests {
     /// Three takes of "hey kitchen" (two speeds, two voices); said again by a voice no take used, its templates'
     /// z is far above a different sentence's, and the fused detector wakes for it (by the templates alone:
     /// not the model's phrase) and not for the other sentence.
@@ -432,7 +432,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
     }
 }
 
-@Suite(.serialized) struct FusionTests {
+@Suite(.serialized, .ownThread) struct FusionTests {
     func wakes(_ detector: FusedDetector, _ samples: [Int16]) -> [WakeDetection] { HouseholdFixtures.wakes(detector, samples) }
 
     /// For the model's own phrase (the test model's is "test") either detector wakes the speaker: the templates
@@ -640,7 +640,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
     }
 }
 
-@Suite struct HouseholdFileTests {
+@Suite(.ownThread) struct HouseholdFileTests {
     func sample() -> Household {
         var h = Household()
         let frame = (0..<96).map { Float($0) / 96 }
@@ -727,7 +727,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
     }
 }
 
-@Suite struct NegativeBankTests {
+@Suite(.ownThread) struct NegativeBankTests {
     @Test func loadsAndHashesTheFile() throws {
         let (bank, path) = try HouseholdFixtures.bank(zThreshold: 4.5)
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -48,7 +48,7 @@ enum StopWordFixtures {
 
 /// The plumbing, with the embedding fixtures' random head standing in for a trained stop word (its speech
 /// embedding is the shipped model's): what it hears is the random head's peak on a clip, not "stop".
-@Suite struct StopWordTests {
+@Suite(.ownThread) struct StopWordTests {
     static let clip = try! EmbeddingFixtures.samples("ok-hound-silence.flac")
     /// Just under the random head's peak on the clip: it fires once there.
     static let threshold: Double = {

@@ -3,10 +3,11 @@ import Glibc
 #endif
 @testable import HotPhrase
 import Testing
+import TestSupport
 
 /// The takes' renderings for the personal head (Sources/HotPhrase/TakeRenderings.swift): what the measurement's
 /// recipe promises of each, checked on a made-up take.
-@Suite struct TakeRenderingsTests {
+@Suite(.ownThread) struct TakeRenderingsTests {
     /// 0.8 s of a vowel-like sound (a 150 Hz tone and harmonics, rising and falling), 16 kHz.
     static let take: [Int16] = (0..<12_800).map { i in
         let t = Double(i) / 16_000

@@ -2,6 +2,7 @@ import Foundation
 import JSONKit
 import LocalHoundify
 import Testing
+import TestSupport
 @testable import Houndify
 
 /// A recorded HoundServer message from Fixtures/NAME.json.
@@ -13,7 +14,7 @@ func fixture(_ name: String) throws -> Data {
 /// The recorded weather response: the copy compiled into LocalHoundify, which the local service answers with.
 let weatherResult = Data(weatherFixtureJSON.utf8)
 
-@Suite struct JSONStreamScannerTests {
+@Suite(.ownThread) struct JSONStreamScannerTests {
     @Test func splitsExampleMessagesHoweverTheBytesArrive() throws {
         let fixtures = try ["partial-transcript", "result-time-query", "result-noresult", "error"].map(fixture) + [weatherResult]
         var stream = Data()

@@ -10,7 +10,7 @@ import Platform
 import TestSupport
 
 /// The real recogniser (PocketSphinx with Debian's pocketsphinx-en-us) on commands spoken by flite.
-@Suite struct OfflineRecogniserTests {
+@Suite(.ownThread) struct OfflineRecogniserTests {
     static func spoken(_ text: String) throws -> [Int16] {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("hs-offline-\(UUID().uuidString).wav").path
         defer { try? FileManager.default.removeItem(atPath: path) }

@@ -1,9 +1,10 @@
 import Testing
+import TestSupport
 @testable import OwnCommands
 import SpeakerCore
 import Timers
 
-@Suite struct OwnCommandsTests {
+@Suite(.ownThread) struct OwnCommandsTests {
     /// What people say, and what the speaker does with it.
     static let said: [(String, OwnAction)] = [
         ("set a timer for five minutes", .client(.timer(.set(seconds: 300, name: "")))),

@@ -1,6 +1,7 @@
 import Foundation
 import JSONKit
 import Testing
+import TestSupport
 import HoundifyCore
 @testable import SpeakerConfig
 
@@ -8,7 +9,7 @@ import HoundifyCore
 /// infinite and NaN, strings empty and not UTF-8, and each key given a value of every other type. Each must load
 /// into a value the speaker can use or be refused naming its key and line; none may crash the loader or the
 /// conversions after it (the milliseconds for libcurl once overflowed: SIGILL at every start).
-@Suite struct ConfigExtremesTests {
+@Suite(.ownThread) struct ConfigExtremesTests {
     static let values = ["0", "-1", "1", "1e-300", "0.0004", "1e300", "9223372036854775807", "-9223372036854775808",
                          "inf", "-inf", "nan", "\"\"", "\" \"", "\"x\"", "true", "[]", "{}", "[1, \"a\"]", "{ a = nan }",
                          "1979-05-27T07:32:00Z"]

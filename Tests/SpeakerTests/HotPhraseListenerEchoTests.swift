@@ -8,7 +8,7 @@ import SpeakerCore
 
 /// What the detector hears over the speaker's own sound: the echo canceller's adaptive filter output, not the
 /// suppressed frames that are uploaded (BENCHMARKS.md, "Echo cancellation", "What the hot phrase hears").
-@Suite struct HotPhraseListenerEchoTests {
+@Suite(.ownThread) struct HotPhraseListenerEchoTests {
     @Test func overTheSpeakerTheDetectorHearsTheFiltersOutputNotTheUploadedFrames() throws {
         let model = try HotPhraseModel.load(path: repositoryRoot + "/share/hotphrase/ok-hound.hpm")
         let person = try AudioFile.readMono(path: repositoryRoot + "/share/demo/ok-hound-what-time-is-it.wav", targetRate: 16_000).samples

@@ -15,7 +15,7 @@ import TestSupport
 /// The household inside the running speaker (issue #37, part 3), with real parts: the speech-embedding test
 /// model, the parity fixture's takes, stream and negative bank (Tests/HotPhraseTests/Fixtures/household), and
 /// household.json in a temporary folder.
-@Suite struct HouseholdListenerTests {
+@Suite(.ownThread) struct HouseholdListenerTests {
     static let fixtures = repositoryRoot + "/Tests/HotPhraseTests/Fixtures/household"
 
     func hits(_ listener: HotPhraseListener, _ samples: [Int16], overOwnSound: Bool = false, kind: HotPhraseHit = .wake) -> Int {

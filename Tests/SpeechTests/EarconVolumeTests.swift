@@ -6,7 +6,7 @@ import Testing
 import TestSupport
 
 
-@Suite(.serialized) struct EarconVolumeTests {
+@Suite(.serialized, .ownThread) struct EarconVolumeTests {
     init() { setenv("HOUND_SPEAKER_EARCON_PATH", repositoryRoot + "/share/earcons", 1) }
 
     @Test func shippedEarconsAreShortAudibleAndDistinct() throws {

@@ -12,7 +12,7 @@ func rms(_ samples: ArraySlice<Int16>) -> Double {
 
 let sentence = "The weather today is sunny with a high of twenty four degrees, and a light breeze from the west in the afternoon."
 
-@Suite(.serialized) struct SpeechTests {
+@Suite(.serialized, .ownThread) struct SpeechTests {
     @Test func speaksRealSpeechWithALeadIn() async throws {
         var settings = VoiceSettings()
         settings.leadInMS = 150
