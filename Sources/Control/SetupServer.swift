@@ -15,11 +15,25 @@ public final class SetupServer: Sendable {
     /// What the speaker makes of a form whose code was right: nil when saved, else the problem for the page.
     public typealias Submit = @Sendable (SetupForm) async -> SetupProblem?
 
-    /// Made by the first `start`: a speaker that never needs its page runs no thread for it.
-    private let group = Mutex<MultiThreadedEventLoopGroup?>(nil)
+    /// The event loop's life. Made by the first `start` (a speaker that never needs its page runs no thread for
+    /// it), and shut down by whichever of `run` and a `start` still binding finishes last: NIO drops work handed to
+    /// a loop already shut down, so a bind or a wait on it would never end.
+    private struct Life {
+        var group: MultiThreadedEventLoopGroup?
+        var binding = 0
+        var runEnded = false
+        var stopped = false
+
+        /// The group, once nothing can use it any more, taken so that it is shut down once.
+        mutating func takeIfDone() -> MultiThreadedEventLoopGroup? {
+            guard runEnded, binding == 0 else { return nil }
+            defer { group = nil }
+            return group
+        }
+    }
+    private let life = Mutex(Life())
     /// `start` bound the listener (a value), or `stop` came first (the end): what `run` waits for.
     private let opened = AsyncStream<Void>.makeStream()
-    private let stopped = Atomic<Bool>(false)
     private let page: [UInt8]?
     private let logger: Logger
     private let submit: Submit
@@ -69,15 +83,37 @@ public final class SetupServer: Sendable {
     /// Listens on `host:port` (0: any free port); returns the port. It may come after `run` has started (setup
     /// mode opened when Houndify refuses the key), and may be tried again after a failure; not after `stop`.
     public func start(host: String, port: Int) async throws -> Int {
-        guard !stopped.load(ordering: .acquiring) else {
-            throw ControlServer.ListenFailure(host: host, port: port, reason: "the setup page has been closed")
-        }
-        let loops = group.withLock { g in
-            if let g { return g }
+        let loops = try life.withLock { l throws(ControlServer.ListenFailure) -> MultiThreadedEventLoopGroup in
+            guard !l.stopped, !l.runEnded else {
+                throw ControlServer.ListenFailure(host: host, port: port, reason: "the setup page has been closed")
+            }
+            l.binding += 1
+            if let g = l.group { return g }
             let made = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-            g = made
+            l.group = made
             return made
         }
+        // Once bound (or not), a `run` that ended meanwhile leaves the loop's shutdown to this start.
+        func doneBinding() -> MultiThreadedEventLoopGroup? {
+            life.withLock { l in
+                l.binding -= 1
+                return l.takeIfDone()
+            }
+        }
+        // The listener's async wrapper is released when `bind` returns, before the loop is shut down: released
+        // after, it hands its last word to a loop that is gone (NIO's "Cannot schedule tasks" in the journal).
+        let bound: Int
+        do {
+            bound = try await bind(loops, host: host, port: port)
+        } catch {
+            if let last = doneBinding() { try? await last.shutdownGracefully() }
+            throw error
+        }
+        if let last = doneBinding() { try? await last.shutdownGracefully() }
+        return bound
+    }
+
+    private func bind(_ loops: MultiThreadedEventLoopGroup, host: String, port: Int) async throws -> Int {
         let bootstrap = ServerBootstrap(group: loops)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
         let bound: NIOAsyncChannel<Connection?, Never>
@@ -107,7 +143,15 @@ public final class SetupServer: Sendable {
         listener.withLock { $0 = bound }
         opened.continuation.yield()
         opened.continuation.finish()
-        if stopped.load(ordering: .acquiring) { try? await bound.channel.close() }  // a stop while it was binding
+        if life.withLock({ $0.stopped }) {
+            // A stop while it was binding, which may have found no channel to close, and a `run` that may have
+            // ended already. Whichever takes the listener closes it; the loop lives until `start`'s `doneBinding`.
+            if let mine = listener.withLock({ s in defer { s = nil }; return s }) {
+                try? await mine.executeThenClose { _ in }
+            } else {
+                bound.channel.close(promise: nil)
+            }
+        }
         return bound.channel.localAddress?.port ?? port
     }
 
@@ -115,28 +159,32 @@ public final class SetupServer: Sendable {
     /// task; returns at once if `stop` comes first.
     public func run() async {
         for await _ in opened.stream { break }
-        guard let listener = listener.withLock({ s in defer { s = nil }; return s }) else {
-            try? await group.withLock({ $0 })?.shutdownGracefully()
-            return
-        }
-        await withDiscardingTaskGroup { connections in
-            try? await listener.executeThenClose { accepted in
-                for try await next in accepted {
-                    guard let connection = next else { continue }
-                    connections.addTask { [self] in await serve(connection) }
+        if let listener = listener.withLock({ s in defer { s = nil }; return s }) {
+            await withDiscardingTaskGroup { connections in
+                try? await listener.executeThenClose { accepted in
+                    for try await next in accepted {
+                        guard let connection = next else { continue }
+                        connections.addTask { [self] in await serve(connection) }
+                    }
                 }
+                connections.cancelAll()
             }
-            connections.cancelAll()
         }
-        try? await group.withLock({ $0 })?.shutdownGracefully()
+        let last = life.withLock { l in
+            l.runEnded = true
+            return l.takeIfDone()
+        }
+        try? await last?.shutdownGracefully()
     }
 
-    /// Closes the listener: no new connection; `run` then closes the ones open and returns.
+    /// Closes the listener: no new connection; `run` then closes the ones open and returns (await it to know the
+    /// port is free). The close is not awaited here: `run` may end and shut the loop down before a wait on it could
+    /// be registered, and that wait would never end.
     public func stop() async {
-        stopped.store(true, ordering: .releasing)
+        life.withLock { $0.stopped = true }
         opened.continuation.finish()
         let bound = channel.withLock { s in defer { s = nil }; return s }
-        try? await bound?.close()
+        bound?.close(promise: nil)
     }
 
     private func serve(_ connection: Connection) async {
@@ -178,7 +226,7 @@ public final class SetupServer: Sendable {
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         switch (head.method, path) {
         case (.GET, "/"), (.HEAD, "/"), (.GET, "/index.html"):
-            guard let page else { return Reply(status: .notFound, type: "text/plain; charset=utf-8", body: Array("The setup page is not installed (share/setup/index.html).\n".utf8)) }
+            guard let page else { return Reply(status: .notFound, type: "text/plain; charset=utf-8", body: Array("The setup page is not installed (share/kiosk/setup.html).\n".utf8)) }
             return Reply(status: .ok, type: "text/html; charset=utf-8", body: head.method == .HEAD ? [] : page)
         case (.GET, "/api/setup"):
             return .json(.ok, ["set_up": .bool(desk.withLock { $0.done })])
