@@ -1,7 +1,7 @@
 import Foundation
 import JSONKit
-import Glibc
 import Testing
+import TestSupport
 @testable import Houndify
 import HoundifyCore
 @testable import LocalHoundify
@@ -189,19 +189,11 @@ func nextEvent(_ iterator: inout AsyncStream<VoiceSearchEvent>.Iterator, seconds
         // A port bound and not listening: a connection to it is refused, and while the socket is held no other
         // test running beside this one can be given the port (a stopped service's port could be, and its new
         // owner's reset is not a refusal).
-        let held = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(held) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(held, $0, length) == 0 && getsockname(held, $0, &length) == 0 }
-        }
-        try #require(held >= 0 && bound)
+        let held = try HeldPort()
+        defer { withExtendedLifetime(held) {} }
         let service = try await ServiceFixture.start()
         await service.service.stop()
-        let fixture = ServiceFixture(service: service.service, port: Int(UInt16(bigEndian: address.sin_port)))
+        let fixture = ServiceFixture(service: service.service, port: held.port)
         let client = try fixture.client()
         let error = await #expect(throws: HoundifyError.self) { try await client.textSearch("what time is it") }
         guard case .connectionFailure(let detail)? = error else { Issue.record("expected ConnectionFailure, got \(String(describing: error))"); return }
