@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <features.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -30,4 +31,14 @@ int hs_spawn_close_from(posix_spawn_file_actions_t *actions, int from) {
 
 int hs_pipe_cloexec(int fds[2]) {
     return pipe2(fds, O_CLOEXEC);
+}
+
+int hs_spawn_clean_signals(posix_spawnattr_t *attributes) {
+    sigset_t none, all;
+    sigemptyset(&none);
+    sigfillset(&all);
+    int status = posix_spawnattr_setsigmask(attributes, &none);
+    if (status == 0) status = posix_spawnattr_setsigdefault(attributes, &all);
+    if (status == 0) status = posix_spawnattr_setflags(attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    return status;
 }

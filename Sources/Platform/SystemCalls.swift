@@ -25,14 +25,22 @@ public enum KernelClock {
 
 /// Spawning children that inherit nothing they should not.
 public enum SpawnActions {
-    /// posix_spawn of `path` with `argv` and `envp` ("NAME=value"); `stdout`: a descriptor for its standard output.
-    /// Every descriptor from 3 up is closed in the child, whoever opened it (posix_spawn_file_actions_addclosefrom_np,
-    /// a GNU extension; ENOSYS where glibc is older than 2.34). The pid, or the error number.
-    public static func spawn(_ path: String, argv arguments: [String], envp environment: [String], stdout: Int32?) -> Result<Int32, SystemError> {
+    /// posix_spawn of `path` with `argv` and `envp` ("NAME=value"); `stdout` and `stderr`: descriptors for its
+    /// standard output and error. Every descriptor from 3 up is closed in the child, whoever opened it
+    /// (posix_spawn_file_actions_addclosefrom_np, a GNU extension; ENOSYS where glibc is older than 2.34), and it
+    /// starts with no signal blocked or ignored, whatever the spawning thread blocks. The pid, or the error number.
+    public static func spawn(_ path: String, argv arguments: [String], envp environment: [String], stdout: Int32?,
+                             stderr: Int32? = nil) -> Result<Int32, SystemError> {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        let signals = hs_spawn_clean_signals(&attributes)
+        guard signals == 0 else { return .failure(SystemError(signals)) }
         if let stdout { posix_spawn_file_actions_adddup2(&actions, stdout, STDOUT_FILENO) }
+        if let stderr { posix_spawn_file_actions_adddup2(&actions, stderr, STDERR_FILENO) }
         // After the dup2, so the descriptor it copied is closed too.
         let closing = hs_spawn_close_from(&actions, 3)
         guard closing == 0 else { return .failure(SystemError(closing)) }
@@ -40,7 +48,7 @@ public enum SpawnActions {
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
         var pid: pid_t = 0
-        let status = posix_spawn(&pid, path, &actions, nil, argv, envp)
+        let status = posix_spawn(&pid, path, &actions, &attributes, argv, envp)
         return status == 0 ? .success(pid) : .failure(SystemError(status))
     }
 
