@@ -94,7 +94,7 @@ let package = Package(
                 dependencies: ["AudioCore", "CSoxr", "CSpeexDSP", "CSndfile", "CALSA", "CShims", "Platform"],
                 swiftSettings: strict),
         .target(name: "Board",
-                dependencies: ["BoardCore", "CGPIOD", "Platform"],
+                dependencies: ["BoardCore", "CGPIOD", "CPosix", "Platform"],
                 swiftSettings: strict + libgpiod),
         .target(name: "Speech",
                 dependencies: ["CEspeakNG", "Audio", "Platform"],

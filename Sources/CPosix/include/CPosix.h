@@ -4,3 +4,4 @@
 #include "hs_clock.h"
 #include "hs_malloc.h"
 #include "hs_spawn.h"
+#include "hs_spi.h"
