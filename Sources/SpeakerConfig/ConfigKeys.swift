@@ -52,7 +52,8 @@ enum ConfigSchema {
     /// In the order config/speaker.toml documents them.
     static let sections: [any ConfigKey.Type] = [
         HoundifyKey.self, LocationKey.self, AudioKey.self, SpeakerKey.self, ListeningKey.self, HotPhraseKey.self,
-        SpeechKey.self, BoardKey.self, ControlKey.self, SetupKey.self, ScreenKey.self, ServeKey.self, LoggingKey.self,
+        SpeechKey.self, BoardKey.self, ControlKey.self, SetupKey.self, HomeAssistantKey.self, ScreenKey.self, ServeKey.self,
+        LoggingKey.self,
     ]
 
     static let keys: [ConfigKeyInfo] = sections.flatMap { infos($0) }
@@ -248,6 +249,22 @@ enum SetupKey: String, ConfigKey {
     var spec: (type: ConfigValueType, doc: String) {
         switch self {
         case .listen: (.string, "HOST:PORT of the setup page while the speaker has no credentials; empty: no setup mode")
+        }
+    }
+}
+
+enum HomeAssistantKey: String, ConfigKey {
+    case mqtt, username, password, discoveryPrefix = "discovery_prefix", name, nodeID = "node_id"
+    static let table = "home_assistant"
+
+    var spec: (type: ConfigValueType, doc: String) {
+        switch self {
+        case .mqtt: (.string, "the MQTT broker, mqtt://HOST:PORT or mqtts://HOST:PORT; empty: off")
+        case .username: (.string, "the broker's user name")
+        case .password: (.string, "the broker's password (never logged)")
+        case .discoveryPrefix: (.string, "Home Assistant's discovery prefix")
+        case .name: (.string, "the device's name in Home Assistant")
+        case .nodeID: (.string, "the device's id in topics; empty: made from /etc/machine-id")
         }
     }
 }

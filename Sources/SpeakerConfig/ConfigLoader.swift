@@ -115,16 +115,17 @@ public enum ConfigLoader {
         return Int(info.st_mode & 0o7777)
     }
 
-    /// A file holding the client key must not be readable by everyone: refuse, with the fix.
+    /// A file holding the client key or the broker's password must not be readable by everyone: refuse, with the fix.
     static func checkPermissions(path: String, config: inout SpeakerConfiguration) throws(ConfigError) {
-        guard !config.houndify.clientKey.isEmpty,
-              let mode = permissions(of: path) else { return }
+        let secret: (key: String, words: String)? = !config.houndify.clientKey.isEmpty ? ("[houndify] client_key", "the client key")
+            : !config.homeAssistant.password.isEmpty ? ("[home_assistant] password", "the MQTT broker's password") : nil
+        guard let secret, let mode = permissions(of: path) else { return }
         if mode & 0o007 != 0 {
-            throw ConfigError(file: path, line: nil, key: nil, problem: "holds [houndify] client_key but is readable by other users (mode "
+            throw ConfigError(file: path, line: nil, key: nil, problem: "holds \(secret.key) but is readable by other users (mode "
                 + String(cFormat: "%03o", mode) + "); run: chmod 600 \(path)")
         }
         if mode & 0o040 != 0 {
-            config.warnings.append("\(path) holds the client key and is group-readable (mode \(String(cFormat: "%03o", mode))); chmod 600 is safer")
+            config.warnings.append("\(path) holds \(secret.words) and is group-readable (mode \(String(cFormat: "%03o", mode))); chmod 600 is safer")
         }
     }
 

@@ -71,6 +71,7 @@ struct Reader {
         try section(ServeKey.self) { t throws(ConfigError) in try readServe(t, into: &config.serve) }
         try section(ControlKey.self) { t throws(ConfigError) in try readControl(t, into: &config.control) }
         try section(SetupKey.self) { t throws(ConfigError) in try readSetup(t, into: &config.setup) }
+        try section(HomeAssistantKey.self) { t throws(ConfigError) in try readHomeAssistant(t, into: &config.homeAssistant) }
         try section(ScreenKey.self) { t throws(ConfigError) in try readScreen(t, into: &config.screen) }
         try section(BoardKey.self) { t throws(ConfigError) in try readBoard(t, into: &config.board) }
         try section(SpeechKey.self) { t throws(ConfigError) in try readSpeech(t, into: &config.speech) }
@@ -237,6 +238,37 @@ struct Reader {
         }
         if let address = control.listen, !address.isLoopback, control.token.isEmpty {
             throw error(K.listen, "\(address) can be reached from other machines: set [control] token too, or listen on 127.0.0.1")
+        }
+    }
+
+    func readHomeAssistant(_ t: TOMLTable, into ha: inout SpeakerConfiguration.HomeAssistantSection) throws(ConfigError) {
+        typealias K = HomeAssistantKey
+        if let v = try string(t, K.mqtt) {
+            if v.isEmpty { ha.mqtt = nil } else {
+                switch MQTTAddress.parse(v) {
+                case .success(let address): ha.mqtt = address
+                case .failure(let problem): throw error(K.mqtt, "\(problem)")
+                }
+            }
+        }
+        if let v = try string(t, K.username) { ha.username = v }
+        if let v = try string(t, K.password) { ha.password = v }
+        // MQTT topic levels: no wildcards, no empty level, nothing that needs quoting in Home Assistant's YAML.
+        func topicLevel(_ key: K, _ value: String, allowSlash: Bool) throws(ConfigError) -> String {
+            guard !value.isEmpty, value.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_".contains($0) || (allowSlash && $0 == "/")) }),
+                  !value.hasPrefix("/"), !value.hasSuffix("/"), !value.contains("//") else {
+                throw error(key, "must be letters, digits, - and _\(allowSlash ? " (levels joined by /)" : ""), not \"\(value)\"")
+            }
+            return value
+        }
+        if let v = try string(t, K.discoveryPrefix) { ha.discoveryPrefix = try topicLevel(K.discoveryPrefix, v, allowSlash: true) }
+        if let v = try string(t, K.nodeID) { ha.nodeID = v.isEmpty ? "" : try topicLevel(K.nodeID, v, allowSlash: false) }
+        if let v = try string(t, K.name) {
+            guard !v.allSatisfy(\.isWhitespace), v.count <= 64 else { throw error(K.name, "must be 1 to 64 characters") }
+            ha.name = v
+        }
+        if ha.mqtt == nil, !ha.username.isEmpty || !ha.password.isEmpty {
+            throw error(ha.username.isEmpty ? K.password : K.username, "is set, but mqtt is not: set mqtt = \"mqtt://HOST:1883\" too (or remove it)")
         }
     }
 

@@ -51,6 +51,19 @@ public struct SpeakerConfiguration: Sendable {
         public var listen: ControlAddress? = ControlAddress(host: "0.0.0.0", port: 80)
     }
 
+    /// Home Assistant over MQTT discovery (`[home_assistant]`, issue #65).
+    public struct HomeAssistantSection: Sendable, Equatable {
+        /// The broker; nil: off.
+        public var mqtt: MQTTAddress?
+        public var username = ""
+        /// Never logged (a secret of the log handler), never in an event or a reply.
+        public var password = ""
+        public var discoveryPrefix = "homeassistant"
+        public var name = "Hound Speaker"
+        /// "" : made from /etc/machine-id (the same on every start, different on every speaker).
+        public var nodeID = ""
+    }
+
     public struct ServeSection: Sendable, Equatable {
         public var port = 8080
         public var transcript = "what time is it"
@@ -110,6 +123,7 @@ public struct SpeakerConfiguration: Sendable {
     public var serve = ServeSection()
     public var control = ControlSection()
     public var setup = SetupSection()
+    public var homeAssistant = HomeAssistantSection()
     /// The kiosk screen's brightness (`[screen]`).
     public var screen = ScreenSettings()
     public var logging = LoggingSection()
@@ -185,6 +199,61 @@ public struct ControlAddress: Sendable, Equatable, CustomStringConvertible {
     public var isLoopback: Bool { host.hasPrefix("127.") || host == "::1" }
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+/// An MQTT broker as `[home_assistant] mqtt` gives it: `mqtt://HOST[:PORT]` (1883) or `mqtts://HOST[:PORT]` (8883,
+/// TLS checked against the system's certificates).
+public struct MQTTAddress: Sendable, Equatable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+
+    public init(host: String, port: Int, tls: Bool) {
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+
+    public static func parse(_ text: String) -> Result<MQTTAddress, ControlAddressError> {
+        let tls: Bool
+        let rest: Substring
+        if text.hasPrefix("mqtt://") { tls = false; rest = text.dropFirst(7) }
+        else if text.hasPrefix("mqtts://") { tls = true; rest = text.dropFirst(8) }
+        else { return .failure(.init("must be mqtt://HOST:PORT or mqtts://HOST:PORT, e.g. \"mqtt://homeassistant.local:1883\"")) }
+        var authority = rest
+        if authority.hasSuffix("/") { authority = authority.dropLast() }
+        // A password in the address would end up wherever the address is shown.
+        guard !authority.contains("@") else { return .failure(.init("must not hold a user or password: set username and password instead")) }
+        guard !authority.contains("/"), !authority.contains("?"), !authority.contains("#") else {
+            return .failure(.init("is HOST:PORT after the scheme, with no path"))
+        }
+        var host = String(authority)
+        var port = tls ? 8883 : 1883
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else { return .failure(.init("has an IPv6 address without its closing ]")) }
+            host = String(authority[authority.index(after: authority.startIndex)..<close])
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.first == ":", let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    return .failure(.init("the port must be 1 to 65535, not \"\(after.dropFirst())\""))
+                }
+                port = p
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            let portText = authority[authority.index(after: colon)...]
+            guard let p = Int(portText), (1...65535).contains(p) else {
+                return .failure(.init("the port must be 1 to 65535, not \"\(portText)\""))
+            }
+            port = p
+            host = String(authority[..<colon])
+        }
+        guard !host.isEmpty, host.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-._:".contains($0)) }) else {
+            return .failure(.init("the host must be a name or an IP address, not \"\(host)\""))
+        }
+        return .success(MQTTAddress(host: host, port: port, tls: tls))
+    }
+
+    public var description: String { "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)" }
 }
 
 public struct ControlAddressError: Error, Sendable, CustomStringConvertible {

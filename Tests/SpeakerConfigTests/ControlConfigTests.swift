@@ -1,3 +1,4 @@
+import Foundation
 import SpeakerConfig
 import SpeakerCore
 import Testing
@@ -57,5 +58,81 @@ import Testing
         #expect(relative.line == 2 && relative.problem.contains("/sys/class/backlight"))
         let unknown = try #require(problem("[screen]\nbrightness = 5\n"))
         #expect(unknown.line == 2)
+    }
+}
+
+@Suite struct HomeAssistantConfigTests {
+    func problem(_ text: String) -> ConfigError? {
+        do throws(ConfigError) { _ = try ConfigLoader.parse(text: text, file: "c.toml"); return nil } catch { return error }
+    }
+
+    @Test func offUntilABrokerIsGiven() throws {
+        let defaults = try ConfigLoader.parse(text: "", file: "c.toml").homeAssistant
+        #expect(defaults.mqtt == nil && defaults.discoveryPrefix == "homeassistant" && defaults.name == "Hound Speaker" && defaults.nodeID == "")
+        let set = try ConfigLoader.parse(text: """
+            [home_assistant]
+            mqtt = "mqtt://homeassistant.local"
+            username = "speaker"
+            password = "pw"
+            discovery_prefix = "ha/discovery"
+            name = "Kitchen"
+            node_id = "kitchen_1"
+            """, file: "c.toml").homeAssistant
+        #expect(set.mqtt == MQTTAddress(host: "homeassistant.local", port: 1883, tls: false))
+        #expect(set.username == "speaker" && set.password == "pw" && set.discoveryPrefix == "ha/discovery")
+        #expect(set.name == "Kitchen" && set.nodeID == "kitchen_1")
+        func broker(_ text: String) throws -> MQTTAddress? {
+            try ConfigLoader.parse(text: "[home_assistant]\nmqtt = \"\(text)\"\n", file: "c.toml").homeAssistant.mqtt
+        }
+        #expect(try broker("mqtts://broker.example:8884") == MQTTAddress(host: "broker.example", port: 8884, tls: true))
+        #expect(try broker("mqtts://broker.example") == MQTTAddress(host: "broker.example", port: 8883, tls: true))
+        #expect(try broker("mqtt://192.168.1.5:1884/") == MQTTAddress(host: "192.168.1.5", port: 1884, tls: false))
+        #expect(try broker("mqtt://[fd00::5]:1883") == MQTTAddress(host: "fd00::5", port: 1883, tls: false))
+        #expect(try broker("") == nil)
+        #expect(MQTTAddress(host: "fd00::5", port: 1883, tls: false).description == "mqtt://[fd00::5]:1883")
+    }
+
+    @Test func badValuesAreNamedWithTheirLine() throws {
+        let scheme = try #require(problem("[home_assistant]\n\nmqtt = \"http://ha.local:1883\"\n"))
+        #expect(scheme.line == 3 && scheme.key == "[home_assistant] mqtt" && scheme.problem.contains("mqtt://HOST:PORT or mqtts://HOST:PORT"))
+        // The password would be shown wherever the address is: refused, and the refusal does not repeat it.
+        let inline = try #require(problem("[home_assistant]\nmqtt = \"mqtt://speaker:hunter2@ha.local\"\n"))
+        #expect(inline.line == 2 && inline.problem.contains("must not hold a user or password") && !inline.problem.contains("hunter2"))
+        let port = try #require(problem("[home_assistant]\nmqtt = \"mqtt://ha.local:0\"\n"))
+        #expect(port.problem.contains("1 to 65535"))
+        let path = try #require(problem("[home_assistant]\nmqtt = \"mqtt://ha.local:1883/x\"\n"))
+        #expect(path.problem.contains("no path"))
+        let host = try #require(problem("[home_assistant]\nmqtt = \"mqtt://ha local\"\n"))
+        #expect(host.problem.contains("a name or an IP address"))
+        let node = try #require(problem("[home_assistant]\nmqtt = \"mqtt://ha.local\"\nnode_id = \"kitchen/1\"\n"))
+        #expect(node.line == 3 && node.key == "[home_assistant] node_id" && node.problem.contains("letters, digits, - and _"))
+        let wildcard = try #require(problem("[home_assistant]\ndiscovery_prefix = \"home/#\"\n"))
+        #expect(wildcard.line == 2 && wildcard.problem.contains("levels joined by /"))
+        let name = try #require(problem("[home_assistant]\nname = \" \"\n"))
+        #expect(name.problem.contains("1 to 64 characters"))
+        let orphan = try #require(problem("[home_assistant]\nusername = \"speaker\"\n"))
+        #expect(orphan.line == 2 && orphan.key == "[home_assistant] username" && orphan.problem.contains("is set, but mqtt is not"))
+    }
+
+    /// The broker's password is a secret like the client key: a file anyone can read that holds it is refused.
+    @Test func aFileWithThePasswordMustBePrivate() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-ha-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/speaker.toml"
+        try "[home_assistant]\nmqtt = \"mqtt://127.0.0.1\"\nusername = \"s\"\npassword = \"hunter2\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o644)
+        do throws(ConfigError) {
+            _ = try ConfigLoader.load(path: path, environment: [:])
+            Issue.record("a world-readable file with the broker's password was taken")
+        } catch {
+            #expect(error.problem.contains("holds [home_assistant] password but is readable by other users"))
+            #expect(!error.description.contains("hunter2"))
+        }
+        chmod(path, 0o640)
+        let config = try ConfigLoader.load(path: path, environment: [:])
+        #expect(config.warnings.contains { $0.contains("holds the MQTT broker's password and is group-readable") })
+        chmod(path, 0o600)
+        #expect(try ConfigLoader.load(path: path, environment: [:]).homeAssistant.password == "hunter2")
     }
 }
