@@ -74,6 +74,7 @@ let package = Package(
         systemLibrary("CGPIOD", pkgConfig: "libgpiod", apt: "libgpiod-dev"),
         systemLibrary("CEspeakNG", pkgConfig: "espeak-ng", apt: "libespeak-ng-dev"),
         systemLibrary("CSystemd", pkgConfig: "libsystemd", apt: "libsystemd-dev"),
+        systemLibrary("CMosquitto", pkgConfig: "libmosquitto", apt: "libmosquitto-dev"),
         // The personal head's fit at enrollment (issue #37): libLBFGS's L-BFGS minimiser.
         systemLibrary("CLBFGS", pkgConfig: "liblbfgs", apt: "liblbfgs-dev"),
         // What Swift cannot import directly: curl_easy_setopt/getinfo are variadic, ALSA's error handler too, and
@@ -144,6 +145,13 @@ let package = Package(
                                .product(name: "CompressNIO", package: "compress-nio"),
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
+        // Home Assistant over MQTT discovery (issue #65): the device, its entities' configs and states, and the commands
+        // they send, pure; the broker connection (libmosquitto on a thread of its own) and the bridge to the speaker.
+        .target(name: "HomeAssistantCore", dependencies: ["ControlCore", "JSONKit", "SpeakerCore", "BoardCore", "Timers"], swiftSettings: strict),
+        .target(name: "HomeAssistant",
+                dependencies: ["HomeAssistantCore", "CMosquitto", "ControlCore", "SpeakerCore", "BoardCore", "JSONKit", "Digests", "Platform",
+                               .product(name: "Logging", package: "swift-log")],
+                swiftSettings: strict),
         // The control API's commands in a pure target, so that ctl's client shares them without linking the NIO server.
         .target(name: "ControlCore", dependencies: ["AudioCore", "JSONKit", "SpeakerCore", "Timers"], swiftSettings: strict),
         // The control API and kiosk page of `run` (HTTP and WebSocket on SwiftNIO): commands in, the speaker's
@@ -202,7 +210,7 @@ let package = Package(
         // The commands of hound-speaker that need the speaker (run, demo, doctor, enroll, ctl's client, ...), which
         // its argument parsers call.
         .target(name: "SpeakerCommands",
-                dependencies: ["CommandSupport", "DeviceCommands", "SearchCommands", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
+                dependencies: ["CommandSupport", "DeviceCommands", "SearchCommands", "DeviceAssembly", "HoundifyAssembly", "Assembly", "HoundifyAnswers", "Control", "ControlCore", "HomeAssistant", "HomeAssistantCore", "Systemd", "SpeakerCore", "SpeakerRuntime", "SpeakerConfig",
                                "Houndify", "HoundifyCore", "JSONKit", "Timers", "Audio", "AudioCore", "Speech", "Board", "BoardCore", "HotPhrase", "OfflineRecognition", "Platform",
                                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
@@ -254,6 +262,8 @@ let package = Package(
                                                         .product(name: "NIOEmbedded", package: "swift-nio"),
                                                         .product(name: "NIOWebSocket", package: "swift-nio"),
                                                         .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
+        .testTarget(name: "HomeAssistantTests", dependencies: ["HomeAssistant", "HomeAssistantCore", "ControlCore", "SpeakerCore", "BoardCore", "JSONKit", "Timers", "Platform", "TestSupport",
+                                                              .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "CLITests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

@@ -18,13 +18,14 @@ set -euo pipefail
 
 toolchain=(binutils git gcc g++ libc6-dev libcurl4-openssl-dev libedit2 libncurses6 libsqlite3-0 libxml2 tzdata)
 build=(pkg-config libcurl4-openssl-dev libssl-dev libspeex-dev libspeexdsp-dev libsoxr-dev libsndfile1-dev
-       libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev liblbfgs-dev zlib1g-dev)
+       libasound2-dev libgpiod-dev libespeak-ng-dev libsystemd-dev liblbfgs-dev libmosquitto-dev zlib1g-dev)
 # deploy/build-deb: debhelper (dpkg-buildpackage, dh, dpkg-shlibdeps), help2man (the manual page) and lintian.
 package=(debhelper dpkg-dev help2man lintian)
 # What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database, and the offline recogniser
 # (libpocketsphinx3, opened with dlopen, and its US English model) with flite to speak its commands (its voices are
-# near enough a person's for the recogniser's check; espeak-ng's are not: BENCHMARKS.md, "Offline commands").
-swift_tests=(espeak-ng flite sox curl ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us)
+# near enough a person's for the recogniser's check; espeak-ng's are not: BENCHMARKS.md, "Offline commands"), and
+# Debian's MQTT broker and its command-line clients, in Home Assistant's place (Tests/HomeAssistantTests).
+swift_tests=(espeak-ng flite sox curl ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us mosquitto mosquitto-clients)
 # Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
 # extension needs to build (gcc and libc6-dev, in toolchain), numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils, in toolchain);

@@ -38,12 +38,14 @@ def swift_lines(path, sources):
 # What a target must not reach, directly or through its dependencies (issue #60): the core is pure (no C, no thread,
 # no driver), its tests link nothing more, the commands that need only the devices link no Houndify client, control
 # server or speaker loop (the search commands only Houndify), and the control vocabulary no server.
-DRIVERS = {"Platform", "Audio", "Board", "Speech", "HotPhrase", "Houndify", "LocalHoundify", "Control", "Systemd", "Digests"}
+DRIVERS = {"Platform", "Audio", "Board", "Speech", "HotPhrase", "Houndify", "LocalHoundify", "Control", "Systemd", "Digests",
+           "HomeAssistant"}
 SPEAKER = {"Houndify", "HoundifyAnswers", "LocalHoundify", "Control", "SpeakerRuntime", "Assembly", "SpeakerCommands"}
 RULES = {
     "SpeakerCore": DRIVERS,
     "SpeakerCoreTests": DRIVERS | {"SpeakerRuntime", "SpeakerTestKit"},
     "ControlCore": DRIVERS,
+    "HomeAssistantCore": DRIVERS,
     "DeviceAssembly": SPEAKER,
     "DeviceCommands": SPEAKER,
     "HoundifyAssembly": SPEAKER - {"Houndify"},
@@ -74,7 +76,7 @@ def check(package):
             continue
         reached = reach(name, by_name)
         bad = sorted(reached & forbidden)
-        if name in ("SpeakerCore", "SpeakerCoreTests", "ControlCore"):
+        if name in ("SpeakerCore", "SpeakerCoreTests", "ControlCore", "HomeAssistantCore"):
             bad += sorted(reached & c_modules)
         if bad:
             broken.append(f"{name} reaches {', '.join(bad)}")

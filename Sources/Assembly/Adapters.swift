@@ -85,11 +85,16 @@ public struct RunnerBoard: BoardPort {
     public let intents: AsyncStream<TalkIntent>
     public let hasMuteSwitch: Bool
 
-    public init(_ runner: BoardRunner, hasMuteSwitch: Bool = false) {
+    /// `gestures` hears each of the button's gestures, before the intents they make reach the loop.
+    public init(_ runner: BoardRunner, hasMuteSwitch: Bool = false, gestures: @escaping @Sendable (ButtonGestures.Event) -> Void = { _ in }) {
         self.runner = runner
         self.hasMuteSwitch = hasMuteSwitch
         intents = mapping(runner.events) { event in
-            if case .intent(let intent) = event { return intent }
+            switch event {
+            case .intent(let intent): return intent
+            case .button(let gesture): gestures(gesture)
+            case .inputEnded: break
+            }
             return nil
         }
     }

@@ -2,7 +2,7 @@ public import DeviceAssembly
 public import Audio
 public import AudioCore
 public import Board
-import BoardCore
+public import BoardCore
 import Glibc
 public import Houndify
 public import HoundifyAnswers
@@ -35,6 +35,8 @@ public struct SpeakerAssembly {
     public var hotPhrase: HotPhraseListener?
     public var settings = SpeakerLoopSettings()
     public var observers: [@Sendable (SpeakerActivity) -> Void] = []
+    /// Told each gesture of the board's button as the board sees it (Home Assistant's button events).
+    public var buttonObservers: [@Sendable (ButtonGestures.Event) -> Void] = []
     /// Where timers are saved (nil: in memory only).
     public var timerStore: (any TimerStore)?
     /// Where mute is remembered (nil: not at all).
@@ -138,7 +140,7 @@ public struct SpeakerAssembly {
         let questions: any VoiceSearchService = settings.machine.offlineCommands
             ? OfflineFallbackSearch(inner: houndify, log: { logger.error("\($0)") }) : houndify
         let ports = SpeakerPorts(search: questions, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),
-                                 board: board.map { RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty) }, hotPhrase: hotPhrase, clock: DispatchClock(calendar: calendar), system: HostSystem(),
+                                 board: board.map { [buttonObservers] in RunnerBoard($0, hasMuteSwitch: !config.board.muteSwitch.isEmpty, gestures: { g in for o in buttonObservers { o(g) } }) }, hotPhrase: hotPhrase, clock: DispatchClock(calendar: calendar), system: HostSystem(),
                                  timerStore: timerStore, muteStore: muteStore, commands: ShellCommands(logger: logger),
                                  screen: config.screen.backlight.isEmpty ? nil : SysfsBacklight(directory: config.screen.backlight),
                                  enrollment: hotPhrase)

@@ -7,6 +7,9 @@ import Board
 import CommandSupport
 import BoardCore
 import Control
+import HomeAssistant
+import HomeAssistantCore
+import Houndify
 import FoundationEssentials
 import Platform
 import Glibc
@@ -77,8 +80,14 @@ public enum RunSpeaker {
         let hub = ControlHub()
         let control = context.config.control
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
+        let homeAssistant = try homeAssistant(context.config, hub: hub, logger: logger)
+        if let homeAssistant {
+            speaker.observers.append { homeAssistant.observe($0) }
+            speaker.buttonObservers.append { homeAssistant.button($0) }
+        }
         let loop = speaker.makeLoop()
         hub.attach(loop)
+        homeAssistant?.attach(loop)
         if let setup {
             setup.attach(loop)
             setup.use(speaker.calendar)
@@ -93,6 +102,10 @@ public enum RunSpeaker {
         }
         if let listener = speaker.hotPhrase { hub.attach(household: listener) }
         let server = try await startControl(control, hub: hub, context: context)
+        do throws(MQTTError) { try homeAssistant?.start() } catch {
+            await server?.stop()
+            throw CommandFailure(message: "Home Assistant: \(error)")
+        }
         if let setup, !setUp {
             do { try await setup.start(loop: loop) } catch {
                 await server?.stop()
@@ -108,7 +121,28 @@ public enum RunSpeaker {
             try await group.run()
         } catch {
             // The control server failed while the speaker ran (logged by its service); the rest has stopped in order.
+            await homeAssistant?.stop()
             throw CommandFailure(message: "\(error)")
+        }
+        // Home Assistant hears "offline" from the speaker itself (a stop, not a lost connection).
+        await homeAssistant?.stop()
+    }
+
+    /// The bridge to Home Assistant if `[home_assistant] mqtt` is set: commands from it go the control API's way.
+    static func homeAssistant(_ config: SpeakerConfiguration, hub: ControlHub, logger: Logger) throws(CommandFailure) -> HomeAssistantBridge? {
+        let section = config.homeAssistant
+        guard let broker = section.mqtt else { return nil }
+        let nodeID = section.nodeID.isEmpty ? HomeAssistantBridge.defaultNodeID() : section.nodeID
+        let device = HomeAssistantDevice(discoveryPrefix: section.discoveryPrefix, nodeID: nodeID, name: section.name, version: HoundifySDK.version)
+        // 23 characters: the longest client id every MQTT 3.1.1 broker must take.
+        let settings = MQTTConnection.Settings(host: broker.host, port: broker.port, tls: broker.tls, username: section.username,
+                                               password: section.password, clientID: String("hs-\(nodeID)".prefix(23)), will: nil)
+        do throws(MQTTError) {
+            return try HomeAssistantBridge(device: device, settings: settings, logger: logger) { command in
+                await hub.perform(command, waitForAnswer: false)
+            }
+        } catch {
+            throw CommandFailure(message: "Home Assistant: \(error)")
         }
     }
 

@@ -1,0 +1,70 @@
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// `run` with `[home_assistant]` against Debian's mosquitto, with mosquitto_pub and mosquitto_sub in Home Assistant's
+/// place: what an owner's Home Assistant sees of the speaker, and what it hears when the speaker dies.
+@Suite(.ownThread) struct HomeAssistantCLITests {
+    @Test func aRunningSpeakerInHomeAssistant() throws {
+        let password = "correct-horse-7"
+        let broker = try Broker(user: ("speaker", password))
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false, extraConfig: """
+            [home_assistant]
+            mqtt = "mqtt://127.0.0.1:\(broker.port)"
+            username = "speaker"
+            password = "\(password)"
+            node_id = "cli"
+            name = "Test Speaker"
+            """)
+        defer { fixture.remove() }
+        let log = "\(fixture.dir)/run.log"
+        let process = Process()
+        process.executableURL = CLI.binary
+        process.arguments = ["run", "--config", fixture.config, "--events", "json"]
+        process.currentDirectoryURL = RunFixture.root
+        process.environment = fixture.environment(hotPhrase: false)
+        let input = Pipe(), output = OutputWatcher()
+        process.standardInput = input
+        process.standardOutput = output.pipe
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+        #expect(output.wait(for: "\"to\":\"ready\""))
+
+        func retained(_ topic: String, until expected: String) throws -> String? {
+            var value: String?
+            for _ in 0..<40 {
+                value = try broker.retained(topic, seconds: 1)[topic]
+                if value == expected { break }
+            }
+            return value
+        }
+        #expect(try retained("hound-speaker/cli/availability", until: "online") == "online")
+        let configs = try broker.retained("homeassistant/#", seconds: 1)
+        #expect(configs.count == 9)
+        #expect(configs["homeassistant/switch/cli/mute/config"]?.contains("\"name\":\"Test Speaker\"") == true)
+        #expect(try retained("hound-speaker/cli/state", until: "idle") == "idle")
+
+        // An announcement from Home Assistant is said, as `ctl say` would be.
+        try broker.publish("hound-speaker/cli/announce/set", "The laundry is done")
+        #expect(output.wait(for: "The laundry is done", seconds: 20))
+        try broker.publish("hound-speaker/cli/volume/set", "30")
+        #expect(output.wait(for: "\"percent\":30", seconds: 20))
+        #expect(try retained("hound-speaker/cli/volume", until: "30") == "30")
+        try broker.publish("hound-speaker/cli/mute/set", "ON")
+        #expect(try retained("hound-speaker/cli/mute", until: "ON") == "ON")
+        #expect(try retained("hound-speaker/cli/state", until: "muted") == "muted")
+
+        // Killed (no goodbye): the broker says "offline" for it, the will the speaker left.
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        #expect(try retained("hound-speaker/cli/availability", until: "offline") == "offline")
+        let lines = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(lines.contains("Home Assistant: connected to the MQTT broker at mqtt://127.0.0.1:\(broker.port)"))
+        #expect(!lines.contains(password))
+    }
+}
