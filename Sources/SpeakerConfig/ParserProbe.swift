@@ -20,9 +20,18 @@ enum ParserProbe {
         return low
     }
 
-    /// True when a child process parsing `text` exits normally. If no child can be made, true: the caller parses
-    /// in this process as it would without the probe.
+    /// True when a child process parsing `text` exits normally. A child that could not tell (stuck on a lock another
+    /// thread held when it was forked, or reaped by someone else) is tried again with a fresh fork, twice; if no child
+    /// can be made or none tells, true: the caller parses in this process as it would without the probe.
     static func survives(_ text: String) -> Bool {
+        for _ in 0..<3 {
+            if let told = probe(text) { return told }
+        }
+        return true
+    }
+
+    /// One child's answer: whether it exited normally; nil if it could not tell.
+    private static func probe(_ text: String) -> Bool? {
         let pid = fork()
         if pid == 0 {
             // The child: back to the default actions, so an abort is an abort here (a fuzzer or a debugger may have
@@ -32,17 +41,16 @@ enum ParserProbe {
             _exit(0)
         }
         guard pid > 0 else { return true }
-        // A config parses in well under a millisecond. A child still there after 5 s is stuck (a lock another
-        // thread held when it was forked): it is ended, and the text parsed here as without the probe.
+        // A config parses in well under a millisecond. A child still there after 5 s is stuck: it is ended.
         var status: Int32 = 0
         for _ in 0..<5000 {
             let done = waitpid(pid, &status, WNOHANG)
             if done == pid { return status & 0x7F == 0 && (status >> 8) & 0xFF == 0 }  // exited, with status 0
-            if done < 0 && errno != EINTR { return true }
+            if done < 0 && errno != EINTR { return nil }
             usleep(1000)
         }
         kill(pid, SIGKILL)
         _ = waitpid(pid, &status, 0)
-        return true
+        return nil
     }
 }
