@@ -103,12 +103,12 @@ public final class HomeAssistantBridge: Sendable {
             publishEverything(session)
         case .refused(let words, let begins, let retry):
             if begins {
-                logger.error("Home Assistant: the MQTT broker at \(address) refused the login (\(words)): check [home_assistant] username and password; trying again in \(retry), then less often",
+                logger.error("Home Assistant: the MQTT broker at \(address) refused the login (\(words)): check [home_assistant] username and password. Trying again in \(retry), then less often",
                              metadata: ["event": "home_assistant", "status": "refused"])
             }
         case .unreachable(let why, let begins, let retry):
             if begins {
-                logger.warning("Home Assistant: cannot reach the MQTT broker at \(address): \(why); trying again in \(retry), then less often",
+                logger.warning("Home Assistant: cannot reach the MQTT broker at \(address): \(why). Trying again in \(retry), then less often",
                                metadata: ["event": "home_assistant", "status": "unreachable"])
             }
         case .message(let topic, let payload):
@@ -164,6 +164,14 @@ public final class HomeAssistantBridge: Sendable {
         var ts = timespec()
         clock_gettime(CLOCK_REALTIME, &ts)
         return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
+    }
+
+    /// The MQTT client id: the node's, and a part new at each start. A broker drops the older of two clients with
+    /// one id, so two speakers given the same id (a copied config, a cloned SD card) would take the connection from
+    /// each other every second; this way both stay connected. 23 characters at most, what every broker must take.
+    public static func clientID(nodeID: String) -> String {
+        let suffix = String(UInt32.random(in: 0...UInt32.max), radix: 16)
+        return "hs-\(nodeID.prefix(11))-\(String(repeating: "0", count: 8 - suffix.count))\(suffix)"
     }
 
     /// The device's id when the config gives none: made from /etc/machine-id (keyed, so the machine's own id is not

@@ -167,6 +167,8 @@ public final class MQTTConnection: Sendable {
         var mosq: OpaquePointer?
         var connected = false
         var refused: String?
+        /// libmosquitto's last error line (OpenSSL's reason for a TLS failure), for the reason told.
+        var libraryError: String?
         init(_ connection: MQTTConnection) { self.connection = connection }
 
         func connectAnswered(_ rc: Int32) {
@@ -219,25 +221,36 @@ public final class MQTTConnection: Sendable {
             let payload = count == 0 || message.pointee.payload == nil ? [] : Array(UnsafeRawBufferPointer(start: message.pointee.payload, count: count))
             context.connection.handler(.message(topic: String(cString: topic), payload: payload), Session(mosq: context.mosq!))
         }
+        mosquitto_log_callback_set(mosq) { _, raw, level, line in
+            guard let raw, let line, level & Int32(MOSQ_LOG_ERR) != 0 else { return }
+            Unmanaged<Context>.fromOpaque(raw).takeUnretainedValue().libraryError = String(cString: line)
+        }
         var backoff = settings.backoff
         while !stopping {
             context.refused = nil
+            context.libraryError = nil
             let rc = mosquitto_connect(mosq, settings.host, Int32(settings.port), Int32(settings.keepAlive))
-            let why: String
+            var why: String
             if rc == Int32(MOSQ_ERR_SUCCESS.rawValue) {
                 // libmosquitto's socket is not close-on-exec: a library that forks (espeak-ng's audio, ALSA's
                 // plugins) would hand the broker's connection to its child.
                 let fd = mosquitto_socket(mosq)
                 if fd >= 0 { _ = fcntl(fd, F_SETFD, fcntl(fd, F_GETFD) | FD_CLOEXEC) }
+                let began = ContinuousClock.now
                 why = session(mosq, context)
                 if context.connected {
-                    backoff = settings.backoff
+                    // A connection that drops at once (another client with the same id taking it over, a broker
+                    // that closes it) is one outage, told once and tried less often, not a new one each second.
+                    if ContinuousClock.now - began >= Self.steady { backoff = settings.backoff }
                     context.connected = false
                 }
             } else {
                 why = Self.describe(rc)
             }
             if stopping { break }
+            if let detail = context.libraryError, why.contains("TLS") {
+                why += " (\(detail)): the broker's certificate must name this host and be signed by an authority in /etc/ssl/certs"
+            }
             let (begins, wait) = backoff.failed()
             if let refused = context.refused {
                 handler(.refused(refused, beginsOutage: begins, retryIn: wait), Session(mosq: nil))
@@ -305,9 +318,14 @@ public final class MQTTConnection: Sendable {
         }
     }
 
+    /// How long a connection must have lasted for its loss to begin a new outage.
+    static let steady = Duration.seconds(10)
+
     static func describe(_ rc: Int32) -> String {
         if rc == Int32(MOSQ_ERR_ERRNO.rawValue) { return String(cString: strerror(errno)) }
-        return String(cString: mosquitto_strerror(rc))
+        var words = String(cString: mosquitto_strerror(rc))
+        if words.hasSuffix(".") { words.removeLast() }
+        return words
     }
 }
 

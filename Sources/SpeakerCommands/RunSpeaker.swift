@@ -134,9 +134,8 @@ public enum RunSpeaker {
         guard let broker = section.mqtt else { return nil }
         let nodeID = section.nodeID.isEmpty ? HomeAssistantBridge.defaultNodeID() : section.nodeID
         let device = HomeAssistantDevice(discoveryPrefix: section.discoveryPrefix, nodeID: nodeID, name: section.name, version: HoundifySDK.version)
-        // 23 characters: the longest client id every MQTT 3.1.1 broker must take.
         let settings = MQTTConnection.Settings(host: broker.host, port: broker.port, tls: broker.tls, username: section.username,
-                                               password: section.password, clientID: String("hs-\(nodeID)".prefix(23)), will: nil)
+                                               password: section.password, clientID: HomeAssistantBridge.clientID(nodeID: nodeID), will: nil)
         do throws(MQTTError) {
             return try HomeAssistantBridge(device: device, settings: settings, logger: logger) { command in
                 await hub.perform(command, waitForAnswer: false)

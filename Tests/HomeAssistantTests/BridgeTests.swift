@@ -44,6 +44,13 @@ import Timers
         return bridge
     }
 
+    static func online(_ broker: Broker) throws -> Bool {
+        for _ in 0..<60 {
+            if try broker.retained("hound-speaker/kitchen/availability", seconds: 1)["hound-speaker/kitchen/availability"] == "online" { return true }
+        }
+        return false
+    }
+
     /// What Home Assistant finds when it starts after the speaker: every config retained, the speaker online, every
     /// state retained.
     @Test func discoveryAndStatesAreRetained() async throws {
@@ -79,7 +86,8 @@ import Timers
         let performed = Performed(reply: ["ok": false, "error": "the speaker is not running yet"])
         let bridge = try Self.bridge(broker, log: log, speaker: FakeSpeaker(snapshot()), performed: performed)
         try bridge.start()
-        #expect(log.wait(for: "connected to the MQTT broker"))
+        // Subscribed once "online" is out: the broker takes a client's packets in order, the subscriptions first.
+        #expect(try Self.online(broker))
         try broker.publish("hound-speaker/kitchen/mute/set", "ON")
         try broker.publish("hound-speaker/kitchen/volume/set", "35.0")
         try broker.publish("hound-speaker/kitchen/volume/set", "loud")
@@ -204,6 +212,48 @@ import Timers
         #expect(log.all.filter { $0.contains("cannot reach") }.count == 1)
         await bridge.stop()
         #expect(log.wait(for: "Home Assistant: stopped"))
+    }
+
+    /// mqtts:// to a broker whose certificate no authority of the system signed: refused, with OpenSSL's reason.
+    @Test func anUntrustedCertificateIsNamed() async throws {
+        let broker = try Broker(tls: true)
+        let log = LogLines()
+        var settings = Self.settings(broker)
+        settings.tls = true
+        let bridge = try HomeAssistantBridge(device: kitchen, settings: settings, logger: log.logger) { _ in ["ok": true] }
+        try bridge.start()
+        #expect(log.wait(for: "cannot reach the MQTT broker at mqtts://127.0.0.1:\(broker.port): A TLS error occurred (OpenSSL Error[0]: "))
+        #expect(log.all.contains { $0.contains("certificate verify failed") && $0.contains("signed by an authority in /etc/ssl/certs") })
+        await bridge.stop()
+    }
+
+    @Test func clientIDsAreTheNodesAndNewAtEachStart() {
+        let a = HomeAssistantBridge.clientID(nodeID: "kitchen")
+        let b = HomeAssistantBridge.clientID(nodeID: "kitchen")
+        #expect(a.hasPrefix("hs-kitchen-") && a.count == 19 && a != b)
+        #expect(HomeAssistantBridge.clientID(nodeID: String(repeating: "x", count: 64)).count == 23)
+    }
+
+    /// Two speakers with one node id (a copied config): each keeps its connection, neither logs an outage.
+    @Test func twoSpeakersWithOneNodeIDBothStayConnected() async throws {
+        let broker = try Broker()
+        let logs = [LogLines(), LogLines()]
+        var bridges: [HomeAssistantBridge] = []
+        for log in logs {
+            var settings = Self.settings(broker)
+            settings.clientID = HomeAssistantBridge.clientID(nodeID: "kitchen")
+            let bridge = try HomeAssistantBridge(device: kitchen, settings: settings, logger: log.logger) { _ in ["ok": true] }
+            bridge.attach(FakeSpeaker(snapshot()))
+            try bridge.start()
+            bridges.append(bridge)
+        }
+        for log in logs { #expect(log.wait(for: "connected to the MQTT broker")) }
+        usleep(1_500_000)
+        for log in logs {
+            #expect(log.all.filter { $0.contains("connected to the MQTT broker") }.count == 1)
+            #expect(!log.all.contains { $0.contains("cannot reach") })
+        }
+        for bridge in bridges { await bridge.stop() }
     }
 
     @Test func theNodeIDIsTheMachinesOwnAndHidesIt() throws {

@@ -14,13 +14,22 @@ public final class Broker: @unchecked Sendable {
 
     public struct Failure: Error, CustomStringConvertible { public var description: String }
 
-    public init(user: (name: String, password: String)? = nil, port: Int? = nil, directory: String? = nil) throws {
+    /// `tls`: a TLS listener whose certificate (for 127.0.0.1) is signed by nobody the system trusts.
+    public init(user: (name: String, password: String)? = nil, port: Int? = nil, directory: String? = nil, tls: Bool = false) throws {
         let dir = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("hs-broker-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
         self.directory = dir
         self.port = try port ?? HeldPort().port
         login = user.map { ["-u", $0.name, "-P", $0.password] } ?? []
         var config = "listener \(self.port) 127.0.0.1\npersistence false\nlog_dest file \(dir)/broker.log\n"
+        if tls {
+            let made = try Self.runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/key.pem",
+                                                            "-out", "\(dir)/cert.pem", "-days", "2", "-subj", "/CN=127.0.0.1"])
+            guard made.status == 0 else { throw Failure(description: "openssl: \(made.output)") }
+            // mosquitto reads them as its own user once it has dropped root.
+            chmod("\(dir)/key.pem", 0o644)
+            config += "certfile \(dir)/cert.pem\nkeyfile \(dir)/key.pem\n"
+        }
         if let user {
             let file = "\(dir)/passwords"
             let made = try Self.runTool("/usr/bin/mosquitto_passwd", ["-b", "-c", file, user.name, user.password])
