@@ -30,8 +30,13 @@ public struct PixelColor: Sendable, Hashable, CustomStringConvertible {
 
     /// `#rrggbb`, as a test's failure shows it.
     public var description: String {
-        let digits = Array("0123456789abcdef")
-        return "#" + String([red, green, blue].flatMap { [digits[Int($0 >> 4)], digits[Int($0 & 15)]] })
+        let digits: [Character] = Array("0123456789abcdef")
+        var text = "#"
+        for byte in [red, green, blue] {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 15)])
+        }
+        return text
     }
 }
 
