@@ -77,20 +77,11 @@ extension HomeAssistantDevice {
 
     /// `seconds` since 1970 as ISO 8601 in UTC, to the second (Home Assistant's timestamp sensors read it).
     public static func isoTime(_ seconds: Double) -> String {
-        let whole = seconds.isFinite ? Int64(max(-1e12, min(1e12, seconds)).rounded(.down)) : 0
+        let whole = seconds.isFinite ? Int(max(-1e12, min(1e12, seconds)).rounded(.down)) : 0
         let days = whole >= 0 ? whole / 86_400 : (whole - 86_399) / 86_400
         let secondOfDay = whole - days * 86_400
-        // Days to a civil date (proleptic Gregorian), after Howard Hinnant's days_from_civil inverse.
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let day = doy - (153 * mp + 2) / 5 + 1
-        let month = mp < 10 ? mp + 3 : mp - 9
-        let year = yoe + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        let (year, month, day) = CivilDate.civil(days: days)
+        func two(_ v: Int) -> String { v < 10 ? "0\(v)" : "\(v)" }
         let y = year >= 0 && year < 10_000 ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
         return "\(y)-\(two(month))-\(two(day))T\(two(secondOfDay / 3600)):\(two(secondOfDay % 3600 / 60)):\(two(secondOfDay % 60))+00:00"
     }
@@ -122,18 +113,12 @@ public struct PublishedStates: Sendable, Equatable {
         return out
     }
 
-    /// Seconds of the day and the date of an `isoTime`, as one number (nil for "None").
+    /// The seconds since 1970 of an `isoTime` (nil for "None").
     static func seconds(_ iso: String) -> Int64? {
-        let parts = iso.split(whereSeparator: { "-T:+".contains($0) }).map { Int64($0) }
+        let parts = iso.split(whereSeparator: { "-T:+".contains($0) }).map { Int($0) }
         guard parts.count >= 6, let y = parts[0], let mo = parts[1], let d = parts[2], let h = parts[3], let mi = parts[4], let s = parts[5] else {
             return nil
         }
-        // Days from civil (Howard Hinnant), so that a minute's or a day's turn is still one second.
-        let yy = mo <= 2 ? y - 1 : y
-        let era = (yy >= 0 ? yy : yy - 399) / 400
-        let yoe = yy - era * 400
-        let doy = (153 * (mo > 2 ? mo - 3 : mo + 9) + 2) / 5 + d - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return (era * 146_097 + doe - 719_468) * 86_400 + h * 3600 + mi * 60 + s
+        return Int64(CivilDate.days(year: y, month: mo, day: d)) * 86_400 + Int64(h * 3600 + mi * 60 + s)
     }
 }
