@@ -21,7 +21,9 @@ public final class Broker: @unchecked Sendable {
         self.directory = dir
         self.port = try port ?? HeldPort().port
         login = user.map { ["-u", $0.name, "-P", $0.password] } ?? []
-        var config = "listener \(self.port) 127.0.0.1\npersistence false\nlog_dest file \(dir)/broker.log\n"
+        // `user root`: started as root (CI, the chroots), Debian 13's mosquitto would drop to its own user and then
+        // could not write its log here, and would not listen; started as anyone else, it changes nothing.
+        var config = "user root\nlistener \(self.port) 127.0.0.1\npersistence false\nlog_dest file \(dir)/broker.log\n"
         if tls {
             let made = try Self.runTool("/usr/bin/openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/key.pem",
                                                             "-out", "\(dir)/cert.pem", "-days", "2", "-subj", "/CN=127.0.0.1"])
