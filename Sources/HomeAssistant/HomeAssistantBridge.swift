@@ -19,6 +19,9 @@ public final class HomeAssistantBridge: Sendable {
         var dirty = true
         var buttons: [HomeAssistantDevice.ButtonEvent] = []
         var published = PublishedStates()
+        /// What the last problem logged said: a problem is logged when an outage begins, and again only if its
+        /// reason changes (a first attempt that fails for another reason must not hide the one that lasts).
+        var lastProblem: String?
     }
 
     private let state = Mutex(State())
@@ -98,16 +101,17 @@ public final class HomeAssistantBridge: Sendable {
         let address = connection.settings.address
         switch event {
         case .connected:
+            state.withLock { $0.lastProblem = nil }
             logger.notice("Home Assistant: connected to the MQTT broker at \(address)", metadata: ["event": "home_assistant", "status": "connected"])
             for topic in device.subscriptions { session.subscribe(topic) }
             publishEverything(session)
         case .refused(let words, let begins, let retry):
-            if begins {
+            if tellProblem("refused: \(words)", begins: begins) {
                 logger.error("Home Assistant: the MQTT broker at \(address) refused the login (\(words)): check [home_assistant] username and password. Trying again in \(retry), then less often",
                              metadata: ["event": "home_assistant", "status": "refused"])
             }
         case .unreachable(let why, let begins, let retry):
-            if begins {
+            if tellProblem(why, begins: begins) {
                 logger.warning("Home Assistant: cannot reach the MQTT broker at \(address): \(why). Trying again in \(retry), then less often",
                                metadata: ["event": "home_assistant", "status": "unreachable"])
             }
@@ -142,6 +146,14 @@ public final class HomeAssistantBridge: Sendable {
                 session.publish(device.stateTopic(.button), JSONValue.object(["event_type": .string(button.rawValue)]).asciiJSON(), retain: false)
             }
             if dirty { publishStates(session) }
+        }
+    }
+
+    /// Whether to log a problem: the first of an outage, or one whose reason is not the last one logged.
+    private func tellProblem(_ reason: String, begins: Bool) -> Bool {
+        state.withLock { s in
+            defer { s.lastProblem = reason }
+            return begins || s.lastProblem != reason
         }
     }
 
