@@ -49,11 +49,13 @@ rebuild_flag=()
 [ "$rebuild" = 0 ] || { rebuild_flag=(--rebuild); rm -rf "$resources" "$sdks"; }
 
 # --- the target root: Debian 13 arm64 with what the build, the tests and the package need -----------------------
-if [ "$rebuild" = 1 ] || [ ! -f "$sysroot/.hound-speaker-deps" ]; then
+# The marker holds the package list's digest: a root kept from before a package was added gets it too.
+deps_digest="$(sha256sum tools/install-deps.sh | cut -d' ' -f1)"
+if [ "$rebuild" = 1 ] || [ "$(cat "$sysroot/.hound-speaker-deps" 2>/dev/null)" != "$deps_digest" ]; then
     step "the Debian 13 arm64 root in $sysroot (debootstrap, then apt under qemu-user: several minutes the first time)"
     "${chroot_sh[@]}" --suite trixie --arch arm64 "${rebuild_flag[@]}" -- bash tools/install-deps.sh --cross-target > "$log" 2>&1 \
         || fail "the arm64 root's packages could not be installed"
-    touch "$sysroot/.hound-speaker-deps"
+    echo "$deps_digest" > "$sysroot/.hound-speaker-deps"
     rebuild_flag=()
 fi
 if [ "$target" = 1 ]; then
