@@ -18,7 +18,7 @@ import Timers
         let reply: JSONValue
         init(reply: JSONValue = ["ok": true]) { self.reply = reply }
         /// Long enough for a starved cooperative pool (the commands are carried out in tasks of its own).
-        func wait(for count: Int, seconds: Double = 30) -> [ControlCommand] {
+        func wait(for count: Int, seconds: Double = 60) -> [ControlCommand] {
             let deadline = Date().addingTimeInterval(seconds)
             while Date() < deadline, commands.withLock({ $0.count }) < count { usleep(20_000) }
             return commands.withLock { $0 }
@@ -96,7 +96,7 @@ import Timers
         let commands = performed.wait(for: 4)
         #expect(commands == [.mute(true), .volume(.to(35)), .say("The laundry is done"), .stop])
         #expect(log.wait(for: "warning Home Assistant: Volume: a number from 0 to 100, not \"loud\""))
-        #expect(log.wait(for: "warning Home Assistant: stop: the speaker is not running yet", seconds: 30))
+        #expect(log.wait(for: "warning Home Assistant: stop: the speaker is not running yet", seconds: 60))
         await bridge.stop()
     }
 
