@@ -6,6 +6,7 @@ public import HomeAssistantCore
 public import JSONKit
 public import Logging
 public import SpeakerCore
+import Platform
 import Synchronization
 
 /// The speaker in Home Assistant (issue #65): its discovery configs, states and the button's presses go to the
@@ -190,13 +191,10 @@ public final class HomeAssistantBridge: Sendable {
     /// published), the same at every start and different on every speaker; the host's name if there is no
     /// machine id.
     public static func defaultNodeID(machineIDFile: String = "/etc/machine-id") -> String {
-        if let file = fopen(machineIDFile, "re") {
-            defer { fclose(file) }
-            var buffer = [UInt8](repeating: 0, count: 64)
-            let count = fread(&buffer, 1, buffer.count, file)
-            let id = buffer.prefix(count).filter { $0 != 0x0A && $0 != 0x20 }
+        if case .bytes(let bytes) = AtomicFile.read(machineIDFile, limit: 64) {
+            let id = bytes.filter { $0 != 0x0A && $0 != 0x20 }
             if id.count >= 16 {
-                return Digests.hex(Array(Digests.hmacSHA256(key: Array(id), message: Array("hound-speaker home assistant".utf8)).prefix(6)))
+                return Digests.hex(Array(Digests.hmacSHA256(key: id, message: Array("hound-speaker home assistant".utf8)).prefix(6)))
             }
         }
         var name = [CChar](repeating: 0, count: 256)

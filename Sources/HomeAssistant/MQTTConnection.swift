@@ -9,7 +9,7 @@ import Synchronization
 /// nothing happens but the keep-alive). Every libmosquitto call is made on that thread; others only `wake` it.
 /// A broker that cannot be reached, refuses the login or goes away is tried again with back-off, for ever.
 public final class MQTTConnection: Sendable {
-    public struct Settings: Sendable, Equatable {
+    public struct Settings: Sendable {
         public var host: String
         public var port: Int
         public var tls: Bool
@@ -34,12 +34,6 @@ public final class MQTTConnection: Sendable {
             self.password = password
             self.clientID = clientID
             self.will = will
-        }
-
-        public static func == (a: Settings, b: Settings) -> Bool {
-            a.host == b.host && a.port == b.port && a.tls == b.tls && a.username == b.username && a.password == b.password
-                && a.clientID == b.clientID && a.will?.topic == b.will?.topic && a.will?.payload == b.will?.payload
-                && a.keepAlive == b.keepAlive && a.backoff == b.backoff
         }
 
         /// Where, as the log says it (no user, no password).
