@@ -172,10 +172,14 @@ public struct DispatchClock: LoopClock {
     /// @unchecked: a libdispatch timer source (a C object); libdispatch makes its calls thread-safe, but its
     /// Swift overlay does not mark it Sendable.
     final class Timer: LoopTimer, @unchecked Sendable {
+        /// One serial queue for every timer: their handlers only hand an event to the loop, and libdispatch keeps as
+        /// many worker threads as queues once fired together, alive while any of them fires again within 5 s (a
+        /// running timer ticks every second), so a queue each grew the process by a thread it never gave back.
+        private static let queue = DispatchQueue(label: "hound-speaker.timers")
         private let source: any DispatchSourceTimer
 
         init(fire: @escaping @Sendable () -> Void) {
-            source = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "hound-speaker.timer"))
+            source = DispatchSource.makeTimerSource(queue: Self.queue)
             source.setEventHandler(handler: fire)
             source.schedule(deadline: .distantFuture)
             source.resume()
