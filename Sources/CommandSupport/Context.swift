@@ -22,7 +22,7 @@ public struct AppContext: Sendable {
             throw CommandFailure(message: error.description, exitCode: 78)  // EX_CONFIG
         }
         let level = config.logging.level
-        LoggingBootstrap.once(level: level, secrets: [config.houndify.clientKey, config.homeAssistant.password])
+        LoggingBootstrap.once(level: level, secrets: [config.houndify.clientKey, config.homeAssistant.password, config.homeAssistant.token])
         var logger = Logger(label: "hound-speaker")
         logger.logLevel = level
         self.logger = logger

@@ -254,7 +254,7 @@ enum SetupKey: String, ConfigKey {
 }
 
 enum HomeAssistantKey: String, ConfigKey {
-    case mqtt, username, password, discoveryPrefix = "discovery_prefix", name, nodeID = "node_id"
+    case mqtt, username, password, discoveryPrefix = "discovery_prefix", name, nodeID = "node_id", url, token, agentID = "agent_id"
     static let table = "home_assistant"
 
     var spec: (type: ConfigValueType, doc: String) {
@@ -265,6 +265,9 @@ enum HomeAssistantKey: String, ConfigKey {
         case .discoveryPrefix: (.string, "Home Assistant's discovery prefix")
         case .name: (.string, "the device's name in Home Assistant")
         case .nodeID: (.string, "the device's id in topics; empty: made from /etc/machine-id")
+        case .url: (.string, "Home Assistant's base URL for its conversation API, http:// or https://; empty: no hand-off")
+        case .token: (.string, "a long-lived access token for url (never logged)")
+        case .agentID: (.string, "the conversation agent; empty: Home Assistant's default")
         }
     }
 }

@@ -115,10 +115,12 @@ public enum ConfigLoader {
         return Int(info.st_mode & 0o7777)
     }
 
-    /// A file holding the client key or the broker's password must not be readable by everyone: refuse, with the fix.
+    /// A file holding the client key, the broker's password or Home Assistant's token must not be readable by
+    /// everyone: refuse, with the fix.
     static func checkPermissions(path: String, config: inout SpeakerConfiguration) throws(ConfigError) {
         let secret: (key: String, words: String)? = !config.houndify.clientKey.isEmpty ? ("[houndify] client_key", "the client key")
-            : !config.homeAssistant.password.isEmpty ? ("[home_assistant] password", "the MQTT broker's password") : nil
+            : !config.homeAssistant.password.isEmpty ? ("[home_assistant] password", "the MQTT broker's password")
+            : !config.homeAssistant.token.isEmpty ? ("[home_assistant] token", "Home Assistant's access token") : nil
         guard let secret, let mode = permissions(of: path) else { return }
         if mode & 0o007 != 0 {
             throw ConfigError(file: path, line: nil, key: nil, problem: "holds \(secret.key) but is readable by other users (mode "

@@ -270,6 +270,43 @@ struct Reader {
         if ha.mqtt == nil, !ha.username.isEmpty || !ha.password.isEmpty {
             throw error(ha.username.isEmpty ? K.password : K.username, "is set, but mqtt is not: set mqtt = \"mqtt://HOST:1883\" too (or remove it)")
         }
+        // The conversation hand-off: Home Assistant's REST API, which takes nothing without a token.
+        if let v = try string(t, K.url) {
+            if let problem = Self.homeAssistantURLProblem(v) { throw error(K.url, problem) }
+            ha.url = v
+        }
+        if let v = try string(t, K.token) {
+            // It goes into a header line as it is: a space or a line break would end the header (and the error
+            // must not repeat a secret).
+            guard v.allSatisfy({ $0.asciiValue.map { (0x21...0x7E).contains($0) } ?? false }) else {
+                throw error(K.token, "must be the long-lived access token as Home Assistant shows it, with no spaces, line breaks or characters beyond ASCII")
+            }
+            ha.token = v
+        }
+        if let v = try string(t, K.agentID) { ha.agentID = v }
+        if ha.url.isEmpty, !ha.token.isEmpty || !ha.agentID.isEmpty {
+            throw error(ha.token.isEmpty ? K.agentID : K.token, "is set, but url is not: set url = \"http://homeassistant.local:8123\" too (or remove it)")
+        }
+        if !ha.url.isEmpty, ha.token.isEmpty {
+            throw error(K.url, "is set, but token is not: Home Assistant answers nothing without one (make a long-lived access token on your Home Assistant profile's Security tab)")
+        }
+    }
+
+    /// Why `text` cannot be `[home_assistant] url`, or nil: http:// or https://, a host, and nothing that would put
+    /// a secret where the address is shown or change the path the API is joined to.
+    static func homeAssistantURLProblem(_ text: String) -> String? {
+        guard !text.isEmpty else { return nil }
+        let example = "e.g. \"http://homeassistant.local:8123\""
+        guard text.hasPrefix("http://") || text.hasPrefix("https://") else {
+            return "must be Home Assistant's address, http://HOST:PORT or https://HOST:PORT, \(example)"
+        }
+        let authority = text.drop { $0 != "/" }.dropFirst(2).prefix { $0 != "/" }
+        guard !authority.contains("@") else { return "must not hold a user or password: set token instead" }
+        guard !text.contains("?"), !text.contains("#") else { return "must have no query (?) or fragment (#), \(example)" }
+        guard let host = URL(string: text)?.host, !host.isEmpty else {
+            return "must be an http:// or https:// URL with a host, \(example), not \"\(text)\""
+        }
+        return nil
     }
 
     func readSetup(_ t: TOMLTable, into setup: inout SpeakerConfiguration.SetupSection) throws(ConfigError) {

@@ -62,6 +62,13 @@ public struct SpeakerConfiguration: Sendable {
         public var name = "Hound Speaker"
         /// "" : made from /etc/machine-id (the same on every start, different on every speaker).
         public var nodeID = ""
+        /// Home Assistant's base URL for its conversation API (`url`, http:// or https://, e.g.
+        /// "http://homeassistant.local:8123"): home-control commands are handed to it. "": no hand-off.
+        public var url = ""
+        /// A long-lived access token for `url`. Never logged (a secret of the log handler), like `password`.
+        public var token = ""
+        /// The conversation agent (`agent_id`); "": Home Assistant's default agent.
+        public var agentID = ""
     }
 
     public struct ServeSection: Sendable, Equatable {

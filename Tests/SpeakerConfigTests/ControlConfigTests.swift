@@ -135,4 +135,80 @@ import Testing
         chmod(path, 0o600)
         #expect(try ConfigLoader.load(path: path, environment: [:]).homeAssistant.password == "hunter2")
     }
+
+    /// The conversation hand-off (`url`, `token`, `agent_id`): off by default, taken as given when set.
+    @Test func conversationHandOffIsOffUntilAURLIsGiven() throws {
+        let defaults = try ConfigLoader.parse(text: "", file: "c.toml").homeAssistant
+        #expect(defaults.url == "" && defaults.token == "" && defaults.agentID == "")
+        let set = try ConfigLoader.parse(text: """
+            [home_assistant]
+            url = "http://homeassistant.local:8123"
+            token = "eyJhbGciOiJIUzI1NiJ9.e30.abc-_"
+            agent_id = "conversation.home_assistant"
+            """, file: "c.toml").homeAssistant
+        #expect(set.url == "http://homeassistant.local:8123" && set.token == "eyJhbGciOiJIUzI1NiJ9.e30.abc-_")
+        #expect(set.agentID == "conversation.home_assistant")
+        // Without MQTT: the two halves of [home_assistant] are independent.
+        #expect(set.mqtt == nil)
+        func url(_ text: String) throws -> String {
+            try ConfigLoader.parse(text: "[home_assistant]\nurl = \"\(text)\"\ntoken = \"t\"\n", file: "c.toml").homeAssistant.url
+        }
+        #expect(try url("https://ha.example.org/") == "https://ha.example.org/")
+        #expect(try url("http://192.168.1.5:8123") == "http://192.168.1.5:8123")
+        #expect(try url("http://[fd00::5]:8123") == "http://[fd00::5]:8123")
+        #expect(try url("https://example.org/homeassistant") == "https://example.org/homeassistant")
+        let off = try ConfigLoader.parse(text: "[home_assistant]\nurl = \"\"\n", file: "c.toml").homeAssistant
+        #expect(off.url == "")
+    }
+
+    @Test func badConversationValuesAreNamedWithTheirLine() throws {
+        let scheme = try #require(problem("[home_assistant]\n\nurl = \"mqtt://ha.local:8123\"\ntoken = \"t\"\n"))
+        #expect(scheme.line == 3 && scheme.key == "[home_assistant] url")
+        #expect(scheme.problem.contains("http://HOST:PORT or https://HOST:PORT"))
+        let bare = try #require(problem("[home_assistant]\nurl = \"homeassistant.local:8123\"\ntoken = \"t\"\n"))
+        #expect(bare.line == 2 && bare.problem.contains("http://homeassistant.local:8123"))
+        let noHost = try #require(problem("[home_assistant]\nurl = \"http://\"\ntoken = \"t\"\n"))
+        #expect(noHost.line == 2 && noHost.problem.contains("with a host"))
+        // A password in the address would be shown wherever the address is: refused, and not repeated.
+        let inline = try #require(problem("[home_assistant]\nurl = \"http://me:hunter2@ha.local:8123\"\ntoken = \"t\"\n"))
+        #expect(inline.line == 2 && inline.problem.contains("must not hold a user or password"))
+        #expect(!inline.problem.contains("hunter2"))
+        let query = try #require(problem("[home_assistant]\nurl = \"http://ha.local:8123/?x=1\"\ntoken = \"t\"\n"))
+        #expect(query.problem.contains("no query"))
+        // The token goes into a header as it is; the refusal does not repeat it.
+        let spaced = try #require(problem("[home_assistant]\nurl = \"http://ha.local:8123\"\ntoken = \"abc def\"\n"))
+        #expect(spaced.line == 3 && spaced.key == "[home_assistant] token" && !spaced.problem.contains("abc def"))
+        let broken = try #require(problem("[home_assistant]\nurl = \"http://ha.local:8123\"\ntoken = \"abc\\r\\nX-Evil: 1\"\n"))
+        #expect(broken.key == "[home_assistant] token" && !broken.problem.contains("X-Evil"))
+        let orphan = try #require(problem("[home_assistant]\ntoken = \"abc\"\n"))
+        #expect(orphan.line == 2 && orphan.key == "[home_assistant] token" && orphan.problem.contains("is set, but url is not"))
+        let agent = try #require(problem("[home_assistant]\nagent_id = \"conversation.x\"\n"))
+        #expect(agent.key == "[home_assistant] agent_id" && agent.problem.contains("is set, but url is not"))
+        let tokenless = try #require(problem("[home_assistant]\nurl = \"http://ha.local:8123\"\n"))
+        #expect(tokenless.line == 2 && tokenless.key == "[home_assistant] url" && tokenless.problem.contains("token is not"))
+        let type = try #require(problem("[home_assistant]\nurl = 8123\n"))
+        #expect(type.line == 2 && type.key == "[home_assistant] url")
+    }
+
+    /// Home Assistant's token is a secret like the broker's password: a file anyone can read that holds it is refused.
+    @Test func aFileWithTheTokenMustBePrivate() throws {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-ha-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = "\(dir)/speaker.toml"
+        try "[home_assistant]\nurl = \"http://127.0.0.1:8123\"\ntoken = \"s3cr3t-token\"\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o644)
+        do throws(ConfigError) {
+            _ = try ConfigLoader.load(path: path, environment: [:])
+            Issue.record("a world-readable file with Home Assistant's token was taken")
+        } catch {
+            #expect(error.problem.contains("holds [home_assistant] token but is readable by other users"))
+            #expect(!error.description.contains("s3cr3t-token"))
+        }
+        chmod(path, 0o640)
+        let config = try ConfigLoader.load(path: path, environment: [:])
+        #expect(config.warnings.contains { $0.contains("holds Home Assistant's access token and is group-readable") })
+        chmod(path, 0o600)
+        #expect(try ConfigLoader.load(path: path, environment: [:]).homeAssistant.token == "s3cr3t-token")
+    }
 }
