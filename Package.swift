@@ -148,8 +148,9 @@ let package = Package(
         // Home Assistant over MQTT discovery (issue #65): the device, its entities' configs and states, and the commands
         // they send, pure; the broker connection (libmosquitto on a thread of its own) and the bridge to the speaker.
         .target(name: "HomeAssistantCore", dependencies: ["ControlCore", "JSONKit", "SpeakerCore", "BoardCore", "Timers"], swiftSettings: strict),
+        // Houndify for its libcurl POST (LocalHTTP), which the conversation hand-off shares.
         .target(name: "HomeAssistant",
-                dependencies: ["HomeAssistantCore", "CMosquitto", "ControlCore", "SpeakerCore", "BoardCore", "JSONKit", "Digests", "Platform",
+                dependencies: ["HomeAssistantCore", "CMosquitto", "ControlCore", "SpeakerCore", "BoardCore", "JSONKit", "Digests", "Platform", "Houndify",
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The control API's commands in a pure target, so that ctl's client shares them without linking the NIO server.
