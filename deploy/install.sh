@@ -141,7 +141,7 @@ if [ -n "$ROOT" ]; then
     done < <(cd "$work/tree" && find . -mindepth 1 -print0 | sort -z)
     [ "$first" = 0 ] || chmod 0600 "$ROOT$CONFIG"
     [ "$files" -eq 0 ] || note "unpacked hound-speaker $version ($files file(s))"
-    say "would run: apt-get install $DEB (the user hound-speaker from sysusers.d, in audio and gpio; the config $USER_NAME's, mode 600; $UNIT enabled and started)"
+    say "would run: apt-get install $DEB (the user hound-speaker from sysusers.d, in audio, gpio and spi; the config $USER_NAME's, mode 600; $UNIT enabled and started)"
 else
     installed="$(dpkg-query -W -f='${Status} ${Version}' hound-speaker 2>/dev/null || true)"
     reinstall=()

@@ -15,7 +15,7 @@ check "the binary runs: --version" bash -c "hound-speaker --version | grep -qx '
 check "ldd finds every library" bash -c "! ldd /usr/bin/hound-speaker | grep -q 'not found'"
 check "say --output writes speech" bash -c "hound-speaker say 'The package works.' --output /tmp/say.wav && [ \$(stat -c %s /tmp/say.wav) -gt 10000 ]"
 check "demo: a whole interaction" bash -c "hound-speaker demo --output /tmp/demo.wav > /tmp/demo.log 2>&1; grep -q 'the answer was spoken into /tmp/demo.wav' /tmp/demo.log || { cat /tmp/demo.log; false; }"
-check "the service user, in audio and gpio" bash -c "id -nG hound-speaker | tr ' ' '\n' | grep -qx audio && id -nG hound-speaker | tr ' ' '\n' | grep -qx gpio"
+check "the service user, in audio, gpio and spi" bash -c "id -nG hound-speaker | tr ' ' '\n' | grep -qx audio && id -nG hound-speaker | tr ' ' '\n' | grep -qx gpio && id -nG hound-speaker | tr ' ' '\n' | grep -qx spi"
 check "the config is the service user's alone (0600)" bash -c "[ \"\$(stat -c '%a %U %G' $config)\" = '600 hound-speaker hound-speaker' ]"
 check "the config's folder: the service's group may write it (setup mode saves there), no one else" bash -c "[ \"\$(stat -c '%a %U %G' /etc/hound-speaker)\" = '775 root hound-speaker' ]"
 check "the config is a conffile" bash -c "dpkg-query -W -f='\${Conffiles}' hound-speaker | grep -q ' $config '"

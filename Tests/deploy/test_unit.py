@@ -77,7 +77,7 @@ class UnitTests(unittest.TestCase):
         # $STATE_DIRECTORY: where the conversation state goes (ConfigLoader).
         self.assertEqual(settings["StateDirectory"], ["hound-speaker"])
         self.assertEqual(settings["DevicePolicy"], ["closed"])
-        self.assertEqual(sorted(settings["DeviceAllow"]), ["char-alsa rw", "char-gpiochip rw"])
+        self.assertEqual(sorted(settings["DeviceAllow"]), ["char-alsa rw", "char-gpiochip rw", "char-spi rw"])
         # One capability: binding setup mode's page on port 80 (issue #64); and /etc/hound-speaker to save it in.
         self.assertEqual(settings["CapabilityBoundingSet"], ["CAP_NET_BIND_SERVICE"])
         self.assertEqual(settings["AmbientCapabilities"], ["CAP_NET_BIND_SERVICE"])
