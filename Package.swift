@@ -154,7 +154,7 @@ let package = Package(
                                .product(name: "Logging", package: "swift-log")],
                 swiftSettings: strict),
         // The control API's commands in a pure target, so that ctl's client shares them without linking the NIO server.
-        .target(name: "ControlCore", dependencies: ["AudioCore", "JSONKit", "SpeakerCore", "Timers"], swiftSettings: strict),
+        .target(name: "ControlCore", dependencies: ["AudioCore", "BoardCore", "JSONKit", "SpeakerCore", "Timers"], swiftSettings: strict),
         // The control API and kiosk page of `run` (HTTP and WebSocket on SwiftNIO): commands in, the speaker's
         // activity out, to any number of clients, none of which can hold up the loop.
         .target(name: "Control",

@@ -101,6 +101,8 @@ public struct RunnerBoard: BoardPort {
 
     public func show(_ state: LEDState) { runner.show(state) }
     public func stop() { runner.stop() }
+    public var ring: RingSetting? { runner.ringSetting }
+    public func setRing(_ setting: RingSetting) { runner.setRing(setting) }
 }
 
 // MARK: Microphone
@@ -438,5 +440,22 @@ public struct SysfsBacklight: ScreenLight {
         guard written == text.count else {
             throw DeviceProblem("[screen] backlight: writing \(value) to \(path) failed: \(String(cString: strerror(errno)))")
         }
+    }
+}
+
+// MARK: The LED ring's timer arc
+
+public enum RingTimers {
+    /// The running timer nearest its end, as the ring's arc shows it (its length, and the time left now); nil when
+    /// none runs. A paused or ringing timer has no arc: the ring shows the state for those.
+    public static func next(in snapshot: SpeakerSnapshot) -> RingTimer? {
+        let now = snapshot.now
+        guard let next = snapshot.timers.filter(\.isRunning).min(by: { $0.remaining(at: now) < $1.remaining(at: now) }) else {
+            return nil
+        }
+        // Milliseconds, saturated: a timer file edited by hand can hold any number.
+        let left = next.remaining(at: now) * 1000
+        let leftMS = left.isFinite ? Int64(min(max(left, 0), 1e15)) : 0
+        return RingTimer(length: .seconds(max(next.seconds, 0)), left: .milliseconds(leftMS))
     }
 }

@@ -95,19 +95,20 @@ public struct APA102Ring: Sendable {
         self.init(profile: profile, bus: try SPIDevice(path: profile.devicePath, speedHz: profile.speedHz))
     }
 
-    /// Shows `colors` (first pixel first): missing pixels dark, any beyond the ring's count dropped.
-    public func show(_ colors: [PixelColor]) throws(BoardError) {
+    /// Shows `colors` (first pixel first): missing pixels dark, any beyond the ring's count dropped; at
+    /// `brightness` (0...31), or the profile's.
+    public func show(_ colors: [PixelColor], brightness: Int? = nil) throws(BoardError) {
         let n = min(max(profile.pixelCount, 0), LEDRingProfile.pixelCountRange.upperBound)
         var pixels = Array(colors.prefix(n))
         pixels.append(contentsOf: repeatElement(.black, count: n - pixels.count))
-        try bus.write(APA102.frame(pixels, brightness: profile.brightness))
+        try bus.write(APA102.frame(pixels, brightness: brightness ?? profile.brightness))
     }
 
     /// Shows `animation` as it is `elapsed` after its state began, and returns when it next changes (nil: never
     /// by itself), for the driver to sleep until.
     @discardableResult
-    public func show(_ animation: RingAnimation, at elapsed: Duration) throws(BoardError) -> Duration? {
-        try show(animation.colors(at: elapsed))
+    public func show(_ animation: RingAnimation, at elapsed: Duration, brightness: Int? = nil) throws(BoardError) -> Duration? {
+        try show(animation.colors(at: elapsed), brightness: brightness)
         return animation.nextChange(after: elapsed)
     }
 

@@ -18,6 +18,10 @@ public enum BoardHardwareEvent: Sendable, Equatable {
     case lost(String)
     /// The lines are requested again and the LEDs show the speaker's state.
     case recovered
+    /// The LED ring's SPI writes fail: why, and that it is tried again.
+    case ringLost(String)
+    /// The LED ring takes its frames again.
+    case ringRecovered
 }
 
 /// Runs the board on a thread the app owns: waits in poll(2) on the button's descriptor and a wake-up pipe,
@@ -40,9 +44,15 @@ public final class BoardRunner: Sendable {
     private let core: Mutex<BoardLogic>
     private let onHardware: @Sendable (BoardHardwareEvent) -> Void
     private let outageBackoff: DeviceOutage
+    /// The APA102 ring, driven from the board's thread like the LED lines.
+    private let ring: APA102Ring?
+    /// Where the ring's arc learns the next timer (the speaker's snapshot, once the loop exists).
+    private let timerSource = Mutex<(@Sendable () -> RingTimer?)?>(nil)
+    /// The owner's setting for the ring (on, how bright), and whether the board's thread has drawn it yet.
+    private let ringRequest: Mutex<(setting: RingSetting, changed: Bool)>
 
     public init(hardware: BoardHardware, gestures: ButtonGestures.Settings, talkMode: TalkMode, roles: [LEDRole],
-                outageBackoff: DeviceOutage = DeviceOutage(),
+                ring: APA102Ring? = nil, outageBackoff: DeviceOutage = DeviceOutage(),
                 onHardware: @escaping @Sendable (BoardHardwareEvent) -> Void = { _ in }) throws(BoardError) {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw BoardError("cannot create the board's wake-up pipe: \(String(cString: strerror(errno)))") }
@@ -57,6 +67,8 @@ public final class BoardRunner: Sendable {
         self.roles = roles
         self.onHardware = onHardware
         self.outageBackoff = outageBackoff
+        self.ring = ring
+        ringRequest = Mutex((RingSetting(brightness: ring?.profile.brightness ?? APA102.brightnessRange.upperBound), false))
         core = Mutex(BoardLogic(gestures: gestures, talkMode: talkMode, roles: roles, now: .now))
         (events, continuation) = AsyncStream.makeStream(of: BoardEvent.self, bufferingPolicy: .bufferingNewest(64))
     }
@@ -70,6 +82,21 @@ public final class BoardRunner: Sendable {
             r.state = state
             wake(r.closed)
         }
+    }
+
+    /// The ring's setting as it starts (from its profile's brightness); nil without a ring.
+    public var ringSetting: RingSetting? { ring == nil ? nil : ringRequest.withLock { $0.setting } }
+
+    /// Shows the ring at `setting` from its next frame (dark while off). Nothing without a ring.
+    public func setRing(_ setting: RingSetting) {
+        guard ring != nil else { return }
+        ringRequest.withLock { $0 = (setting, true) }
+        requests.withLock { r in wake(r.closed) }
+    }
+
+    /// The ring's timer arc asks `source` for the timer nearest its end whenever a timer state begins.
+    public func showTimers(from source: @escaping @Sendable () -> RingTimer?) {
+        timerSource.withLock { $0 = source }
     }
 
     /// LEDs off and lines released; the events stream ends once that is done. Any number of times, from any thread.
@@ -163,12 +190,57 @@ public final class BoardRunner: Sendable {
             readSwitch(board)  // where it is at start decides, before anything is heard
         }
 
+        // The ring: what it shows since when, and when its next frame is due. It starts dark: an APA102 keeps its
+        // last frame while powered, even one a crashed run left.
+        var ringLook = ring.map { RingAnimation(state: .off, pixelCount: $0.profile.pixelCount) }
+        var ringSince = ContinuousClock.now
+        var ringDue: ContinuousClock.Instant? = ring == nil ? nil : .now
+        var ringOutage = DeviceOutage(first: .seconds(1), maximum: .seconds(30))
+        var ringSetting = ringRequest.withLock { $0.setting }
+        func drawRing() {
+            if let changed = ringRequest.withLock({ r -> RingSetting? in defer { r.changed = false }; return r.changed ? r.setting : nil }) {
+                ringSetting = changed
+                if !ringOutage.isDown { ringDue = .now }
+            }
+            guard let ring, let look = ringLook, let due = ringDue, ContinuousClock.now >= due else { return }
+            let now = ContinuousClock.now
+            do throws(BoardError) {
+                if ringSetting.on {
+                    ringDue = try ring.show(look, at: now - ringSince, brightness: ringSetting.brightness).map { ringSince + $0 }
+                } else {
+                    try ring.clear()  // dark until it is on again: nothing more to draw
+                    ringDue = nil
+                }
+                if ringOutage.recovered() { onHardware(.ringRecovered) }
+            } catch {
+                let (begins, wait) = ringOutage.failed()
+                ringDue = now + wait
+                if begins {
+                    onHardware(.ringLost("LED ring on \(ring.profile.devicePath): \(error.message); tried again every "
+                        + "\(ringOutage.first) at first, then up to every \(ringOutage.maximum)"))
+                }
+            }
+        }
+        func showOnRing(_ state: LEDState) {
+            guard let ring else { return }
+            let timer = state == .timer || state == .timerEnding ? timerSource.withLock { $0 }?() : nil
+            let look = RingAnimation(state: state, pixelCount: ring.profile.pixelCount, timer: timer)
+            guard look != ringLook else { return }
+            ringLook = look
+            ringSince = .now
+            // In an outage the next try stays where the backoff put it.
+            if !ringOutage.isDown { ringDue = ringSince }
+        }
+
         var firstDraw = true
         var lastTick = ContinuousClock.now
         while true {
             let request = requests.withLock { r -> (LEDState?, Bool) in defer { r.state = nil }; return (r.state, r.stop) }
             if request.1 { break }
-            if let state = request.0 { core.withLock { $0.show(state, at: .now) } }
+            if let state = request.0 {
+                core.withLock { $0.show(state, at: .now) }
+                showOnRing(state)
+            }
 
             if let due = lookAgain, ContinuousClock.now >= due, case .gpio(let board) = hardware {
                 do throws(BoardError) {
@@ -193,10 +265,12 @@ public final class BoardRunner: Sendable {
             emit(core.withLock { $0.tick(at: now) })
             applyLEDs(force: firstDraw)
             firstDraw = false
+            drawRing()
 
             var deadline = core.withLock { $0.nextDeadline(after: .now) }
             if let due = pendingRelease { deadline = min(deadline ?? due, due) }
             if let due = lookAgain { deadline = min(deadline ?? due, due) }
+            if let due = ringDue { deadline = min(deadline ?? due, due) }
             var timeoutMS: Int32 = -1
             if let deadline {
                 let left = ContinuousClock.now.duration(to: deadline)
@@ -247,7 +321,9 @@ public final class BoardRunner: Sendable {
             }
         }
         if rawTerminal, case .simulated(let fd, _, _) = hardware { tcsetattr(fd, TCSANOW, &savedTerminal) }
-        // Shutdown: nothing may stay lit (a stuck "listening" LED is the peers' classic bug).
+        // Shutdown: nothing may stay lit (a stuck "listening" LED is the peers' classic bug). The ring goes dark before
+        // its power line is let go.
+        try? ring?.clear()
         switch hardware {
         case .gpio(let board): board.close()
         case .simulated(_, _, let draw): draw(.off, SimulatedLEDs.render(state: .off, levels: [:], roles: roles))

@@ -155,6 +155,7 @@ public final class GPIODBoard: @unchecked Sendable {
         self.muteSwitch = muteSwitch
         self.debounce = debounce
         lines = try GPIODLines(button: button, leds: leds, muteSwitch: muteSwitch, debounce: debounce)
+        try powerRing()
     }
 
     deinit { lines.close() }
@@ -164,6 +165,15 @@ public final class GPIODBoard: @unchecked Sendable {
     public func reopen() throws(BoardError) {
         lines.close()
         lines = try GPIODLines(button: button, leds: leds, muteSwitch: muteSwitch, debounce: debounce)
+        try powerRing()
+    }
+
+    /// An LED ring's power line is high from the request on (lines start low); `close` takes it low with the LEDs.
+    private func powerRing() throws(BoardError) {
+        guard let spec = leds[.ringPower], !lines.setLEDs([.ringPower: true]) else { return }
+        let reason = String(cString: strerror(errno))
+        lines.close()
+        throw BoardError("cannot drive \(spec) high for the \(LEDRole.ringPower.lineName): \(reason); \(BoardError.howToCheck)")
     }
 
     /// The chips the lines are on, for messages.

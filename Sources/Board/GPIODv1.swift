@@ -24,7 +24,7 @@ final class GPIODLines: GPIOLineBackend {
                 let line = try lookup(spec)
                 let flags = spec.activeLow ? Int32(GPIOD_LINE_REQUEST_FLAG_ACTIVE_LOW) : 0
                 guard gpiod_line_request_output_flags(line, GPIODBoard.consumer, flags, 0) == 0 else {
-                    throw BoardError.cannotRequest(spec, role: "\(role.rawValue) LED", errno: errno)
+                    throw BoardError.cannotRequest(spec, role: role.lineName, errno: errno)
                 }
                 leds[role] = line
             }

@@ -30,7 +30,7 @@ final class GPIODLines: GPIOLineBackend {
             if let spec = buttonSpec { button = try Self.requestInput(spec, role: "button", debounce: debounce, chips: &chips) }
             if let spec = switchSpec { muteSwitch = try Self.requestInput(spec, role: "mute switch", debounce: debounce, chips: &chips) }
             for (role, spec) in ledSpecs.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
-                leds[role] = try Self.request(spec, role: "\(role.rawValue) LED", chips: &chips) { settings in
+                leds[role] = try Self.request(spec, role: role.lineName, chips: &chips) { settings in
                     gpiod_line_settings_set_direction(settings, GPIOD_LINE_DIRECTION_OUTPUT)
                     gpiod_line_settings_set_output_value(settings, GPIOD_LINE_VALUE_INACTIVE)
                     gpiod_line_settings_set_active_low(settings, spec.activeLow)

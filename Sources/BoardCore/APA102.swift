@@ -143,3 +143,31 @@ public struct LEDRingProfile: Sendable, Equatable {
         return problems
     }
 }
+
+/// What the owner set for an LED ring (the control API's `ring`, Home Assistant's light): shown or dark, and how
+/// bright, in percent of the APA102's full global brightness.
+public struct RingSetting: Sendable, Equatable {
+    /// Off: the ring stays dark whatever the speaker does (a bedroom at night).
+    public var on: Bool
+    /// 1...100.
+    public var percent: Int
+
+    public static let percentRange = 1...100
+
+    /// `percent` clamped to 1...100.
+    public init(on: Bool, percent: Int) {
+        self.on = on
+        self.percent = min(max(percent, Self.percentRange.lowerBound), Self.percentRange.upperBound)
+    }
+
+    /// A profile's brightness (0...31) as a percent, for the setting a ring starts with.
+    public init(brightness: Int) {
+        let level = min(max(brightness, APA102.brightnessRange.lowerBound), APA102.brightnessRange.upperBound)
+        self.init(on: level > 0, percent: (level * 100 + 15) / 31)
+    }
+
+    /// The APA102's global brightness for it: 0 when off, else at least 1 (1 % is still a light).
+    public var brightness: Int {
+        on ? max(1, (percent * APA102.brightnessRange.upperBound + 50) / 100) : 0
+    }
+}

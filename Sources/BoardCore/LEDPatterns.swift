@@ -17,6 +17,12 @@ public enum LEDState: String, Sendable, CaseIterable {
 public enum LEDRole: String, Sendable, CaseIterable {
     case status      // the single LED of a one-LED board
     case listening, searching, speaking
+    /// Not a light: the line that powers an LED ring (the ReSpeaker 4-Mic's GPIO5), high while the board runs and
+    /// low once it stops. No pattern drives it.
+    case ringPower = "ring_power"
+
+    /// What a message calls the line ("listening LED", "LED ring's power").
+    public var lineName: String { self == .ringPower ? "LED ring's power" : "\(rawValue) LED" }
 }
 
 /// One step of a blink pattern: the level for a duration.

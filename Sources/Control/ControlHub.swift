@@ -268,8 +268,14 @@ public final class ControlHub: Sendable {
             ("enrollment", snapshot.enrollment.map { JSONValue.object(Dictionary(uniqueKeysWithValues: $0.fields)) } ?? .null),
             // The detector's own frames dropped because it fell behind the microphone (never the question's audio).
             ("hot_phrase_frames_dropped", .int(Int64(snapshot.hotPhraseFramesDropped))),
+            ("ring", snapshot.ring.map(ring) ?? .null),
         ]
         return members
+    }
+
+    /// The LED ring's setting: `{"on": true, "percent": 32}`.
+    static func ring(_ ring: RingSetting) -> JSONValue {
+        ["on": .bool(ring.on), "percent": .int(Int64(ring.percent))]
     }
 
     static func timer(_ timer: SpeakerTimer, now: BootTime) -> JSONValue {
@@ -302,6 +308,11 @@ public final class ControlHub: Sendable {
         case .wake:
             speaker.wakeScreen()
             return ["ok": true]
+        case .ring(let on, let percent):
+            switch speaker.setRing(on: on, percent: percent) {
+            case .success(let ring): return ["ok": true, "ring": Self.ring(ring)]
+            case .failure(let problem): return Self.failure(problem.message)
+            }
         case .voices, .forget, .reloadHousehold:
             guard let household = state.withLock({ $0.household }) else {
                 return Self.failure("this speaker does not listen for the hot phrase ([hotphrase] enabled = false): it has no household's voices")

@@ -1,4 +1,5 @@
 import AudioCore
+import BoardCore
 public import JSONKit
 public import SpeakerCore
 public import Timers
@@ -33,6 +34,8 @@ public enum ControlCommand: Sendable, Equatable {
     case reloadHousehold
     /// Starts the spoken enrollment ("Teach it my voice") of `phrase` (nil: the model's, "OK Hound").
     case enroll(phrase: String?)
+    /// The LED ring on or off, and its brightness in percent (1-100); nil: as it is. At least one is given.
+    case ring(on: Bool?, percent: Int?)
 
     /// A volume change as a request says it: `step`, `percent` or `sound_off`.
     public enum Volume: Sendable, Equatable {
@@ -85,6 +88,7 @@ public enum ControlCommand: Sendable, Equatable {
         case clear, wake, voices, forget
         case reloadHousehold = "reload_household"
         case enroll
+        case ring
     }
 
     /// The command names, as a script writes them.
@@ -108,6 +112,7 @@ public enum ControlCommand: Sendable, Equatable {
         case .forget: .forget
         case .reloadHousehold: .reloadHousehold
         case .enroll: .enroll
+        case .ring: .ring
         }
     }
 
@@ -154,6 +159,25 @@ public enum ControlCommand: Sendable, Equatable {
             }
             if let problem = PhraseText.problem(phrase) { throw Problem("\"phrase\" \(problem)") }
             return .enroll(phrase: phrase)
+        case .ring:
+            let on: Bool?
+            switch object["on"] {
+            case nil, .null?: on = nil
+            case let value?:
+                guard let flag = value.boolValue else { throw Problem("\"on\" is true or false") }
+                on = flag
+            }
+            var percent: Int? = nil
+            if let value = object["percent"], value != .null {
+                guard let number = value.int64Value, RingSetting.percentRange.contains(Int(clamping: number)) else {
+                    throw Problem("\"percent\" is the ring's brightness, 1 to 100")
+                }
+                percent = Int(number)
+            }
+            guard on != nil || percent != nil else {
+                throw Problem("\"ring\" needs \"on\" (true or false) or \"percent\" (1-100), e.g. {\"command\":\"ring\",\"on\":false}")
+            }
+            return .ring(on: on, percent: percent)
         case .forget:
             if object["negatives"]?.boolValue == true { return .forget(phrase: nil) }
             if let phrase = object["phrase"]?.stringValue, !phrase.allSatisfy(\.isWhitespace) { return .forget(phrase: phrase) }
@@ -206,6 +230,9 @@ public enum ControlCommand: Sendable, Equatable {
         case .forget(let phrase?): object["phrase"] = .string(phrase)
         case .forget(nil): object["negatives"] = true
         case .enroll(let phrase?): object["phrase"] = .string(phrase)
+        case .ring(let on, let percent):
+            if let on { object["on"] = .bool(on) }
+            if let percent { object["percent"] = .int(Int64(percent)) }
         case .enroll(nil), .listen, .stop, .mute, .status, .clearConversation, .wake, .voices, .reloadHousehold: break
         }
         return .object(object)
@@ -224,7 +251,7 @@ public enum ControlCommand: Sendable, Equatable {
         case .cancelTimer(let selection): .carryOut(.timer(.cancel(selection.timer)))
         case .cancelAlarm(let selection): .carryOut(.alarm(.cancel(selection.alarm)))
         case .clearConversation: .clearConversation
-        case .wake, .voices, .forget, .reloadHousehold, .enroll: nil
+        case .wake, .voices, .forget, .reloadHousehold, .enroll, .ring: nil
         }
     }
 }

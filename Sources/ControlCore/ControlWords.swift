@@ -1,3 +1,4 @@
+import BoardCore
 import JSONKit
 
 /// `hound-speaker ctl`'s words for the control API's commands: each name's word is the name with a hyphen for
@@ -15,6 +16,7 @@ extension ControlCommand.Name {
         case .cancelTimer, .cancelAlarm: "ID|NAME|all"
         case .forget: "PHRASE|--negatives"
         case .enroll: "[--phrase TEXT]"
+        case .ring: "on|off|PERCENT"
         case .listen, .stop, .mute, .unmute, .status, .timers, .clear, .wake, .voices, .reloadHousehold: ""
         }
     }
@@ -70,6 +72,15 @@ extension ControlCommand {
                 throw Problem("enroll takes nothing (the hot phrase) or --phrase TEXT")
             }
             return (name, .enroll(phrase: words.dropFirst(2).joined(separator: " ")))
+        case .ring:
+            switch rest {
+            case "on", "off": return (name, .ring(on: rest == "on", percent: nil))
+            default:
+                guard let percent = Int(rest.hasSuffix("%") ? String(rest.dropLast()) : rest), RingSetting.percentRange.contains(percent) else {
+                    throw Problem("ring takes on, off or a brightness of 1-100")
+                }
+                return (name, .ring(on: nil, percent: percent))
+            }
         case .forget:
             let what = try needs("a phrase (from ctl voices) or --negatives")
             return (name, .forget(phrase: what == "--negatives" ? nil : what))

@@ -17,6 +17,9 @@ public enum BoardSetup {
         } else {
             for (role, line) in board.leds { leds[role] = GPIOLineSpec(chip: board.chip, line: line, activeLow: board.ledsActiveLow) }
         }
+        if board.hasRing, let line = board.ring.powerLine {
+            leds[.ringPower] = GPIOLineSpec(chip: board.chip, line: line, activeLow: false)
+        }
         return (button, leds)
     }
 }

@@ -57,11 +57,26 @@ public enum DeviceAssembly {
                 // is not, and the unit tries again.
                 throw AssemblyError(error.isConfiguration ? .configuration : .unavailable, error.message)
             }
-            roles = Array(leds.keys)
+            roles = leds.keys.filter { $0 != .ringPower }
         }
+        let ring = try ring(board)
         do throws(BoardError) {
-            return try BoardRunner(hardware: hardware, gestures: board.gestures,
-                                   talkMode: board.talkMode, roles: roles.isEmpty ? [.status] : roles, onHardware: onHardware)
+            return try BoardRunner(hardware: hardware, gestures: board.gestures, talkMode: board.talkMode,
+                                   roles: roles.isEmpty ? [.status] : roles, ring: ring, onHardware: onHardware)
         } catch { throw AssemblyError(.unavailable, error.message) }
+    }
+
+    /// The board's APA102 ring on its spidev device, nil without one. SPI not enabled, or a device that is not SPI,
+    /// is the config's to mend; its power line is a GPIO line, requested with the others (BoardSetup.specs).
+    static func ring(_ board: SpeakerConfiguration.BoardSection) throws(AssemblyError) -> APA102Ring? {
+        guard board.hasRing else { return nil }
+        if board.ring.powerLine != nil, board.driver != .gpiod {
+            throw AssemblyError(.configuration, "[board] ring_power needs driver = \"gpiod\": the simulated board has no GPIO lines")
+        }
+        var profile = board.ring
+        if !board.profile.isEmpty { profile.name = "LED ring of \(board.profile)" }
+        do throws(BoardError) { return try APA102Ring(profile: profile) } catch {
+            throw AssemblyError(error.isConfiguration ? .configuration : .unavailable, error.message)
+        }
     }
 }

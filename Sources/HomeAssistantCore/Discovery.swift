@@ -1,4 +1,6 @@
 public import ControlCore
+import FoundationEssentials
+import BoardCore
 import JSONKit
 import SpeakerCore
 
@@ -14,13 +16,19 @@ public struct HomeAssistantDevice: Sendable, Equatable {
     public var name: String
     /// The speaker's version, shown on the device's page.
     public var version: String
+    /// The board has an LED ring: it is a light entity.
+    public var hasRing: Bool
 
-    public init(discoveryPrefix: String, nodeID: String, name: String, version: String) {
+    public init(discoveryPrefix: String, nodeID: String, name: String, version: String, hasRing: Bool = false) {
         self.discoveryPrefix = discoveryPrefix
         self.nodeID = nodeID
         self.name = name
         self.version = version
+        self.hasRing = hasRing
     }
+
+    /// The entities this speaker has (the ring only where the board has one).
+    public var entities: [Entity] { Entity.allCases.filter { $0 != .ring || hasRing } }
 
     /// Every topic of the speaker's own starts here.
     public var base: String { "hound-speaker/\(nodeID)" }
@@ -31,7 +39,7 @@ public struct HomeAssistantDevice: Sendable, Equatable {
 
     /// The entities, each under `<prefix>/<component>/<node>/<object>/config`.
     public enum Entity: String, Sendable, CaseIterable {
-        case state, mute, volume, question, answer, nextTimer = "next_timer", button, announce, stop
+        case state, mute, volume, question, answer, nextTimer = "next_timer", button, announce, stop, ring
 
         var component: String {
             switch self {
@@ -41,6 +49,7 @@ public struct HomeAssistantDevice: Sendable, Equatable {
             case .button: "event"
             case .announce: "notify"
             case .stop: "button"
+            case .ring: "light"
             }
         }
 
@@ -55,6 +64,7 @@ public struct HomeAssistantDevice: Sendable, Equatable {
             case .button: "Button"
             case .announce: "Announce"
             case .stop: "Stop"
+            case .ring: "LED ring"
             }
         }
     }
@@ -78,12 +88,15 @@ public struct HomeAssistantDevice: Sendable, Equatable {
 
     /// The topics the speaker subscribes to: every entity's commands and Home Assistant's birth.
     public var subscriptions: [String] {
-        Entity.allCases.filter(\.takesCommands).map(commandTopic) + [birthTopic]
+        entities.filter(\.takesCommands).map(commandTopic) + [birthTopic]
     }
 
-    /// Each entity's retained discovery config, in `Entity` order.
+    /// Each entity's retained discovery config, in `Entity` order. Without a ring, the ring's config topic gets an
+    /// empty retained message, which removes the light a board with a ring once had (Home Assistant's rule).
     public var configs: [(topic: String, payload: String)] {
-        Entity.allCases.map { (configTopic($0), JSONValue.object(config($0)).asciiJSON()) }
+        Entity.allCases.map { entity in
+            (configTopic(entity), entities.contains(entity) ? JSONValue.object(config(entity)).asciiJSON() : "")
+        }
     }
 
     func config(_ entity: Entity) -> [String: JSONValue] {
@@ -138,6 +151,14 @@ public struct HomeAssistantDevice: Sendable, Equatable {
         case .stop:
             c["payload_press"] = "PRESS"
             c["icon"] = "mdi:stop"
+        case .ring:
+            // The JSON schema: {"state": "ON", "brightness": 40}, brightness in percent both ways.
+            c["schema"] = "json"
+            c["state_topic"] = .string(stateTopic(entity))
+            c["brightness"] = true
+            c["brightness_scale"] = .int(Int64(RingSetting.percentRange.upperBound))
+            c["supported_color_modes"] = ["brightness"]
+            c["icon"] = "mdi:led-strip-variant"
         }
         return c
     }
@@ -145,7 +166,7 @@ public struct HomeAssistantDevice: Sendable, Equatable {
     /// The command a message on one of the command topics asks for, read as the control API reads its own (the
     /// same checks, so the same refusals); nil when the topic is none of the speaker's command topics.
     public func command(topic: String, payload: [UInt8]) -> Result<ControlCommand, ControlCommand.Problem>? {
-        guard let entity = Entity.allCases.first(where: { $0.takesCommands && commandTopic($0) == topic }) else { return nil }
+        guard let entity = entities.first(where: { $0.takesCommands && commandTopic($0) == topic }) else { return nil }
         guard let text = String(validating: payload, as: UTF8.self) else {
             return .failure(.init("\(entity.name): the message is not UTF-8 text"))
         }
@@ -166,6 +187,25 @@ public struct HomeAssistantDevice: Sendable, Equatable {
             request = ["command": "volume", "percent": .int(Int64(value.rounded()))]
         case .announce: request = ["command": "say", "text": .string(text)]
         case .stop: request = ["command": "stop"]
+        case .ring:
+            guard let message = try? JSONValue(parsing: Data(trimmed.utf8)), let object = message.objectValue else {
+                return .failure(.init("LED ring: a JSON object such as {\"state\": \"ON\", \"brightness\": 40}, not \"\(trimmed.prefix(40))\""))
+            }
+            var ring: [String: JSONValue] = ["command": "ring"]
+            switch object["state"]?.stringValue?.uppercased() {
+            case "ON"?: ring["on"] = true
+            case "OFF"?: ring["on"] = false
+            case nil: break
+            case let other?: return .failure(.init("LED ring: \"state\" is \"ON\" or \"OFF\", not \"\(other.prefix(40))\""))
+            }
+            if let brightness = object["brightness"] {
+                // Home Assistant scales to brightness_scale (100) and may send a fraction; 0 would be off.
+                guard let value = brightness.doubleValue, value.isFinite, abs(value) < 1e9 else {
+                    return .failure(.init("LED ring: \"brightness\" is a number from 1 to 100"))
+                }
+                ring["percent"] = .int(Int64(value.rounded()))
+            }
+            request = .object(ring)
         case .state, .question, .answer, .nextTimer, .button: return nil
         }
         do throws(ControlCommand.Problem) {
@@ -177,7 +217,7 @@ public struct HomeAssistantDevice: Sendable, Equatable {
 }
 
 extension HomeAssistantDevice.Entity {
-    var takesCommands: Bool { self == .mute || self == .volume || self == .announce || self == .stop }
+    var takesCommands: Bool { self == .mute || self == .volume || self == .announce || self == .stop || self == .ring }
 }
 
 /// Lower-case letters, digits and _ (Home Assistant's entity ids).

@@ -62,6 +62,11 @@ extension HomeAssistantDevice {
             out.append(Message(stateTopic(.nextTimer), "None"))
         }
         out.append(Message(attributesTopic(.nextTimer), JSONValue.object(attributes).asciiJSON()))
+        if hasRing, let ring = snapshot.ring {
+            let light: JSONValue = ["state": .string(ring.on ? "ON" : "OFF"), "brightness": .int(Int64(ring.percent)),
+                                    "color_mode": "brightness"]
+            out.append(Message(stateTopic(.ring), light.asciiJSON()))
+        }
         return out
     }
 

@@ -25,6 +25,9 @@ public enum ControlClient {
             guard try await ControlClient.followEnrollment(reply["enrollment"] ?? .null, config: context.config, print: printLine) else {
                 throw CommandFailure(message: "nothing was kept", exitCode: 1)
             }
+        case .ring:
+            let ring = reply["ring"] ?? .null
+            printLine(ring["on"]?.boolValue == true ? "LED ring on at \(ring["percent"]?.int64Value ?? 0) %" : "LED ring off")
         case .listen, .stop, .say, .mute, .unmute, .volume, .cancelTimer, .cancelAlarm, .clear, .wake: break
         }
     }

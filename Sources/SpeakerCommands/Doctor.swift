@@ -75,13 +75,28 @@ public struct Doctor {
         let origin = board.profile.isEmpty ? "" : " (profile \(board.profile))"
         switch board.driver {
         case .simulated:
-            return [Diagnostic(.info, "board: simulated\(origin): keyboard button, LEDs drawn on the terminal")]
+            return [Diagnostic(.info, "board: simulated\(origin): keyboard button, LEDs drawn on the terminal")] + ring(board)
         case .gpiod:
             let (button, leds) = BoardSetup.specs(board)
             return GPIODBoard.diagnostics(button: button, leds: leds, muteSwitch: BoardSetup.muteSwitch(board)).map { line in
                 guard line.status == .info else { return line }
                 return Diagnostic(.info, "board\(origin): \(line.summary)")
-            }
+            } + ring(board)
+        }
+    }
+
+    /// The LED ring's spidev device opens and takes SPI mode 0 at its clock (nothing is sent: the ring keeps what it shows).
+    func ring(_ board: SpeakerConfiguration.BoardSection) -> [Diagnostic] {
+        guard board.hasRing else { return [] }
+        let ring = board.ring
+        let what = "LED ring: \(ring.pixelCount) APA102 pixels on \(ring.devicePath) at \(ring.speedHz) Hz"
+            + (ring.powerLine.map { ", powered by \($0)" } ?? "")
+        if !ring.problems.isEmpty { return [.check(false, "\(what): \(ring.problems.joined(separator: "; "))")] }
+        do throws(BoardError) {
+            try SPIDevice(path: ring.devicePath, speedHz: ring.speedHz).close()
+            return [.check(true, what)]
+        } catch {
+            return [.check(false, "\(what): \(error.message)")]
         }
     }
 }

@@ -60,6 +60,10 @@ public enum RunSpeaker {
                     logger.error("board lost: \(problem)", metadata: ["event": "board", "status": "lost", "problem": "\(problem)"])
                 case .recovered:
                     logger.notice("board is back: the button and the LEDs work again", metadata: ["event": "board", "status": "recovered"])
+                case .ringLost(let problem):
+                    logger.error("LED ring failing: \(problem)", metadata: ["event": "board", "status": "ring lost", "problem": "\(problem)"])
+                case .ringRecovered:
+                    logger.notice("LED ring is back", metadata: ["event": "board", "status": "ring recovered"])
                 }
             }
         } catch { throw CommandFailure(error) }
@@ -86,6 +90,7 @@ public enum RunSpeaker {
             speaker.buttonObservers.append { homeAssistant.button($0) }
         }
         let loop = speaker.makeLoop()
+        speaker.board?.showTimers { [loop] in RingTimers.next(in: loop.snapshot) }
         hub.attach(loop)
         homeAssistant?.attach(loop)
         if let setup {
@@ -133,7 +138,8 @@ public enum RunSpeaker {
         let section = config.homeAssistant
         guard let broker = section.mqtt else { return nil }
         let nodeID = section.nodeID.isEmpty ? HomeAssistantBridge.defaultNodeID() : section.nodeID
-        let device = HomeAssistantDevice(discoveryPrefix: section.discoveryPrefix, nodeID: nodeID, name: section.name, version: HoundifySDK.version)
+        let device = HomeAssistantDevice(discoveryPrefix: section.discoveryPrefix, nodeID: nodeID, name: section.name, version: HoundifySDK.version,
+                                         hasRing: config.board.hasRing)
         let settings = MQTTConnection.Settings(host: broker.host, port: broker.port, tls: broker.tls, username: section.username,
                                                password: section.password, clientID: HomeAssistantBridge.clientID(nodeID: nodeID), will: nil)
         do throws(MQTTError) {

@@ -207,6 +207,8 @@ enum BoardKey: String, ConfigKey {
     case profile, driver, chip, button, buttonActiveLow = "button_active_low", led, leds, ledsActiveLow = "leds_active_low"
     case muteSwitch = "mute_switch", muteSwitchActiveLow = "mute_switch_active_low", debounceMS = "debounce_ms"
     case longPressMS = "long_press_ms", doublePressMS = "double_press_ms", setupHoldMS = "setup_hold_ms", talkMode = "talk_mode"
+    case ringPixels = "ring_pixels", ringSPIBus = "ring_spi_bus", ringChipSelect = "ring_chip_select", ringSpeedHz = "ring_speed_hz"
+    case ringPower = "ring_power", ringBrightness = "ring_brightness"
     static let table = "board"
 
     var spec: (type: ConfigValueType, doc: String) {
@@ -226,6 +228,12 @@ enum BoardKey: String, ConfigKey {
         case .doublePressMS: (.integer(0...2_000, unit: " ms"), "a second press this soon: a double press")
         case .setupHoldMS: (.integer(2_000...30_000, unit: " ms"), "held this long: voice enrollment starts")
         case .talkMode: (.choice(of: TalkMode.self), "tap or hold to talk")
+        case .ringPixels: (.integer(0...LEDRingProfile.pixelCountRange.upperBound, unit: ""), "an APA102 LED ring's pixels; 0: none")
+        case .ringSPIBus: (.integer(LEDRingProfile.spiNumberRange, unit: ""), "the ring's spidev bus")
+        case .ringChipSelect: (.integer(LEDRingProfile.spiNumberRange, unit: ""), "the ring's spidev chip select")
+        case .ringSpeedHz: (.integer(LEDRingProfile.speedRange, unit: " Hz"), "the ring's SPI clock")
+        case .ringPower: (.string, "a line driven high to power the ring; empty: none")
+        case .ringBrightness: (.integer(APA102.brightnessRange, unit: ""), "the ring's APA102 brightness")
         }
     }
 }

@@ -349,7 +349,7 @@ struct Reader {
             var lines: [LEDRole: String] = [:]
             for name in leds.keys {
                 // The status role is the single `led` key's, not one of three.
-                guard let role = LEDRole(rawValue: name), role != .status else {
+                guard let role = LEDRole(rawValue: name), role != .status, role != .ringPower else {
                     throw error(K.leds, "unknown LED \"\(name)\"; the roles are listening, searching, speaking")
                 }
                 guard let line = leds[name]?.string else { throw error(K.leds, "\(name) must be a line name or offset in quotes") }
@@ -367,6 +367,14 @@ struct Reader {
             throw error(key, "the set-up hold (setup_hold_ms, \(Int(board.gestures.setupHold / .milliseconds(1))) ms) must be longer than the long press (long_press_ms, \(Int(board.gestures.longPress / .milliseconds(1))) ms)")
         }
         if let v: TalkMode = try choice(t, K.talkMode) { board.talkMode = v }
+        try readIntegers(t, into: &board.ring, [(K.ringPixels, \.pixelCount), (.ringSPIBus, \.spiBus), (.ringChipSelect, \.chipSelect),
+                                               (.ringSpeedHz, \.speedHz), (.ringBrightness, \.brightness)])
+        if let v = try string(t, K.ringPower) {
+            guard !v.contains(where: { $0 == " " || $0 == "\t" || $0 == "\"" }) else {
+                throw error(K.ringPower, "must be a GPIO line name such as \"GPIO5\" (or empty: none), not \"\(v)\"")
+            }
+            board.ring.powerLine = v.isEmpty ? nil : v
+        }
         if !board.led.isEmpty && t[K.leds.rawValue] == nil && t[K.led.rawValue] != nil { board.leds = [:] }
     }
 

@@ -98,6 +98,10 @@ public struct SpeakerConfiguration: Sendable {
         /// `debounce_ms`, `long_press_ms`, `double_press_ms`.
         public var gestures = ButtonGestures.Settings()
         public var talkMode = TalkMode.tap
+        /// An APA102 LED ring on spidev (`ring_*`); none while its pixel count is 0. The power line is on `chip`.
+        public var ring = LEDRingProfile(name: "APA102 LED ring", spiBus: 0, chipSelect: 1, speedHz: 8_000_000, pixelCount: 0,
+                                         powerLine: nil, brightness: 10)
+        public var hasRing: Bool { ring.pixelCount > 0 }
     }
 
     /// The speaker loop (`[speaker]`).

@@ -88,6 +88,8 @@ public enum SpeakerActivity: Sendable, Equatable {
     case timer(TimerEvent, SpeakerTimer, remaining: Int)
     /// The screen dimmed after a quiet while, or came back to full brightness.
     case screen(Screen)
+    /// The owner switched the LED ring on or off, or changed its brightness.
+    case ring(RingSetting)
     /// The timers and alarms could not be saved (the problem), or, nil, are saved again after that: a screen
     /// shows that a restart would lose them for as long as it is so.
     case timersSaved(problem: String?)
@@ -186,6 +188,7 @@ extension SpeakerActivity {
         case .muted: "mute"
         case .alarm: "alarm"
         case .screen: "screen"
+        case .ring: "ring"
         case .timersSaved: "timers_saved"
         case .enrollment: "enroll"
         }
@@ -236,6 +239,7 @@ extension SpeakerActivity {
             [("change", .string(event.rawValue)), ("id", .int(Int64(timer.id))), ("name", .string(timer.name)),
              ("seconds", .int(Int64(timer.seconds))), ("remaining_s", .int(Int64(remaining)))]
         case .screen(let screen): screen.fields
+        case .ring(let ring): [("on", .bool(ring.on)), ("percent", .int(Int64(ring.percent)))]
         case .timersSaved(let problem): [("saved", .bool(problem == nil)), ("problem", problem.map { .string($0) } ?? .null)]
         case .enrollment(let progress): progress.fields
         }
@@ -308,6 +312,7 @@ extension SpeakerActivity {
             default: (.info, "\(timer.spokenName) \(event.rawValue) (\(SpokenDuration.words(remaining)) left)")
             }
         case .screen(let screen): (.debug, screen.dimmed ? "screen dimmed to \(screen.percent) %" : "screen at full brightness")
+        case .ring(let ring): (.info, ring.on ? "LED ring on at \(ring.percent) %" : "LED ring off")
         // The failure itself is logged as the device problem told with it.
         case .timersSaved(let problem): problem == nil ? (.notice, "timers saved again: a restart keeps them") : nil
         case .enrollment(let p):
@@ -364,6 +369,8 @@ public struct SpeakerSnapshot: Sendable, Equatable {
     public var problem = ""
     public var display: JSONValue = .null
     public var leds: LEDState = .ready
+    /// The LED ring's setting; nil: the board has no ring.
+    public var ring: RingSetting?
     /// The activity just before was a display (it belongs to the final transcript right after it).
     var displayJustTold = false
     /// What `problem` is about (its sentence depends on the settings: "..., but I can still ...").
@@ -411,6 +418,7 @@ public struct SpeakerSnapshot: Sendable, Equatable {
             problemFailure = nil
         case .leds(let leds): self.leds = leds
         case .enrollment(let progress): enrollment = progress
+        case .ring(let setting): ring = setting
         default: break
         }
         displayJustTold = if case .display = activity { true } else { false }

@@ -129,6 +129,15 @@ public protocol BoardPort: Sendable {
     func show(_ state: LEDState)
     /// LEDs off, lines released.
     func stop()
+    /// The LED ring's setting as the board starts; nil: it has none.
+    var ring: RingSetting? { get }
+    /// The ring on or off, and how bright.
+    func setRing(_ setting: RingSetting)
+}
+
+extension BoardPort {
+    public var ring: RingSetting? { nil }
+    public func setRing(_ setting: RingSetting) {}
 }
 
 // MARK: Microphone
@@ -312,9 +321,15 @@ public protocol ControlledSpeaker: AnyObject, Sendable {
     func wakeScreen()
     /// Starts a spoken enrollment of `phrase` (nil: the model's): its first progress, or why it cannot start.
     func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem>
+    /// Switches the LED ring on or off and sets its brightness (nil: as it is): the setting now, or why not.
+    func setRing(on: Bool?, percent: Int?) -> Result<RingSetting, DeviceProblem>
 }
 
 extension ControlledSpeaker {
+    public func setRing(on: Bool?, percent: Int?) -> Result<RingSetting, DeviceProblem> {
+        .failure(DeviceProblem("this speaker has no LED ring"))
+    }
+
     public func enroll(phrase: String?) async -> Result<EnrollmentProgress, DeviceProblem> {
         .failure(DeviceProblem("this speaker cannot learn voices"))
     }

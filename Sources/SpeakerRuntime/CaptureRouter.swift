@@ -1,4 +1,5 @@
 import SpeakerCore
+import BoardCore
 import AudioCore
 import Glibc
 import Logging
@@ -236,6 +237,8 @@ enum LoopInput: Sendable {
     case firstSpeechSample(ContinuousClock.Instant)
     /// The screen was touched.
     case wakeScreen
+    /// The owner's new setting for the LED ring.
+    case ring(RingSetting)
     /// The speaker has been quiet long enough for the screen to dim.
     case screenIdle
     /// Time to try again to save the timers, which could not be saved.

@@ -212,6 +212,10 @@ struct LoopRun {
             return nil
         case .wakeScreen:
             return .wakeScreen
+        case .ring(let setting):
+            ports.board?.setRing(setting)
+            tell(.ring(setting))
+            return nil
         case .screenIdle:
             return .screenIdle
         case .timersDue:

@@ -1,6 +1,6 @@
 public import SpeakerCore
 public import AudioCore
-import BoardCore
+public import BoardCore
 public import Logging
 import Synchronization
 import Timers
@@ -90,6 +90,8 @@ public final class SpeakerLoop: Sendable {
     /// What the speaker holds, published by the loop after each step of the core (`publish`), for other threads
     /// (`snapshot`): they read this, never the loop's state, which is local to `run` (LoopRun).
     let published: Mutex<SpeakerSnapshot>
+    /// The LED ring's setting as last asked (`setRing`); nil without a ring.
+    let ringRequested: Mutex<RingSetting?>
     let history = Mutex<[InteractionTimings]>([])
     let stateLog = Mutex<[SpeakerState]>([])
 
@@ -135,8 +137,10 @@ public final class SpeakerLoop: Sendable {
         // started once the loop exists, before it runs (issue #34: right after a restart `ctl timers` listed
         // none, the API answering before the file was read). What they lead to waits for the start.
         start = Self.readSavedState(ports: ports, into: Speaker(settings: core))
-        published = Mutex(SpeakerSnapshot(state: .none, muted: false, offline: false, volume: 0, soundOff: false, timers: [],
-                                          alarms: [], now: 0))
+        var first = SpeakerSnapshot(state: .none, muted: false, offline: false, volume: 0, soundOff: false, timers: [], alarms: [], now: 0)
+        first.ring = ports.board?.ring
+        published = Mutex(first)
+        ringRequested = Mutex(first.ring)
         publish(start.core)
         // First in the queue, whatever is sent before run() starts: a press that early must find the speaker ready,
         // not be dropped in state none.
@@ -160,6 +164,19 @@ public final class SpeakerLoop: Sendable {
 
     /// Someone touched the screen: it comes back to full brightness, and the quiet time starts again.
     public func wakeScreen() { continuation.yield(.wakeScreen) }
+
+    /// The LED ring on or off and how bright (nil: as last asked), merged here so that two quick requests (Home
+    /// Assistant's brightness, then its state) each build on the one before; the loop shows it and tells it.
+    public func setRing(on: Bool?, percent: Int?) -> Result<RingSetting, DeviceProblem> {
+        let setting = ringRequested.withLock { current -> RingSetting? in
+            guard let old = current else { return nil }
+            current = RingSetting(on: on ?? old.on, percent: percent ?? old.percent)
+            return current
+        }
+        guard let setting else { return .failure(DeviceProblem("this speaker has no LED ring ([board] ring_pixels is 0)")) }
+        continuation.yield(.ring(setting))
+        return .success(setting)
+    }
 
     /// The current state, as published after the core's last step (`snapshot`).
     public var currentState: SpeakerState { published.withLock { $0.state } }

@@ -50,6 +50,16 @@ enum GPIOSim {
 
 @Suite(.enabled(if: GPIOSim.available, "gpio-sim (configfs) is not available here (no /sys/kernel/config/gpio-sim, or not root): the real GPIO driver is tested only for its errors"))
 struct GPIOSimTests {
+    /// The 4-Mic Array's ring power: high from the request on, low once the board lets go.
+    @Test func anLEDRingsPowerLineIsHighWhileTheBoardRuns() throws {
+        let chip = try GPIOSim.Chip.make()
+        defer { chip.remove() }
+        let board = try GPIODBoard(button: nil, leds: [.ringPower: GPIOLineSpec(chip: chip.chipName, line: "5", activeLow: false)])
+        #expect(try chip.value(5) == "1")
+        board.close()
+        #expect(try chip.value(5) == "0")
+    }
+
     @Test func buttonEdgesAndLEDsThroughTheRealDriver() throws {
         let chip = try GPIOSim.Chip.make()
         defer { chip.remove() }

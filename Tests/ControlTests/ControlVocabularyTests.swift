@@ -37,6 +37,9 @@ import TestSupport
         (.reloadHousehold, #"{"command":"reload_household"}"#),
         (.enroll(phrase: nil), #"{"command":"enroll"}"#),
         (.enroll(phrase: "hey kitchen"), #"{"command":"enroll","phrase":"hey kitchen"}"#),
+        (.ring(on: false, percent: nil), #"{"command":"ring","on":false}"#),
+        (.ring(on: nil, percent: 40), #"{"command":"ring","percent":40}"#),
+        (.ring(on: true, percent: 100), #"{"command":"ring","on":true,"percent":100}"#),
     ]
 
     /// The case, whatever it carries: the switch has no default, so a new case cannot compile without a line here,
@@ -58,13 +61,14 @@ import TestSupport
         case .forget: "forget"
         case .reloadHousehold: "reloadHousehold"
         case .enroll: "enroll"
+        case .ring: "ring"
         }
     }
 
     static func json(_ text: String) throws -> JSONValue { try JSONValue(parsing: Data(text.utf8)) }
 
     @Test func everyCaseIsSentAsTheServerReadsIt() throws {
-        #expect(Set(Self.wire.map { Self.kind($0.0) }).count == 15)
+        #expect(Set(Self.wire.map { Self.kind($0.0) }).count == 16)
         for (command, expected) in Self.wire {
             // As docs/control-api.md writes it (and ctl sent it by hand before).
             #expect(command.json == (try Self.json(expected)), "\(command)")
@@ -88,10 +92,10 @@ import TestSupport
 
     @Test func theNamesAreTheDocumentedOnes() {
         #expect(ControlCommand.names == ["listen", "stop", "text", "say", "mute", "unmute", "volume", "status", "timers",
-                                         "cancel_timer", "cancel_alarm", "clear", "wake", "voices", "forget", "reload_household", "enroll"])
+                                         "cancel_timer", "cancel_alarm", "clear", "wake", "voices", "forget", "reload_household", "enroll", "ring"])
         #expect(ControlCommand.usage == "listen, stop, text QUESTION, say WORDS, mute, unmute, volume N|up|down|off|on, status, "
                 + "timers, cancel-timer ID|NAME|all, cancel-alarm ID|NAME|all, clear, wake, voices, forget PHRASE|--negatives, "
-                + "reload-household, enroll [--phrase TEXT]")
+                + "reload-household, enroll [--phrase TEXT], ring on|off|PERCENT")
     }
 
     /// Each `ctl` line, the command it means and the JSON it sends (as `ctl` sent before it used this type).
@@ -124,6 +128,10 @@ import TestSupport
         ("reload-household", .reloadHousehold, .reloadHousehold, #"{"command":"reload_household"}"#),
         ("enroll", .enroll, .enroll(phrase: nil), #"{"command":"enroll"}"#),
         ("enroll --phrase hey kitchen", .enroll, .enroll(phrase: "hey kitchen"), #"{"command":"enroll","phrase":"hey kitchen"}"#),
+        ("ring off", .ring, .ring(on: false, percent: nil), #"{"command":"ring","on":false}"#),
+        ("ring on", .ring, .ring(on: true, percent: nil), #"{"command":"ring","on":true}"#),
+        ("ring 25", .ring, .ring(on: nil, percent: 25), #"{"command":"ring","percent":25}"#),
+        ("ring 25%", .ring, .ring(on: nil, percent: 25), #"{"command":"ring","percent":25}"#),
     ]
 
     func words(_ line: String) -> [String] { line.split(separator: " ").map(String.init) }
@@ -173,5 +181,18 @@ import TestSupport
             #expect(problem(enroll) == "enroll takes nothing (the hot phrase) or --phrase TEXT", "\(enroll)")
         }
         #expect(problem(["timers", "all"]) == "timers takes nothing after it")
+        for ring in [["ring"], ["ring", "0"], ["ring", "101"], ["ring", "bright"]] {
+            #expect(problem(ring) == "ring takes on, off or a brightness of 1-100", "\(ring)")
+        }
+    }
+
+    @Test func aRingRequestNeedsOnOrAPercentInRange() {
+        func refusal(_ json: JSONValue) -> String {
+            do { _ = try ControlCommand.parse(json); return "" } catch { return error.description }
+        }
+        #expect(refusal(["command": "ring"]).hasPrefix("\"ring\" needs \"on\" (true or false) or \"percent\" (1-100)"))
+        #expect(refusal(["command": "ring", "percent": 0]) == "\"percent\" is the ring's brightness, 1 to 100")
+        #expect(refusal(["command": "ring", "percent": .int(Int64.max)]) == "\"percent\" is the ring's brightness, 1 to 100")
+        #expect(refusal(["command": "ring", "on": "yes"]) == "\"on\" is true or false")
     }
 }

@@ -34,8 +34,8 @@ import Timers
     }
 
     static func bridge(_ broker: Broker, log: LogLines, speaker: FakeSpeaker, performed: Performed = Performed(),
-                       user: String = "", password: String = "") throws -> HomeAssistantBridge {
-        let bridge = try HomeAssistantBridge(device: kitchen, settings: settings(broker, user: user, password: password), logger: log.logger,
+                       user: String = "", password: String = "", device: HomeAssistantDevice = kitchen) throws -> HomeAssistantBridge {
+        let bridge = try HomeAssistantBridge(device: device, settings: settings(broker, user: user, password: password), logger: log.logger,
                                              wallClock: { 1_700_000_000 }) { command in
             performed.commands.withLock { $0.append(command) }
             return performed.reply
@@ -66,8 +66,10 @@ import Timers
             if retained["hound-speaker/kitchen/volume"] != nil { break }
         }
         let configs = retained.filter { $0.key.hasPrefix("homeassistant/") }
-        #expect(Set(configs.keys) == Set(kitchen.configs.map(\.topic)))
-        for config in kitchen.configs { #expect(retained[config.topic] == config.payload) }
+        // An emptied config (the ring's, on a board without one) is a removal: the broker keeps nothing of it.
+        let kept = kitchen.configs.filter { !$0.payload.isEmpty }
+        #expect(Set(configs.keys) == Set(kept.map(\.topic)))
+        for config in kept { #expect(retained[config.topic] == config.payload) }
         #expect(retained["hound-speaker/kitchen/availability"] == "online")
         #expect(retained["hound-speaker/kitchen/state"] == "idle")
         #expect(retained["hound-speaker/kitchen/mute"] == "OFF")
@@ -97,6 +99,31 @@ import Timers
         #expect(commands == [.mute(true), .volume(.to(35)), .say("The laundry is done"), .stop])
         #expect(log.wait(for: "warning Home Assistant: Volume: a number from 0 to 100, not \"loud\""))
         #expect(log.wait(for: "warning Home Assistant: stop: the speaker is not running yet", seconds: 60))
+        await bridge.stop()
+    }
+
+    /// A board with an LED ring: Home Assistant's light switches it and dims it, and sees it as the speaker has it.
+    @Test func theRingIsALightInHomeAssistant() async throws {
+        let broker = try Broker()
+        let log = LogLines()
+        var device = kitchen
+        device.hasRing = true
+        var first = snapshot()
+        first.ring = RingSetting(on: true, percent: 32)
+        let speaker = FakeSpeaker(first)
+        let performed = Performed()
+        let bridge = try Self.bridge(broker, log: log, speaker: speaker, performed: performed, device: device)
+        let listener = try Listener(port: broker.port, topic: "hound-speaker/kitchen/ring")
+        try bridge.start()
+        #expect(listener.wait(forLine: #"hound-speaker/kitchen/ring {"brightness":32,"color_mode":"brightness","state":"ON"}"#))
+        #expect(try broker.retained("homeassistant/light/kitchen/ring/config")["homeassistant/light/kitchen/ring/config"]?.contains(#""schema":"json""#) == true)
+        try broker.publish("hound-speaker/kitchen/ring/set", #"{"state":"OFF"}"#)
+        try broker.publish("hound-speaker/kitchen/ring/set", #"{"state":"ON","brightness":75}"#)
+        #expect(performed.wait(for: 2) == [.ring(on: false, percent: nil), .ring(on: true, percent: 75)])
+        // The speaker's own change (ctl ring off) reaches Home Assistant's light.
+        speaker.current.withLock { $0.ring = RingSetting(on: false, percent: 32) }
+        bridge.observe(.ring(RingSetting(on: false, percent: 32)))
+        #expect(listener.wait(forLine: #"hound-speaker/kitchen/ring {"brightness":32,"color_mode":"brightness","state":"OFF"}"#))
         await bridge.stop()
     }
 
@@ -171,7 +198,7 @@ import Timers
         }
         #expect(retained["hound-speaker/kitchen/availability"] == "online")
         #expect(retained["hound-speaker/kitchen/volume"] == "20")
-        #expect(retained.keys.filter { $0.hasSuffix("/config") }.count == configs)
+        #expect(retained.keys.filter { $0.hasSuffix("/config") }.count == kitchen.configs.filter { !$0.payload.isEmpty }.count)
         // Said once for the outage and each reason in it (lost, then refused), however many tries it took.
         let lines: [String] = log.all.filter { $0.contains("cannot reach the MQTT broker") }
         let told: [String] = lines.map { (line: String) -> String in String(line.split(separator: ". Trying again").first ?? "") }

@@ -26,10 +26,12 @@ func snapshot(state: SpeakerState = .ready, muted: Bool = false, offline: Bool =
             "homeassistant/number/kitchen/volume/config", "homeassistant/sensor/kitchen/question/config",
             "homeassistant/sensor/kitchen/answer/config", "homeassistant/sensor/kitchen/next_timer/config",
             "homeassistant/event/kitchen/button/config", "homeassistant/notify/kitchen/announce/config",
-            "homeassistant/button/kitchen/stop/config",
+            "homeassistant/button/kitchen/stop/config", "homeassistant/light/kitchen/ring/config",
         ])
+        // No ring on this board: its light's config is emptied, which removes one an earlier board had.
+        #expect(configs.last?.payload == "")
         var uniqueIDs = Set<String>()
-        for config in configs {
+        for config in configs.dropLast() {
             let json = try parse(config.payload)
             #expect(json["availability_topic"] == "hound-speaker/kitchen/availability")
             #expect(json["device"]?["identifiers"] == ["hound_speaker_kitchen"])
@@ -41,8 +43,8 @@ func snapshot(state: SpeakerState = .ready, muted: Bool = false, offline: Bool =
             // A state or a command topic: every entity has one or the other.
             #expect(json["state_topic"] != nil || json["command_topic"] != nil, "\(config.topic)")
         }
-        #expect(uniqueIDs.count == configs.count)
-        let byTopic = Dictionary(uniqueKeysWithValues: try configs.map { ($0.topic, try parse($0.payload)) })
+        #expect(uniqueIDs.count == configs.count - 1)
+        let byTopic = Dictionary(uniqueKeysWithValues: try configs.dropLast().map { ($0.topic, try parse($0.payload)) })
         let mute = try #require(byTopic["homeassistant/switch/kitchen/mute/config"])
         #expect(mute["name"] == "Mute")
         #expect(mute["command_topic"] == "hound-speaker/kitchen/mute/set")
@@ -66,6 +68,40 @@ func snapshot(state: SpeakerState = .ready, muted: Bool = false, offline: Bool =
         #expect(stop["payload_press"] == "PRESS")
         #expect(kitchen.subscriptions == ["hound-speaker/kitchen/mute/set", "hound-speaker/kitchen/volume/set",
                                           "hound-speaker/kitchen/announce/set", "hound-speaker/kitchen/stop/set", "homeassistant/status"])
+    }
+
+    /// A board with an LED ring: a light of Home Assistant's JSON schema, brightness in percent both ways.
+    @Test func theRingIsALightWhereTheBoardHasOne() throws {
+        var device = kitchen
+        device.hasRing = true
+        let config = try #require(device.configs.first { $0.topic == "homeassistant/light/kitchen/ring/config" })
+        let light = try parse(config.payload)
+        #expect(light["schema"] == "json" && light["brightness"] == true && light["brightness_scale"] == 100)
+        #expect(light["supported_color_modes"] == ["brightness"])
+        #expect(light["command_topic"] == "hound-speaker/kitchen/ring/set" && light["state_topic"] == "hound-speaker/kitchen/ring")
+        #expect(light["name"] == "LED ring" && light["default_entity_id"] == "light.kitchen_speaker_ring")
+        #expect(device.subscriptions.contains("hound-speaker/kitchen/ring/set"))
+        #expect(!kitchen.subscriptions.contains("hound-speaker/kitchen/ring/set"))
+
+        var s = snapshot()
+        s.ring = RingSetting(on: true, percent: 32)
+        let states = Dictionary(uniqueKeysWithValues: device.states(s, wallNow: 0).map { ($0.topic, $0.payload) })
+        #expect(try parse(try #require(states["hound-speaker/kitchen/ring"])) == ["state": "ON", "brightness": 32, "color_mode": "brightness"])
+        #expect(kitchen.states(s, wallNow: 0).allSatisfy { $0.topic != "hound-speaker/kitchen/ring" })
+
+        func command(_ payload: String) -> Result<ControlCommand, ControlCommand.Problem>? {
+            device.command(topic: "hound-speaker/kitchen/ring/set", payload: Array(payload.utf8))
+        }
+        #expect(command(#"{"state": "OFF"}"#) == .success(.ring(on: false, percent: nil)))
+        #expect(command(#"{"state": "ON", "brightness": 40}"#) == .success(.ring(on: true, percent: 40)))
+        #expect(command(#"{"state": "ON", "brightness": 12.6}"#) == .success(.ring(on: true, percent: 13)))
+        #expect(command(#"{"brightness": 100}"#) == .success(.ring(on: nil, percent: 100)))
+        #expect(command(#"{"state": "ON", "brightness": 0}"#) == .failure(.init("LED ring: \"percent\" is the ring's brightness, 1 to 100")))
+        #expect(command(#"{"state": "DIM"}"#) == .failure(.init("LED ring: \"state\" is \"ON\" or \"OFF\", not \"DIM\"")))
+        #expect(command("ON") == .failure(.init("LED ring: a JSON object such as {\"state\": \"ON\", \"brightness\": 40}, not \"ON\"")))
+        #expect(command(#"{"brightness": "max"}"#) == .failure(.init("LED ring: \"brightness\" is a number from 1 to 100")))
+        // Not this speaker's topic without a ring.
+        #expect(kitchen.command(topic: "hound-speaker/kitchen/ring/set", payload: Array(#"{"state": "OFF"}"#.utf8)) == nil)
     }
 
     @Test func theDevicesNameMakesTheEntityIDs() throws {

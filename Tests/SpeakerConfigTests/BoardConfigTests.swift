@@ -28,7 +28,7 @@ let boardDirectory: String = {
 
     @Test func everyShippedProfileLoads() throws {
         let names = try FileManager.default.contentsOfDirectory(atPath: boardDirectory).filter { $0.hasSuffix(".toml") }.map { String($0.dropLast(5)) }
-        #expect(Set(names).isSuperset(of: ["generic-breadboard", "aiy-voice-hat", "respeaker-2mic", "simulated"]))
+        #expect(Set(names).isSuperset(of: ["generic-breadboard", "aiy-voice-hat", "respeaker-2mic", "respeaker-4mic", "simulated"]))
         for name in names {
             let config = try load("[board]\nprofile = \"\(name)\"\n")
             #expect(config.board.profile == name)
@@ -46,6 +46,32 @@ let boardDirectory: String = {
         #expect(config.board.button == "GPIO17" && config.board.leds.isEmpty && config.board.led.isEmpty)
         let wired = try load("[board]\nprofile = \"respeaker-2mic\"\nleds = { listening = \"GPIO12\" }\n")
         #expect(wired.board.leds == [.listening: "GPIO12"])
+    }
+
+    @Test func theReSpeakerProfilesHaveTheirRings() throws {
+        let two = try load("[board]\nprofile = \"respeaker-2mic\"\n").board
+        #expect(two.hasRing && two.ring.pixelCount == 3 && two.ring.devicePath == "/dev/spidev0.1" && two.ring.powerLine == nil)
+        let four = try load("[board]\nprofile = \"respeaker-4mic\"\n")
+        #expect(four.board.ring == LEDRingProfile(name: "APA102 LED ring", spiBus: 0, chipSelect: 1, speedHz: 8_000_000,
+                                                  pixelCount: 12, powerLine: "GPIO5", brightness: 10))
+        #expect(four.board.button.isEmpty && four.audio.input == "plughw:CARD=seeed4micvoicec,DEV=0")
+        // The owner's key wins over the profile's, one key at a time.
+        let dimmer = try load("[board]\nprofile = \"respeaker-4mic\"\nring_brightness = 3\n").board.ring
+        #expect(dimmer.brightness == 3 && dimmer.pixelCount == 12 && dimmer.powerLine == "GPIO5")
+        let unpowered = try load("[board]\nprofile = \"respeaker-4mic\"\nring_power = \"\"\n").board.ring
+        #expect(unpowered.powerLine == nil)
+        #expect(try load("").board.hasRing == false)
+    }
+
+    @Test func badRingValuesAreNamed() throws {
+        _ = boardDirectory
+        #expect(try loadError("[board]\nring_pixels = 300\n")?.description.contains(":2: [board] ring_pixels: must be 0 to 255") == true)
+        #expect(try loadError("[board]\nring_brightness = 32\n")?.problem.contains("must be 0 to 31") == true)
+        #expect(try loadError("[board]\nring_speed_hz = 50\n")?.problem.contains("must be 100000 to 32000000 Hz") == true)
+        #expect(try loadError("[board]\nring_spi_bus = -1\n")?.problem.contains("must be 0 to 255") == true)
+        #expect(try loadError("[board]\nring_power = \"GPIO 5\"\n")?.problem.contains("must be a GPIO line name") == true)
+        // The power line is the ring's, not a light with a pattern.
+        #expect(try loadError("[board]\nleds = { ring_power = \"GPIO5\" }\n")?.problem.contains("unknown LED \"ring_power\"") == true)
     }
 
     @Test func configOverridesTheProfile() throws {

@@ -439,13 +439,20 @@ public final class FakeMicrophone: MicrophonePort {
 public final class FakeBoard: BoardPort {
     public let intents: AsyncStream<TalkIntent>
     private let continuation: AsyncStream<TalkIntent>.Continuation
-    private let state = Mutex<(shown: [LEDState], stopped: Bool)>(([], false))
+    private let state = Mutex<(shown: [LEDState], stopped: Bool, rings: [RingSetting])>(([], false, []))
 
     public let hasMuteSwitch: Bool
-    public init(hasMuteSwitch: Bool = false) {
+    /// The ring's setting at the start; nil: no ring.
+    public let ring: RingSetting?
+    public init(hasMuteSwitch: Bool = false, ring: RingSetting? = nil) {
         self.hasMuteSwitch = hasMuteSwitch
+        self.ring = ring
         (intents, continuation) = AsyncStream.makeStream()
     }
+
+    public func setRing(_ setting: RingSetting) { state.withLock { $0.rings.append(setting) } }
+    /// Every setting the loop gave the ring, in order.
+    public var ringSettings: [RingSetting] { state.withLock { $0.rings } }
 
     public func press(_ intent: TalkIntent) { continuation.yield(intent) }
     public func show(_ state: LEDState) { self.state.withLock { $0.shown.append(state) } }

@@ -23,9 +23,9 @@ public final class LoopRig: Sendable {
     public init(settings: SpeakerLoopSettings = .init(), hotPhrase: Bool = false, microphoneMissing: Bool = false,
                 holdEarcons: Bool = false, clock: ManualClock = ManualClock(), timerStore: FakeTimerStore = FakeTimerStore(),
                 muteStore: FakeFlagStore? = nil, muteSwitch: Bool = false, screen: (any ScreenLight)? = nil,
-                enrollment: FakeEnrollment? = nil, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
+                enrollment: FakeEnrollment? = nil, ring: RingSetting? = nil, observers: [@Sendable (SpeakerActivity) -> Void] = []) async {
         self.enrollment = enrollment
-        board = FakeBoard(hasMuteSwitch: muteSwitch)
+        board = FakeBoard(hasMuteSwitch: muteSwitch, ring: ring)
         self.clock = clock
         self.timerStore = timerStore
         search = FakeVoiceSearch(clock: clock)

@@ -204,8 +204,13 @@ extension SplitMix {
         #expect(await rig.recorder.wait { if case .timer(.missed, let timer, _) = $0 { timer.name == "nan" } else { false } })
         #expect(await rig.recorder.wait { if case .timer(.tick, let timer, let left) = $0 { timer.name == "far" && left == Int.max } else { false } })
         #expect(rig.loop.snapshot.timers.first { $0.name == "paused" }?.remaining(at: t0) == Double(TimerBook.longestSeconds))
+        // The LED ring's arc: the running timer nearest its end, then, once it rings, the absurd one, saturated.
+        #expect(RingTimers.next(in: rig.loop.snapshot) == RingTimer(length: .seconds(90), left: .seconds(90)))
         await rig.advance(by: .seconds(90))
         #expect(await rig.saw(.leds(.ringing)))
+        let far = RingTimers.next(in: rig.loop.snapshot)
+        #expect(far?.left == .milliseconds(1_000_000_000_000_000))
+        #expect(far?.arc(of: 12, after: .zero) == 12)
         #expect(await rig.send(.press, expecting: .timer))
         // Two days on: the timer alarm, armed a day at most, fired and was armed again; nothing else was due.
         let mark = rig.recorder.count
