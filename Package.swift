@@ -232,7 +232,7 @@ let package = Package(
                 swiftSettings: strict),
 
         // Shared by the test targets: the one ALSA test configuration of the test process, fixture helpers.
-        .target(name: "TestSupport", dependencies: ["Audio", "Platform"], path: "Tests/TestSupport", swiftSettings: strict),
+        .target(name: "TestSupport", dependencies: ["Audio", "JSONKit", "Platform"], path: "Tests/TestSupport", swiftSettings: strict),
         // Fakes of the speaker core's ports and a manual clock, for the loop's fast, deterministic tests.
         .target(name: "SpeakerTestKit", dependencies: ["SpeakerCore", "SpeakerRuntime", "AudioCore", "BoardCore", "Timers", "JSONKit", "Platform", .product(name: "Logging", package: "swift-log")],
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
@@ -265,7 +265,7 @@ let package = Package(
                                                         .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
         .testTarget(name: "HomeAssistantTests", dependencies: ["HomeAssistant", "HomeAssistantCore", "ControlCore", "SpeakerCore", "BoardCore", "JSONKit", "Timers", "Platform", "TestSupport",
                                                               .product(name: "Logging", package: "swift-log")], swiftSettings: strict),
-        .testTarget(name: "CLITests", dependencies: ["Audio", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CLITests", dependencies: ["Audio", "JSONKit", "TestSupport"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

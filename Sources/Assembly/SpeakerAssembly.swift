@@ -37,6 +37,8 @@ public struct SpeakerAssembly {
     public var observers: [@Sendable (SpeakerActivity) -> Void] = []
     /// Told each gesture of the board's button as the board sees it (Home Assistant's button events).
     public var buttonObservers: [@Sendable (ButtonGestures.Event) -> Void] = []
+    /// Wraps Houndify's search before the device's own recogniser goes behind it (Home Assistant's hand-off).
+    public var wrapSearch: (@Sendable (any VoiceSearchService) -> any VoiceSearchService)?
     /// Where timers are saved (nil: in memory only).
     public var timerStore: (any TimerStore)?
     /// Where mute is remembered (nil: not at all).
@@ -133,10 +135,11 @@ public struct SpeakerAssembly {
     public func makeLoop() -> SpeakerLoop {
         let logger = logger
         // Houndify's search, or setup mode's stand-in; one of them is there (RunSpeaker makes the gate without a client).
-        let houndify: any VoiceSearchService
+        var houndify: any VoiceSearchService
         if let setupGate { houndify = setupGate } else if let search { houndify = search } else {
             houndify = SetupGate { SearchFailure.notSetUp.sentence }
         }
+        if let wrapSearch { houndify = wrapSearch(houndify) }
         let questions: any VoiceSearchService = settings.machine.offlineCommands
             ? OfflineFallbackSearch(inner: houndify, log: { logger.error("\($0)") }) : houndify
         let ports = SpeakerPorts(search: questions, speech: speech, volume: MixerVolume(volume), microphone: ALSAMicrophone(capture, echo: echo),

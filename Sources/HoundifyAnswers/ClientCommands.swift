@@ -35,6 +35,11 @@ public struct ClientCommandReader: Sendable {
     public func read(_ response: HoundServerResponse) -> (answer: SpeakerAnswer, keepNow: JSONValue?) {
         let transcript = response.transcript ?? ""
         guard let best = response.best else { return (SpeakerAnswer(transcript: transcript, text: ""), nil) }
+        if homeAssistantPhrase(best) {
+            var answer = SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers))
+            answer.handOff = .always
+            return (answer, best.conversationState)
+        }
         if let action = clientAction(best) {
             return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), action: action.action,
                                   responses: action.responses), nil)
@@ -46,25 +51,41 @@ public struct ClientCommandReader: Sendable {
         }
         if Self.actionsElsewhere.contains(best.commandKind)
             || best.dynamicResponse("ClientActionSucceededResult") != nil || best.dynamicResponse("ClientActionFailedResult") != nil {
-            return (SpeakerAnswer(transcript: transcript, text: SpeakerAnswer.cannotDoThat), best.conversationState)
+            // Home Assistant may be able to (Houndify's home-automation commands are client actions too).
+            var answer = SpeakerAnswer(transcript: transcript, text: SpeakerAnswer.cannotDoThat)
+            answer.handOff = .ifUnderstood
+            return (answer, best.conversationState)
         }
-        return (SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), autoListen: best.autoListen,
-                              voice: Self.recording(best), display: Self.display(best)),
-                best.isClientAction ? best.conversationState : nil)
+        var answer = SpeakerAnswer(transcript: transcript, text: best.text(long: longAnswers), autoListen: best.autoListen,
+                                   voice: Self.recording(best), display: Self.display(best))
+        if best.commandKind == "NoResultCommand" { answer.handOff = .ifUnderstood }
+        return (answer, best.isClientAction ? best.conversationState : nil)
+    }
+
+    /// One of the owner's phrases tied to Home Assistant (`home_assistant = true`).
+    func homeAssistantPhrase(_ result: CommandResult) -> Bool {
+        guard result.commandKind == "ClientMatchCommand", let index = result.json["Result"]?["HoundSpeakerMatch"]?.int64Value,
+              clientMatches.indices.contains(Int(index)) else { return false }
+        return clientMatches[Int(index)].action == .homeAssistant
     }
 
     /// Why `text` and `voice`, which only print, cannot give this answer (nil: they can): it is a command the speaker
     /// carries out itself (a timer, an alarm, the volume, one of the owner's phrases), whose words depend on what it
     /// did. Houndify's own text for it is a fallback ("Timers are not supported by this client."), not the answer.
     public func notCarriedOutHere(_ response: HoundServerResponse, query: String) -> String? {
-        guard let best = response.best, let (action, _) = clientAction(best) else { return nil }
+        guard let best = response.best else { return nil }
+        let quoted = query.contains("\"") ? "'\(query)'" : "\"\(query)\""
+        if homeAssistantPhrase(best) {
+            return "not answered here: that is one of the owner's phrases ([[houndify.client_match]]) the speaker hands to Home Assistant. "
+                + "Ask the speaker (`hound-speaker run`), or, while it runs, `hound-speaker ctl text \(quoted)`"
+        }
+        guard let (action, _) = clientAction(best) else { return nil }
         let what = switch action {
         case .timer: "timers live on the speaker, which sets them"
         case .alarm: "alarms live on the speaker, which sets them"
         case .volume: "the volume is the speaker's to change"
         case .run, .muteMicrophone: "that is one of the owner's phrases ([[houndify.client_match]]), which the speaker carries out"
         }
-        let quoted = query.contains("\"") ? "'\(query)'" : "\"\(query)\""
         return "not answered here: \(what). Ask the speaker (`hound-speaker run`), or, while it runs, `hound-speaker ctl text \(quoted)`"
     }
 
@@ -110,6 +131,7 @@ public struct ClientCommandReader: Sendable {
             let said = DynamicReply(result.text(long: longAnswers), conversationState: result.conversationState)
             let done = ActionResponses(succeeded: said, conversationState: result.conversationState)
             switch clientMatches[Int(index)].action {
+            case .homeAssistant: return nil  // no action of the speaker's: `read` hands the words over
             case .run(let command): return (.run(command: command), done)
             case .builtIn(.microphoneOff): return (.muteMicrophone, done)
             case .builtIn(.volumeUp): return (.volume(.step(up: true)), done)

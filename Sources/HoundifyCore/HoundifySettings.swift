@@ -74,6 +74,8 @@ public struct HoundifySettings: Sendable, Equatable {
         /// `/bin/sh -c` this, not waited for.
         case run(String)
         case builtIn(BuiltInAction)
+        /// The words heard go to Home Assistant's conversation API, and its reply is said (`home_assistant = true`).
+        case homeAssistant
     }
 
     /// What a phrase can do without a command (`action = "..."`).

@@ -85,6 +85,15 @@ public enum RunSpeaker {
         let control = context.config.control
         if control.listen != nil { speaker.observers.append { hub.publish($0) } }
         let homeAssistant = try homeAssistant(context.config, hub: hub, logger: logger)
+        let homeControl = context.config.homeAssistant
+        if !homeControl.url.isEmpty {
+            // At most 8 s, and half the searching limit: with Houndify's own time it stays inside that limit.
+            let limit = context.config.speaker.machine.searchingLimitMS
+            let client = ConversationClient(url: homeControl.url, token: homeControl.token, agentID: homeControl.agentID,
+                                            timeoutMS: max(1_000, min(8_000, limit / 2)), logger: logger)
+            speaker.wrapSearch = { HomeAssistantHandOff(inner: $0, client: client) }
+            logger.info("Home Assistant: home commands go to its conversation API at \(homeControl.url)")
+        }
         if let homeAssistant {
             speaker.observers.append { homeAssistant.observe($0) }
             speaker.buttonObservers.append { homeAssistant.button($0) }

@@ -76,6 +76,12 @@ struct Reader {
         try section(BoardKey.self) { t throws(ConfigError) in try readBoard(t, into: &config.board) }
         try section(SpeechKey.self) { t throws(ConfigError) in try readSpeech(t, into: &config.speech) }
         try section(LoggingKey.self) { t throws(ConfigError) in try readLogging(t, into: &config.logging) }
+        // A phrase handed to Home Assistant needs somewhere to hand it.
+        if config.homeAssistant.url.isEmpty,
+           let index = config.houndify.clientMatches.firstIndex(where: { $0.action == .homeAssistant }) {
+            throw error("houndify.client_match #\(index + 1)", "home_assistant",
+                        "needs [home_assistant] url and token: the words go to Home Assistant's conversation API")
+        }
         return config
     }
 
@@ -471,8 +477,8 @@ struct Reader {
         for (number, item) in items.enumerated() {
             let n = "\(table) #\(number + 1)"
             guard let fields = item.objectValue else { throw error(HoundifyKey.clientMatch, "must be tables: [[houndify.client_match]]") }
-            for key in fields.keys where !["phrase", "expression", "response", "run", "action"].contains(key) {
-                throw error(n, key, "unknown key; a phrase has phrase or expression, response, and run or action")
+            for key in fields.keys where !["phrase", "expression", "response", "run", "action", "home_assistant"].contains(key) {
+                throw error(n, key, "unknown key; a phrase has phrase or expression, response, and run, action or home_assistant")
             }
             func text(_ key: String) throws(ConfigError) -> String? {
                 guard let v = fields[key] else { return nil }
@@ -485,15 +491,21 @@ struct Reader {
             case (nil, let given?): expression = given
             default: throw error(n, nil, "needs a phrase (\"good night\") or an expression (Houndify's syntax), not both")
             }
+            var toHomeAssistant = false
+            if let v = fields["home_assistant"] {
+                guard let flag = v.boolValue else { throw error(n, "home_assistant", "must be true or false") }
+                toHomeAssistant = flag
+            }
             let action: HoundifySettings.Action
-            switch (try text("run"), try text("action")) {
-            case (let command?, nil): action = .run(command)
-            case (nil, let name?):
+            switch (try text("run"), try text("action"), toHomeAssistant) {
+            case (let command?, nil, false): action = .run(command)
+            case (nil, let name?, false):
                 guard let builtIn = HoundifySettings.BuiltInAction(rawValue: name) else {
                     throw error(n, "action", "must be \(Self.list(HoundifySettings.BuiltInAction.allCases.map(\.rawValue))), not \"\(name)\"")
                 }
                 action = .builtIn(builtIn)
-            default: throw error(n, nil, "needs run (a command) or action (\(HoundifySettings.BuiltInAction.allCases.map(\.rawValue).joined(separator: ", "))), not both")
+            case (nil, nil, true): action = .homeAssistant
+            default: throw error(n, nil, "needs one of run (a command), action (\(HoundifySettings.BuiltInAction.allCases.map(\.rawValue).joined(separator: ", "))) or home_assistant = true")
             }
             matches.append(.init(expression: expression, response: try text("response") ?? "OK.", action: action))
         }

@@ -197,6 +197,8 @@ public struct SpeakerAnswer: Sendable, Equatable {
     public var display: JSONValue?
     /// Understood on the device, because Houndify could not answer (issue #63); nil: Houndify's answer.
     public var device: DeviceAnswer?
+    /// Words Home Assistant may carry out (issue #65), where the speaker hands them over; nil: none.
+    public var handOff: HomeHandOff?
     /// Said when the speaker cannot do what Houndify left to it (a call, a message, music).
     public static let cannotDoThat = "Sorry, this speaker can't do that."
     /// Said when Houndify's answer carries no text to speak.
@@ -214,6 +216,15 @@ public struct SpeakerAnswer: Sendable, Equatable {
         self.action = action
         self.responses = responses
     }
+}
+
+/// Which answers go to Home Assistant's conversation API, where the speaker has one (`[home_assistant] url`).
+public enum HomeHandOff: Sendable, Equatable {
+    /// An owner's phrase tied to Home Assistant: its reply is said, whatever it is.
+    case always
+    /// Something the speaker cannot do itself (a client action it lacks, or nothing Houndify understood): Home
+    /// Assistant's reply is said if it understood the words, else this answer stands.
+    case ifUnderstood
 }
 
 /// An answer the speaker made itself from what its own recogniser heard, when Houndify could not answer.

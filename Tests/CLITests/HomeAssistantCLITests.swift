@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import JSONKit
 import Testing
 import TestSupport
 
@@ -66,5 +67,53 @@ import TestSupport
         let lines = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(lines.contains("Home Assistant: connected to the MQTT broker at mqtt://127.0.0.1:\(broker.port)"))
         #expect(!lines.contains(password))
+    }
+}
+
+/// `run` handing home commands to Home Assistant's conversation API (a stand-in, Tests/support/ha_standin.py), with
+/// the local Houndify service understanding the owner's phrase: what a person hears, asked through `ctl text`.
+@Suite(.ownThread) struct HomeControlCLITests {
+    @Test func homeCommandsAreHomeAssistantsAndItsRepliesAreSaid() throws {
+        let token = "cli-token-5d1e"
+        let ha = try HomeAssistantStandIn(token: token)
+        let (service, port, _) = try CLI.startService()
+        defer { service.terminate(); service.waitUntilExit() }
+        let control = freePort()
+        let fixture = try RunFixture(recording: "share/demo/what-time-is-it.wav", port: port, hotPhrase: false, extraConfig: """
+            [[houndify.client_match]]
+            expression = '("turn" | "switch") . ("on" | "off") . "the" . ("kitchen" | "hall") . "light"'
+            home_assistant = true
+            [control]
+            listen = "127.0.0.1:\(control)"
+            [home_assistant]
+            url = "\(ha.url)"
+            token = "\(token)"
+            """)
+        defer { fixture.remove() }
+        let (process, _, output) = try fixture.startRun(hotPhrase: false)
+        defer { if process.isRunning { process.terminate(); process.waitUntilExit() } }
+        #expect(output.wait(for: "\"to\":\"ready\""))
+        func ctl(_ words: String...) throws -> CLI.Result { try CLI.run(["ctl"] + words + ["--config", fixture.config]) }
+
+        let light = try ctl("text", "turn", "off", "the", "kitchen", "light")
+        #expect(light.status == 0 && light.stdout == "Turned off the light\n", "\(light.stdout) \(light.stderr)")
+        #expect(ha.body(0)?["text"] == "turn off the kitchen light")
+        #expect(ha.requests.first?["authorization"]?.stringValue == "Bearer \(token)")
+        // Words it does not know, for a phrase handed to it: its own sentence.
+        let hall = try ctl("text", "switch", "on", "the", "hall", "light")
+        #expect(hall.status == 0 && hall.stdout == "Sorry, I couldn't understand that\n", "\(hall.stdout) \(hall.stderr)")
+        // The follow-up is one conversation with Home Assistant.
+        #expect(ha.body(1)?["conversation_id"]?.stringValue?.isEmpty == false)
+        // Houndify's own answers stay Houndify's: nothing more reaches Home Assistant.
+        let time = try ctl("text", "what", "time", "is", "it")
+        #expect(time.status == 0 && time.stdout.hasPrefix("It is "), "\(time.stdout)")
+        #expect(ha.requests.count == 2)
+        // This board has no LED ring: `ctl ring` says so.
+        let ring = try ctl("ring", "off")
+        #expect(ring.status == 1 && ring.stderr.contains("this speaker has no LED ring"), "\(ring.stderr)")
+        // The token is the speaker's secret: never in its events.
+        process.terminate()
+        process.waitUntilExit()
+        #expect(!output.seen.contains(token))
     }
 }

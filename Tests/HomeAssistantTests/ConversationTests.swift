@@ -182,62 +182,12 @@ private func reply(_ text: String, status: Int = 200) -> ConversationReply { rep
     }
 }
 
-/// Tests/support/ha_standin.py on a port of its own: Home Assistant's conversation API as the client meets it.
-final class StandIn: @unchecked Sendable {
-    // @unchecked: set once in init, ended once in deinit.
-    let port: Int
-    let directory: String
-    private let pid: pid_t
-
-    struct Failure: Error, CustomStringConvertible { var description: String }
-
-    init(token: String, _ options: [String] = []) throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("hs-ha-standin-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let script = "\(repositoryRoot)/Tests/support/ha_standin.py"
-        let child = try Child.spawn("/usr/bin/python3", [script, "--token", token, "--record", "\(directory)/requests.jsonl"] + options,
-                                    output: .both)
-        pid = child.pid
-        // Its first line is the port; anything else (a traceback) is why it did not start.
-        var line: [UInt8] = []
-        var byte: UInt8 = 0
-        while read(child.output!, &byte, 1) == 1, byte != 0x0A { line.append(byte) }
-        close(child.output!)
-        let text = String(decoding: line, as: UTF8.self)
-        guard let port = Int(text) else {
-            Child.end(pid)
-            throw Failure(description: "ha_standin.py did not start: \(text)")
-        }
-        self.port = port
-    }
-
-    var url: String { "http://127.0.0.1:\(port)" }
-
-    /// Every request so far: path, authorization, content_type, body.
-    var requests: [JSONValue] {
-        let text = (try? String(contentsOfFile: "\(directory)/requests.jsonl", encoding: .utf8)) ?? ""
-        return text.split(separator: "\n").compactMap { try? JSONValue(parsing: Data($0.utf8)) }
-    }
-
-    /// The JSON body of request `index`.
-    func body(_ index: Int) -> JSONValue? {
-        let all = requests
-        guard all.indices.contains(index) else { return nil }
-        return all[index]["body"]?.stringValue.flatMap { try? JSONValue(parsing: Data($0.utf8)) }
-    }
-
-    deinit {
-        Child.end(pid)
-        try? FileManager.default.removeItem(atPath: directory)
-    }
-}
-
 /// The client against the stand-in: libcurl, the real HTTP exchange, every failure a person can meet.
 @Suite(.ownThread) struct ConversationClientTests {
     static let token = "test-token-8f3a1c"
 
     @Test func aCommandIsDoneAndTheConversationKept() throws {
-        let ha = try StandIn(token: Self.token)
+        let ha = try HomeAssistantStandIn(token: Self.token)
         let lines = LogLines()
         let client = ConversationClient(url: ha.url + "/", token: Self.token, logger: lines.logger)
         let first = client.process("turn off the kitchen light")
@@ -257,7 +207,7 @@ final class StandIn: @unchecked Sendable {
     }
 
     @Test func wordsHomeAssistantDoesNotKnow() throws {
-        let ha = try StandIn(token: Self.token)
+        let ha = try HomeAssistantStandIn(token: Self.token)
         let client = ConversationClient(url: ha.url, token: Self.token, agentID: "conversation.home_assistant")
         let unknown = client.process("make me a sandwich")
         #expect(unknown.outcome == .error(.noIntentMatch) && unknown.spoken == "Sorry, I couldn't understand that")
@@ -270,7 +220,7 @@ final class StandIn: @unchecked Sendable {
 
     /// A wrong token: refused in words, and the owner's log says what to fix without showing either token.
     @Test func aWrongTokenIsRefused() throws {
-        let ha = try StandIn(token: Self.token)
+        let ha = try HomeAssistantStandIn(token: Self.token)
         let lines = LogLines()
         let wrong = "wrong-token-77d2e9"
         let refused = ConversationClient(url: ha.url, token: wrong, logger: lines.logger).process("turn off the kitchen light")
@@ -283,14 +233,14 @@ final class StandIn: @unchecked Sendable {
     }
 
     @Test func aWrongURLIsNotFound() throws {
-        let ha = try StandIn(token: Self.token)
+        let ha = try HomeAssistantStandIn(token: Self.token)
         let missing = ConversationClient(url: ha.url + "/lovelace", token: Self.token).process("turn off the kitchen light")
         #expect(missing.outcome == .failed(.notFound))
         #expect(missing.logged.contains("\(ha.url)/lovelace/api/conversation/process"))
     }
 
     @Test func aServerErrorIsLoggedWithItsStatus() throws {
-        let ha = try StandIn(token: Self.token, ["--status", "500"])
+        let ha = try HomeAssistantStandIn(token: Self.token, ["--status", "500"])
         let lines = LogLines()
         let broken = ConversationClient(url: ha.url, token: Self.token, logger: lines.logger).process("turn off the kitchen light")
         #expect(broken.outcome == .failed(.httpStatus(500)) && broken.spoken == "Home Assistant ran into a problem.")
@@ -298,7 +248,7 @@ final class StandIn: @unchecked Sendable {
     }
 
     @Test func aPageThatIsNotJSON() throws {
-        let ha = try StandIn(token: Self.token, ["--not-json"])
+        let ha = try HomeAssistantStandIn(token: Self.token, ["--not-json"])
         let odd = ConversationClient(url: ha.url, token: Self.token).process("turn off the kitchen light")
         #expect(odd.outcome == .failed(.notTheAPI) && odd.logged.contains("captive portal"))
     }
@@ -317,7 +267,7 @@ final class StandIn: @unchecked Sendable {
     /// Home Assistant takes longer than the timeout: the client gives up and says so (a short timeout here; 15 s
     /// on the speaker).
     @Test func aSlowAnswerTimesOut() throws {
-        let ha = try StandIn(token: Self.token, ["--sleep", "10"])
+        let ha = try HomeAssistantStandIn(token: Self.token, ["--sleep", "10"])
         let client = ConversationClient(url: ha.url, token: Self.token, connectTimeoutMS: 2_000, timeoutMS: 1_000)
         let late = client.process("turn off the kitchen light")
         #expect(late.outcome == .failed(.timedOut) && late.spoken == "Home Assistant didn't answer in time.")

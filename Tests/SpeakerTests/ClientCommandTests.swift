@@ -299,9 +299,56 @@ import Timers
             }
         }
         #expect(problem("response = \"hi\"\nrun = \"x\"").contains("needs a phrase"))
-        #expect(problem("phrase = \"hi\"").contains("needs run (a command) or action"))
+        #expect(problem("phrase = \"hi\"").contains("needs one of run (a command), action"))
+        #expect(problem("phrase = \"hi\"\nrun = \"x\"\nhome_assistant = true").contains("needs one of run (a command), action"))
+        #expect(problem("phrase = \"hi\"\nhome_assistant = \"yes\"").contains("home_assistant: must be true or false"))
+        // Handed to Home Assistant, it needs one to hand it to.
+        #expect(problem("phrase = \"hi\"\nhome_assistant = true").contains("[houndify.client_match #1] home_assistant: needs [home_assistant] url and token"))
         #expect(problem("phrase = \"hi\"\naction = \"dance\"").contains("\"microphone_off\""))
         #expect(problem("phrase = \"hi\"\nrun = \"x\"\ncolour = \"red\"").contains("colour"))
+    }
+
+    /// Issue #65: a phrase tied to Home Assistant, and what the speaker cannot do itself, are marked for the hand-off.
+    @Test func homeCommandsAreMarkedForHomeAssistant() throws {
+        let text = """
+            [houndify]
+            client_id = "id"
+            client_key = "a2V5"
+            [[houndify.client_match]]
+            expression = '("turn" | "switch") . ("on" | "off") . "the" . "porch" . "light"'
+            home_assistant = true
+            [home_assistant]
+            url = "http://homeassistant.local:8123"
+            token = "abc.def"
+            """
+        let config = try ConfigLoader.parse(text: text, file: "speaker.toml")
+        #expect(config.houndify.clientMatches.first?.action == .homeAssistant)
+        let info = try config.houndifyClientConfiguration().profile.extra
+        let reader = ClientCommandReader(clientMatches: config.houndify.clientMatches)
+        func read(_ query: String) throws -> SpeakerAnswer {
+            let json = AnswerBook().answer(transcript: query, requestInfo: info.merging(["TimeZone": "UTC"]) { a, _ in a }, voice: false)
+            return reader.read(try HoundServerResponse(json: json, raw: Data())).answer
+        }
+        let porch = try read("turn off the porch light")
+        #expect(porch.handOff == .always && porch.action == nil && porch.transcript == "turn off the porch light")
+        #expect(try read("what time is it").handOff == nil)
+        // Not a phrase of this speaker's, nor a command it carries out: not for Home Assistant either.
+        #expect(reader.notCarriedOutHere(try HoundServerResponse(json: AnswerBook().answer(transcript: "turn on the porch light",
+                                                                                           requestInfo: info, voice: false), raw: Data()),
+                                         query: "turn on the porch light")?.contains("hands to Home Assistant") == true)
+    }
+
+    @Test func whatTheSpeakerCannotDoMayBeHomeAssistants() throws {
+        let reader = ClientCommandReader()
+        let call: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "NumToReturn": 1, "AllResults": [[
+            "CommandKind": "PhoneCommand", "SpokenResponse": "Calling mom.", "SpokenResponseLong": "Calling mom.",
+            "WrittenResponse": "Calling mom.", "WrittenResponseLong": "Calling mom."]], "Disambiguation": ["NumToShow": 1, "ChoiceData": [["Transcription": "call mom", "FormattedTranscription": "call mom", "ConfidenceScore": 0.9]]]]
+        let read = reader.read(try HoundServerResponse(json: call, raw: Data())).answer
+        #expect(read.text == SpeakerAnswer.cannotDoThat && read.handOff == .ifUnderstood)
+        let nothing: JSONValue = ["Format": "SoundHoundVoiceSearchResult", "Status": "OK", "NumToReturn": 1, "AllResults": [[
+            "CommandKind": "NoResultCommand", "SpokenResponse": "", "SpokenResponseLong": "Didn't get that!",
+            "WrittenResponse": "Didn't get that!", "WrittenResponseLong": "Didn't get that!"]], "Disambiguation": ["NumToShow": 1, "ChoiceData": [["Transcription": "dim the hall", "FormattedTranscription": "dim the hall", "ConfidenceScore": 0.9]]]]
+        #expect(reader.read(try HoundServerResponse(json: nothing, raw: Data())).answer.handOff == .ifUnderstood)
     }
 
     @Test func aCommandRunsAndItsFailureIsTold() async {
