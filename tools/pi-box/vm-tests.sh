@@ -120,6 +120,9 @@ if awk -v r="$rtf" 'BEGIN { exit r > 0.5 ? 0 : 1 }'; then
     printf '\n[hotphrase]\n# v9 (format 1): its demo operating point\nsensitivity = 0.85\n' >> "$config"
 fi
 check "the config is still the service user's alone" bash -c "[ \"\$(stat -c '%a %U' $config)\" = '600 hound-speaker' ]"
+# An LED ring's spidev: this kernel has no SPI controller (no device tree to declare one), so only the way to it.
+check "the service user is in the spi group, and this kernel's spidev major is the one the unit allows (char-spi)" bash -c \
+    "id -nG hound-speaker | tr ' ' '\n' | grep -qx spi && grep -qE '^ *[0-9]+ spi\$' /proc/devices && systemctl show -p DeviceAllow hound-speaker | grep -q 'char-spi rw'"
 check "the local Houndify-compatible service starts" systemctl start pi-box-houndify.service
 check "the local service listens on 127.0.0.1:8080" wait_for 60 bash -c "ss -Hltn 'sport = :8080' | grep -q ."
 started="$(date +%s)"
