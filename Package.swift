@@ -238,7 +238,7 @@ let package = Package(
                 path: "Tests/SpeakerTestKit", swiftSettings: strict),
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
-                         dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerRuntime", "Assembly", "HoundifyAnswers", "Board", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
+                         dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerRuntime", "Assembly", "HoundifyAnswers", "Board", "BoardCore", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
                                         "OfflineRecognition", "OwnCommands", "JSONKit", .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests", "TestSupport"],

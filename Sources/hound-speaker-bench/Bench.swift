@@ -15,6 +15,7 @@ import Synchronization
 ///   swift run -c release hound-speaker-bench aec ROOMSET   (the echo canceller in tools/bench/aec_room's rooms)
 ///   swift run -c release hound-speaker-bench head OUT.json TAKE.wav...   (the personal head: HeadBench.swift)
 ///   swift run -c release hound-speaker-bench offline OUT.tsv DIR|FILE...  (the offline recogniser: OfflineBench.swift)
+///   swift run -c release hound-speaker-bench ring [pixels] [seconds]   (an APA102 ring's frames: RingBench.swift)
 @main
 struct Bench {
     static func main() async throws {
@@ -33,7 +34,8 @@ struct Bench {
         case "aec": try EchoBench.run(Array(args.dropFirst()))
         case "head": try HeadBench.run(Array(args.dropFirst()))
         case "offline": try OfflineBench.run(Array(args.dropFirst()))
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options] | head OUT.json TAKE.wav... [options] | offline OUT.tsv DIR|FILE...")
+        case "ring": RingBench.run(Array(args.dropFirst()))
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options] | head OUT.json TAKE.wav... [options] | offline OUT.tsv DIR|FILE... | ring [pixels] [seconds]")
         }
     }
 
