@@ -74,6 +74,33 @@ public final class SPIDevice: PixelBus {
     }
 }
 
+/// An spidev device opened when a frame is first written, and again after a write fails: a ring whose device is not
+/// there yet (SPI not enabled, a driver still loading) or goes away is tried again frame by frame, and the speaker
+/// goes on without it meanwhile (BoardRunner tells the failure once and backs off).
+public final class ReopeningSPIDevice: PixelBus {
+    public let path: String
+    public let speedHz: Int
+    private let device = Mutex<SPIDevice?>(nil)
+
+    public init(path: String, speedHz: Int) {
+        self.path = path
+        self.speedHz = speedHz
+    }
+
+    public func write(_ bytes: [UInt8]) throws(BoardError) {
+        try device.withLock { (open: inout SPIDevice?) throws(BoardError) in
+            let spi: SPIDevice
+            if let open { spi = open } else { spi = try SPIDevice(path: path, speedHz: speedHz) }
+            open = spi
+            do throws(BoardError) { try spi.write(bytes) } catch {
+                spi.close()
+                open = nil
+                throw error
+            }
+        }
+    }
+}
+
 /// An APA102 ring: colours in, frames out on its bus at the profile's brightness.
 public struct APA102Ring: Sendable {
     public let profile: LEDRingProfile
@@ -85,14 +112,14 @@ public struct APA102Ring: Sendable {
         self.bus = bus
     }
 
-    /// Opens the profile's spidev device; a profile with problems is refused before anything is opened. The
-    /// power line (`profile.powerLine`) is not driven here.
+    /// The profile's spidev device, opened at the first frame (`ReopeningSPIDevice`); a profile with problems is
+    /// refused. The power line (`profile.powerLine`) is not driven here.
     public init(profile: LEDRingProfile) throws(BoardError) {
         let problems = profile.problems
         guard problems.isEmpty else {
             throw BoardError("LED ring (\(profile.name)): \(problems.joined(separator: "; "))", isConfiguration: true)
         }
-        self.init(profile: profile, bus: try SPIDevice(path: profile.devicePath, speedHz: profile.speedHz))
+        self.init(profile: profile, bus: ReopeningSPIDevice(path: profile.devicePath, speedHz: profile.speedHz))
     }
 
     /// Shows `colors` (first pixel first): missing pixels dark, any beyond the ring's count dropped; at

@@ -216,8 +216,10 @@ public final class BoardRunner: Sendable {
                 let (begins, wait) = ringOutage.failed()
                 ringDue = now + wait
                 if begins {
-                    onHardware(.ringLost("LED ring on \(ring.profile.devicePath): \(error.message); tried again every "
-                        + "\(ringOutage.first) at first, then up to every \(ringOutage.maximum)"))
+                    // spidev's own errors start with its path; a bus's may not.
+                    let path = ring.profile.devicePath
+                    let why = error.message.hasPrefix(path) ? error.message : "\(path): \(error.message)"
+                    onHardware(.ringLost("\(why); tried again every \(ringOutage.first) at first, then up to every \(ringOutage.maximum)"))
                 }
             }
         }

@@ -66,8 +66,9 @@ public enum DeviceAssembly {
         } catch { throw AssemblyError(.unavailable, error.message) }
     }
 
-    /// The board's APA102 ring on its spidev device, nil without one. SPI not enabled, or a device that is not SPI,
-    /// is the config's to mend; its power line is a GPIO line, requested with the others (BoardSetup.specs).
+    /// The board's APA102 ring on its spidev device, nil without one. The device is opened at the first frame: SPI
+    /// not enabled is logged by the board (and said by `doctor`), and the speaker goes on without the ring. Its power
+    /// line is a GPIO line, requested with the others (BoardSetup.specs).
     static func ring(_ board: SpeakerConfiguration.BoardSection) throws(AssemblyError) -> APA102Ring? {
         guard board.hasRing else { return nil }
         if board.ring.powerLine != nil, board.driver != .gpiod {

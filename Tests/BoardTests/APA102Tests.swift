@@ -493,11 +493,23 @@ struct FailingBus: PixelBus {
         }
     }
 
-    @Test func aRingWhoseDeviceIsMissingSaysSo() {
+    /// Made without its device; each frame tries to open it and says why it cannot, and one that is there later
+    /// (a regular file here stands for it: opened, then refused as not SPI) is opened then.
+    @Test func aRingWhoseDeviceIsMissingSaysSoAtEachFrame() throws {
         var p = LEDRingProfile.respeaker4Mic
         p.spiBus = 201
-        #expect(throws: BoardError.self) { try APA102Ring(profile: p) }
-        do { _ = try APA102Ring(profile: p) } catch { #expect(error.message.hasPrefix("/dev/spidev201.1: No such file or directory")) }
+        let ring = try APA102Ring(profile: p)
+        for _ in 0..<2 {
+            do { try ring.clear(); Issue.record("wrote to /dev/spidev201.1") } catch {
+                #expect(error.message.hasPrefix("/dev/spidev201.1: No such file or directory"))
+            }
+        }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("spidev-\(getpid())-late").path
+        let late = APA102Ring(profile: p, bus: ReopeningSPIDevice(path: path, speedHz: 8_000_000))
+        do { try late.clear() } catch { #expect(error.message.hasPrefix("\(path): No such file or directory")) }
+        #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do { try late.clear() } catch { #expect(error.message == "\(path): not an SPI device (Inappropriate ioctl for device)") }
     }
 
     @Test func aRegularFileIsNotAnSPIDevice() throws {
