@@ -24,8 +24,9 @@ package=(debhelper dpkg-dev help2man lintian)
 # What the Swift tests run: real espeak-ng and sox for fixtures, the time zone database, and the offline recogniser
 # (libpocketsphinx3, opened with dlopen, and its US English model) with flite to speak its commands (its voices are
 # near enough a person's for the recogniser's check; espeak-ng's are not: BENCHMARKS.md, "Offline commands"), and
-# Debian's MQTT broker and its command-line clients, in Home Assistant's place (Tests/HomeAssistantTests).
-swift_tests=(espeak-ng flite sox curl ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us mosquitto mosquitto-clients)
+# Debian's MQTT broker and its command-line clients, in Home Assistant's place (Tests/HomeAssistantTests), and python3
+# for the stand-in of Home Assistant's conversation API (Tests/support/ha_standin.py).
+swift_tests=(espeak-ng flite sox curl ca-certificates tzdata libpocketsphinx3 pocketsphinx-en-us mosquitto mosquitto-clients python3)
 # Tools the other tests and the demo use: alsa-utils and gpiod for `doctor` advice, what the official Python SDK's C
 # extension needs to build (gcc and libc6-dev, in toolchain), numpy for the hot-phrase tools' unit tests (tools/hotphrase/test.sh), and for
 # Tests/deploy: systemd-analyze (systemd), a real sshd and ssh (openssh-server, openssh-client), readelf (binutils, in toolchain);

@@ -76,11 +76,12 @@ import Synchronization
         let newCodes = Mutex<[String]>([])
     }
 
-    func started(answer: SetupProblem? = nil) async throws -> (SetupServer, Int, Calls, Task<Void, Never>) {
+    /// `marker` goes in the page, for a test that must tell this server's page from another's.
+    func started(answer: SetupProblem? = nil, marker: String = "") async throws -> (SetupServer, Int, Calls, Task<Void, Never>) {
         var logger = Logger(label: "setup-test")
         logger.logLevel = .critical
         let calls = Calls()
-        let server = SetupServer(desk: SetupDesk(makeCode: SetupDeskTests.counting()), page: Array("<!doctype html><title>Set up</title>".utf8),
+        let server = SetupServer(desk: SetupDesk(makeCode: SetupDeskTests.counting()), page: Array("<!doctype html><title>Set up</title>\(marker)".utf8),
                                  logger: logger, newCode: { code in calls.newCodes.withLock { $0.append(code) } },
                                  submit: { form in calls.forms.withLock { $0.append(form) }; return answer })
         let port = try await server.start(host: "127.0.0.1", port: 0)
@@ -214,7 +215,8 @@ import Synchronization
     @Test func connectionsArrivingAsThePageClosesAreClosedNotDropped() async throws {
         // The NIOAsyncChannel server trapped in the first round here, each time; a round takes about a second.
         for round in 0..<15 {
-            let (server, port, _, running) = try await started()
+            let marker = "<!-- round \(round), \(UInt64.random(in: 0 ... .max)) -->"
+            let (server, port, _, running) = try await started(marker: marker)
             let phones = Phones(4)
             let stopping = Task {
                 try? await Task.sleep(for: .milliseconds(5 + round % 7))
@@ -238,8 +240,15 @@ import Synchronization
             await stopping.value
             await running.value
             #expect(connected > 0)
-            #expect(throws: (any Error).self) { try RawClient(port: port) }
+            #expect(await Self.pageGone(port, marker: marker))
         }
+    }
+
+    /// Nothing serves this page on `port` any more: a connection is refused, or answered by another listener of this
+    /// test process that the kernel has since given the port (once in about ten whole-suite runs), not with the page.
+    static func pageGone(_ port: Int, marker: String) async -> Bool {
+        guard let client = try? RawClient(port: port) else { return true }
+        return await !client.request("GET", "/").body.contains(marker)
     }
 
     @Test func aSavedFormClosesTheDesk() async throws {
