@@ -44,9 +44,17 @@ public final class OfflineRecogniser: @unchecked Sendable {
     private let config: OpaquePointer
     private let lock = Mutex(())
 
+    /// PocketSphinx's pruning beams (`-beam`, `-wbeam`, `-pbeam`); its defaults unless given.
+    public struct Beams: Sendable, Equatable {
+        public var beam = 1e-48, word = 7e-29, phone = 1e-48
+        public init() {}
+        public init(beam: Double, word: Double, phone: Double) { (self.beam, self.word, self.phone) = (beam, word, phone) }
+    }
+
     /// Loads the model from `model` (its `en-us` acoustic model and `cmudict-en-us.dict`) and the grammar; fails
-    /// naming the file or the word that is missing.
-    public init(model: String = OfflineRecogniser.defaultModel) throws(OfflineRecogniserError) {
+    /// naming the file or the word that is missing. `grammarBeams`: the grammar search's, wider than the defaults
+    /// for measuring (BENCHMARKS.md, "Offline commands", session 4); the check keeps the defaults.
+    public init(model: String = OfflineRecogniser.defaultModel, grammarBeams: Beams? = nil) throws(OfflineRecogniserError) {
         let library = try PocketSphinx()
         // No log file: one opened with -logfn would be a descriptor every child process inherits.
         _ = library.setLog(nil)
@@ -74,8 +82,21 @@ public final class OfflineRecogniser: @unchecked Sendable {
             }
             _ = library.addWord(decoder, word, phones, 0)
         }
+        // A search reads its beams from the configuration when it is made: the grammar's may be wider than the
+        // check's, which are PocketSphinx's defaults.
+        if let grammarBeams {
+            library.setFloat(config, "-beam", grammarBeams.beam)
+            library.setFloat(config, "-wbeam", grammarBeams.word)
+            library.setFloat(config, "-pbeam", grammarBeams.phone)
+        }
         guard library.setJSGF(decoder, "commands", OwnCommands.jsgf) == 0, library.setSearch(decoder, "commands") == 0 else {
             throw OfflineRecogniserError("PocketSphinx refused the speaker's grammar (OwnCommands.jsgf)")
+        }
+        if grammarBeams != nil {
+            let defaults = Beams()
+            library.setFloat(config, "-beam", defaults.beam)
+            library.setFloat(config, "-wbeam", defaults.word)
+            library.setFloat(config, "-pbeam", defaults.phone)
         }
     }
 

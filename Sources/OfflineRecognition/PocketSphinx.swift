@@ -11,6 +11,7 @@ final class PocketSphinx: Sendable {
     typealias Args = @convention(c) () -> OpaquePointer?
     typealias ParseArgs = @convention(c) (OpaquePointer?, OpaquePointer?, Int32, UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?, Int32) -> OpaquePointer?
     typealias FreeConfig = @convention(c) (OpaquePointer?) -> Int32
+    typealias SetFloat = @convention(c) (OpaquePointer?, UnsafePointer<CChar>?, Double) -> Void
     typealias SetLog = @convention(c) (UnsafeMutablePointer<FILE>?) -> UnsafeMutablePointer<FILE>?
     typealias Init = @convention(c) (OpaquePointer?) -> OpaquePointer?
     typealias Free = @convention(c) (OpaquePointer?) -> Int32
@@ -23,7 +24,7 @@ final class PocketSphinx: Sendable {
     typealias GetHyp = @convention(c) (OpaquePointer?, UnsafeMutablePointer<Int32>?) -> UnsafePointer<CChar>?
 
     nonisolated(unsafe) private let handle: UnsafeMutableRawPointer
-    let args: Args, parseArgs: ParseArgs, freeConfig: FreeConfig, setLog: SetLog, initialise: Init, free: Free
+    let args: Args, parseArgs: ParseArgs, freeConfig: FreeConfig, setFloat: SetFloat, setLog: SetLog, initialise: Init, free: Free
     let lookupWord: LookupWord, addWord: AddWord, setJSGF: SetJSGF, setKeyphrase: SetJSGF, setSearch: SetSearch
     let startUtt: StartUtt, processRaw: ProcessRaw, endUtt: StartUtt, getHyp: GetHyp
 
@@ -34,7 +35,8 @@ final class PocketSphinx: Sendable {
         }
         func symbol<F>(_ name: String, as _: F.Type) -> F? { dlsym(handle, name).map { unsafeBitCast($0, to: F.self) } }
         guard let args = symbol("ps_args", as: Args.self), let parseArgs = symbol("cmd_ln_parse_r", as: ParseArgs.self),
-              let freeConfig = symbol("cmd_ln_free_r", as: FreeConfig.self), let setLog = symbol("err_set_logfp", as: SetLog.self),
+              let freeConfig = symbol("cmd_ln_free_r", as: FreeConfig.self),
+              let setFloat = symbol("cmd_ln_set_float_r", as: SetFloat.self), let setLog = symbol("err_set_logfp", as: SetLog.self),
               let initialise = symbol("ps_init", as: Init.self), let free = symbol("ps_free", as: Free.self),
               let lookupWord = symbol("ps_lookup_word", as: LookupWord.self), let addWord = symbol("ps_add_word", as: AddWord.self),
               let setJSGF = symbol("ps_set_jsgf_string", as: SetJSGF.self),
@@ -46,7 +48,8 @@ final class PocketSphinx: Sendable {
             throw OfflineRecogniserError("\(library) lacks a function the recogniser uses: \(reason)")
         }
         self.handle = handle
-        (self.args, self.parseArgs, self.freeConfig, self.setLog, self.initialise, self.free) = (args, parseArgs, freeConfig, setLog, initialise, free)
+        (self.args, self.parseArgs, self.freeConfig, self.setFloat) = (args, parseArgs, freeConfig, setFloat)
+        (self.setLog, self.initialise, self.free) = (setLog, initialise, free)
         (self.lookupWord, self.addWord, self.setJSGF, self.setKeyphrase, self.setSearch) = (lookupWord, addWord, setJSGF, setKeyphrase, setSearch)
         (self.startUtt, self.processRaw, self.endUtt, self.getHyp) = (startUtt, processRaw, endUtt, getHyp)
     }

@@ -45,6 +45,27 @@ import TestSupport
         #expect(recogniser.recognise(try Self.spoken("what time is it")).action?.kind == .time)
     }
 
+    /// Wider beams for the grammar search only (the check keeps PocketSphinx's): a command is still understood and a
+    /// question outside the grammar still turned down.
+    @Test func widerGrammarBeamsKeepTheCheck() throws {
+        let recogniser = try OfflineRecogniser(grammarBeams: .init(beam: 1e-80, word: 1e-60, phone: 1e-80))
+        #expect(recogniser.recognise(try Self.spoken("set a timer for five minutes")).action
+                == .client(.timer(.set(seconds: 300, name: ""))))
+        let outside = recogniser.recognise(try Self.spoken("how far away is the moon"))
+        #expect(outside.action == nil && !outside.unconfirmed.isEmpty, "\(outside)")
+    }
+
+    /// The key-phrase spotter measured as a second check of wakes: the phrase said is heard (with audio after it,
+    /// which PocketSphinx needs to end the phrase), another phrase is not, and a word the dictionary lacks is named.
+    @Test func thePhraseSpotterHearsItsPhrase() throws {
+        let spotter = try PhraseSpotter(phrase: "ok hound", loopPenalty: "1e-3")
+        #expect(spotter.hears(try Self.spoken("ok hound")))
+        #expect(!spotter.hears(try Self.spoken("what's the weather like tomorrow")))
+        #expect(!spotter.hears([Int16](repeating: 0, count: 16_000)))
+        #expect(try PhraseSpotter(phrase: "snowboy", pronunciations: ["snowboy": "S N OW B OY"]).phrase == "snowboy")
+        #expect(throws: OfflineRecogniserError.self) { try PhraseSpotter(phrase: "zqxv hound") }
+    }
+
     @Test func silenceIsNothing() throws {
         let recogniser = try OfflineRecogniser()
         #expect(recogniser.recognise([Int16](repeating: 0, count: 16_000)).action == nil)
