@@ -239,7 +239,7 @@ let package = Package(
         // Benchmarks for BENCHMARKS.md (not shipped): swift run -c release hound-speaker-bench ...
         .executableTarget(name: "hound-speaker-bench",
                          dependencies: ["Audio", "Speech", "SpeakerCore", "SpeakerRuntime", "Assembly", "HoundifyAnswers", "Board", "BoardCore", "CGPIOD", "Houndify", "LocalHoundify", "HotPhrase", "Platform",
-                                        "OfflineRecognition", "OwnCommands", "JSONKit", .product(name: "Logging", package: "swift-log")],
+                                        "OfflineRecognition", "OwnCommands", "JSONKit", "CSpeexDSP", .product(name: "Logging", package: "swift-log")],
                          swiftSettings: strict),
         .testTarget(name: "HoundifyTests", dependencies: ["Houndify", "HoundifyCore", "JSONKit", "LocalHoundify", "Audio", "Digests", "TestSupport"],
                     resources: [.copy("Fixtures")], swiftSettings: strict),

@@ -16,6 +16,7 @@ import Synchronization
 ///   swift run -c release hound-speaker-bench head OUT.json TAKE.wav...   (the personal head: HeadBench.swift)
 ///   swift run -c release hound-speaker-bench offline OUT.tsv DIR|FILE...  (the offline recogniser: OfflineBench.swift)
 ///   swift run -c release hound-speaker-bench ring [pixels] [seconds]   (an APA102 ring's frames: RingBench.swift)
+///   swift run -c release hound-speaker-bench verify wakes|keywords OUT.tsv ...  (a second check of wakes: VerifyBench.swift)
 @main
 struct Bench {
     static func main() async throws {
@@ -35,7 +36,8 @@ struct Bench {
         case "head": try HeadBench.run(Array(args.dropFirst()))
         case "offline": try OfflineBench.run(Array(args.dropFirst()))
         case "ring": RingBench.run(Array(args.dropFirst()))
-        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options] | head OUT.json TAKE.wav... [options] | offline OUT.tsv DIR|FILE... | ring [pixels] [seconds]")
+        case "verify": try VerifyBench.run(Array(args.dropFirst()))
+        default: print("usage: hound-speaker-bench capture [minutes] | speech [runs] | loop [queries] | hotphrase [minutes] [WAV] [MODEL] | aec ROOMSET [options] | head OUT.json TAKE.wav... [options] | offline OUT.tsv DIR|FILE... | ring [pixels] [seconds] | verify wakes|keywords OUT.tsv ...")
         }
     }
 

@@ -5,11 +5,14 @@ import Glibc
 import OfflineRecognition
 import JSONKit
 import OwnCommands
+import CSpeexDSP
 
 /// The offline recogniser over many recordings (issue #63): one line per file, tab-separated, to measure what it
 /// understands and what it does on speech outside its grammar.
 ///
-///   hound-speaker-bench offline OUT.tsv DIR|FILE...   (WAV or FLAC, found recursively, any rate)
+///   hound-speaker-bench offline OUT.tsv [--denoise DB] [--grammar-beams B,W,P] DIR|FILE...
+///       (WAV or FLAC, found recursively, any rate; `--denoise`: speexdsp's noise suppressor first, at most DB of
+///       attenuation; `--grammar-beams`: the grammar search's -beam, -wbeam and -pbeam)
 ///
 /// Columns: path, seconds, words heard, the command's kind (or -), the command as JSON, the CPU seconds the
 /// recogniser spent, and, for a recording with its sentence beside it (NAME.txt),
@@ -17,10 +20,23 @@ import OwnCommands
 /// words that the key-phrase check did not confirm.
 enum OfflineBench {
     static func run(_ arguments: [String]) throws {
-        guard arguments.count >= 2 else { print("usage: hound-speaker-bench offline OUT.tsv DIR|FILE..."); return }
-        let recogniser = try OfflineRecogniser()
+        guard arguments.count >= 2 else {
+            print("usage: hound-speaker-bench offline OUT.tsv [--denoise DB] [--grammar-beams B,W,P] DIR|FILE...")
+            return
+        }
         var files: [String] = []
-        for root in arguments.dropFirst() {
+        var denoise: Int32?, beams: OfflineRecogniser.Beams?
+        var roots = Array(arguments.dropFirst())
+        while roots.count > 1, roots[0].hasPrefix("--") {
+            if roots[0] == "--denoise" { denoise = Int32(roots[1]) }
+            if roots[0] == "--grammar-beams" {
+                let b = roots[1].split(separator: ",").compactMap { Double($0) }
+                if b.count == 3 { beams = .init(beam: b[0], word: b[1], phone: b[2]) }
+            }
+            roots.removeFirst(2)
+        }
+        let recogniser = try OfflineRecogniser(grammarBeams: beams)
+        for root in roots {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else { continue }
             if !isDirectory.boolValue { files.append(root); continue }
@@ -30,8 +46,9 @@ enum OfflineBench {
         var out = "path\tseconds\theard\tkind\tcommand\tcpu\texpected\tright\tunconfirmed\n"
         var audioSeconds = 0.0, cpuSeconds = 0.0, actions = 0, labelled = 0, right = 0
         for (i, path) in files.enumerated() {
-            let audio = try AudioFile.readMono(path: path)
+            var audio = try AudioFile.readMono(path: path)
             let t0 = EchoBench.threadCPU()
+            if let denoise { audio.samples = suppressNoise(audio.samples, db: denoise) }
             let heard = recogniser.recognise(audio.samples)
             let cpu = EchoBench.threadCPU() - t0
             let seconds = Double(audio.samples.count) / Double(SpeakerAudio.sampleRate)
@@ -54,5 +71,26 @@ enum OfflineBench {
         print(String(format: "%d files, %.2f h, %d heard as a command; recogniser CPU %.3f s per s of audio", files.count,
                      audioSeconds / 3600, actions, cpuSeconds / max(1e-9, audioSeconds)))
         if labelled > 0 { print("with their sentences: \(right) of \(labelled) understood (the right command and numbers)") }
+    }
+
+    /// speexdsp's noise suppressor (the one the echo canceller uses), in 20 ms frames, `db` its most attenuation.
+    static func suppressNoise(_ samples: [Int16], db: Int32) -> [Int16] {
+        let frame = 320
+        guard let state = speex_preprocess_state_init(Int32(frame), Int32(SpeakerAudio.sampleRate)) else { return samples }
+        defer { speex_preprocess_state_destroy(state) }
+        var on: Int32 = 1, off: Int32 = 0, level = -abs(db)
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_DENOISE, &on)
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_AGC, &off)
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_DEREVERB, &off)
+        speex_preprocess_ctl(state, SPEEX_PREPROCESS_SET_NOISE_SUPPRESS, &level)
+        var out = samples + [Int16](repeating: 0, count: (frame - samples.count % frame) % frame)
+        out.withUnsafeMutableBufferPointer { buffer in
+            var i = 0
+            while i < buffer.count {
+                _ = speex_preprocess_run(state, buffer.baseAddress! + i)
+                i += frame
+            }
+        }
+        return Array(out.prefix(samples.count))
     }
 }
