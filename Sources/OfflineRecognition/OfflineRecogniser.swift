@@ -56,32 +56,9 @@ public final class OfflineRecogniser: @unchecked Sendable {
     /// for measuring (BENCHMARKS.md, "Offline commands", session 4); the check keeps the defaults.
     public init(model: String = OfflineRecogniser.defaultModel, grammarBeams: Beams? = nil) throws(OfflineRecogniserError) {
         let library = try PocketSphinx()
-        // No log file: one opened with -logfn would be a descriptor every child process inherits.
-        _ = library.setLog(nil)
-        let hmm = "\(model)/en-us", dict = "\(model)/cmudict-en-us.dict"
-        for path in [hmm + "/mdef", dict] where access(path, R_OK) != 0 {
-            throw OfflineRecogniserError("\(path) is missing (the offline recogniser's model: apt install pocketsphinx-en-us)")
-        }
-        // All frames decoded, no silence removal of its own: as measured (BENCHMARKS.md, "Offline commands"); the
-        // question's recording is already cut by the speaker's endpointer.
-        guard let config = library.configuration(["-hmm", hmm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no",
-                                                  "-kws_threshold", Self.confirmThreshold]) else {
-            throw OfflineRecogniserError("PocketSphinx refused its configuration (\(hmm))")
-        }
-        guard let decoder = library.initialise(config) else {
-            _ = library.freeConfig(config)
-            throw OfflineRecogniserError("PocketSphinx could not load its model from \(hmm)")
-        }
-        self.library = library
-        self.config = config
-        self.decoder = decoder
-        for word in OwnCommands.words.sorted() {
-            if let found = library.lookupWord(decoder, word) { free(found); continue }
-            guard let phones = Self.extraWords[word] else {
-                throw OfflineRecogniserError("the word \"\(word)\" of the speaker's grammar is not in \(dict)")
-            }
-            _ = library.addWord(decoder, word, phones, 0)
-        }
+        let made = try library.decoder(model: model, arguments: ["-kws_threshold", Self.confirmThreshold],
+                                       words: OwnCommands.words.sorted(), pronunciations: Self.extraWords)
+        (self.library, self.config, self.decoder) = (library, made.config, made.decoder)
         // A search reads its beams from the configuration when it is made: the grammar's may be wider than the
         // check's, which are PocketSphinx's defaults.
         if let grammarBeams {
@@ -125,21 +102,7 @@ public final class OfflineRecogniser: @unchecked Sendable {
     }
 
     /// One pass of the current search over `samples`: its hypothesis, empty when none. Called under `lock`.
-    private func decode(_ samples: [Int16]) -> String {
-        guard library.startUtt(decoder) == 0 else { return "" }
-        // In blocks, as the microphone gives them: the cepstral mean follows the audio as it comes.
-        samples.withUnsafeBufferPointer { buffer in
-            var start = 0
-            while start < buffer.count {
-                let count = min(2_048, buffer.count - start)
-                _ = library.processRaw(decoder, buffer.baseAddress! + start, count, 0, 0)
-                start += count
-            }
-        }
-        _ = library.endUtt(decoder)
-        var score: Int32 = 0
-        return library.getHyp(decoder, &score).map { String(cString: $0) } ?? ""
-    }
+    private func decode(_ samples: [Int16]) -> String { library.decode(decoder, samples) }
 }
 
 extension OfflineRecogniser {

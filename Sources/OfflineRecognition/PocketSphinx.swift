@@ -67,3 +67,53 @@ final class PocketSphinx: Sendable {
 
     private static func loaderError() -> String { dlerror().map { String(cString: $0) } ?? "unknown error" }
 }
+
+extension PocketSphinx {
+    /// A decoder over `model`'s US English acoustic model (`en-us`) and dictionary, with `arguments` besides, all
+    /// frames decoded (the recording is already cut by the speaker's endpointer), and `words` the dictionary lacks
+    /// added from `pronunciations`. Fails naming the file or the word that is missing.
+    func decoder(model: String, arguments: [String], words: [String], pronunciations: [String: String])
+        throws(OfflineRecogniserError) -> (config: OpaquePointer, decoder: OpaquePointer) {
+        // No log file: one opened with -logfn would be a descriptor every child process inherits.
+        _ = setLog(nil)
+        let hmm = "\(model)/en-us", dict = "\(model)/cmudict-en-us.dict"
+        for path in [hmm + "/mdef", dict] where access(path, R_OK) != 0 {
+            throw OfflineRecogniserError("\(path) is missing (the offline recogniser's model: apt install pocketsphinx-en-us)")
+        }
+        guard let config = configuration(["-hmm", hmm, "-dict", dict, "-samprate", "16000", "-remove_silence", "no"] + arguments) else {
+            throw OfflineRecogniserError("PocketSphinx refused its configuration (\(hmm), \(arguments.joined(separator: " ")))")
+        }
+        guard let decoder = initialise(config) else {
+            _ = freeConfig(config)
+            throw OfflineRecogniserError("PocketSphinx could not load its model from \(hmm)")
+        }
+        for word in words {
+            if let found = lookupWord(decoder, word) { Glibc.free(found); continue }
+            guard let phones = pronunciations[word] else {
+                _ = free(decoder)
+                _ = freeConfig(config)
+                throw OfflineRecogniserError("the word \"\(word)\" is not in \(dict)")
+            }
+            _ = addWord(decoder, word, phones, 0)
+        }
+        return (config, decoder)
+    }
+
+    /// One pass of the decoder's current search over `samples`: its hypothesis, empty when none. In blocks, as the
+    /// microphone gives them (the cepstral mean follows the audio as it comes), or `whole` at once (its mean over
+    /// all of it).
+    func decode(_ decoder: OpaquePointer, _ samples: [Int16], whole: Bool = false) -> String {
+        guard startUtt(decoder) == 0, !samples.isEmpty else { return "" }
+        samples.withUnsafeBufferPointer { buffer in
+            var start = 0
+            while start < buffer.count {
+                let count = whole ? buffer.count : min(2_048, buffer.count - start)
+                _ = processRaw(decoder, buffer.baseAddress! + start, count, 0, whole ? 1 : 0)
+                start += count
+            }
+        }
+        _ = endUtt(decoder)
+        var score: Int32 = 0
+        return getHyp(decoder, &score).map { String(cString: $0) } ?? ""
+    }
+}
