@@ -3,7 +3,7 @@ import Synchronization
 
 /// A phrase looked for as a PocketSphinx key phrase (`ps_set_keyphrase`) in a short recording: heard when the
 /// phrase's path beats PocketSphinx's loop of all phones by the threshold somewhere in it. Measured as a second
-/// check of the hot phrase's wakes (issue #63; BENCHMARKS.md, "A second check of OK Hound").
+/// check of the hot phrase's wakes (issue #63; BENCHMARKS.md, "Offline commands", session 4).
 /// @unchecked: the decoder is touched only under `lock`.
 public final class PhraseSpotter: @unchecked Sendable {
     public let phrase: String
