@@ -61,20 +61,11 @@ public final class OfflineRecogniser: @unchecked Sendable {
         (self.library, self.config, self.decoder) = (library, made.config, made.decoder)
         // A search reads its beams from the configuration when it is made: the grammar's may be wider than the
         // check's, which are PocketSphinx's defaults.
-        if let grammarBeams {
-            library.setFloat(config, "-beam", grammarBeams.beam)
-            library.setFloat(config, "-wbeam", grammarBeams.word)
-            library.setFloat(config, "-pbeam", grammarBeams.phone)
-        }
+        if let grammarBeams { setBeams(grammarBeams) }
         guard library.setJSGF(decoder, "commands", OwnCommands.jsgf) == 0, library.setSearch(decoder, "commands") == 0 else {
             throw OfflineRecogniserError("PocketSphinx refused the speaker's grammar (OwnCommands.jsgf)")
         }
-        if grammarBeams != nil {
-            let defaults = Beams()
-            library.setFloat(config, "-beam", defaults.beam)
-            library.setFloat(config, "-wbeam", defaults.word)
-            library.setFloat(config, "-pbeam", defaults.phone)
-        }
+        if grammarBeams != nil { setBeams(Beams()) }
     }
 
     deinit {
@@ -99,6 +90,12 @@ public final class OfflineRecogniser: @unchecked Sendable {
         }
         guard confirmed else { return OfflineHeard(words: "", action: nil, unconfirmed: words) }
         return OfflineHeard(words: words, action: OwnCommands.match(words))
+    }
+
+    private func setBeams(_ beams: Beams) {
+        for (name, value) in [("-beam", beams.beam), ("-wbeam", beams.word), ("-pbeam", beams.phone)] {
+            library.setFloat(config, name, value)
+        }
     }
 
     /// One pass of the current search over `samples`: its hypothesis, empty when none. Called under `lock`.

@@ -36,13 +36,7 @@ enum OfflineBench {
             roots.removeFirst(2)
         }
         let recogniser = try OfflineRecogniser(grammarBeams: beams)
-        for root in roots {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: root, isDirectory: &isDirectory) else { continue }
-            if !isDirectory.boolValue { files.append(root); continue }
-            let found = FileManager.default.enumerator(atPath: root)?.compactMap { $0 as? String } ?? []
-            files += found.filter { $0.hasSuffix(".wav") || $0.hasSuffix(".flac") }.sorted().map { "\(root)/\($0)" }
-        }
+        for root in roots { files += VerifyBench.audioFiles(root) }
         var out = "path\tseconds\theard\tkind\tcommand\tcpu\texpected\tright\tunconfirmed\n"
         var audioSeconds = 0.0, cpuSeconds = 0.0, actions = 0, labelled = 0, right = 0
         for (i, path) in files.enumerated() {
