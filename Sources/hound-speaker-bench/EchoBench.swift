@@ -83,7 +83,9 @@ enum EchoBench {
     }
 
     /// The canceller's output over the own sound (own-speech/NNN, echo-only/ROOM, echo-only-ring/ROOM), as the
-    /// detector hears it, written to DIR/KIND/NAME.wav (16 kHz mono): the speaker's residual, to train on.
+    /// detector hears it, written to DIR/KIND/NAME.wav (16 kHz mono): the speaker's residual, to train on; and over
+    /// a person talking over it (realvg/ROOM/ESR, realvg-ring/ROOM/ESR) as DIR/KIND/ROOM-ESR.wav with its labels.json
+    /// beside it as ROOM-ESR.json.
     static func dump(_ o: Options) throws {
         guard let dir = o.dumpDir else { throw DeviceError("--only dump needs --dump-dir DIR") }
         var seconds = 0.0
@@ -96,6 +98,24 @@ enum EchoBench {
                                  hotPhrase: o.detectorHearsFilter)
                 try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(dir)/\(kind)/\(part).wav")
                 seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
+            }
+        }
+        // A person talking over the own sound (realvg, realvg-ring: real clips, e.g. the stop word's training side),
+        // as the detector hears it through the canceller, with the labels' spans: positives in double talk.
+        for kind in ["realvg", "realvg-ring"] {
+            guard FileManager.default.fileExists(atPath: "\(o.root)/\(kind)") else { continue }
+            try FileManager.default.createDirectory(atPath: "\(dir)/\(kind)", withIntermediateDirectories: true)
+            for room in try rooms(o.root, kind) {
+                for esr in try rooms(o.root, "\(kind)/\(room)") {
+                    let from = "\(o.root)/\(kind)/\(room)/\(esr)"
+                    let out = cancel(mic: try read("\(from)/mic.wav"), ref: try read("\(from)/ref.wav"), settings: o.settings,
+                                     hotPhrase: o.detectorHearsFilter)
+                    try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(dir)/\(kind)/\(room)-\(esr).wav")
+                    let labels = "\(dir)/\(kind)/\(room)-\(esr).json"
+                    if FileManager.default.fileExists(atPath: labels) { try FileManager.default.removeItem(atPath: labels) }
+                    try FileManager.default.copyItem(atPath: "\(from)/labels.json", toPath: labels)
+                    seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
+                }
             }
         }
         print("\n## The canceller's output written to \(dir): \(f1(seconds / 3600)) h")

@@ -142,7 +142,42 @@ def load_residual(d):
         if not files:
             raise HotPhraseError(d, f"no {'/'.join(kinds)} WAV files (hound-speaker-bench aec ... --only dump)")
         return np.concatenate([_read_wav(f) for f in files]).astype(np.float32)
-    return {"speech": cat(["own-speech", "echo-only"]), "ring": cat(["echo-only-ring"])}
+    talk = []  # (file, [(start, end) samples]): a person over the own sound, through the canceller (dump's realvg*)
+    for f in sorted(glob.glob(os.path.join(d, "realvg*", "*.wav"))):
+        labels = f[:-4] + ".json"
+        try:
+            with open(labels) as j:
+                spans = [(int(p["start_sample"]), int(p["end_sample"])) for p in json.load(j)["phrases"]]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise HotPhraseError(labels, f"no phrase spans beside {os.path.basename(f)} ({e})") from e
+        if spans:
+            talk.append((f, spans))
+    return {"speech": cat(["own-speech", "echo-only"]), "ring": cat(["echo-only-ring"]), "talk": talk}
+
+
+def _talk_worker(args):
+    """Positives in double talk: each phrase of the dump's realvg* files, as the canceller left it, cropped with
+    2.6-3.2 s before its end (the residual before the word) and up to the window's end after it, at a random level."""
+    seed, (items, copies) = args
+    rng = np.random.default_rng(seed)
+    embs, ends, files = [], [], {}
+    for f, a, b in sorted(items):
+        if f not in files:
+            files = {f: _read_wav(f)}
+        for _ in range(copies):
+            audio, end = talk_crop(rng, files[f], b)
+            if np.any(audio):
+                embs.append(e1data.embed(audio))
+                ends.append(e1data.step_at(end))
+    return embs, ends
+
+
+def talk_crop(rng, x, end):
+    """The phrase ending at sample `end` of x with 2.6-3.2 s before its end and a positive window's steps after it,
+    at a random level; returns the crop and the phrase's end in it."""
+    lo = max(0, end - int(rng.uniform(2.6, 3.2) * SR))
+    audio = x[lo:end + T2.STEP_SAMPLES * (T2.POS_AFTER_STEPS + 2)]
+    return (A.set_level(rng, audio) if np.any(audio) else audio), end - lo
 
 
 class Own:
@@ -286,7 +321,7 @@ def merge(parts):
 
 
 def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_TEXTS, esr=POS_ESR_RANGE,
-         own_share=OWN_SHARE):
+         own_share=OWN_SHARE, talk_copies=2):
     d = os.path.join(workdir, "stop", "cache")
     os.makedirs(d, exist_ok=True)
     sents = stop_sentences(workdir)
@@ -316,7 +351,13 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
     pos_r = ragged(os.path.join(d, f"pos_real{real_copies}{tag}.npz"), _pos_worker,
                    [(s, (c, fillers, tg, 0.0, own_args, esr, own_share)) for s, c in _jobs(150, real * real_copies)],
                    procs, "real positives")
-    pos = merge([(pos_s[0], pos_s[1], pos_s[2]["ends"]), (pos_r[0], pos_r[1], pos_r[2]["ends"])])
+    parts = [(pos_s[0], pos_s[1], pos_s[2]["ends"]), (pos_r[0], pos_r[1], pos_r[2]["ends"])]
+    if RESIDUAL is not None and RESIDUAL["talk"] and talk_copies > 0:
+        items = [(f, a, b) for f, spans in RESIDUAL["talk"] for a, b in spans]
+        pos_t = ragged(os.path.join(d, f"pos_talk{len(items)}x{talk_copies}.npz"), _talk_worker,
+                       [(s, (c, talk_copies)) for s, c in _jobs(170, items)], procs, "real positives through the canceller")
+        parts.append((pos_t[0], pos_t[1], pos_t[2]["ends"]))
+    pos = merge(parts)
     # confusables: synthetic and the real other words
     conf = D.load_clips(os.path.join(workdir, "stop", "conf_train.npz"))[0]
     conf += D.load_clips(os.path.join(workdir, "stop", "conf_train_l2.npz"))[0]
@@ -395,6 +436,8 @@ def main(argv=None):
                     help="share of the positives and confusables heard over the own sound")
     ap.add_argument("--residual", help="the canceller's output over the own sound (hound-speaker-bench aec ... --only "
                     "dump --dump-dir DIR): the own sound under the positives and among the negatives, for the synthetic echo")
+    ap.add_argument("--talk-copies", type=int, default=2, help="crops of each phrase in --residual's realvg* files "
+                    "(a person over the own sound through the canceller) among the positives; 0: none")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
     global RESIDUAL
@@ -402,7 +445,7 @@ def main(argv=None):
         RESIDUAL = load_residual(a.residual)
     t0 = time.time()
     pos, conf, neg, noise, _ = data(a.workdir, a.procs, a.real_copies, int(a.own_hours * 3600), a.own_texts,
-                                    tuple(a.esr), a.own_share)
+                                    tuple(a.esr), a.own_share, a.talk_copies)
     s = T2.Sampler(a.frames, pos, conf, neg, noise, a.seed)
     print(f"training windows: {len(s.pos_end)} positives, {len(s.conf_end)} confusable ends, "
           f"{len(s.neg_any) * STEP_SECONDS / 3600:.2f} h of negatives", flush=True)
@@ -428,7 +471,7 @@ def main(argv=None):
                          "batch": a.batch, "hidden": a.hidden, "layers": a.layers, "seed": a.seed,
                          "real_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "own_hours": a.own_hours, "own_texts": a.own_texts, "esr": a.esr,
-                         "own_share": a.own_share, "residual": a.residual,
+                         "own_share": a.own_share, "residual": a.residual, "talk_copies": a.talk_copies,
                          "real_training_clips": int(len(G.files(os.path.join(a.workdir, "stop-real"), "train"))),
                          "positive_clips": int(len(s.pos_end)),
                          "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),

@@ -54,6 +54,48 @@ class Audio(unittest.TestCase):
         self.assertLess(ratios[0], ratios[1])
         self.assertLess(ratios[1], ratios[2])
 
+    @unittest.skipUnless(importlib.util.find_spec("soundfile") is not None, "needs soundfile (the training venv)")
+    def test_the_residual_folder_gives_its_phrases_through_the_canceller(self):
+        import json
+        import os
+        import tempfile
+        import wave
+        from hotphrase import train_stop as S
+        from hotphrase.errors import HotPhraseError
+
+        def wav(path, n):
+            with wave.open(path, "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(16000)
+                w.writeframes((np.arange(n) % 50).astype(np.int16).tobytes())
+        with tempfile.TemporaryDirectory() as d:
+            for k in ("own-speech", "echo-only-ring", "realvg", "realvg-ring"):
+                os.makedirs(os.path.join(d, k))
+            wav(os.path.join(d, "own-speech", "000.wav"), 16000)
+            wav(os.path.join(d, "echo-only-ring", "rt0.2.wav"), 8000)
+            wav(os.path.join(d, "realvg", "rt0.2-0.wav"), 96000)
+            with open(os.path.join(d, "realvg", "rt0.2-0.json"), "w") as f:
+                json.dump({"phrases": [{"start_sample": 40000, "end_sample": 48000},
+                                       {"start_sample": 70000, "end_sample": 76000}]}, f)
+            wav(os.path.join(d, "realvg-ring", "rt0.2-5.wav"), 16000)
+            with open(os.path.join(d, "realvg-ring", "rt0.2-5.json"), "w") as f:
+                json.dump({"phrases": []}, f)
+            r = S.load_residual(d)
+            self.assertEqual((len(r["speech"]), len(r["ring"])), (16000, 8000))
+            self.assertEqual(r["talk"], [(os.path.join(d, "realvg", "rt0.2-0.wav"), [(40000, 48000), (70000, 76000)])])
+            x = S._read_wav(r["talk"][0][0])
+            rng = np.random.default_rng(3)
+            for end in (48000, 76000, 20000):
+                crop, at = S.talk_crop(rng, x, end)
+                self.assertGreaterEqual(at, min(end, int(2.6 * 16000)))
+                self.assertLessEqual(at, int(3.2 * 16000) + 1)
+                self.assertGreater(len(crop), at)  # the steps after the phrase's end are in the crop
+                self.assertLessEqual(np.abs(crop).max(), 1.0)
+            os.remove(os.path.join(d, "realvg", "rt0.2-0.json"))
+            with self.assertRaises(HotPhraseError):
+                S.load_residual(d)
+
 
 if __name__ == "__main__":
     unittest.main()
