@@ -31,6 +31,7 @@ import os
 import subprocess
 import tempfile
 import time
+import zlib
 
 import numpy as np
 
@@ -152,7 +153,10 @@ def load_residual(d):
             raise HotPhraseError(labels, f"no phrase spans beside {os.path.basename(f)} ({e})") from e
         if spans:
             talk.append((f, spans))
-    return {"speech": cat(["own-speech", "echo-only"]), "ring": cat(["echo-only-ring"]), "talk": talk}
+    # the caches made from a residual are named by its files (their names and sizes), so another folder makes its own
+    listing = sorted((os.path.relpath(f, d), os.path.getsize(f)) for f in glob.glob(os.path.join(d, "*", "*.wav")))
+    key = f"{zlib.crc32(repr(listing).encode()):08x}"
+    return {"speech": cat(["own-speech", "echo-only"]), "ring": cat(["echo-only-ring"]), "talk": talk, "key": key}
 
 
 def _talk_worker(args):
@@ -344,7 +348,8 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
         raise HotPhraseError(root, "no real training clips: run hotphrase.get_stop_clips first")
     syn = D.load_clips(os.path.join(workdir, "stop", "pos_train.npz"))[0]
     syn += D.load_clips(os.path.join(workdir, "stop", "pos_train_l2.npz"))[0]
-    tag = f"_esr{esr[0]:g}_{esr[1]:g}_own{own_share:g}" + ("_res" if RESIDUAL is not None else "")
+    res = f"_res{RESIDUAL['key']}" if RESIDUAL is not None else ""
+    tag = f"_esr{esr[0]:g}_{esr[1]:g}_own{own_share:g}{res}"
     pos_s = ragged(os.path.join(d, f"pos_syn{tag}.npz"), _pos_worker,
                    [(s, (c, fillers, tg, T2.VOICE_SHARE_POS, own_args, esr, own_share)) for s, c in _jobs(100, syn)],
                    procs, "synthetic positives")
@@ -354,7 +359,7 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
     parts = [(pos_s[0], pos_s[1], pos_s[2]["ends"]), (pos_r[0], pos_r[1], pos_r[2]["ends"])]
     if RESIDUAL is not None and RESIDUAL["talk"] and talk_copies > 0:
         items = [(f, a, b) for f, spans in RESIDUAL["talk"] for a, b in spans]
-        pos_t = ragged(os.path.join(d, f"pos_talk{len(items)}x{talk_copies}.npz"), _talk_worker,
+        pos_t = ragged(os.path.join(d, f"pos_talk{len(items)}x{talk_copies}{res}.npz"), _talk_worker,
                        [(s, (c, talk_copies)) for s, c in _jobs(170, items)], procs, "real positives through the canceller")
         parts.append((pos_t[0], pos_t[1], pos_t[2]["ends"]))
     pos = merge(parts)
@@ -380,7 +385,7 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
         ragged(shared, _neg_worker, jobs, procs, "shared negatives")
     z = e1data.load_ragged(shared)
     neg_shared = z[0]
-    own = ragged(os.path.join(d, f"neg_own{own_texts_n}_{own_seconds}{'_res' if RESIDUAL is not None else ''}.npz"), _own_worker,
+    own = ragged(os.path.join(d, f"neg_own{own_texts_n}_{own_seconds}{res}.npz"), _own_worker,
                  [(600 + i, (own_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3, A.TRAIN_NOISES)) for i in range(e1data.CHUNKS)],
                  procs, "own sound")
     # the sampler's "noise alone" share: the own sound (negative coordinates)
