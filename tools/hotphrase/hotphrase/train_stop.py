@@ -16,7 +16,9 @@ Training data, each set embedded once and cached in WORKDIR/stop/cache:
     formants) and the real training-side clips, --real-copies augmented passes each (another speaker's size and
     speed, room echo, training noise); in every set --own-share of them then heard over the speaker's own sound
     (below) at an echo-to-speech ratio in --esr (default -35 to 0 dB: the canceller's residual; the speaker
-    listens over its own sound only with echo cancellation on);
+    listens over its own sound only with echo cancellation on); with --residual, also the training-side real clips
+    said over the answers and over the ring as the speaker's canceller left them (the dump's realvg* files, in
+    double talk), --talk-copies crops of each;
   - the speaker's own sound (negatives): its espeak-ng -v en-us voice reading training sentences (none saying
     "stop"; not the answers the benchmark's room set speaks) and its timer ring (share/earcons/timer.wav), each
     through a random room, at random levels with training noise under them, alone and with a person talking over
