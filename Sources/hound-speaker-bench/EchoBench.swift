@@ -88,35 +88,30 @@ enum EchoBench {
     /// beside it as ROOM-ESR.json.
     static func dump(_ o: Options) throws {
         guard let dir = o.dumpDir else { throw DeviceError("--only dump needs --dump-dir DIR") }
-        var seconds = 0.0
-        for kind in ["own-speech", "echo-only", "echo-only-ring"] {
-            guard FileManager.default.fileExists(atPath: "\(o.root)/\(kind)") else { continue }
-            try FileManager.default.createDirectory(atPath: "\(dir)/\(kind)", withIntermediateDirectories: true)
+        let fm = FileManager.default
+        // (the condition's folder, the output's name without .wav, whether its labels go beside it); realvg*: a person
+        // talking over the own sound (real clips, e.g. the stop word's training side), with the spans: double talk.
+        var parts: [(from: String, to: String, labels: Bool)] = []
+        for kind in ["own-speech", "echo-only", "echo-only-ring", "realvg", "realvg-ring"] where fm.fileExists(atPath: "\(o.root)/\(kind)") {
+            try fm.createDirectory(atPath: "\(dir)/\(kind)", withIntermediateDirectories: true)
             for part in try rooms(o.root, kind) {
-                let from = "\(o.root)/\(kind)/\(part)"
-                let out = cancel(mic: try read("\(from)/mic.wav"), ref: try read("\(from)/ref.wav"), settings: o.settings,
-                                 hotPhrase: o.detectorHearsFilter)
-                try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(dir)/\(kind)/\(part).wav")
-                seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
-            }
-        }
-        // A person talking over the own sound (realvg, realvg-ring: real clips, e.g. the stop word's training side),
-        // as the detector hears it through the canceller, with the labels' spans: positives in double talk.
-        for kind in ["realvg", "realvg-ring"] {
-            guard FileManager.default.fileExists(atPath: "\(o.root)/\(kind)") else { continue }
-            try FileManager.default.createDirectory(atPath: "\(dir)/\(kind)", withIntermediateDirectories: true)
-            for room in try rooms(o.root, kind) {
-                for esr in try rooms(o.root, "\(kind)/\(room)") {
-                    let from = "\(o.root)/\(kind)/\(room)/\(esr)"
-                    let out = cancel(mic: try read("\(from)/mic.wav"), ref: try read("\(from)/ref.wav"), settings: o.settings,
-                                     hotPhrase: o.detectorHearsFilter)
-                    try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(dir)/\(kind)/\(room)-\(esr).wav")
-                    let labels = "\(dir)/\(kind)/\(room)-\(esr).json"
-                    if FileManager.default.fileExists(atPath: labels) { try FileManager.default.removeItem(atPath: labels) }
-                    try FileManager.default.copyItem(atPath: "\(from)/labels.json", toPath: labels)
-                    seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
+                if kind.hasPrefix("realvg") {
+                    for esr in try rooms(o.root, "\(kind)/\(part)") { parts.append(("\(o.root)/\(kind)/\(part)/\(esr)", "\(dir)/\(kind)/\(part)-\(esr)", true)) }
+                } else {
+                    parts.append(("\(o.root)/\(kind)/\(part)", "\(dir)/\(kind)/\(part)", false))
                 }
             }
+        }
+        var seconds = 0.0
+        for (from, to, labels) in parts {
+            let out = cancel(mic: try read("\(from)/mic.wav"), ref: try read("\(from)/ref.wav"), settings: o.settings,
+                             hotPhrase: o.detectorHearsFilter)
+            try AudioFile.writeWAV(MonoAudio(samples: out, sampleRate: SpeakerAudio.sampleRate), to: "\(to).wav")
+            if labels {
+                if fm.fileExists(atPath: "\(to).json") { try fm.removeItem(atPath: "\(to).json") }
+                try fm.copyItem(atPath: "\(from)/labels.json", toPath: "\(to).json")
+            }
+            seconds += Double(out.count) / Double(SpeakerAudio.sampleRate)
         }
         print("\n## The canceller's output written to \(dir): \(f1(seconds / 3600)) h")
     }

@@ -166,12 +166,12 @@ def _talk_worker(args):
     2.6-3.2 s before its end (the residual before the word) and up to the window's end after it, at a random level."""
     seed, (items, copies) = args
     rng = np.random.default_rng(seed)
-    embs, ends, files = [], [], {}
+    embs, ends, path, x = [], [], None, None
     for f, a, b in sorted(items):
-        if f not in files:
-            files = {f: _read_wav(f)}
+        if f != path:  # sorted: each file is read once
+            path, x = f, _read_wav(f)
         for _ in range(copies):
-            audio, end = talk_crop(rng, files[f], b)
+            audio, end = talk_crop(rng, x, b)
             if np.any(audio):
                 embs.append(e1data.embed(audio))
                 ends.append(e1data.step_at(end))
@@ -183,7 +183,7 @@ def talk_crop(rng, x, end):
     at a random level; returns the crop and the phrase's end in it."""
     lo = max(0, end - int(rng.uniform(2.6, 3.2) * SR))
     audio = x[lo:end + T2.STEP_SAMPLES * (T2.POS_AFTER_STEPS + 2)]
-    return (A.set_level(rng, audio) if np.any(audio) else audio), end - lo
+    return A.set_level(rng, audio), end - lo
 
 
 class Own:
