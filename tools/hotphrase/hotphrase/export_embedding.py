@@ -382,11 +382,18 @@ def main(argv=None):
     ap.add_argument("out")
     ap.add_argument("--models", default=None, help="pyopen_wakeword/models (default: the installed wheel's)")
     ap.add_argument("--dtype", default="float16", choices=["float16", "float32"])
+    ap.add_argument("--threshold", type=float, default=None,
+                    help="the file's default threshold in place of the head's own (head.json), e.g. one chosen on "
+                         "held-out hours of the speaker's own sound")
     a = ap.parse_args(argv)
+    if a.threshold is not None and not 0 < a.threshold < 1:
+        ap.error(f"--threshold {a.threshold}: must be between 0 and 1")
     models = a.models or default_models_dir()
     mel = read_mel(os.path.join(models, "melspectrogram.tflite"))
     layers = read_embedding(os.path.join(models, "embedding_model.tflite"))
     meta, head = read_head(a.head_dir)
+    if a.threshold is not None:
+        meta = {**meta, "threshold": a.threshold}
     export(mel, layers, meta, head, a.out, a.dtype)
     convs = [x for x in layers if x["type"] == "conv"]
     params = sum(x["weight"].size + x["bias"].size for x in convs)

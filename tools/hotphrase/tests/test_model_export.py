@@ -374,6 +374,22 @@ class Format2(unittest.TestCase):
             X.load(path)
         self.assertIn("format 1", str(e.exception))
 
+    def test_the_threshold_chosen_outside_the_head(self):
+        """--threshold writes that default threshold in place of head.json's; out of (0, 1) is refused first."""
+        out = os.path.join(self.tmp.name, "t.hpm")
+        saved = X.read_mel, X.read_embedding
+        X.read_mel, X.read_embedding = (lambda _: self.mel), (lambda _: self.emb)
+        try:
+            X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", "0.913"])
+            self.assertEqual(X.load(out)[0]["default_threshold"], 0.913)
+            X.main([self.head_dir, out, "--models", self.tmp.name])
+            self.assertEqual(X.load(out)[0]["default_threshold"], self.meta["threshold"])
+            for bad in ("1.5", "0", "nan"):
+                with self.assertRaises(SystemExit):
+                    X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", bad])
+        finally:
+            X.read_mel, X.read_embedding = saved
+
     def test_read_head_checks_the_contract(self):
         z = dict(np.load(os.path.join(self.head_dir, "head.npz")))
         z["w1"] = z["w1"][:5]  # the second dense layer no longer fits the first's width
