@@ -82,7 +82,7 @@ public struct SpeakerAssembly {
             }
             let (household, whyNot) = Self.household(config, model: model)
             let listener = HotPhraseListener(model: model, settings: config.hotphrase, echo: echo, household: household, logger: logger,
-                                             stopWord: Self.stopWord(logger: logger))
+                                             stopWord: config.hotphrase.stopWord ? Self.stopWord(logger: logger) : nil)
             hotPhrase = listener
             // Once: which detector runs, and why not the household's when it does not.
             let detector = whyNot.map { "the generic model alone (not the household's voices: \($0))" } ?? listener.describe
@@ -90,9 +90,7 @@ public struct SpeakerAssembly {
             if let echo {
                 logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
             }
-            // The stop word is heard over the canceller's output with echo cancellation on, over the raw microphone
-            // without it (BENCHMARKS.md, "Issue #61": it misses more there, and its threshold is the same).
-            logger.notice("while it rings or speaks: \(listener.stopWordStatus)\(echo == nil ? ", over the microphone as heard (echo cancellation off)" : ", over the echo canceller's output")")
+            logger.notice("while it rings or speaks: \(Self.stopWordLine(config, listener: listener, echo: echo != nil))")
         }
     }
 
@@ -101,6 +99,15 @@ public struct SpeakerAssembly {
         HoundifyVoiceSearch(client: client, reader: ClientCommandReader(
             longAnswers: config.houndify.answerLength == .long, supportedFeatures: Set(config.houndify.supportedFeatures),
             clientMatches: config.houndify.clientMatches))
+    }
+
+    /// What stops the speaker by voice while it rings or speaks, for the start's log line. Without a canceller it
+    /// does not listen over its own sound at all (no barge-in: it would hear itself), so only the button does.
+    static func stopWordLine(_ config: SpeakerConfiguration, listener: HotPhraseListener, echo: Bool) -> String {
+        let status = config.hotphrase.stopWord ? listener.stopWordStatus
+            : "no stop word for everyone ([hotphrase] stop_word = false; the household's enrolled stop phrase still works)"
+        return echo ? "\(status), over the echo canceller's output"
+            : "nothing is listened for (echo cancellation is off), so only the button stops it; with it on: \(status)"
     }
 
     /// The shipped stop word's model (`stop.hpm` in the hot-phrase folders), nil when there is none or it cannot

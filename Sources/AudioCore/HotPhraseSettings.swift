@@ -22,6 +22,10 @@ public struct HotPhraseSettings: Sendable, Equatable {
     /// Whether a wake whose question was answered, and which the household's templates heard themselves, is kept
     /// as a learned template (the newest four per phrase; docs/household.md, "Answered wakes").
     public var learnFromAnswers = true
+    /// Whether "stop" said by anyone stops a ring or an answer (the shipped stop word, `stop.hpm`, heard over the
+    /// echo-cancelled microphone while the speaker rings or speaks); false: only the household's enrolled stop
+    /// phrase and the button do.
+    public var stopWord = true
 
     /// Each value not given keeps its default (written once, above).
     public init(enabled: Bool? = nil, model: String? = nil, sensitivity: Double? = nil, refractoryMS: Int? = nil) {

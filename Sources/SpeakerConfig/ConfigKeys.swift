@@ -172,7 +172,7 @@ enum ListeningKey: String, ConfigKey {
 
 enum HotPhraseKey: String, ConfigKey {
     case enabled, model, sensitivity, refractoryMS = "refractory_ms", bargeInSensitivity = "barge_in_sensitivity"
-    case household, learnFromAnswers = "learn_from_answers"
+    case household, learnFromAnswers = "learn_from_answers", stopWord = "stop_word"
     static let table = "hotphrase"
 
     var spec: (type: ConfigValueType, doc: String) {
@@ -184,6 +184,7 @@ enum HotPhraseKey: String, ConfigKey {
         case .bargeInSensitivity: (.number(0...1), "the sensitivity while the speaker talks or rings")
         case .household: (.string, "the folder of the household's voices; empty: the state directory")
         case .learnFromAnswers: (.bool, "keep answered wakes as templates")
+        case .stopWord: (.bool, "\"stop\" said by anyone stops a ring or an answer")
         }
     }
 }

@@ -217,6 +217,7 @@ struct Reader {
         if let v = try number(t, K.sensitivity) { hotphrase.sensitivity = v }
         if let v = try number(t, K.bargeInSensitivity) { hotphrase.bargeInSensitivity = v }
         if let v = try bool(t, K.learnFromAnswers) { hotphrase.learnFromAnswers = v }
+        if let v = try bool(t, K.stopWord) { hotphrase.stopWord = v }
         try readIntegers(t, into: &hotphrase, [(K.refractoryMS, \.refractoryMS)])
     }
 

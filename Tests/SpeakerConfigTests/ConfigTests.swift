@@ -180,6 +180,10 @@ func loadError(_ text: String, mode: Int = 0o600, environment: [String: String] 
         try Data("[hotphrase]\nenabled = false\nmodel = \"/opt/m.hpm\"\nsensitivity = 0.7\nrefractory_ms = 1500\n".utf8).write(to: URL(fileURLWithPath: dir))
         let config = try ConfigLoader.load(path: dir, environment: [:])
         #expect(config.hotphrase == HotPhraseSettings(enabled: false, model: "/opt/m.hpm", sensitivity: 0.7, refractoryMS: 1500))
+        #expect(config.hotphrase.stopWord, "the stop word for everyone is on unless turned off")
+        try Data("[hotphrase]\nstop_word = false\n".utf8).write(to: URL(fileURLWithPath: dir))
+        #expect(try ConfigLoader.load(path: dir, environment: [:]).hotphrase.stopWord == false)
+        #expect(try loadError("[hotphrase]\nstop_word = \"no\"\n")?.description.contains(":2: [hotphrase] stop_word:") == true)
     }
 
     @Test func invalidTOMLGivesItsLine() throws {
