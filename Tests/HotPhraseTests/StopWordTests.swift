@@ -14,7 +14,7 @@ enum StopWordFixtures {
     static let trained: String? = [Fixtures.root.appendingPathComponent("share/hotphrase/stop.hpm").path,
                                    Fixtures.root.appendingPathComponent("tools/hotphrase/work/stop/stop.hpm").path]
         .first { FileManager.default.fileExists(atPath: $0) }
-    static let noTrained = "no trained stop word: share/hotphrase/stop.hpm is not shipped (BENCHMARKS.md, \"A stop word for everyone (issue #61)\": it missed the bars) and tools/hotphrase/work/stop/stop.hpm is made by the tooling (tools/hotphrase/README.md, \"The stop word\")"
+    static let noTrained = "no trained stop word: neither the shipped share/hotphrase/stop.hpm nor tools/hotphrase/work/stop/stop.hpm, which the tooling makes (tools/hotphrase/README.md, \"The stop word\")"
     /// The held-out speakers' real "stop" clips as the tooling writes them (`hotphrase.get_stop_clips`): never
     /// committed, so present only where the tooling ran.
     static let realDir = Fixtures.root.appendingPathComponent("tools/hotphrase/work/stop-real/eval/stop")
@@ -154,10 +154,36 @@ enum StopWordFixtures {
         }
     }
 
+    /// flite saying "stop" (two of its voices) is heard at the file's own threshold, and nothing in flite's answer
+    /// without the word; the speaker's own voice (espeak-ng) is no stop even when its answer says the word, as its
+    /// 20 h of own sound through the canceller taught it. The file as shipped, end to end (flite's voices were among
+    /// the training voices, so this is no measurement: BENCHMARKS.md has those).
+    @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)))
+    func itHearsStopAtItsOwnThresholdButNotTheSpeakersOwnVoice() throws {
+        let (stopModel, generic) = try Self.models()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("hs-stopword-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        func stops(_ make: (String) throws -> Void, seed: UInt64) throws -> [Double] {
+            let path = "\(dir)/\(seed).wav"
+            try make(path)
+            let samples = StopWordFixtures.padded(try AudioFile.readMono(path: path, targetRate: 16_000).samples, seed: seed)
+            return StopWordFixtures.stops(try StopWord(model: stopModel, generic: generic), HotPhraseDetector(model: generic, threshold: 2), samples)
+        }
+        for (i, voice) in ["awb", "slt"].enumerated() {
+            #expect(try stops({ try fliteWAV("stop", to: $0, voice: voice) }, seed: UInt64(i)).count == 1, "flite \(voice)")
+        }
+        let answer = "It is seventy two degrees and sunny in Mountain View. Tomorrow will be warmer, with a high of eighty."
+        #expect(try stops({ try fliteWAV(answer, to: $0) }, seed: 3).isEmpty)
+        let own = "The next bus stop is Main Street. Stop by the bakery on the corner, it opens at seven."
+        #expect(try stops({ try espeakWAV(own, to: $0) }, seed: 4).isEmpty)
+        #expect(try stops({ try espeakWAV("stop", to: $0) }, seed: 5).isEmpty, "the speaker's own voice saying the word")
+    }
+
     /// Real people held out of training (Speech Commands' test speakers on the eval side of the split), clean, at
-    /// 0.8 (not the head's own threshold, 0.99, which its self-stops set: there it misses most of them; BENCHMARKS.md,
-    /// "A stop word for everyone (issue #61)", has both, and the rooms and the speaker's sound the bars are about):
-    /// at most 5 % missed when armed, none heard when not.
+    /// 0.8 (below the shipped threshold, 0.913, which its self-stops set; BENCHMARKS.md, "A stop word for everyone
+    /// (issue #61)", has the misses there, in the rooms and over the speaker's sound the bars are about): at most
+    /// 5 % missed when armed, none heard when not.
     @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)),
           .enabled(if: !StopWordFixtures.realClips.isEmpty, Comment(rawValue: StopWordFixtures.noReal)))
     func realHeldOutSpeakersAreHeardWhenArmedOnly() throws {
