@@ -286,7 +286,14 @@ scp -q -P "$port" "${ssh_opts[@]}" "$deb" "$deb_local" tools/pi-box/vm-tests.sh 
 . Tests/deb/checks.sh
 # Setup from a phone (issue #64): the VM's tests restart the speaker without credentials and hand over the code it
 # said (/tmp/setup-phone); this machine is the phone, through the forwarded port, and then tells the VM it is done.
-setup_page() { curl -s -m 30 "http://127.0.0.1:$web/" | grep -q 'Set up your speaker'; }
+setup_page() {  # and when it is not the page, what curl got instead (once it failed here beside heavy jobs)
+    local got rc
+    got="$(curl -sS -m 30 -w '\nHTTP %{http_code}' "http://127.0.0.1:$web/" 2>&1)"
+    rc=$?
+    grep -q 'Set up your speaker' <<< "$got" && return 0
+    echo "curl exit $rc, the end of what it got: $(tail -c 300 <<< "$got" | tr '\n' ' ')"
+    return 1
+}
 setup_post() {  # setup_post STATUS JSON [TEXT]: the page's answer has HTTP status STATUS (and TEXT)
     local reply
     reply="$(curl -s -m 60 -w '\n%{http_code}' -H 'Content-Type: application/json' --data-binary "$2" "http://127.0.0.1:$web/api/setup")"
