@@ -151,7 +151,9 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         bargeInZThreshold = voices?.bank.zThreshold(sensitivity: settings.bargeInSensitivity) ?? 0
         lock = Mutex(LoopFacing())
         var stop: StopWord? = nil
-        if stopWord != nil && !model.hasEmbeddings {
+        if !settings.stopWord {
+            stopWordStatus = "no stop word for everyone ([hotphrase] stop_word = false; the household's enrolled stop phrase still works)"
+        } else if stopWord != nil && !model.hasEmbeddings {
             // A format-1 hot-phrase model chosen on purpose (a slow board's): no embedding to ride on, not a fault.
             stopWordStatus = "no stop word for everyone (the hot-phrase model \(model.path) is format 1: the stop word needs its speech embedding)"
         } else if let stopWord {

@@ -90,7 +90,7 @@ public struct SpeakerAssembly {
             if let echo {
                 logger.notice("echo cancellation on: \"\(model.phrase)\" heard over the speaker's own sound at threshold \(String(cFormat: "%.6f", listener.bargeInThreshold)) (echo delay \(echo.settings.delayMS) ms, tail \(echo.settings.tailMS) ms)")
             }
-            logger.notice("while it rings or speaks: \(Self.stopWordLine(config, listener: listener, echo: echo != nil))")
+            logger.notice("while it rings or speaks: \(Self.stopWordLine(listener, echo: echo != nil))")
         }
     }
 
@@ -103,11 +103,9 @@ public struct SpeakerAssembly {
 
     /// What stops the speaker by voice while it rings or speaks, for the start's log line. Without a canceller it
     /// does not listen over its own sound at all (no barge-in: it would hear itself), so only the button does.
-    static func stopWordLine(_ config: SpeakerConfiguration, listener: HotPhraseListener, echo: Bool) -> String {
-        let status = config.hotphrase.stopWord ? listener.stopWordStatus
-            : "no stop word for everyone ([hotphrase] stop_word = false; the household's enrolled stop phrase still works)"
-        return echo ? "\(status), over the echo canceller's output"
-            : "nothing is listened for (echo cancellation is off), so only the button stops it; with it on: \(status)"
+    static func stopWordLine(_ listener: HotPhraseListener, echo: Bool) -> String {
+        echo ? "\(listener.stopWordStatus), over the echo canceller's output"
+            : "nothing is listened for (echo cancellation is off), so only the button stops it; with it on: \(listener.stopWordStatus)"
     }
 
     /// The shipped stop word's model (`stop.hpm` in the hot-phrase folders), nil when there is none or it cannot

@@ -29,13 +29,13 @@ import TestSupport
         let generic = try HotPhraseModel.load(path: Self.generic)
         let with = HotPhraseListener(model: generic, settings: HotPhraseSettings(), stopWord: try HotPhraseModel.load(path: Self.shipped))
         var config = SpeakerConfiguration()
-        let on = SpeakerAssembly.stopWordLine(config, listener: with, echo: true)
+        let on = SpeakerAssembly.stopWordLine(with, echo: true)
         #expect(on.hasPrefix("the stop word \"stop\" for everyone") && on.hasSuffix("over the echo canceller's output"), "\(on)")
         // Without a canceller nothing is heard over the speaker's own sound, so the line must not promise it.
-        let noEcho = SpeakerAssembly.stopWordLine(config, listener: with, echo: false)
+        let noEcho = SpeakerAssembly.stopWordLine(with, echo: false)
         #expect(noEcho.hasPrefix("nothing is listened for (echo cancellation is off), so only the button stops it"), "\(noEcho)")
         config.hotphrase.stopWord = false
-        let off = SpeakerAssembly.stopWordLine(config, listener: HotPhraseListener(model: generic, settings: config.hotphrase), echo: true)
+        let off = SpeakerAssembly.stopWordLine(HotPhraseListener(model: generic, settings: config.hotphrase, stopWord: try HotPhraseModel.load(path: Self.shipped)), echo: true)
         #expect(off.contains("[hotphrase] stop_word = false"), "\(off)")
         #expect(!off.contains("the stop word \"stop\""))
     }
