@@ -6,6 +6,8 @@ embedding, hotphrase/export_embedding.py): float16 or float32 embedding weights,
 the one check against keras itself, which is skipped without tensorflow.
 """
 import importlib.util
+import contextlib
+import io
 import json
 import os
 import struct
@@ -379,14 +381,18 @@ class Format2(unittest.TestCase):
         out = os.path.join(self.tmp.name, "t.hpm")
         saved = X.read_mel, X.read_embedding
         X.read_mel, X.read_embedding = (lambda _: self.mel), (lambda _: self.emb)
+        said, errors = io.StringIO(), io.StringIO()  # the tool's report and argparse's refusals, kept for the asserts
         try:
-            X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", "0.913"])
-            self.assertEqual(X.load(out)[0]["default_threshold"], 0.913)
-            X.main([self.head_dir, out, "--models", self.tmp.name])
-            self.assertEqual(X.load(out)[0]["default_threshold"], self.meta["threshold"])
-            for bad in ("1.5", "0", "nan"):
-                with self.assertRaises(SystemExit):
-                    X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", bad])
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(errors):
+                X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", "0.913"])
+                self.assertEqual(X.load(out)[0]["default_threshold"], 0.913)
+                X.main([self.head_dir, out, "--models", self.tmp.name])
+                self.assertEqual(X.load(out)[0]["default_threshold"], self.meta["threshold"])
+                for bad in ("1.5", "0", "nan"):
+                    with self.assertRaises(SystemExit):
+                        X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", bad])
+            self.assertIn("t.hpm", said.getvalue())
+            self.assertEqual(errors.getvalue().count("must be between 0 and 1"), 3, errors.getvalue())
         finally:
             X.read_mel, X.read_embedding = saved
 
