@@ -22,7 +22,8 @@ Training data, each set embedded once and cached in WORKDIR/stop/cache:
   - the speaker's own sound (negatives): its espeak-ng -v en-us voice reading training sentences (none saying
     "stop"; not the answers the benchmark's room set speaks) and its timer ring (share/earcons/timer.wav), each
     through a random room, at random levels with training noise under them, alone and with a person talking over
-    them;
+    them; with --residual, what the canceller left of that sound instead, and --clean-own-hours of it as it plays
+    beside (a canceller still converging, or one that has lost its path, passes it nearly whole);
   - the shared negatives of recipe e1 (sentences by the training voices, none saying "stop", the real-speech
     training speakers, training noise alone), made for this word (its own cache, not the other phrases');
   - confusables: make_data's ("top", "shop", "stock", ...) and the other words of the real clips' training speakers
@@ -188,15 +189,17 @@ def talk_crop(rng, x, end):
 
 class Own:
     """Crops of the speaker's own sound (answers and ring) through a random room; with RESIDUAL, crops of what
-    the canceller left of it."""
+    the canceller left of it (unless clean: the sound as it plays, which the detector hears when the canceller
+    has not yet converged or has lost its path)."""
 
-    def __init__(self, rng, speech, ring, seconds):
+    def __init__(self, rng, speech, ring, seconds, clean=False):
         self.bank = own_stream(rng, speech, ring, seconds)
         self.ring = ring
+        self.clean = clean
 
     def echo(self, rng, n, ring=None):
         ring = rng.random() < 0.35 if ring is None else ring
-        if RESIDUAL is not None:
+        if RESIDUAL is not None and not self.clean:
             return A.crop(rng, RESIDUAL["ring" if ring else "speech"], n).astype(np.float32)
         if ring:
             ph = int(rng.integers(len(self.ring)))
@@ -261,10 +264,10 @@ def _neg_worker(args):
 
 def _own_worker(args):
     """The own sound alone (room, level, a little training noise), or with a person talking over it."""
-    seed, (seconds, speech, ring, fillers, talk_share, kinds) = args
+    seed, (seconds, speech, ring, fillers, talk_share, kinds, *rest) = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, kinds, 60, fillers)
-    own = Own(rng, speech, ring, max(60, seconds))
+    own = Own(rng, speech, ring, max(60, seconds), clean=bool(rest and rest[0]))
     out, n, left = [], int(10 * SR), seconds
     while left > 0:
         e = own.echo(rng, n)
@@ -327,7 +330,7 @@ def merge(parts):
 
 
 def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_TEXTS, esr=POS_ESR_RANGE,
-         own_share=OWN_SHARE, talk_copies=2):
+         own_share=OWN_SHARE, talk_copies=2, clean_own_seconds=0):
     d = os.path.join(workdir, "stop", "cache")
     os.makedirs(d, exist_ok=True)
     sents = stop_sentences(workdir)
@@ -390,9 +393,17 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
     own = ragged(os.path.join(d, f"neg_own{own_texts_n}_{own_seconds}{res}.npz"), _own_worker,
                  [(600 + i, (own_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3, A.TRAIN_NOISES)) for i in range(e1data.CHUNKS)],
                  procs, "own sound")
+    negs = [neg_shared, own[0]]
+    if RESIDUAL is not None and clean_own_seconds > 0:
+        # beside the residual, the own sound as it plays (a room, no canceller): v8 (residual only) fired on the
+        # plain ring and on its own voice, which a canceller still converging passes nearly whole
+        negs.append(ragged(os.path.join(d, f"neg_own{own_texts_n}_{clean_own_seconds}_clean.npz"), _own_worker,
+                           [(650 + i, (clean_own_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3,
+                                       A.TRAIN_NOISES, True)) for i in range(e1data.CHUNKS)],
+                           procs, "own sound as it plays")[0])
     # the sampler's "noise alone" share: the own sound (negative coordinates)
-    noise = [(len(neg_shared), len(neg_shared) + len(own[0]))]
-    return pos, (conf_e, conf_ends), np.concatenate([neg_shared, own[0]]), noise, (speech, ring, fillers)
+    noise = [(len(neg_shared), sum(len(n) for n in negs))]
+    return pos, (conf_e, conf_ends), np.concatenate(negs), noise, (speech, ring, fillers)
 
 
 def own_eval(workdir, procs):
@@ -445,6 +456,8 @@ def main(argv=None):
                     "dump --dump-dir DIR): the own sound under the positives and among the negatives, for the synthetic echo")
     ap.add_argument("--talk-copies", type=int, default=2, help="crops of each phrase in --residual's realvg* files "
                     "(a person over the own sound through the canceller) among the positives; 0: none")
+    ap.add_argument("--clean-own-hours", type=float, default=0.0, help="with --residual, also this much of the own "
+                    "sound as it plays (no canceller) among the negatives")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
     global RESIDUAL
@@ -452,7 +465,7 @@ def main(argv=None):
         RESIDUAL = load_residual(a.residual)
     t0 = time.time()
     pos, conf, neg, noise, _ = data(a.workdir, a.procs, a.real_copies, int(a.own_hours * 3600), a.own_texts,
-                                    tuple(a.esr), a.own_share, a.talk_copies)
+                                    tuple(a.esr), a.own_share, a.talk_copies, int(a.clean_own_hours * 3600))
     s = T2.Sampler(a.frames, pos, conf, neg, noise, a.seed)
     print(f"training windows: {len(s.pos_end)} positives, {len(s.conf_end)} confusable ends, "
           f"{len(s.neg_any) * STEP_SECONDS / 3600:.2f} h of negatives", flush=True)
@@ -479,6 +492,7 @@ def main(argv=None):
                          "real_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "own_hours": a.own_hours, "own_texts": a.own_texts, "esr": a.esr,
                          "own_share": a.own_share, "residual": a.residual, "talk_copies": a.talk_copies,
+                         "clean_own_hours": a.clean_own_hours,
                          "real_training_clips": int(len(G.files(os.path.join(a.workdir, "stop-real"), "train"))),
                          "positive_clips": int(len(s.pos_end)),
                          "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),

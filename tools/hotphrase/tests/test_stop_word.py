@@ -54,6 +54,26 @@ class Audio(unittest.TestCase):
         self.assertLess(ratios[0], ratios[1])
         self.assertLess(ratios[1], ratios[2])
 
+    def test_the_clean_own_sound_is_the_sound_as_it_plays_even_beside_a_residual(self):
+        from hotphrase import train_stop as S
+        rng = np.random.default_rng(4)
+        ring = (0.1 * np.sin(np.arange(8000) * 0.3)).astype(np.float32)
+        speech = [(0.1 * rng.standard_normal(16000)).astype(np.float32) for _ in range(3)]
+        saved = S.RESIDUAL
+        S.RESIDUAL = {"speech": np.full(64000, 0.5, np.float32), "ring": np.full(64000, -0.5, np.float32)}
+        try:
+            through = S.Own(rng, speech, ring, 30)
+            clean = S.Own(rng, speech, ring, 30, clean=True)
+            for kind in (False, True):
+                r = through.echo(rng, 4000, ring=kind)
+                self.assertTrue(np.all(r == (-0.5 if kind else 0.5)))  # the canceller's output, as given
+                c = clean.echo(rng, 4000, ring=kind)
+                self.assertEqual(len(c), 4000)
+                self.assertFalse(np.all(np.isin(c, (0.5, -0.5))))  # not the residual: the ring or the voice
+                self.assertGreater(float(np.std(c)), 0.001)
+        finally:
+            S.RESIDUAL = saved
+
     @unittest.skipUnless(importlib.util.find_spec("soundfile") is not None, "needs soundfile (the training venv)")
     def test_the_residual_folder_gives_its_phrases_through_the_canceller(self):
         import json
