@@ -43,6 +43,12 @@ enum EchoBench {
         /// `--only dump`: where the canceller's output (what the detector hears) of own-speech, echo-only and
         /// echo-only-ring is written, for training on it (issue #61, BENCHMARKS.md "A stop word for everyone").
         var dumpDir: String? = nil
+        /// `--list-falses`: each detection that matches no phrase, with where it fell against the nearest one (a
+        /// second fire after the word, one before it, or none near: the speaker's own sound).
+        var listFalses = false
+        /// A design study: the microphone's samples scaled by this many dB (clipped) before the canceller, as a
+        /// gain stage would (quiet voices and the detector's training levels).
+        var micGainDB = 0.0
     }
 
     static func run(_ arguments: [String]) throws {
@@ -66,14 +72,17 @@ enum EchoBench {
             case "--ref-veto": o.refVeto = Double(args.popFirst() ?? "")
             case "--min-steps": o.minSteps = max(1, Int(args.popFirst() ?? "") ?? 1)
             case "--dump-dir": o.dumpDir = args.popFirst()
+            case "--list-falses": o.listFalses = true
+            case "--mic-gain-db": o.micGainDB = Double(args.popFirst() ?? "") ?? 0
             default: o.root = a
             }
         }
         guard !o.root.isEmpty, FileManager.default.fileExists(atPath: "\(o.root)/index.json") else {
-            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X]")
+            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X] [--list-falses]")
             return
         }
         print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")
+        if o.micGainDB != 0 { print("design study: the microphone scaled by \(f1(o.micGainDB)) dB before the canceller") }
         if o.minSteps > 1 { print("design study: a detection needs \(o.minSteps) steps in a row at the threshold") }
         if let v = o.refVeto { print("design study: detections vetoed where the same model scored \(f2(v)) or more on what the speaker played (ref.wav), 1 s before to 0.2 s after") }
         if o.only == nil || o.only == "erle" { try erle(o) }
@@ -138,6 +147,12 @@ enum EchoBench {
         let spent = threadCPU() - t0
         cancellerSpent.withLock { $0.cpu += spent; $0.audio += Double(frames * frameSamples) / Double(SpeakerAudio.sampleRate) }
         return Array(out[0..<frames * frameSamples])
+    }
+
+    static func gained(_ x: [Int16], _ db: Double) -> [Int16] {
+        guard db != 0 else { return x }
+        let g = pow(10, db / 20)
+        return x.map { Int16(max(-32768, min(32767, (Double($0) * g).rounded()))) }
     }
 
     static func read(_ path: String) throws -> [Int16] {
@@ -236,12 +251,26 @@ enum EchoBench {
 
     /// Phrases found (a detection from the phrase's start to 1.5 s after its end) and detections that match none.
     static func score(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: Int) {
+        let r = scoreListing(found, phrases)
+        return (r.hits, r.falses.count)
+    }
+
+    /// score's, with each unmatched detection's time.
+    static func scoreListing(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: [Double]) {
         var hit = [Bool](repeating: false, count: phrases.count)
-        var falses = 0
+        var falses: [Double] = []
         for t in found {
-            if let i = phrases.firstIndex(where: { t >= $0.start && t <= $0.end + 1.5 }) { hit[i] = true } else { falses += 1 }
+            if let i = phrases.firstIndex(where: { t >= $0.start && t <= $0.end + 1.5 }) { hit[i] = true } else { falses.append(t) }
         }
         return (hit.filter { $0 }.count, falses)
+    }
+
+    /// Where an unmatched detection fell: seconds after the end of the last phrase before it, and before the start
+    /// of the next one.
+    static func nearest(_ t: Double, _ phrases: [Phrase]) -> String {
+        let after = phrases.filter { $0.end <= t }.map { t - $0.end }.min()
+        let before = phrases.filter { $0.start > t }.map { $0.start - t }.min()
+        return "\(after.map { "\(f1($0)) s after a phrase's end" } ?? "no phrase before"), \(before.map { "\(f1($0)) s before the next's start" } ?? "no phrase after")"
     }
 
     static func rooms(_ root: String, _ kind: String) throws -> [String] {
@@ -267,14 +296,17 @@ enum EchoBench {
                     let dir = "\(o.root)/\(kind)/\(room)/\(esr)"
                     let list = try phrases(dir)
                     let ref = try read("\(dir)/ref.wav")
-                    let heard = cancel(mic: try read("\(dir)/mic.wav"), ref: ref, settings: o.settings, cancel: useAEC, hotPhrase: o.detectorHearsFilter)
+                    let heard = cancel(mic: gained(try read("\(dir)/mic.wav"), o.micGainDB), ref: ref, settings: o.settings, cancel: useAEC, hotPhrase: o.detectorHearsFilter)
                     let s = scores(heard, model: model)
                     let veto = o.refVeto.map { (scores(ref, model: model), $0) }
                     total += list.count
                     for (i, t) in thresholds.enumerated() {
-                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps), list)
+                        let r = scoreListing(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps), list)
                         missed[i] += list.count - r.hits
-                        falses[i] += r.falses
+                        falses[i] += r.falses.count
+                        if o.listFalses {
+                            for f in r.falses { print("  false at \(f3(t)): \(kind) \(room) \(esr) dB at \(f1(f)) s: \(nearest(f, list))") }
+                        }
                     }
                 }
                 let name = useAEC ? kind : "\(kind), off"
