@@ -221,19 +221,6 @@ def over_own(rng, audio, start, end, own, esr=None, esr_range=ESR_RANGE):
     return A.set_level(rng, audio + e * np.sqrt(ps / pe * 10 ** (esr / 10)))
 
 
-# --quiet-share P: that share of the positives moved to a peak level in QUIET_LEVEL (dBFS): a person far from the
-# microphone (the held-out voices at 20 dB under the echo are at about -47 dBFS, below the -35 dBFS peak every
-# positive was drawn above). Set in main before the worker processes start, as RESIDUAL.
-QUIET_SHARE = 0.0
-QUIET_LEVEL = (-55.0, -35.0)
-
-
-def quieter(rng, audio, share=None):
-    """audio at a peak level in QUIET_LEVEL, for `share` (QUIET_SHARE) of the calls; else as it is."""
-    share = QUIET_SHARE if share is None else share
-    return A.set_level(rng, audio, *QUIET_LEVEL) if share > 0 and rng.random() < share else audio
-
-
 def _pos_worker(args):
     seed, (clips, fillers, tg, voice_share, own_args, esr_range, own_share) = args
     rng = np.random.default_rng(seed)
@@ -249,7 +236,7 @@ def _pos_worker(args):
         start, end = start + len(pre), end + len(pre)
         if rng.random() < own_share:
             audio = over_own(rng, audio, start, end, own, esr_range=esr_range)
-        audio = quieter(rng, audio[:end + T2.STEP_SAMPLES * (T2.POS_AFTER_STEPS + 2)])
+        audio = audio[:end + T2.STEP_SAMPLES * (T2.POS_AFTER_STEPS + 2)]
         embs.append(e1data.embed(audio))
         ends.append(e1data.step_at(end))
     return embs, ends
@@ -368,11 +355,10 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
     syn += D.load_clips(os.path.join(workdir, "stop", "pos_train_l2.npz"))[0]
     res = f"_res{RESIDUAL['key']}" if RESIDUAL is not None else ""
     tag = f"_esr{esr[0]:g}_{esr[1]:g}_own{own_share:g}{res}"
-    ptag = tag + (f"_q{QUIET_SHARE:g}_{QUIET_LEVEL[0]:g}_{QUIET_LEVEL[1]:g}" if QUIET_SHARE > 0 else "")
-    pos_s = ragged(os.path.join(d, f"pos_syn{ptag}.npz"), _pos_worker,
+    pos_s = ragged(os.path.join(d, f"pos_syn{tag}.npz"), _pos_worker,
                    [(s, (c, fillers, tg, T2.VOICE_SHARE_POS, own_args, esr, own_share)) for s, c in _jobs(100, syn)],
                    procs, "synthetic positives")
-    pos_r = ragged(os.path.join(d, f"pos_real{real_copies}{ptag}.npz"), _pos_worker,
+    pos_r = ragged(os.path.join(d, f"pos_real{real_copies}{tag}.npz"), _pos_worker,
                    [(s, (c, fillers, tg, 0.0, own_args, esr, own_share)) for s, c in _jobs(150, real * real_copies)],
                    procs, "real positives")
     parts = [(pos_s[0], pos_s[1], pos_s[2]["ends"]), (pos_r[0], pos_r[1], pos_r[2]["ends"])]
@@ -449,7 +435,6 @@ def detections(scores, thr, refractory_steps):
 
 @cli.command
 def main(argv=None):
-    global RESIDUAL, QUIET_SHARE, QUIET_LEVEL
     ap = cli.parser(__name__, __doc__)
     ap.add_argument("workdir")
     ap.add_argument("--out")
@@ -473,16 +458,9 @@ def main(argv=None):
                     "(a person over the own sound through the canceller) among the positives; 0: none")
     ap.add_argument("--clean-own-hours", type=float, default=0.0, help="with --residual, also this much of the own "
                     "sound as it plays (no canceller) among the negatives")
-    ap.add_argument("--quiet-share", type=float, default=0.0, help="share of the synthetic and real positives moved "
-                    "to a peak level in --quiet-level (a person far from the microphone)")
-    ap.add_argument("--quiet-level", type=float, nargs=2, default=list(QUIET_LEVEL), metavar=("LO", "HI"),
-                    help="the quiet positives' peak level, dBFS")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
-    if not (0 <= a.quiet_share <= 1 and -90 <= a.quiet_level[0] <= a.quiet_level[1] <= 0):
-        ap.error(f"--quiet-share {a.quiet_share:g} --quiet-level {a.quiet_level[0]:g} {a.quiet_level[1]:g}: a share "
-                 "in [0, 1] and a level range LO <= HI within [-90, 0] dBFS")
-    QUIET_SHARE, QUIET_LEVEL = a.quiet_share, tuple(a.quiet_level)
+    global RESIDUAL
     if a.residual:
         RESIDUAL = load_residual(a.residual)
     t0 = time.time()
@@ -514,8 +492,7 @@ def main(argv=None):
                          "real_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "own_hours": a.own_hours, "own_texts": a.own_texts, "esr": a.esr,
                          "own_share": a.own_share, "residual": a.residual, "talk_copies": a.talk_copies,
-                         "clean_own_hours": a.clean_own_hours, "quiet_share": a.quiet_share,
-                         "quiet_level": a.quiet_level,
+                         "clean_own_hours": a.clean_own_hours,
                          "real_training_clips": int(len(G.files(os.path.join(a.workdir, "stop-real"), "train"))),
                          "positive_clips": int(len(s.pos_end)),
                          "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),
