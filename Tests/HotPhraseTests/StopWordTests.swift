@@ -141,7 +141,8 @@ enum StopWordFixtures {
         (try HotPhraseModel.load(path: try #require(StopWordFixtures.trained)), try HotPhraseModel.load(path: StopWordFixtures.generic))
     }
 
-    /// The timer's ring, the speaker's own sound it hears most, looped for two minutes at three levels: no stop.
+    /// The timer's ring, the speaker's own sound it hears most, looped for two minutes at three levels as it plays
+    /// (what a canceller still converging passes nearly whole): no stop.
     @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)))
     func theRingIsNoStop() throws {
         let (stopModel, generic) = try Self.models()
@@ -156,7 +157,7 @@ enum StopWordFixtures {
 
     /// flite saying "stop" (two of its voices) is heard at the file's own threshold, and nothing in flite's answer
     /// without the word; the speaker's own voice (espeak-ng) is no stop even when its answer says the word, as its
-    /// 20 h of own sound through the canceller taught it. The file as shipped, end to end (flite's voices were among
+    /// own sound (through the canceller and as it plays) taught it. The file as shipped, end to end (flite's voices were among
     /// the training voices, so this is no measurement: BENCHMARKS.md has those).
     @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)))
     func itHearsStopAtItsOwnThresholdButNotTheSpeakersOwnVoice() throws {
@@ -181,7 +182,7 @@ enum StopWordFixtures {
     }
 
     /// Real people held out of training (Speech Commands' test speakers on the eval side of the split), clean, at
-    /// 0.8 (below the shipped threshold, 0.913, which its self-stops set; BENCHMARKS.md, "A stop word for everyone
+    /// 0.8 (below the shipped threshold, 0.9, which its self-stops set; BENCHMARKS.md, "A stop word for everyone
     /// (issue #61)", has the misses there, in the rooms and over the speaker's sound the bars are about): at most
     /// 5 % missed when armed, none heard when not.
     @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)),

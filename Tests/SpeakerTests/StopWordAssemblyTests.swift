@@ -19,8 +19,8 @@ import TestSupport
         let generic = try HotPhraseModel.load(path: Self.generic)
         let model = try #require(try StopWord.locate(Self.shipped))
         #expect(model.phrase == "stop")
-        #expect(model.defaultThreshold == 0.913)
-        #expect(try StopWord(model: model, generic: generic).threshold == 0.913)
+        #expect(model.defaultThreshold == 0.9)
+        #expect(try StopWord(model: model, generic: generic).threshold == 0.9)
         let listener = HotPhraseListener(model: generic, settings: HotPhraseSettings(), stopWord: model)
         #expect(listener.stopWordStatus.hasPrefix("the stop word \"stop\" for everyone"), "\(listener.stopWordStatus)")
     }
