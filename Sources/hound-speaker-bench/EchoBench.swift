@@ -78,7 +78,7 @@ enum EchoBench {
             }
         }
         guard !o.root.isEmpty, FileManager.default.fileExists(atPath: "\(o.root)/index.json") else {
-            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X] [--list-falses]")
+            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X] [--mic-gain-db DB] [--list-falses]")
             return
         }
         print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")

@@ -460,6 +460,9 @@ def main(argv=None):
                     "sound as it plays (no canceller) among the negatives")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
+    if a.clean_own_hours and (a.clean_own_hours < 0 or not a.residual):
+        ap.error(f"--clean-own-hours {a.clean_own_hours:g}: hours of the own sound as it plays beside --residual's "
+                 "(without --residual all the own sound is as it plays)")
     global RESIDUAL
     if a.residual:
         RESIDUAL = load_residual(a.residual)

@@ -74,6 +74,16 @@ class Audio(unittest.TestCase):
         finally:
             S.RESIDUAL = saved
 
+    def test_clean_own_hours_are_refused_without_a_residual_or_below_zero(self):
+        import contextlib
+        import io
+        from hotphrase import train_stop as S
+        for args in (["--clean-own-hours", "3"], ["--clean-own-hours", "-1", "--residual", "/nonexistent"]):
+            errors = io.StringIO()
+            with contextlib.redirect_stderr(errors), self.assertRaises(SystemExit):
+                S.main(["/nonexistent-workdir"] + args)
+            self.assertIn("beside --residual", errors.getvalue())
+
     @unittest.skipUnless(importlib.util.find_spec("soundfile") is not None, "needs soundfile (the training venv)")
     def test_the_residual_folder_gives_its_phrases_through_the_canceller(self):
         import json
