@@ -98,7 +98,6 @@ import TestSupport
 
     @Test func eachNetworkFailureIsNamed() throws {
         let (service, port, _) = try CLI.startService()
-        // A port nothing listens on: the service's, once it is gone.
         let cases: [(endpoint: String, line: String, advice: String)] = [
             ("https://nohost.invalid", "FAIL Houndify endpoint https://nohost.invalid: DNS cannot resolve nohost.invalid (",
              "`getent hosts nohost.invalid` must print an address"),
@@ -116,12 +115,14 @@ import TestSupport
         }
         service.terminate()
         service.waitUntilExit()
-        let setup = try setup(endpoint: "http://127.0.0.1:\(port)")
+        // A port nothing listens on, held: the service's, once gone, could be given to a test running beside this one.
+        let held = try HeldPort()
+        let setup = try setup(endpoint: "http://127.0.0.1:\(held.port)")
         defer { try? FileManager.default.removeItem(atPath: setup.dir) }
         let closed = try doctor(setup)
         #expect(closed.status == 1)
         #expect(lines(closed, "FAIL Houndify endpoint").count == 1
-                && lines(closed, "FAIL Houndify endpoint")[0].hasPrefix("FAIL Houndify endpoint http://127.0.0.1:\(port): TCP connection failed ("),
+                && lines(closed, "FAIL Houndify endpoint")[0].hasPrefix("FAIL Houndify endpoint http://127.0.0.1:\(held.port): TCP connection failed ("),
                 "\(closed.stdout)")
         #expect(closed.stdout.contains("resolved but nothing accepted the connection"))
     }

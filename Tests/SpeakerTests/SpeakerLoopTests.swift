@@ -87,6 +87,8 @@ struct Rig {
     let task: Task<Void, Never>
     /// The speaker's output read at twice real time (`start(pacedSpeaker: true)`), nil: written at once to its file.
     var sink: PacedSink? = nil
+    /// With `serviceUp: false`, the port the client is refused on, held so that no other test's service is given it.
+    var held: HeldPort? = nil
 
     /// `question` is spoken by espeak-ng (or with `fliteQuestion` by flite) into the microphone fixture, between silences.
     static func start(question: String = "what time is it", transcript: String = "what time is it",
@@ -116,6 +118,7 @@ struct Rig {
 
         var service: LocalHoundifyService? = nil
         var port = 9
+        var held: HeldPort? = nil
         if serviceUp {
             var settings = LocalServiceConfiguration(clientID: clientID, clientKey: clientKey, defaultTranscript: transcript)
             settings.fault = fault
@@ -123,10 +126,10 @@ struct Rig {
             port = try await s.start(port: 0)
             service = s
         } else {
-            // A port nothing listens on: bound once, then released.
-            let s = try LocalHoundifyService(configuration: LocalServiceConfiguration(clientID: clientID, clientKey: clientKey))
-            port = try await s.start(port: 0)
-            await s.stop()
+            // A port nothing listens on. Released, the kernel could give it to a test running beside this one.
+            let h = try HeldPort()
+            port = h.port
+            held = h
         }
         let profile = ClientProfile(clientID: clientID, userID: "test", deviceID: "rig", timeZone: "UTC")
         let client = try HoundifyClient(configuration: HoundifyClientConfiguration(
@@ -161,7 +164,7 @@ struct Rig {
         let loop = SpeakerLoop(ports: ports, settings: settings, logger: logger, observers: observers)
         let task = Task.detached { await loop.run() }
         #expect(await events.wait(for: "\"to\":\"ready\""))
-        return Rig(service: service, loop: loop, search: search, events: events, task: task, sink: sink)
+        return Rig(service: service, loop: loop, search: search, events: events, task: task, sink: sink, held: held)
     }
 
     /// "OK Hound, what time is it" (the demo's recording) as the raw file a test capture PCM reads.
