@@ -253,7 +253,11 @@ import TestSupport
         let (model, source) = try enrolled("OK Hound")
         defer { try? FileManager.default.removeItem(atPath: (source.path as NSString).deletingLastPathComponent) }
         let listener = HotPhraseListener(model: model, settings: HotPhraseSettings(sensitivity: 0), echo: nil, household: source, logger: nil)
-        func threads() -> Int { (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").count) ?? 0 }
+        // The household threads by name: the test process runs other suites' threads meanwhile, as many as it likes.
+        func threads() -> Int {
+            let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task")) ?? []
+            return tasks.filter { (try? String(contentsOfFile: "/proc/self/task/\($0)/comm", encoding: .utf8)) == "hs-household\n" }.count
+        }
         let before = threads()
         let answers = Mutex<[Result<Household, HouseholdError>]>([])
         var most = before
@@ -267,8 +271,8 @@ import TestSupport
             if k % 100 == 0 { most = max(most, threads()) }
         }
         #expect(eventually { answers.withLock { $0.count } == 3000 })
-        // The test process runs other suites' threads meanwhile: a handful more, never one a change.
-        #expect(most <= before + 16, "\(before) threads before, \(most) at most")
+        // Other tests' listeners may be changing their households too: a few, never one a change.
+        #expect(most <= before + 4, "\(before) household threads before, \(most) at most")
         let refusals = answers.withLock { $0.compactMap { if case .failure(let e) = $0 { e.problem } else { nil } } }
         #expect(refusals.allSatisfy { $0.contains("changes are waiting") }, "\(Set(refusals))")
         #expect(eventually { listener.householdSummary.phrases.isEmpty })
