@@ -152,7 +152,7 @@ enum EchoBench {
     static func gained(_ x: [Int16], _ db: Double) -> [Int16] {
         guard db != 0 else { return x }
         let g = pow(10, db / 20)
-        return x.map { Int16(max(-32768, min(32767, (Double($0) * g).rounded()))) }
+        return x.map { Int16(clamping: Int((Double($0) * g).rounded())) }
     }
 
     static func read(_ path: String) throws -> [Int16] {
@@ -249,14 +249,9 @@ enum EchoBench {
         }
     }
 
-    /// Phrases found (a detection from the phrase's start to 1.5 s after its end) and detections that match none.
-    static func score(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: Int) {
-        let r = scoreListing(found, phrases)
-        return (r.hits, r.falses.count)
-    }
-
-    /// score's, with each unmatched detection's time.
-    static func scoreListing(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: [Double]) {
+    /// Phrases found (a detection from the phrase's start to 1.5 s after its end), and the times of the detections
+    /// that match none.
+    static func score(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: [Double]) {
         var hit = [Bool](repeating: false, count: phrases.count)
         var falses: [Double] = []
         for t in found {
@@ -301,7 +296,7 @@ enum EchoBench {
                     let veto = o.refVeto.map { (scores(ref, model: model), $0) }
                     total += list.count
                     for (i, t) in thresholds.enumerated() {
-                        let r = scoreListing(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps), list)
+                        let r = score(detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps), list)
                         missed[i] += list.count - r.hits
                         falses[i] += r.falses.count
                         if o.listFalses {

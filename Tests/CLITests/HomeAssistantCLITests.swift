@@ -36,34 +36,26 @@ import TestSupport
         defer { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
         #expect(output.wait(for: "\"to\":\"ready\""))
 
-        func retained(_ topic: String, until expected: String) throws -> String? {
-            var value: String?
-            for _ in 0..<40 {
-                value = try broker.retained(topic, seconds: 1)[topic]
-                if value == expected { break }
-            }
-            return value
-        }
-        #expect(try retained("hound-speaker/cli/availability", until: "online") == "online")
+        #expect(try broker.retained("hound-speaker/cli/availability") { $0 == "online" } == "online")
         let configs = try broker.retained("homeassistant/#", seconds: 1)
         #expect(configs.count == 9)
         #expect(configs["homeassistant/switch/cli/mute/config"]?.contains("\"name\":\"Test Speaker\"") == true)
-        #expect(try retained("hound-speaker/cli/state", until: "idle") == "idle")
+        #expect(try broker.retained("hound-speaker/cli/state") { $0 == "idle" } == "idle")
 
         // An announcement from Home Assistant is said, as `ctl say` would be.
         try broker.publish("hound-speaker/cli/announce/set", "The laundry is done")
         #expect(output.wait(for: "The laundry is done", seconds: 20))
         try broker.publish("hound-speaker/cli/volume/set", "30")
         #expect(output.wait(for: "\"percent\":30", seconds: 20))
-        #expect(try retained("hound-speaker/cli/volume", until: "30") == "30")
+        #expect(try broker.retained("hound-speaker/cli/volume") { $0 == "30" } == "30")
         try broker.publish("hound-speaker/cli/mute/set", "ON")
-        #expect(try retained("hound-speaker/cli/mute", until: "ON") == "ON")
-        #expect(try retained("hound-speaker/cli/state", until: "muted") == "muted")
+        #expect(try broker.retained("hound-speaker/cli/mute") { $0 == "ON" } == "ON")
+        #expect(try broker.retained("hound-speaker/cli/state") { $0 == "muted" } == "muted")
 
         // Killed (no goodbye): the broker says "offline" for it, the will the speaker left.
         kill(process.processIdentifier, SIGKILL)
         process.waitUntilExit()
-        #expect(try retained("hound-speaker/cli/availability", until: "offline") == "offline")
+        #expect(try broker.retained("hound-speaker/cli/availability") { $0 == "offline" } == "offline")
         let lines = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
         #expect(lines.contains("Home Assistant: connected to the MQTT broker at mqtt://127.0.0.1:\(broker.port)"))
         #expect(!lines.contains(password))

@@ -45,18 +45,7 @@ import Timers
     }
 
     static func online(_ broker: Broker) throws -> Bool {
-        try retained(broker, "hound-speaker/kitchen/availability") { $0 == "online" } == "online"
-    }
-
-    /// The topic's retained message once `until` holds for it (or the last read, after a minute): one read of a
-    /// second may come back empty while the test process runs every other suite beside this one.
-    static func retained(_ broker: Broker, _ topic: String, until: (String?) -> Bool) throws -> String? {
-        var last: String? = nil
-        for _ in 0..<60 {
-            last = try broker.retained(topic, seconds: 1)[topic]
-            if until(last) { break }
-        }
-        return last
+        try broker.retained("hound-speaker/kitchen/availability") { $0 == "online" } == "online"
     }
 
     /// What Home Assistant finds when it starts after the speaker: every config retained, the speaker online, every
@@ -85,7 +74,7 @@ import Timers
         #expect(retained["hound-speaker/kitchen/next_timer"] == "None")
         await bridge.stop()
         // Said goodbye: "offline", retained, from the speaker itself.
-        #expect(try Self.retained(broker, "hound-speaker/kitchen/availability") { $0 == "offline" } == "offline")
+        #expect(try broker.retained("hound-speaker/kitchen/availability") { $0 == "offline" } == "offline")
     }
 
     /// Mute, volume, an announcement and Stop from Home Assistant arrive as the control API's commands; a bad
@@ -124,7 +113,7 @@ import Timers
         let listener = try Listener(port: broker.port, topic: "hound-speaker/kitchen/ring")
         try bridge.start()
         #expect(listener.wait(forLine: #"hound-speaker/kitchen/ring {"brightness":32,"color_mode":"brightness","state":"ON"}"#))
-        #expect(try Self.retained(broker, "homeassistant/light/kitchen/ring/config") { $0 != nil }?.contains(#""schema":"json""#) == true)
+        #expect(try broker.retained("homeassistant/light/kitchen/ring/config") { $0 != nil }?.contains(#""schema":"json""#) == true)
         try broker.publish("hound-speaker/kitchen/ring/set", #"{"state":"OFF"}"#)
         try broker.publish("hound-speaker/kitchen/ring/set", #"{"state":"ON","brightness":75}"#)
         #expect(performed.wait(for: 2) == [.ring(on: false, percent: nil), .ring(on: true, percent: 75)])

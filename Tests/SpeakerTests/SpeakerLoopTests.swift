@@ -117,7 +117,7 @@ struct Rig {
         let sink = pacedSpeaker ? try PacedSink(path: TestALSA.outputFile(speaker), bytesPerSecond: 2 * 2 * 22_050) : nil
 
         var service: LocalHoundifyService? = nil
-        var port = 9
+        let port: Int
         var held: HeldPort? = nil
         if serviceUp {
             var settings = LocalServiceConfiguration(clientID: clientID, clientKey: clientKey, defaultTranscript: transcript)

@@ -103,6 +103,17 @@ public final class Broker: @unchecked Sendable {
         }
         return out
     }
+
+    /// The topic's retained message once `done` holds for it, or the last read after a minute of one-second reads:
+    /// one read may come back empty while the test process runs every other suite beside the caller.
+    public func retained(_ topic: String, until done: (String?) -> Bool) throws -> String? {
+        var last: String? = nil
+        for _ in 0..<60 {
+            last = try retained(topic, seconds: 1)[topic]
+            if done(last) { break }
+        }
+        return last
+    }
 }
 
 /// A subscriber that stays connected (mosquitto_sub -v), as Home Assistant does: every message, in order.

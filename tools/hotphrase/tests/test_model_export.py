@@ -5,8 +5,8 @@ Format 1 (.hpm v1, hotphrase/model.py): int8 weights with a float32 scale per ou
 embedding, hotphrase/export_embedding.py): float16 or float32 embedding weights, float32 head. numpy only, except
 the one check against keras itself, which is skipped without tensorflow.
 """
-import importlib.util
 import contextlib
+import importlib.util
 import io
 import json
 import os
