@@ -44,7 +44,8 @@ enum EchoBench {
         /// echo-only-ring is written, for training on it (issue #61, BENCHMARKS.md "A stop word for everyone").
         var dumpDir: String? = nil
         /// `--list-falses`: each detection that matches no phrase, with where it fell against the nearest one (a
-        /// second fire after the word, one before it, or none near: the speaker's own sound).
+        /// second fire after the word, one before it, or none near: the speaker's own sound); with `--only own`,
+        /// each self-stop with what the speaker was playing (an answer or the ring).
         var listFalses = false
         /// A design study: the microphone's samples scaled by this many dB (clipped) before the canceller, as a
         /// gain stage would (quiet voices and the detector's training levels).
@@ -251,21 +252,23 @@ enum EchoBench {
 
     /// Phrases found (a detection from the phrase's start to 1.5 s after its end), and the times of the detections
     /// that match none.
-    static func score(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: [Double]) {
+    static func score(_ found: [Double], _ phrases: [Phrase]) -> (hits: Int, falses: [Double], heard: [Bool]) {
         var hit = [Bool](repeating: false, count: phrases.count)
         var falses: [Double] = []
         for t in found {
             if let i = phrases.firstIndex(where: { t >= $0.start && t <= $0.end + 1.5 }) { hit[i] = true } else { falses.append(t) }
         }
-        return (hit.filter { $0 }.count, falses)
+        return (hit.filter { $0 }.count, falses, hit)
     }
 
-    /// Where an unmatched detection fell: seconds after the end of the last phrase before it, and before the start
-    /// of the next one.
-    static func nearest(_ t: Double, _ phrases: [Phrase]) -> String {
-        let after = phrases.filter { $0.end <= t }.map { t - $0.end }.min()
+    /// Where an unmatched detection fell: seconds after the end of the last phrase before it (and whether that
+    /// phrase was heard: after a heard "stop" a speaker has stopped its sound, so such a detection cannot happen
+    /// there), and before the start of the next one.
+    static func nearest(_ t: Double, _ phrases: [Phrase], heard: [Bool]) -> String {
+        let last = phrases.indices.filter { phrases[$0].end <= t }.max { phrases[$0].end < phrases[$1].end }
         let before = phrases.filter { $0.start > t }.map { $0.start - t }.min()
-        return "\(after.map { "\(f1($0)) s after a phrase's end" } ?? "no phrase before"), \(before.map { "\(f1($0)) s before the next's start" } ?? "no phrase after")"
+        let after = last.map { "\(f1(t - phrases[$0].end)) s after a \(heard[$0] ? "heard" : "missed") phrase's end" }
+        return "\(after ?? "no phrase before"), \(before.map { "\(f1($0)) s before the next's start" } ?? "no phrase after")"
     }
 
     static func rooms(_ root: String, _ kind: String) throws -> [String] {
@@ -300,7 +303,7 @@ enum EchoBench {
                         missed[i] += list.count - r.hits
                         falses[i] += r.falses.count
                         if o.listFalses {
-                            for f in r.falses { print("  false at \(f3(t)): \(kind) \(room) \(esr) dB at \(f1(f)) s: \(nearest(f, list))") }
+                            for f in r.falses { print("  false at \(f3(t)): \(kind) \(room) \(esr) dB at \(f1(f)) s: \(nearest(f, list, heard: r.heard))") }
                         }
                     }
                 }
@@ -310,6 +313,24 @@ enum EchoBench {
         }
         let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }
         print("canceller CPU so far: \(f3(100 * cpu / max(1e-9, audio))) % of one core (\(f1(audio)) s of audio)")
+    }
+
+    struct Segment { var kind: String; var start: Double; var end: Double }
+
+    /// What the speaker played in an own-speech file (labels.json's far_end segments: "answer" or "ring").
+    static func segments(_ dir: String) throws -> [Segment] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/labels.json"))
+        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let list = (json?["far_end"] as? [String: Any])?["segments"] as? [[String: Any]] ?? []
+        return list.compactMap { p in
+            guard let k = p["kind"] as? String, let s = p["start"] as? Double, let e = p["end"] as? Double else { return nil }
+            return Segment(kind: k, start: s, end: e)
+        }
+    }
+
+    /// What was playing at `t` (or had stopped within the filter's echo tail, 0.5 s), or "nothing".
+    static func playing(_ t: Double, _ segments: [Segment]) -> String {
+        segments.first { t >= $0.start && t <= $0.end + 0.5 }?.kind ?? "nothing"
     }
 
     static func ownSpeech(_ o: Options) throws {
@@ -328,8 +349,13 @@ enum EchoBench {
             detectorCPU += threadCPU() - t0
             let sOff = scores(mic, model: model)
             let veto = o.refVeto.map { (scores(ref, model: model), $0) }
+            let playingList = o.listFalses ? try segments(dir) : []
             for (i, t) in thresholds.enumerated() {
-                wakes[i] += detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps).count
+                let found = detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps)
+                wakes[i] += found.count
+                for f in found where o.listFalses {
+                    print("  false at \(f3(t)): own-speech \(part) at \(f1(f)) s, over \(playing(f, playingList)) (score \(f3(s.last { $0.time <= f }?.score ?? 0)))")
+                }
                 wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps).count
             }
         }
