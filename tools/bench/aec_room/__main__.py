@@ -18,6 +18,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("out", help="output folder (created; an earlier set of this tool in it is replaced)")
     ap.add_argument("--own-hours", type=float, default=1.0, help="hours of own-speech, in 10-minute files (default 1)")
+    ap.add_argument("--own-ring-share", type=float, default=common.OWN_RING_FRACTION,
+                    help=f"the ring's share of own-speech (default {common.OWN_RING_FRACTION:g}; 1: only the ring, "
+                    "for the stop word's self-stops over it, issue #61)")
     ap.add_argument("--seed", type=int, default=19, help="base seed (default 19)")
     ap.add_argument("--phrases", type=int, default=40, help="phrases per talk/ring condition (default 40)")
     ap.add_argument("--real-clips", type=int, default=60, help="real 'view glass' clips per realvg condition (default 60)")
@@ -34,6 +37,10 @@ def main():
     ap.add_argument("--check", action="store_true", help="only check the set already in OUT")
     ap.add_argument("--no-check", action="store_true", help="do not check the set after generating it")
     args = ap.parse_args()
+    if not 0 <= args.own_ring_share <= 1:
+        print(f"aec_room: error: --own-ring-share {args.own_ring_share:g} is not between 0 and 1", file=sys.stderr)
+        sys.exit(2)
+    common.OWN_RING_FRACTION = args.own_ring_share
     if args.ring:
         common.TIMER_WAV = os.path.abspath(args.ring)
     common.ANSWER_TEXTS = args.answer_texts

@@ -13,7 +13,7 @@ import numpy as np
 from . import common as C
 from .answers import Answers, answer_text, ring_signal, speech_stream, timer_ring
 from .common import (ANSWER_DBFS, BULK_DELAY_SAMPLES, ECHO_DBFS, ECHO_ONLY_SECONDS, ESRS_DB, FIRST_PHRASE_S, Fail,
-                     NOISE_BELOW_ECHO_DB, NOISE_DBFS, OWN_FILE_SECONDS, OWN_RING_FRACTION, QUICK, SPACING_S, SR,
+                     NOISE_BELOW_ECHO_DB, NOISE_DBFS, OWN_FILE_SECONDS, QUICK, SPACING_S, SR,
                      WavWriter, active_rms, db, rng_for, write_float_wav, write_wav)
 from .nearend import heldout_phrases, mix_near, phrase_labels, place_phrases, real_files, real_phrases
 from .rooms import PinkNoise, ROOMS, StreamEcho, echo_of, make_room, room_json
@@ -90,7 +90,8 @@ def own_speech_file(idx, R, seconds, seed, answers, ring, ring_rate, d):
     t = ring_t = 0
     segs = []
     while t < n_total:
-        if ring_t < OWN_RING_FRACTION * t and r.random() < 0.3:
+        # (a share of 1: nothing but the ring, for its self-stops alone)
+        if C.OWN_RING_FRACTION >= 1 or (ring_t < C.OWN_RING_FRACTION * t and r.random() < 0.3):
             x = ring_signal(ring, int(r.uniform(10, 40) * SR))
             seg = {"kind": "ring"}
         else:
@@ -170,6 +171,7 @@ def generate(args, log):
     prepare_out(out)
     index = {"generator": GENERATOR, "arguments": {"seed": seed, "phrases": n_ph, "real_clips": n_real,
                                                    "own_hours": args.own_hours, "quick": quick,
+                                                   "own_ring_share": C.OWN_RING_FRACTION,
                                                    "answer_texts": C.ANSWER_TEXTS,
                                                    "fallback_rirs": args.fallback_rirs},
              "complete": False, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "stages_s": {}}
