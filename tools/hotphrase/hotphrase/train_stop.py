@@ -23,7 +23,9 @@ Training data, each set embedded once and cached in WORKDIR/stop/cache:
     "stop"; not the answers the benchmark's room set speaks) and its timer ring (share/earcons/timer.wav), each
     through a random room, at random levels with training noise under them, alone and with a person talking over
     them; with --residual, what the canceller left of that sound instead, and --clean-own-hours of it as it plays
-    beside (a canceller still converging, or one that has lost its path, passes it nearly whole);
+    beside (a canceller still converging, or one that has lost its path, passes it nearly whole); with
+    --ring-residual, --ring-hours of what the canceller left of the ring alone (a room set made with
+    --own-ring-share 1, dumped: each ring's start as the filter converges on it, and its end);
   - the shared negatives of recipe e1 (sentences by the training voices, none saying "stop", the real-speech
     training speakers, training noise alone), made for this word (its own cache, not the other phrases');
   - confusables: make_data's ("top", "shop", "stock", ...) and the other words of the real clips' training speakers
@@ -137,6 +139,8 @@ def own_stream(rng, speech, ring, seconds):
 # --dump-dir DIR, over a room set made with --answer-texts sentences): {"speech": ..., "ring": ...}, used by Own in
 # place of the synthetic echo. Set in main before the worker processes start (they inherit it).
 RESIDUAL = None
+# --ring-residual DIR: the dump of a ring-only room set (its own-speech and echo-only-ring), {"ring": ..., "key": ...}.
+RING_RESIDUAL = None
 
 
 def load_residual(d):
@@ -160,6 +164,17 @@ def load_residual(d):
     listing = sorted((os.path.relpath(f, d), os.path.getsize(f)) for f in glob.glob(os.path.join(d, "*", "*.wav")))
     key = f"{zlib.crc32(repr(listing).encode()):08x}"
     return {"speech": cat(["own-speech", "echo-only"]), "ring": cat(["echo-only-ring"]), "talk": talk, "key": key}
+
+
+def load_ring_residual(d):
+    import glob
+    files = sorted(f for k in ("own-speech", "echo-only-ring") for f in glob.glob(os.path.join(d, k, "*.wav")))
+    if not files:
+        raise HotPhraseError(d, "no own-speech/echo-only-ring WAV files (hound-speaker-bench aec ... --only dump, over "
+                                "a room set made with --own-ring-share 1)")
+    listing = [(os.path.relpath(f, d), os.path.getsize(f)) for f in files]
+    return {"ring": np.concatenate([_read_wav(f) for f in files]).astype(np.float32),
+            "key": f"{zlib.crc32(repr(listing).encode()):08x}"}
 
 
 def _talk_worker(args):
@@ -263,14 +278,16 @@ def _neg_worker(args):
 
 
 def _own_worker(args):
-    """The own sound alone (room, level, a little training noise), or with a person talking over it."""
+    """The own sound alone (room, level, a little training noise), or with a person talking over it. With
+    ring_only, crops of RING_RESIDUAL in place of the own sound."""
     seed, (seconds, speech, ring, fillers, talk_share, kinds, *rest) = args
     rng = np.random.default_rng(seed)
     banks = D.Banks(rng, kinds, 60, fillers)
-    own = Own(rng, speech, ring, max(60, seconds), clean=bool(rest and rest[0]))
+    ring_only = len(rest) > 1 and rest[1]
+    own = None if ring_only else Own(rng, speech, ring, max(60, seconds), clean=bool(rest and rest[0]))
     out, n, left = [], int(10 * SR), seconds
     while left > 0:
-        e = own.echo(rng, n)
+        e = A.crop(rng, RING_RESIDUAL["ring"], n).astype(np.float32) if ring_only else own.echo(rng, n)
         e = e + banks.noise(rng, n) * np.sqrt(np.mean(e ** 2) / 10 ** (rng.uniform(10, 40) / 10))
         if rng.random() < talk_share:
             f = fillers[rng.integers(len(fillers))][: n - SR]
@@ -330,7 +347,7 @@ def merge(parts):
 
 
 def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_TEXTS, esr=POS_ESR_RANGE,
-         own_share=OWN_SHARE, talk_copies=2, clean_own_seconds=0):
+         own_share=OWN_SHARE, talk_copies=2, clean_own_seconds=0, ring_seconds=0):
     d = os.path.join(workdir, "stop", "cache")
     os.makedirs(d, exist_ok=True)
     sents = stop_sentences(workdir)
@@ -401,6 +418,13 @@ def data(workdir, procs, real_copies, own_seconds=OWN_SECONDS, own_texts_n=OWN_T
                            [(650 + i, (clean_own_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3,
                                        A.TRAIN_NOISES, True)) for i in range(e1data.CHUNKS)],
                            procs, "own sound as it plays")[0])
+    if RING_RESIDUAL is not None and ring_seconds > 0:
+        # the canceller's output over the ring alone: v9, which saw the ring's residual only as a tenth of the own
+        # sound and a minute of each room, stopped itself over it, most often as a ring started
+        negs.append(ragged(os.path.join(d, f"neg_ring_{ring_seconds}_res{RING_RESIDUAL['key']}.npz"), _own_worker,
+                           [(680 + i, (ring_seconds // e1data.CHUNKS, speech, ring, fillers, 0.3, A.TRAIN_NOISES,
+                                       False, True)) for i in range(e1data.CHUNKS)],
+                           procs, "the canceller's output over the ring alone")[0])
     # the sampler's "noise alone" share: the own sound (negative coordinates)
     noise = [(len(neg_shared), sum(len(n) for n in negs))]
     return pos, (conf_e, conf_ends), np.concatenate(negs), noise, (speech, ring, fillers)
@@ -458,17 +482,25 @@ def main(argv=None):
                     "(a person over the own sound through the canceller) among the positives; 0: none")
     ap.add_argument("--clean-own-hours", type=float, default=0.0, help="with --residual, also this much of the own "
                     "sound as it plays (no canceller) among the negatives")
+    ap.add_argument("--ring-residual", help="the canceller's output over the ring alone (the dump of a room set made "
+                    "with aec_room --own-ring-share 1), --ring-hours of it among the negatives")
+    ap.add_argument("--ring-hours", type=float, default=0.0, help="with --ring-residual: how much of it")
     ap.add_argument("--procs", type=int, default=os.cpu_count() or 2)
     a = ap.parse_args(argv)
     if a.clean_own_hours and (a.clean_own_hours < 0 or not a.residual):
         ap.error(f"--clean-own-hours {a.clean_own_hours:g}: hours of the own sound as it plays beside --residual's "
                  "(without --residual all the own sound is as it plays)")
-    global RESIDUAL
+    if (a.ring_hours != 0 or a.ring_residual) and (a.ring_hours <= 0 or not a.ring_residual):
+        ap.error(f"--ring-hours {a.ring_hours:g} and --ring-residual {a.ring_residual}: both, and more than 0 hours")
+    global RESIDUAL, RING_RESIDUAL
     if a.residual:
         RESIDUAL = load_residual(a.residual)
+    if a.ring_residual:
+        RING_RESIDUAL = load_ring_residual(a.ring_residual)
     t0 = time.time()
     pos, conf, neg, noise, _ = data(a.workdir, a.procs, a.real_copies, int(a.own_hours * 3600), a.own_texts,
-                                    tuple(a.esr), a.own_share, a.talk_copies, int(a.clean_own_hours * 3600))
+                                    tuple(a.esr), a.own_share, a.talk_copies, int(a.clean_own_hours * 3600),
+                                    int(a.ring_hours * 3600))
     s = T2.Sampler(a.frames, pos, conf, neg, noise, a.seed)
     print(f"training windows: {len(s.pos_end)} positives, {len(s.conf_end)} confusable ends, "
           f"{len(s.neg_any) * STEP_SECONDS / 3600:.2f} h of negatives", flush=True)
@@ -495,7 +527,8 @@ def main(argv=None):
                          "real_copies": a.real_copies, "label_smoothing": a.label_smoothing,
                          "own_hours": a.own_hours, "own_texts": a.own_texts, "esr": a.esr,
                          "own_share": a.own_share, "residual": a.residual, "talk_copies": a.talk_copies,
-                         "clean_own_hours": a.clean_own_hours,
+                         "clean_own_hours": a.clean_own_hours, "ring_residual": a.ring_residual,
+                         "ring_hours": a.ring_hours,
                          "real_training_clips": int(len(G.files(os.path.join(a.workdir, "stop-real"), "train"))),
                          "positive_clips": int(len(s.pos_end)),
                          "negative_hours": round(len(s.neg_any) * STEP_SECONDS / 3600, 2),

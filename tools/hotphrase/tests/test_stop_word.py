@@ -126,6 +126,46 @@ class Audio(unittest.TestCase):
             with self.assertRaises(HotPhraseError):
                 S.load_residual(d)
 
+    def test_ring_hours_and_the_ring_residual_go_together(self):
+        import contextlib
+        import io
+        from hotphrase import train_stop as S
+        for args in (["--ring-hours", "2"], ["--ring-residual", "/nonexistent"],
+                     ["--ring-hours", "0", "--ring-residual", "/nonexistent"],
+                     ["--ring-hours", "-1", "--ring-residual", "/nonexistent"]):
+            errors = io.StringIO()
+            with contextlib.redirect_stderr(errors), self.assertRaises(SystemExit):
+                S.main(["/nonexistent-workdir"] + args)
+            self.assertIn("both, and more than 0 hours", errors.getvalue())
+
+    @unittest.skipUnless(importlib.util.find_spec("soundfile") is not None, "needs soundfile (the training venv)")
+    def test_the_ring_residual_is_the_ring_alone_and_named_by_its_files(self):
+        import os
+        import tempfile
+        import wave
+        from hotphrase import train_stop as S
+        from hotphrase.errors import HotPhraseError
+
+        def wav(path, n, value):
+            with wave.open(path, "wb") as w:
+                w.setnchannels(1)
+                w.setsampwidth(2)
+                w.setframerate(16000)
+                w.writeframes(np.full(n, value, np.int16).tobytes())
+        with tempfile.TemporaryDirectory() as d:
+            for k in ("own-speech", "echo-only-ring", "echo-only"):
+                os.makedirs(os.path.join(d, k))
+            with self.assertRaises(HotPhraseError):
+                S.load_ring_residual(d)
+            wav(os.path.join(d, "own-speech", "000.wav"), 16000, 1000)
+            wav(os.path.join(d, "echo-only-ring", "rt0.2.wav"), 8000, 2000)
+            wav(os.path.join(d, "echo-only", "rt0.2.wav"), 4000, 3000)  # the answers' residual: not the ring
+            r = S.load_ring_residual(d)
+            self.assertEqual(len(r["ring"]), 24000)
+            self.assertEqual(sorted(set(np.round(r["ring"] * 32768).astype(int))), [1000, 2000])
+            wav(os.path.join(d, "own-speech", "001.wav"), 160, 1000)
+            self.assertNotEqual(S.load_ring_residual(d)["key"], r["key"])
+
 
 if __name__ == "__main__":
     unittest.main()
