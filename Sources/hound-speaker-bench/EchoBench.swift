@@ -328,9 +328,12 @@ enum EchoBench {
         }
     }
 
-    /// What was playing at `t` (or had stopped within the filter's echo tail, 0.5 s), or "nothing".
+    /// What was playing at `t` and how far into it (0.1 s past its end still counts: the output's queue), or how
+    /// long after the end of what played last. A speaker listens for the stop word only while it plays.
     static func playing(_ t: Double, _ segments: [Segment]) -> String {
-        segments.first { t >= $0.start && t <= $0.end + 0.5 }?.kind ?? "nothing"
+        guard let last = segments.last(where: { $0.start <= t }) else { return "nothing yet" }
+        if t <= last.end + 0.1 { return "over \(last.kind), \(f1(t - last.start)) s into it" }
+        return "after \(last.kind == "ring" ? "a ring" : "an answer"), \(f1(t - last.end)) s after its end"
     }
 
     static func ownSpeech(_ o: Options) throws {
@@ -354,7 +357,7 @@ enum EchoBench {
                 let found = detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps)
                 wakes[i] += found.count
                 for f in found where o.listFalses {
-                    print("  false at \(f3(t)): own-speech \(part) at \(f1(f)) s, over \(playing(f, playingList)) (score \(f3(s.last { $0.time <= f }?.score ?? 0)))")
+                    print("  false at \(f3(t)): own-speech \(part) at \(f1(f)) s, \(playing(f, playingList)) (score \(f3(s.last { $0.time <= f }?.score ?? 0)))")
                 }
                 wakesOff[i] += detections(sOff, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps).count
             }
