@@ -240,10 +240,13 @@ enum EchoBench {
 
     struct Phrase { var start: Double; var end: Double }
 
+    /// A room set's labels.json for one recording.
+    static func labels(_ dir: String) throws -> [String: Any]? {
+        try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: "\(dir)/labels.json"))) as? [String: Any]
+    }
+
     static func phrases(_ dir: String) throws -> [Phrase] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/labels.json"))
-        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        let list = json?["phrases"] as? [[String: Any]] ?? []
+        let list = try labels(dir)?["phrases"] as? [[String: Any]] ?? []
         return list.compactMap { p in
             guard let s = p["start"] as? Double, let e = p["end"] as? Double else { return nil }
             return Phrase(start: s, end: e)
@@ -319,9 +322,7 @@ enum EchoBench {
 
     /// What the speaker played in an own-speech file (labels.json's far_end segments: "answer" or "ring").
     static func segments(_ dir: String) throws -> [Segment] {
-        let data = try Data(contentsOf: URL(fileURLWithPath: "\(dir)/labels.json"))
-        let json = try JSONSerialization.jsonObject(with: data) as? [String: Any]
-        let list = (json?["far_end"] as? [String: Any])?["segments"] as? [[String: Any]] ?? []
+        let list = (try labels(dir)?["far_end"] as? [String: Any])?["segments"] as? [[String: Any]] ?? []
         return list.compactMap { p in
             guard let k = p["kind"] as? String, let s = p["start"] as? Double, let e = p["end"] as? Double else { return nil }
             return Segment(kind: k, start: s, end: e)

@@ -74,15 +74,18 @@ class Audio(unittest.TestCase):
         finally:
             S.RESIDUAL = saved
 
-    def test_clean_own_hours_are_refused_without_a_residual_or_below_zero(self):
+    def assert_refused(self, args, says):
         import contextlib
         import io
         from hotphrase import train_stop as S
+        errors = io.StringIO()
+        with contextlib.redirect_stderr(errors), self.assertRaises(SystemExit):
+            S.main(["/nonexistent-workdir"] + args)
+        self.assertIn(says, errors.getvalue())
+
+    def test_clean_own_hours_are_refused_without_a_residual_or_below_zero(self):
         for args in (["--clean-own-hours", "3"], ["--clean-own-hours", "-1", "--residual", "/nonexistent"]):
-            errors = io.StringIO()
-            with contextlib.redirect_stderr(errors), self.assertRaises(SystemExit):
-                S.main(["/nonexistent-workdir"] + args)
-            self.assertIn("beside --residual", errors.getvalue())
+            self.assert_refused(args, "beside --residual")
 
     @unittest.skipUnless(importlib.util.find_spec("soundfile") is not None, "needs soundfile (the training venv)")
     def test_the_residual_folder_gives_its_phrases_through_the_canceller(self):
@@ -127,16 +130,10 @@ class Audio(unittest.TestCase):
                 S.load_residual(d)
 
     def test_ring_hours_and_the_ring_residual_go_together(self):
-        import contextlib
-        import io
-        from hotphrase import train_stop as S
         for args in (["--ring-hours", "2"], ["--ring-residual", "/nonexistent"],
                      ["--ring-hours", "0", "--ring-residual", "/nonexistent"],
                      ["--ring-hours", "-1", "--ring-residual", "/nonexistent"]):
-            errors = io.StringIO()
-            with contextlib.redirect_stderr(errors), self.assertRaises(SystemExit):
-                S.main(["/nonexistent-workdir"] + args)
-            self.assertIn("both, and more than 0 hours", errors.getvalue())
+            self.assert_refused(args, "both, and more than 0 hours")
 
     @unittest.skipUnless(importlib.util.find_spec("soundfile") is not None, "needs soundfile (the training venv)")
     def test_the_ring_residual_is_the_ring_alone_and_named_by_its_files(self):
