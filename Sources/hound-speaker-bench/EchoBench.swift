@@ -47,6 +47,9 @@ enum EchoBench {
         /// second fire after the word, one before it, or none near: the speaker's own sound); with `--only own`,
         /// each self-stop with what the speaker was playing (an answer or the ring).
         var listFalses = false
+        /// `--list-misses`: each phrase not heard, with its voice (which held-out speakers a head misses, and
+        /// whether it misses them whatever plays).
+        var listMisses = false
         /// A design study: the microphone's samples scaled by this many dB (clipped) before the canceller, as a
         /// gain stage would (quiet voices and the detector's training levels).
         var micGainDB = 0.0
@@ -74,12 +77,13 @@ enum EchoBench {
             case "--min-steps": o.minSteps = max(1, Int(args.popFirst() ?? "") ?? 1)
             case "--dump-dir": o.dumpDir = args.popFirst()
             case "--list-falses": o.listFalses = true
+            case "--list-misses": o.listMisses = true
             case "--mic-gain-db": o.micGainDB = Double(args.popFirst() ?? "") ?? 0
             default: o.root = a
             }
         }
         guard !o.root.isEmpty, FileManager.default.fileExists(atPath: "\(o.root)/index.json") else {
-            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X] [--mic-gain-db DB] [--list-falses]")
+            print("usage: hound-speaker-bench aec ROOMSET (a folder made by tools/bench/aec_room) [--delay-ms N] [--tail-ms N] [--model FILE] [--sensitivities a,b] [--only erle|hotphrase|own] [--ref-veto X] [--mic-gain-db DB] [--list-falses] [--list-misses]")
             return
         }
         print("echo canceller: speexdsp MDF, \(o.settings.frameMS) ms frames, tail \(o.settings.tailMS) ms, residual suppression \(o.settings.suppressDB)/\(o.settings.suppressActiveDB) dB, noise \(o.settings.noiseSuppressDB) dB, delay \(o.settings.delayMS) ms (guard \(EchoCanceller.guardMS) ms); the detector hears the \(o.detectorHearsFilter ? "adaptive filter's" : "uploaded (suppressed)") output")
@@ -238,7 +242,7 @@ enum EchoBench {
         return out
     }
 
-    struct Phrase { var start: Double; var end: Double }
+    struct Phrase { var start: Double; var end: Double; var voice = "" }
 
     /// A room set's labels.json for one recording.
     static func labels(_ dir: String) throws -> [String: Any]? {
@@ -249,7 +253,7 @@ enum EchoBench {
         let list = try labels(dir)?["phrases"] as? [[String: Any]] ?? []
         return list.compactMap { p in
             guard let s = p["start"] as? Double, let e = p["end"] as? Double else { return nil }
-            return Phrase(start: s, end: e)
+            return Phrase(start: s, end: e, voice: p["voice"] as? String ?? "")
         }
     }
 
@@ -273,6 +277,8 @@ enum EchoBench {
         let after = last.map { "\(f1(t - phrases[$0].end)) s after a \(heard[$0] ? "heard" : "missed") phrase's end" }
         return "\(after ?? "no phrase before"), \(before.map { "\(f1($0)) s before the next's start" } ?? "no phrase after")"
     }
+
+    static func name(_ kind: String, _ useAEC: Bool) -> String { useAEC ? kind : "\(kind), off" }
 
     static func rooms(_ root: String, _ kind: String) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: "\(root)/\(kind)").filter { !$0.hasPrefix(".") }.sorted()
@@ -308,10 +314,14 @@ enum EchoBench {
                         if o.listFalses {
                             for f in r.falses { print("  false at \(f3(t)): \(kind) \(room) \(esr) dB at \(f1(f)) s: \(nearest(f, list, heard: r.heard))") }
                         }
+                        if o.listMisses {
+                            for (p, heard) in zip(list, r.heard) where !heard {
+                                print("  missed at \(f3(t)): \(name(kind, useAEC)) \(room) \(esr) dB at \(f1(p.start)) s: \(p.voice)")
+                            }
+                        }
                     }
                 }
-                let name = useAEC ? kind : "\(kind), off"
-                print("| \(name) | \(esr) dB | \(total) | " + thresholds.indices.map { "\(pct(missed[$0], total)) (\(falses[$0]))" }.joined(separator: " | ") + " |")
+                print("| \(name(kind, useAEC)) | \(esr) dB | \(total) | " + thresholds.indices.map { "\(pct(missed[$0], total)) (\(falses[$0]))" }.joined(separator: " | ") + " |")
             }
         }
         let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }

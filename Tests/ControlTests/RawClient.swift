@@ -21,7 +21,8 @@ final class RawClient: @unchecked Sendable {
         fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket: \(errno)") }
         if var size = receiveBuffer { setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size)) }
-        var timeout = timeval(tv_sec: 20, tv_usec: 0)
+        // A safety net, not a measure: the whole suite on two cores has held a server's answer past 20 s.
+        var timeout = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -75,7 +76,7 @@ final class RawClient: @unchecked Sendable {
         return await response()
     }
 
-    /// Everything the server sends until it closes the connection (or 20 s pass): the status, the head and the body.
+    /// Everything the server sends until it closes the connection (or 60 s pass): the status, the head and the body.
     func response() async -> (status: Int, head: String, body: String) {
         await offPool { [self] in
             while fill() {}
@@ -86,14 +87,14 @@ final class RawClient: @unchecked Sendable {
         }
     }
 
-    /// Whether the server closes the connection within 20 s (whatever it sends first is kept for `response`).
+    /// Whether the server closes the connection within 60 s (whatever it sends first is kept for `response`).
     func closedByServer() async -> Bool {
         await offPool { [self] in
             while true {
                 var buffer = [UInt8](repeating: 0, count: 65536)
                 let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
                 if count > 0 { pending += buffer[..<count]; continue }
-                // 0: the end of the stream; ECONNRESET: closed with our bytes unread. EAGAIN: the 20 s passed.
+                // 0: the end of the stream; ECONNRESET: closed with our bytes unread. EAGAIN: the 60 s passed.
                 return count == 0 || errno == ECONNRESET
             }
         }

@@ -84,7 +84,10 @@ public final class LoopRig: Sendable {
     /// Moves the clock on by `duration` as the loop would live it: at each timer's deadline the loop handles what
     /// fell due (and arms what comes next) before time goes on. (`clock.advance` alone moves to the end at once,
     /// and a timer the loop arms while handling the first one would count from the end instead.)
+    /// The loop first finishes the events sent before: a timer it arms while handling one (a timer set) would
+    /// otherwise be armed after the clock had moved, and count from there.
     public func advance(by duration: Duration) async {
+        await loop.settled()
         var left = duration
         while let next = clock.untilNextTimer, next <= left {
             clock.advance(by: next)
