@@ -32,6 +32,7 @@ NOISE_BELOW_ECHO_DB = 40.0
 NOISE_DBFS = ECHO_DBFS - NOISE_BELOW_ECHO_DB
 SPEED_OF_SOUND = 343.0
 MIN_ECHO_IN_SPAN_DB = -10.0  # a phrase's span must hold echo within this of the playback's usual level
+MAX_NUDGE_S = 8  # how far a phrase may be moved later to find it (else the set is not made)
 SPACING_S = (6.0, 8.0)  # one phrase every 6-8 s (onset to onset)
 FIRST_PHRASE_S = (3.0, 4.0)
 OWN_FILE_SECONDS = 600

@@ -8,7 +8,7 @@ import random
 import numpy as np
 
 from . import common as C
-from .common import (FIRST_PHRASE_S, Fail, MIN_ECHO_IN_SPAN_DB, SPACING_S, SR, active_rms, active_span, db,
+from .common import (FIRST_PHRASE_S, Fail, MAX_NUDGE_S, MIN_ECHO_IN_SPAN_DB, SPACING_S, SR, active_rms, active_span, db,
                      read_wav, rms, rng_for, sox_to_16k)
 
 
@@ -84,10 +84,11 @@ def place_phrases(r, clips, R, echoes, n_max):
         a, b = active_span(x)
         a, b = a + D, b + D
         nudged = 0
-        while True:
-            ok = all(rms(e[t + a: t + b]) >= u * 10 ** (MIN_ECHO_IN_SPAN_DB / 20) for e, u in zip(echoes, usual))
-            if ok or nudged >= 8 * SR // 4:
-                break
+        while not all(rms(e[t + a: t + b]) >= u * 10 ** (MIN_ECHO_IN_SPAN_DB / 20) for e, u in zip(echoes, usual)):
+            # A phrase in a pause would be scaled to the pause's echo for its ESR: to nothing, a voice no one hears.
+            if nudged >= MAX_NUDGE_S * SR:
+                raise Fail(f"no place within {MAX_NUDGE_S:g} s of {t / SR - nudged / SR:.2f} s where every playback "
+                           f"is within {-MIN_ECHO_IN_SPAN_DB:g} dB of its usual level over the phrase (internal)")
             t += SR // 4
             nudged += SR // 4
         if t + len(near) > n_max:

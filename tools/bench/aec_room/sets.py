@@ -262,7 +262,8 @@ def generate(args, log):
 
             log(f"realvg: {name}")
             clips = real_phrases(seed, ri, n_real, tmp)
-            pl, n = place_phrases(rng_for(seed, "place-real", name), clips, R, [echo_t], n_far)
+            # over the answers and over the ring: realvg-ring puts the same clips at the same times
+            pl, n = place_phrases(rng_for(seed, "place-real", name), clips, R, [echo_t, echo_r], n_far)
             for esr in esrs:
                 noise = noise_for(seed, "realvg", name, esr)(n)
                 near, gains = mix_near(pl, echo_t[:n], esr, n)
