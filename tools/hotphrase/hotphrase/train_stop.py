@@ -59,6 +59,7 @@ ESR_RANGE = (-30.0, 20.0)  # echo over speech at the microphone: canceller resid
 # residual (the speaker listens over its own sound only then: no barge-in without it).
 POS_ESR_RANGE = (-35.0, 0.0)
 OWN_SHARE = 0.6  # share of positives and confusables heard over the speaker's own sound (--own-share)
+MIN_TALK_OVER_NOISE_DB = 10.0  # a dump's phrase quieter than the room's noise plus this is not a positive
 OWN_SECONDS = 10800  # own sound alone (and with talk over it) among the negatives (--own-hours)
 OWN_TEXTS = 1200  # training sentences its voice reads (--own-texts)
 EVAL_OWN_SECONDS = 3600  # held-out own sound (other sentences, other rooms) for the threshold
@@ -155,8 +156,13 @@ def load_residual(d):
         labels = f[:-4] + ".json"
         try:
             with open(labels) as j:
-                spans = [(int(p["start_sample"]), int(p["end_sample"])) for p in json.load(j)["phrases"]]
-        except (OSError, ValueError, KeyError, TypeError) as e:
+                L = json.load(j)
+            floor = L.get("noise", {}).get("rms_dbfs")
+            # A phrase scaled for its ESR to the echo of a pause (room sets made before aec_room placed real clips
+            # where the ring plays too) is no voice at all: as a positive it taught that the residual is "stop".
+            spans = [(int(p["start_sample"]), int(p["end_sample"])) for p in L["phrases"]
+                     if floor is None or p.get("level_dbfs") is None or p["level_dbfs"] >= floor + MIN_TALK_OVER_NOISE_DB]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
             raise HotPhraseError(labels, f"no phrase spans beside {os.path.basename(f)} ({e})") from e
         if spans:
             talk.append((f, spans))
