@@ -67,9 +67,12 @@ public final class SetupServer: Sendable {
     static let largestBody = 16 * 1024
     /// A request must arrive whole within this, and the answer (a signed query to Houndify) comes within Houndify's
     /// own time limits, well inside it.
-    static let readTimeout = TimeAmount.seconds(30)
+    private let readTimeout: TimeAmount
 
-    public init(desk: SetupDesk, page: [UInt8]?, logger: Logger, newCode: @escaping @Sendable (String) -> Void, submit: @escaping Submit) {
+    /// `readTimeout`: how long a connection may send nothing before its request is whole (tests shorten it).
+    public init(desk: SetupDesk, page: [UInt8]?, logger: Logger, readTimeout: Duration = .seconds(30),
+                newCode: @escaping @Sendable (String) -> Void, submit: @escaping Submit) {
+        self.readTimeout = .milliseconds(Int64(max(1, min(readTimeout / .milliseconds(1), 86_400_000))))
         self.desk = Mutex(desk)
         self.page = page
         self.logger = logger
@@ -130,8 +133,7 @@ public final class SetupServer: Sendable {
                     channel.closeFuture.whenComplete { _ in arrived.finish() }
                     let sync = channel.pipeline.syncOperations
                     try sync.configureHTTPServerPipeline(withPipeliningAssistance: false, withErrorHandling: true)
-                    try sync.addHandler(IdleStateHandler(readTimeout: Self.readTimeout))
-                    try sync.addHandler(CloseWhenIdle())
+                    try sync.addHandler(IdleStateHandler(readTimeout: readTimeout))
                     try sync.addHandler(SetupRequestReader(arrived: arrived))
                     return Connection(channel: channel, request: request)
                 }
@@ -307,6 +309,16 @@ final class SetupRequestReader: ChannelDuplexHandler {
         }
     }
 
+    /// A connection that sends nothing for the read timeout before its request is whole is closed; not once it is:
+    /// the phone is waiting for the answer (the credentials' check with Houndify may outlast the timeout).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent {
+            if !handedOver { context.close(promise: nil) }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     private func handOver(_ request: SetupServer.Request) {
         handedOver = true
         arrived.yield(request)
@@ -332,15 +344,5 @@ final class SetupRequestReader: ChannelDuplexHandler {
         let channel = context.channel
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in channel.close(promise: nil) }
         promise?.succeed()
-    }
-}
-
-/// Closes a connection that has sent nothing for the read timeout (IdleStateHandler's event).
-final class CloseWhenIdle: ChannelInboundHandler, Sendable {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is IdleStateHandler.IdleStateEvent { context.close(promise: nil) } else { context.fireUserInboundEventTriggered(event) }
     }
 }

@@ -77,13 +77,19 @@ import Synchronization
     }
 
     /// `marker` goes in the page, for a test that must tell this server's page from another's.
-    func started(answer: SetupProblem? = nil, marker: String = "") async throws -> (SetupServer, Int, Calls, Task<Void, Never>) {
+    /// `checking`: how long the form's check takes (Houndify's answer to the signed request).
+    func started(answer: SetupProblem? = nil, marker: String = "", readTimeout: Duration = .seconds(30),
+                 checking: Duration = .zero) async throws -> (SetupServer, Int, Calls, Task<Void, Never>) {
         var logger = Logger(label: "setup-test")
         logger.logLevel = .critical
         let calls = Calls()
         let server = SetupServer(desk: SetupDesk(makeCode: SetupDeskTests.counting()), page: Array("<!doctype html><title>Set up</title>\(marker)".utf8),
-                                 logger: logger, newCode: { code in calls.newCodes.withLock { $0.append(code) } },
-                                 submit: { form in calls.forms.withLock { $0.append(form) }; return answer })
+                                 logger: logger, readTimeout: readTimeout, newCode: { code in calls.newCodes.withLock { $0.append(code) } },
+                                 submit: { form in
+                                     if checking > .zero { try? await Task.sleep(for: checking) }
+                                     calls.forms.withLock { $0.append(form) }
+                                     return answer
+                                 })
         let port = try await server.start(host: "127.0.0.1", port: 0)
         let running = Task { await server.run() }
         return (server, port, calls, running)
@@ -251,10 +257,24 @@ import Synchronization
         return await !client.request("GET", "/").body.contains(marker)
     }
 
+    /// A phone that opens a connection and sends nothing is let go after the read timeout; one whose form is being
+    /// checked is not, however long the check takes: it gets the answer (a saved form it was never told of would
+    /// leave the person setting up a speaker that is already set up).
+    @Test func theReadTimeoutEndsASilentConnectionNotAFormBeingChecked() async throws {
+        let (server, port, calls, running) = try await started(readTimeout: .milliseconds(500), checking: .seconds(2))
+        let silent = try RawClient(port: port)
+        #expect(await silent.closedByServer())
+        let reply = try await post(port, form("100000"))
+        #expect(reply.status == 200 && reply.body.contains("\"ok\":true"), "\(reply)")
+        #expect(calls.forms.withLock { $0.count } == 1)
+        await server.stop()
+        await running.value
+    }
+
     @Test func aSavedFormClosesTheDesk() async throws {
         let (server, port, _, running) = try await started()
         let reply = try await post(port, form("100000"))
-        #expect(reply.status == 200 && reply.body.contains("\"ok\":true"))
+        #expect(reply.status == 200 && reply.body.contains("\"ok\":true"), "\(reply)")
         #expect(server.code != "100000")
         #expect(try await post(port, form(server.code)).status == 409)
         await server.stop()
