@@ -67,10 +67,7 @@ public final class ControlServer: Sendable {
             if let requestTimeout { self.requestTimeout = requestTimeout }
         }
 
-        var requestTimeAmount: TimeAmount {
-            let (seconds, attoseconds) = requestTimeout.components
-            return .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-        }
+        var requestTimeAmount: TimeAmount { requestTimeout.timeAmount }
     }
 
     /// `page`: the kiosk page's HTML (nil: not installed; `/` then says so).
@@ -701,4 +698,9 @@ final class WebSocketSubscriber: ControlSubscriber {
         channel.writeAndFlush(frame).whenComplete { _ in self.backlog.subtract(size, ordering: .relaxed) }
         return true
     }
+}
+
+extension Duration {
+    /// As NIO's timers take it, at most a day (NIO counts nanoseconds in an Int64).
+    var timeAmount: TimeAmount { .milliseconds(Int64(max(0, min(self / .milliseconds(1), 86_400_000)))) }
 }

@@ -65,14 +65,13 @@ public final class SetupServer: Sendable {
     static let largestConnections = 16
     /// A form is a few hundred bytes.
     static let largestBody = 16 * 1024
-    /// A request must arrive whole within this, and the answer (a signed query to Houndify) comes within Houndify's
-    /// own time limits, well inside it.
+    /// A request must arrive whole within this; the answer (a signed query to Houndify) is waited for however long.
     private let readTimeout: TimeAmount
 
     /// `readTimeout`: how long a connection may send nothing before its request is whole (tests shorten it).
     public init(desk: SetupDesk, page: [UInt8]?, logger: Logger, readTimeout: Duration = .seconds(30),
                 newCode: @escaping @Sendable (String) -> Void, submit: @escaping Submit) {
-        self.readTimeout = .milliseconds(Int64(max(1, min(readTimeout / .milliseconds(1), 86_400_000))))
+        self.readTimeout = readTimeout.timeAmount
         self.desk = Mutex(desk)
         self.page = page
         self.logger = logger
