@@ -4,10 +4,13 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "support"))
+from run_speaker import free_port  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(HERE))
 DEPLOY = os.path.join(REPO, "deploy")
 BINARY = os.environ.get("HOUND_SPEAKER_BIN", os.path.join(REPO, ".build", "debug", "hound-speaker"))
@@ -79,7 +82,7 @@ class SSHServer:
             run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "hound-speaker-test", "-f", os.path.join(self.dir, name)],
                 check=True)
         shutil.copy(os.path.join(self.dir, "client_key.pub"), os.path.join(self.dir, "authorized_keys"))
-        self.port = self._free_port()
+        self.port = free_port()
         path = f"{standins}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
         config = os.path.join(self.dir, "sshd_config")
         with open(config, "w") as f:
@@ -113,12 +116,6 @@ LogLevel ERROR
         # The host key is checked (no trust on first use), no agent or personal config gets in the way.
         self.options = (f"-F /dev/null -o UserKnownHostsFile={self.dir}/known_hosts -o StrictHostKeyChecking=yes "
                         f"-o BatchMode=yes -o IdentitiesOnly=yes -o LogLevel=ERROR")
-
-    @staticmethod
-    def _free_port():
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            return s.getsockname()[1]
 
     def _listening(self):
         if self.process.poll() is not None:

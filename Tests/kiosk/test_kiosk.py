@@ -14,7 +14,6 @@ import os
 import pathlib
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,7 +25,7 @@ import pytest
 import websocket
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "support"))
-from run_speaker import BIN, CLIENT_ID, CLIENT_KEY, HANG_GUARD, ROOT, Speaker as RunSpeaker  # noqa: E402
+from run_speaker import BIN, CLIENT_ID, CLIENT_KEY, HANG_GUARD, ROOT, Speaker as RunSpeaker, free_port  # noqa: E402
 
 # What the speaker says when Houndify is out of reach and the question is none of its own commands (issue #63).
 OFFLINE_SENTENCE = "I can't reach the internet, but I can still set timers and alarms, tell the time and change the volume."
@@ -34,12 +33,6 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 pytestmark = [pytest.mark.skipif(not BIN, reason="set HOUND_SPEAKER_BIN to the hound-speaker to test"),
               pytest.mark.skipif(not CHROMIUM, reason="Debian's chromium is not installed (apt-get install chromium)")]
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def clean_env(**extra):

@@ -4,6 +4,8 @@ devices, the simulated board on stdin, and its `--events json` lines read as the
 import json
 import os
 import queue
+import random
+import socket
 import subprocess
 import threading
 import time
@@ -21,6 +23,30 @@ NO_CONTROL = '\n[control]\nlisten = ""\n'
 NO_SETUP = '\n[setup]\nlisten = ""\n'
 # A guard against a hang, far above what any step takes; not a speed check.
 HANG_GUARD = 90
+
+
+def free_port():
+    """A port of 127.0.0.1 free now, for another process to bind. It is taken under the kernel's ephemeral range,
+    from which every server on port 0 and every outgoing connection is given its port, so that none of those can be
+    given it before that process binds it (Tests/TestSupport/HeldPort.swift does the same)."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    if low - 20000 >= 1000:
+        for _ in range(500):
+            candidate = random.randrange(20000, low)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", candidate))
+                except OSError:
+                    continue
+                return candidate
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def write_config(tmp_path, port, extra="", credentials=True):
