@@ -75,7 +75,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     /// The echo canceller the frames come through, if any: while it says an echo may still be in a frame (the
     /// room's reverberation after the speaker stopped), the barge-in threshold holds.
     private let echo: EchoCanceller?
-    /// What `process(_:overOwnSound:)` hears a frame in (made once, as long as the longest capture frame); the
+    /// What `process(_:over:)` hears a frame in (made once, as long as the longest capture frame); the
     /// capture router has buffers of its own.
     private let filtered = Mutex([Int16](repeating: 0, count: EchoCanceller.maxFrame))
 
@@ -159,7 +159,8 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         } else if let stopWord {
             do {
                 stop = try StopWord(model: stopWord, generic: model)
-                stopWordStatus = "the stop word \"\(stopWord.phrase)\" for everyone (model \(stopWord.path), threshold \(String(cFormat: "%.4f", stopWord.defaultThreshold)))"
+                let ring = stopWord.ringThreshold.map { ", over a ring \(String(cFormat: "%.4f", $0))" } ?? ""
+                stopWordStatus = "the stop word \"\(stopWord.phrase)\" for everyone (model \(stopWord.path), threshold \(String(cFormat: "%.4f", stopWord.defaultThreshold))\(ring))"
             } catch {
                 logger?.error("\(error): no stop word for everyone (the household's enrolled stop phrase still works)")
                 stopWordStatus = "no stop word for everyone (\(error))"
@@ -262,9 +263,16 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
         return echo?.echoActive == true
     }
 
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit? {
+    public func process(_ frame: UnsafeBufferPointer<Int16>, over: OwnSound, echoing: Bool) -> HotPhraseHit? {
         let next = lock.withLock { $0.next.take() }
-        let ownSound = overOwnSound || echoing
+        let ownSound = over != .none || echoing
+        // The stop word and the household's stop phrase count only while the speaker itself rings or speaks, not
+        // in its echo's tail.
+        let stopOver: StopWord.Over? = switch over {
+        case .none: nil
+        case .answer: .answer
+        case .ring: .ring
+        }
         let heard = running.withLock { r -> (hit: HotPhraseHit, score: Double, wake: (frames: [[Float]], phrase: String?)?)? in
             if let next {
                 r.detector = detector(for: next)
@@ -285,9 +293,8 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
                     case .generic(let d):
                         d.threshold = ownSound ? bargeInThreshold : threshold
                         let stop = r.stop
-                        // The stop word counts only while the speaker itself rings or speaks, as the stop phrase.
                         d.process(samples, onFrame: { e, sample in
-                            if let stop, stop.push(e, sample: sample, armed: overOwnSound) {
+                            if let stop, stop.push(e, sample: sample, over: stopOver) {
                                 hit = .stop
                                 detected = stop.score
                             }
@@ -299,8 +306,7 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
                     case .fused(let d):
                         d.threshold = ownSound ? bargeInThreshold : threshold
                         d.zThreshold = ownSound ? bargeInZThreshold : zThreshold
-                        // The stop phrase counts only while the speaker itself rings or speaks, not in its echo's tail.
-                        d.stopArmed = overOwnSound
+                        d.stopOver = stopOver
                         d.process(samples) { detection in
                             hit = detection.stop ? .stop : .wake
                             detected = detection.score
@@ -324,13 +330,13 @@ public final class HotPhraseListener: HotPhraseDetecting, Sendable {
     }
 
     /// `hear` and `process` in one, for a caller that feeds frames itself, one at a time (a test, a tool).
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool) -> HotPhraseHit? {
-        guard frame.count <= EchoCanceller.maxFrame else { return process(frame, overOwnSound: overOwnSound, echoing: echo?.echoActive == true) }
+    public func process(_ frame: UnsafeBufferPointer<Int16>, over: OwnSound) -> HotPhraseHit? {
+        guard frame.count <= EchoCanceller.maxFrame else { return process(frame, over: over, echoing: echo?.echoActive == true) }
         return filtered.withLock { filtered in
             filtered.withUnsafeMutableBufferPointer { buffer in
                 let heard = UnsafeMutableBufferPointer(rebasing: buffer[0..<frame.count])
                 let echoing = hear(frame, into: heard)
-                return process(UnsafeBufferPointer(heard), overOwnSound: overOwnSound, echoing: echoing)
+                return process(UnsafeBufferPointer(heard), over: over, echoing: echoing)
             }
         }
     }

@@ -7,7 +7,7 @@ public struct WakeDetection: Sendable, Equatable {
     public let phrase: String
     /// True when the templates or a personal head woke it, false when the generic model did.
     public let personal: Bool
-    /// The household's stop phrase (only while `FusedDetector.stopArmed`): not a wake but a stop.
+    /// The household's stop phrase (only while `FusedDetector.stopOver` is set): not a wake but a stop.
     public let stop: Bool
 }
 
@@ -26,9 +26,10 @@ public final class FusedDetector {
     }
     /// The z the personal scores must reach (from the bank and the sensitivity); may be changed between calls.
     public var zThreshold: Double
-    /// Whether the household's stop phrase and the stop word count (the speaker rings or speaks); may be changed
-    /// between calls. Their templates and head follow the audio either way, so they are heard as soon as armed.
-    public var stopArmed = false
+    /// What the speaker plays (nil: nothing): while it rings or speaks the household's stop phrase and the stop
+    /// word count, the stop word at its threshold for that sound. May be changed between calls. Their templates and
+    /// head follow the audio either way, so they are heard as soon as armed.
+    public var stopOver: StopWord.Over? = nil
     /// The stop word for everyone (StopWord), on the same embedding frames: fused with the household's stop
     /// phrase, either stops the speaker, one refractory period for both. Set on the detector's thread.
     public var stopWord: StopWord?
@@ -332,7 +333,7 @@ public final class FusedDetector {
         (raw + rawNext * dim).update(from: e.baseAddress!, count: dim)
         rawNext = (rawNext + 1) % Enrollment.maxFrames
         rawCount = min(rawCount + 1, Enrollment.maxFrames)
-        if let stopWord, stopWord.push(e, sample: sample, armed: stopArmed), sample >= deafUntil {
+        if let stopWord, stopWord.push(e, sample: sample, over: stopOver), sample >= deafUntil {
             // The stop word heard it: a stop, as the household's stop phrase makes one (and no wake waits).
             pending = nil
             deafUntil = sample + refractorySamples
@@ -369,7 +370,7 @@ public final class FusedDetector {
             }
             if phrase.isModelPhrase { modelPhraseScore = lowest }
             if p == pending?.phrase { pendingZ = best }
-            if phrase.isStop && !stopArmed { continue }
+            if phrase.isStop && stopOver == nil { continue }
             if margin >= 0, margin > wake?.margin ?? -.infinity { wake = (p, best, margin) }
         }
         // deaf: a generic wake came first (it set the refractory period), and a pending wake is that wake

@@ -24,6 +24,9 @@ public struct HotPhraseModel: Sendable {
     public let sampleRate: Int
     public let smoothing: Int
     public let defaultThreshold: Double
+    /// A stop word's threshold over a ring (`ring_threshold`, optional): a ring is one known sound the head was
+    /// trained over, so it can listen closer there than over an answer, whose words are anyone's. Nil: the default.
+    public let ringThreshold: Double?
     public let refractorySeconds: Double
     public let fileBytes: Int
     /// The header's format number (1 or 2, above).
@@ -106,6 +109,7 @@ public struct HotPhraseModel: Sendable {
         let sample_rate: Int
         let smoothing: Int
         let default_threshold: Double
+        let ring_threshold: Double?
         let refractory_seconds: Double
     }
 
@@ -124,7 +128,8 @@ public struct HotPhraseModel: Sendable {
         guard common.sample_rate == SpeakerAudio.sampleRate else {
             throw fail("made for \(common.sample_rate) Hz audio; the speaker listens at \(SpeakerAudio.sampleRate) Hz")
         }
-        guard common.smoothing > 0, (0...1).contains(common.default_threshold), common.refractory_seconds >= 0 else {
+        guard common.smoothing > 0, (0...1).contains(common.default_threshold), common.refractory_seconds >= 0,
+              common.ring_threshold.map({ (0...1).contains($0) }) ?? true else {
             throw fail("its smoothing, threshold or refractory period is out of range")
         }
         do {
@@ -141,6 +146,7 @@ public struct HotPhraseModel: Sendable {
         sampleRate = common.sample_rate
         smoothing = common.smoothing
         defaultThreshold = common.default_threshold
+        ringThreshold = common.ring_threshold
         refractorySeconds = common.refractory_seconds
         fileBytes = bytes.count
     }

@@ -5,12 +5,13 @@ import Platform
 /// sound (tools/hotphrase: `hotphrase.train_stop`), shipped as a format-2 model file (`share/hotphrase/stop.hpm`)
 /// whose speech embedding is the hot-phrase model's own. It runs on the hot-phrase model's embedding frames (no
 /// second embedding network), on every frame, so that its window is full the moment it is armed; it fires only
-/// while armed (the speaker rings or speaks), at its own threshold, and is deaf for the model's refractory
-/// period after it fires. One instance belongs to one stream and one thread, and allocates nothing per frame.
+/// while armed (the speaker rings or speaks), at its own threshold for each (the model file's `default_threshold`
+/// over an answer, `ring_threshold` over a ring), and is deaf for the model's refractory period after it fires. One instance belongs to one stream and one thread, and allocates nothing per frame.
 public final class StopWord {
     public let model: HotPhraseModel
-    /// The smoothed score it must reach (0...1); may be changed between calls.
+    /// The smoothed score it must reach over an answer and over a ring (0...1); may be changed between calls.
     public var threshold: Double
+    public var ringThreshold: Double
     private let head: EmbeddingHead
     private let dim: Int
     private var smoothed: MovingMean
@@ -22,9 +23,16 @@ public final class StopWord {
 
     public static let defaultFileName = "stop.hpm"
 
+    /// What the speaker plays while the word is listened for.
+    public enum Over: Sendable, Equatable {
+        case answer
+        case ring
+    }
+
     /// `model`: the stop word's file; `generic`: the hot-phrase model whose embedding frames it will be given.
     /// Throws when either is format 1 or their speech embeddings differ (the head would read other numbers).
-    public init(model: HotPhraseModel, generic: HotPhraseModel, threshold: Double? = nil) throws {
+    /// `threshold` and `ringThreshold` replace the file's (`ringThreshold` nil: the file's, else `threshold`).
+    public init(model: HotPhraseModel, generic: HotPhraseModel, threshold: Double? = nil, ringThreshold: Double? = nil) throws {
         guard case .embedding(let stop) = model.network else {
             throw HotPhraseModelError(path: model.path, problem: "the stop word needs a format-2 model (a speech-embedding head)")
         }
@@ -36,6 +44,7 @@ public final class StopWord {
         }
         self.model = model
         self.threshold = threshold ?? model.defaultThreshold
+        self.ringThreshold = ringThreshold ?? model.ringThreshold ?? self.threshold
         head = EmbeddingHead(model: stop)
         dim = stop.dim
         smoothed = MovingMean(width: model.smoothing)
@@ -59,13 +68,14 @@ public final class StopWord {
         steps = 0
     }
 
-    /// One embedding frame `e`, heard up to `sample` (HotPhraseDetector's onFrame); true when the word is heard:
-    /// armed, the smoothed score at the threshold or above, and not within the refractory period of the last.
-    public func push(_ e: UnsafeBufferPointer<Float>, sample: Int, armed: Bool) -> Bool {
+    /// One embedding frame `e`, heard up to `sample` (HotPhraseDetector's onFrame), `over` what the speaker plays
+    /// (nil: nothing, not armed); true when the word is heard: armed, the smoothed score at that sound's threshold
+    /// or above, and not within the refractory period of the last.
+    public func push(_ e: UnsafeBufferPointer<Float>, sample: Int, over: Over?) -> Bool {
         guard e.count == dim, let p = head.push(embedding: e) else { return false }
         score = smoothed.add(p)
         steps += 1
-        guard armed, sample >= deafUntil, score >= threshold else { return false }
+        guard let over, sample >= deafUntil, score >= (over == .ring ? ringThreshold : threshold) else { return false }
         deafUntil = sample + refractorySamples
         return true
     }

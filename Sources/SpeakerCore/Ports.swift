@@ -175,6 +175,15 @@ public enum HotPhraseHit: Sendable, Equatable {
     case stop
 }
 
+/// What of the speaker's own sound plays while a frame is captured.
+public enum OwnSound: Sendable, Equatable {
+    case none
+    /// An answer, an announcement, a prompt or an earcon: words anyone may say.
+    case answer
+    /// A timer's ring: one known sound, over which the stop word may listen closer (StopWord's ring threshold).
+    case ring
+}
+
 /// Listens for the hot phrase on every 16 kHz frame. The capture router calls `hear` on the capture thread, and
 /// `process` and `reset` on its detector thread (`HotPhraseWorker`), one call at a time, in the order of capture.
 public protocol HotPhraseDetecting: AnyObject, Sendable {
@@ -183,11 +192,11 @@ public protocol HotPhraseDetecting: AnyObject, Sendable {
     /// in it, from what belongs to that moment (the echo canceller's state for this frame). Quick, allocates
     /// nothing, and never waits for `process`. By default: the frame itself, no echo.
     func hear(_ frame: UnsafeBufferPointer<Int16>, into heard: UnsafeMutableBufferPointer<Int16>) -> Bool
-    /// What this frame (as `hear` made it) completes, if anything. `overOwnSound`: the speaker was talking or
-    /// ringing at its capture and the frame has been through the echo canceller (barge-in): the detector listens
-    /// at its threshold for that, and for the household's stop phrase, which it does not report otherwise.
-    /// `echoing`: what `hear` said of it.
-    func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit?
+    /// What this frame (as `hear` made it) completes, if anything. `over`: what the speaker was playing at its
+    /// capture (not `.none`: the frame has been through the echo canceller, barge-in): the detector listens at its
+    /// threshold for that, and for the household's stop phrase and the stop word, which it does not report
+    /// otherwise. `echoing`: what `hear` said of it.
+    func process(_ frame: UnsafeBufferPointer<Int16>, over: OwnSound, echoing: Bool) -> HotPhraseHit?
     /// Forgets what was heard so far.
     func reset()
     /// The latest wake was false (`FalseWake.kept`): a detector that learns the household's false wakes keeps

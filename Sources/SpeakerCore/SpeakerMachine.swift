@@ -567,6 +567,12 @@ public struct SpeakerMachine: Sendable {
     public var soundsPlaying: Int { playing.count + enrollmentWordsPlaying }
     /// Our own sound is playing: the hot phrase is not listened for (the "hears itself" bug).
     public var soundPlaying: Bool { soundsPlaying > 0 }
+    /// What of our own sound plays: a ring while the machine rings (once it has stopped ringing, the last of it is
+    /// heard as an answer would be, at the stricter threshold).
+    public var ownSound: OwnSound {
+        guard soundPlaying else { return .none }
+        return state == .ringing ? .ring : .answer
+    }
     /// A timer went off while the speaker was busy: it rings once the speaker is ready.
     public private(set) var ringPending = false
     /// A timer is counting down: ready shows it.

@@ -19,7 +19,9 @@ final class CaptureRouter: Sendable {
         var endpointer: Endpointer?
         var searchID = 0
         var ring: PreRollRing
-        var listenForHotPhrase = true
+        /// What of our own sound plays (the machine's `ownSound`): while any does, the hot phrase is listened for
+        /// only with barge-in.
+        var playing = OwnSound.none
         /// The sum of squares and count of the samples since the last level was told (while a question is recorded).
         var levelEnergy = 0.0
         var levelCount = 0
@@ -120,15 +122,15 @@ final class CaptureRouter: Sendable {
         }
     }
 
-    /// The speaker's own sound is playing (or not): the hot phrase is not listened for meanwhile, or with barge-in
-    /// it is, over the echo-cancelled audio at the detector's threshold for that.
-    func setHotPhraseListening(_ on: Bool) {
+    /// What of the speaker's own sound is playing: while any is, the hot phrase is not listened for, or with
+    /// barge-in it is, over the echo-cancelled audio at the detector's threshold for that sound.
+    func setOwnSound(_ sound: OwnSound) {
         route.value.withLock { r in
             // The detector heard our own sound, and what it remembers of it must not count towards a detection; with
             // barge-in it heard the cancelled audio all along, and a phrase said as the answer ends still counts.
             // The reset comes before the frames captured from now on, after those queued before.
-            if on && !r.listenForHotPhrase && !bargeIn { worker?.requestReset() }
-            r.listenForHotPhrase = on
+            if sound == .none && r.playing != .none && !bargeIn { worker?.requestReset() }
+            r.playing = sound
         }
     }
 
@@ -195,9 +197,9 @@ final class CaptureRouter: Sendable {
                 }
             }
             // Decided now, on the state at capture; heard later, on the detector's thread.
-            if let worker, r.search == nil && r.enrolling == nil && (r.listenForHotPhrase || bargeIn) {
-                let (overOwnSound, epoch) = (!r.listenForHotPhrase, r.epoch)
-                r.heard.withUnsafeMutableBufferPointer { worker.push(samples, overOwnSound: overOwnSound, epoch: epoch, heard: $0) }
+            if let worker, r.search == nil && r.enrolling == nil && (r.playing == .none || bargeIn) {
+                let (over, epoch) = (r.playing, r.epoch)
+                r.heard.withUnsafeMutableBufferPointer { worker.push(samples, over: over, epoch: epoch, heard: $0) }
             }
             return (decision, r.searchID, level, take)
         }

@@ -39,7 +39,7 @@ final class HotPhraseWorker: Sendable {
     /// One queued frame: its samples are the next `count` of the ring.
     struct Entry {
         var count = 0
-        var overOwnSound = false
+        var over = OwnSound.none
         var echoing = false
         /// A reset was asked for before this frame was captured (it runs before the frame).
         var resetBefore = false
@@ -72,7 +72,7 @@ final class HotPhraseWorker: Sendable {
         var isIdle: Bool { !running || (!busy && entryCount == 0 && !resetPending) }
 
         /// Queues `frame` (at most `pieceSamples`), dropping the oldest frames to make room.
-        mutating func push(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool, epoch: Int) -> Bool {
+        mutating func push(_ frame: UnsafeBufferPointer<Int16>, over: OwnSound, echoing: Bool, epoch: Int) -> Bool {
             guard running, !stopping, !frame.isEmpty else { return false }
             while entryCount == entries.count || sampleCount + frame.count > samples.count { dropOldest() }
             let at = (sampleStart + sampleCount) % samples.count
@@ -82,7 +82,7 @@ final class HotPhraseWorker: Sendable {
                 if first < frame.count { ring.baseAddress!.update(from: frame.baseAddress! + first, count: frame.count - first) }
             }
             entries[(entryStart + entryCount) % entries.count] =
-                Entry(count: frame.count, overOwnSound: overOwnSound, echoing: echoing, resetBefore: resetPending, epoch: epoch)
+                Entry(count: frame.count, over: over, echoing: echoing, resetBefore: resetPending, epoch: epoch)
             resetPending = false
             entryCount += 1
             sampleCount += frame.count
@@ -218,7 +218,7 @@ final class HotPhraseWorker: Sendable {
     /// On the capture thread: queues one frame (cut into pieces if longer than `pieceSamples`), as the capture
     /// router decided at its capture. `heard` is a buffer of at least `pieceSamples`, for what the detector hears
     /// of each piece (`HotPhraseDetecting.hear`). Never waits for the detector.
-    func push(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, epoch: Int, heard: UnsafeMutableBufferPointer<Int16>) {
+    func push(_ frame: UnsafeBufferPointer<Int16>, over: OwnSound, epoch: Int, heard: UnsafeMutableBufferPointer<Int16>) {
         var queued = false
         var offset = 0
         while offset < frame.count {
@@ -227,7 +227,7 @@ final class HotPhraseWorker: Sendable {
             let into = UnsafeMutableBufferPointer(rebasing: heard[0..<n])
             let echoing = detector.hear(piece, into: into)
             let pushed = queue.withLock {
-                $0.push(UnsafeBufferPointer(into), overOwnSound: overOwnSound, echoing: echoing, epoch: epoch)
+                $0.push(UnsafeBufferPointer(into), over: over, echoing: echoing, epoch: epoch)
             }
             queued = queued || pushed
             offset += n
@@ -275,7 +275,7 @@ final class HotPhraseWorker: Sendable {
             switch work {
             case .frame(let entry)?:
                 let hit = buffer.withUnsafeBufferPointer { b in
-                    detector.process(UnsafeBufferPointer(rebasing: b[0..<entry.count]), overOwnSound: entry.overOwnSound, echoing: entry.echoing)
+                    detector.process(UnsafeBufferPointer(rebasing: b[0..<entry.count]), over: entry.over, echoing: entry.echoing)
                 }
                 if let hit { deliver(hit, entry.epoch) }
             case .reset?:

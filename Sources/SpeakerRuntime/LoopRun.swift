@@ -138,7 +138,7 @@ struct LoopRun {
     /// The machine alone decides whether our own sound is playing; the router only follows it, after every input
     /// that reaches the machine.
     private func followSound() {
-        router.setHotPhraseListening(!speaker.machine.soundPlaying)
+        router.setOwnSound(speaker.machine.ownSound)
     }
 
     /// The clocks as the core reads them for one step.

@@ -299,6 +299,17 @@ func withHeader(_ model: HotPhraseModel, replacing key: String, upTo end: String
         }
     }
 
+    /// A stop word's ring threshold is read when there, and one out of 0...1 is refused as the default one is.
+    @Test func aRingThresholdIsReadAndChecked() throws {
+        let model = try Fixtures.model()
+        #expect(model.ringThreshold == nil)
+        let ring = try withHeader(model, replacing: "\"default_threshold\": ", upTo: ",", with: "0.9, \"ring_threshold\": 0.75")
+        #expect(ring.defaultThreshold == 0.9 && ring.ringThreshold == 0.75)
+        #expect { try withHeader(model, replacing: "\"default_threshold\": ", upTo: ",", with: "0.9, \"ring_threshold\": 1.5") } throws: {
+            "\($0)".contains("threshold or refractory period is out of range")
+        }
+    }
+
     @Test func locateSaysWhereItLooked() {
         #expect { try HotPhraseModel.locate("/nowhere/x.hpm") } throws: { "\($0)".contains("/nowhere/x.hpm: no such file") }
     }

@@ -475,7 +475,7 @@ func bruteForceDTW(cost: [[Float]], end t: Int) -> (score: Float, steps: [Int], 
             var household = Household()
             try household.add(take, phrase: phrase, bank: bank)
             let detector = try FusedDetector(model: model, household: household, bank: bank, threshold: 2, zThreshold: 1)
-            detector.stopArmed = true
+            detector.stopOver = .answer
             return wakes(detector, stream).first
         }
         let wake = try #require(try first("hey kitchen"))

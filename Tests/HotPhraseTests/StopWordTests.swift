@@ -24,13 +24,13 @@ enum StopWordFixtures {
     static let ring = Fixtures.root.appendingPathComponent("share/earcons/timer.wav").path
 
     /// Where a StopWord riding on `generic`'s frames fires over `samples` (seconds), fed in 20 ms pieces.
-    static func stops(_ stop: StopWord, _ generic: HotPhraseDetector, _ samples: [Int16], armed: Bool = true) -> [Double] {
+    static func stops(_ stop: StopWord, _ generic: HotPhraseDetector, _ samples: [Int16], over: StopWord.Over? = .answer) -> [Double] {
         var found: [Double] = []
         samples.withUnsafeBufferPointer { all in
             var i = 0
             while i < all.count {
                 generic.process(UnsafeBufferPointer(rebasing: all[i..<min(i + 320, all.count)]), onFrame: { e, sample in
-                    if stop.push(e, sample: sample, armed: armed) { found.append(Double(sample) / 16_000) }
+                    if stop.push(e, sample: sample, over: over) { found.append(Double(sample) / 16_000) }
                 }, onDetection: { _ in })
                 i += 320
             }
@@ -86,7 +86,7 @@ enum StopWordFixtures {
         Self.clip.withUnsafeBufferPointer { all in
             riding.process(all, onFrame: { e, sample in
                 let before = stop.steps
-                _ = stop.push(e, sample: sample, armed: false)
+                _ = stop.push(e, sample: sample, over: nil)
                 if stop.steps > before { got.append(stop.score) }
             }, onDetection: { _ in })
         }
@@ -98,13 +98,39 @@ enum StopWordFixtures {
     @Test func armedOnlyOnceAndReset() throws {
         let (stopModel, generic) = try Self.models()
         let stop = try StopWord(model: stopModel, generic: generic, threshold: Self.threshold)
-        #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), Self.clip, armed: false).isEmpty)
+        #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), Self.clip, over: nil).isEmpty)
         stop.reset()
         #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), Self.clip).count == 1)
         stop.reset()
         // twice in a row, closer than the refractory period (2 s) only if the clip is shorter than it
         let twice = StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), Self.clip + Self.clip)
         #expect(twice.count == 2 && twice[1] - twice[0] >= stopModel.refractorySeconds, "\(twice)")
+    }
+
+    /// Over a ring it listens at the ring's threshold (the model file's `ring_threshold`), over an answer at the
+    /// default one; a file without a ring threshold listens at the default over both.
+    @Test func overARingItListensAtTheRingThreshold() throws {
+        let (stopModel, generic) = try Self.models()
+        #expect(stopModel.ringThreshold == nil)
+        #expect(try StopWord(model: stopModel, generic: generic, threshold: 0.7).ringThreshold == 0.7)
+        let ringFile = try withHeader(stopModel, replacing: "\"default_threshold\": ", upTo: ",",
+                                      with: "\(Self.threshold + 0.01), \"ring_threshold\": \(Self.threshold)")
+        let stop = try StopWord(model: ringFile, generic: generic)
+        #expect(stop.threshold == Self.threshold + 0.01 && stop.ringThreshold == Self.threshold)
+        #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), Self.clip, over: .answer).isEmpty)
+        stop.reset()
+        #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), Self.clip, over: .ring).count == 1)
+        // Through the fused detector too.
+        let bank = try NegativeBank.locate(Fixtures.root.appendingPathComponent("share/hotphrase/negative-bank.hpm").path)
+        var household = Household()
+        try household.add(try Enrollment.take(try HouseholdFixtures.say("hey kitchen"), model: generic), phrase: "hey kitchen", bank: bank)
+        for (over, count) in [(StopWord.Over.answer, 0), (.ring, 1)] {
+            let d = try FusedDetector(model: generic, household: household, bank: bank, threshold: 2,
+                                      zThreshold: bank.zThreshold(sensitivity: 0.5))
+            d.stopWord = try StopWord(model: ringFile, generic: generic)
+            d.stopOver = over
+            #expect(HouseholdFixtures.wakes(d, Self.clip).filter(\.stop).count == count, "\(over)")
+        }
     }
 
     /// Fused with the household's stop phrase (docs/household.md): either one stops, a stop and not a wake, one
@@ -119,7 +145,7 @@ enum StopWordFixtures {
         func run(armed: Bool, stopWord: Bool, _ stream: [Int16]) throws -> [WakeDetection] {
             let d = try FusedDetector(model: generic, household: household, bank: bank, threshold: 2,
                                       zThreshold: bank.zThreshold(sensitivity: 0.5))
-            d.stopArmed = armed
+            d.stopOver = armed ? .answer : nil
             if stopWord { d.stopWord = try StopWord(model: stopModel, generic: generic, threshold: Self.threshold) }
             return HouseholdFixtures.wakes(d, stream)
         }
@@ -142,7 +168,7 @@ enum StopWordFixtures {
     }
 
     /// The timer's ring, the speaker's own sound it hears most, looped for two minutes at three levels as it plays
-    /// (what a canceller still converging passes nearly whole): no stop.
+    /// (what a canceller still converging passes nearly whole): no stop, at the file's threshold over a ring.
     @Test(.enabled(if: StopWordFixtures.trained != nil, Comment(rawValue: StopWordFixtures.noTrained)))
     func theRingIsNoStop() throws {
         let (stopModel, generic) = try Self.models()
@@ -151,7 +177,7 @@ enum StopWordFixtures {
             var loop: [Int16] = []
             while loop.count < 120 * 16_000 { loop += ring.map { Int16(Double($0) * gain) } }
             let stop = try StopWord(model: stopModel, generic: generic)
-            #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), loop).isEmpty, "gain \(gain)")
+            #expect(StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), loop, over: .ring).isEmpty, "gain \(gain)")
         }
     }
 
@@ -195,7 +221,7 @@ enum StopWordFixtures {
             let stop = try StopWord(model: stopModel, generic: generic, threshold: 0.8)
             if !StopWordFixtures.stops(stop, HotPhraseDetector(model: generic, threshold: 2), clip).isEmpty { heard += 1 }
             let quiet = try StopWord(model: stopModel, generic: generic, threshold: 0.8)
-            unarmed += StopWordFixtures.stops(quiet, HotPhraseDetector(model: generic, threshold: 2), clip, armed: false).count
+            unarmed += StopWordFixtures.stops(quiet, HotPhraseDetector(model: generic, threshold: 2), clip, over: nil).count
         }
         let n = StopWordFixtures.realClips.count
         #expect(Double(n - heard) <= 0.05 * Double(n), "\(n - heard) of \(n) missed")

@@ -617,6 +617,19 @@ func expectedNext(_ state: SpeakerState, _ event: SpeakerEvent) -> SpeakerState 
         #expect(plain.state == .speaking)
     }
 
+    /// What the detector is told plays: a ring while it rings, an answer while it speaks, and the last of a ring
+    /// stopped by a press (its end not yet reported) as an answer, at the stricter threshold.
+    @Test func ownSoundTellsARingFromAnAnswer() {
+        var m = machine(in: .ringing)
+        #expect(m.ownSound == .ring)
+        _ = m.handle(.talk)
+        #expect(m.state != .ringing && m.soundPlaying && m.ownSound == .answer)
+        #expect(machine(in: .speaking).ownSound == .answer)
+        var quiet = machine(in: .ready)
+        while quiet.soundPlaying { _ = quiet.endOldestSound(.finished) }
+        #expect(quiet.ownSound == .none)
+    }
+
     @Test func theHotPhraseOverTheRingStopsItAndListensWithBargeIn() {
         var m = machine(in: .ringing, settings: Self.bargeIn)
         let effects = m.handle(.hotPhrase)

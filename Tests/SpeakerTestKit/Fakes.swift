@@ -471,13 +471,13 @@ public final class FakeBoard: BoardPort {
 public final class FakeHotPhrase: HotPhraseDetecting {
     public static let marker: Int16 = 12_345
     public static let stopMarker: Int16 = 23_456
-    private let state = Mutex<(resetsAfter: [Int], frames: Int, overOwnSound: Int, firstSamples: [Int16])>(([], 0, 0, []))
+    private let state = Mutex<(resetsAfter: [Int], frames: Int, overOwnSound: Int, overRing: Int, firstSamples: [Int16])>(([], 0, 0, 0, []))
     /// Whether frames are held, and how many wait in `process`: changed only with `gate` locked too, so that a
     /// wait on it misses no change.
     private let gate = Condition()
     private let gateState = Mutex<(held: Bool, waiting: Int)>((false, 0))
     public init() {}
-    public func process(_ frame: UnsafeBufferPointer<Int16>, overOwnSound: Bool, echoing: Bool) -> HotPhraseHit? {
+    public func process(_ frame: UnsafeBufferPointer<Int16>, over: OwnSound, echoing: Bool) -> HotPhraseHit? {
         gate.lock()
         gateState.withLock { $0.waiting += 1 }
         gate.broadcast()
@@ -486,11 +486,12 @@ public final class FakeHotPhrase: HotPhraseDetecting {
         gate.unlock()
         state.withLock { s in
             s.frames += 1
-            if overOwnSound { s.overOwnSound += 1 }
+            if over != .none { s.overOwnSound += 1 }
+            if over == .ring { s.overRing += 1 }
             s.firstSamples.append(frame.first ?? 0)
         }
         if frame.first == Self.marker { return .wake }
-        if frame.first == Self.stopMarker && overOwnSound { return .stop }
+        if frame.first == Self.stopMarker && over != .none { return .stop }
         return nil
     }
     public func reset() { state.withLock { $0.resetsAfter.append($0.frames) } }
@@ -513,6 +514,8 @@ public final class FakeHotPhrase: HotPhraseDetecting {
     public var firstSamples: [Int16] { state.withLock { $0.firstSamples } }
     /// Frames heard while the speaker's own sound played (only with barge-in: otherwise none reach the detector).
     public var framesOverOwnSound: Int { state.withLock { $0.overOwnSound } }
+    /// Of those, the frames heard while a timer rang (`OwnSound.ring`).
+    public var framesOverRing: Int { state.withLock { $0.overRing } }
 
     /// From now on each frame waits in `process` until `release()`.
     public func hold() {

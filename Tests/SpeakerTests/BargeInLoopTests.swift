@@ -43,6 +43,7 @@ import Timers
         rig.microphone.feed(frames: 5, value: 0)
         await rig.loop.settled()  // heard on the detector's thread
         #expect(detector.framesOverOwnSound == over + 5)
+        #expect(detector.framesOverRing == 0)  // an answer, not a ring: the stop word listens at its answer threshold
 
         // "OK Hound" over the answer: it stops at once, and the question after it goes to a new search, pre-roll first.
         var mark = rig.recorder.count
@@ -93,6 +94,24 @@ import Timers
         mark = rig.recorder.count
         await rig.advance(by: .seconds(11))
         #expect(await rig.saw(.leds(.ringing), after: mark))
+    }
+
+    /// Frames heard while the timer rings reach the detector as over a ring (the stop word's ring threshold), and
+    /// the answer after it as over an answer.
+    @Test func theDetectorIsToldARingFromAnAnswer() async throws {
+        let rig = await Self.rig()
+        let detector = try #require(rig.hotPhrase)
+        try await Self.ringATimer(rig)
+        let (over, ring) = (detector.framesOverOwnSound, detector.framesOverRing)
+        rig.microphone.feed(frames: 4, value: 0)
+        await rig.loop.settled()
+        #expect(detector.framesOverOwnSound == over + 4 && detector.framesOverRing == ring + 4)
+        _ = try await Self.answerOverHotPhrase(rig, Self.weather)  // "OK Hound" stops the ring; the answer plays
+        let (overAnswer, ringAnswer) = (detector.framesOverOwnSound, detector.framesOverRing)
+        rig.microphone.feed(frames: 3, value: 0)
+        await rig.loop.settled()
+        #expect(detector.framesOverOwnSound == overAnswer + 3 && detector.framesOverRing == ringAnswer)
+        await rig.stop()
     }
 
     @Test func theHotPhraseStopsARingingTimerAndTakesTheQuestion() async throws {

@@ -32,7 +32,7 @@ import SpeakerTestKit
             if case .event(.hotPhrase) = input { seen.withLock { $0 += 1 } }
         }
         router.startDetector()
-        router.setHotPhraseListening(listening)
+        router.setOwnSound(listening ? .none : .answer)
         await feed(router, try AudioFile.readMono(path: repositoryRoot + "/share/demo/ok-hound-what-time-is-it.wav").samples)
         await router.stopDetector()
         #expect(router.hotPhraseFramesDropped == 0)
@@ -208,9 +208,9 @@ import SpeakerTestKit
         let router = CaptureRouter(preRollMS: 300, detector: detector, bargeIn: true) { [posted] in posted.add($0) }
         router.startDetector()
         detector.hold()
-        router.setHotPhraseListening(false)  // the speaker talks
+        router.setOwnSound(.answer)  // the speaker talks
         feed(router, 0, frames: 3)
-        router.setHotPhraseListening(true)
+        router.setOwnSound(.none)
         feed(router, 0, frames: 2)
         router.attach(Upload(), id: 1, endpointer: Endpointer(), preRoll: false)
         feed(router, FakeHotPhrase.marker, frames: 2)
@@ -265,13 +265,13 @@ import SpeakerTestKit
     /// A reset asked for comes after the frames queued before it and before those after it; with nothing queued,
     /// at once.
     @Test func aResetTakesItsPlaceAmongTheFrames() async {
-        router.setHotPhraseListening(false)
-        router.setHotPhraseListening(true)
+        router.setOwnSound(.answer)
+        router.setOwnSound(.none)
         await router.detectorIdle()
         #expect(detector.resetsAfter == [0])
         stall()
-        router.setHotPhraseListening(false)
-        router.setHotPhraseListening(true)
+        router.setOwnSound(.answer)
+        router.setOwnSound(.none)
         feed(3)
         detector.release()
         await router.detectorIdle()

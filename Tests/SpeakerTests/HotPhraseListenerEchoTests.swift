@@ -41,7 +41,7 @@ import SpeakerCore
             var frame = Array(mic[m..<m + 320])
             frame.withUnsafeMutableBufferPointer { echo.process($0, heard: 1_000_000 + TimelinePosition(m)) }
             frame.withUnsafeBufferPointer { f in
-                if listener.process(f, overOwnSound: true) == .wake { heard.append(listener.lastDetectionScore) }
+                if listener.process(f, over: .answer) == .wake { heard.append(listener.lastDetectionScore) }
                 #expect(filtered.withUnsafeMutableBufferPointer { echo.hotPhraseFrame(for: f, into: $0) })
                 filtered.withUnsafeBufferPointer { onFiltered.process($0) { filteredScores.append($0.score) } }
                 onUploaded.process(f) { uploadedScores.append($0.score) }

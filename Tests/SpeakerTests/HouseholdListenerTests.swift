@@ -18,11 +18,11 @@ import TestSupport
 @Suite(.ownThread) struct HouseholdListenerTests {
     static let fixtures = repositoryRoot + "/Tests/HotPhraseTests/Fixtures/household"
 
-    func hits(_ listener: HotPhraseListener, _ samples: [Int16], overOwnSound: Bool = false, kind: HotPhraseHit = .wake) -> Int {
+    func hits(_ listener: HotPhraseListener, _ samples: [Int16], over: OwnSound = .none, kind: HotPhraseHit = .wake) -> Int {
         listener.reset()
         var count = 0
         for start in stride(from: 0, to: samples.count - 319, by: 320) {
-            samples[start..<start + 320].withUnsafeBufferPointer { if listener.process($0, overOwnSound: overOwnSound) == kind { count += 1 } }
+            samples[start..<start + 320].withUnsafeBufferPointer { if listener.process($0, over: over) == kind { count += 1 } }
         }
         return count
     }
@@ -187,10 +187,11 @@ import TestSupport
                                          household: source, logger: nil)
         #expect(listener.personalActive)
         let stream = try AudioFile.readMono(path: Self.fixtures + "/stream.wav", targetRate: 16_000).samples
-        #expect(hits(listener, stream, overOwnSound: false, kind: .stop) == 0)
-        #expect(hits(listener, stream, overOwnSound: false, kind: .wake) == 0)
-        #expect(hits(listener, stream, overOwnSound: true, kind: .stop) == 1)
-        #expect(hits(listener, stream, overOwnSound: true, kind: .wake) == 0)
+        #expect(hits(listener, stream, over: .none, kind: .stop) == 0)
+        #expect(hits(listener, stream, over: .none, kind: .wake) == 0)
+        #expect(hits(listener, stream, over: .answer, kind: .stop) == 1)
+        #expect(hits(listener, stream, over: .answer, kind: .wake) == 0)
+        #expect(hits(listener, stream, over: .ring, kind: .stop) == 1)
     }
 
     /// A format-1 model: the generic detector only, and a change is refused with the reason.

@@ -1,7 +1,8 @@
 """Google's speech_embedding front end (as openWakeWord runs it) in the project's model file, plus a classifier
 head: the .hpm "format 2" that Sources/HotPhrase/EmbeddingModel.swift reads.
 
-  python -m hotphrase.export_embedding HEAD_DIR OUT.hpm [--models DIR] [--dtype float16|float32]
+  python -m hotphrase.export_embedding HEAD_DIR OUT.hpm [--models DIR] [--dtype float16|float32] [--threshold T]
+                                      [--ring-threshold T]
 
 Reads the two Apache-2.0 TFLite graphs of the PyPI wheel pyopen-wakeword 1.1.0 (pyopen_wakeword/models/
 melspectrogram.tflite and embedding_model.tflite; the wheel's wake-word heads are CC BY-NC-SA and are never read
@@ -285,6 +286,8 @@ def export(mel, emb_layers, head_meta, head_layers, path, dtype="float16"):
                   "embedding_model.tflite",
         "tensors": table,
     }
+    if head_meta.get("ring_threshold") is not None:
+        header["ring_threshold"] = head_meta["ring_threshold"]
     for k in ("evaluation",):
         if k in head_meta:
             header[k] = head_meta[k]
@@ -385,15 +388,21 @@ def main(argv=None):
     ap.add_argument("--threshold", type=float, default=None,
                     help="the file's default threshold in place of the head's own (head.json), e.g. one chosen on "
                          "held-out hours of the speaker's own sound")
+    ap.add_argument("--ring-threshold", type=float, default=None,
+                    help="a stop word's threshold over a ring (the speaker's one known sound), where it may listen "
+                         "closer than over an answer; without it the default threshold holds there too")
     a = ap.parse_args(argv)
-    if a.threshold is not None and not 0 < a.threshold < 1:
-        ap.error(f"--threshold {a.threshold}: must be between 0 and 1")
+    for name, value in (("--threshold", a.threshold), ("--ring-threshold", a.ring_threshold)):
+        if value is not None and not 0 < value < 1:
+            ap.error(f"{name} {value}: must be between 0 and 1")
     models = a.models or default_models_dir()
     mel = read_mel(os.path.join(models, "melspectrogram.tflite"))
     layers = read_embedding(os.path.join(models, "embedding_model.tflite"))
     meta, head = read_head(a.head_dir)
     if a.threshold is not None:
         meta = {**meta, "threshold": a.threshold}
+    if a.ring_threshold is not None:
+        meta = {**meta, "ring_threshold": a.ring_threshold}
     export(mel, layers, meta, head, a.out, a.dtype)
     convs = [x for x in layers if x["type"] == "conv"]
     params = sum(x["weight"].size + x["bias"].size for x in convs)

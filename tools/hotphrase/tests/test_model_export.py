@@ -377,7 +377,8 @@ class Format2(unittest.TestCase):
         self.assertIn("format 1", str(e.exception))
 
     def test_the_threshold_chosen_outside_the_head(self):
-        """--threshold writes that default threshold in place of head.json's; out of (0, 1) is refused first."""
+        """--threshold writes that default threshold in place of head.json's, --ring-threshold a stop word's over a ring
+        (none without it); out of (0, 1) is refused first."""
         out = os.path.join(self.tmp.name, "t.hpm")
         saved = X.read_mel, X.read_embedding
         X.read_mel, X.read_embedding = (lambda _: self.mel), (lambda _: self.emb)
@@ -386,13 +387,17 @@ class Format2(unittest.TestCase):
             with contextlib.redirect_stdout(said), contextlib.redirect_stderr(errors):
                 X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", "0.913"])
                 self.assertEqual(X.load(out)[0]["default_threshold"], 0.913)
+                self.assertNotIn("ring_threshold", X.load(out)[0])
                 X.main([self.head_dir, out, "--models", self.tmp.name])
                 self.assertEqual(X.load(out)[0]["default_threshold"], self.meta["threshold"])
-                for bad in ("1.5", "0", "nan"):
-                    with self.assertRaises(SystemExit):
-                        X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", bad])
+                X.main([self.head_dir, out, "--models", self.tmp.name, "--threshold", "0.9", "--ring-threshold", "0.7"])
+                self.assertEqual((X.load(out)[0]["default_threshold"], X.load(out)[0]["ring_threshold"]), (0.9, 0.7))
+                for option in ("--threshold", "--ring-threshold"):
+                    for bad in ("1.5", "0", "nan"):
+                        with self.assertRaises(SystemExit):
+                            X.main([self.head_dir, out, "--models", self.tmp.name, option, bad])
             self.assertIn("t.hpm", said.getvalue())
-            self.assertEqual(errors.getvalue().count("must be between 0 and 1"), 3, errors.getvalue())
+            self.assertEqual(errors.getvalue().count("must be between 0 and 1"), 6, errors.getvalue())
         finally:
             X.read_mel, X.read_embedding = saved
 
