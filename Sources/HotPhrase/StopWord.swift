@@ -6,7 +6,8 @@ import Platform
 /// whose speech embedding is the hot-phrase model's own. It runs on the hot-phrase model's embedding frames (no
 /// second embedding network), on every frame, so that its window is full the moment it is armed; it fires only
 /// while armed (the speaker rings or speaks), at its own threshold for each (the model file's `default_threshold`
-/// over an answer, `ring_threshold` over a ring), and is deaf for the model's refractory period after it fires. One instance belongs to one stream and one thread, and allocates nothing per frame.
+/// over an answer, `ring_threshold` over a ring), and is deaf for the model's refractory period after it fires.
+/// One instance belongs to one stream and one thread, and allocates nothing per frame.
 public final class StopWord {
     public let model: HotPhraseModel
     /// The smoothed score it must reach over an answer and over a ring (0...1); may be changed between calls.

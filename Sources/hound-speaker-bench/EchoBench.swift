@@ -14,7 +14,9 @@ import HotPhrase
 ///       [--detector-input hotphrase|upload]
 ///       [--sensitivities 0.5,0.3,...] [--only erle|hotphrase|own] [--conditions silence,talk,talk-off,...]
 ///   (the real "view glass" conditions, with a view-glass model: --conditions silence-realvg,realvg,realvg-off; a set
-///   made with --real-dir adds realvg-ring, e.g. the stop word's held-out real clips, issue #61)
+///   made with --real-dir adds realvg-ring, e.g. the stop word's held-out real clips, issue #61; a stop word whose
+///   file has a ring threshold adds an "as shipped" column, and with --only own its self-stops as the speaker counts
+///   them: only while it plays, at that threshold over a ring)
 ///       [--ref-veto X]   a design study: no detection where the same model on what was played scored X or more
 ///       [--min-steps N]  a design study: a detection needs N steps in a row at the threshold
 ///   hound-speaker-bench aec ROOMSET --only dump --dump-dir DIR   the canceller's output over the own sound, to train on
@@ -289,13 +291,21 @@ enum EchoBench {
         let thresholds = o.sensitivities.map { HotPhraseDetector.threshold(sensitivity: $0, model: model) }
         print("\n## \"OK Hound\" over the speaker's own sound (model \(model.path); sensitivities \(o.sensitivities.map { f2($0) }.joined(separator: ", ")) = thresholds \(thresholds.map { f3($0) }.joined(separator: ", ")))")
         print("Misses per condition, summed over the rooms; `off` = the microphone as heard, without the canceller.")
-        print("| condition | ESR | phrases | " + o.sensitivities.map { "missed at \(f2($0)) (false)" }.joined(separator: " | ") + " |")
-        print("|---|---|---|" + String(repeating: "---|", count: o.sensitivities.count))
+        // A stop word with a ring threshold: one more column, the file as the speaker runs it (that threshold over a
+        // ring's conditions, the default over the others).
+        let shipped = model.ringThreshold.map { ring in
+            print("as shipped: the default threshold \(f3(model.defaultThreshold)), over a ring \(f3(ring))")
+            return ring
+        }
+        let columns = o.sensitivities.map { "missed at \(f2($0)) (false)" } + (shipped == nil ? [] : ["as shipped (false)"])
+        print("| condition | ESR | phrases | " + columns.joined(separator: " | ") + " |")
+        print("|---|---|---|" + String(repeating: "---|", count: columns.count))
         for condition in o.conditions {
             let useAEC = !condition.hasSuffix("-off")
             let kind = useAEC ? condition : String(condition.dropLast(4))
             let roomList = try rooms(o.root, kind)
             let esrs = try FileManager.default.contentsOfDirectory(atPath: "\(o.root)/\(kind)/\(roomList[0])").compactMap(Int.init).sorted()
+            let thresholds = thresholds + (shipped.map { [kind.contains("ring") ? $0 : model.defaultThreshold] } ?? [])
             for esr in esrs {
                 var total = 0
                 var missed = [Int](repeating: 0, count: thresholds.count), falses = [Int](repeating: 0, count: thresholds.count)
@@ -330,6 +340,24 @@ enum EchoBench {
 
     struct Segment { var kind: String; var start: Double; var end: Double }
 
+    /// A stop word's detections as the speaker makes them: armed only while something plays (0.1 s past its end:
+    /// the output's queue), at `ring` over a ring and `answer` over anything else, one refractory period for all.
+    static func stopsWhilePlaying(_ scores: [(time: Double, score: Double)], _ segments: [Segment], answer: Double, ring: Double,
+                                  refractory: Double) -> [(time: Double, overRing: Bool)] {
+        var out: [(Double, Bool)] = []
+        var deafUntil = -1.0
+        var next = 0
+        for (t, s) in scores {
+            while next < segments.count && segments[next].end + 0.1 < t { next += 1 }
+            guard next < segments.count, segments[next].start <= t, t >= deafUntil else { continue }
+            let overRing = segments[next].kind == "ring"
+            guard s >= (overRing ? ring : answer) else { continue }
+            out.append((t, overRing))
+            deafUntil = t + refractory
+        }
+        return out
+    }
+
     /// What the speaker played in an own-speech file (labels.json's far_end segments: "answer" or "ring").
     static func segments(_ dir: String) throws -> [Segment] {
         let list = (try labels(dir)?["far_end"] as? [String: Any])?["segments"] as? [[String: Any]] ?? []
@@ -353,6 +381,7 @@ enum EchoBench {
         var hours = 0.0
         var wakes = [Int](repeating: 0, count: thresholds.count), wakesOff = wakes
         var detectorCPU = 0.0
+        var shippedStops = [0, 0]  // over an answer, over a ring
         for part in try rooms(o.root, "own-speech") {
             let dir = "\(o.root)/own-speech/\(part)"
             let mic = try read("\(dir)/mic.wav"), ref = try read("\(dir)/ref.wav")
@@ -363,7 +392,15 @@ enum EchoBench {
             detectorCPU += threadCPU() - t0
             let sOff = scores(mic, model: model)
             let veto = o.refVeto.map { (scores(ref, model: model), $0) }
-            let playingList = o.listFalses ? try segments(dir) : []
+            let playingList = o.listFalses || model.ringThreshold != nil ? try segments(dir) : []
+            if let ring = model.ringThreshold {
+                for t in stopsWhilePlaying(s, playingList, answer: model.defaultThreshold, ring: ring, refractory: model.refractorySeconds) {
+                    shippedStops[t.overRing ? 1 : 0] += 1
+                    if o.listFalses {
+                        print("  self-stop as shipped: own-speech \(part) at \(f1(t.time)) s, \(playing(t.time, playingList)) (score \(f3(s.last { $0.time <= t.time }?.score ?? 0)))")
+                    }
+                }
+            }
             for (i, t) in thresholds.enumerated() {
                 let found = detections(s, threshold: t, refractory: model.refractorySeconds, veto: veto, minSteps: o.minSteps)
                 wakes[i] += found.count
@@ -378,6 +415,9 @@ enum EchoBench {
         print("|---|---|---|---|---|")
         for (i, s) in o.sensitivities.enumerated() {
             print("| \(f2(s)) | \(f3(thresholds[i])) | \(wakes[i]) | \(f2(Double(wakes[i]) / hours)) | \(wakesOff[i]) |")
+        }
+        if let ring = model.ringThreshold {
+            print("As shipped (a stop word listens only while the speaker plays, 0.1 s past its end counted, at \(f3(model.defaultThreshold)) over an answer and \(f3(ring)) over a ring): \(shippedStops[0] + shippedStops[1]) self-stops, \(shippedStops[0]) over an answer and \(shippedStops[1]) over a ring")
         }
         let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }
         print("canceller CPU: \(f3(100 * cpu / max(1e-9, audio))) % of one core over \(f1(audio)) s of audio; hot phrase on it: \(f3(100 * detectorCPU / (hours * 3600))) % of one core")
