@@ -417,7 +417,7 @@ enum EchoBench {
             print("| \(f2(s)) | \(f3(thresholds[i])) | \(wakes[i]) | \(f2(Double(wakes[i]) / hours)) | \(wakesOff[i]) |")
         }
         if let ring = model.ringThreshold {
-            print("As shipped (a stop word listens only while the speaker plays, 0.1 s past its end counted, at \(f3(model.defaultThreshold)) over an answer and \(f3(ring)) over a ring): \(shippedStops[0] + shippedStops[1]) self-stops, \(shippedStops[0]) over an answer and \(shippedStops[1]) over a ring")
+            print("As shipped (a stop word listens only while the speaker plays, 0.1 s past its end counted, at \(f3(model.defaultThreshold)) over an answer and \(f3(ring)) over a ring): \(shippedStops[0] + shippedStops[1]) self-stop\(shippedStops[0] + shippedStops[1] == 1 ? "" : "s"), \(shippedStops[0]) over an answer and \(shippedStops[1]) over a ring")
         }
         let (cpu, audio) = cancellerSpent.withLock { ($0.cpu, $0.audio) }
         print("canceller CPU: \(f3(100 * cpu / max(1e-9, audio))) % of one core over \(f1(audio)) s of audio; hot phrase on it: \(f3(100 * detectorCPU / (hours * 3600))) % of one core")
